@@ -1,0 +1,57 @@
+# attested-cortex: every target does its own set-up on a fresh machine.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
+PYTEST_ARGS ?=
+
+.PHONY: help venv deps test run lint bench e2e-kind crds clean
+
+help:
+	@echo "make run   - bring the whole system up on this host (Ctrl-C stops it)"
+	@echo "make test  - install everything the tests need and run the whole suite"
+	@echo "make lint  - ruff, mypy (strict), import-linter, helm lint, CRD drift check"
+	@echo "make bench - benchmarks; writes docs/benchmarks/*.json and docs/PERFORMANCE.md"
+	@echo "make e2e-kind - on a machine with Docker: kind cluster, images, helm install, e2e/"
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+# System packages and cached services (PostgreSQL 15, PostgreSQL 17 + AGE root, Kubernetes binaries).
+deps: venv
+	hack/ensure-system-packages.sh
+	hack/pg/ensure-age-root.sh
+	hack/k8s/ensure-binaries.sh
+
+test: deps
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+run: deps
+	$(BIN)/python hack/run.py
+
+lint: venv
+	$(BIN)/ruff check operator tests hack bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q tests/crd/test_drift.py
+	hack/k8s/ensure-binaries.sh helm >/dev/null && "$$(hack/k8s/ensure-binaries.sh --print-bin-dir)/helm" lint charts/attested-cortex
+
+bench: deps
+	$(BIN)/python -m bench
+
+crds: venv
+	$(BIN)/cortexctl crds --out-dir crds
+	$(BIN)/cortexctl crds --out-dir charts/attested-cortex/crds-templates
+
+e2e-kind:
+	e2e/kind.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

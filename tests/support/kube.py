@@ -1,0 +1,1 @@
+"""Kubernetes control-plane fixtures (filled in by the Kubernetes foundation work)."""

@@ -1,0 +1,1 @@
+"""PostgreSQL fixtures (filled in by the test-infrastructure work)."""
