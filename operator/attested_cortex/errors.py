@@ -1,0 +1,135 @@
+"""The one exception tree of the domain, shared by every layer.
+
+Storage, policy, hooks, attestation and the service layer raise these; the HTTP layer maps
+each class to a status code and the JSON error envelope, and the CLI to an exit message.
+psycopg and aiohttp exceptions never travel past the layer that owns them: they are
+translated here with ``raise ... from``.
+
+::
+
+    CortexError                      (500 only for genuine bugs: never for bad input)
+    ├── InvalidInputError            400  the request is malformed or breaks a rule
+    ├── UnauthenticatedError         401  missing or bad credentials
+    ├── DeniedError                  403  a rule or hook denied the operation
+    ├── NotFoundError                404
+    ├── ConflictError                409  duplicate, replay, or a concurrent change
+    ├── TooLargeError                413
+    ├── QuotaExceededError           429  carries retry_after seconds
+    ├── HeldForApprovalError         202  AskUser: the operation waits for an approval id
+    ├── NotReadyError                503  database unreachable or schema not current
+    └── SchemaError                  the database schema cannot be used by this build
+        ├── SchemaTooNewError
+        └── MigrationChecksumError
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CortexError(Exception):
+    """Base of every error the product raises on purpose.
+
+    ``code`` is a stable machine-readable string, ``message`` says what happened and what
+    the caller can do about it, ``details`` carries structured context (field names, ids).
+    """
+
+    code: str = "internal"
+    http_status: int = 500
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details: dict[str, Any] = details
+
+
+class InvalidInputError(CortexError):
+    """The input is malformed or breaks a documented rule; ``details['field']`` names it."""
+
+    code = "invalid_input"
+    http_status = 400
+
+
+class UnauthenticatedError(CortexError):
+    """Credentials are missing or not recognised."""
+
+    code = "unauthenticated"
+    http_status = 401
+
+
+class DeniedError(CortexError):
+    """A permission rule or a hook denied the operation; details carry the decision."""
+
+    code = "denied"
+    http_status = 403
+
+
+class NotFoundError(CortexError):
+    """The addressed object does not exist (or is not visible to the caller)."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class ConflictError(CortexError):
+    """The operation conflicts with existing state: duplicate, replay, concurrent change."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class TooLargeError(CortexError):
+    """The request body or a field is larger than the configured limit."""
+
+    code = "too_large"
+    http_status = 413
+
+
+class QuotaExceededError(CortexError):
+    """The agent exhausted a quota; retry after ``retry_after`` seconds."""
+
+    code = "quota_exceeded"
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after: int, **details: Any) -> None:
+        super().__init__(message, retry_after=retry_after, **details)
+        self.retry_after = retry_after
+
+
+class HeldForApprovalError(CortexError):
+    """AskUser: the operation is held until a human decides; carries the approval id."""
+
+    code = "held_for_approval"
+    http_status = 202
+
+    def __init__(self, message: str, *, approval_id: str, **details: Any) -> None:
+        super().__init__(message, approval_id=approval_id, **details)
+        self.approval_id = approval_id
+
+
+class NotReadyError(CortexError):
+    """The service cannot answer now (database unreachable, schema not current)."""
+
+    code = "not_ready"
+    http_status = 503
+
+
+class SchemaError(CortexError):
+    """The database schema cannot be used by this build."""
+
+    code = "schema_error"
+    http_status = 503
+
+
+class SchemaTooNewError(SchemaError):
+    """The database was migrated by a newer build than this one supports."""
+
+    code = "schema_too_new"
+
+
+class MigrationChecksumError(SchemaError):
+    """An applied migration's checksum differs from the one this build ships."""
+
+    code = "migration_checksum_mismatch"
