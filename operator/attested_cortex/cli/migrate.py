@@ -1,18 +1,48 @@
-"""``cortexctl migrate``: not implemented yet."""
+"""``cortexctl migrate``: bring a database to this build's schema (idempotent)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
 from typing import Any
+
+from attested_cortex.errors import CortexError
 
 
 def register(subparsers: Any) -> None:
     """Add the ``migrate`` command."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("migrate", help="(not implemented yet)")
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "migrate", help="apply schema migrations (idempotent)",
+    )
+    parser.add_argument("--database-url", required=True, help="PostgreSQL URL")
+    parser.add_argument("--target", type=int, help="stop at this schema version")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Explain that the command is missing."""
-    print("cortexctl migrate: not implemented yet")
-    return 2
+    """Print the plan or apply it; a non-zero exit with a clear message on refusal."""
+    from attested_cortex.store import migrating
+
+    try:
+        if args.dry_run:
+            plan = asyncio.run(migrating.planned(args.database_url, target=args.target))
+            print(f"schema version {plan.current}; target {plan.target}")
+            for m in plan.pending:
+                print(f"would apply {m.version:04d}_{m.name}")
+            if not plan.pending:
+                print("nothing to apply")
+            return 0
+        report = asyncio.run(migrating.migrate(args.database_url, target=args.target))
+    except CortexError as exc:
+        print(f"cortexctl migrate: {exc.message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"cortexctl migrate: {exc}", file=sys.stderr)
+        return 1
+    for name in report.applied:
+        print(f"applied {name}")
+    print(f"schema version {report.before} -> {report.after}"
+          + ("; graph ready" if report.graph else ""))
+    return 0

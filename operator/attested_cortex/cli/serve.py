@@ -1,18 +1,51 @@
-"""``cortexctl serve``: not implemented yet."""
+"""``cortexctl serve``: run the memory server."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
+from pathlib import Path
 from typing import Any
+
+from attested_cortex.errors import CortexError
 
 
 def register(subparsers: Any) -> None:
     """Add the ``serve`` command."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("serve", help="(not implemented yet)")
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve", help="run the memory server (aiohttp)",
+        description="Serve the HTTP API. Flags override the --config file.",
+    )
+    parser.add_argument("--database-url", help="PostgreSQL URL (or DATABASE_URL in --config)")
+    parser.add_argument("--listen", action="append",
+                        help="HOST:PORT to listen on (repeatable; default 127.0.0.1:8080)")
+    parser.add_argument("--auth", choices=["dev", "tokens", "kubernetes"])
+    parser.add_argument("--tokens-file", type=Path, help="token hash file for --auth tokens")
+    parser.add_argument("--graph-backend", choices=["Auto", "AGE", "CTE"])
+    parser.add_argument("--hooks-file", type=Path, help="hook configuration file")
+    parser.add_argument("--keys-dir", type=Path, help="directory of agent key Secrets")
+    parser.add_argument("--config", type=Path, help="YAML settings file")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Explain that the command is missing."""
-    print("cortexctl serve: not implemented yet")
-    return 2
+    """Load the settings and serve until interrupted."""
+    from attested_cortex.server.logs import setup_logging
+    from attested_cortex.server.serving import run_server
+    from attested_cortex.server.settings import load_settings
+
+    try:
+        settings = load_settings(args.config, {
+            "database_url": args.database_url, "listen": args.listen, "auth": args.auth,
+            "tokens_file": args.tokens_file, "graph_backend": args.graph_backend,
+            "hooks_file": args.hooks_file, "keys_dir": args.keys_dir,
+        })
+        if not settings.database_url:
+            raise CortexError("--database-url is required (or database_url in --config)")
+        setup_logging(settings.log_level)
+        asyncio.run(run_server(settings))
+    except CortexError as exc:
+        print(f"cortexctl serve: {exc.message}", file=sys.stderr)
+        return 1
+    return 0

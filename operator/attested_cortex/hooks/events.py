@@ -1,0 +1,65 @@
+"""The hook events, their classes and the class deadlines: one table for the whole product.
+
+The hook pipeline, the HookChain CRD (CEL bound on ``timeoutMs``) and the documentation all
+read this module, so an event exists in exactly one place. Pure data, no imports of the rest
+of the package: anything may import it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+EventClass = Literal["write", "read", "index", "transcript", "approval"]
+
+#: Deadline of a whole chain per class, in milliseconds (seed 000, Decision 2).
+CLASS_DEADLINES_MS: Final[dict[EventClass, int]] = {
+    "write": 5000,
+    "read": 2000,
+    "index": 1000,
+    "transcript": 5000,
+    "approval": 5000,
+}
+
+#: Every event and its class. ``pre_*`` events may Modify; ``post_*`` events observe.
+EVENTS: Final[dict[str, EventClass]] = {
+    "pre_store": "write",
+    "post_store": "write",
+    "pre_update": "write",
+    "post_update": "write",
+    "pre_delete": "write",
+    "post_delete": "write",
+    "pre_link": "write",
+    "post_link": "write",
+    "pre_invalidate": "write",
+    "post_invalidate": "write",
+    "pre_recall": "read",
+    "post_recall": "read",
+    "pre_search": "read",
+    "post_search": "read",
+    "pre_kg_query": "read",
+    "post_kg_query": "read",
+    "pre_kg_paths": "read",
+    "post_kg_paths": "read",
+    "pre_index": "index",
+    "post_index": "index",
+    "pre_transcript": "transcript",
+    "post_transcript": "transcript",
+    "pre_approval": "approval",
+    "post_approval": "approval",
+}
+
+#: Events on the hot read path: exec mode there needs an explicit override, and
+#: ``post_recall``/``post_search`` default to daemon mode.
+HOT_PATH_EVENTS: Final[frozenset[str]] = frozenset(
+    name for name, cls in EVENTS.items() if cls == "read"
+)
+
+
+def deadline_ms(event: str) -> int:
+    """The class deadline of ``event``; raises ``KeyError`` for an unknown event."""
+    return CLASS_DEADLINES_MS[EVENTS[event]]
+
+
+def is_pre(event: str) -> bool:
+    """Whether ``event`` runs before the operation (and so may Modify its payload)."""
+    return event.startswith("pre_")

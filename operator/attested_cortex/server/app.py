@@ -1,0 +1,49 @@
+"""Assembles the aiohttp application from the service set; called by ``cortexctl serve``
+and by the tests (which serve it on a real loopback port).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from aiohttp import web
+
+from attested_cortex.server import errors, middleware, openapi
+from attested_cortex.server.auth import Authenticator
+from attested_cortex.server.metrics import HttpMetrics
+from attested_cortex.server.routes import memories, recall, system
+from attested_cortex.server.state import STATE_KEY, AppState
+from attested_cortex.service.context import Services
+
+ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall)
+OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
+
+
+def build_app(
+    services: Services, *, auth: Authenticator, metrics: HttpMetrics | None = None,
+    route_modules: Sequence[ModuleType] = ROUTE_MODULES,
+) -> web.Application:
+    """The application: middleware, routes and the OpenAPI document."""
+    app = web.Application(
+        middlewares=[middleware.context_middleware, errors.error_middleware,
+                     middleware.auth_middleware],
+        client_max_size=services.limits.max_body_bytes,
+    )
+    app[STATE_KEY] = AppState(services, auth, metrics or HttpMetrics.create())
+    operations: list[openapi.Operation] = [
+        openapi.Operation("GET", "/v1/openapi.json", "This document", 200, None, public=True,
+                          errors=()),
+    ]
+    for module in route_modules:
+        app.router.add_routes(module.routes)
+        operations.extend(module.operations)
+    app[OPENAPI_KEY] = openapi.build(operations)
+    app.router.add_get("/v1/openapi.json", _openapi)
+    return app
+
+
+async def _openapi(request: web.Request) -> web.Response:
+    document: dict[str, Any] = request.app[OPENAPI_KEY]
+    return web.json_response(document)

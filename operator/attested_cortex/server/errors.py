@@ -1,0 +1,60 @@
+"""The HTTP error boundary: every failure leaves as ``{"error": {code, message, details}}``.
+
+Domain errors map to their status (``CortexError.http_status``); aiohttp's own HTTP
+exceptions (404 route, 405, 413 body) are wrapped in the same envelope; anything else is a
+bug, logged with the request id and answered 500 without internals.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from attested_cortex.errors import CortexError, HeldForApprovalError, QuotaExceededError
+
+log = logging.getLogger(__name__)
+
+
+def error_response(status: int, code: str, message: str, details: Any = None) -> web.Response:
+    """The JSON error envelope."""
+    return web.json_response(
+        {"error": {"code": code, "message": message, "details": details or {}}}, status=status
+    )
+
+
+def from_domain(exc: CortexError) -> web.Response:
+    """The response for a domain error."""
+    response = error_response(exc.http_status, exc.code, exc.message, exc.details)
+    if isinstance(exc, QuotaExceededError):
+        response.headers["Retry-After"] = str(exc.retry_after)
+    if isinstance(exc, HeldForApprovalError):
+        response.headers["Location"] = f"/v1/approvals/{exc.approval_id}"
+    return response
+
+
+_HTTP_CODES = {
+    404: "not_found", 405: "method_not_allowed", 413: "too_large", 400: "invalid_input",
+    415: "unsupported_media_type", 401: "unauthenticated",
+}
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Turn every exception into the envelope (and never a 500 for bad input)."""
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    except CortexError as exc:
+        if exc.http_status >= 500 and exc.http_status != 503:
+            log.exception("internal error")
+        return from_domain(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "http_error")
+        return error_response(exc.status, code, exc.reason)
+    except Exception:
+        log.exception("unhandled error")
+        return error_response(500, "internal", "internal error; see the server log")

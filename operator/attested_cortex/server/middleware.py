@@ -1,0 +1,59 @@
+"""Request middleware: request id + access log + metrics, then authentication.
+
+Order (outermost first): request context -> errors -> authentication -> route. Public
+paths (health, readiness, metrics, OpenAPI) need no credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from attested_cortex.server.logs import request_id
+from attested_cortex.server.state import CALLER_KEY, state
+
+log = logging.getLogger("attested_cortex.access")
+
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/v1/openapi.json"})
+_GOOD_ID = re.compile(r"^[A-Za-z0-9._\-]{1,64}$")
+
+
+@web.middleware
+async def context_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Assign a request id, log the request and record its metrics."""
+    given = request.headers.get("X-Request-Id", "")
+    rid = given if _GOOD_ID.match(given) else uuid.uuid4().hex
+    token = request_id.set(rid)
+    started = time.perf_counter()
+    route = request.match_info.route.resource.canonical if request.match_info.route.resource \
+        else "unmatched"
+    status = 500
+    try:
+        response: web.StreamResponse = await handler(request)
+        status = response.status
+        response.headers["X-Request-Id"] = rid
+        return response
+    finally:
+        elapsed = time.perf_counter() - started
+        metrics = state(request).metrics
+        metrics.requests.labels(route, request.method, str(status)).inc()
+        metrics.latency.labels(route, request.method).observe(elapsed)
+        log.info("request", extra={
+            "method": request.method, "path": request.path, "status": status,
+            "ms": round(elapsed * 1000, 3),
+        })
+        request_id.reset(token)
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Authenticate every non-public request (401 in the envelope on failure)."""
+    if request.path not in PUBLIC_PATHS:
+        request[CALLER_KEY] = state(request).auth.authenticate(request.headers)
+    response: web.StreamResponse = await handler(request)
+    return response

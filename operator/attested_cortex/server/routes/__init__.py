@@ -1,0 +1,1 @@
+"""HTTP routes, one module per resource; each only parses, calls the service, and answers."""

@@ -1,0 +1,104 @@
+"""``/v1/memories``: store, read, update, delete (tombstone), list."""
+
+from __future__ import annotations
+
+import uuid
+
+from aiohttp import web
+
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.namespaces import parse_namespace
+from attested_cortex.server.body import read_model
+from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.schemas import MemoryListOut, MemoryOut
+from attested_cortex.server.state import caller, state
+from attested_cortex.service import memories
+from attested_cortex.service.commands import StoreMemory, UpdateMemory
+from attested_cortex.service.views import memory_view
+
+routes = web.RouteTableDef()
+
+
+def path_uuid(request: web.Request, name: str = "id") -> uuid.UUID:
+    """A UUID path parameter (400 naming it when malformed)."""
+    try:
+        return uuid.UUID(request.match_info[name])
+    except ValueError as exc:
+        raise InvalidInputError(f"{name} must be a UUID", field=name) from exc
+
+
+def query_int(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
+    """An integer query parameter within ``low..high`` (400 otherwise)."""
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"{name} must be an integer", field=name) from exc
+    if not low <= value <= high:
+        raise InvalidInputError(f"{name} must be within {low}..{high}", field=name)
+    return value
+
+
+@routes.post("/v1/memories")
+async def store_memory(request: web.Request) -> web.Response:
+    """Store a memory; 201 with the stored memory."""
+    svc = state(request).services
+    cmd = await read_model(request, StoreMemory, max_bytes=svc.limits.max_body_bytes)
+    memory = await memories.store(svc, caller(request), cmd)
+    return web.json_response(memory_view(memory), status=201)
+
+
+@routes.get("/v1/memories")
+async def list_memories(request: web.Request) -> web.Response:
+    """Live memories of ``?namespace=`` (and its children), newest first."""
+    svc = state(request).services
+    raw_ns = request.query.get("namespace")
+    namespace = parse_namespace(raw_ns) if raw_ns is not None else None
+    limit = query_int(request, "limit", default=50, low=1, high=500)
+    found = await memories.search(svc, caller(request), namespace=namespace, limit=limit)
+    return web.json_response({"memories": [memory_view(m) for m in found]})
+
+
+@routes.get("/v1/memories/{id}")
+async def get_memory(request: web.Request) -> web.Response:
+    """One memory."""
+    memory = await memories.get(state(request).services, caller(request), path_uuid(request))
+    return web.json_response(memory_view(memory))
+
+
+@routes.patch("/v1/memories/{id}")
+async def update_memory(request: web.Request) -> web.Response:
+    """Change a memory's fields."""
+    svc = state(request).services
+    memory_id = path_uuid(request)
+    cmd = await read_model(request, UpdateMemory, max_bytes=svc.limits.max_body_bytes)
+    memory = await memories.update(svc, caller(request), memory_id, cmd)
+    return web.json_response(memory_view(memory))
+
+
+@routes.delete("/v1/memories/{id}")
+async def delete_memory(request: web.Request) -> web.Response:
+    """Tombstone a memory; answers the tombstone."""
+    memory = await memories.delete(state(request).services, caller(request), path_uuid(request))
+    return web.json_response(memory_view(memory))
+
+
+_ID = Param("id", "path", {"type": "string", "format": "uuid"}, description="Memory id")
+operations = [
+    Operation("POST", "/v1/memories", "Store a memory", 201, MemoryOut, StoreMemory),
+    Operation(
+        "GET", "/v1/memories", "List live memories of a namespace subtree", 200, MemoryListOut,
+        params=[
+            Param("namespace", "query", {"type": "string", "maxLength": 512}),
+            Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
+        ],
+    ),
+    Operation("GET", "/v1/memories/{id}", "Read a memory", 200, MemoryOut, params=[_ID],
+              errors=(*COMMON_ERRORS, 404)),
+    Operation("PATCH", "/v1/memories/{id}", "Update a memory", 200, MemoryOut, UpdateMemory,
+              params=[_ID], errors=(*COMMON_ERRORS, 404, 409)),
+    Operation("DELETE", "/v1/memories/{id}", "Delete a memory (tombstone)", 200, MemoryOut,
+              params=[_ID], errors=(*COMMON_ERRORS, 404)),
+]

@@ -1,0 +1,84 @@
+"""Response shapes of the API, as pydantic models: the OpenAPI document is generated from
+them and from the request models in :mod:`attested_cortex.service.commands`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ErrorBody(BaseModel):
+    """The error: a stable code, a message saying what to do, structured details."""
+
+    code: str
+    message: str
+    details: dict[str, Any]
+
+
+class ErrorOut(BaseModel):
+    """Every error response."""
+
+    error: ErrorBody
+
+
+class MemoryOut(BaseModel):
+    """A stored memory (a tombstone has ``deleted: true`` and no content)."""
+
+    id: str = Field(description="UUID")
+    namespace: str
+    title: str
+    content: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    author: str = Field(description="Agent id that stored the memory")
+    revision: int
+    created_at: str
+    updated_at: str
+    deleted: bool
+    deleted_at: str | None
+
+
+class MemoryListOut(BaseModel):
+    """Live memories of a namespace subtree, newest first."""
+
+    memories: list[MemoryOut]
+
+
+class HitOut(MemoryOut):
+    """A recalled memory with its score."""
+
+    score: float
+
+
+class RecallOut(BaseModel):
+    """Recall results, best first."""
+
+    results: list[HitOut]
+    truncated: bool = Field(description="Whether the token budget dropped any result")
+    tokens: int = Field(description="Estimated tokens of the returned results")
+
+
+class HealthOut(BaseModel):
+    """Liveness / readiness."""
+
+    status: str
+    checks: dict[str, Any] = Field(default_factory=dict)
+
+
+class CapabilitiesOut(BaseModel):
+    """The live self-description of this server: every field read at request time."""
+
+    model_config = {"extra": "allow"}
+
+    schema_version: int
+    max_supported_schema: int
+    kg_backend: str | None
+    auth: dict[str, Any]
+    permissions: dict[str, Any]
+    hooks: dict[str, Any]
+    transcripts: dict[str, Any]
+    attestation: dict[str, Any]
+    quotas: dict[str, Any]
+    limits: dict[str, int]

@@ -1,0 +1,101 @@
+"""Start-up and shutdown of the server process (``cortexctl serve``).
+
+Order: settings -> authentication (dev mode refused off loopback) -> database pool ->
+schema check (refuse a newer or altered schema; an older one serves but is not ready
+until migrated) -> graph backend -> hooks -> application -> listeners. Shutdown on
+SIGINT/SIGTERM closes listeners, hooks and the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from contextlib import AsyncExitStack
+from typing import Any
+
+import psycopg
+from aiohttp import web
+
+from attested_cortex.errors import InvalidInputError, NotReadyError
+from attested_cortex.server.app import build_app
+from attested_cortex.server.auth import Authenticator, DevAuth, TokenAuth, check_dev_listen
+from attested_cortex.server.settings import ServerSettings, split_listen
+from attested_cortex.service.context import Services
+from attested_cortex.service.limits import Limits
+from attested_cortex.store.database import Database
+from attested_cortex.store.migrating import current_version
+
+log = logging.getLogger(__name__)
+
+
+def build_auth(settings: ServerSettings) -> Authenticator:
+    """The authenticator the settings ask for."""
+    hosts = [split_listen(a)[0] for a in settings.listen]
+    if settings.auth == "dev":
+        check_dev_listen(hosts)
+        return DevAuth()
+    if settings.auth == "tokens":
+        if settings.tokens_file is None:
+            raise InvalidInputError("--auth tokens needs --tokens-file", field="tokens_file")
+        return TokenAuth.from_file(settings.tokens_file)
+    raise InvalidInputError(
+        "--auth kubernetes (TokenReview) is not available in this build; use tokens",
+        field="auth",
+    )
+
+
+def limits_from(settings: ServerSettings) -> Limits:
+    """The enforced limits."""
+    return Limits(**settings.limits.model_dump())
+
+
+async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Services:
+    """Check the schema, pick the graph backend, open the pool; ``stack`` closes them."""
+    try:
+        first = await psycopg.AsyncConnection.connect(settings.database_url, autocommit=True)
+    except psycopg.Error as exc:
+        raise NotReadyError(f"cannot connect to the database: {exc}") from exc
+    async with first:
+        await current_version(first)  # refuses a newer or altered schema
+        graph = await _select_graph(first, settings)
+    db = await Database.open(
+        settings.database_url, max_size=settings.pool_max_size,
+        configure=getattr(graph, "configure", None),
+    )
+    stack.push_async_callback(db.close)
+    return Services(
+        db=db, limits=limits_from(settings), graph=graph,
+        permission_mode=settings.permissions.mode, auth_mode=settings.auth,
+    )
+
+
+async def _select_graph(conn: psycopg.AsyncConnection[Any], settings: ServerSettings) -> Any:
+    try:
+        from attested_cortex.store.graph import select_backend
+    except ImportError:  # graph backends not in this build yet
+        return None
+    return await select_backend(conn, settings.graph_backend)
+
+
+async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = None) -> None:
+    """Serve until SIGINT/SIGTERM."""
+    auth = build_auth(settings)
+    async with AsyncExitStack() as stack:
+        services = await open_services(settings, stack)
+        app = build_app(services, auth=auth)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        stack.push_async_callback(runner.cleanup)
+        for address in settings.listen:
+            host, port = split_listen(address)
+            await web.TCPSite(runner, host, port, shutdown_timeout=5).start()
+            log.info("listening", extra={"address": f"http://{address}", "auth": auth.mode})
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        if ready is not None:
+            ready.set()
+        await stop.wait()
+        log.info("shutting down")

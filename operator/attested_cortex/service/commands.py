@@ -1,0 +1,129 @@
+"""The inputs of each operation, validated once at the edge.
+
+These pydantic models are the request bodies of the HTTP API (and so its OpenAPI
+schemas) and what the service pipelines accept. Unknown fields, wrong types, NUL bytes
+(PostgreSQL cannot store them) and out-of-range sizes are rejected here, before anything
+is written. Sizes that are merely too large raise 413 (see :func:`check_sizes`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from attested_cortex.errors import TooLargeError
+from attested_cortex.namespaces import namespace_problem
+from attested_cortex.service.limits import Limits
+
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f]+$")]
+
+
+def _no_nul(value: Any, path: str = "") -> None:
+    """Reject NUL characters anywhere in a JSON value (keys included)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"text{' at ' + path if path else ''} must not contain NUL (\\u0000)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key, path)
+            _no_nul(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _no_nul(item, f"{path}[{index}]")
+
+
+def _check_namespace(value: str) -> str:
+    problem = namespace_problem(value)
+    if problem is not None:
+        raise ValueError(f"namespace {problem}")
+    return value
+
+
+class StoreMemory(BaseModel):
+    """``POST /v1/memories``: a new memory."""
+
+    model_config = _STRICT
+
+    namespace: str = Field(description="`/`-separated path, at most 512 characters / 8 levels")
+    content: str = Field(description="The memory text (searchable)")
+    title: str = Field("", max_length=512, description="A short title (searchable, ranks higher)")
+    tags: list[Tag] = Field(default_factory=list, max_length=64, description="At most 64 tags")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form JSON object")
+
+    @field_validator("namespace")
+    @classmethod
+    def _valid_namespace(cls, value: str) -> str:
+        return _check_namespace(value)
+
+    @field_validator("content", "title", "metadata", "tags")
+    @classmethod
+    def _reject_nul(cls, value: Any) -> Any:
+        _no_nul(value)
+        return value
+
+
+class UpdateMemory(BaseModel):
+    """``PATCH /v1/memories/{id}``: the fields to change; omitted fields stay."""
+
+    model_config = _STRICT
+
+    content: str | None = Field(None, description="New text")
+    title: str | None = Field(None, max_length=512, description="New title")
+    tags: list[Tag] | None = Field(None, max_length=64, description="New tags (replace)")
+    metadata: dict[str, Any] | None = Field(None, description="New metadata (replace)")
+    expected_revision: int | None = Field(
+        None, ge=1, description="Refuse with 409 unless the memory is at this revision"
+    )
+
+    @field_validator("content", "title", "metadata", "tags")
+    @classmethod
+    def _reject_nul(cls, value: Any) -> Any:
+        _no_nul(value)
+        return value
+
+
+class RecallQuery(BaseModel):
+    """``POST /v1/recall``: a natural-language query."""
+
+    model_config = _STRICT
+
+    query: str = Field(min_length=1, max_length=2000, description="Search text")
+    namespace: str | None = Field(
+        None, description="Search this namespace and its ancestors (nearer ranks higher)"
+    )
+    limit: int = Field(10, ge=1, le=100, description="At most this many results")
+    budget_tokens: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="Fill results greedily up to this many tokens (about 4 characters each)",
+    )
+
+    @field_validator("namespace")
+    @classmethod
+    def _valid_namespace(cls, value: str | None) -> str | None:
+        return None if value is None else _check_namespace(value)
+
+    @field_validator("query")
+    @classmethod
+    def _reject_nul(cls, value: str) -> str:
+        _no_nul(value)
+        return value
+
+
+def check_sizes(limits: Limits, *, content: str | None, metadata: dict[str, Any] | None) -> None:
+    """Raise 413 when the content or the encoded metadata is over its limit."""
+    if content is not None and len(content) > limits.max_content_chars:
+        raise TooLargeError(
+            f"content is {len(content)} characters; the limit is {limits.max_content_chars}",
+            field="content", limit=limits.max_content_chars,
+        )
+    if metadata is not None:
+        size = len(json.dumps(metadata, separators=(",", ":")).encode())
+        if size > limits.max_metadata_bytes:
+            raise TooLargeError(
+                f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}",
+                field="metadata", limit=limits.max_metadata_bytes,
+            )

@@ -1,0 +1,64 @@
+"""The values every operation pipeline runs with: who calls, and the frozen set of services.
+
+``Services`` is assembled once at server start-up (see :mod:`attested_cortex.server.app`)
+and never mutated; hot-reloadable parts (the hook configuration) manage their own state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from attested_cortex.service.limits import Limits
+from attested_cortex.store.database import Database
+from attested_cortex.types import AgentId
+
+PermissionMode = Literal["advisory", "enforce", "off"]
+HookDecisionKind = Literal["allow", "deny", "ask_user"]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated agent behind a request."""
+
+    agent_id: AgentId
+    auth: str
+
+
+class ChainOutcome(Protocol):
+    """What a hook chain answered (see :mod:`attested_cortex.hooks`)."""
+
+    @property
+    def decision(self) -> HookDecisionKind: ...
+    @property
+    def payload(self) -> Mapping[str, Any]: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def prompt(self) -> str | None: ...
+
+
+class HookFirer(Protocol):
+    """The one call the service makes into the hook pipeline."""
+
+    async def fire(
+        self, event: str, payload: Mapping[str, Any], *, agent_id: str, namespace: str | None
+    ) -> ChainOutcome: ...
+
+    def describe(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything an operation needs, frozen at start-up."""
+
+    db: Database
+    limits: Limits = field(default_factory=Limits)
+    graph: Any = None  # attested_cortex.store.graph.base.GraphBackend once wired
+    hooks: HookFirer | None = None
+    permission_mode: PermissionMode = "advisory"
+    auth_mode: str = "dev"
+    extras: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,27 @@
+"""Size and count limits of the API, one frozen value shared by the server and the service.
+
+``/v1/capabilities`` reports exactly these numbers, so what is advertised is what is enforced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every bound the API enforces."""
+
+    max_body_bytes: int = 1024 * 1024
+    max_content_chars: int = 256 * 1024
+    max_metadata_bytes: int = 16 * 1024
+    max_title_chars: int = 512
+    max_tags: int = 64
+    max_recall_limit: int = 100
+    recall_pool: int = 200
+    max_kg_depth: int = 5
+    max_kg_path_hops: int = 7
+
+    def as_dict(self) -> dict[str, int]:
+        """The limits as plain JSON."""
+        return asdict(self)

@@ -1,0 +1,134 @@
+"""Memory operations: store, get, update, delete, list. Called by the HTTP routes.
+
+Each is one pipeline over one request value:
+validate -> pre-hook (may Modify, Deny or ask) -> re-validate -> write (+ graph mirror)
+-> post-hook. Later stages (permission rules, signing, audit, quotas) slot in here, so
+every entry point (HTTP, CLI, tests) goes through the same checks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import ValidationError
+
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.service import hooking
+from attested_cortex.service.commands import RecallQuery, StoreMemory, UpdateMemory, check_sizes
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.views import memory_view
+from attested_cortex.store import memories as rows
+from attested_cortex.store.memories import Memory
+
+
+def revalidate(
+    model: type[StoreMemory] | type[UpdateMemory] | type[RecallQuery], payload: dict[str, Any]
+) -> Any:
+    """Validate a payload a hook modified; a hook cannot smuggle in what a client could not."""
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        raise InvalidInputError(
+            "a hook modified the request into an invalid one", code="hook_invalid_modify",
+            errors=[e["msg"] for e in exc.errors()],
+        ) from exc
+
+
+def revalidate_query(payload: dict[str, Any]) -> RecallQuery:
+    """A recall query after its pre-hook."""
+    result: RecallQuery = revalidate(RecallQuery, payload)
+    return result
+
+
+async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
+    """Store a new memory."""
+    check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
+    payload = await hooking.before(
+        svc, caller, "pre_store", cmd.model_dump(), namespace=cmd.namespace
+    )
+    cmd = revalidate(StoreMemory, payload)
+    check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
+    async with svc.db.transaction() as conn:
+        memory = await rows.insert(
+            conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
+            tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
+        )
+        if svc.graph is not None:
+            await svc.graph.on_memory_created(conn, memory.id, memory.namespace)
+    await _indexed(svc, caller, memory)
+    await hooking.after(svc, caller, "post_store", memory_view(memory), namespace=memory.namespace)
+    return memory
+
+
+async def get(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
+    """Read one memory (a tombstone reads as deleted, with no content)."""
+    async with svc.db.connection() as conn:
+        return await rows.get(conn, memory_id)
+
+
+async def update(svc: Services, caller: Caller, memory_id: uuid.UUID, cmd: UpdateMemory) -> Memory:
+    """Change a memory's fields and bump its revision."""
+    check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
+    current = await get(svc, caller, memory_id)
+    payload = await hooking.before(
+        svc, caller, "pre_update", {"id": str(memory_id), **cmd.model_dump(exclude_unset=True)},
+        namespace=current.namespace,
+    )
+    payload.pop("id", None)
+    cmd = revalidate(UpdateMemory, payload)
+    check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
+    changes = cmd.model_dump(exclude_unset=True, exclude={"expected_revision"})
+    changes = {k: v for k, v in changes.items() if v is not None}
+    async with svc.db.transaction() as conn:
+        locked = await rows.get(conn, memory_id, for_update=True)
+        memory = await rows.update(
+            conn, locked, changes=changes, expected_revision=cmd.expected_revision
+        )
+    await _indexed(svc, caller, memory)
+    await hooking.after(
+        svc, caller, "post_update", memory_view(memory), namespace=memory.namespace
+    )
+    return memory
+
+
+async def delete(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
+    """Tombstone a memory: its content goes, its row (and its links' history) stays."""
+    current = await get(svc, caller, memory_id)
+    await hooking.before(
+        svc, caller, "pre_delete", memory_view(current), namespace=current.namespace
+    )
+    async with svc.db.transaction() as conn:
+        locked = await rows.get(conn, memory_id, for_update=True)
+        memory = await rows.tombstone(conn, locked)
+        if svc.graph is not None and not current.deleted:
+            await svc.graph.on_memory_tombstoned(conn, memory.id)
+    await hooking.after(svc, caller, "post_delete", memory_view(memory), namespace=memory.namespace)
+    return memory
+
+
+async def search(
+    svc: Services, caller: Caller, *, namespace: str | None, limit: int
+) -> list[Memory]:
+    """List live memories of a namespace subtree, newest first."""
+    payload = await hooking.before(
+        svc, caller, "pre_search", {"namespace": namespace, "limit": limit}, namespace=namespace
+    )
+    namespace = payload.get("namespace", namespace)
+    async with svc.db.connection() as conn:
+        found = await rows.list_namespace(conn, namespace=namespace, limit=limit)
+    await hooking.after(
+        svc, caller, "post_search",
+        {"namespace": namespace, "results": [memory_view(m) for m in found]},
+        namespace=namespace,
+    )
+    return found
+
+
+async def _indexed(svc: Services, caller: Caller, memory: Memory) -> None:
+    """The index events: the full-text index is a generated column, updated in the write."""
+    if svc.hooks is None:
+        return
+    view = memory_view(memory)
+    await hooking.before(svc, caller, "pre_index", view, namespace=memory.namespace)
+    await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)

@@ -1,0 +1,75 @@
+"""The recall pipeline: pre_recall hook -> bounded full-text recall -> token budget ->
+post_recall hook. Called by ``POST /v1/recall``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from attested_cortex.service import hooking
+from attested_cortex.service.commands import RecallQuery
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.memories import revalidate_query
+from attested_cortex.service.views import memory_view
+from attested_cortex.store import recall as store_recall
+from attested_cortex.store.recall import Hit
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """Ranked hits and whether the token budget cut any of them."""
+
+    hits: tuple[Hit, ...]
+    truncated: bool
+    tokens: int
+
+
+def estimate_tokens(hit: Hit) -> int:
+    """A model-agnostic token estimate: about four characters per token."""
+    return max(1, math.ceil((len(hit.memory.title) + len(hit.memory.content)) / 4))
+
+
+def apply_budget(hits: list[Hit], budget: int | None) -> RecallResult:
+    """Keep hits in rank order while they fit; a hit that does not fit is skipped.
+
+    Greedy: a large hit is passed over and smaller, lower-ranked ones may still fill the
+    budget. ``truncated`` says whether anything was dropped.
+    """
+    if budget is None:
+        return RecallResult(tuple(hits), False, sum(estimate_tokens(h) for h in hits))
+    kept: list[Hit] = []
+    used = 0
+    for hit in hits:
+        cost = estimate_tokens(hit)
+        if used + cost <= budget:
+            kept.append(hit)
+            used += cost
+    return RecallResult(tuple(kept), len(kept) < len(hits), used)
+
+
+def hit_view(hit: Hit) -> dict[str, Any]:
+    """A hit as API JSON."""
+    return {**memory_view(hit.memory), "score": round(hit.score, 6)}
+
+
+async def recall(svc: Services, caller: Caller, query: RecallQuery) -> RecallResult:
+    """Answer a recall query."""
+    payload = await hooking.before(
+        svc, caller, "pre_recall", query.model_dump(), namespace=query.namespace
+    )
+    query = revalidate_query(payload)
+    async with svc.db.connection() as conn:
+        hits = await store_recall.recall(
+            conn, query=query.query, namespace=query.namespace, limit=query.limit,
+            pool=svc.limits.recall_pool,
+        )
+    result = apply_budget(hits, query.budget_tokens)
+    await hooking.after(
+        svc, caller, "post_recall",
+        {"query": query.model_dump(), "results": [hit_view(h) for h in result.hits],
+         "truncated": result.truncated},
+        namespace=query.namespace,
+    )
+    return result

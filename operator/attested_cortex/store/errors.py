@@ -1,0 +1,54 @@
+"""Translation of psycopg errors into the domain tree, for the storage layer only.
+
+Expected database errors (a duplicate key, a broken check constraint, text PostgreSQL
+cannot store, a lost connection) become the specific :mod:`attested_cortex.errors` class;
+anything else propagates as a bug. Nothing above the store ever sees a psycopg exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg import errors as pg
+
+from attested_cortex.errors import (
+    ConflictError,
+    CortexError,
+    InvalidInputError,
+    NotFoundError,
+    NotReadyError,
+)
+
+
+def translate(exc: psycopg.Error) -> CortexError | None:
+    """The domain error for an expected database error, or None for a bug."""
+    constraint = getattr(exc.diag, "constraint_name", None)
+    if isinstance(exc, pg.UniqueViolation):
+        return ConflictError("the object already exists", constraint=constraint)
+    if isinstance(exc, pg.ForeignKeyViolation):
+        return NotFoundError("a referenced object does not exist", constraint=constraint)
+    if isinstance(exc, pg.CheckViolation | pg.NotNullViolation | pg.ExclusionViolation):
+        return InvalidInputError("the value breaks a storage rule", constraint=constraint)
+    if isinstance(exc, pg.DataError):
+        # NUL bytes, unrepresentable characters, out-of-range numbers, bad JSON text.
+        detail = exc.diag.message_primary
+        return InvalidInputError(f"the database cannot store this value: {detail}")
+    if isinstance(exc, pg.SerializationFailure | pg.DeadlockDetected | pg.LockNotAvailable):
+        return ConflictError("a concurrent change conflicted with this one; retry")
+    if isinstance(exc, psycopg.OperationalError):
+        return NotReadyError("the database is unreachable; retry shortly")
+    return None
+
+
+@contextmanager
+def translating() -> Iterator[None]:
+    """Re-raise expected psycopg errors as domain errors (``raise ... from``)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        domain = translate(exc)
+        if domain is None:
+            raise
+        raise domain from exc

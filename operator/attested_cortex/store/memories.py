@@ -1,0 +1,164 @@
+"""Memory rows: insert, read, update, tombstone, list. Called by the service layer only.
+
+Every function takes a connection the caller already holds (inside a transaction for
+writes), so one operation's writes, its graph mirror and its audit event commit together.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from attested_cortex.errors import ConflictError, NotFoundError
+from attested_cortex.store.database import Conn
+
+_COLUMNS = (
+    "id, namespace, title, content, tags, metadata, author, revision, "
+    "created_at, updated_at, deleted_at"
+)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory (a tombstone has ``deleted_at`` set and empty content)."""
+
+    id: uuid.UUID
+    namespace: str
+    title: str
+    content: str
+    tags: tuple[str, ...]
+    metadata: dict[str, Any]
+    author: str
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+
+    @property
+    def deleted(self) -> bool:
+        """Whether this memory is a tombstone."""
+        return self.deleted_at is not None
+
+
+def memory_from_row(row: dict[str, Any]) -> Memory:
+    """Build a :class:`Memory` from a dict row with the standard columns."""
+    return Memory(
+        id=row["id"], namespace=row["namespace"], title=row["title"],
+        content=row["content"], tags=tuple(row["tags"]), metadata=row["metadata"],
+        author=row["author"], revision=row["revision"], created_at=row["created_at"],
+        updated_at=row["updated_at"], deleted_at=row["deleted_at"],
+    )
+
+
+async def insert(
+    conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
+    metadata: dict[str, Any], author: str, memory_id: uuid.UUID | None = None,
+) -> Memory:
+    """Insert a new memory and return it."""
+    cur = await conn.execute(
+        f"INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+        (memory_id or uuid.uuid4(), namespace, title, content, list(tags),
+         Jsonb(metadata), author),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return memory_from_row(row)
+
+
+async def get(conn: Conn, memory_id: uuid.UUID, *, for_update: bool = False) -> Memory:
+    """The memory with ``memory_id`` (tombstones included); NotFoundError if absent."""
+    lock = " FOR UPDATE" if for_update else ""
+    cur = await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = %s{lock}", (memory_id,))
+    row = await cur.fetchone()
+    if row is None:
+        raise NotFoundError(f"memory {memory_id} does not exist", id=str(memory_id))
+    return memory_from_row(row)
+
+
+async def update(
+    conn: Conn, current: Memory, *, changes: dict[str, Any],
+    expected_revision: int | None = None,
+) -> Memory:
+    """Apply ``changes`` (title, content, tags, metadata) and bump the revision.
+
+    ``current`` must have been read ``FOR UPDATE`` in this transaction. A tombstone cannot
+    be updated, and an ``expected_revision`` that is not the current one is a conflict.
+    """
+    if current.deleted:
+        raise ConflictError(f"memory {current.id} is deleted", id=str(current.id))
+    if expected_revision is not None and expected_revision != current.revision:
+        raise ConflictError(
+            f"memory {current.id} is at revision {current.revision}, not {expected_revision}",
+            id=str(current.id), revision=current.revision,
+        )
+    values = {
+        "title": changes.get("title", current.title),
+        "content": changes.get("content", current.content),
+        "tags": list(changes.get("tags", current.tags)),
+        "metadata": Jsonb(changes.get("metadata", current.metadata)),
+    }
+    cur = await conn.execute(
+        "UPDATE memories SET title = %(title)s, content = %(content)s, tags = %(tags)s, "
+        "metadata = %(metadata)s, revision = revision + 1, updated_at = clock_timestamp() "
+        f"WHERE id = %(id)s RETURNING {_COLUMNS}",
+        {**values, "id": current.id},
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return memory_from_row(row)
+
+
+async def tombstone(conn: Conn, current: Memory) -> Memory:
+    """Delete a memory's content and keep its row; deleting twice is a no-op."""
+    if current.deleted:
+        return current
+    cur = await conn.execute(
+        "UPDATE memories SET content = '', title = '', tags = '{}', metadata = '{}'::jsonb, "
+        "revision = revision + 1, deleted_at = clock_timestamp(), updated_at = clock_timestamp() "
+        f"WHERE id = %s RETURNING {_COLUMNS}",
+        (current.id,),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return memory_from_row(row)
+
+
+async def list_namespace(
+    conn: Conn, *, namespace: str | None, limit: int, include_children: bool = True,
+) -> list[Memory]:
+    """Live memories of a namespace (and its children), newest first."""
+    where = ["deleted_at IS NULL"]
+    params: list[Any] = []
+    if namespace is not None:
+        if include_children:
+            where.append("(namespace = %s OR namespace LIKE %s)")
+            params += [namespace, _like_prefix(namespace) + "/%"]
+        else:
+            where.append("namespace = %s")
+            params.append(namespace)
+    params.append(limit)
+    cur = await conn.execute(
+        f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
+        "ORDER BY updated_at DESC, id LIMIT %s",
+        params,
+    )
+    return [memory_from_row(r) for r in await cur.fetchall()]
+
+
+async def count_by_author(conn: Conn, author: str) -> int:
+    """How many live memories ``author`` holds (for quotas and capabilities)."""
+    cur = await conn.execute(
+        "SELECT count(*) AS n FROM memories WHERE author = %s AND deleted_at IS NULL", (author,)
+    )
+    row = await cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+def _like_prefix(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,113 @@
+"""Applies the schema plan to a database; called by ``cortexctl migrate`` and the tests.
+
+Every run takes a session-level advisory lock first, so two migrators started at once
+serialize: the second finds the work done and changes nothing. Each migration runs in
+its own transaction together with its ``schema_migrations`` row, so a failure leaves the
+database at the previous version. Where the ``age`` extension is installed, the graph is
+set up afterwards (see :mod:`.graph.age_setup`); elsewhere nothing AGE-specific runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.rows import tuple_row
+
+from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA, Plan, check_applied, plan
+
+#: Arbitrary but fixed: ``hashtext('attested-cortex/migrate')`` would do, a literal is clearer.
+ADVISORY_LOCK_KEY = 0x6174_6378_6D69_6772  # "atcxmigr"
+
+_CREATE_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    checksum   text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What a run did."""
+
+    before: int
+    after: int
+    applied: tuple[str, ...]
+    graph: bool
+
+
+async def read_applied(conn: psycopg.AsyncConnection[Any]) -> dict[int, str]:
+    """Applied versions and their checksums; empty when the table does not exist yet."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        row = await cur.fetchone()
+        if not row or not row[0]:
+            return {}
+        await cur.execute("SELECT version, checksum FROM schema_migrations")
+        return {int(v): str(c) for v, c in await cur.fetchall()}
+
+
+async def current_version(conn: psycopg.AsyncConnection[Any]) -> int:
+    """The validated schema version of the database (raises on drift or a newer schema)."""
+    return check_applied(await read_applied(conn))
+
+
+async def planned(dsn: str, *, target: int | None = None) -> Plan:
+    """The plan ``migrate`` would follow, without changing anything (``--dry-run``)."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        return plan(await read_applied(conn), target=target)
+
+
+async def migrate(dsn: str, *, target: int | None = None, graph: bool = True) -> MigrationReport:
+    """Bring the database to ``target`` (default: the newest shipped version)."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
+        try:
+            await _ensure_age_loaded(conn)
+            await conn.execute(_CREATE_TABLE)
+            the_plan = plan(await read_applied(conn), target=target)
+            for migration in the_plan.pending:
+                async with conn.transaction():
+                    await conn.execute(migration.sql.encode())
+                    await conn.execute(
+                        "INSERT INTO schema_migrations (version, name, checksum) "
+                        "VALUES (%s, %s, %s)",
+                        (migration.version, migration.name, migration.checksum),
+                    )
+            graph_ready = await _setup_graph(conn) if graph else False
+            after = max([the_plan.current, *(m.version for m in the_plan.pending)])
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
+    return MigrationReport(
+        before=the_plan.current,
+        after=after,
+        applied=tuple(f"{m.version:04d}_{m.name}" for m in the_plan.pending),
+        graph=graph_ready,
+    )
+
+
+async def _ensure_age_loaded(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Create the ``age`` extension first where it is available.
+
+    With ``shared_preload_libraries=age`` the server's hooks expect ``ag_catalog`` in every
+    database: even ``DROP TABLE`` fails without it. So it must exist before any DDL.
+    """
+    cur = await conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'age'")
+    if await cur.fetchone():
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS age")
+
+
+async def _setup_graph(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Set the AGE graph up when the extension exists; False where it does not."""
+    try:
+        from attested_cortex.store.graph.age_setup import ensure_age_graph
+    except ImportError:  # the graph backends are not part of this build yet
+        return False
+    return bool(await ensure_age_graph(conn))
+
+
+__all__ = ["MAX_SUPPORTED_SCHEMA", "MigrationReport", "current_version", "migrate", "planned"]
