@@ -7,4 +7,4 @@
 Each service starts lazily, the first time a test asks for it, and stops at session end.
 """
 
-pytest_plugins = ["tests.support.postgres", "tests.support.kube"]
+pytest_plugins = ["tests.support.postgres", "tests.support.kube", "tests.support.cortex"]

@@ -22,7 +22,10 @@ async def read_json(request: web.Request, *, max_bytes: int) -> Any:
     """The parsed JSON body."""
     if request.content_length is not None and request.content_length > max_bytes:
         raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes)
-    raw = await request.content.read(max_bytes + 1)
+    try:
+        raw = await request.read()  # bounded by the application's client_max_size
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes) from exc
     if len(raw) > max_bytes:
         raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes)
     try:

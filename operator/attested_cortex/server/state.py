@@ -21,7 +21,7 @@ class AppState:
 
 
 STATE_KEY = web.AppKey("cortex_state", AppState)
-CALLER_KEY = "cortex_caller"
+CALLER_KEY = web.RequestKey("cortex_caller", Caller)
 
 
 def state(request: web.Request) -> AppState:
