@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
+from attested_cortex.store.errors import translating
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA, Plan, check_applied, plan
 
 #: Arbitrary but fixed: ``hashtext('attested-cortex/migrate')`` would do, a literal is clearer.
@@ -58,12 +59,18 @@ async def current_version(conn: psycopg.AsyncConnection[Any]) -> int:
 
 async def planned(dsn: str, *, target: int | None = None) -> Plan:
     """The plan ``migrate`` would follow, without changing anything (``--dry-run``)."""
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        return plan(await read_applied(conn), target=target)
+    with translating():
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            return plan(await read_applied(conn), target=target)
 
 
 async def migrate(dsn: str, *, target: int | None = None, graph: bool = True) -> MigrationReport:
     """Bring the database to ``target`` (default: the newest shipped version)."""
+    with translating():
+        return await _migrate(dsn, target=target, graph=graph)
+
+
+async def _migrate(dsn: str, *, target: int | None, graph: bool) -> MigrationReport:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
         try:

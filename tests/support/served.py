@@ -1,0 +1,75 @@
+"""``cortexctl serve`` as a real subprocess, for tests that need the whole process: the CLI,
+its logs and exit codes, and synchronous clients such as schemathesis.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+CORTEXCTL = [sys.executable, "-m", "attested_cortex"]
+
+
+def free_port() -> int:
+    """An unused loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes], *, seconds: float = 30) -> None:
+    """Poll ``url`` until it answers; fail early if the process dies."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):  # noqa: S310 - loopback test URL
+                return
+        except OSError:
+            time.sleep(0.05)  # polling interval of a bounded wait, not synchronisation
+    raise TimeoutError(f"{url} did not answer within {seconds}s")
+
+
+@dataclass
+class Served:
+    """A running ``cortexctl serve``."""
+
+    base: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+@contextmanager
+def serve(dsn: str, workdir: Path, *extra: str) -> Iterator[Served]:
+    """Run ``cortexctl serve`` on a free loopback port until the block ends."""
+    port = free_port()
+    log = workdir / f"serve-{port}.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*CORTEXCTL, "serve", "--database-url", dsn, "--listen", f"127.0.0.1:{port}",
+             *extra],
+            stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        try:
+            wait_until_up(f"http://127.0.0.1:{port}/healthz", process)
+        except (RuntimeError, TimeoutError) as exc:
+            raise RuntimeError(f"{exc}; its log ends:\n{log.read_text()[-2000:]}") from exc
+        yield Served(f"http://127.0.0.1:{port}", process, log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
