@@ -33,7 +33,9 @@ deps: venv
 test: deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-run: deps
+run: venv
+	hack/ensure-system-packages.sh
+	hack/pg/ensure-age-root.sh
 	$(BIN)/python hack/run.py
 
 lint: venv

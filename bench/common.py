@@ -1,0 +1,66 @@
+"""Shared benchmark helpers: percentiles, result files, a throwaway PostgreSQL server."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "benchmarks"
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    """p50/p95/p99/mean/max of latency samples in milliseconds."""
+    ordered = sorted(samples_ms)
+    q = statistics.quantiles(ordered, n=100, method="inclusive")
+    return {"n": len(ordered), "p50": round(q[49], 3), "p95": round(q[94], 3),
+            "p99": round(q[98], 3), "mean": round(statistics.fmean(ordered), 3),
+            "max": round(ordered[-1], 3)}
+
+
+def write_result(area: str, data: dict[str, Any]) -> Path:
+    """Write ``docs/benchmarks/<area>.json`` with machine facts and the command."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{area}.json"
+    data = {
+        "area": area,
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        "command": f"make bench (python -m bench {area})",
+        **data,
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+@contextmanager
+def age_server() -> Iterator[Any]:
+    """PostgreSQL 17 + AGE (the production database) in a temp dir for the run."""
+    from tests.support.pgservers import start_pg_age
+
+    with tempfile.TemporaryDirectory(prefix="cortex-bench-") as tmp:
+        server = start_pg_age(Path(tmp))
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+def create_database(server: Any, name: str) -> str:
+    """A new empty database on ``server``; returns its DSN."""
+    with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    dsn: str = server.dsn(name)
+    return dsn
