@@ -73,8 +73,10 @@ def _remote(args: argparse.Namespace) -> dict[str, Any]:
     headers = {"X-Agent-Id": args.agent_id}
     if args.token:
         headers = {"Authorization": f"Bearer {args.token}"}
-    request = urllib.request.Request(f"{args.server.rstrip('/')}/v1/capabilities",
-                                     headers=headers)
+    if not args.server.startswith(("http://", "https://")):
+        raise CortexError(f"--server must be an http(s) URL, not {args.server!r}")
+    request = urllib.request.Request(  # noqa: S310 - scheme checked above
+        f"{args.server.rstrip('/')}/v1/capabilities", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
             result: dict[str, Any] = json.load(response)

@@ -82,3 +82,73 @@ class CapabilitiesOut(BaseModel):
     attestation: dict[str, Any]
     quotas: dict[str, Any]
     limits: dict[str, int]
+
+
+class LinkOut(BaseModel):
+    """A link between two memories."""
+
+    id: str
+    src_id: str
+    dst_id: str
+    relation: str
+    valid_from: str
+    valid_until: str | None
+    observed_by: str
+    attest_level: str = Field(description="unsigned, self_signed or peer_attested")
+    signed_by: str | None
+    signature: str | None = Field(description="base64 Ed25519 signature")
+    signed_at: str | None
+    created_at: str
+
+
+class LinkListOut(BaseModel):
+    """Every link of a memory, history included."""
+
+    links: list[LinkOut]
+
+
+class NodeOut(BaseModel):
+    """A reached memory and its distance in hops."""
+
+    id: str
+    depth: int
+
+
+class EdgeOut(BaseModel):
+    """A walked link."""
+
+    id: str
+    src_id: str
+    dst_id: str
+    relation: str
+
+
+class SubgraphOut(BaseModel):
+    """kg/query's answer (bounded; ``truncated`` when capped)."""
+
+    nodes: list[NodeOut]
+    edges: list[EdgeOut]
+    truncated: bool
+
+
+class PathOut(BaseModel):
+    """One simple path."""
+
+    hops: int
+    links: list[str]
+    nodes: list[str]
+
+
+class PathsOut(BaseModel):
+    """kg/paths' answer, shortest first."""
+
+    paths: list[PathOut]
+    truncated: bool
+
+
+class TimelineOut(BaseModel):
+    """A memory's links ordered by validity."""
+
+    memory_id: str
+    links: list[LinkOut]
+    truncated: bool

@@ -24,6 +24,9 @@ from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.service.context import Services
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
+from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
+from attested_cortex.store.graph.base import GraphBackend
+from attested_cortex.store.graph.selecting import select_backend
 from attested_cortex.store.migrating import current_version
 
 log = logging.getLogger(__name__)
@@ -61,7 +64,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         graph = await _select_graph(first, settings)
     db = await Database.open(
         settings.database_url, max_size=settings.pool_max_size,
-        configure=getattr(graph, "configure", None),
+        configure=configure_age_connection if graph.name == "age" else None,
     )
     stack.push_async_callback(db.close)
     return Services(
@@ -70,11 +73,11 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     )
 
 
-async def _select_graph(conn: psycopg.AsyncConnection[Any], settings: ServerSettings) -> Any:
-    try:
-        from attested_cortex.store.graph import select_backend
-    except ImportError:  # graph backends not in this build yet
-        return None
+async def _select_graph(
+    conn: psycopg.AsyncConnection[Any], settings: ServerSettings
+) -> GraphBackend:
+    if await age_available(conn):
+        await configure_age_connection(conn)
     return await select_backend(conn, settings.graph_backend)
 
 

@@ -8,12 +8,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from attested_cortex.errors import DeniedError
+from pydantic import BaseModel, ValidationError
+
+from attested_cortex.errors import DeniedError, InvalidInputError
 from attested_cortex.service.context import Caller, Services
 
 log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+
+
+def revalidate(model: type[M], payload: Mapping[str, Any]) -> M:
+    """Validate a payload a pre-hook returned: a hook cannot smuggle in what a client could
+    not send (a Modify that breaks the input rules is refused as 400)."""
+    try:
+        return model.model_validate(dict(payload))
+    except ValidationError as exc:
+        raise InvalidInputError(
+            "a hook modified the request into an invalid one", code="hook_invalid_modify",
+            errors=[e["msg"] for e in exc.errors()],
+        ) from exc
 
 
 async def before(

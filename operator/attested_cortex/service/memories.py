@@ -9,36 +9,13 @@ every entry point (HTTP, CLI, tests) goes through the same checks.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
-from pydantic import ValidationError
-
-from attested_cortex.errors import InvalidInputError
 from attested_cortex.service import hooking
-from attested_cortex.service.commands import RecallQuery, StoreMemory, UpdateMemory, check_sizes
+from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.views import memory_view
 from attested_cortex.store import memories as rows
 from attested_cortex.store.memories import Memory
-
-
-def revalidate(
-    model: type[StoreMemory] | type[UpdateMemory] | type[RecallQuery], payload: dict[str, Any]
-) -> Any:
-    """Validate a payload a hook modified; a hook cannot smuggle in what a client could not."""
-    try:
-        return model.model_validate(payload)
-    except ValidationError as exc:
-        raise InvalidInputError(
-            "a hook modified the request into an invalid one", code="hook_invalid_modify",
-            errors=[e["msg"] for e in exc.errors()],
-        ) from exc
-
-
-def revalidate_query(payload: dict[str, Any]) -> RecallQuery:
-    """A recall query after its pre-hook."""
-    result: RecallQuery = revalidate(RecallQuery, payload)
-    return result
 
 
 async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
@@ -47,7 +24,7 @@ async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
     payload = await hooking.before(
         svc, caller, "pre_store", cmd.model_dump(), namespace=cmd.namespace
     )
-    cmd = revalidate(StoreMemory, payload)
+    cmd = hooking.revalidate(StoreMemory, payload)
     check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
     async with svc.db.transaction() as conn:
         memory = await rows.insert(
@@ -76,7 +53,7 @@ async def update(svc: Services, caller: Caller, memory_id: uuid.UUID, cmd: Updat
         namespace=current.namespace,
     )
     payload.pop("id", None)
-    cmd = revalidate(UpdateMemory, payload)
+    cmd = hooking.revalidate(UpdateMemory, payload)
     check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
     changes = cmd.model_dump(exclude_unset=True, exclude={"expected_revision"})
     changes = {k: v for k, v in changes.items() if v is not None}

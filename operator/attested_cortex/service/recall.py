@@ -11,7 +11,6 @@ from typing import Any
 from attested_cortex.service import hooking
 from attested_cortex.service.commands import RecallQuery
 from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.memories import revalidate_query
 from attested_cortex.service.views import memory_view
 from attested_cortex.store import recall as store_recall
 from attested_cortex.store.recall import Hit
@@ -59,7 +58,7 @@ async def recall(svc: Services, caller: Caller, query: RecallQuery) -> RecallRes
     payload = await hooking.before(
         svc, caller, "pre_recall", query.model_dump(), namespace=query.namespace
     )
-    query = revalidate_query(payload)
+    query = hooking.revalidate(RecallQuery, payload)
     async with svc.db.connection() as conn:
         hits = await store_recall.recall(
             conn, query=query.query, namespace=query.namespace, limit=query.limit,

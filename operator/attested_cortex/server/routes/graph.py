@@ -1,0 +1,96 @@
+"""``/v1/links`` and ``/v1/kg/*``: create and invalidate links, traverse the graph."""
+
+from __future__ import annotations
+
+import uuid
+
+from aiohttp import web
+
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.server.body import read_model
+from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.routes.memories import path_uuid
+from attested_cortex.server.schemas import (
+    LinkListOut,
+    LinkOut,
+    PathsOut,
+    SubgraphOut,
+    TimelineOut,
+)
+from attested_cortex.server.state import caller, state
+from attested_cortex.service import kg, links
+from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
+from attested_cortex.service.graph_views import link_view
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/v1/links")
+async def create_link(request: web.Request) -> web.Response:
+    """Link two memories; 201 with the stored (and possibly signed) link."""
+    svc = state(request).services
+    cmd = await read_model(request, CreateLink, max_bytes=svc.limits.max_body_bytes)
+    return web.json_response(link_view(await links.create(svc, caller(request), cmd)), status=201)
+
+
+@routes.get("/v1/memories/{id}/links")
+async def memory_links(request: web.Request) -> web.Response:
+    """Every link of a memory."""
+    found = await kg.links_of(state(request).services, caller(request), path_uuid(request))
+    return web.json_response({"links": found})
+
+
+@routes.post("/v1/kg/query")
+async def kg_query(request: web.Request) -> web.Response:
+    """Memories reachable from a start memory."""
+    svc = state(request).services
+    cmd = await read_model(request, KgQuery, max_bytes=svc.limits.max_body_bytes)
+    return web.json_response(await kg.query(svc, caller(request), cmd))
+
+
+@routes.post("/v1/kg/paths")
+async def kg_paths(request: web.Request) -> web.Response:
+    """Simple paths between two memories."""
+    svc = state(request).services
+    cmd = await read_model(request, KgPaths, max_bytes=svc.limits.max_body_bytes)
+    return web.json_response(await kg.paths(svc, caller(request), cmd))
+
+
+@routes.get("/v1/kg/timeline")
+async def kg_timeline(request: web.Request) -> web.Response:
+    """A memory's links ordered by validity (``?memory_id=``)."""
+    raw = request.query.get("memory_id", "")
+    try:
+        memory_id = uuid.UUID(raw)
+    except ValueError as exc:
+        raise InvalidInputError("memory_id must be a UUID", field="memory_id") from exc
+    return web.json_response(await kg.timeline(state(request).services, caller(request),
+                                               memory_id))
+
+
+@routes.post("/v1/kg/invalidate")
+async def kg_invalidate(request: web.Request) -> web.Response:
+    """Close a link's validity window."""
+    svc = state(request).services
+    cmd = await read_model(request, InvalidateLink, max_bytes=svc.limits.max_body_bytes)
+    return web.json_response(link_view(await links.invalidate(svc, caller(request), cmd)))
+
+
+_MISSING = (*COMMON_ERRORS, 404)
+operations = [
+    Operation("POST", "/v1/links", "Link two memories", 201, LinkOut, CreateLink,
+              errors=(*_MISSING, 409)),
+    Operation("GET", "/v1/memories/{id}/links", "Links of a memory", 200, LinkListOut,
+              params=[Param("id", "path", {"type": "string", "format": "uuid"})],
+              errors=_MISSING),
+    Operation("POST", "/v1/kg/query", "Traverse from a memory (depth 1..5)", 200, SubgraphOut,
+              KgQuery, errors=_MISSING),
+    Operation("POST", "/v1/kg/paths", "Simple paths between two memories (1..7 hops)", 200,
+              PathsOut, KgPaths, errors=_MISSING),
+    Operation("GET", "/v1/kg/timeline", "Links of a memory ordered by validity", 200,
+              TimelineOut, params=[Param("memory_id", "query", {"type": "string",
+                                                                "format": "uuid"},
+                                         required=True)], errors=_MISSING),
+    Operation("POST", "/v1/kg/invalidate", "Close a link's validity window", 200, LinkOut,
+              InvalidateLink, errors=(*_MISSING, 409)),
+]

@@ -1,0 +1,52 @@
+"""JSON views of links and graph answers."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from attested_cortex.store.graph.base import PathSet, Subgraph, Timeline
+from attested_cortex.store.links import Link
+
+
+def link_view(link: Link) -> dict[str, Any]:
+    """A link as API JSON."""
+    return {
+        "id": str(link.id),
+        "src_id": str(link.src_id),
+        "dst_id": str(link.dst_id),
+        "relation": link.relation,
+        "valid_from": link.valid_from.isoformat(),
+        "valid_until": link.valid_until.isoformat() if link.valid_until else None,
+        "observed_by": link.observed_by,
+        "attest_level": link.attest_level,
+        "signed_by": link.signed_by,
+        "signature": base64.b64encode(link.signature).decode() if link.signature else None,
+        "signed_at": link.signed_at.isoformat() if link.signed_at else None,
+        "created_at": link.created_at.isoformat(),
+    }
+
+
+def subgraph_view(graph: Subgraph) -> dict[str, Any]:
+    """kg/query's answer as JSON."""
+    return {
+        "nodes": [{"id": str(n.id), "depth": n.depth} for n in graph.nodes],
+        "edges": [{"id": str(e.id), "src_id": str(e.src_id), "dst_id": str(e.dst_id),
+                   "relation": e.relation} for e in graph.edges],
+        "truncated": graph.truncated,
+    }
+
+
+def paths_view(found: PathSet) -> dict[str, Any]:
+    """kg/paths' answer as JSON."""
+    return {
+        "paths": [{"hops": p.hops, "links": [str(i) for i in p.links],
+                   "nodes": [str(i) for i in p.nodes]} for p in found.paths],
+        "truncated": found.truncated,
+    }
+
+
+def timeline_view(memory_id: str, timeline: Timeline) -> dict[str, Any]:
+    """kg/timeline's answer as JSON."""
+    return {"memory_id": memory_id, "links": [link_view(link) for link in timeline.links],
+            "truncated": timeline.truncated}
