@@ -20,11 +20,11 @@ from typing import Any
 
 import aiohttp
 import psycopg
+from tests.support.served import serve
 
 from attested_cortex.store.migrating import migrate
 from bench.common import age_server, create_database, percentiles, write_result
 from bench.textgen import TextGenerator
-from tests.support.served import serve
 
 QUERIES = 600
 WARMUP = 60

@@ -21,9 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from attested_cortex.store.migrating import migrate  # noqa: E402
 from tests.support.pgservers import start_pg_age  # noqa: E402
 from tests.support.served import CORTEXCTL, wait_until_up  # noqa: E402
+
+from attested_cortex.store.migrating import migrate  # noqa: E402
 
 
 def pick_port(preferred: int) -> int:
@@ -42,6 +43,8 @@ def pick_port(preferred: int) -> int:
 def walkthrough(base: str, dsn: str, workdir: Path) -> str:
     """What to try, printed once everything answers."""
     agent = "-H 'X-Agent-Id: dev:alice' -H 'Content-Type: application/json'"
+    memory = ('{"namespace":"org/team","title":"deploys",'
+              '"content":"Deploys freeze on Fridays after 3pm"}')
     return textwrap.dedent(f"""
     attested-cortex is running (Ctrl-C stops everything)
 
@@ -53,7 +56,7 @@ def walkthrough(base: str, dsn: str, workdir: Path) -> str:
 
     Try:
       # store a memory
-      curl -s {agent} -d '{{"namespace":"org/team","title":"deploys","content":"Deploys freeze on Fridays after 3pm"}}' {base}/v1/memories
+      curl -s {agent} -d '{memory}' {base}/v1/memories
       # recall it from a child namespace (parents are searched too, nearer ranks higher)
       curl -s {agent} -d '{{"query":"friday deploy","namespace":"org/team/web"}}' {base}/v1/recall
       # what the server really has live
@@ -64,7 +67,7 @@ def walkthrough(base: str, dsn: str, workdir: Path) -> str:
 def main() -> int:
     """Start everything, print the walkthrough, wait for Ctrl-C, stop everything."""
     workdir = Path(tempfile.mkdtemp(prefix="cortex-run-"))
-    os.chmod(workdir, 0o755)
+    os.chmod(workdir, 0o755)  # noqa: S103 - the database user must traverse it; no secrets
     server = None
     process: subprocess.Popen[bytes] | None = None
     try:

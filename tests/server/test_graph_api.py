@@ -1,6 +1,8 @@
 """Links and the knowledge graph over HTTP, on both backends (CTE on PostgreSQL 15, Cypher
 on PostgreSQL 17 + AGE): the same requests, the same answers."""
 
+import itertools
+
 import psycopg
 import pytest
 
@@ -22,7 +24,7 @@ async def _is_pg15(dsn: str) -> bool:
 
 async def chain(kg: CortexClient, n: int) -> list[str]:
     ids = [(await kg.store("g", f"node {i}"))["id"] for i in range(n)]
-    for a, b in zip(ids, ids[1:], strict=False):
+    for a, b in itertools.pairwise(ids):
         reply = await kg.call("POST", "/v1/links", {"src_id": a, "dst_id": b,
                                                     "relation": "related_to"})
         assert reply.status == 201, reply.text

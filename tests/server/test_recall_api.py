@@ -11,7 +11,7 @@ async def test_relevant_memory_ranks_first(cortex: CortexClient) -> None:
     reply = await cortex.call("POST", "/v1/recall", {"query": "database password rotation"})
     assert reply.status == 200
     assert reply.body["results"][0]["id"] == target["id"]
-    assert "lunch" not in [r["content"] for r in reply.body["results"]][0]
+    assert "lunch" not in reply.body["results"][0]["content"]
 
 
 async def test_nearer_namespace_ranks_higher_and_siblings_are_not_searched(

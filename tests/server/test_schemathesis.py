@@ -7,13 +7,12 @@ The example count is bounded so the suite stays fast; the server runs as a real
 
 import itertools
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import schemathesis
-from schemathesis import GenerationMode
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -21,17 +20,21 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from tests.support.pgservers import PgServer
 from tests.support.served import serve
 
 
 @pytest.fixture(scope="module")
-def api_schema(pg15_server, pg15_template, tmp_path_factory: pytest.TempPathFactory) -> Iterator:  # type: ignore[no-untyped-def]
+def api_schema(
+    pg15_server: PgServer, pg15_template: str, tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[schemathesis.BaseSchema]:
     import psycopg
     from psycopg import sql
 
     name = "schemathesis_db"
     with psycopg.connect(pg15_server.admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
             sql.Identifier(name), sql.Identifier(pg15_template)))
     with serve(pg15_server.dsn(name), tmp_path_factory.mktemp("served")) as served:

@@ -35,7 +35,7 @@ async def test_target_stops_and_dry_run_changes_nothing(pg15_dsn: str) -> None:
     await migrate(pg15_dsn, target=1)
     assert applied_versions(pg15_dsn) == [1]
     plan = await planned(pg15_dsn)
-    assert plan.current == 1 and [m.version for m in plan.pending][0] == 2
+    assert plan.current == 1 and plan.pending[0].version == 2
     assert applied_versions(pg15_dsn) == [1]
 
 

@@ -33,7 +33,7 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], *, seconds: float 
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         try:
-            with urllib.request.urlopen(url, timeout=1):  # noqa: S310 - loopback test URL
+            with urllib.request.urlopen(url, timeout=1):
                 return
         except OSError:
             time.sleep(0.05)  # polling interval of a bounded wait, not synchronisation

@@ -31,7 +31,9 @@ def build_app(
                      middleware.auth_middleware],
         client_max_size=services.limits.max_body_bytes,
     )
-    app[STATE_KEY] = AppState(services, auth, metrics or HttpMetrics.create())
+    app[STATE_KEY] = AppState(
+        services, auth, metrics or HttpMetrics.create(services.metrics_registry)
+    )
     operations: list[openapi.Operation] = [
         openapi.Operation("GET", "/v1/openapi.json", "This document", 200, None, public=True,
                           errors=()),

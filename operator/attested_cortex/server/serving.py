@@ -16,8 +16,10 @@ from typing import Any
 
 import psycopg
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from attested_cortex.errors import InvalidInputError, NotReadyError
+from attested_cortex.hooks.pipeline import open_pipeline
 from attested_cortex.server.app import build_app
 from attested_cortex.server.auth import Authenticator, DevAuth, TokenAuth, check_dev_listen
 from attested_cortex.server.settings import ServerSettings, split_listen
@@ -67,9 +69,13 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         configure=configure_age_connection if graph.name == "age" else None,
     )
     stack.push_async_callback(db.close)
+    registry = CollectorRegistry()
+    hooks = await open_pipeline(settings.hooks_file, registry=registry)
+    stack.push_async_callback(hooks.aclose)
     return Services(
-        db=db, limits=limits_from(settings), graph=graph,
+        db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
+        metrics_registry=registry,
     )
 
 

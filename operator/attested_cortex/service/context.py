@@ -61,4 +61,5 @@ class Services:
     hooks: HookFirer | None = None
     permission_mode: PermissionMode = "advisory"
     auth_mode: str = "dev"
+    metrics_registry: Any = None  # prometheus_client.CollectorRegistry shared by all parts
     extras: Mapping[str, Any] = field(default_factory=dict)

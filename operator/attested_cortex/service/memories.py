@@ -1,8 +1,9 @@
 """Memory operations: store, get, update, delete, list. Called by the HTTP routes.
 
 Each is one pipeline over one request value:
-validate -> pre-hook (may Modify, Deny or ask) -> re-validate -> write (+ graph mirror)
--> post-hook. Later stages (permission rules, signing, audit, quotas) slot in here, so
+validate -> pre-hooks (may Modify, Deny or ask; writes also fire pre_index, because the
+full-text index is computed in the same write) -> re-validate -> write (+ graph mirror)
+-> post_index -> post-hook. Later stages (permission rules, signing, audit, quotas) slot in here, so
 every entry point (HTTP, CLI, tests) goes through the same checks.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 
+from attested_cortex.namespaces import parse_namespace
 from attested_cortex.service import hooking
 from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
@@ -24,6 +26,7 @@ async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
     payload = await hooking.before(
         svc, caller, "pre_store", cmd.model_dump(), namespace=cmd.namespace
     )
+    payload = await hooking.before(svc, caller, "pre_index", payload, namespace=cmd.namespace)
     cmd = hooking.revalidate(StoreMemory, payload)
     check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
     async with svc.db.transaction() as conn:
@@ -33,8 +36,9 @@ async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
         )
         if svc.graph is not None:
             await svc.graph.on_memory_created(conn, memory.id, memory.namespace)
-    await _indexed(svc, caller, memory)
-    await hooking.after(svc, caller, "post_store", memory_view(memory), namespace=memory.namespace)
+    view = memory_view(memory)
+    await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
+    await hooking.after(svc, caller, "post_store", view, namespace=memory.namespace)
     return memory
 
 
@@ -52,6 +56,8 @@ async def update(svc: Services, caller: Caller, memory_id: uuid.UUID, cmd: Updat
         svc, caller, "pre_update", {"id": str(memory_id), **cmd.model_dump(exclude_unset=True)},
         namespace=current.namespace,
     )
+    payload = await hooking.before(svc, caller, "pre_index", payload,
+                                   namespace=current.namespace)
     payload.pop("id", None)
     cmd = hooking.revalidate(UpdateMemory, payload)
     check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
@@ -62,10 +68,9 @@ async def update(svc: Services, caller: Caller, memory_id: uuid.UUID, cmd: Updat
         memory = await rows.update(
             conn, locked, changes=changes, expected_revision=cmd.expected_revision
         )
-    await _indexed(svc, caller, memory)
-    await hooking.after(
-        svc, caller, "post_update", memory_view(memory), namespace=memory.namespace
-    )
+    view = memory_view(memory)
+    await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
+    await hooking.after(svc, caller, "post_update", view, namespace=memory.namespace)
     return memory
 
 
@@ -92,6 +97,8 @@ async def search(
         svc, caller, "pre_search", {"namespace": namespace, "limit": limit}, namespace=namespace
     )
     namespace = payload.get("namespace", namespace)
+    if namespace is not None:
+        namespace = parse_namespace(str(namespace))
     async with svc.db.connection() as conn:
         found = await rows.list_namespace(conn, namespace=namespace, limit=limit)
     await hooking.after(
@@ -100,12 +107,3 @@ async def search(
         namespace=namespace,
     )
     return found
-
-
-async def _indexed(svc: Services, caller: Caller, memory: Memory) -> None:
-    """The index events: the full-text index is a generated column, updated in the write."""
-    if svc.hooks is None:
-        return
-    view = memory_view(memory)
-    await hooking.before(svc, caller, "pre_index", view, namespace=memory.namespace)
-    await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
