@@ -59,13 +59,14 @@ def render(caps: dict[str, Any], *, hooks: bool) -> str:
         f"attestation      {caps['attestation']}",
         f"transcripts      {'on' if caps['transcripts'].get('enabled') else 'off'}",
     ]
-    by_event: dict[str, Any] = caps.get("hooks", {}).get("by_event", {})
+    description = caps.get("hooks", {})
+    by_event: dict[str, Any] = description.get("by_event", {})
     lines.append(f"hooks            {sum(len(v) for v in by_event.values())} on "
                  f"{len(by_event)} event(s)")
-    if hooks:
-        for event, entries in sorted(by_event.items()):
-            lines.append(f"  {event}:")
-            lines.extend(f"    - {json.dumps(entry, sort_keys=True)}" for entry in entries)
+    if hooks and "config" in description:
+        from attested_cortex.hooks.reporting import render_hooks
+
+        lines.append(render_hooks(description))
     return "\n".join(lines)
 
 
