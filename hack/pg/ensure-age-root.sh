@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Builds, once, a minimal Debian trixie root holding PostgreSQL 17 and Apache AGE (postgresql-17-age).
+#
+# Callers: `make deps` (so `make test`, `make run`, `make bench`), tests/support/pgservers.py (which
+# tells the user to run this when the root is missing) and tests/infra (concurrency check).
+#
+# The root lives outside the repository, in ${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}/
+# pg-age-trixie. A completed root carries a stamp file and is reused at once. Concurrent runs are
+# serialised with flock; the root is built in a temporary directory next to it and renamed into
+# place, so nobody ever sees half a root. The Debian mirror is the one this machine's apt already
+# uses (override with ATTESTED_CORTEX_DEBIAN_MIRROR).
+#
+# Usage: hack/pg/ensure-age-root.sh [--print-root]
+set -euo pipefail
+
+readonly SUITE=trixie
+readonly PACKAGES=(postgresql-17 postgresql-17-age)
+readonly STAMP_NAME=.attested-cortex-root
+readonly STAMP_CONTENT="pg-age-trixie v1: ${PACKAGES[*]}"
+
+cache=${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}
+root=$cache/pg-age-trixie
+print_root=false
+case "${1:-}" in
+  --print-root) print_root=true ;;
+  "") ;;
+  *) echo "usage: $0 [--print-root]" >&2; exit 2 ;;
+esac
+
+is_complete() {
+  [ -f "$root/$STAMP_NAME" ] && [ "$(cat "$root/$STAMP_NAME")" = "$STAMP_CONTENT" ]
+}
+
+finish() {
+  if $print_root; then echo "$root"; fi
+  exit 0
+}
+
+die() {
+  echo "ensure-age-root: $*" >&2
+  exit 1
+}
+
+# The Debian archive apt is configured with here: the first repository whose path ends in /debian/.
+debian_mirror() {
+  if [ -n "${ATTESTED_CORTEX_DEBIAN_MIRROR:-}" ]; then
+    echo "$ATTESTED_CORTEX_DEBIAN_MIRROR"
+    return
+  fi
+  # shellcheck disable=SC2016  # $(REPO_URI) is apt's format field, not a shell expansion
+  apt-get indextargets --no-release-info --format '$(REPO_URI)' 'Identifier: Packages' 2>/dev/null \
+    | grep -E '/debian/?$' | head -n 1 || true  # none found: the caller says what to do
+}
+
+check_prerequisites() {
+  [ "$(id -u)" = 0 ] || die "must run as root (debootstrap and chroot need it): sudo $0"
+  command -v debootstrap >/dev/null \
+    || die "debootstrap is missing; fix it with: hack/ensure-system-packages.sh (or: apt-get install -y debootstrap)"
+  command -v flock >/dev/null \
+    || die "flock is missing; fix it with: hack/ensure-system-packages.sh (or: apt-get install -y util-linux)"
+}
+
+# Keeps the root small and quiet: no recommends, no docs or man pages, no service start, no
+# default cluster (the tests initdb their own clusters).
+configure_root() {
+  local dir=$1
+  printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
+  chmod 755 "$dir/usr/sbin/policy-rc.d"
+  printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' \
+    >"$dir/etc/apt/apt.conf.d/90attested-cortex"
+  printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-exclude=/usr/share/man/*' \
+    'path-exclude=/usr/share/info/*' 'path-exclude=/usr/share/locale/*' \
+    'path-include=/usr/share/locale/locale.alias' >"$dir/etc/dpkg/dpkg.cfg.d/90attested-cortex"
+  mkdir -p "$dir/etc/postgresql-common"
+  echo 'create_main_cluster = false' >"$dir/etc/postgresql-common/createcluster.conf"
+}
+
+install_postgres() {
+  local dir=$1
+  chroot "$dir" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive chroot "$dir" apt-get install -y -qq "${PACKAGES[@]}" >/dev/null
+  chroot "$dir" apt-get clean
+  strip_root "$dir"
+  [ -f "$dir/usr/lib/postgresql/17/lib/age.so" ] || die "age.so missing after installing ${PACKAGES[*]}"
+  chroot "$dir" id -u postgres >/dev/null || die "no postgres user in the root"
+}
+
+# JIT is what pulls in LLVM and Z3 (about 170 MB of the root); the test and dev servers run with
+# jit = off, so those libraries and PostgreSQL's bitcode go. PostgreSQL itself does not link them.
+strip_root() {
+  local dir=$1
+  chroot "$dir" dpkg --purge --force-depends libllvm19 libz3-4 >/dev/null 2>&1
+  rm -rf "$dir"/usr/lib/postgresql/17/lib/llvmjit* "$dir"/usr/lib/postgresql/17/lib/bitcode
+  rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/usr/share/doc/* \
+    "$dir"/usr/share/man/* "$dir"/usr/share/info/*
+  find "$dir/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
+}
+
+build() {
+  local mirror tmp
+  mirror=$(debian_mirror)
+  [ -n "$mirror" ] || die "found no Debian repository in apt's sources; set ATTESTED_CORTEX_DEBIAN_MIRROR"
+  tmp=$(mktemp -d "$cache/pg-age-trixie.build.XXXXXX")
+  chmod 755 "$tmp"  # it becomes "/" for the root's postgres and _apt users
+  # Only a directory we created is removed, and nothing is mounted in it once debootstrap returns.
+  trap 'rm -rf --one-file-system "$tmp"' EXIT
+  echo "ensure-age-root: building the PostgreSQL 17 + AGE root in $root (once; a few minutes)" >&2
+  debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+    "$SUITE" "$tmp" "$mirror" >"$tmp.log" 2>&1 \
+    || die "debootstrap failed; see $tmp.log"
+  configure_root "$tmp"
+  install_postgres "$tmp"
+  echo "$STAMP_CONTENT" >"$tmp/$STAMP_NAME"
+  if [ -e "$root" ]; then
+    mv "$root" "$root.stale.$$"
+    rm -rf --one-file-system "$root.stale.$$"
+  fi
+  mv "$tmp" "$root"
+  trap - EXIT
+  rm -f "$tmp.log"
+  echo "ensure-age-root: ready: $root ($(du -sh "$root" | cut -f1))" >&2
+}
+
+if is_complete; then finish; fi
+check_prerequisites
+mkdir -p "$cache"
+exec 9>"$cache/pg-age-trixie.lock"
+flock -w 1800 9 || die "timed out waiting for another build (lock $cache/pg-age-trixie.lock)"
+if ! is_complete; then build; fi
+finish

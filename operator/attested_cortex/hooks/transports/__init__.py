@@ -1,0 +1,1 @@
+"""Hook transports: exec, daemon and remote. Siblings that never import each other."""

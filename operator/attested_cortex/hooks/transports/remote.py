@@ -1,0 +1,71 @@
+"""Remote transport: the daemon JSON-RPC protocol over TCP or a Unix socket.
+
+Built by the pipeline for ``mode: remote`` hooks, typically a sidecar container running
+``cortexctl hookd --listen ADDR -- CMD...``. Reconnects with exponential backoff
+(:mod:`attested_cortex.hooks.supervising`) whenever the connection drops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from attested_cortex.hooks.addresses import TcpAddress, parse_address
+from attested_cortex.hooks.rpc import RpcConnection
+from attested_cortex.hooks.supervising import DEFAULT_BACKOFF, Backoff, Supervisor
+from attested_cortex.hooks.wire import RawHookRequest, TransportState
+
+
+class _SocketLink:
+    pid: int | None = None
+
+    def __init__(self, connection: RpcConnection) -> None:
+        self.connection = connection
+
+    async def close(self) -> None:
+        await self.connection.aclose()
+
+
+class RemoteTransport:
+    """Connects to ``address`` and multiplexes every call over that connection."""
+
+    def __init__(
+        self, address: str, *, name: str, max_in_flight: int, max_output_bytes: int,
+        backoff: Backoff = DEFAULT_BACKOFF, on_restart: Callable[[], None] | None = None,
+    ) -> None:
+        self._address = parse_address(address)
+        self._max_in_flight = max_in_flight
+        self._limit = max_output_bytes
+        self._supervisor = Supervisor(
+            self._connect, name=name, backoff=backoff, on_restart=on_restart
+        )
+
+    async def _connect(self) -> _SocketLink:
+        address = self._address
+        if isinstance(address, TcpAddress):
+            reader, writer = await asyncio.open_connection(
+                address.host, address.port, limit=self._limit
+            )
+        else:
+            reader, writer = await asyncio.open_unix_connection(address.path, limit=self._limit)
+        return _SocketLink(RpcConnection(reader, writer, max_in_flight=self._max_in_flight))
+
+    async def start(self) -> None:
+        """Connect in the background."""
+        await self._supervisor.start()
+
+    async def wait_settled(self, timeout_s: float) -> None:
+        """Wait (bounded) until connected or the attempt failed."""
+        await self._supervisor.wait_settled(timeout_s)
+
+    async def call(self, request: RawHookRequest, *, timeout_s: float) -> object:
+        """One JSON-RPC round trip."""
+        return await self._supervisor.call(request, timeout_s=timeout_s)
+
+    def state(self) -> TransportState:
+        """Up/starting/backoff/closed and reconnect count."""
+        return self._supervisor.state()
+
+    async def aclose(self) -> None:
+        """Close the connection and stop reconnecting."""
+        await self._supervisor.aclose()

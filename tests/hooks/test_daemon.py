@@ -1,0 +1,160 @@
+"""Daemon hooks: one long-lived child per hook, JSON-RPC over stdio, restarts, backpressure."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prometheus_client import CollectorRegistry
+
+from attested_cortex.hooks import HookPipeline
+from attested_cortex.hooks.reporting import render_hooks
+from tests.hooks.conftest import PipelineFactory, alive, eventually, hook, metric
+
+
+def daemon(name: str, events: list[str], **fields: object) -> dict[str, object]:
+    return hook(name, events, mode="daemon", **fields)
+
+
+def pid_of(pipeline: HookPipeline, event: str) -> int | None:
+    return pipeline.describe()["by_event"][event][0]["pid"]
+
+
+async def test_post_recall_defaults_to_daemon(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline(hook("watch", ["post_recall"]))
+    state = pipeline.describe()["by_event"]["post_recall"][0]
+    assert (state["mode"], state["state"]) == ("daemon", "up")
+    assert isinstance(state["pid"], int)
+
+
+async def test_decisions_over_json_rpc(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline(daemon("d", ["pre_store", "post_recall"]))
+    deny = {"decision": "deny", "reason": "nope", "code": "x"}
+    modify = {"decision": "modify", "delta": {"content": "new"}}
+    denied = await pipeline.fire("pre_store", {"behave": {"answer": deny}}, agent_id="a",
+                                 namespace="n")
+    modified = await pipeline.fire("pre_store", {"behave": {"answer": modify}}, agent_id="a",
+                                   namespace="n")
+    allowed = await pipeline.fire("post_recall", {"results": []}, agent_id="a", namespace="n")
+    assert (denied.decision, denied.code) == ("deny", "x")
+    assert modified.payload["content"] == "new"
+    assert allowed.decision == "allow" and allowed.records[0].failure is None
+
+
+async def test_one_child_serves_every_fire(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline(daemon("d", ["post_recall"]))
+    first = pid_of(pipeline, "post_recall")
+    for _ in range(5):
+        await pipeline.fire("post_recall", {}, agent_id="a", namespace="n")
+    assert pid_of(pipeline, "post_recall") == first
+
+
+async def test_hundred_concurrent_fires(
+    make_pipeline: PipelineFactory, registry: CollectorRegistry
+) -> None:
+    pipeline = await make_pipeline(daemon("d", ["post_recall"], max_in_flight=16))
+    results = await asyncio.gather(*(
+        pipeline.fire("post_recall", {"i": i}, agent_id="a", namespace="n") for i in range(100)
+    ))
+    assert all(r.decision == "allow" and r.records[0].failure is None for r in results)
+    labels = {"hook": "d", "event": "post_recall"}
+    assert metric(registry, "cortex_hook_fires_total", **labels) == 100
+
+
+async def test_crash_restarts_with_backoff(
+    make_pipeline: PipelineFactory, registry: CollectorRegistry
+) -> None:
+    pipeline = await make_pipeline(daemon("d", ["pre_store"]))
+    first = pid_of(pipeline, "pre_store")
+    crashed = await pipeline.fire("pre_store", {"behave": {"crash": True}}, agent_id="a",
+                                  namespace="n")
+    assert crashed.decision == "allow" and crashed.records[0].failure == "crash"
+    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["state"] == "up")
+    state = pipeline.describe()["by_event"]["pre_store"][0]
+    assert state["restarts"] == 1 and state["pid"] != first
+    assert "closed its output" in (state["last_error"] or "")
+    assert metric(registry, "cortex_hook_daemon_restarts_total", hook="d") == 1
+    later = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+    assert later.records[0].failure is None
+
+
+async def test_fires_during_backoff_follow_fail_mode(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline(
+        daemon("d", ["pre_store"], fail_mode="closed", command=["/bin/false"])
+    )
+    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] >= 3)
+    result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+    assert result.decision == "deny"
+    assert result.records[0].failure in ("unavailable", "crash")
+
+
+async def test_garbage_on_stdout_fails_pending_and_restarts(
+    make_pipeline: PipelineFactory,
+) -> None:
+    pipeline = await make_pipeline(daemon("d", ["pre_store"]))
+    result = await pipeline.fire("pre_store", {"behave": {"garbage": True}}, agent_id="a",
+                                 namespace="n")
+    assert result.records[0].failure == "malformed"
+    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 1)
+
+
+async def test_oversized_reply(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline(daemon("d", ["pre_store"], max_output_bytes=4096))
+    result = await pipeline.fire("pre_store", {"behave": {"oversized": 100_000}}, agent_id="a",
+                                 namespace="n")
+    assert result.records[0].failure == "oversized"
+
+
+async def test_slow_reply_is_cut_at_timeout_without_killing_others(
+    make_pipeline: PipelineFactory,
+) -> None:
+    pipeline = await make_pipeline(daemon("d", ["pre_store"], timeout_ms=1500))
+    slow, fast = await asyncio.gather(
+        pipeline.fire("pre_store", {"behave": {"sleep": 10}}, agent_id="a", namespace="n"),
+        pipeline.fire("pre_store", {}, agent_id="a", namespace="n"),
+    )
+    assert slow.records[0].failure == "timeout"
+    assert fast.records[0].failure is None
+    assert pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 0
+
+
+async def test_full_in_flight_queue_is_backpressure(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline(daemon("d", ["pre_store"], timeout_ms=400, max_in_flight=2))
+    results = await asyncio.gather(*(
+        pipeline.fire("pre_store", {"behave": {"sleep": 2}}, agent_id="a", namespace="n")
+        for _ in range(3)
+    ))
+    causes = sorted(r.records[0].failure or "" for r in results)
+    assert causes == ["overloaded", "timeout", "timeout"]
+
+
+async def test_close_stops_the_child(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline(daemon("d", ["pre_store"]))
+    pid = pid_of(pipeline, "pre_store")
+    await pipeline.aclose()
+    assert pipeline.describe()["by_event"]["pre_store"][0]["state"] == "closed"
+    assert pid is not None
+    assert not alive(pid)
+
+
+async def test_doctor_rendering_lists_hooks_by_event(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline(daemon("d", ["post_recall", "pre_store"], priority=3))
+    text = render_hooks(pipeline.describe())
+    assert "generation 1" in text and "valid" in text
+    assert [line.split()[:3] for line in text.splitlines()[1:]] == [
+        ["post_recall", "d", "daemon"], ["pre_store", "d", "daemon"]]
+    assert "state=up restarts=0" in text
+
+
+async def test_hung_daemon_is_restarted_after_consecutive_timeouts(
+    make_pipeline: PipelineFactory,
+) -> None:
+    pipeline = await make_pipeline(
+        daemon("d", ["pre_store"], timeout_ms=200, behave={"sleep": 30})
+    )
+    hung = pid_of(pipeline, "pre_store")
+    for _ in range(3):
+        result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+        assert result.records[0].failure == "timeout"
+    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 1)
+    await eventually(lambda: hung is not None and not alive(hung))
+    assert "hung" in (pipeline.describe()["by_event"]["pre_store"][0]["last_error"] or "")
