@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import sys
 import tempfile
 import time
 import uuid
@@ -83,6 +84,16 @@ async def time_stores(base: str, gen: TextGenerator) -> dict[str, Any]:
             "latency_ms": percentiles(samples)}
 
 
+def write_hook_config(directory: Path) -> Path:
+    """One daemon post_recall hook: the stdlib example hook program (allows everything)."""
+    path = directory / "hooks.yaml"
+    program = Path(__file__).resolve().parent.parent / "examples" / "hooks" / "minimal_hook.py"
+    path.write_text(json.dumps({"version": 1, "hooks": [{
+        "name": "bench-post-recall", "events": ["post_recall"], "mode": "daemon",
+        "command": [sys.executable, str(program)], "timeout_ms": 500}]}))
+    return path
+
+
 def run() -> dict[str, Any]:
     """Run the recall benchmark and write docs/benchmarks/recall.json."""
     gen = TextGenerator(seed=11)
@@ -99,7 +110,13 @@ def run() -> dict[str, Any]:
             load_s = round(time.perf_counter() - started, 1)
             with serve(dsn, Path(tmp)) as served:
                 out[f"recall_{size // 1000}k"] = {
-                    **asyncio.run(time_recalls(served.base, gen)), "load_seconds": load_s}
+                    **asyncio.run(time_recalls(served.base, TextGenerator(seed=5))),
+                    "load_seconds": load_s}
+            if size == 10_000:
+                hooks = write_hook_config(Path(tmp))
+                with serve(dsn, Path(tmp), "--hooks-file", str(hooks)) as served:
+                    out["recall_10k_with_daemon_post_recall_hook"] = asyncio.run(
+                        time_recalls(served.base, TextGenerator(seed=5)))
         store_dsn = create_database(server, "bench_store")
         asyncio.run(migrate(store_dsn))
         with serve(store_dsn, Path(tmp)) as served:
