@@ -1,8 +1,8 @@
 """Root conftest: registers the fixture plugins for the real services the suite runs against.
 
-* ``tests.support.postgres`` – a private PostgreSQL 15 cluster and PostgreSQL 17 + Apache AGE,
+* ``tests.support.postgres`` - a private PostgreSQL 15 cluster and PostgreSQL 17 + Apache AGE,
   with one isolated database per test.
-* ``tests.support.kube`` – a real local Kubernetes control plane (etcd, kube-apiserver, ...).
+* ``tests.support.kube`` - a real local Kubernetes control plane (etcd, kube-apiserver, ...).
 
 Each service starts lazily, the first time a test asks for it, and stops at session end.
 """

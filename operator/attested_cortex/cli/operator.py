@@ -8,7 +8,9 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     """Add the ``operator`` command."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("operator", help="(not implemented yet)")
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "operator", help="run the Kubernetes operator (not in this build yet)"
+    )
     parser.set_defaults(handler=run)
 
 
