@@ -42,7 +42,8 @@ class Database:
 
         pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             dsn,
-            connection_class=psycopg.AsyncConnection[DictRow], min_size=min_size, max_size=max_size, open=False,
+            connection_class=psycopg.AsyncConnection[DictRow],
+            min_size=min_size, max_size=max_size, open=False,
             kwargs={"row_factory": dict_row, "autocommit": False},
             configure=_configure, timeout=wait_seconds,
         )
