@@ -1,0 +1,176 @@
+"""Append signed statements to the audit chain and verify the whole chain.
+
+The async edge over :mod:`~attested_cortex.attest.chain` (pure hashing) and
+:mod:`attested_cortex.store.events` (SQL). Called by the service layer after every signed
+write, inside the write's transaction, by ``GET /v1/audit/verify`` and by
+``cortexctl audit verify``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from attested_cortex.attest import cbor
+from attested_cortex.attest.chain import Statement, chain_fault, seal, signature_fault
+from attested_cortex.attest.keyring import Keyring
+from attested_cortex.attest.keys import AgentKey
+from attested_cortex.attest.signing import SIGNATURE_BYTES, sign
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.store import events
+from attested_cortex.store.events import GENESIS_HASH, EventRow
+
+_WORKERS = os.cpu_count() or 1
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """The outcome of a full verification (``GET /v1/audit/verify`` returns its JSON)."""
+
+    ok: bool
+    events: int
+    first_bad_sequence: int | None = None
+    reason: str | None = None
+    head_hash: str | None = None
+    signatures_checked: int = 0
+    unverified: int = 0
+
+
+async def append_event(
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    agent_id: str,
+    event_type: str,
+    payload: bytes | cbor.CborValue,
+    signer: AgentKey | None = None,
+    signature: bytes | None = None,
+    key_fingerprint: str | None = None,
+) -> EventRow:
+    """Record a signed statement as the next event, inside the caller's transaction.
+
+    Either ``signer`` (Cortex custody: the event is signed here) or an already verified
+    ``signature`` with the ``key_fingerprint`` that verified it (Agent custody). Payloads that
+    are not bytes are encoded with deterministic CBOR first. Holds the chain lock until the
+    caller's transaction ends, so call it last. A repeated statement raises ConflictError
+    (code ``replay``).
+    """
+    body = payload if isinstance(payload, bytes) else cbor.encode(payload)
+    statement = _statement(
+        agent_id=agent_id, event_type=event_type, payload=body,
+        signer=signer, signature=signature, key_fingerprint=key_fingerprint,
+    )
+    event = seal(await events.lock_head(conn), statement)
+    await events.insert_event(conn, event)
+    return event
+
+
+async def verify_chain(
+    conn: psycopg.AsyncConnection[Any], *, keyring: Keyring | None = None, batch: int = 5000
+) -> ChainReport:
+    """Walk the chain in sequence order; report the first event that breaks it.
+
+    Without a keyring only the hash chain is checked; with one, every event whose agent the
+    keyring knows must carry a valid signature by a key trusted at the event's time.
+    """
+    state = _Walk(keyring)
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        # aclosing: stopping at the first fault must still close the cursor and transaction.
+        async with aclosing(events.stream_events(conn, batch=batch)) as stream:
+            async for rows in stream:
+                # Hashing and Ed25519 run off the event loop; libsodium releases the GIL,
+                # so signature checks of one batch spread over the pool's threads.
+                fault = await asyncio.to_thread(state.walk, rows, pool)
+                if fault is not None:
+                    return state.report(fault)
+    return state.report(None)
+
+
+class _Walk:
+    """Running state of one verification pass, advanced one batch of events at a time."""
+
+    def __init__(self, keyring: Keyring | None) -> None:
+        self.keyring = keyring
+        self.expected = 1
+        self.prev = GENESIS_HASH
+        self.checked = 0
+        self.unverified = 0
+
+    def walk(self, rows: list[EventRow], pool: Executor) -> str | None:
+        """Check a batch; advance past every good event; return the first fault, if any."""
+        good, fault = self._chain(rows)
+        signature_at, signature_fault_ = self._signatures(rows[:good], pool)
+        if signature_fault_ is not None:
+            good, fault = signature_at, signature_fault_
+        if good:
+            self.expected, self.prev = rows[good - 1].sequence + 1, rows[good - 1].hash
+        return fault
+
+    def _chain(self, rows: list[EventRow]) -> tuple[int, str | None]:
+        expected, prev = self.expected, self.prev
+        for index, event in enumerate(rows):
+            fault = chain_fault(event, expected_sequence=expected, expected_prev=prev)
+            if fault is not None:
+                return index, fault
+            expected, prev = event.sequence + 1, event.hash
+        return len(rows), None
+
+    def _signatures(self, rows: list[EventRow], pool: Executor) -> tuple[int, str | None]:
+        keyring = self.keyring
+        if keyring is None:
+            return len(rows), None
+        known = [(i, e) for i, e in enumerate(rows) if keyring.knows(e.agent_id)]
+        # Contiguous chunks, one per worker: a future per event would cost more than a verify.
+        size = max(1, -(-len(known) // _WORKERS))
+        chunks = [known[start : start + size] for start in range(0, len(known), size)]
+        found = [f for f in pool.map(lambda c: _first_bad(c, keyring), chunks) if f is not None]
+        if found:
+            index, fault = min(found)
+            self._count(rows[: index + 1], keyring)
+            return index, fault
+        self._count(rows, keyring)
+        return len(rows), None
+
+    def _count(self, rows: list[EventRow], keyring: Keyring) -> None:
+        known = sum(1 for e in rows if keyring.knows(e.agent_id))
+        self.checked += known
+        self.unverified += len(rows) - known
+
+    def report(self, fault: str | None) -> ChainReport:
+        count = self.expected - 1
+        return ChainReport(
+            ok=fault is None,
+            events=count,
+            first_bad_sequence=None if fault is None else self.expected,
+            reason=fault,
+            head_hash=self.prev.hex() if count else None,
+            signatures_checked=self.checked,
+            unverified=self.unverified,
+        )
+
+
+def _first_bad(chunk: list[tuple[int, EventRow]], keyring: Keyring) -> tuple[int, str] | None:
+    for index, event in chunk:
+        fault = signature_fault(event, keyring)
+        if fault is not None:
+            return index, fault
+    return None
+
+
+def _statement(
+    *, agent_id: str, event_type: str, payload: bytes,
+    signer: AgentKey | None, signature: bytes | None, key_fingerprint: str | None,
+) -> Statement:
+    if signer is not None:
+        if signature is not None or signer.agent_id != agent_id:
+            raise InvalidInputError("pass either a signer for agent_id or a signature, not both")
+        public = signer.public
+        return Statement(agent_id, event_type, payload, sign(signer, payload), public.fingerprint)
+    if signature is None or key_fingerprint is None or len(signature) != SIGNATURE_BYTES:
+        raise InvalidInputError("an audit event needs a signer or a 64-byte signature and its key")
+    return Statement(agent_id, event_type, payload, signature, key_fingerprint)

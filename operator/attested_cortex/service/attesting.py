@@ -1,0 +1,104 @@
+"""The sign step of the link pipeline and the re-verification of stored links.
+
+Gathers its inputs once (the caller, the link's identity-bearing fields, the signature the
+client sent, the current key snapshot) and hands them to the pure decisions of
+:mod:`attested_cortex.attest.levels`. Custody is per agent: an agent whose private key is
+mounted into the cortex (an ``AgentIdentity`` with ``keyCustody: Cortex``) gets its links
+signed by the cortex; any other agent signs its own links (``keyCustody: Agent``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from attested_cortex.attest.levels import (
+    AttestationOutcome,
+    KeyCustody,
+    check_replay,
+    decide_attestation,
+    verify_stored,
+)
+from attested_cortex.attest.loading import KeySnapshot, KeySource
+from attested_cortex.attest.payloads import LinkPayload, from_unix_ms, link_payload, to_unix_ms
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.store.links import Link
+from attested_cortex.types import AgentId
+
+EMPTY = KeySnapshot()
+
+
+@dataclass(frozen=True)
+class SignedLinkPlan:
+    """What the write step stores: exact (millisecond) times and the attestation."""
+
+    payload: LinkPayload
+    valid_from: datetime
+    valid_until: datetime | None
+    outcome: AttestationOutcome
+    signed_at: datetime | None
+
+
+def snapshot(keys: KeySource | None) -> KeySnapshot:
+    """The current keys (empty when the server has no key directory)."""
+    return keys.snapshot() if keys is not None else EMPTY
+
+
+def decode_signature(text: str | None) -> bytes | None:
+    """The client's base64 signature as bytes (400 naming the field when malformed)."""
+    if text is None:
+        return None
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidInputError("signature must be base64", field="signature") from exc
+
+
+def exact_ms(moment: datetime) -> datetime:
+    """``moment`` truncated to the millisecond: what is stored is exactly what was signed."""
+    return from_unix_ms(to_unix_ms(moment))
+
+
+def plan_link(
+    *, keys: KeySnapshot, agent_id: str, src_id: Any, dst_id: Any, relation: str,
+    valid_from: datetime | None, valid_until: datetime | None, signature: str | None,
+    now: datetime | None = None,
+) -> SignedLinkPlan:
+    """Decide how a new link is attested (raises 400 for a bad signature, 409 for replay)."""
+    moment = exact_ms(now or datetime.now(UTC))
+    start = exact_ms(valid_from) if valid_from is not None else moment
+    end = exact_ms(valid_until) if valid_until is not None else None
+    payload = link_payload(src_id=src_id, dst_id=dst_id, relation=relation,
+                           observed_by=agent_id, valid_from=start, valid_until=end)
+    presented = decode_signature(signature)
+    now_ms = to_unix_ms(moment)
+    signing_key = keys.signing_keys.get(AgentId(agent_id))
+    custody: KeyCustody = "Cortex" if signing_key is not None else "Agent"
+    outcome = decide_attestation(
+        custody=custody, payload=payload, signature=presented, keyring=keys.keyring,
+        signing_key=signing_key, now_ms=now_ms,
+    )
+    if presented is not None:
+        check_replay(payload, now_ms=now_ms, already_recorded=False)
+    return SignedLinkPlan(payload, start, end, outcome,
+                          moment if outcome.level != "unsigned" else None)
+
+
+def verification(link: Link, keys: KeySnapshot) -> dict[str, Any]:
+    """``GET /v1/links/{id}/verify``: recompute the payload from the stored row and check it."""
+    payload = link_payload(src_id=link.src_id, dst_id=link.dst_id, relation=link.relation,
+                           observed_by=link.observed_by, valid_from=link.valid_from,
+                           valid_until=link.valid_until)
+    signed_at = link.signed_at or link.created_at
+    verified = link.attest_level != "unsigned" and verify_stored(
+        payload, link.signature, keyring=keys.keyring, signed_at_ms=to_unix_ms(signed_at))
+    return {
+        "link_id": str(link.id),
+        "signature_verified": verified,
+        "attest_level": link.attest_level,
+        "signed_by": link.signed_by,
+        "signed_at": link.signed_at.isoformat() if link.signed_at else None,
+    }

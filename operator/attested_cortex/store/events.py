@@ -1,0 +1,161 @@
+"""SQL for the signed_events audit chain: lock the head, insert, stream. No crypto here.
+
+Called only by :mod:`attested_cortex.attest.auditing`, which computes hashes and signatures
+(the store layer sits below attest and must not import it). Every function runs inside the
+caller's connection; psycopg errors are translated here and never escape.
+
+Appends serialize on a transaction-scoped advisory lock: :func:`lock_head` takes it and the
+caller's COMMIT or ROLLBACK releases it, so keep the append the last statement of the write
+transaction. The BEFORE INSERT trigger of migration 0003 and the primary key back the lock
+up inside the database itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg
+
+from attested_cortex.errors import ConflictError, CortexError, NotReadyError
+from attested_cortex.store.errors import translate, translating
+
+#: The chain lock's advisory key ("atcxchai"); distinct from the migrator's.
+CHAIN_LOCK_KEY = 0x6174_6378_6368_6169
+GENESIS_HASH = bytes(32)
+STATEMENT_INDEX = "signed_events_statement_idx"
+_COLUMNS = (
+    "sequence, agent_id, event_type, payload, payload_hash, signature, key_fingerprint, "
+    "prev_hash, hash, created_at"
+)
+_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+# A separate statement after the lock: in READ COMMITTED its snapshot is taken once the lock
+# is held, so it sees the event the previous holder committed (one statement would not).
+_HEAD = (
+    "SELECT (SELECT sequence FROM signed_events ORDER BY sequence DESC LIMIT 1), "
+    "(SELECT hash FROM signed_events ORDER BY sequence DESC LIMIT 1), clock_timestamp()"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """One stored audit event, column for column."""
+
+    sequence: int
+    agent_id: str
+    event_type: str
+    payload: bytes
+    payload_hash: bytes
+    signature: bytes
+    key_fingerprint: str
+    prev_hash: bytes
+    hash: bytes
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChainHead:
+    """The event a new one must follow (sequence 0 and zero hash on an empty chain)."""
+
+    sequence: int
+    hash: bytes
+    now: datetime
+
+
+async def lock_head(conn: psycopg.AsyncConnection[Any]) -> ChainHead:
+    """Take the chain lock for this transaction and read the head and the clock.
+
+    The caller's transaction must be READ COMMITTED (the default): under REPEATABLE READ the
+    head would come from a snapshot older than the lock, and the insert would be refused.
+    """
+    with translating():
+        # One network round trip; the server still runs the two statements in order, and
+        # the second one's snapshot is taken only once the first holds the lock.
+        cur = conn.cursor(row_factory=psycopg.rows.tuple_row)
+        async with conn.pipeline():
+            await conn.execute(_LOCK, (CHAIN_LOCK_KEY,))
+            await cur.execute(_HEAD)
+        row = await cur.fetchone()
+    assert row is not None
+    sequence, head_hash, now = row
+    return ChainHead(sequence or 0, bytes(head_hash) if head_hash else GENESIS_HASH, now)
+
+
+async def insert_event(conn: psycopg.AsyncConnection[Any], event: EventRow) -> None:
+    """Insert a sealed event; a statement already recorded is a replay (ConflictError)."""
+    values = (
+        event.sequence, event.agent_id, event.event_type, event.payload, event.payload_hash,
+        event.signature, event.key_fingerprint, event.prev_hash, event.hash, event.created_at,
+    )
+    try:
+        await conn.execute(
+            f"INSERT INTO signed_events ({_COLUMNS}) VALUES "
+            "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            values,
+        )
+    except psycopg.Error as exc:
+        domain = _insert_error(exc, event_type=event.event_type)
+        if domain is None:
+            raise
+        raise domain from exc
+
+
+async def statement_recorded(
+    conn: psycopg.AsyncConnection[Any], *, event_type: str, payload_hash: bytes
+) -> bool:
+    """Whether an event of this type with these payload bytes is already in the chain."""
+    with translating():
+        cur = await conn.execute(
+            "SELECT 1 FROM signed_events WHERE event_type = %s AND payload_hash = %s",
+            (event_type, payload_hash),
+        )
+        return await cur.fetchone() is not None
+
+
+async def stream_events(
+    conn: psycopg.AsyncConnection[Any], *, batch: int = 5000
+) -> AsyncGenerator[list[EventRow], None]:
+    """Every event in sequence order, in batches, through a server-side cursor.
+
+    Opens its own transaction (a named cursor lives inside one). Events appended while the
+    scan runs come after every row it reads, so they never disturb what it checks.
+    """
+    with translating():
+        async with conn.transaction():
+            cursor = conn.cursor(
+                "signed_events_scan", row_factory=psycopg.rows.tuple_row, binary=True
+            )
+            async with cursor:
+                await cursor.execute(f"SELECT {_COLUMNS} FROM signed_events ORDER BY sequence")
+                while rows := await cursor.fetchmany(batch):
+                    yield [_row(r) for r in rows]
+
+
+def _insert_error(exc: psycopg.Error, *, event_type: str) -> CortexError | None:
+    """Name the expected ways an append fails; None for a bug."""
+    if isinstance(exc, pg.UniqueViolation) and exc.diag.constraint_name == STATEMENT_INDEX:
+        return ConflictError(
+            "this signed statement was already recorded (replay)",
+            code="replay", event_type=event_type,
+        )
+    if isinstance(exc, pg.UniqueViolation) or type(exc) is pg.IntegrityConstraintViolation:
+        return ConflictError(
+            "the audit chain head moved under this append; retry", code="chain_conflict"
+        )
+    if isinstance(exc, pg.InsufficientPrivilege):
+        return NotReadyError(
+            "the server role may not append to signed_events; "
+            "grant it SELECT, INSERT (cortexctl migrate does)"
+        )
+    return translate(exc)
+
+
+def _row(r: tuple[Any, ...]) -> EventRow:
+    sequence, agent_id, event_type, payload, payload_hash, signature, fpr, prev, digest, at = r
+    return EventRow(
+        sequence, agent_id, event_type, bytes(payload), bytes(payload_hash), bytes(signature),
+        fpr, bytes(prev), bytes(digest), at,
+    )

@@ -1,0 +1,1 @@
+"""Tests of attestation: canonical CBOR, keys, signing, levels, the signed_events chain, CLI."""
