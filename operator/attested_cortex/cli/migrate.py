@@ -18,6 +18,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--database-url", required=True, help="PostgreSQL URL")
     parser.add_argument("--target", type=int, help="stop at this schema version")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    parser.add_argument("--app-role", help="grant this role what the server needs "
+                        "(SELECT/INSERT/UPDATE on memories and links, append-only audit)")
     parser.set_defaults(handler=run)
 
 
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
             if not plan.pending:
                 print("nothing to apply")
             return 0
-        report = asyncio.run(migrating.migrate(args.database_url, target=args.target))
+        report = asyncio.run(migrating.migrate(args.database_url, target=args.target,
+                                               app_role=args.app_role))
     except CortexError as exc:
         print(f"cortexctl migrate: {exc.message}", file=sys.stderr)
         return 1

@@ -16,6 +16,9 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from attested_cortex.store.errors import translating
+from attested_cortex.store.granting import grant_app_role
+from attested_cortex.store.graph.age_setup import ensure_age_graph
+from attested_cortex.store.graph.cypher import GRAPH
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA, Plan, check_applied, plan
 
 #: Arbitrary but fixed: ``hashtext('attested-cortex/migrate')`` would do, a literal is clearer.
@@ -64,13 +67,18 @@ async def planned(dsn: str, *, target: int | None = None) -> Plan:
             return plan(await read_applied(conn), target=target)
 
 
-async def migrate(dsn: str, *, target: int | None = None, graph: bool = True) -> MigrationReport:
-    """Bring the database to ``target`` (default: the newest shipped version)."""
+async def migrate(
+    dsn: str, *, target: int | None = None, graph: bool = True, app_role: str | None = None,
+) -> MigrationReport:
+    """Bring the database to ``target`` (default: the newest shipped version); with
+    ``app_role``, grant that role exactly what the server needs (see :mod:`.granting`)."""
     with translating():
-        return await _migrate(dsn, target=target, graph=graph)
+        return await _migrate(dsn, target=target, graph=graph, app_role=app_role)
 
 
-async def _migrate(dsn: str, *, target: int | None, graph: bool) -> MigrationReport:
+async def _migrate(
+    dsn: str, *, target: int | None, graph: bool, app_role: str | None
+) -> MigrationReport:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
         try:
@@ -86,6 +94,8 @@ async def _migrate(dsn: str, *, target: int | None, graph: bool) -> MigrationRep
                         (migration.version, migration.name, migration.checksum),
                     )
             graph_ready = await _setup_graph(conn) if graph else False
+            if app_role is not None:
+                await grant_app_role(conn, app_role, graph=GRAPH if graph_ready else None)
             after = max([the_plan.current, *(m.version for m in the_plan.pending)])
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
@@ -110,10 +120,6 @@ async def _ensure_age_loaded(conn: psycopg.AsyncConnection[Any]) -> None:
 
 async def _setup_graph(conn: psycopg.AsyncConnection[Any]) -> bool:
     """Set the AGE graph up when the extension exists; False where it does not."""
-    try:
-        from attested_cortex.store.graph.age_setup import ensure_age_graph
-    except ImportError:  # the graph backends are not part of this build yet
-        return False
     return bool(await ensure_age_graph(conn))
 
 

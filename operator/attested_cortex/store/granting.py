@@ -1,0 +1,51 @@
+"""Least-privilege grants for the role the server connects as (``cortexctl migrate --app-role``).
+
+The migrating role owns every table; the server's role gets only what the server does:
+read the schema version, read and write memories and links, and *append* to
+``signed_events`` (SELECT and INSERT: no UPDATE, DELETE or TRUNCATE, and never ownership,
+since an owner could disable the append-only triggers). Where the AGE graph exists, the
+role may use its schema to keep the mirror in step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from attested_cortex.errors import InvalidInputError
+
+_TABLE_GRANTS: tuple[tuple[str, str], ...] = (
+    ("SELECT", "schema_migrations"),
+    ("SELECT, INSERT, UPDATE", "memories"),
+    ("SELECT, INSERT, UPDATE", "links"),
+    ("SELECT, INSERT", "signed_events"),
+)
+
+
+async def grant_app_role(
+    conn: psycopg.AsyncConnection[Any], role: str, *, graph: str | None
+) -> None:
+    """Grant ``role`` what the server needs (idempotent: GRANT repeats harmlessly)."""
+    cur = await conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", (role,))
+    row = await cur.fetchone()
+    if row is None:
+        raise InvalidInputError(f"--app-role {role!r} does not exist; create it first",
+                                field="app_role")
+    who = sql.Identifier(role)
+    await conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(who))
+    for privileges, table in _TABLE_GRANTS:
+        await conn.execute(sql.SQL("GRANT " + privileges + " ON {} TO {}").format(
+            sql.Identifier(table), who))
+    if graph is not None:
+        schema = sql.Identifier(graph)
+        await conn.execute(sql.SQL("GRANT USAGE ON SCHEMA ag_catalog, {} TO {}").format(
+            schema, who))
+        await conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA ag_catalog TO {}")
+                           .format(who))
+        await conn.execute(sql.SQL(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {} TO {}").format(
+                schema, who))
+        await conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA {} TO {}").format(
+            schema, who))

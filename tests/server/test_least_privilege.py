@@ -1,0 +1,41 @@
+"""The server runs as a least-privilege role: ``cortexctl migrate --app-role`` grants what the
+server needs, everything works through HTTP, and the role still cannot rewrite the audit log.
+"""
+
+import psycopg
+import pytest
+
+from attested_cortex.store.migrating import migrate
+from tests.support.cortex import MakeCortex
+from tests.support.postgres import Database
+
+
+async def test_everything_works_as_the_app_role(make_cortex: MakeCortex,
+                                                any_database: Database) -> None:
+    await migrate(any_database.dsn, app_role="cortex_app")
+    app_dsn = any_database.server.app_dsn(any_database.name)
+    client = await make_cortex(app_dsn, migrated=False)
+    a = await client.store("org", "least privilege memory")
+    b = await client.store("org", "second memory")
+    assert (await client.call("PATCH", f"/v1/memories/{a['id']}", {"title": "t"})).status == 200
+    link = await client.call("POST", "/v1/links", {"src_id": a["id"], "dst_id": b["id"],
+                                                   "relation": "related_to"})
+    assert link.status == 201, link.text
+    query = await client.call("POST", "/v1/kg/query", {"start_id": a["id"], "depth": 1})
+    assert len(query.body["nodes"]) == 2
+    assert (await client.call("POST", "/v1/recall", {"query": "privilege"})).body["results"]
+    assert (await client.call("DELETE", f"/v1/memories/{b['id']}")).status == 200
+    with psycopg.connect(app_dsn) as conn:
+        for statement in ("UPDATE signed_events SET agent_id = 'x'",
+                          "DELETE FROM signed_events", "TRUNCATE signed_events",
+                          "DROP TABLE memories", "DELETE FROM memories"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+            conn.rollback()
+
+
+async def test_unknown_app_role_is_a_clear_error(pg15_dsn: str) -> None:
+    from attested_cortex.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        await migrate(pg15_dsn, app_role="nobody_here")
