@@ -152,3 +152,25 @@ class TimelineOut(BaseModel):
     memory_id: str
     links: list[LinkOut]
     truncated: bool
+
+
+class LinkVerifyOut(BaseModel):
+    """A stored link's signature re-verified from its row."""
+
+    link_id: str
+    signature_verified: bool
+    attest_level: str
+    signed_by: str | None
+    signed_at: str | None
+
+
+class AuditVerifyOut(BaseModel):
+    """The whole signed_events chain verified."""
+
+    ok: bool
+    events: int
+    first_bad_sequence: int | None
+    reason: str | None
+    head_hash: str | None
+    signatures_checked: int
+    unverified: int

@@ -18,6 +18,7 @@ import psycopg
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from attested_cortex.attest.loading import KeySource
 from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.hooks.pipeline import open_pipeline
 from attested_cortex.server.app import build_app
@@ -72,10 +73,13 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     registry = CollectorRegistry()
     hooks = await open_pipeline(settings.hooks_file, registry=registry)
     stack.push_async_callback(hooks.aclose)
+    keys = KeySource(settings.keys_dir) if settings.keys_dir is not None else None
+    if keys is not None:
+        keys.snapshot()  # unreadable or inconsistent key files stop start-up, loudly
     return Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry,
+        metrics_registry=registry, keys=keys,
     )
 
 

@@ -91,7 +91,7 @@ def verification(link: Link, keys: KeySnapshot) -> dict[str, Any]:
     """``GET /v1/links/{id}/verify``: recompute the payload from the stored row and check it."""
     payload = link_payload(src_id=link.src_id, dst_id=link.dst_id, relation=link.relation,
                            observed_by=link.observed_by, valid_from=link.valid_from,
-                           valid_until=link.valid_until)
+                           valid_until=link.asserted_until)
     signed_at = link.signed_at or link.created_at
     verified = link.attest_level != "unsigned" and verify_stored(
         payload, link.signature, keyring=keys.keyring, signed_at_ms=to_unix_ms(signed_at))

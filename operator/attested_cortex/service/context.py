@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from attested_cortex.attest.loading import KeySource
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
 from attested_cortex.types import AgentId
@@ -62,4 +63,5 @@ class Services:
     permission_mode: PermissionMode = "advisory"
     auth_mode: str = "dev"
     metrics_registry: Any = None  # prometheus_client.CollectorRegistry shared by all parts
+    keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
     extras: Mapping[str, Any] = field(default_factory=dict)

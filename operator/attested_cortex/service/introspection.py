@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from attested_cortex.errors import CortexError
+from attested_cortex.service.attesting import snapshot
 from attested_cortex.service.context import Services
 from attested_cortex.store.migrating import current_version
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
@@ -35,10 +36,22 @@ async def readiness(svc: Services) -> tuple[bool, dict[str, Any]]:
     return current, checks
 
 
+def attestation(svc: Services) -> dict[str, Any]:
+    """Which agents' keys are live now (public facts only: ids and fingerprints)."""
+    keys = snapshot(svc.keys)
+    agents = sorted(keys.keyring.agents())
+    return {
+        "enabled": svc.keys is not None,
+        "agent_keys": len(agents),
+        "agents": agents[:100],
+        "cortex_custody_agents": sorted(keys.signing_keys)[:100],
+        "levels": ["unsigned", "self_signed", "peer_attested"],
+    }
+
+
 async def capabilities(svc: Services) -> dict[str, Any]:
     """The live capabilities document (``GET /v1/capabilities``, ``cortexctl doctor``)."""
     hooks = dict(svc.hooks.describe()) if svc.hooks is not None else {"by_event": {}}
-    attestation = svc.extras.get("attestation")
     return {
         "schema_version": await schema_version(svc),
         "max_supported_schema": MAX_SUPPORTED_SCHEMA,
@@ -47,7 +60,7 @@ async def capabilities(svc: Services) -> dict[str, Any]:
         "permissions": {"mode": svc.permission_mode, "rule_summary": [], "rules": 0},
         "hooks": hooks,
         "transcripts": {"enabled": False},
-        "attestation": attestation() if callable(attestation) else {"agent_keys": 0},
+        "attestation": attestation(svc),
         "quotas": {"enabled": False},
         "limits": svc.limits.as_dict(),
     }

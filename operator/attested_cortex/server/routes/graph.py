@@ -13,6 +13,7 @@ from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.schemas import (
     LinkListOut,
     LinkOut,
+    LinkVerifyOut,
     PathsOut,
     SubgraphOut,
     TimelineOut,
@@ -31,6 +32,13 @@ async def create_link(request: web.Request) -> web.Response:
     svc = state(request).services
     cmd = await read_model(request, CreateLink, max_bytes=svc.limits.max_body_bytes)
     return web.json_response(link_view(await links.create(svc, caller(request), cmd)), status=201)
+
+
+@routes.get("/v1/links/{id}/verify")
+async def verify_link(request: web.Request) -> web.Response:
+    """Recompute a link's payload from its row and check the signature."""
+    return web.json_response(await links.verify(state(request).services, caller(request),
+                                                path_uuid(request)))
 
 
 @routes.get("/v1/memories/{id}/links")
@@ -80,6 +88,9 @@ _MISSING = (*COMMON_ERRORS, 404)
 operations = [
     Operation("POST", "/v1/links", "Link two memories", 201, LinkOut, CreateLink,
               errors=(*_MISSING, 409)),
+    Operation("GET", "/v1/links/{id}/verify", "Re-verify a link's signature", 200,
+              LinkVerifyOut, params=[Param("id", "path", {"type": "string", "format": "uuid"})],
+              errors=_MISSING),
     Operation("GET", "/v1/memories/{id}/links", "Links of a memory", 200, LinkListOut,
               params=[Param("id", "path", {"type": "string", "format": "uuid"})],
               errors=_MISSING),

@@ -1,0 +1,212 @@
+"""Knowledge-graph benchmark: both backends, p50/p95 per depth, paths, and mirroring cost.
+
+Run by ``make bench`` (through ``python -m bench``) or alone: ``python -m bench.kg [--dsn URL]
+[--quick] [--out docs/benchmarks/kg.json]``. Without ``--dsn`` it starts a private PostgreSQL 17
++ AGE server (tests/support/pgservers.py). Each scale gets a fresh database, bulk-generated in
+SQL (never row by row) and mirrored into AGE with the set-based rebuild; the figures feed
+docs/adr/0003-graph-backend-auto.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from attested_cortex.store import links
+from attested_cortex.store.graph.age import AgeBackend
+from attested_cortex.store.graph.age_setup import configure_age_connection, rebuild_mirror
+from attested_cortex.store.graph.base import GraphBackend
+from attested_cortex.store.graph.cte import CteBackend
+from attested_cortex.store.migrating import migrate
+
+SCALES = ((10_000, 40_000), (100_000, 400_000))
+BACKENDS: tuple[GraphBackend, ...] = (CteBackend(), AgeBackend())
+GENERATE_SQL = (
+    "SELECT setseed(%(seed)s)",
+    """
+INSERT INTO memories (id, namespace, author, content)
+  SELECT md5('m' || n)::uuid, 'bench', 'bench', 'x' FROM generate_series(1, %(m)s) AS n""",
+    """
+INSERT INTO links (src_id, dst_id, relation, observed_by, valid_from, valid_until)
+  SELECT md5('m' || a)::uuid, md5('m' || b)::uuid,
+         (ARRAY['related_to','supersedes','contradicts','derived_from'])[1 + (n %% 4)],
+         'bench', now() - interval '10 days',
+         CASE WHEN n %% 10 = 0 THEN now() - interval '1 day' END
+  FROM (SELECT n, 1 + floor(random() * %(m)s)::int AS a, 1 + floor(random() * %(m)s)::int AS b
+        FROM generate_series(1, %(l)s) AS n) p
+  WHERE a <> b
+  ON CONFLICT DO NOTHING""",
+    "VACUUM ANALYZE memories",
+    "VACUUM ANALYZE links",
+)
+
+Timed = Callable[[], Awaitable[Any]]
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    """p50/p95 in milliseconds."""
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return {"p50_ms": round(statistics.median(samples), 2), "p95_ms": round(cuts[94], 2),
+            "n": len(samples)}
+
+
+async def timed(calls: list[Timed]) -> dict[str, float]:
+    """Run each call once (after one warm-up) and summarise the latencies."""
+    await calls[0]()
+    samples = []
+    for call in calls:
+        started = time.perf_counter()
+        await call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return percentiles(samples)
+
+
+async def build(dsn: str, *, memories: int, link_count: int) -> dict[str, float]:
+    """Migrate, bulk-generate the graph and mirror it into AGE; returns load timings."""
+    await migrate(dsn)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        started = time.perf_counter()
+        params = {"seed": 0.42, "m": memories, "l": link_count}
+        for statement in GENERATE_SQL:
+            await conn.execute(statement, params if "%(" in statement else None)
+        generated = time.perf_counter()
+        await configure_age_connection(conn)
+        await rebuild_mirror(conn)
+        await conn.execute("VACUUM ANALYZE")
+        mirrored = time.perf_counter()
+    return {"generate_s": round(generated - started, 1), "age_bulk_load_s":
+            round(mirrored - generated, 1)}
+
+
+async def sample_ids(conn: psycopg.AsyncConnection[Any], count: int) -> list[uuid.UUID]:
+    """Random start memories that have outgoing links."""
+    rows = await links.fetch_tuples(
+        conn, "SELECT DISTINCT src_id FROM links ORDER BY src_id LIMIT 20000")
+    return random.Random(5).sample([r[0] for r in rows], count)
+
+
+async def bench_backend(conn: psycopg.AsyncConnection[Any], graph: GraphBackend, *,
+                        starts: list[uuid.UUID], pairs: list[tuple[uuid.UUID, uuid.UUID]],
+                        ) -> dict[str, Any]:
+    """Query latency per depth 1..5 and paths latency at 5 and 7 hops for one backend."""
+    out: dict[str, Any] = {"query": {}, "paths": {}}
+    for depth in range(1, 6):
+        out["query"][str(depth)] = await timed(
+            [partial(graph.query, conn, start_id=s, depth=depth) for s in starts])
+    for hops in (5, 7):
+        out["paths"][str(hops)] = await timed(
+            [partial(graph.paths, conn, src_id=a, dst_id=b, max_depth=hops) for a, b in pairs])
+    return out
+
+
+async def bench_writes(conn: psycopg.AsyncConnection[Any], *, count: int) -> dict[str, Any]:
+    """Cost of one committed link write, without (CTE) and with the AGE mirror."""
+    ids = await sample_ids(conn, 2 * count + 2)
+    out: dict[str, Any] = {}
+    for graph in BACKENDS:
+        samples = []
+        for i in range(count):
+            started = time.perf_counter()
+            await links.create_link(conn, graph=graph, src_id=ids[2 * i], dst_id=ids[2 * i + 1],
+                                    relation=f"x-bench_{graph.name}", observed_by="bench")
+            await conn.commit()
+            samples.append((time.perf_counter() - started) * 1000)
+        out[graph.name] = percentiles(samples)
+    return out
+
+
+async def bench_scale(dsn: str, *, memories: int, link_count: int, runs: int) -> dict[str, Any]:
+    """Everything for one scale."""
+    result: dict[str, Any] = {"memories": memories, "links": link_count}
+    result["load"] = await build(dsn, memories=memories, link_count=link_count)
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        await configure_age_connection(conn)
+        await conn.commit()
+        starts = await sample_ids(conn, runs)
+        ends = await sample_ids(conn, 2 * runs)
+        pairs = list(zip(ends[::2], ends[1::2], strict=True))
+        for graph in BACKENDS:
+            result[graph.name] = await bench_backend(conn, graph, starts=starts, pairs=pairs)
+            await conn.rollback()
+        result["write_link"] = await bench_writes(conn, count=min(runs * 2, 200))
+    cte5, age5 = result["cte"]["query"]["5"]["p95_ms"], result["age"]["query"]["5"]["p95_ms"]
+    result["age_over_cte_p95_depth5"] = round(age5 / cte5, 2)
+    return result
+
+
+def environment() -> dict[str, Any]:
+    """What the figures were measured on: other load on the host skews every latency."""
+    return {"cpus": os.cpu_count(), "loadavg_1m_at_start": round(os.getloadavg()[0], 1),
+            "python": sys.version.split()[0]}
+
+
+async def run(admin_dsn: str, *, quick: bool) -> dict[str, Any]:
+    """Bench every scale, each in a fresh database on the server behind ``admin_dsn``."""
+    scales = SCALES[:1] if quick else SCALES
+    report: dict[str, Any] = {"environment": environment(), "scales": []}
+    async with await psycopg.AsyncConnection.connect(admin_dsn, autocommit=True) as admin:
+        for memories, link_count in scales:
+            name = f"bench_kg_{memories}"
+            await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            await admin.execute(f"CREATE DATABASE {name}")
+            dsn = admin_dsn.rsplit("/", 1)[0] + "/" + name
+            report["scales"].append(await bench_scale(
+                dsn, memories=memories, link_count=link_count, runs=30 if quick else 60))
+            await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; prints the summary table and writes the JSON report."""
+    parser = argparse.ArgumentParser(prog="python -m bench.kg")
+    parser.add_argument("--dsn", help="superuser DSN of a PostgreSQL 17 + AGE server")
+    parser.add_argument("--quick", action="store_true", help="10k/40k only, fewer runs")
+    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks/kg.json"))
+    args = parser.parse_args(argv)
+    if args.dsn:
+        report = asyncio.run(run(args.dsn, quick=args.quick))
+    else:
+        from tests.support.pgservers import start_pg_age
+
+        with tempfile.TemporaryDirectory(prefix="bench-kg-") as tmp:
+            Path(tmp).chmod(0o755)
+            server = start_pg_age(Path(tmp))
+            try:
+                report = asyncio.run(run(server.admin_dsn, quick=args.quick))
+            finally:
+                server.stop()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(summary(report))
+    return 0
+
+
+def summary(report: dict[str, Any]) -> str:
+    """A plain-text table of the headline figures."""
+    lines = ["scale            backend  d1 p95  d2 p95  d3 p95  d4 p95  d5 p95  paths5  paths7"]
+    for scale in report["scales"]:
+        for name in ("cte", "age"):
+            q, p = scale[name]["query"], scale[name]["paths"]
+            cells = [f"{q[str(d)]['p95_ms']:7.1f}" for d in range(1, 6)]
+            cells += [f"{p[h]['p95_ms']:7.1f}" for h in ("5", "7")]
+            lines.append(f"{scale['memories']:>6}/{scale['links']:<8} {name:8} " + " ".join(cells))
+        lines.append(f"  AGE/CTE p95 at depth 5: {scale['age_over_cte_p95_depth5']}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

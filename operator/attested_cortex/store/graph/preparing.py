@@ -1,0 +1,78 @@
+"""Request checks shared by both graph backends, so bad input fails the same way on each.
+
+Called first by every ``CteBackend`` / ``AgeBackend`` read: validates ranges and relation names
+(400), requires live endpoint memories (404), and pins the instant a traversal is evaluated at
+(``valid_at`` or the transaction's ``now()``, the same clock that invalidation writes with).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.store import links
+from attested_cortex.store.graph import base
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A checked traversal request: the instant it is evaluated at and its relation filter."""
+
+    instant: datetime
+    relations: list[str] | None
+
+
+async def _instant(conn: psycopg.AsyncConnection[Any], valid_at: datetime | None) -> datetime:
+    base.check_instant(valid_at)
+    if valid_at is not None:
+        return valid_at
+    rows = await links.fetch_tuples(conn, "SELECT now()")
+    instant: datetime = rows[0][0]
+    return instant
+
+
+async def prepare_query(
+    conn: psycopg.AsyncConnection[Any], *, start_id: uuid.UUID, depth: int,
+    relations: Sequence[str] | None, valid_at: datetime | None,
+) -> Prepared:
+    """Check a kg/query request and resolve its instant."""
+    base.check_range(depth, field="depth", low=1, high=base.MAX_QUERY_DEPTH)
+    rels = None if relations is None else sorted({links.check_relation(r) for r in relations})
+    await links.require_live_memories(conn, start_id)
+    return Prepared(instant=await _instant(conn, valid_at), relations=rels)
+
+
+async def prepare_paths(
+    conn: psycopg.AsyncConnection[Any], *, src_id: uuid.UUID, dst_id: uuid.UUID,
+    max_depth: int, limit: int, valid_at: datetime | None,
+) -> Prepared:
+    """Check a kg/paths request and resolve its instant."""
+    base.check_range(max_depth, field="max_depth", low=1, high=base.MAX_PATH_DEPTH)
+    base.check_range(limit, field="limit", low=1, high=base.MAX_PATHS)
+    if src_id == dst_id:
+        raise InvalidInputError("src_id and dst_id must differ: paths are simple", field="dst_id")
+    await links.require_live_memories(conn, src_id, dst_id)
+    return Prepared(instant=await _instant(conn, valid_at), relations=None)
+
+
+async def prepare_timeline(conn: psycopg.AsyncConnection[Any], *, memory_id: uuid.UUID) -> None:
+    """Check a kg/timeline request."""
+    await links.require_live_memories(conn, memory_id)
+
+
+async def fetch_links(
+    conn: psycopg.AsyncConnection[Any], ids: Sequence[uuid.UUID]
+) -> list[links.Link]:
+    """Load full link records for ``ids`` (order unspecified)."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
+            f"SELECT {links.COLUMNS} FROM links WHERE id = ANY(%s)", (list(ids),)
+        )
+        return [links.link_from_row(row) for row in await cur.fetchall()]

@@ -1,0 +1,1 @@
+"""Knowledge-graph tests: links, both graph backends, their equivalence and bad input."""
