@@ -1,0 +1,216 @@
+"""MemoryCortex: one memory server deployment with its database, as spec and status models.
+
+Read by the renderer (``kinds``) to produce the CRD and, later, by the operator's builders
+to turn a cortex into a StatefulSet, a Deployment, Services and Secrets.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from attested_cortex.crd.common import (
+    STORAGE_SIZE_PATTERN,
+    CommonStatus,
+    CrdModel,
+    ResourceRequirements,
+    SecretKeyReference,
+    section,
+)
+
+GraphBackend = Literal["Auto", "AGE", "CTE"]
+PermissionMode = Literal["Advisory", "Enforce", "Off"]
+ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
+
+
+class StorageSpec(CrdModel):
+    """The persistent volume of the managed database."""
+
+    size: str = Field(
+        default="10Gi",
+        description="Size of the data volume, a Kubernetes quantity such as 10Gi.",
+        max_length=32,
+        pattern=STORAGE_SIZE_PATTERN,
+    )
+    storage_class_name: str | None = Field(
+        default=None,
+        description="StorageClass of the data volume; the cluster default when absent.",
+        max_length=253,
+    )
+
+
+class ManagedDatabase(CrdModel):
+    """A PostgreSQL 17 + Apache AGE StatefulSet run by the operator."""
+
+    storage: StorageSpec = section(StorageSpec, "The data volume.")
+    image: str | None = Field(
+        default=None,
+        description="PostgreSQL+AGE image; the operator's configured default when absent.",
+        max_length=512,
+    )
+    resources: ResourceRequirements | None = Field(
+        default=None, description="Compute resources of the database container."
+    )
+
+
+class ExternalDatabase(CrdModel):
+    """A database the cortex does not run: reached through a connection URI in a Secret."""
+
+    secret_ref: SecretKeyReference = Field(
+        description="Secret key holding a postgresql:// connection URI."
+    )
+
+
+class DatabaseSpec(CrdModel):
+    """Where the memories live: exactly one of managed or external."""
+
+    managed: ManagedDatabase | None = Field(
+        default=None, description="Run PostgreSQL+AGE as a StatefulSet next to the server."
+    )
+    external: ExternalDatabase | None = Field(
+        default=None, description="Use an existing PostgreSQL database."
+    )
+
+
+class GraphSpec(CrdModel):
+    """The knowledge-graph engine."""
+
+    backend: GraphBackend = Field(
+        default="Auto",
+        description="Auto uses Apache AGE when the database has it and recursive CTEs "
+        "otherwise; AGE requires it; CTE never uses it.",
+    )
+
+
+class ServiceSpec(CrdModel):
+    """The Service in front of the memory server."""
+
+    type: ServiceType = Field(default="ClusterIP", description="Kubernetes Service type.")
+    port: int = Field(default=8080, ge=1, le=65535, description="Service port.")
+
+
+class ServerSpec(CrdModel):
+    """The memory server Deployment."""
+
+    replicas: int = Field(default=1, ge=0, le=20, description="Number of server pods (0 to 20).")
+    image: str | None = Field(
+        default=None,
+        description="Cortex image; the operator's configured default when absent.",
+        max_length=512,
+    )
+    resources: ResourceRequirements | None = Field(
+        default=None, description="Compute resources of the server container."
+    )
+    service: ServiceSpec = section(ServiceSpec, "The Service in front of the server.")
+
+
+class PermissionsSpec(CrdModel):
+    """How PermissionRules are applied."""
+
+    mode: PermissionMode = Field(
+        default="Advisory",
+        description="Advisory logs decisions without blocking; Enforce blocks on Deny and "
+        "holds AskUser for approval; Off bypasses the rules.",
+    )
+
+
+class ApprovalSpec(CrdModel):
+    """The approval API for AskUser decisions."""
+
+    enabled: bool = Field(default=True, description="Serve the approval API.")
+    timeout_seconds: int = Field(
+        default=3600,
+        ge=1,
+        le=604800,
+        description="Seconds a held operation waits for a decision before it is denied.",
+    )
+    hmac_secret_ref: SecretKeyReference | None = Field(
+        default=None,
+        description="Secret key holding the HMAC key that signs decisions; the operator "
+        "generates one when absent.",
+    )
+
+
+class TranscriptsSpec(CrdModel):
+    """Storage of the agent transcripts memories come from."""
+
+    enabled: bool = Field(default=False, description="Accept and store transcripts.")
+    retention_days: int | None = Field(
+        default=None, ge=1, le=36500, description="Days to keep transcripts; forever when absent."
+    )
+
+
+class QuotasSpec(CrdModel):
+    """Per-agent limits."""
+
+    requests_per_second: int = Field(
+        default=100, ge=1, le=100000, description="Requests per second per agent."
+    )
+    storage_per_agent: str = Field(
+        default="100Mi",
+        description="Memory content stored per agent, a quantity such as 100Mi.",
+        max_length=32,
+        pattern=STORAGE_SIZE_PATTERN,
+    )
+
+
+class SchemaSpec(CrdModel):
+    """The database schema version."""
+
+    target_version: int | None = Field(
+        default=None,
+        ge=1,
+        description="Schema version to migrate to; the newest this build knows when absent.",
+    )
+
+
+class MemoryCortexSpec(CrdModel):
+    """Desired state of a MemoryCortex."""
+
+    database: DatabaseSpec = Field(
+        description="The database: exactly one of managed or external.",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.managed) != has(self.external)",
+                    "message": "set exactly one of database.managed or database.external",
+                }
+            ]
+        },
+    )
+    graph: GraphSpec = section(GraphSpec, "The knowledge-graph engine.")
+    server: ServerSpec = section(ServerSpec, "The memory server Deployment.")
+    permissions: PermissionsSpec = section(PermissionsSpec, "How PermissionRules apply.")
+    approval: ApprovalSpec = section(ApprovalSpec, "The approval API for AskUser decisions.")
+    transcripts: TranscriptsSpec = section(TranscriptsSpec, "Transcript storage.")
+    quotas: QuotasSpec = section(QuotasSpec, "Per-agent limits.")
+    schema_: SchemaSpec = Field(
+        default_factory=SchemaSpec,
+        alias="schema",
+        description="The database schema version.",
+        json_schema_extra={"default": {}},
+    )
+    paused: bool = Field(
+        default=False, description="Stop reconciling; running pods are left as they are."
+    )
+
+
+class MemoryCortexStatus(CommonStatus):
+    """Observed state of a MemoryCortex (conditions Ready, DatabaseReady, SchemaReady,
+    ServerReady)."""
+
+    schema_version: int | None = Field(
+        default=None, ge=0, description="Schema version the database is at."
+    )
+    kg_backend: Literal["age", "cte"] | None = Field(
+        default=None, description="Graph backend the server uses: age or cte."
+    )
+    endpoint: str | None = Field(
+        default=None, description="In-cluster URL of the memory server.", max_length=1024
+    )
+    connection_secret: str | None = Field(
+        default=None,
+        description="Name of the Secret holding the database connection URI.",
+        max_length=253,
+    )

@@ -1,0 +1,1 @@
+"""Tests of the Helm chart: lint, render, install, upgrade and RBAC."""

@@ -1,0 +1,101 @@
+"""Fixtures for the Helm chart tests: the helm binary, rendering, and an installed release.
+
+``helm`` runs without a cluster (lint, template); ``release`` installs the chart into a fresh
+namespace of the real control plane. Releases take the CRDs over with ``--take-ownership``
+because tests/crd may have applied the same CRDs first.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hack.k8s.localkube import binaries
+
+from tests.support.kube import Kube
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "attested-cortex"
+PERMISSIONS = CHART / "files" / "operator-permissions.yaml"
+
+
+def helm_binary() -> Path:
+    path = binaries.bin_dir() / "helm"
+    if not path.is_file():
+        pytest.fail(f"helm missing at {path}; run hack/k8s/ensure-binaries.sh", pytrace=False)
+    return path
+
+
+def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run helm with no cluster; ``check`` raises with its output when it fails."""
+    result = subprocess.run(
+        [str(helm_binary()), *args], capture_output=True, text=True, timeout=120, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)}: {result.stdout}{result.stderr}")
+    return result
+
+
+def render(*sets: str, namespace: str = "cortex-system") -> list[dict[str, Any]]:
+    """The chart's objects for ``--set`` values ``sets``."""
+    flags = [arg for value in sets for arg in ("--set", value)]
+    out = helm("template", "rel", str(CHART), "--namespace", namespace, *flags).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [obj for obj in objects if obj["kind"] == kind]
+
+
+def permissions() -> dict[str, list[dict[str, list[str]]]]:
+    loaded: dict[str, list[dict[str, list[str]]]] = yaml.safe_load(PERMISSIONS.read_text())
+    return loaded
+
+
+@dataclass(frozen=True)
+class Release:
+    """An installed release: its namespace, name and the operator's ServiceAccount user."""
+
+    kube: Kube
+    namespace: str
+    name: str
+
+    @property
+    def service_account(self) -> str:
+        return f"{self.name}-attested-cortex"
+
+    @property
+    def user(self) -> str:
+        return f"system:serviceaccount:{self.namespace}:{self.service_account}"
+
+
+def install(kube: Kube, name: str, namespace: str, *sets: str) -> Release:
+    flags = [arg for value in sets for arg in ("--set", value)]
+    kube.helm(
+        "install",
+        name,
+        str(CHART),
+        "--namespace",
+        namespace,
+        "--take-ownership",
+        "--wait",
+        "--timeout=120s",
+        *flags,
+    )
+    return Release(kube=kube, namespace=namespace, name=name)
+
+
+@pytest.fixture
+def fresh_namespace(kube: Kube) -> Iterator[str]:
+    """A namespace for one release, uninstalled and deleted afterwards."""
+    name = f"chart-{uuid.uuid4().hex[:8]}"
+    kube.kubectl("create", "namespace", name)
+    yield name
+    for release in kube.helm("list", "-q", "-n", name, check=False).stdout.split():
+        kube.helm("uninstall", release, "-n", name, check=False)
+    kube.kubectl("delete", "namespace", name, "--wait=false", check=False)

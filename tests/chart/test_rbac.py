@@ -1,0 +1,156 @@
+"""The operator's ServiceAccount can do everything in files/operator-permissions.yaml and
+nothing else: every needed verb is allowed, a list of dangerous ones is denied, and the
+full rule list the API server reports for it holds no extra resource permission.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.chart.conftest import Release, install, permissions
+from tests.support.kube import Kube
+
+pytestmark = pytest.mark.kube
+
+#: Permissions every authenticated identity holds (system:basic-user and friends).
+BASELINE = {
+    "selfsubjectreviews.authentication.k8s.io",
+    "selfsubjectaccessreviews.authorization.k8s.io",
+    "selfsubjectrulesreviews.authorization.k8s.io",
+}
+
+#: (verb, resource, extra kubectl flags): what the operator must never be able to do.
+FORBIDDEN = [
+    ("delete", "nodes", []),
+    ("create", "clusterrolebindings.rbac.authorization.k8s.io", []),
+    ("bind", "clusterroles.rbac.authorization.k8s.io", []),
+    ("escalate", "roles.rbac.authorization.k8s.io", []),
+    ("create", "roles.rbac.authorization.k8s.io", []),
+    ("impersonate", "users", []),
+    ("impersonate", "serviceaccounts", []),
+    ("create", "pods", ["--subresource=exec"]),
+    ("get", "pods", []),
+    ("create", "customresourcedefinitions.apiextensions.k8s.io", []),
+    ("delete", "memorycortexes.cortex.attested.dev", []),
+    ("create", "agentidentities.cortex.attested.dev", []),
+    ("update", "persistentvolumeclaims", []),
+    ("create", "serviceaccounts", []),
+    ("create", "serviceaccounts", ["--subresource=token"]),
+    ("update", "jobs.batch", []),
+    ("*", "*", []),
+]
+
+
+def needed() -> Iterator[tuple[str, str, list[str]]]:
+    """Every (verb, resource, flags) the permissions file grants in a namespace."""
+    for rule in permissions()["namespaced"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                name, _, sub = resource.partition("/")
+                qualified = f"{name}.{group}" if group else name
+                flags = [f"--subresource={sub}"] if sub else []
+                for verb in rule["verbs"]:
+                    yield verb, qualified, flags
+
+
+def can(release: Release, verb: str, resource: str, *flags: str) -> bool:
+    result = release.kube.kubectl(
+        "auth", "can-i", verb, resource, *flags, f"--as={release.user}", check=False
+    )
+    return result.stdout.strip() == "yes"
+
+
+@pytest.fixture(scope="module")
+def namespaced(kube: Kube) -> Iterator[Release]:
+    namespace = f"rbac-{uuid.uuid4().hex[:8]}"
+    kube.kubectl("create", "namespace", namespace)
+    yield install(kube, "op", namespace)
+    kube.helm("uninstall", "op", "-n", namespace, check=False)
+    kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+@pytest.fixture(scope="module")
+def clusterwide(kube: Kube) -> Iterator[Release]:
+    namespace = f"rbac-{uuid.uuid4().hex[:8]}"
+    kube.kubectl("create", "namespace", namespace)
+    yield install(kube, "cw", namespace, "operator.watchAllNamespaces=true")
+    kube.helm("uninstall", "cw", "-n", namespace, check=False)
+    kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def test_operator_can_do_everything_it_needs_in_its_namespace(namespaced: Release) -> None:
+    missing = [
+        (verb, res, flags)
+        for verb, res, flags in needed()
+        if not can(namespaced, verb, res, "-n", namespaced.namespace, *flags)
+    ]
+    assert missing == []
+
+
+def test_namespaced_operator_has_no_reach_outside_its_namespace(namespaced: Release) -> None:
+    assert not can(namespaced, "get", "secrets", "-n", "kube-system")
+    assert not can(namespaced, "list", "secrets", "--all-namespaces")
+    assert not can(namespaced, "list", "memorycortexes.cortex.attested.dev", "--all-namespaces")
+    assert not can(namespaced, "list", "customresourcedefinitions.apiextensions.k8s.io")
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "flags"), FORBIDDEN, ids=[f"{v}-{r}{''.join(f)}" for v, r, f in FORBIDDEN]
+)
+def test_operator_cannot_do_dangerous_things(
+    namespaced: Release, clusterwide: Release, verb: str, resource: str, flags: list[str]
+) -> None:
+    for release in (namespaced, clusterwide):
+        assert not can(release, verb, resource, "-n", release.namespace, *flags)
+        assert not can(release, verb, resource, "--all-namespaces", *flags)
+
+
+def granted(release: Release, namespace: str) -> set[tuple[str, str]]:
+    """(resource, verb) pairs the API server reports for the operator in ``namespace``."""
+    out = release.kube.kubectl(
+        "auth", "can-i", "--list", "-n", namespace, f"--as={release.user}"
+    ).stdout
+    pairs = set()
+    for line in out.splitlines()[1:]:
+        resource = line.split()[0]
+        if resource.startswith("["):  # a non-resource URL row
+            continue
+        verbs = line[line.rindex("[") + 1 : line.rindex("]")].split()
+        pairs.update((resource, verb) for verb in verbs)
+    return pairs
+
+
+def listed_name(resource: str, group: str) -> str:
+    """How ``kubectl auth can-i --list`` names a resource: ``name.group/subresource``."""
+    name, _, sub = resource.partition("/")
+    qualified = f"{name}.{group}" if group else name
+    return f"{qualified}/{sub}" if sub else qualified
+
+
+def expected(sections: tuple[str, ...]) -> set[tuple[str, str]]:
+    pairs = set()
+    for section in sections:
+        for rule in permissions()[section]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    pairs.update((listed_name(resource, group), verb) for verb in rule["verbs"])
+    return pairs
+
+
+def test_reported_rules_are_exactly_the_permissions_file(
+    namespaced: Release, clusterwide: Release
+) -> None:
+    extra = {pair for pair in granted(namespaced, namespaced.namespace) if pair[0] not in BASELINE}
+    assert extra == expected(("namespaced",))
+    assert {p for p in granted(namespaced, "default") if p[0] not in BASELINE} == set()
+    extra = {pair for pair in granted(clusterwide, "default") if pair[0] not in BASELINE}
+    assert extra == expected(("namespaced", "cluster"))
+
+
+def test_clusterwide_operator_reaches_every_namespace(clusterwide: Release) -> None:
+    assert can(clusterwide, "list", "memorycortexes.cortex.attested.dev", "--all-namespaces")
+    assert can(clusterwide, "watch", "customresourcedefinitions.apiextensions.k8s.io")
+    assert not can(clusterwide, "delete", "customresourcedefinitions.apiextensions.k8s.io")

@@ -1,0 +1,112 @@
+"""The chart lints, refuses bad values, and renders what the operator needs (no cluster)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attested_cortex.crd import KINDS, build_crd
+from tests.chart.conftest import CHART, by_kind, helm, permissions, render
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        [],
+        ["operator.watchAllNamespaces=true"],
+        ["metrics.podMonitor.enabled=true", "crds.create=false"],
+    ],
+)
+def test_helm_lint_passes(sets: list[str]) -> None:
+    flags = [arg for value in sets for arg in ("--set", value)]
+    result = helm("lint", "--strict", str(CHART), *flags)
+    assert "1 chart(s) linted, 0 chart(s) failed" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("operator.replicas=2", "additional properties 'replicas' not allowed"),
+        ("image.pullPolicy=Sometimes", "at '/image/pullPolicy': value must be one of"),
+        ("metrics.port=70000", "at '/metrics/port'"),
+        ("operator.logLevel=loud", "at '/operator/logLevel'"),
+    ],
+)
+def test_values_schema_rejects_bad_values(value: str, message: str) -> None:
+    result = helm("template", "rel", str(CHART), "--set", value, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_default_render_is_namespaced_and_single_replica() -> None:
+    objects = render()
+    kinds = sorted(obj["kind"] for obj in objects)
+    assert kinds == sorted(
+        [
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "Deployment",
+            "Service",
+            *["CustomResourceDefinition"] * 4,
+        ]
+    )
+    deployment = by_kind(objects, "Deployment")[0]
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["cortexctl"]
+    assert container["args"][:2] == ["operator", "--namespace=cortex-system"]
+    assert {"livenessProbe", "readinessProbe", "resources"} <= set(container)
+
+
+def test_role_grants_exactly_the_permissions_file() -> None:
+    role = by_kind(render(), "Role")[0]
+    assert role["rules"] == permissions()["namespaced"]
+    cluster_role = by_kind(render("operator.watchAllNamespaces=true"), "ClusterRole")[0]
+    assert cluster_role["rules"] == permissions()["namespaced"] + permissions()["cluster"]
+
+
+def test_no_rule_uses_a_wildcard() -> None:
+    for rules in permissions().values():
+        for rule in rules:
+            for key in ("apiGroups", "resources", "verbs"):
+                assert "*" not in rule[key], rule
+
+
+def test_watch_all_namespaces_uses_cluster_roles() -> None:
+    objects = render("operator.watchAllNamespaces=true")
+    assert by_kind(objects, "Role") == [] and by_kind(objects, "RoleBinding") == []
+    binding = by_kind(objects, "ClusterRoleBinding")[0]
+    assert binding["subjects"][0]["namespace"] == "cortex-system"
+    container = by_kind(objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]
+    assert "--all-namespaces" in container["args"]
+
+
+def test_crds_are_the_generated_ones_and_kept() -> None:
+    crds = {crd["metadata"]["name"]: crd for crd in by_kind(render(), "CustomResourceDefinition")}
+    assert set(crds) == {kind.crd_name for kind in KINDS}
+    for kind in KINDS:
+        rendered = crds[kind.crd_name]
+        assert rendered["spec"] == build_crd(kind)["spec"]
+        assert rendered["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert by_kind(render("crds.create=false"), "CustomResourceDefinition") == []
+
+
+def test_containers_meet_the_restricted_pod_security_standard() -> None:
+    pod = by_kind(render(), "Deployment")[0]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    context = pod["containers"][0]["securityContext"]
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["readOnlyRootFilesystem"] is True
+
+
+def test_pod_monitor_is_optional() -> None:
+    assert by_kind(render(), "PodMonitor") == []
+    monitor = by_kind(render("metrics.podMonitor.enabled=true"), "PodMonitor")[0]
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"

@@ -1,0 +1,1 @@
+"""Tests of the custom resource models, their rendered CRDs and admission."""

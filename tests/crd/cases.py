@@ -1,0 +1,306 @@
+"""Custom resources to submit to the API server, each with the verdict admission must give.
+
+Used by ``test_admission.py``. ``error=None`` means the object must be accepted; otherwise
+``error`` is a fragment of the message the API server must answer with: the CEL message or
+OpenAPI check meant to catch exactly that mistake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+API_VERSION = "cortex.attested.dev/v1alpha1"
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One object and the expected verdict."""
+
+    id: str
+    manifest: Manifest
+    error: str | None = None
+
+
+def obj(kind: str, name: str, spec: dict[str, Any]) -> Manifest:
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+def cortex(name: str, **spec: Any) -> Manifest:
+    return obj("MemoryCortex", name, {"database": {"managed": {}}, **spec})
+
+
+def chain(name: str, *hooks: dict[str, Any]) -> Manifest:
+    return obj("HookChain", name, {"cortexRef": {"name": "main"}, "hooks": list(hooks)})
+
+
+def hook(name: str = "h", *, events: list[str] | None = None, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"name": name, "events": events or ["pre_store"], "command": ["/bin/h"]}
+    return {**base, **fields}
+
+
+def rule(name: str, namespace: str, **spec: Any) -> Manifest:
+    base = {
+        "cortexRef": {"name": "main"},
+        "namespace": namespace,
+        "agents": ["*"],
+        "operations": ["store"],
+        "decision": "Allow",
+    }
+    return obj("PermissionRule", name, {**base, **spec})
+
+
+def identity(name: str, **spec: Any) -> Manifest:
+    return obj("AgentIdentity", name, {"cortexRef": {"name": "main"}, **spec})
+
+
+EXTERNAL = {"external": {"secretRef": {"name": "pg", "key": "uri"}}}
+SIDECAR = {
+    "image": "hooks/redactor:1.0",
+    "command": ["cortexctl", "hookd", "--listen", "127.0.0.1:7000", "--", "redact"],
+    "env": [{"name": "LEVEL", "value": "2"}],
+    "resources": {"limits": {"memory": "64Mi"}},
+}
+DAEMON = {"name": "redact", "events": ["post_recall"], "mode": "Daemon", "sidecar": SIDECAR}
+
+CORTEX_CASES = [
+    Case("cortex-managed-minimal", cortex("c-min")),
+    Case("cortex-external", obj("MemoryCortex", "c-ext", {"database": EXTERNAL})),
+    Case(
+        "cortex-full",
+        cortex(
+            "c-full",
+            database={
+                "managed": {
+                    "storage": {"size": "20Gi", "storageClassName": "fast"},
+                    "resources": {"requests": {"cpu": "500m", "memory": 1073741824}},
+                }
+            },
+            graph={"backend": "CTE"},
+            server={"replicas": 20, "service": {"type": "NodePort", "port": 9000}},
+            permissions={"mode": "Enforce"},
+            approval={"timeoutSeconds": 60},
+            transcripts={"enabled": True, "retentionDays": 30},
+            quotas={"requestsPerSecond": 50, "storagePerAgent": "1Gi"},
+            schema={"targetVersion": 3},
+            paused=True,
+        ),
+    ),
+    Case(
+        "cortex-both-databases",
+        obj("MemoryCortex", "c-both", {"database": {"managed": {}, **EXTERNAL}}),
+        "set exactly one of database.managed or database.external",
+    ),
+    Case(
+        "cortex-no-database-kind",
+        obj("MemoryCortex", "c-none", {"database": {}}),
+        "set exactly one of database.managed or database.external",
+    ),
+    Case(
+        "cortex-missing-database",
+        obj("MemoryCortex", "c-missing", {}),
+        "spec.database: Required value",
+    ),
+    Case(
+        "cortex-too-many-replicas",
+        cortex("c-r21", server={"replicas": 21}),
+        "spec.server.replicas in body should be less than or equal to 20",
+    ),
+    Case(
+        "cortex-negative-replicas",
+        cortex("c-rneg", server={"replicas": -1}),
+        "should be greater than or equal to 0",
+    ),
+    Case(
+        "cortex-bad-storage-size",
+        cortex("c-gb", database={"managed": {"storage": {"size": "10 GB"}}}),
+        "spec.database.managed.storage.size in body should match",
+    ),
+    Case(
+        "cortex-zero-storage-size",
+        cortex("c-zero", database={"managed": {"storage": {"size": "0Gi"}}}),
+        "spec.database.managed.storage.size in body should match",
+    ),
+    Case(
+        "cortex-bad-cpu-quantity",
+        cortex("c-cpu", server={"resources": {"limits": {"cpu": "lots"}}}),
+        "spec.server.resources.limits.cpu in body should match",
+    ),
+    Case(
+        "cortex-unknown-graph-backend",
+        cortex("c-neo", graph={"backend": "Neo4j"}),
+        'spec.graph.backend: Unsupported value: "Neo4j"',
+    ),
+    Case(
+        "cortex-lowercase-permission-mode",
+        cortex("c-mode", permissions={"mode": "enforce"}),
+        'spec.permissions.mode: Unsupported value: "enforce"',
+    ),
+    Case(
+        "cortex-unknown-field",
+        cortex("c-typo", paused=False, databse={}),
+        'unknown field "spec.databse"',
+    ),
+]
+
+CHAIN_CASES = [
+    Case(
+        "hooks-exec-write-at-deadline", chain("hc-write", hook(timeoutMs=5000, failMode="Closed"))
+    ),
+    Case(
+        "hooks-read-at-deadline",
+        chain("hc-read", hook(events=["pre_recall", "post_search"], timeoutMs=2000)),
+    ),
+    Case(
+        "hooks-daemon",
+        chain("hc-daemon", DAEMON, hook("audit", events=["post_store"])),
+    ),
+    Case(
+        "hooks-read-over-deadline",
+        chain("hc-slow-read", hook(events=["pre_store", "pre_recall"], timeoutMs=2500)),
+        "timeoutMs exceeds the read event class deadline of 2000 ms",
+    ),
+    Case(
+        "hooks-index-over-deadline",
+        chain("hc-slow-index", hook(events=["pre_index"], timeoutMs=1500)),
+        "timeoutMs exceeds the index event class deadline of 1000 ms",
+    ),
+    Case(
+        "hooks-write-over-deadline",
+        chain("hc-slow-write", hook(timeoutMs=5001)),
+        "should be less than or equal to 5000",
+    ),
+    Case(
+        "hooks-exec-without-command",
+        chain("hc-nocmd", {"name": "h", "events": ["pre_store"]}),
+        "Exec hooks need command",
+    ),
+    Case(
+        "hooks-daemon-without-sidecar",
+        chain("hc-nosidecar", {"name": "h", "events": ["post_store"], "mode": "Daemon"}),
+        "Daemon hooks need sidecar",
+    ),
+    Case(
+        "hooks-exec-with-sidecar",
+        chain("hc-both", hook(sidecar={"image": "hooks/x:1"})),
+        "Exec hooks take no sidecar",
+    ),
+    Case(
+        "hooks-unknown-event",
+        chain("hc-event", hook(events=["pre_fly"])),
+        'Unsupported value: "pre_fly"',
+    ),
+    Case("hooks-duplicate-names", chain("hc-dup", hook("a"), hook("a")), "Duplicate value"),
+    Case("hooks-empty-chain", chain("hc-empty"), "spec.hooks: Invalid value: 0"),
+    Case(
+        "hooks-bad-fail-mode",
+        chain("hc-failmode", hook(failMode="open")),
+        'Unsupported value: "open"',
+    ),
+]
+
+RULE_CASES = [
+    Case("rule-wildcards", rule("r-wild", "team/*/notes", decision="AskUser", reason="review")),
+    Case("rule-deep-wildcard", rule("r-deep", "projects/**", operations=["*"], inherit=False)),
+    Case("rule-dotted-segments", rule("r-dots", "a.b/c-d_e/...x/8/7/6/5/4")),
+    Case(
+        "rule-empty-segment",
+        rule("r-empty", "team//notes"),
+        "namespace pattern has an empty segment",
+    ),
+    Case("rule-trailing-slash", rule("r-trail", "team/"), "namespace pattern has an empty segment"),
+    Case(
+        "rule-dotdot-segment",
+        rule("r-dotdot", "team/../secrets"),
+        "namespace pattern segments may not be '.' or '..'",
+    ),
+    Case(
+        "rule-uppercase",
+        rule("r-upper", "Team/notes"),
+        "namespace pattern segments are [a-z0-9._-] characters, '*' or '**'",
+    ),
+    Case(
+        "rule-partial-wildcard",
+        rule("r-star", "team/no*"),
+        "namespace pattern segments are [a-z0-9._-] characters, '*' or '**'",
+    ),
+    Case(
+        "rule-too-deep",
+        rule("r-nine", "a/b/c/d/e/f/g/h/i"),
+        "namespace pattern has more than 8 levels",
+    ),
+    Case("rule-too-long", rule("r-long", "a" * 513), "may not be more than 512"),
+    Case(
+        "rule-unknown-decision",
+        rule("r-maybe", "team", decision="Maybe"),
+        'Unsupported value: "Maybe"',
+    ),
+    Case(
+        "rule-unknown-operation",
+        rule("r-op", "team", operations=["fly"]),
+        'Unsupported value: "fly"',
+    ),
+    Case("rule-no-agents", rule("r-agents", "team", agents=[]), "spec.agents: Invalid value: 0"),
+]
+
+IDENTITY_CASES = [
+    Case("identity-minimal", identity("aid-min")),
+    Case(
+        "identity-agent-custody",
+        identity(
+            "aid-agent",
+            agentId="k8s:team/bot",
+            keyCustody="Agent",
+            rotationPolicy="Always",
+            rotationSchedule="0 3 1 * *",
+            serviceAccountRef={"name": "bot"},
+        ),
+    ),
+    Case(
+        "identity-rotation-without-schedule",
+        identity("aid-rot", rotationPolicy="Always"),
+        "rotationPolicy Always needs rotationSchedule",
+    ),
+    Case(
+        "identity-bad-agent-id",
+        identity("aid-space", agentId="my agent"),
+        "spec.agentId in body should match",
+    ),
+    Case(
+        "identity-unknown-custody",
+        identity("aid-hsm", keyCustody="HSM"),
+        'Unsupported value: "HSM"',
+    ),
+]
+
+CREATE_CASES = CORTEX_CASES + CHAIN_CASES + RULE_CASES + IDENTITY_CASES
+
+#: (id, original, updated, expected error or None) for transition rules.
+UPDATE_CASES = [
+    (
+        "identity-change-agent-id",
+        identity("aid-u1", agentId="bot-1"),
+        identity("aid-u1", agentId="bot-2"),
+        "agentId is immutable",
+    ),
+    (
+        "identity-add-agent-id",
+        identity("aid-u2"),
+        identity("aid-u2", agentId="bot"),
+        "agentId is immutable",
+    ),
+    (
+        "identity-change-custody",
+        identity("aid-u3"),
+        identity("aid-u3", keyCustody="Agent"),
+        "keyCustody is immutable",
+    ),
+    (
+        "identity-change-rotation",
+        identity("aid-u4", agentId="bot"),
+        identity("aid-u4", agentId="bot", rotationPolicy="Always", rotationSchedule="0 3 * * 0"),
+        None,
+    ),
+    ("cortex-scale", cortex("c-u1"), cortex("c-u1", server={"replicas": 3}), None),
+]
