@@ -1,0 +1,106 @@
+"""Runs the kopf operator with a health endpoint and metrics: ``cortexctl operator``.
+
+One replica, standalone (no kopf peering: see docs/adr/0002-operator-replicas-and-failover.md).
+``/healthz`` answers while the process serves; ``/readyz`` once kopf has started and its
+start-up handlers (API credentials, CRD checks) have run. SIGTERM stops kopf cleanly.
+This build registers no reconcilers yet: the handlers arrive with the controller work and
+register on :data:`REGISTRY` from their own modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+log = logging.getLogger(__name__)
+REGISTRY = kopf.OperatorRegistry()
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """Where to watch and where to answer probes and scrapes."""
+
+    namespaces: tuple[str, ...]
+    clusterwide: bool
+    health: tuple[str, int]
+    metrics: tuple[str, int]
+
+
+@kopf.on.login(registry=REGISTRY)
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In-cluster service account, or $KUBECONFIG outside a cluster (kubernetes client)."""
+    info: kopf.ConnectionInfo | None = kopf.login_via_client(**kwargs)
+    return info
+
+
+@kopf.on.startup(registry=REGISTRY)
+async def configure(settings: kopf.OperatorSettings, **_: object) -> None:
+    """Operator-wide behaviour: one field manager, events for warnings and above."""
+    settings.persistence.finalizer = "cortex.attested.dev/finalizer"
+    settings.posting.level = logging.WARNING
+    settings.watching.server_timeout = 300
+    settings.networking.request_timeout = 60
+
+
+def _health_app(ready: asyncio.Event) -> web.Application:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok = ready.is_set()
+        return web.json_response({"status": "ready" if ok else "starting"},
+                                 status=200 if ok else 503)
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app
+
+
+def _metrics_app(registry: CollectorRegistry) -> web.Application:
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry),
+                            headers={"Content-Type": "text/plain; version=0.0.4"})
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+async def _serve(app: web.Application, address: tuple[str, int]) -> web.AppRunner:
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, address[0], address[1]).start()
+    return runner
+
+
+async def run_operator(settings: OperatorSettings) -> None:
+    """Run until SIGINT/SIGTERM."""
+    ready, stop = asyncio.Event(), asyncio.Event()
+    registry = CollectorRegistry()
+    up = Gauge("cortex_operator_ready", "1 once the operator has started", registry=registry)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runners = [await _serve(_health_app(ready), settings.health),
+               await _serve(_metrics_app(registry), settings.metrics)]
+    try:
+        operator = asyncio.create_task(kopf.operator(
+            registry=REGISTRY, standalone=True, clusterwide=settings.clusterwide,
+            namespaces=settings.namespaces, ready_flag=ready, stop_flag=stop,
+        ))
+        await ready.wait() if not operator.done() else None
+        up.set(1)
+        log.info("operator ready", extra={"namespaces": list(settings.namespaces),
+                                          "clusterwide": settings.clusterwide})
+        await operator
+    finally:
+        for runner in runners:
+            await runner.cleanup()
