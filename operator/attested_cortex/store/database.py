@@ -38,13 +38,14 @@ class Database:
         async def _configure(conn: Conn) -> None:
             if configure is not None:
                 await configure(conn)
-            await conn.commit()
 
         pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             dsn,
             connection_class=psycopg.AsyncConnection[DictRow],
             min_size=min_size, max_size=max_size, open=False,
-            kwargs={"row_factory": dict_row, "autocommit": False},
+            # autocommit: a read is one round trip (no implicit transaction to roll back on
+            # return to the pool); writes open an explicit transaction.
+            kwargs={"row_factory": dict_row, "autocommit": True},
             configure=_configure, timeout=wait_seconds,
         )
         try:
@@ -67,7 +68,7 @@ class Database:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Conn]:
-        """A connection for reads (each statement in the pool's implicit transaction)."""
+        """A connection for reads: autocommit, each statement is its own snapshot."""
         with translating():
             async with self._pool.connection() as conn:
                 yield conn
