@@ -84,6 +84,28 @@ async def time_stores(base: str, gen: TextGenerator) -> dict[str, Any]:
             "latency_ms": percentiles(samples)}
 
 
+async def time_service_stores(dsn: str, gen: TextGenerator) -> dict[str, Any]:
+    """Sequential stores through the service layer (no HTTP): the write path's own cost."""
+    from contextlib import AsyncExitStack
+
+    from attested_cortex.server.serving import open_services
+    from attested_cortex.server.settings import ServerSettings
+    from attested_cortex.service import memories
+    from attested_cortex.service.commands import StoreMemory
+    from attested_cortex.service.context import Caller
+    from attested_cortex.types import AgentId
+
+    commands = [StoreMemory.model_validate(b) for b in gen.memories(STORES)]
+    caller = Caller(AgentId("bench"), "dev")
+    async with AsyncExitStack() as stack:
+        svc = await open_services(ServerSettings(database_url=dsn), stack)
+        started = time.perf_counter()
+        for cmd in commands:
+            await memories.store(svc, caller, cmd)
+        elapsed = time.perf_counter() - started
+    return {"stores": STORES, "per_second": round(STORES / elapsed, 1)}
+
+
 def write_hook_config(directory: Path) -> Path:
     """One daemon post_recall hook: the stdlib example hook program (allows everything)."""
     path = directory / "hooks.yaml"
@@ -121,6 +143,7 @@ def run() -> dict[str, Any]:
         asyncio.run(migrate(store_dsn))
         with serve(store_dsn, Path(tmp)) as served:
             out["store"] = asyncio.run(time_stores(served.base, gen))
+        out["store_service_layer"] = asyncio.run(time_service_stores(store_dsn, gen))
     write_result("recall", out)
     return out
 
