@@ -39,7 +39,7 @@ run: venv
 	$(BIN)/python hack/run.py
 
 lint: venv
-	$(BIN)/ruff check operator tests hack bench
+	$(BIN)/ruff check operator tests hack bench e2e
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q tests/crd/test_drift.py
