@@ -62,3 +62,18 @@ def test_logs_are_json_with_request_ids_and_no_token(
     lines = [json.loads(line) for line in served.log.read_text().splitlines() if line.strip()]
     assert any(e.get("request_id") == "req-42" and e.get("status") == 200 for e in lines)
     assert token not in served.log.read_text()
+
+
+def test_age_backend_requested_where_missing_is_a_startup_error(migrated_pg15_dsn: str) -> None:
+    result = cortexctl("serve", "--database-url", migrated_pg15_dsn, "--graph-backend", "AGE",
+                       "--listen", "127.0.0.1:1")
+    assert result.returncode == 1
+    assert "graph backend AGE was requested" in result.stderr
+
+
+def test_invalid_hook_file_is_a_startup_error(migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text("version: 1\nhooks: [{name: h1, events: [pre_nothing], command: [x]}]\n")
+    result = cortexctl("serve", "--database-url", migrated_pg15_dsn, "--hooks-file", str(hooks),
+                       "--listen", "127.0.0.1:1")
+    assert result.returncode == 1 and "h1" in result.stderr
