@@ -186,8 +186,20 @@ async def test_capabilities_list_live_hooks_and_hot_reload(
     deny = recorder(tmp_path, events=["pre_store"], mode="exec", name="second",
                     answer={"decision": "deny", "reason": "reloaded"})
     staged = hooks_file(tmp_path, deny, name="next.yaml")
+    stop = asyncio.Event()
+
+    async def recall_load() -> list[int]:
+        statuses = []
+        while not stop.is_set():
+            statuses.append((await client.call("POST", "/v1/recall", {"query": "x"})).status)
+        return statuses
+
+    load = [asyncio.create_task(recall_load()) for _ in range(8)]
     staged.replace(path)  # an atomic swap, as Kubernetes does for ConfigMaps
     await wait_for(client, lambda c: "pre_store" in c["hooks"]["by_event"])
+    stop.set()
+    statuses = [status for task in load for status in await task]
+    assert statuses and set(statuses) == {200}  # no request failed across the reload
     reply = await client.call("POST", "/v1/memories", {"namespace": "n", "content": "c"})
     assert reply.status == 403 and reply.body["error"]["message"] == "reloaded"
     path.write_text("version: 1\nhooks: [{name: bad, events: [nope]}]\n")
