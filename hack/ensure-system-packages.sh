@@ -6,6 +6,8 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql-15)
 command -v flock >/dev/null || need+=(util-linux)
 command -v setpriv >/dev/null || need+=(util-linux)
+command -v unshare >/dev/null || need+=(util-linux)
+command -v openssl >/dev/null || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "missing system packages: ${need[*]}; run as root: apt-get install -y ${need[*]}" >&2
@@ -13,4 +15,9 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if ! command -v go >/dev/null; then
+  echo "Go (1.25 or newer) is needed to build the local Kubernetes control plane; install it" \
+       "and put it on PATH (see docs/testing-kubernetes.md)" >&2
+  exit 1
 fi

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Builds, once, the real binaries of the local Kubernetes control plane and caches them by version.
+#
+# Callers: the Makefile (`deps`, `lint`), tests/support/kube.py (its failure message names this
+# script), hack/k8s/controlplane.py, CI. Versions come from hack/k8s/versions.env.
+#
+# Usage: hack/k8s/ensure-binaries.sh [--print-bin-dir] [component...]
+#   components: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
+#   (none given = all). Idempotent and flock-protected; a component whose stamp matches its
+#   version is skipped. Everything is built from source with the local Go toolchain through
+#   generated wrapper modules under $ATTESTED_CORTEX_CACHE/k8s/<version>/src; nothing in the
+#   repository is written.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache_root="${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}/k8s/$KUBERNETES_VERSION"
+bin_dir="$cache_root/bin"
+src_dir="$cache_root/src"
+# Never download a toolchain: build with the Go on PATH (etcd v3.5.35 needs Go >= 1.26).
+export GOTOOLCHAIN=local
+kube_components=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+all_components=(etcd "${kube_components[@]}" kwok helm)
+
+die() { echo "ensure-binaries: $*" >&2; exit 1; }
+log() { echo "ensure-binaries: $*" >&2; }
+
+version_of() {
+  case "$1" in
+    etcd) echo "$ETCD_VERSION" ;;
+    kwok) echo "$KWOK_VERSION" ;;
+    helm) echo "$HELM_VERSION" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) echo "$KUBERNETES_VERSION" ;;
+    *) die "unknown component '$1' (known: ${all_components[*]})" ;;
+  esac
+}
+
+is_built() {  # a binary counts as built when its stamp names the pinned version
+  local stamp="$bin_dir/.$1.version"
+  [[ -x "$bin_dir/$1" && -f "$stamp" && "$(cat "$stamp")" == "$(version_of "$1")" ]]
+}
+
+mark_built() { version_of "$1" >"$bin_dir/.$1.version"; }
+
+# Creates a wrapper module in $1 requiring module $2 at version $3 (fresh each time: cheap).
+wrapper_module() {
+  local dir="$1" module="$2" version="$3"
+  rm -rf "$dir" && mkdir -p "$dir"
+  (cd "$dir" && go mod init attested-cortex.local/build >/dev/null 2>&1 \
+    && go mod edit -require="$module@$version")
+}
+
+go_build() {  # go_build DIR LDFLAGS PKG...: builds into $bin_dir, resolving go.sum on the fly
+  local dir="$1" ldflags="$2"; shift 2
+  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod \
+    go build -trimpath -ldflags "-s -w $ldflags" -o "$bin_dir/" "$@")
+}
+
+module_dir() { (cd "$1" && go mod download -json "$2@$3" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'); }
+
+build_kubernetes() {  # builds the requested kube-* / kubectl binaries in one go build
+  local dir="$src_dir/kubernetes" minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
+  wrapper_module "$dir" k8s.io/kubernetes "$KUBERNETES_VERSION"
+  local k8s_dir staging_version="v0.${KUBERNETES_VERSION#v1.}"
+  k8s_dir="$(module_dir "$dir" k8s.io/kubernetes "$KUBERNETES_VERSION")"
+  # k8s.io/kubernetes replaces each staging module with ./staging/src/...; use the published ones.
+  local staging
+  for staging in $(sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\) => \./staging/.*#\1#p' "$k8s_dir/go.mod"); do
+    (cd "$dir" && go mod edit -replace="$staging=$staging@$staging_version")
+  done
+  local date; date="$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)"
+  local flags="" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date -X $pkg.gitCommit=${KUBERNETES_GIT_COMMIT:-}"
+  done
+  local pkgs=() c
+  for c in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  go_build "$dir" "$flags" "${pkgs[@]}"
+}
+
+build_etcd() {
+  local dir="$src_dir/etcd"
+  wrapper_module "$dir" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+  go_build "$dir" "" go.etcd.io/etcd/server/v3
+  mv "$bin_dir/server" "$bin_dir/etcd"  # go names the binary after the path without /v3
+}
+
+build_kwok() {
+  local dir="$src_dir/kwok"
+  wrapper_module "$dir" sigs.k8s.io/kwok "$KWOK_VERSION"
+  go_build "$dir" "-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" sigs.k8s.io/kwok/cmd/kwok
+}
+
+build_helm() {
+  local dir="$src_dir/helm" client_go minor flags pkg
+  wrapper_module "$dir" helm.sh/helm/v3 "$HELM_VERSION"
+  # As helm's Makefile does: the Kubernetes version helm assumes offline (`helm template`
+  # capabilities, `helm lint` deprecations) follows the client-go it is built with.
+  client_go="$(cd "$dir" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' k8s.io/client-go)"
+  minor="${client_go#v0.}"; minor="${minor%%.*}"
+  flags="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  flags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    flags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$minor"
+  done
+  go_build "$dir" "$flags" helm.sh/helm/v3/cmd/helm
+}
+
+build() {  # build COMPONENT...: only those not yet built
+  local wanted=() kube=() c
+  for c in "$@"; do version_of "$c" >/dev/null; is_built "$c" || wanted+=("$c"); done
+  [[ ${#wanted[@]} -eq 0 ]] && return 0
+  command -v go >/dev/null || die "Go toolchain not found; install Go (see docs/testing-kubernetes.md)"
+  for c in "${wanted[@]}"; do
+    local start=$SECONDS
+    case "$c" in
+      kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) kube+=("$c"); continue ;;
+      etcd) build_etcd ;; kwok) build_kwok ;; helm) build_helm ;;
+    esac
+    mark_built "$c"; log "built $c $(version_of "$c") in $((SECONDS - start))s"
+  done
+  if [[ ${#kube[@]} -gt 0 ]]; then
+    local start=$SECONDS
+    build_kubernetes "${kube[@]}"
+    for c in "${kube[@]}"; do mark_built "$c"; done
+    log "built ${kube[*]} $KUBERNETES_VERSION in $((SECONDS - start))s"
+  fi
+}
+
+main() {
+  local components=()
+  for arg in "$@"; do
+    case "$arg" in
+      --print-bin-dir) echo "$bin_dir"; return 0 ;;
+      -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}"; return 0 ;;
+      -*) die "unknown option '$arg'" ;;
+      *) components+=("$arg") ;;
+    esac
+  done
+  [[ ${#components[@]} -eq 0 ]] && components=("${all_components[@]}")
+  mkdir -p "$bin_dir" "$src_dir"
+  exec 9>"$cache_root/.lock"
+  flock 9
+  build "${components[@]}"
+}
+
+main "$@"

@@ -1,0 +1,125 @@
+"""Starts and stops the whole local control plane in dependency order.
+
+Callers: tests/support/kube.py (session fixture) and cli.py (``controlplane.py up``).
+Order: certificates -> etcd -> kube-apiserver -> controller-manager, scheduler, kwok -> the
+fake node; ready once the node is Ready and the ``default`` service account exists (pods
+are admitted from then on). Stop is the reverse and removes a directory it created.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from . import components, kubeconfigs, nodes, pki, processes
+from .api import Api, ApiUnavailableError
+from .layouts import LOOPBACK, Layout, Ports
+from .waiting import ControlPlaneError, wait_until
+
+__all__ = ["ControlPlane", "ControlPlaneError"]
+
+START_TIMEOUT_S = 120.0
+ADMIN = pki.ClientIdentity(name="admin", user="kubernetes-admin", groups=("system:masters",))
+IDENTITIES = (
+    ADMIN,
+    pki.ClientIdentity(name="kube-controller-manager", user="system:kube-controller-manager"),
+    pki.ClientIdentity(name="kube-scheduler", user="system:kube-scheduler"),
+    pki.ClientIdentity(name="kwok", user="kwok", groups=("system:masters",)),
+)
+_KWOK_CONFIG = "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n"
+
+
+def _etcd_healthy(answer: object) -> bool:
+    return isinstance(answer, dict) and answer.get("health") == "true"
+
+
+class ControlPlane:
+    """One running control plane; use as a context manager or call start()/stop()."""
+
+    def __init__(self, *, bin_dir: Path, root: Path | None = None) -> None:
+        self.bin_dir = bin_dir
+        self._owns_root = root is None
+        self.layout = Layout(Path(tempfile.mkdtemp(prefix="localkube-")) if root is None else root)
+        self.ports = Ports.pick()
+        self.server = f"https://{LOOPBACK}:{self.ports.apiserver}"
+        self._running: list[processes.Component] = []
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.layout.kubeconfig(ADMIN.name)
+
+    def start(self) -> None:
+        try:
+            self._prepare_files()
+            self._start_etcd()
+            self._start_apiserver()
+            self._start_controllers()
+            self._await_workloads_admitted()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        while self._running:
+            processes.stop(self._running.pop())
+        if self._owns_root:
+            shutil.rmtree(self.layout.root, ignore_errors=True)
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()
+
+    def _launch(self, name: str, command: list[str]) -> None:
+        missing = Path(command[0])
+        if not missing.is_file():
+            raise ControlPlaneError(f"{missing} is missing; run hack/k8s/ensure-binaries.sh")
+        self._running.append(processes.start(name, command, log=self.layout.log(name)))
+
+    def _wait(self, condition: Callable[[], bool], *, what: str) -> None:
+        wait_until(condition, what=what, timeout_s=START_TIMEOUT_S, watched=self._running)
+
+    def _prepare_files(self) -> None:
+        self.layout.root.mkdir(parents=True, exist_ok=True)
+        self.layout.logs.mkdir(exist_ok=True)
+        pki.make_all(self.layout, IDENTITIES)
+        for identity in IDENTITIES:
+            kubeconfigs.write_kubeconfig(self.layout, server=self.server, user=identity.name)
+        (self.layout.root / "kwok.yaml").write_text(_KWOK_CONFIG)
+
+    def _start_etcd(self) -> None:
+        self._launch("etcd", components.etcd_command(self.bin_dir, self.layout, self.ports))
+        health = Api(f"http://{LOOPBACK}:{self.ports.etcd_client}", self.layout, ADMIN.name)
+        self._wait(lambda: _etcd_healthy(health.request("/health")), what="etcd health")
+
+    def _start_apiserver(self) -> None:
+        command = components.apiserver_command(self.bin_dir, self.layout, self.ports)
+        self._launch("kube-apiserver", command)
+        api = self._admin_api()
+        self._wait(lambda: api.request("/readyz") == "ok", what="kube-apiserver /readyz")
+
+    def _start_controllers(self) -> None:
+        self._launch("kube-controller-manager",
+                     components.controller_manager_command(self.bin_dir, self.layout))
+        self._launch("kube-scheduler", components.scheduler_command(self.bin_dir, self.layout))
+        self._launch("kwok", components.kwok_command(self.bin_dir, self.layout))
+
+    def _await_workloads_admitted(self) -> None:
+        api = self._admin_api()
+        try:
+            api.request("/api/v1/nodes", method="POST", body=nodes.build_fake_node())
+        except ApiUnavailableError as error:
+            raise ControlPlaneError(f"could not create the kwok node: {error}") from error
+        node_path = f"/api/v1/nodes/{nodes.NODE_NAME}"
+        self._wait(lambda: nodes.node_is_ready(api.request(node_path)), what="kwok node Ready")
+        sa_path = "/api/v1/namespaces/default/serviceaccounts/default"
+        self._wait(lambda: api.request(sa_path) is not None, what="default service account")
+
+    def _admin_api(self) -> Api:
+        return Api(self.server, self.layout, ADMIN.name)

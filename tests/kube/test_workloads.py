@@ -1,0 +1,58 @@
+"""Workloads run on the kwok fake node: Deployments and StatefulSets get Ready pods, Jobs finish.
+
+Every wait is a bounded ``kubectl wait``/``rollout status`` on a condition.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.kube import manifests
+from tests.support.kube import Kube
+
+pytestmark = pytest.mark.kube
+WAIT = "--timeout=120s"
+
+
+def _pods(kube: Kube, namespace: str, app: str) -> list[dict[str, Any]]:
+    out = kube.kubectl("get", "pods", "-n", namespace, "-l", f"app={app}", "-o", "json").stdout
+    items: list[dict[str, Any]] = json.loads(out)["items"]
+    return items
+
+
+def test_the_fake_node_is_ready(kube: Kube) -> None:
+    kube.kubectl("wait", "--for=condition=Ready", "node/kwok-node-0", WAIT)
+
+
+def test_a_deployment_gets_ready_pods_on_the_fake_node(kube: Kube, kube_namespace: str) -> None:
+    kube.kubectl("apply", "-n", kube_namespace, "-f", "-",
+                 input=manifests.deployment("web", replicas=3))
+    kube.kubectl("rollout", "status", "-n", kube_namespace, "deployment/web", WAIT)
+    kube.kubectl("wait", "-n", kube_namespace, "--for=condition=Available", "deployment/web", WAIT)
+    pods = _pods(kube, kube_namespace, "web")
+    assert len(pods) == 3
+    assert {pod["spec"]["nodeName"] for pod in pods} == {"kwok-node-0"}
+    assert {pod["status"]["phase"] for pod in pods} == {"Running"}
+
+
+def test_a_statefulset_gets_ready_pods_in_order(kube: Kube, kube_namespace: str) -> None:
+    kube.kubectl("apply", "-n", kube_namespace, "-f", "-",
+                 input=manifests.statefulset("db", replicas=2))
+    kube.kubectl("rollout", "status", "-n", kube_namespace, "statefulset/db", WAIT)
+    kube.kubectl("wait", "-n", kube_namespace, "--for=condition=Ready", "pod/db-0", "pod/db-1",
+                 WAIT)
+    ready = kube.kubectl("get", "-n", kube_namespace, "statefulset/db",
+                         "-o", "jsonpath={.status.readyReplicas}").stdout
+    assert ready == "2"
+
+
+def test_a_job_runs_to_completion(kube: Kube, kube_namespace: str) -> None:
+    kube.kubectl("apply", "-n", kube_namespace, "-f", "-",
+                 input=manifests.job("batch", completions=2))
+    kube.kubectl("wait", "-n", kube_namespace, "--for=condition=Complete", "job/batch", WAIT)
+    succeeded = kube.kubectl("get", "-n", kube_namespace, "job/batch",
+                             "-o", "jsonpath={.status.succeeded}").stdout
+    assert succeeded == "2"
