@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
+# The Go toolchain (only needed for a cold build of the local control plane).
+export PATH := $(PATH):/usr/local/go/bin
 PYTEST_ARGS ?=
 
 .PHONY: help venv deps test run lint bench e2e-kind crds clean

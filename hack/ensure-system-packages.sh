@@ -16,8 +16,3 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-if ! command -v go >/dev/null; then
-  echo "Go (1.25 or newer) is needed to build the local Kubernetes control plane; install it" \
-       "and put it on PATH (see docs/testing-kubernetes.md)" >&2
-  exit 1
-fi
