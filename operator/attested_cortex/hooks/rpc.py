@@ -41,7 +41,8 @@ class RpcConnection:
         """Send ``request`` as ``hook.fire`` and return the ``result`` of the reply."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        if self._slots.locked():
+        queued = self._slots.locked()
+        if queued:
             await self._wait_for_slot(timeout_s)
         else:
             await self._slots.acquire()  # free: returns without suspending
@@ -49,7 +50,14 @@ class RpcConnection:
             left_s = deadline - loop.time()
             if left_s < _MIN_ROUNDTRIP_S:  # got a slot too late to use it
                 raise HookFailure("overloaded", "no in-flight slot within the budget")
-            return await self._roundtrip(request, left_s)
+            try:
+                return await self._roundtrip(request, left_s)
+            except HookFailure as failure:
+                if queued and failure.cause == "timeout":
+                    # Waiting for a slot ate the budget: backpressure, not a slow hook.
+                    raise HookFailure("overloaded", f"queued for a slot, then {failure.detail}"
+                                      ) from failure
+                raise
         finally:
             self._slots.release()
 
