@@ -147,3 +147,30 @@ class Supervisor:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         self._settled.set()
+
+
+class SupervisedTransport:
+    """The :class:`~attested_cortex.hooks.wire.Transport` methods of a transport whose link
+    a :class:`Supervisor` keeps up (daemon child, remote socket): each only delegates."""
+
+    _supervisor: Supervisor
+
+    async def start(self) -> None:
+        """Bring the link up in the background."""
+        await self._supervisor.start()
+
+    async def wait_settled(self, timeout_s: float) -> None:
+        """Wait (bounded) until the link is up or its attempt failed."""
+        await self._supervisor.wait_settled(timeout_s)
+
+    async def call(self, request: RawHookRequest, *, timeout_s: float) -> object:
+        """One JSON-RPC round trip."""
+        return await self._supervisor.call(request, timeout_s=timeout_s)
+
+    def state(self) -> TransportState:
+        """Up/starting/backoff/closed and restarts."""
+        return self._supervisor.state()
+
+    async def aclose(self) -> None:
+        """Stop the link and stop restarting it."""
+        await self._supervisor.aclose()

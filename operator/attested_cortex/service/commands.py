@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from attested_cortex.errors import TooLargeError
 from attested_cortex.namespaces import namespace_problem
@@ -36,6 +36,16 @@ def _no_nul(value: Any, path: str = "") -> None:
             _no_nul(item, f"{path}[{index}]")
 
 
+def _without_nul(value: Any) -> Any:
+    _no_nul(value)
+    return value
+
+
+#: Text and JSON that PostgreSQL can store: no NUL anywhere (keys included).
+Text = Annotated[str, AfterValidator(_without_nul)]
+Json = Annotated[dict[str, Any], AfterValidator(_without_nul)]
+
+
 def _check_namespace(value: str) -> str:
     problem = namespace_problem(value)
     if problem is not None:
@@ -49,21 +59,15 @@ class StoreMemory(BaseModel):
     model_config = _STRICT
 
     namespace: str = Field(description="`/`-separated path, at most 512 characters / 8 levels")
-    content: str = Field(description="The memory text (searchable)")
-    title: str = Field("", max_length=512, description="A short title (searchable, ranks higher)")
+    content: Text = Field(description="The memory text (searchable)")
+    title: Text = Field("", max_length=512, description="A short title (searchable, ranks higher)")
     tags: list[Tag] = Field(default_factory=list, max_length=64, description="At most 64 tags")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form JSON object")
+    metadata: Json = Field(default_factory=dict, description="Free-form JSON object")
 
     @field_validator("namespace")
     @classmethod
     def _valid_namespace(cls, value: str) -> str:
         return _check_namespace(value)
-
-    @field_validator("content", "title", "metadata", "tags")
-    @classmethod
-    def _reject_nul(cls, value: Any) -> Any:
-        _no_nul(value)
-        return value
 
 
 class UpdateMemory(BaseModel):
@@ -71,19 +75,13 @@ class UpdateMemory(BaseModel):
 
     model_config = _STRICT
 
-    content: str | None = Field(None, description="New text")
-    title: str | None = Field(None, max_length=512, description="New title")
+    content: Text | None = Field(None, description="New text")
+    title: Text | None = Field(None, max_length=512, description="New title")
     tags: list[Tag] | None = Field(None, max_length=64, description="New tags (replace)")
-    metadata: dict[str, Any] | None = Field(None, description="New metadata (replace)")
+    metadata: Json | None = Field(None, description="New metadata (replace)")
     expected_revision: int | None = Field(
         None, ge=1, description="Refuse with 409 unless the memory is at this revision"
     )
-
-    @field_validator("content", "title", "metadata", "tags")
-    @classmethod
-    def _reject_nul(cls, value: Any) -> Any:
-        _no_nul(value)
-        return value
 
 
 class RecallQuery(BaseModel):
@@ -91,7 +89,7 @@ class RecallQuery(BaseModel):
 
     model_config = _STRICT
 
-    query: str = Field(min_length=1, max_length=2000, description="Search text")
+    query: Text = Field(min_length=1, max_length=2000, description="Search text")
     namespace: str | None = Field(
         None, description="Search this namespace and its ancestors (nearer ranks higher)"
     )
@@ -105,12 +103,6 @@ class RecallQuery(BaseModel):
     @classmethod
     def _valid_namespace(cls, value: str | None) -> str | None:
         return None if value is None else _check_namespace(value)
-
-    @field_validator("query")
-    @classmethod
-    def _reject_nul(cls, value: str) -> str:
-        _no_nul(value)
-        return value
 
 
 def check_sizes(limits: Limits, *, content: str | None, metadata: dict[str, Any] | None) -> None:

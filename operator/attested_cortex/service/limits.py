@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from attested_cortex.store.graph.base import MAX_PATH_DEPTH, MAX_QUERY_DEPTH
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -19,8 +21,8 @@ class Limits:
     max_tags: int = 64
     max_recall_limit: int = 100
     recall_pool: int = 200
-    max_kg_depth: int = 5
-    max_kg_path_hops: int = 7
+    max_kg_depth: int = MAX_QUERY_DEPTH
+    max_kg_path_hops: int = MAX_PATH_DEPTH
 
     def as_dict(self) -> dict[str, int]:
         """The limits as plain JSON."""

@@ -15,8 +15,13 @@ import signal
 from collections.abc import Callable, Mapping
 
 from attested_cortex.hooks.rpc import RpcConnection
-from attested_cortex.hooks.supervising import DEFAULT_BACKOFF, Backoff, Supervisor
-from attested_cortex.hooks.wire import MODE_ENV, RawHookRequest, TransportState
+from attested_cortex.hooks.supervising import (
+    DEFAULT_BACKOFF,
+    Backoff,
+    SupervisedTransport,
+    Supervisor,
+)
+from attested_cortex.hooks.wire import MODE_ENV
 
 #: How long a child may take to exit after its stdin closes before it is killed.
 _GRACE_S = 0.5
@@ -39,7 +44,7 @@ class _ChildLink:
         await self.proc.wait()
 
 
-class DaemonTransport:
+class DaemonTransport(SupervisedTransport):
     """Runs ``command`` once and multiplexes every call over its stdin/stdout."""
 
     def __init__(
@@ -62,22 +67,3 @@ class DaemonTransport:
         )
         return _ChildLink(proc, max_in_flight=self._max_in_flight)
 
-    async def start(self) -> None:
-        """Spawn the child in the background."""
-        await self._supervisor.start()
-
-    async def wait_settled(self, timeout_s: float) -> None:
-        """Wait (bounded) until the child is up or its start failed."""
-        await self._supervisor.wait_settled(timeout_s)
-
-    async def call(self, request: RawHookRequest, *, timeout_s: float) -> object:
-        """One JSON-RPC round trip."""
-        return await self._supervisor.call(request, timeout_s=timeout_s)
-
-    def state(self) -> TransportState:
-        """Up/starting/backoff/closed, restarts, child pid."""
-        return self._supervisor.state()
-
-    async def aclose(self) -> None:
-        """Stop the child and its process group."""
-        await self._supervisor.aclose()

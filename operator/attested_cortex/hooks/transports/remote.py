@@ -12,8 +12,12 @@ from collections.abc import Callable
 
 from attested_cortex.hooks.addresses import TcpAddress, parse_address
 from attested_cortex.hooks.rpc import RpcConnection
-from attested_cortex.hooks.supervising import DEFAULT_BACKOFF, Backoff, Supervisor
-from attested_cortex.hooks.wire import RawHookRequest, TransportState
+from attested_cortex.hooks.supervising import (
+    DEFAULT_BACKOFF,
+    Backoff,
+    SupervisedTransport,
+    Supervisor,
+)
 
 
 class _SocketLink:
@@ -26,7 +30,7 @@ class _SocketLink:
         await self.connection.aclose()
 
 
-class RemoteTransport:
+class RemoteTransport(SupervisedTransport):
     """Connects to ``address`` and multiplexes every call over that connection."""
 
     def __init__(
@@ -50,22 +54,3 @@ class RemoteTransport:
             reader, writer = await asyncio.open_unix_connection(address.path, limit=self._limit)
         return _SocketLink(RpcConnection(reader, writer, max_in_flight=self._max_in_flight))
 
-    async def start(self) -> None:
-        """Connect in the background."""
-        await self._supervisor.start()
-
-    async def wait_settled(self, timeout_s: float) -> None:
-        """Wait (bounded) until connected or the attempt failed."""
-        await self._supervisor.wait_settled(timeout_s)
-
-    async def call(self, request: RawHookRequest, *, timeout_s: float) -> object:
-        """One JSON-RPC round trip."""
-        return await self._supervisor.call(request, timeout_s=timeout_s)
-
-    def state(self) -> TransportState:
-        """Up/starting/backoff/closed and reconnect count."""
-        return self._supervisor.state()
-
-    async def aclose(self) -> None:
-        """Close the connection and stop reconnecting."""
-        await self._supervisor.aclose()
