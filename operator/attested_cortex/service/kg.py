@@ -1,5 +1,6 @@
 """Knowledge-graph reads: query, paths, timeline, and the links of a memory. Each fires its
-read-class hooks and runs on the live backend (AGE or CTE: the same answers)."""
+read-class hooks and runs on the live backend (AGE or CTE: the same answers). The backends
+check their inputs themselves (unknown or deleted memories are 404, ranges are 400)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ async def query(svc: Services, caller: Caller, cmd: KgQuery) -> dict[str, Any]:
                                    namespace=None)
     cmd = hooking.revalidate(KgQuery, payload)
     async with svc.db.connection() as conn:
-        await link_rows.require_live_memories(conn, cmd.start_id)
         graph = await backend(svc).query(conn, start_id=cmd.start_id, depth=cmd.depth,
                                          relations=cmd.relations, valid_at=cmd.valid_at)
     view = subgraph_view(graph)
@@ -46,7 +46,6 @@ async def paths(svc: Services, caller: Caller, cmd: KgPaths) -> dict[str, Any]:
                                    namespace=None)
     cmd = hooking.revalidate(KgPaths, payload)
     async with svc.db.connection() as conn:
-        await link_rows.require_live_memories(conn, cmd.src_id, cmd.dst_id)
         found = await backend(svc).paths(conn, src_id=cmd.src_id, dst_id=cmd.dst_id,
                                          max_depth=cmd.max_depth, limit=cmd.limit,
                                          valid_at=cmd.valid_at)
@@ -60,7 +59,6 @@ async def timeline(svc: Services, caller: Caller, memory_id: uuid.UUID) -> dict[
     payload = {"operation": "timeline", "memory_id": str(memory_id)}
     await hooking.before(svc, caller, "pre_kg_query", payload, namespace=None)
     async with svc.db.connection() as conn:
-        await link_rows.require_live_memories(conn, memory_id)
         found = await backend(svc).timeline(conn, memory_id=memory_id)
     view = timeline_view(str(memory_id), found)
     await hooking.after(svc, caller, "post_kg_query", {"query": payload, **view}, namespace=None)
