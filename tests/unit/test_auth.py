@@ -9,15 +9,15 @@ from attested_cortex.errors import InvalidInputError, UnauthenticatedError
 from attested_cortex.server.auth import DevAuth, TokenAuth, check_dev_listen
 
 
-def test_dev_auth_reads_the_header() -> None:
-    assert DevAuth().authenticate({"X-Agent-Id": "dev:alice"}).agent_id == "dev:alice"
+async def test_dev_auth_reads_the_header() -> None:
+    assert (await DevAuth().authenticate({"X-Agent-Id": "dev:alice"})).agent_id == "dev:alice"
 
 
 @pytest.mark.parametrize("headers", [{}, {"X-Agent-Id": ""}, {"X-Agent-Id": "bad id"},
                                      {"X-Agent-Id": "x" * 201}])
-def test_dev_auth_rejects_missing_or_bad_ids(headers: dict[str, str]) -> None:
+async def test_dev_auth_rejects_missing_or_bad_ids(headers: dict[str, str]) -> None:
     with pytest.raises(UnauthenticatedError):
-        DevAuth().authenticate(headers)
+        await DevAuth().authenticate(headers)
 
 
 def tokens_file(tmp_path: Path, lines: str) -> Path:
@@ -26,20 +26,20 @@ def tokens_file(tmp_path: Path, lines: str) -> Path:
     return path
 
 
-def test_token_auth_maps_hash_to_agent(tmp_path: Path) -> None:
+async def test_token_auth_maps_hash_to_agent(tmp_path: Path) -> None:
     digest = hashlib.sha256(b"s3cret-token").hexdigest()
     auth = TokenAuth.from_file(tokens_file(tmp_path, f"# agents\n{digest} k8s:ns/planner\n"))
-    caller = auth.authenticate({"Authorization": "Bearer s3cret-token"})
+    caller = await auth.authenticate({"Authorization": "Bearer s3cret-token"})
     assert caller.agent_id == "k8s:ns/planner" and caller.auth == "tokens"
 
 
 @pytest.mark.parametrize("header", ["", "Bearer", "Bearer wrong", "Basic s3cret-token",
                                     "s3cret-token"])
-def test_token_auth_rejects(tmp_path: Path, header: str) -> None:
+async def test_token_auth_rejects(tmp_path: Path, header: str) -> None:
     digest = hashlib.sha256(b"s3cret-token").hexdigest()
     auth = TokenAuth.from_file(tokens_file(tmp_path, f"{digest} agent\n"))
     with pytest.raises(UnauthenticatedError) as err:
-        auth.authenticate({"Authorization": header})
+        await auth.authenticate({"Authorization": header})
     assert "s3cret" not in err.value.message
 
 

@@ -22,6 +22,8 @@ def register(subparsers: Any) -> None:
                         help="HOST:PORT to listen on (repeatable; default 127.0.0.1:8080)")
     parser.add_argument("--auth", choices=["dev", "tokens", "kubernetes"])
     parser.add_argument("--tokens-file", type=Path, help="token hash file for --auth tokens")
+    parser.add_argument("--kubeconfig", type=Path,
+                        help="--auth kubernetes outside a cluster: where the API server is")
     parser.add_argument("--graph-backend", choices=["Auto", "AGE", "CTE"])
     parser.add_argument("--hooks-file", type=Path, help="hook configuration file")
     parser.add_argument("--keys-dir", type=Path, help="directory of agent key Secrets")
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config, {
             "database_url": args.database_url, "listen": args.listen, "auth": args.auth,
-            "tokens_file": args.tokens_file, "graph_backend": args.graph_backend,
+            "tokens_file": args.tokens_file, "kubeconfig": args.kubeconfig,
+            "graph_backend": args.graph_backend,
             "hooks_file": args.hooks_file, "keys_dir": args.keys_dir,
         })
         if not settings.database_url:

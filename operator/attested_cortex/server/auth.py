@@ -5,6 +5,8 @@
 * ``tokens`` reads a file of SHA-256 token hashes mapped to agent ids (one
   ``<sha256-hex> <agent-id>`` per line, ``#`` comments). Tokens are compared as hashes with
   :func:`hmac.compare_digest` against every entry, so timing reveals nothing.
+* ``kubernetes`` (:mod:`.auth_kubernetes`) asks the API server (TokenReview) who a
+  service-account token belongs to.
 """
 
 from __future__ import annotations
@@ -32,7 +34,15 @@ class Authenticator(Protocol):
     @property
     def mode(self) -> str: ...
 
-    def authenticate(self, headers: Mapping[str, str]) -> Caller: ...
+    async def authenticate(self, headers: Mapping[str, str]) -> Caller: ...
+
+
+def bearer_token(headers: Mapping[str, str]) -> str:
+    """The token of an ``Authorization: Bearer`` header (401 when there is none)."""
+    scheme, _, token = headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise UnauthenticatedError("send 'Authorization: Bearer <token>'")
+    return token.strip()
 
 
 def parse_agent_id(value: str) -> AgentId:
@@ -48,7 +58,7 @@ class DevAuth:
 
     mode: str = "dev"
 
-    def authenticate(self, headers: Mapping[str, str]) -> Caller:
+    async def authenticate(self, headers: Mapping[str, str]) -> Caller:
         value = headers.get("X-Agent-Id")
         if not value:
             raise UnauthenticatedError("send the X-Agent-Id header (dev authentication)")
@@ -79,12 +89,8 @@ class TokenAuth:
             entries.append((bytes.fromhex(match[1]), AgentId(match[2])))
         return cls(tuple(entries))
 
-    def authenticate(self, headers: Mapping[str, str]) -> Caller:
-        value = headers.get("Authorization", "")
-        scheme, _, token = value.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise UnauthenticatedError("send 'Authorization: Bearer <token>'")
-        digest = hashlib.sha256(token.strip().encode()).digest()
+    async def authenticate(self, headers: Mapping[str, str]) -> Caller:
+        digest = hashlib.sha256(bearer_token(headers).encode()).digest()
         found: AgentId | None = None
         for known, agent in self.entries:
             if hmac.compare_digest(known, digest):

@@ -54,6 +54,6 @@ async def context_middleware(request: web.Request, handler: Any) -> web.StreamRe
 async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Authenticate every non-public request (401 in the envelope on failure)."""
     if request.path not in PUBLIC_PATHS:
-        request[CALLER_KEY] = state(request).auth.authenticate(request.headers)
+        request[CALLER_KEY] = await state(request).auth.authenticate(request.headers)
     response: web.StreamResponse = await handler(request)
     return response

@@ -45,10 +45,10 @@ def build_auth(settings: ServerSettings) -> Authenticator:
         if settings.tokens_file is None:
             raise InvalidInputError("--auth tokens needs --tokens-file", field="tokens_file")
         return TokenAuth.from_file(settings.tokens_file)
-    raise InvalidInputError(
-        "--auth kubernetes (TokenReview) is not available in this build; use tokens",
-        field="auth",
-    )
+    from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
+
+    return KubernetesAuth(client_review(kubeconfig=settings.kubeconfig,
+                                        audiences=settings.token_audiences))
 
 
 def limits_from(settings: ServerSettings) -> Limits:

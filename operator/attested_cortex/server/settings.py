@@ -42,6 +42,8 @@ class ServerSettings(BaseModel):
     listen: list[str] = Field(default_factory=lambda: ["127.0.0.1:8080"])
     auth: Literal["dev", "tokens", "kubernetes"] = "dev"
     tokens_file: Path | None = None
+    kubeconfig: Path | None = None  # --auth kubernetes outside a cluster
+    token_audiences: list[str] = Field(default_factory=list)
     graph_backend: Literal["Auto", "AGE", "CTE"] = "Auto"
     hooks_file: Path | None = None
     keys_dir: Path | None = None

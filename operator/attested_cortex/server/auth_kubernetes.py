@@ -1,0 +1,97 @@
+"""``--auth kubernetes``: a service-account token is reviewed by the API server (TokenReview).
+
+The agent id of ``system:serviceaccount:<ns>:<name>`` is ``k8s:<ns>/<name>`` (the default
+``agentId`` of an AgentIdentity bound to that service account); any other kind of user is
+refused. Positive answers are cached for a short time under the SHA-256 of the token (never
+the token itself), so a busy agent costs one review per minute, not one per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attested_cortex.errors import InvalidInputError, NotReadyError, UnauthenticatedError
+from attested_cortex.server.auth import bearer_token, parse_agent_id
+from attested_cortex.service.context import Caller
+from attested_cortex.types import AgentId
+
+SA_PREFIX = "system:serviceaccount:"
+#: Who the API server says a token belongs to: (authenticated, username).
+Review = Callable[[str], Awaitable[tuple[bool, str]]]
+
+
+def agent_id_for(username: str) -> AgentId:
+    """``system:serviceaccount:ns:name`` -> ``k8s:ns/name``; other users are refused."""
+    namespace, _, name = username.removeprefix(SA_PREFIX).partition(":")
+    if not username.startswith(SA_PREFIX) or not namespace or not name:
+        raise UnauthenticatedError("only Kubernetes service accounts may call this server")
+    return parse_agent_id(f"k8s:{namespace}/{name}")
+
+
+@dataclass
+class KubernetesAuth:
+    """Bearer tokens reviewed by the API server, with a short positive cache."""
+
+    review: Review
+    ttl_s: float = 60.0
+    max_entries: int = 10_000
+    mode: str = "kubernetes"
+    _cache: dict[bytes, tuple[float, Caller]] = field(default_factory=dict)
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Caller:
+        token = bearer_token(headers)
+        digest = hashlib.sha256(token.encode()).digest()
+        cached = self._cache.get(digest)
+        now = time.monotonic()
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        authenticated, username = await self.review(token)
+        if not authenticated:
+            raise UnauthenticatedError("the API server did not accept this token")
+        caller = Caller(agent_id_for(username), self.mode)
+        if len(self._cache) >= self.max_entries:
+            self._cache.clear()
+        self._cache[digest] = (now + self.ttl_s, caller)
+        return caller
+
+
+def client_review(*, kubeconfig: Path | None, audiences: Sequence[str] = ()) -> Review:
+    """A :data:`Review` through the kubernetes client: in-cluster credentials, or
+    ``kubeconfig`` when given (outside a cluster, e.g. ``make run`` and the tests)."""
+    from kubernetes import client, config
+
+    try:
+        if kubeconfig is not None:
+            api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=str(kubeconfig))
+        else:
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+            api_client = client.ApiClient()
+    except (config.ConfigException, OSError) as exc:
+        raise InvalidInputError(
+            f"--auth kubernetes needs in-cluster credentials or a readable --kubeconfig: {exc}",
+            field="kubeconfig",
+        ) from exc
+    api = client.AuthenticationV1Api(api_client)
+
+    def review_sync(token: str) -> tuple[bool, str]:
+        spec = client.V1TokenReviewSpec(token=token, audiences=list(audiences) or None)
+        try:
+            answer: Any = api.create_token_review(client.V1TokenReview(spec=spec))
+        except client.ApiException as exc:
+            raise NotReadyError(f"TokenReview failed ({exc.status}); check the server's "
+                                "RBAC (tokenreviews: create)") from None
+        status = answer.status
+        user = status.user.username if status and status.user else ""
+        return bool(status and status.authenticated), user or ""
+
+    async def review(token: str) -> tuple[bool, str]:
+        return await asyncio.to_thread(review_sync, token)
+
+    return review
