@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol
 
 from attested_cortex.errors import InvalidInputError
 
@@ -42,16 +42,18 @@ PATHS_SCAN_CAP: Final = 20000
 MAX_TIMELINE: Final = 5000
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A memory reached by kg/query, with its fewest-hops distance from the start."""
+class Node(NamedTuple):
+    """A memory reached by kg/query, with its fewest-hops distance from the start.
+
+    A NamedTuple, not a frozen dataclass: a depth-5 answer builds thousands of these, and
+    a frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field) dominated it.
+    """
 
     depth: int
     id: uuid.UUID
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
+class Edge(NamedTuple):
     """A link that kg/query walked (its window holds at the query's instant)."""
 
     id: uuid.UUID
@@ -148,10 +150,10 @@ def bound_subgraph(nodes: dict[uuid.UUID, int], edges: Iterable[Edge]) -> Subgra
     """Order a traversal's raw answer and cut it to MAX_NODES / MAX_EDGES, saying so."""
     # Integer keys: uuid.UUID.__lt__ is a Python-level method and dominated the profile.
     ordered = sorted(nodes.items(), key=lambda item: (item[1], item[0].int))
-    kept = [Node(depth=d, id=i) for i, d in ordered[:MAX_NODES]]
-    kept_ids = {n.id for n in kept}
+    kept = [Node(d, i) for i, d in ordered[:MAX_NODES]]
+    kept_ids = {n.id.int for n in kept}  # int keys: uuid.UUID.__hash__ is Python-level too
     all_edges = sorted(edges, key=lambda e: e.id.int)
-    inside = [e for e in all_edges if e.src_id in kept_ids and e.dst_id in kept_ids]
+    inside = [e for e in all_edges if e.src_id.int in kept_ids and e.dst_id.int in kept_ids]
     truncated = len(kept) < len(ordered) or len(inside) > MAX_EDGES
     return Subgraph(nodes=tuple(kept), edges=tuple(inside[:MAX_EDGES]), truncated=truncated)
 

@@ -110,7 +110,7 @@ class CteBackend:
             if edge_id is None:
                 nodes[node_id] = node_depth
             else:
-                edges.append(Edge(id=edge_id, src_id=node_id, dst_id=dst_id, relation=relation))
+                edges.append(Edge(edge_id, node_id, dst_id, relation))
         return base.bound_subgraph(nodes, edges)
 
     async def paths(
