@@ -9,8 +9,6 @@ signed by the cortex; any other agent signs its own links (``keyCustody: Agent``
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +22,7 @@ from attested_cortex.attest.levels import (
 )
 from attested_cortex.attest.loading import KeySnapshot, KeySource
 from attested_cortex.attest.payloads import LinkPayload, from_unix_ms, link_payload, to_unix_ms
-from attested_cortex.errors import InvalidInputError
+from attested_cortex.attest.signing import parse_signature
 from attested_cortex.store.links import Link
 from attested_cortex.types import AgentId
 
@@ -47,16 +45,6 @@ def snapshot(keys: KeySource | None) -> KeySnapshot:
     return keys.snapshot() if keys is not None else EMPTY
 
 
-def decode_signature(text: str | None) -> bytes | None:
-    """The client's base64 signature as bytes (400 naming the field when malformed)."""
-    if text is None:
-        return None
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidInputError("signature must be base64", field="signature") from exc
-
-
 def exact_ms(moment: datetime) -> datetime:
     """``moment`` truncated to the millisecond: what is stored is exactly what was signed."""
     return from_unix_ms(to_unix_ms(moment))
@@ -73,7 +61,7 @@ def plan_link(
     end = exact_ms(valid_until) if valid_until is not None else None
     payload = link_payload(src_id=src_id, dst_id=dst_id, relation=relation,
                            observed_by=agent_id, valid_from=start, valid_until=end)
-    presented = decode_signature(signature)
+    presented = parse_signature(signature) if signature is not None else None
     now_ms = to_unix_ms(moment)
     signing_key = keys.signing_keys.get(AgentId(agent_id))
     custody: KeyCustody = "Cortex" if signing_key is not None else "Agent"
