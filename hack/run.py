@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +67,11 @@ def walkthrough(base: str, dsn: str, workdir: Path) -> str:
 
 def main() -> int:
     """Start everything, print the walkthrough, wait for Ctrl-C, stop everything."""
+    stop = threading.Event()
+    # Handlers, not a blocked signal mask: children inherit a mask, and a server that
+    # cannot receive SIGTERM would outlive `make run`.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     workdir = Path(tempfile.mkdtemp(prefix="cortex-run-"))
     os.chmod(workdir, 0o755)  # noqa: S103 - the database user must traverse it; no secrets
     server = None
@@ -85,14 +91,19 @@ def main() -> int:
             )
         wait_until_up(f"{base}/readyz", process)
         print(walkthrough(base, dsn, workdir), flush=True)
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        while not stop.wait(0.5) and process.poll() is None:
+            pass  # woken by Ctrl-C / SIGTERM, or the server exited
     except KeyboardInterrupt:
         pass
     finally:
         print("\nstopping ...", flush=True)
         if process is not None and process.poll() is None:
             process.terminate()
-            process.wait(timeout=15)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         if server is not None:
             server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -100,5 +111,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     raise SystemExit(main())
