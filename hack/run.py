@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.pgservers import start_pg_age  # noqa: E402
-from tests.support.served import CORTEXCTL, wait_until_up  # noqa: E402
+from tests.support.served import CORTEXCTL, stop, wait_until_up  # noqa: E402
 
 from attested_cortex.store.migrating import migrate  # noqa: E402
 
@@ -67,11 +67,11 @@ def walkthrough(base: str, dsn: str, workdir: Path) -> str:
 
 def main() -> int:
     """Start everything, print the walkthrough, wait for Ctrl-C, stop everything."""
-    stop = threading.Event()
+    interrupted = threading.Event()
     # Handlers, not a blocked signal mask: children inherit a mask, and a server that
     # cannot receive SIGTERM would outlive `make run`.
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda *_: interrupted.set())
     workdir = Path(tempfile.mkdtemp(prefix="cortex-run-"))
     os.chmod(workdir, 0o755)  # noqa: S103 - the database user must traverse it; no secrets
     server = None
@@ -91,19 +91,14 @@ def main() -> int:
             )
         wait_until_up(f"{base}/readyz", process)
         print(walkthrough(base, dsn, workdir), flush=True)
-        while not stop.wait(0.5) and process.poll() is None:
+        while not interrupted.wait(0.5) and process.poll() is None:
             pass  # woken by Ctrl-C / SIGTERM, or the server exited
     except KeyboardInterrupt:
         pass
     finally:
         print("\nstopping ...", flush=True)
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            stop(process)
         if server is not None:
             server.stop()
         shutil.rmtree(workdir, ignore_errors=True)

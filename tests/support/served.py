@@ -40,6 +40,18 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], *, seconds: float 
     raise TimeoutError(f"{url} did not answer within {seconds}s")
 
 
+def stop(process: subprocess.Popen[bytes], *, grace_s: float = 15) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited within ``grace_s``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @dataclass
 class Served:
     """A running ``cortexctl serve``."""
@@ -67,9 +79,4 @@ def serve(dsn: str, workdir: Path, *extra: str) -> Iterator[Served]:
             raise RuntimeError(f"{exc}; its log ends:\n{log.read_text()[-2000:]}") from exc
         yield Served(f"http://127.0.0.1:{port}", process, log)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
