@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -165,23 +166,30 @@ def age_root() -> Path:
     return Path(cache) / "pg-age-trixie"
 
 
-def start_pg15(tmpdir: Path, *, port: int | None = None) -> PgServer:
-    """Starts a private PostgreSQL 15 cluster with its data, socket and log under ``tmpdir``."""
+def start_pg15(tmpdir: Path, *, port: int | None = None,
+               settings: Mapping[str, str] | None = None) -> PgServer:
+    """Starts a private PostgreSQL 15 cluster with its data, socket and log under ``tmpdir``.
+
+    ``settings`` are extra postgresql.conf lines (name -> value), appended after the defaults.
+    """
     runner = host_runner()
     tmpdir = Path(os.path.abspath(tmpdir))  # lexically, as PostgreSQL reports data_directory
     _check_reachable(tmpdir)
     data = tmpdir / f"pg15-{uuid.uuid4().hex[:8]}"
     layout = Layout(data_host=data, data_inner=str(data))
-    return _start(runner, kind="pg15", layout=layout, log=tmpdir / "pg15.log", port=port)
+    return _start(runner, kind="pg15", layout=layout, log=tmpdir / "pg15.log", port=port,
+                  settings=settings)
 
 
-def start_pg_age(tmpdir: Path, *, port: int | None = None, root: Path | None = None) -> PgServer:
-    """Starts PostgreSQL 17 + AGE with its data, socket and log under ``tmpdir``."""
+def start_pg_age(tmpdir: Path, *, port: int | None = None, root: Path | None = None,
+                 settings: Mapping[str, str] | None = None) -> PgServer:
+    """Starts PostgreSQL 17 + AGE with its data, socket and log under ``tmpdir``; see start_pg15."""
     runner = age_runner(root)
     name = f"attested-cortex-{uuid.uuid4().hex[:12]}"
     layout = Layout(data_host=Path(tmpdir) / name, data_inner=f"/tmp/{name}",
                     mountpoint=runner.host_path(f"/tmp/{name}"))
-    return _start(runner, kind="age", layout=layout, log=Path(tmpdir) / "age.log", port=port)
+    return _start(runner, kind="age", layout=layout, log=Path(tmpdir) / "age.log", port=port,
+                  settings=settings)
 
 
 def fast_tmpdir(prefix: str) -> Path:
@@ -193,9 +201,9 @@ def fast_tmpdir(prefix: str) -> Path:
 
 
 def _start(runner: Runner, *, kind: ServerKind, layout: Layout, log: Path, port: int | None,
-           ) -> PgServer:
+           settings: Mapping[str, str] | None = None) -> PgServer:
     try:
-        _initdb(runner, layout=layout, preload_age=kind == "age")
+        _initdb(runner, layout=layout, preload_age=kind == "age", settings=settings or {})
         process, port = _launch(runner, layout=layout, log=log, port=port)
     except BaseException:
         _remove(layout)
@@ -216,7 +224,8 @@ def _remove(layout: Layout) -> None:
         layout.mountpoint.rmdir()  # empty: the bind lived only in the postmaster's namespace
 
 
-def _initdb(runner: Runner, *, layout: Layout, preload_age: bool) -> None:
+def _initdb(runner: Runner, *, layout: Layout, preload_age: bool,
+            settings: Mapping[str, str]) -> None:
     """A new cluster: a copy of a pristine initdb made once per server build."""
     layout.data_host.parent.mkdir(parents=True, exist_ok=True)
     if layout.mountpoint is not None:
@@ -224,6 +233,7 @@ def _initdb(runner: Runner, *, layout: Layout, preload_age: bool) -> None:
     _run(["cp", "-a", str(_template(runner)), str(layout.data_host)], what="copying initdb")
     with (layout.data_host / "postgresql.conf").open("a") as conf:
         conf.write(_config(socket_dir=layout.data_inner, preload_age=preload_age))
+        conf.writelines(f"{name} = '{value}'\n" for name, value in settings.items())
 
 
 def _template(runner: Runner) -> Path:
