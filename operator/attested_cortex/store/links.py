@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -106,8 +107,13 @@ async def require_live_memories(conn: psycopg.AsyncConnection[Any], *ids: uuid.U
     rows = await fetch_tuples(
         conn, "SELECT id FROM memories WHERE id = ANY(%s) AND deleted_at IS NULL", (list(ids),)
     )
-    found = {row[0] for row in rows}
-    missing = [str(i) for i in ids if i not in found]
+    check_live(ids, found=[row[0] for row in rows])
+
+
+def check_live(ids: Iterable[uuid.UUID], *, found: Iterable[uuid.UUID]) -> None:
+    """Raise 404 naming the first of ``ids`` that is not among the ``found`` live memories."""
+    live = set(found)
+    missing = [str(i) for i in ids if i not in live]
     if missing:
         raise NotFoundError(f"no live memory with id {missing[0]}", memory_id=missing[0])
 

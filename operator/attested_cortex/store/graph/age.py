@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from attested_cortex.store.graph import base, preparing
 from attested_cortex.store.graph import cypher as cy
-from attested_cortex.store.graph.base import BackendName, Edge, Path, PathSet, Subgraph, Timeline
+from attested_cortex.store.graph.base import BackendName, Path, PathSet, Subgraph, Timeline
+from attested_cortex.store.graph.walking import LevelWalk
 from attested_cortex.store.links import fetch_tuples
 
 if TYPE_CHECKING:
@@ -75,20 +76,16 @@ class AgeBackend:
         self, conn: Conn, *, start_id: uuid.UUID, depth: int,
         relations: Sequence[str] | None = None, valid_at: datetime | None = None,
     ) -> Subgraph:
-        req = await preparing.prepare_query(
-            conn, start_id=start_id, depth=depth, relations=relations, valid_at=valid_at
-        )
-        where = cy.active(cy.micros(req.instant), req.relations)
-        nodes, frontier = {start_id: 0}, [start_id]
-        edges: list[Edge] = []
-        for level in range(1, depth + 1):
-            if not frontier:
-                break
-            hops = await _hop(conn, frontier, where=where, direction="out")
-            edges.extend(Edge(id=e, src_id=a, dst_id=b, relation=r) for a, e, b, r in hops)
-            frontier = [b for b in dict.fromkeys(h[2] for h in hops) if b not in nodes]
-            nodes.update(dict.fromkeys(frontier, level))
-        return base.bound_subgraph(nodes, edges)
+        async with preparing.snapshot(conn):
+            req = await preparing.prepare_query(
+                conn, start_id=start_id, depth=depth, relations=relations, valid_at=valid_at
+            )
+            where = cy.active(cy.micros(req.instant), req.relations)
+            walk = LevelWalk(start_id, depth)
+            while walk.frontier:
+                hops = await _hop(conn, walk.frontier, where=where, direction="out")
+                walk.add_level((e, a, b, r) for a, e, b, r in hops)
+        return walk.result()
 
     async def paths(
         self, conn: Conn, *, src_id: uuid.UUID, dst_id: uuid.UUID,

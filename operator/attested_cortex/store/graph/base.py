@@ -2,8 +2,9 @@
 
 Implemented by ``cte.CteBackend`` and ``age.AgeBackend``; chosen by ``selecting.select_backend``;
 called by the service layer (kg/query, kg/paths, kg/timeline) and by ``store.links`` (write
-mirroring hooks). Both backends return their raw answer to ``bound_subgraph`` / ``bound_paths``
-here, so ordering and truncation are identical whichever backend ran.
+mirroring hooks). Both backends shape their raw answer with ``walking.LevelWalk`` (kg/query) and
+``bound_paths`` / ``bound_timeline`` here, so ordering and truncation are identical whichever
+backend ran.
 
 Semantics (docs/graph.md): traversal follows links from ``src`` to ``dst``; a link counts at
 instant ``t`` when ``valid_from <= t < valid_until`` (open windows never close); tombstoned
@@ -144,18 +145,6 @@ def check_instant(valid_at: datetime | None) -> None:
     """Refuse a naive ``valid_at`` (400): an instant needs a time zone offset."""
     if valid_at is not None and valid_at.tzinfo is None:
         raise InvalidInputError("valid_at needs a time zone offset", field="valid_at")
-
-
-def bound_subgraph(nodes: dict[uuid.UUID, int], edges: Iterable[Edge]) -> Subgraph:
-    """Order a traversal's raw answer and cut it to MAX_NODES / MAX_EDGES, saying so."""
-    # Integer keys: uuid.UUID.__lt__ is a Python-level method and dominated the profile.
-    ordered = sorted(nodes.items(), key=lambda item: (item[1], item[0].int))
-    kept = [Node(d, i) for i, d in ordered[:MAX_NODES]]
-    kept_ids = {n.id.int for n in kept}  # int keys: uuid.UUID.__hash__ is Python-level too
-    all_edges = sorted(edges, key=lambda e: e.id.int)
-    inside = [e for e in all_edges if e.src_id.int in kept_ids and e.dst_id.int in kept_ids]
-    truncated = len(kept) < len(ordered) or len(inside) > MAX_EDGES
-    return Subgraph(nodes=tuple(kept), edges=tuple(inside[:MAX_EDGES]), truncated=truncated)
 
 
 def bound_paths(paths: Iterable[Path], *, limit: int) -> PathSet:

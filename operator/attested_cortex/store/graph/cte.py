@@ -1,9 +1,11 @@
-"""The recursive-CTE graph backend: traversals in plain PostgreSQL over the links table.
+"""The relational ("CTE") graph backend: traversals in plain PostgreSQL over the links table.
 
 Always available; chosen by ``selecting.select_backend`` for ``CTE`` and for ``Auto`` (see
 docs/adr/0003-graph-backend-auto.md). Called by the service layer for kg/query, kg/paths and
 kg/timeline, and by ``store.links`` for the write hooks, which are no-ops here because the
-relational tables are the graph. Semantics and bounds live in ``base``.
+relational tables are the graph. kg/query walks one set-based statement per level inside one
+read-only snapshot (``walking.LevelWalk``, ADR 0006); kg/paths is a recursive CTE pruned by
+backward distances. Semantics and bounds live in ``base``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from psycopg.rows import tuple_row
+
 from attested_cortex.store.graph import base, preparing
-from attested_cortex.store.graph.base import BackendName, Edge, Path, PathSet, Subgraph, Timeline
+from attested_cortex.store.graph.base import BackendName, Path, PathSet, Subgraph, Timeline
+from attested_cortex.store.graph.walking import LevelWalk
 from attested_cortex.store.links import fetch_tuples
 
 if TYPE_CHECKING:
@@ -32,24 +37,13 @@ _LIVE_DST: Final = (
 )
 _LIVE_SRC: Final = _LIVE_DST.replace("l.dst_id", "l.src_id")
 
-# UNION (not UNION ALL) keeps one row per (memory, depth): the walk is linear in the graph.
-# The edges are fetched from an unnested id array so the planner expects a handful of rows
-# and probes the covering index, instead of hashing the whole links table.
-QUERY_SQL: Final = f"""
-WITH RECURSIVE walk(id, depth) AS (
-    SELECT %(start)s::uuid, 0
-  UNION
-    SELECT l.dst_id, w.depth + 1
-    FROM walk w
-    JOIN links l ON l.src_id = w.id
-    WHERE w.depth < %(depth)s AND {_ACTIVE} AND {_LIVE_DST}
-), reached AS MATERIALIZED (
-    SELECT id, min(depth) AS depth FROM walk GROUP BY id
-)
-SELECT id, depth, NULL::uuid, NULL::uuid, NULL::text FROM reached
-UNION ALL
-SELECT l.src_id, NULL, l.id, l.dst_id, l.relation
-FROM unnest(ARRAY(SELECT id FROM reached WHERE depth < %(depth)s)) AS f(id)
+# One level of kg/query's walk (walking.LevelWalk): the active links out of the frontier to live
+# memories. The frontier travels as a binary uuid[] (parsing a text array of a few hundred
+# uuids cost more than the lookups); the unnested array makes the planner probe the covering
+# index once per frontier memory instead of hashing the whole links table.
+LEVEL_SQL: Final = f"""
+SELECT l.id, l.src_id, l.dst_id, l.relation
+FROM unnest(%(frontier)b::uuid[]) AS f(id)
 JOIN links l ON l.src_id = f.id
 WHERE {_ACTIVE} AND {_LIVE_DST}
 """
@@ -98,20 +92,18 @@ class CteBackend:
         self, conn: psycopg.AsyncConnection[Any], *, start_id: uuid.UUID, depth: int,
         relations: Sequence[str] | None = None, valid_at: datetime | None = None,
     ) -> Subgraph:
-        req = await preparing.prepare_query(
-            conn, start_id=start_id, depth=depth, relations=relations, valid_at=valid_at
-        )
-        params = {"start": start_id, "depth": depth, "t": req.instant, "rels": req.relations}
-        nodes: dict[uuid.UUID, int] = {}
-        edges: list[Edge] = []
-        for node_id, node_depth, edge_id, dst_id, relation in await fetch_tuples(
-            conn, QUERY_SQL, params
-        ):
-            if edge_id is None:
-                nodes[node_id] = node_depth
-            else:
-                edges.append(Edge(edge_id, node_id, dst_id, relation))
-        return base.bound_subgraph(nodes, edges)
+        async with preparing.snapshot(conn):
+            req = await preparing.prepare_query(
+                conn, start_id=start_id, depth=depth, relations=relations, valid_at=valid_at
+            )
+            walk = LevelWalk(start_id, depth)
+            params: dict[str, Any] = {"t": req.instant, "rels": req.relations}
+            async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
+                while walk.frontier:
+                    params["frontier"] = walk.frontier
+                    await cur.execute(LEVEL_SQL, params)
+                    walk.add_level(await cur.fetchall())
+        return walk.result()
 
     async def paths(
         self, conn: psycopg.AsyncConnection[Any], *, src_id: uuid.UUID, dst_id: uuid.UUID,

@@ -2,18 +2,21 @@
 
 Called first by every ``CteBackend`` / ``AgeBackend`` read: validates ranges and relation names
 (400), requires live endpoint memories (404), and pins the instant a traversal is evaluated at
-(``valid_at`` or the transaction's ``now()``, the same clock that invalidation writes with).
+(``valid_at`` or the transaction's ``now()``, the same clock that invalidation writes with),
+all in one round trip. ``snapshot`` gives a multi-statement traversal one consistent view.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final, cast
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from attested_cortex.errors import InvalidInputError
@@ -29,13 +32,45 @@ class Prepared:
     relations: list[str] | None
 
 
-async def _instant(conn: psycopg.AsyncConnection[Any], valid_at: datetime | None) -> datetime:
+_PIN_SQL: Final = (
+    "SELECT now(), ARRAY(SELECT id FROM memories WHERE id = ANY(%s) AND deleted_at IS NULL)"
+)
+
+
+async def _pin(
+    conn: psycopg.AsyncConnection[Any], valid_at: datetime | None, *ids: uuid.UUID
+) -> datetime:
+    """Require live endpoint memories (404) and resolve the instant, in one round trip."""
     base.check_instant(valid_at)
-    if valid_at is not None:
-        return valid_at
-    rows = await links.fetch_tuples(conn, "SELECT now()")
-    instant: datetime = rows[0][0]
-    return instant
+    rows = await links.fetch_tuples(conn, _PIN_SQL, (list(ids),))
+    now, live = rows[0]
+    links.check_live(ids, found=live)
+    return valid_at if valid_at is not None else cast(datetime, now)
+
+
+_OPEN: Final = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
+
+
+@asynccontextmanager
+async def snapshot(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
+    """One read-only snapshot for a traversal made of several statements.
+
+    On an autocommit connection (the service's) each statement would otherwise see its own
+    snapshot, and a walk could mix graph states. Inside a caller's transaction nothing changes:
+    that transaction already decides what the reads see.
+    """
+    if not conn.autocommit or conn.info.transaction_status != TransactionStatus.IDLE:
+        yield
+        return
+    await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    try:
+        yield
+    except BaseException:
+        if conn.info.transaction_status in _OPEN:
+            with suppress(psycopg.Error):  # a broken connection is the pool's to discard
+                await conn.execute("ROLLBACK")
+        raise
+    await conn.execute("COMMIT")
 
 
 async def prepare_query(
@@ -45,8 +80,7 @@ async def prepare_query(
     """Check a kg/query request and resolve its instant."""
     base.check_range(depth, field="depth", low=1, high=base.MAX_QUERY_DEPTH)
     rels = None if relations is None else sorted({links.check_relation(r) for r in relations})
-    await links.require_live_memories(conn, start_id)
-    return Prepared(instant=await _instant(conn, valid_at), relations=rels)
+    return Prepared(instant=await _pin(conn, valid_at, start_id), relations=rels)
 
 
 async def prepare_paths(
@@ -58,8 +92,7 @@ async def prepare_paths(
     base.check_range(limit, field="limit", low=1, high=base.MAX_PATHS)
     if src_id == dst_id:
         raise InvalidInputError("src_id and dst_id must differ: paths are simple", field="dst_id")
-    await links.require_live_memories(conn, src_id, dst_id)
-    return Prepared(instant=await _instant(conn, valid_at), relations=None)
+    return Prepared(instant=await _pin(conn, valid_at, src_id, dst_id), relations=None)
 
 
 async def prepare_timeline(conn: psycopg.AsyncConnection[Any], *, memory_id: uuid.UUID) -> None:
