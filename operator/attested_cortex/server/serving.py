@@ -9,6 +9,7 @@ SIGINT/SIGTERM closes listeners, hooks and the pool.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from contextlib import AsyncExitStack
@@ -91,6 +92,17 @@ async def _select_graph(
     return await select_backend(conn, settings.graph_backend)
 
 
+def freeze_startup_heap() -> None:
+    """Take what start-up allocated out of the garbage collector's sight (``gc.freeze``).
+
+    Modules, settings, the application and its routes live as long as the process; without
+    this every full collection walks them again, and one landing inside a request added tens
+    of milliseconds to it (measured on kg/query: docs/benchmarks/kg.json, ADR 0006).
+    """
+    gc.collect()
+    gc.freeze()
+
+
 async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGINT/SIGTERM."""
     auth = build_auth(settings)
@@ -108,6 +120,7 @@ async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        freeze_startup_heap()
         if ready is not None:
             ready.set()
         await stop.wait()
