@@ -16,6 +16,10 @@ from typing import Any
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The benchmark server runs with production settings where the test servers trade them for
+#: speed: synchronous_commit=off defers hint bits and the visibility map (index-only scans
+#: then visit the heap), and 64MB of shared buffers cannot hold a 400k-link graph.
+SERVER_SETTINGS = {"synchronous_commit": "on", "shared_buffers": "512MB"}
 RESULTS = ROOT / "docs" / "benchmarks"
 
 
@@ -50,7 +54,7 @@ def age_server() -> Iterator[Any]:
     from tests.support.pgservers import start_pg_age
 
     with tempfile.TemporaryDirectory(prefix="cortex-bench-") as tmp:
-        server = start_pg_age(Path(tmp))
+        server = start_pg_age(Path(tmp), settings=SERVER_SETTINGS)
         try:
             yield server
         finally:
