@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator
-from itertools import islice, repeat
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeVar
 
@@ -25,10 +25,8 @@ from attested_cortex.store.graph.base import MAX_EDGES, MAX_NODES, Edge, Node, S
 #: One active link out of the frontier, in Edge order: (link id, src_id, dst_id, relation).
 EdgeRow = tuple[uuid.UUID, uuid.UUID, uuid.UUID, str]
 
-# C-level sort keys: uuid.UUID's rich comparisons are Python methods, its ``int`` slot is not.
+# C-level keys: uuid.UUID's hash and comparisons are Python methods, its ``int`` slot is not.
 _BY_INT: Final = attrgetter("int")
-
-
 _DST: Final = itemgetter(2)
 
 
@@ -72,10 +70,10 @@ class LevelWalk:
     def add_level(self, rows: Iterable[EdgeRow]) -> None:
         """Take the active links out of the current frontier (to live memories only)."""
         level = len(self._levels)
-        before = len(self._rows)
-        self._rows.extend(rows)
+        walked = list(rows)
+        self._rows.extend(walked)
         # Set arithmetic on integer keys: every per-row step runs in C.
-        dsts = list(map(_DST, islice(self._rows, before, None)))
+        dsts = list(map(_DST, walked))
         by_key = dict(zip(map(_BY_INT, dsts), dsts, strict=True))
         fresh = by_key.keys() - self._seen
         self._seen |= fresh
