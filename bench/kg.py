@@ -98,8 +98,10 @@ async def settle(conn: psycopg.AsyncConnection[Any], *, attempts: int = 3) -> fl
     """Vacuum until the links' visibility map is set, as autovacuum leaves a steady graph.
 
     Index-only traversals visit the heap for every page not yet marked all-visible, so a
-    freshly loaded table would be measured in a state no long-running server stays in.
-    Returns the share of links pages marked all-visible (100.0 when settled).
+    freshly loaded table would be measured in a state no long-running server stays in. The
+    CHECKPOINT flushes the WAL first: with synchronous_commit=off, VACUUM cannot mark pages
+    whose inserting commit is not flushed yet. Returns the share of links pages marked
+    all-visible (100.0 when settled).
     """
     share = 0.0
     for _ in range(attempts):
