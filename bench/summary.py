@@ -36,10 +36,12 @@ def recall_rows(d: dict[str, Any]) -> list[Row]:
         for size, key, goal in (("10k", "recall_10k", "p95 <= 10 ms"),
                                 ("100k", "recall_100k", "p95 <= 30 ms"))
     ]
-    hooked = _get(d, "recall_10k_with_daemon_post_recall_hook", "p95")
-    plain = _get(d, "recall_10k", "p95")
-    rows.append(("recall p95 at 10k with a daemon post_recall hook",
-                 f"{_fmt(hooked, ' ms')} (+{round(hooked - plain, 3)} ms)"
+    paired = d.get("hook_overhead_10k") or {}
+    hooked = _get(paired, "with_daemon_post_recall_hook", "p95")
+    plain = _get(paired, "without_hooks", "p95")
+    rows.append(("recall p95 at 10k, daemon post_recall hook vs none (paired runs)",
+                 f"{_fmt(hooked, ' ms')} vs {_fmt(plain, ' ms')}"
+                 f" ({paired['p95_delta_ms']:+} ms; p50 {paired['p50_delta_ms']:+} ms)"
                  if hooked is not None and plain is not None else "n/a",
                  "within 1 ms of no hooks"))
     rows.append(("sequential stores (HTTP, client on the same 2 cores)",
