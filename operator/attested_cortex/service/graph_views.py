@@ -28,11 +28,19 @@ def link_view(link: Link) -> dict[str, Any]:
 
 
 def subgraph_view(graph: Subgraph) -> dict[str, Any]:
-    """kg/query's answer as JSON."""
+    """kg/query's answer as JSON.
+
+    Every edge end is a node (``walking.LevelWalk`` keeps only those edges), so each node's
+    text is made once and looked up by the uuid's integer: ``str(uuid)`` is Python code
+    (~1.5 µs here) and a 2000-node answer names about 6000 ids; ``int`` and a dict lookup
+    are C. An end that is not a node (no backend builds one) still gets its text.
+    """
+    names = {n.id.int: str(n.id) for n in graph.nodes}
     return {
-        "nodes": [{"id": str(n.id), "depth": n.depth} for n in graph.nodes],
-        "edges": [{"id": str(e.id), "src_id": str(e.src_id), "dst_id": str(e.dst_id),
-                   "relation": e.relation} for e in graph.edges],
+        "nodes": [{"id": names[n.id.int], "depth": n.depth} for n in graph.nodes],
+        "edges": [{"id": str(e.id), "src_id": names.get(e.src_id.int) or str(e.src_id),
+                   "dst_id": names.get(e.dst_id.int) or str(e.dst_id), "relation": e.relation}
+                  for e in graph.edges],
         "truncated": graph.truncated,
     }
 
