@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attested_cortex.store.graph.base import MAX_EDGES, Edge, Node, Subgraph
-from attested_cortex.store.graph.walking import EdgeRow, LevelWalk
+from attested_cortex.store.graph.walking import LevelWalk, make_edge
 from tests.graph import reference
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -25,15 +25,15 @@ def _ids(count: int) -> list[uuid.UUID]:
     return [uuid.UUID(int=i + 1) for i in range(count)]
 
 
-def _rows(edges: list[tuple[int, int]], ids: list[uuid.UUID]) -> list[EdgeRow]:
-    return [(uuid.UUID(int=10_000 + n), ids[a], ids[b], "related_to")
+def _rows(edges: list[tuple[int, int]], ids: list[uuid.UUID]) -> list[Edge]:
+    return [Edge(uuid.UUID(int=10_000 + n), ids[a], ids[b], "related_to")
             for n, (a, b) in enumerate(edges)]
 
 
-def _walk(rows: list[EdgeRow], start: uuid.UUID, depth: int, *, max_nodes: int = 2000,
+def _walk(rows: list[Edge], start: uuid.UUID, depth: int, *, max_nodes: int = 2000,
           ) -> tuple[Subgraph, list[list[uuid.UUID]]]:
     """Run the walk the way a backend does; also return every frontier it asked for."""
-    out: dict[uuid.UUID, list[EdgeRow]] = {}
+    out: dict[uuid.UUID, list[Edge]] = {}
     for row in rows:
         out.setdefault(row[1], []).append(row)
     walk = LevelWalk(start, depth, max_nodes=max_nodes)
@@ -103,11 +103,16 @@ def test_the_walk_stops_once_shallower_levels_fill_the_cut() -> None:
 
 def test_edges_beyond_max_edges_are_cut_and_flagged() -> None:
     a, b = _ids(2)
-    rows: list[EdgeRow] = [(uuid.UUID(int=10_000 + n), a, b, f"x-r{n}")
-                           for n in range(MAX_EDGES + 1)]
+    rows = [Edge(uuid.UUID(int=10_000 + n), a, b, f"x-r{n}") for n in range(MAX_EDGES + 1)]
     graph, _ = _walk(rows, a, 1)
     assert graph.truncated and len(graph.edges) == MAX_EDGES
     assert graph.edges[-1].id == uuid.UUID(int=10_000 + MAX_EDGES - 1)
+
+
+def test_make_edge_builds_an_edge_from_a_row() -> None:
+    row = (uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), "contradicts")
+    edge = make_edge(row)
+    assert type(edge) is Edge and edge == Edge(*row) and edge.relation == "contradicts"
 
 
 def test_result_can_be_asked_twice() -> None:

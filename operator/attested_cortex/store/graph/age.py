@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from attested_cortex.store.graph import base, preparing
 from attested_cortex.store.graph import cypher as cy
-from attested_cortex.store.graph.base import BackendName, Path, PathSet, Subgraph, Timeline
+from attested_cortex.store.graph.base import (
+    BackendName,
+    Edge,
+    Path,
+    PathSet,
+    Subgraph,
+    Timeline,
+)
 from attested_cortex.store.graph.walking import LevelWalk
 from attested_cortex.store.links import fetch_tuples
 
@@ -84,7 +91,7 @@ class AgeBackend:
             walk = LevelWalk(start_id, depth)
             while walk.frontier:
                 hops = await _hop(conn, walk.frontier, where=where, direction="out")
-                walk.add_level((e, a, b, r) for a, e, b, r in hops)
+                walk.add_level(Edge(e, a, b, r) for a, e, b, r in hops)
         return walk.result()
 
     async def paths(

@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from psycopg.rows import tuple_row
-
 from attested_cortex.store.graph import base, preparing
 from attested_cortex.store.graph.base import BackendName, Path, PathSet, Subgraph, Timeline
-from attested_cortex.store.graph.walking import LevelWalk
+from attested_cortex.store.graph.walking import LevelWalk, edge_rows
 from attested_cortex.store.links import fetch_tuples
 
 if TYPE_CHECKING:
@@ -98,7 +96,7 @@ class CteBackend:
             )
             walk = LevelWalk(start_id, depth)
             params: dict[str, Any] = {"t": req.instant, "rels": req.relations}
-            async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
+            async with conn.cursor(binary=True, row_factory=edge_rows) as cur:
                 while walk.frontier:
                     params["frontier"] = walk.frontier
                     await cur.execute(LEVEL_SQL, params)

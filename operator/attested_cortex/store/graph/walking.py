@@ -15,36 +15,32 @@ to MAX_NODES, edges are those between kept nodes, ordered by id and cut to MAX_E
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from functools import partial
 from itertools import repeat
-from operator import attrgetter, itemgetter
-from typing import Any, Final, TypeVar
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from attested_cortex.store.graph.base import MAX_EDGES, MAX_NODES, Edge, Node, Subgraph
 
-#: One active link out of the frontier, in Edge order: (link id, src_id, dst_id, relation).
-EdgeRow = tuple[uuid.UUID, uuid.UUID, uuid.UUID, str]
+if TYPE_CHECKING:
+    from psycopg.rows import RowMaker
 
 # C-level keys: uuid.UUID's hash and comparisons are Python methods, its ``int`` slot is not.
 _BY_INT: Final = attrgetter("int")
-_DST: Final = itemgetter(2)
+_DST: Final = attrgetter("dst_id")
+_BY_LINK_ID: Final = attrgetter("id.int")
 
 
-def _by_link_id(row: EdgeRow) -> int:
-    # Faster than decorating rows with (key, row) tuples: 128-bit int keys compare directly.
-    return row[0].int
+#: Edge from a (link id, src_id, dst_id, relation) row with no Python-level call:
+#: ``tuple.__new__`` bound in a ``partial`` is C all the way, where one ``Edge._make`` per row
+#: was a tenth of a depth-5 query's time. See ``edge_rows``.
+make_edge: Final = cast("RowMaker[Edge]", partial(tuple.__new__, Edge))
 
 
-_T = TypeVar("_T", bound=tuple[Any, ...])
-
-
-def _build(cls: type[_T], values: Iterable[tuple[Any, ...]]) -> Iterator[_T]:
-    """``cls._make`` for each of ``values``, with the loop and the calls all in C.
-
-    A depth-5 answer holds thousands of nodes and edges; one Python-level ``_make`` (or
-    ``__new__``) call each was a tenth of the query's time.
-    """
-    return map(tuple.__new__, repeat(cls), values)
+def edge_rows(cursor: Any) -> RowMaker[Edge]:
+    """psycopg row factory: a level's rows arrive as Edges, built inside the row loader."""
+    return make_edge
 
 
 class LevelWalk:
@@ -58,7 +54,7 @@ class LevelWalk:
         self._max_nodes = max_nodes
         self._seen = {start_id.int}
         self._levels: list[list[uuid.UUID]] = [[start_id]]
-        self._rows: list[EdgeRow] = []
+        self._rows: list[Edge] = []
         self._frontier = [start_id]
         self._reached_before_frontier = 0  # nodes at depths below the frontier's
 
@@ -67,7 +63,7 @@ class LevelWalk:
         """The memories whose outgoing links come next; empty once the walk is over."""
         return self._frontier
 
-    def add_level(self, rows: Iterable[EdgeRow]) -> None:
+    def add_level(self, rows: Iterable[Edge]) -> None:
         """Take the active links out of the current frontier (to live memories only)."""
         level = len(self._levels)
         walked = list(rows)
@@ -92,16 +88,16 @@ class LevelWalk:
         nodes: list[Node] = []
         for depth, ids in enumerate(self._levels):
             ids.sort(key=_BY_INT)
-            nodes.extend(_build(Node, zip(repeat(depth), ids)))
+            nodes.extend(map(tuple.__new__, repeat(Node), zip(repeat(depth), ids)))
         truncated = len(nodes) > self._max_nodes
         if truncated:
             del nodes[self._max_nodes:]
             kept = {node.id.int for node in nodes}
-            rows = [r for r in self._rows if r[1].int in kept and r[2].int in kept]
+            rows = [r for r in self._rows if r.src_id.int in kept and r.dst_id.int in kept]
         else:  # every walked link joins two reached nodes
             rows = list(self._rows)
-        rows.sort(key=_by_link_id)
+        rows.sort(key=_BY_LINK_ID)
         if len(rows) > MAX_EDGES:
             truncated = True
             del rows[MAX_EDGES:]
-        return Subgraph(nodes=tuple(nodes), edges=tuple(_build(Edge, rows)), truncated=truncated)
+        return Subgraph(nodes=tuple(nodes), edges=tuple(rows), truncated=truncated)
