@@ -24,7 +24,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import psycopg
+from tests.support.served import serve
 
 from attested_cortex.server.serving import freeze_startup_heap
 from attested_cortex.store import links
@@ -154,6 +156,26 @@ async def bench_writes(conn: psycopg.AsyncConnection[Any], *, count: int) -> dic
     return out
 
 
+async def bench_http(dsn: str, *, starts: list[uuid.UUID]) -> dict[str, Any]:
+    """kg/query as a client sees it: ``cortexctl serve`` (Auto backend) and a Python client.
+
+    Both share the machine's two cores, and the figure includes the JSON answer (up to
+    MAX_NODES nodes and MAX_EDGES edges) being built, sent and parsed.
+    """
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-kg-http-") as tmp, \
+            serve(dsn, Path(tmp)) as served:
+        async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
+            for depth in (1, 5):
+                async def query(start: uuid.UUID, depth: int = depth) -> None:
+                    async with session.post(f"{served.base}/v1/kg/query",
+                                            json={"start_id": str(start), "depth": depth}) as r:
+                        body = await r.json()
+                        assert r.status == 200, body
+                out[str(depth)] = await timed([partial(query, s) for s in starts])
+    return out
+
+
 async def bench_scale(dsn: str, *, memories: int, link_count: int, runs: int) -> dict[str, Any]:
     """Everything for one scale."""
     result: dict[str, Any] = {"memories": memories, "links": link_count}
@@ -168,6 +190,7 @@ async def bench_scale(dsn: str, *, memories: int, link_count: int, runs: int) ->
         for graph in BACKENDS:
             result[graph.name] = await bench_backend(conn, graph, starts=starts, pairs=pairs)
         result["write_link"] = await bench_writes(conn, count=min(runs * 2, 200))
+    result["http_query"] = await bench_http(dsn, starts=starts)
     cte5, age5 = result["cte"]["query"]["5"]["p95_ms"], result["age"]["query"]["5"]["p95_ms"]
     result["age_over_cte_p95_depth5"] = round(age5 / cte5, 2)
     return result

@@ -65,6 +65,12 @@ def kg_rows(d: dict[str, Any]) -> list[Row]:
                          f"{_fmt(_get(scale, backend, 'paths', '7', 'p95_ms'))} ms", ""))
         rows.append((f"AGE/CTE p95 ratio at depth 5, {label}",
                      _fmt(scale.get("age_over_cte_p95_depth5")), "AGE if <= 0.7"))
+        if "http_query" in scale:
+            http = scale["http_query"]
+            rows.append((f"kg/query over HTTP p50 / p95, depth 1 and 5, {label}",
+                         f"{_fmt(_get(http, '1', 'p50_ms'))} / {_fmt(_get(http, '1', 'p95_ms'))}"
+                         f" and {_fmt(_get(http, '5', 'p50_ms'))} / "
+                         f"{_fmt(_get(http, '5', 'p95_ms'))} ms", "recorded"))
     return rows
 
 
