@@ -196,10 +196,25 @@ async def bench_scale(dsn: str, *, memories: int, link_count: int, runs: int) ->
     return result
 
 
+def cpu_probe_ms() -> float:
+    """Milliseconds for a fixed pure-Python loop: how fast the host runs right now.
+
+    The load average misses a busy hypervisor: on this machine a loop like this one ran up to
+    1.8 times slower in some periods with the load average near 0, and every latency moved
+    with it. Compare runs by this figure before comparing their latencies.
+    """
+    started = time.perf_counter()
+    total = 0
+    for i in range(3_000_000):
+        total += i
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
 def environment() -> dict[str, Any]:
     """What the figures were measured on: other load on the host skews every latency."""
     return {"cpus": os.cpu_count(), "loadavg_1m_at_start": round(os.getloadavg()[0], 1),
-            "python": sys.version.split()[0], "server_settings": SERVER_SETTINGS}
+            "cpu_probe_ms_at_start": cpu_probe_ms(), "python": sys.version.split()[0],
+            "server_settings": SERVER_SETTINGS}
 
 
 async def run(admin_dsn: str, *, quick: bool) -> dict[str, Any]:
@@ -214,6 +229,7 @@ async def run(admin_dsn: str, *, quick: bool) -> dict[str, Any]:
             dsn = admin_dsn.rsplit("/", 1)[0] + "/" + name
             report["scales"].append(await bench_scale(
                 dsn, memories=memories, link_count=link_count, runs=30 if quick else 60))
+            report["scales"][-1]["cpu_probe_ms_after"] = cpu_probe_ms()
             await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
     return report
 
