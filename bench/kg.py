@@ -35,7 +35,7 @@ from attested_cortex.store.graph.age_setup import configure_age_connection, rebu
 from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.graph.cte import CteBackend
 from attested_cortex.store.migrating import migrate
-from bench.common import SERVER_SETTINGS
+from bench.common import SERVER_SETTINGS, age_server
 
 SCALES = ((10_000, 40_000), (100_000, 400_000))
 BACKENDS: tuple[GraphBackend, ...] = (CteBackend(), AgeBackend())
@@ -244,15 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.dsn:
         report = asyncio.run(run(args.dsn, quick=args.quick))
     else:
-        from tests.support.pgservers import start_pg_age
-
-        with tempfile.TemporaryDirectory(prefix="bench-kg-") as tmp:
-            Path(tmp).chmod(0o755)
-            server = start_pg_age(Path(tmp), settings=SERVER_SETTINGS)
-            try:
-                report = asyncio.run(run(server.admin_dsn, quick=args.quick))
-            finally:
-                server.stop()
+        with age_server() as server:
+            report = asyncio.run(run(server.admin_dsn, quick=args.quick))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(summary(report))
