@@ -57,8 +57,9 @@ def _postmaster_pid(dsn: str) -> tuple[int, Path]:
     """The postmaster (parent of our backend) and the data directory as the server sees it."""
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT pg_backend_pid(), current_setting('data_directory')").fetchone()
-    assert row is not None
-    status = Path(f"/proc/{row[0]}/status").read_text()
+        assert row is not None
+        # Read while connected: the backend exits as soon as the connection closes.
+        status = Path(f"/proc/{row[0]}/status").read_text()
     return int(status.split("PPid:")[1].split()[0]), Path(row[1])
 
 
