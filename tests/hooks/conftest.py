@@ -75,5 +75,5 @@ def alive(pid: int) -> bool:
         return False
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or between open and read
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or before the read
         return False

