@@ -29,13 +29,16 @@ async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
     payload = await hooking.before(svc, caller, "pre_index", payload, namespace=cmd.namespace)
     cmd = hooking.revalidate(StoreMemory, payload)
     check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
-    async with svc.db.transaction() as conn:
+    mirror = svc.graph if svc.graph is not None and svc.graph.mirrors_writes else None
+    # Without a mirror to write, the store is one INSERT, atomic on its own: an explicit
+    # transaction would only add BEGIN and COMMIT round trips (HTTP stores 235 -> ~300/s).
+    async with svc.db.transaction() if mirror is not None else svc.db.connection() as conn:
         memory = await rows.insert(
             conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
             tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
         )
-        if svc.graph is not None:
-            await svc.graph.on_memory_created(conn, memory.id, memory.namespace)
+        if mirror is not None:
+            await mirror.on_memory_created(conn, memory.id, memory.namespace)
     view = memory_view(memory)
     await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
     await hooking.after(svc, caller, "post_store", view, namespace=memory.namespace)

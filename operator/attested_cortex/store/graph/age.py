@@ -79,6 +79,11 @@ class AgeBackend:
     def name(self) -> BackendName:
         return "age"
 
+    @property
+    def mirrors_writes(self) -> bool:
+        """Yes: every write also changes the ``cortex_graph`` mirror, in the same transaction."""
+        return True
+
     async def query(
         self, conn: Conn, *, start_id: uuid.UUID, depth: int,
         relations: Sequence[str] | None = None, valid_at: datetime | None = None,

@@ -103,6 +103,11 @@ class GraphBackend(Protocol):
     @property
     def name(self) -> BackendName: ...
 
+    @property
+    def mirrors_writes(self) -> bool:
+        """Whether the ``on_*`` hooks write (into a mirror kept in the writer's transaction)."""
+        ...
+
     async def query(
         self, conn: psycopg.AsyncConnection[Any], *, start_id: uuid.UUID, depth: int,
         relations: Sequence[str] | None = None, valid_at: datetime | None = None,

@@ -87,6 +87,11 @@ class CteBackend:
     def name(self) -> BackendName:
         return "cte"
 
+    @property
+    def mirrors_writes(self) -> bool:
+        """No: the relational tables are the graph, so the ``on_*`` hooks do nothing."""
+        return False
+
     async def query(
         self, conn: psycopg.AsyncConnection[Any], *, start_id: uuid.UUID, depth: int,
         relations: Sequence[str] | None = None, valid_at: datetime | None = None,
