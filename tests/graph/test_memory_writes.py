@@ -63,4 +63,3 @@ async def test_a_failed_mirror_write_leaves_neither_side_changed(
     with pytest.raises(RuntimeError, match="mirror failed"):
         await memories.store(svc, CALLER, StoreMemory(namespace="team/a", content="hello"))
     assert _counts(age_dsn) == (0, 0)
-
