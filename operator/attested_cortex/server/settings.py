@@ -16,11 +16,67 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from attested_cortex.errors import InvalidInputError
 
 
+class RuleSettings(BaseModel):
+    """One permission rule as the operator compiles it from a PermissionRule.
+
+    ``source`` names the PermissionRule (``<namespace>/<name>``) so decisions and the rule
+    summary can say which object decided. Evaluation belongs to the permissions work.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    source: str = Field(min_length=1, max_length=512)
+    namespace: str = Field(min_length=1, max_length=512)
+    agents: list[str] = Field(min_length=1, max_length=256)
+    operations: list[str] = Field(min_length=1, max_length=16)
+    decision: Literal["allow", "deny", "ask_user"]
+    inherit: bool = True
+    priority: int = Field(0, ge=-1000, le=1000)
+    reason: str | None = Field(None, max_length=1024)
+
+
 class PermissionsSettings(BaseModel):
-    """Permission evaluation."""
+    """Permission evaluation: the mode and the ordered rules (highest priority first)."""
 
     model_config = ConfigDict(extra="forbid")
     mode: Literal["advisory", "enforce", "off"] = "advisory"
+    rules: list[RuleSettings] = Field(default_factory=list, max_length=10_000)
+
+
+#: ``<namespace>/<service account name>``: a DNS label, then a DNS subdomain.
+SERVICE_ACCOUNT_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$"
+
+
+class AgentMapping(BaseModel):
+    """``--auth kubernetes``: a service account (``<namespace>/<name>``) acting as an agent."""
+
+    model_config = ConfigDict(extra="forbid")
+    service_account: str = Field(pattern=SERVICE_ACCOUNT_PATTERN)
+    agent_id: str = Field(min_length=1, max_length=253)
+
+
+class ApprovalSettings(BaseModel):
+    """The approval API for AskUser decisions; disabled without an HMAC secret file."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    timeout_seconds: int = Field(3600, ge=1, le=604800)
+    hmac_secret_file: Path | None = None
+
+
+class TranscriptsSettings(BaseModel):
+    """Transcript storage."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = False
+    retention_days: int | None = Field(None, ge=1, le=36500)
+
+
+class QuotasSettings(BaseModel):
+    """Per-agent limits (defaults of the MemoryCortex spec)."""
+
+    model_config = ConfigDict(extra="forbid")
+    requests_per_second: int = Field(100, ge=1, le=100_000)
+    storage_per_agent_bytes: int = Field(100 * 1024 * 1024, ge=1)
 
 
 class LimitsSettings(BaseModel):
@@ -48,6 +104,10 @@ class ServerSettings(BaseModel):
     hooks_file: Path | None = None
     keys_dir: Path | None = None
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
+    agents: list[AgentMapping] = Field(default_factory=list, max_length=10_000)
+    approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    transcripts: TranscriptsSettings = Field(default_factory=TranscriptsSettings)
+    quotas: QuotasSettings = Field(default_factory=QuotasSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     log_level: str = "INFO"
     pool_max_size: int = Field(10, ge=1, le=200)
