@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from attested_cortex.builders.names import FIELD_MANAGER
 from attested_cortex.controller.kubeapi import KubeApi, NotFoundError
+from attested_cortex.controller.metrics import API_WRITES
 from attested_cortex.crd import GROUP, VERSION
 
 Object = dict[str, Any]
@@ -79,6 +80,7 @@ class Writer:
 
     async def apply(self, obj: Object, subresource: str | None = None) -> Object:
         """Server-side apply, taking ownership of the fields ``obj`` sets (force)."""
+        API_WRITES.labels("apply", obj["kind"]).inc()
         return await self.api.request(
             "PATCH", _object_path(obj, subresource), body=obj, content_type=APPLY,
             params={"fieldManager": FIELD_MANAGER, "force": "true"})
@@ -86,18 +88,21 @@ class Writer:
     async def create(self, obj: Object) -> Object:
         """Create-only: :class:`ConflictError` when the object exists (never overwritten)."""
         meta = obj["metadata"]
+        API_WRITES.labels("create", obj["kind"]).inc()
         return await self.api.request(
             "POST", path(obj["apiVersion"], obj["kind"], meta.get("namespace")), body=obj,
             params={"fieldManager": FIELD_MANAGER})
 
     async def replace(self, obj: Object) -> Object:
         """PUT with the read ``resourceVersion``: conflicts if it changed meanwhile."""
+        API_WRITES.labels("replace", obj["kind"]).inc()
         return await self.api.request("PUT", _object_path(obj), body=obj,
                                       params={"fieldManager": FIELD_MANAGER})
 
     async def delete(self, api_version: str, kind: str, namespace: str | None,
                      name: str) -> bool:
         """Delete (background propagation); False when it was already gone."""
+        API_WRITES.labels("delete", kind).inc()
         try:
             await self.api.request("DELETE", path(api_version, kind, namespace, name),
                                    body={"propagationPolicy": "Background"})

@@ -24,6 +24,7 @@ from attested_cortex.builders.inputs import Defaults, parse_meta
 from attested_cortex.controller import agentidentity, hookchain, memorycortex, permissionrule
 from attested_cortex.controller.applying import Writer
 from attested_cortex.controller.kubeapi import ApiError, KubeApi, login
+from attested_cortex.controller.metrics import RECONCILES
 from attested_cortex.controller.queueing import Key, WorkQueue
 from attested_cortex.controller.runtime import Runtime, Views, snapshot
 from attested_cortex.controller.statuses import write_status
@@ -61,8 +62,9 @@ def defaults_from_env() -> Defaults:
 async def _reconcile(rt: Runtime, key: Key) -> float | None:
     """Dispatch one key; a failed pass leaves its error in the Ready condition."""
     try:
-        return await PASSES[key.kind](rt, key)
+        delay = await PASSES[key.kind](rt, key)
     except ApiError as exc:
+        RECONCILES.labels(key.kind, "error").inc()
         body = rt.views.get(key.kind, key.namespace, key.name)
         if body is not None:
             error = Observation.of("Ready", False, "ReconcileError",
@@ -71,6 +73,8 @@ async def _reconcile(rt: Runtime, key: Key) -> float | None:
                 await write_status(rt.writer, kind=key.kind, meta=parse_meta(body),
                                    current=body.get("status") or {}, observed=[error])
         raise
+    RECONCILES.labels(key.kind, "ok").inc()
+    return delay
 
 
 def _index(kind: str, by: Callable[[str, str, Any], tuple[str, str]]) -> Callable[..., Any]:

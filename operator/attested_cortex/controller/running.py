@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import kopf
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
+from attested_cortex.controller.metrics import METRICS, READY
 from attested_cortex.controller.registry import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -67,20 +68,19 @@ async def _serve(app: web.Application, address: tuple[str, int]) -> web.AppRunne
 async def run_operator(settings: OperatorSettings) -> None:
     """Run until SIGINT/SIGTERM."""
     ready, stop = asyncio.Event(), asyncio.Event()
-    registry = CollectorRegistry()
-    up = Gauge("cortex_operator_ready", "1 once the operator has started", registry=registry)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     runners = [await _serve(_health_app(ready), settings.health),
-               await _serve(_metrics_app(registry), settings.metrics)]
+               await _serve(_metrics_app(METRICS), settings.metrics)]
     try:
         operator = asyncio.create_task(kopf.operator(
-            registry=REGISTRY, memo=kopf.Memo(), standalone=True, clusterwide=settings.clusterwide,
+            registry=REGISTRY, memo=kopf.Memo(), standalone=True,
+            clusterwide=settings.clusterwide,
             namespaces=settings.namespaces, ready_flag=ready, stop_flag=stop,
         ))
         await ready.wait() if not operator.done() else None
-        up.set(1)
+        READY.set(1)
         log.info("operator ready", extra={"namespaces": list(settings.namespaces),
                                           "clusterwide": settings.clusterwide})
         await operator
