@@ -1,6 +1,7 @@
 """The configuration ConfigMap: config.yaml as the server loads it, hooks.yaml as the hook
 loader parses it, and one keyring file per identity."""
 
+import itertools
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,7 +180,7 @@ def test_keyring_windows_chain_across_rotations() -> None:
     revisions = parse_keyring_file(json.loads(data["keyring-planner.json"]))
     assert [r.revision for r in revisions] == [1, 2, 3]
     assert revisions[0].valid_from is None
-    for older, newer in zip(revisions, revisions[1:], strict=False):
+    for older, newer in itertools.pairwise(revisions):
         assert older.valid_until is not None
         assert older.valid_until == newer.valid_from
     assert revisions[-1].valid_until is None

@@ -119,3 +119,18 @@ def test_satellites_wait_for_a_cortex_that_does_not_exist_yet(operated: Operated
     operated.apply(cortex("later"))
     operated.wait_condition("PermissionRule", "early", "Ready")
     operated.wait_condition("AgentIdentity", "early-agent", "Ready")
+
+
+def test_the_examples_reconcile_to_ready(operated: Operated, operator: OperatorProcess) -> None:
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "examples" / "cortex"
+    operated.kubectl("apply", "-f", str(folder))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/team-memory", "aid/planner",
+                     "aid/researcher", "hc/safety", "prule/no-secrets", "prule/team-shares",
+                     "prule/deletes-need-a-human", "--timeout=180s")
+    status = operated.get("MemoryCortex", "team-memory")["status"]
+    assert status["hookCount"] == 2 and status["identities"] == 2
+    assert [line.rsplit("(", 1)[1] for line in status["ruleSummary"]] == [
+        "no-secrets)", "deletes-need-a-human)", "team-shares)"]
+    assert "hook-auto-link" in _containers(operated, "team-memory")

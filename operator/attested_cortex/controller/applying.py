@@ -99,6 +99,13 @@ class Writer:
         return await self.api.request("PUT", _object_path(obj), body=obj,
                                       params={"fieldManager": FIELD_MANAGER})
 
+    async def remove(self, api_version: str, kind: str, namespace: str | None,
+                     name: str) -> bool:
+        """Delete only if present: a pass that finds nothing to remove sends no write."""
+        if await self.get(api_version, kind, namespace, name) is None:
+            return False
+        return await self.delete(api_version, kind, namespace, name)
+
     async def delete(self, api_version: str, kind: str, namespace: str | None,
                      name: str) -> bool:
         """Delete (background propagation); False when it was already gone."""

@@ -54,6 +54,11 @@ class KeyLostError(RuntimeError):
     """The key Secret was deleted behind the operator's back: never silently replaced."""
 
 
+REASONS: dict[type[Exception], str] = {
+    InvalidSpecError: "InvalidSpec", KeyLostError: "KeyLost",
+    UnreadableKeyError: "UnreadableKey", ScheduleError: "InvalidSchedule"}
+
+
 def previous_keys(identity: Identity, secret: Object) -> list[Object]:
     """Retired public keys, newest first, within revisionHistoryLimit."""
     keys = [k.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -93,8 +98,7 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
         secret, retry = await _key_pass(rt, identity)
         public = read_public(secret)
     except (InvalidSpecError, KeyLostError, UnreadableKeyError, ScheduleError) as exc:
-        failed = Observation.of("KeyReady", False, type(exc).__name__.removesuffix("Error"),
-                                str(exc))
+        failed = Observation.of("KeyReady", False, REASONS[type(exc)], str(exc))
         await write_status(rt.writer, kind=KIND, meta=parse_meta(body), current=status,
                            observed=[failed, ready([failed])])
         return None

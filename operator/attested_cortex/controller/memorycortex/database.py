@@ -18,7 +18,7 @@ from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.runtime import Runtime
 
 #: While an external Secret is missing, look again this often (reads only).
-EXTERNAL_RETRY_S = 30.0
+EXTERNAL_RETRY_S = 5.0
 
 
 @dataclass(frozen=True)

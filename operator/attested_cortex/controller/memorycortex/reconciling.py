@@ -53,7 +53,7 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     """One pass over a MemoryCortex; seconds until the next pass it wants, or None."""
     body = rt.views.get(KIND, key.namespace, key.name)
     if body is None:
-        await rt.writer.delete(RBAC, "ClusterRoleBinding", None,
+        await rt.writer.remove(RBAC, "ClusterRoleBinding", None,
                                n.tokenreview_binding_name(key.namespace, key.name))
         return None
     status = body.get("status") or {}

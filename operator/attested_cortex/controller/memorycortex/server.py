@@ -40,7 +40,7 @@ async def _approval_secret(rt: Runtime, cortex: Cortex) -> None:
 async def _tokenreview_binding(rt: Runtime, cortex: Cortex) -> None:
     name = n.tokenreview_binding_name(cortex.meta.namespace, cortex.meta.name)
     if cortex.spec.server.auth.mode != "Kubernetes":
-        await rt.writer.delete(RBAC, "ClusterRoleBinding", None, name)
+        await rt.writer.remove(RBAC, "ClusterRoleBinding", None, name)
         return
     namespace = await rt.writer.get("v1", "Namespace", None, cortex.meta.namespace)
     uid = str(((namespace or {}).get("metadata") or {}).get("uid", ""))
@@ -51,7 +51,7 @@ async def _disruption_budget(rt: Runtime, cortex: Cortex) -> None:
     if access.wants_disruption_budget(cortex):
         await rt.writer.apply(access.build_disruption_budget(cortex))
     else:
-        await rt.writer.delete("policy/v1", "PodDisruptionBudget", cortex.meta.namespace,
+        await rt.writer.remove("policy/v1", "PodDisruptionBudget", cortex.meta.namespace,
                                n.server_name(cortex.meta.name))
 
 
