@@ -136,7 +136,15 @@ def test_agent_custody_key_is_never_mounted_only_its_public_key_in_the_keyring()
     assert "scout-agent-key" not in secrets
     keyring = volume(tmpl, "keyring")["configMap"]
     assert keyring["name"] == f"{CORTEX}-config"
-    assert keyring["items"] == [{"key": "keyring-scout.json", "path": "keyring-scout.json"}]
+    assert "items" not in keyring  # the whole ConfigMap: new keyring files appear in place
+    mount = next(m for m in container(tmpl, "server")["volumeMounts"] if m["name"] == "keyring")
+    assert mount["mountPath"] == "/var/run/cortex/keys/_keyring"
+
+
+def test_a_new_agent_custody_identity_rolls_nothing() -> None:
+    before = template(s=Satellites())
+    after = template(s=Satellites(identities=(identity("scout", custody="Agent"),)))
+    assert after == before
 
 
 def test_identity_without_secret_name_is_not_mounted() -> None:

@@ -8,12 +8,13 @@ from attested_cortex.builders.hookfiles import (
     socket_address,
     validate_chains,
 )
+from attested_cortex.builders.inputs import Chain
 from attested_cortex.hooks.loading import parse_settings
 from tests.builders.specs import chain, daemon_hook, exec_hook
 
 
-def names_in_force(*chains: object) -> list[str]:
-    return [h.name for h in hooks_in_force(chains)]  # type: ignore[arg-type]
+def names_in_force(*chains: Chain) -> list[str]:
+    return [h.name for h in hooks_in_force(chains)]
 
 
 def test_exec_entry() -> None:

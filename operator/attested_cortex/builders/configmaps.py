@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -48,8 +49,10 @@ class Satellites:
 
 def quantity_bytes(quantity: str) -> int:
     """A storage quantity (pattern-checked by the CRD) in bytes."""
-    number = quantity.rstrip("kMGTPEi")
-    return int(float(number) * UNITS[quantity[len(number):]])
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)", quantity)
+    if match is None or match.group(2) not in UNITS:
+        raise ValueError(f"not a storage quantity: {quantity!r}")
+    return int(float(match.group(1)) * UNITS[match.group(2)])
 
 
 def agent_mapping(identities: Iterable[Identity]) -> list[Object]:

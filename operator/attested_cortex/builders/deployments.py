@@ -15,7 +15,6 @@ from typing import Any, Final
 from attested_cortex.builders import (
     configmaps,
     hookfiles,
-    keyrings,
     names,
     podparts,
     security,
@@ -28,6 +27,9 @@ from attested_cortex.builders.services import SERVER_PORT
 
 Object = dict[str, Any]
 
+#: Where the ConfigMap's keyring files appear; ``_`` is in no Kubernetes object name, so an
+#: identity's own mount (``KEYS_DIR/<identity>``) can never land on it.
+KEYRING_DIR: Final = f"{configmaps.KEYS_DIR}/_keyring"
 #: Files of a Cortex-custody key Secret the server reads (the keyring comes from the ConfigMap).
 KEY_FILES: Final = ("agent-id", "private.pem", "public.pem", "fingerprint")
 
@@ -51,14 +53,12 @@ def _volumes(cortex: Cortex, satellites: Satellites) -> tuple[list[Object], list
         {"name": "config", "mountPath": configmaps.CONFIG_DIR, "readOnly": True},
         {"name": sidecars.SOCKET_VOLUME, "mountPath": hookfiles.SOCKET_DIR},
         {"name": "tmp", "mountPath": "/tmp"}]
-    keyring = sorted(keyrings.keyring_files(satellites.identities))
-    if keyring:
-        volumes.append({"name": "keyring", "configMap": {
-            "name": config, "items": [{"key": k, "path": k} for k in keyring]}})
-        mounts.append({"name": "keyring", "readOnly": True,
-                       "mountPath": f"{configmaps.KEYS_DIR}/keyring"})
+    # The whole ConfigMap: the server reads only its keyring-*.json files there, and a new
+    # identity's file appears in place instead of changing the pod template.
+    volumes.append({"name": "keyring", "configMap": {"name": config}})
+    mounts.append({"name": "keyring", "readOnly": True, "mountPath": KEYRING_DIR})
     for identity in cortex_custody(satellites.identities):
-        volume = f"key-{identity.meta.name}"[:63]
+        volume = names.dns_label("key-", identity.meta.name)
         volumes.append({"name": volume, "secret": {
             "secretName": identity.status.secret_name, "defaultMode": 0o440,
             "items": [{"key": f, "path": f} for f in KEY_FILES]}})

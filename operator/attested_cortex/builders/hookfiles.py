@@ -62,8 +62,8 @@ def validate_chains(chains: Iterable[Chain]) -> dict[str, str | None]:
             problem = (f"hook {clash!r}: the name is already used by HookChain "
                        f"{owners[clash]} of the same cortex")
         verdicts[chain.meta.name] = problem
-        if problem is None:
-            owners.update({h.name: chain.meta.name for h in chain.spec.hooks})
+        in_force = chain.spec.hooks if problem is None else chain.status.accepted_hooks or []
+        owners.update({h.name: chain.meta.name for h in in_force})
     return verdicts
 
 

@@ -7,6 +7,7 @@ newer than this build) is an :class:`InvalidSpecError` with a message for a cond
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -102,6 +103,10 @@ def parse_resource(body: Mapping[str, Any], spec: type[SpecT],
 def parse_cortex(body: Mapping[str, Any]) -> Cortex:
     """A MemoryCortex; refuses names too long for the children's names and labels."""
     cortex = parse_resource(body, MemoryCortexSpec, NoStatus)
+    if not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", cortex.meta.name):
+        raise InvalidSpecError("metadata.name: a MemoryCortex name names its Service, so it "
+                               "must be a DNS-1035 label: lowercase letters, digits and '-', "
+                               "starting with a letter")
     if len(cortex.meta.name) > MAX_CORTEX_NAME:
         raise InvalidSpecError(f"metadata.name: at most {MAX_CORTEX_NAME} characters, so the "
                                "database pod and its labels fit Kubernetes' limits")

@@ -6,6 +6,7 @@ or interrupted reconcile finds (and adopts) what an earlier one created. Pure.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Final, Literal
 
 from attested_cortex.builders.inputs import Meta
@@ -31,6 +32,17 @@ CONFIG_HASH_ANNOTATION: Final = f"{GROUP}/config-hash"
 SCHEMA_VERSION_ANNOTATION: Final = f"{GROUP}/schema-version"
 KEY_REVISION_ANNOTATION: Final = f"{GROUP}/key-revision"
 KEY_CREATED_ANNOTATION: Final = f"{GROUP}/key-created-at"
+
+
+def dns_label(prefix: str, name: str) -> str:
+    """``prefix + name`` as a DNS-1123 label (container and volume names): dots become
+    dashes, and a name too long for 63 characters is cut and given a hash of the whole, so
+    two long names never collide."""
+    label = f"{prefix}{name}".replace(".", "-")
+    if len(label) <= 63 and label[-1].isalnum():
+        return label
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{label[:54].rstrip('-')}-{digest}"
 
 
 def labels(cortex: str, component: Component | None = None) -> dict[str, str]:

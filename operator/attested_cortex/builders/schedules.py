@@ -70,7 +70,7 @@ def parse_schedule(text: str) -> Schedule:
     parsed = [_field(f, lo, hi) for f, (lo, hi) in zip(fields, RANGES, strict=True)]
     weekdays = frozenset(d % 7 for d in parsed[4])
     return Schedule(parsed[0], parsed[1], parsed[2], parsed[3], weekdays,
-                    dom_any=fields[2] == "*", dow_any=fields[4] == "*")
+                    dom_any=fields[2].startswith("*"), dow_any=fields[4].startswith("*"))
 
 
 def next_fire(schedule: Schedule, after: datetime) -> datetime:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from attested_cortex.builders import hookfiles, security
+from attested_cortex.builders import hookfiles, names, security
 from attested_cortex.crd.hookchain import Hook
 
 Object = dict[str, Any]
@@ -20,8 +20,8 @@ SOCKET_VOLUME: Final = "hook-sockets"
 
 
 def container_name(hook: str) -> str:
-    """``hook-<name>``: never clashes with the server container."""
-    return f"hook-{hook}"[:63]
+    """``hook-<name>``: never clashes with the server container or another hook."""
+    return names.dns_label("hook-", hook)
 
 
 def build_sidecar(hook: Hook, pull_policy: str) -> Object:
@@ -29,7 +29,8 @@ def build_sidecar(hook: Hook, pull_policy: str) -> Object:
     sidecar = hook.sidecar
     if sidecar is None:
         raise ValueError(f"hook {hook.name} is not a Daemon hook")
-    env = [{"name": e.name, "value": e.value} for e in sidecar.env or []]
+    env = [{"name": e.name, "value": e.value} for e in sidecar.env or []
+           if e.name != HOOK_ADDRESS_ENV]  # the operator decides where the server calls
     env.append({"name": HOOK_ADDRESS_ENV, "value": hookfiles.socket_address(hook.name)})
     container: Object = {
         "name": container_name(hook.name), "image": sidecar.image,
