@@ -35,10 +35,12 @@ def test_key_created_once_public_half_in_status(operated: Operated,
     whole = json.dumps(operated.get("AgentIdentity", "planner"))
     assert "PRIVATE" not in whole and files["private.pem"].splitlines()[1] not in whole
     # a spec change, a second operator start: the key stays
-    operated.kubectl("patch", "aid/planner", "--type=merge", "-p",
-                     json.dumps({"spec": {"revisionHistoryLimit": 5}}))
-    operated.wait_condition("AgentIdentity", "planner", "Ready")
-    assert operated.get("secret", status["secretName"])["data"] == secret["data"]
+    operated.kubectl("patch", "aid/planner", "--type=merge", "-p", json.dumps(
+        {"spec": {"revisionHistoryLimit": 5, "secretTemplate": {"labels": {"team": "b"}}}}))
+    relabelled = wait_for("the template's new label", lambda: (
+        s := operated.get("secret", status["secretName"]))["metadata"]["labels"].get(
+            "team") == "b" and s)
+    assert relabelled["data"] == secret["data"]
     assert files["private.pem"].splitlines()[1] not in operator.output()
 
 

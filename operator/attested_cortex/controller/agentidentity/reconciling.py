@@ -74,8 +74,24 @@ def previous_keys(identity: Identity, secret: Object) -> list[Object]:
     return keys[: identity.spec.revision_history_limit]
 
 
+async def _follow_template(rt: Runtime, identity: Identity, secret: Object) -> None:
+    """Keep the Secret's labels and annotations up to date with ``secretTemplate``."""
+    template = identity.spec.secret_template
+    if template is None:
+        return
+    meta = secret["metadata"]
+    labels, annotations = template.labels or {}, template.annotations or {}
+    if labels.items() <= (meta.get("labels") or {}).items() and annotations.items() <= (
+            meta.get("annotations") or {}).items():
+        return
+    await rt.writer.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": meta["name"], "namespace": meta["namespace"], "labels": labels,
+        "annotations": annotations}})
+
+
 async def _key_pass(rt: Runtime, identity: Identity) -> tuple[Object, float | None]:
     secret, _ = await ensure_secret(rt, identity)
+    await _follow_template(rt, identity, secret)
     secret = await rotating.finish_interrupted(rt, identity, secret)
     due = rotating.due_at(identity, secret)
     if due is None:
