@@ -112,7 +112,7 @@ class Writer:
         API_WRITES.labels("delete", kind).inc()
         try:
             await self.api.request("DELETE", path(api_version, kind, namespace, name),
-                                   body={"propagationPolicy": "Background"})
+                                   params={"propagationPolicy": "Background"})
         except NotFoundError:
             return False
         return True
