@@ -114,7 +114,10 @@ class Observer:
         ready = asyncio.get_running_loop().create_future()
         task = asyncio.create_task(self._watch(kind, path, selector, ready))
         self.tasks.append(task)
-        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, ready}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            task.cancel()
+            raise TimeoutError(f"watch of {kind} did not open within 60 s")
         if task.done():
             task.result()  # raises why the watch could not open
             raise RuntimeError(f"watch of {kind} ended before it opened")
@@ -129,6 +132,9 @@ class Observer:
             if version:
                 params["resourceVersion"] = version
             async with self.session.get(self.server + path, params=params) as response:
+                if response.status == 429 or response.status >= 500:  # e.g. a new CRD's
+                    await asyncio.sleep(0.5)  # watch cache still starting: bounded by _open
+                    continue
                 response.raise_for_status()
                 if not ready.done():
                     ready.set_result(None)
@@ -164,16 +170,27 @@ class Observer:
         """(last child seen, status observed) for ``cortex``, once both happened."""
         return self.done.get(cortex)
 
+    def missing(self, cortex: str) -> list[str]:
+        """What ``cortex`` still lacks (for the message of a timeout)."""
+        lacking = [f"{kind}/{name}" for kind, name in children(self.namespace, cortex)
+                   if (kind, name) not in self.seen]
+        return lacking + ([] if cortex in self.observed else ["current status"])
+
     def is_done(self, cortexes: list[str]) -> bool:
         return all(name in self.done for name in cortexes)
 
-    async def wait(self, what: str, predicate: Callable[[], bool], seconds: float) -> None:
-        """Until ``predicate`` holds, re-checked on every watch event; bounded."""
+    async def wait(self, cortexes: str, predicate: Callable[[], bool], seconds: float) -> None:
+        """Until ``predicate`` holds, re-checked on every watch event; bounded.
+
+        ``cortexes`` (comma-separated) are named with what they lack if time runs out.
+        """
         try:
             async with asyncio.timeout(seconds), self.changed:
                 await self.changed.wait_for(predicate)
         except TimeoutError:
-            raise TimeoutError(f"{what}: not within {seconds}s") from None
+            lacking = [f"{name}: {self.missing(name)}" for name in cortexes.split(",")
+                       if name not in self.done]
+            raise TimeoutError(f"not within {seconds}s: {lacking[:5]}") from None
 
     async def close(self) -> None:
         for task in self.tasks:
@@ -364,6 +381,10 @@ async def steady(cluster: Cluster, count: int) -> dict[str, Any]:
             "operator_writes": writes(counters), "operator_passes": passes(counters),
             "operator_log": log_summary(op.log),
         }
+    except BaseException:
+        print(f"operator log ends:\n{op.log.read_text(errors='replace')[-4000:]}",
+              file=sys.stderr)
+        raise
     finally:
         await observer.close()
         stop(op.process)
@@ -386,7 +407,7 @@ async def cold(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
     op = start_operator(namespace, kubeconfig, release, cluster.workdir / "cold.log")
     try:
         ready_s = await wait_ready(op, cluster.session)
-        await observer.wait("all reconciled", partial(observer.is_done, names), COLD_MAX_S)
+        await observer.wait(",".join(names), partial(observer.is_done, names), COLD_MAX_S)
         finished = [observer.done_at(x) for x in names]
         all_done = max(max(d) for d in finished if d is not None)
         reconciled_s = round(all_done - op.started, 2)
@@ -419,6 +440,10 @@ async def cold(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
             "operator_cpu_s_total": op.cpu_s(),
             "operator_log": log_summary(op.log),
         }
+    except BaseException:
+        print(f"operator log ends:\n{op.log.read_text(errors='replace')[-4000:]}",
+              file=sys.stderr)
+        raise
     finally:
         await observer.close()
         stop(op.process)
@@ -434,7 +459,7 @@ def control_plane(workdir: Path) -> Iterator[Kube]:
         home = workdir / "clients"
         home.mkdir()
         yield Kube(kubeconfig=plane.kubeconfig, bin_dir=plane.bin_dir, server=plane.server,
-                   home=home)
+                   home=home, volume_directory=plane.volume_directory)
 
 
 async def run(kube: Kube, workdir: Path, *, steady_count: int, cold_count: int,
