@@ -234,6 +234,33 @@ class Operator:
         return round((int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK"), 2)
 
 
+def cpu_snapshot() -> dict[str, float]:
+    """CPU seconds so far of the bench's child processes by command (the control plane's and
+    the operator's), plus ``machine_busy``: all CPUs' non-idle seconds, everyone's work."""
+    tick, me = os.sysconf("SC_CLK_TCK"), os.getpid()
+    out: dict[str, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            text = stat.read_text()
+            fields = text.rpartition(")")[2].split()
+            if int(fields[1]) == me:  # fields[1] is the parent pid
+                name = text[text.index("(") + 1:text.rindex(")")]
+                out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    jiffies = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    out["machine_busy"] = (sum(jiffies) - jiffies[3] - jiffies[4]) / tick  # minus idle, iowait
+    return out
+
+
+def cpu_used(before: dict[str, float], seconds: float) -> dict[str, Any]:
+    """CPU seconds each process used since ``before``, and the machine's busy cores."""
+    after = cpu_snapshot()
+    used = {k: round(v - before.get(k, 0.0), 1) for k, v in sorted(after.items())
+            if k != "machine_busy" and v - before.get(k, 0.0) >= 0.05}
+    busy = (after["machine_busy"] - before["machine_busy"]) / seconds
+    return {"cpu_s_by_process": used, "machine_busy_cores": round(busy, 2),
+            "window_s": round(seconds, 1)}
+
+
 def writes(counters: dict[str, float]) -> float:
     return sum(v for k, v in counters.items() if k.startswith("cortex_operator_api_writes"))
 
@@ -377,8 +404,8 @@ async def steady(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
     """``count`` cortexes created one after another, each once the previous one is done."""
     namespace = f"opbench-{uuid.uuid4().hex[:8]}"
     release, kubeconfig = cluster.prepare(namespace)
-    op = start_operator(namespace, kubeconfig, release, cluster.workdir / "steady.log")
     observer = await cluster.observer(namespace)
+    op = start_operator(namespace, kubeconfig, release, cluster.workdir / "steady.log")
     try:
         ready_s = await wait_ready(op, cluster.session)
         children_ms, status_ms, request_ms, warmup = [], [], [], {}
@@ -441,6 +468,7 @@ async def cold(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
             await cluster.create(namespace, name)
 
     await asyncio.gather(*(create(name) for name in names))
+    cpu_before = cpu_snapshot()
     op = start_operator(namespace, kubeconfig, release, cluster.workdir / "cold.log")
     try:
         ready_s = await wait_ready(op, cluster.session)
@@ -449,6 +477,7 @@ async def cold(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
         all_done = max(max(d) for d in finished if d is not None)
         reconciled_s = round(all_done - op.started, 2)
         cpu_at_done = op.cpu_s()
+        cpu_window = cpu_used(cpu_before, time.monotonic() - op.started)
         memory_at_done = op.memory_mb()
         counters_done = await op.counters(cluster.session)
         idle = await idle_window(op, cluster.session, idle_s)
@@ -460,6 +489,7 @@ async def cold(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
                 [(max(d) - op.started) * 1000 for d in finished if d is not None]).items()
                 if k != "n"},
             "operator_cpu_s_until_reconciled": cpu_at_done,
+            "cpu_until_reconciled": cpu_window,
             "writes_until_reconciled": writes(counters_done),
             "passes_until_reconciled": passes(counters_done),
             "counters_until_reconciled": delta(counters_done, {}),
@@ -543,6 +573,11 @@ DEFINITIONS = {
         "what one API request costs on this machine at the time"),
     "per_child_p50_ms": ("median time from the create request to each child's first watch "
                          "event: the order and pace of one reconcile pass"),
+    "cpu_until_reconciled": (
+        "cold start, from the operator's exec until all were reconciled: CPU seconds of each "
+        "child process of the bench (control plane components by command name; the operator "
+        "is 'python'), and machine_busy_cores: the average number of the machine's cores busy "
+        "with anything (the machine is shared; other work runs on it)"),
     "warmup_cortex": (
         "the first cortex after the steady phase's operator started (not in the samples): "
         "includes kopf's start-up; since_operator_exec_s counts from the exec"),

@@ -115,6 +115,12 @@ def operator_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(status.get('p50'))} / {_fmt(status.get('p95'))} ms", "recorded"),
         (f"cold start: {count} MemoryCortex reconciled (exec -> last status and children)",
          _fmt(cold.get("all_reconciled_s"), " s"), "<= 60 s"),
+        ("cold start CPU s: operator / kube-apiserver / etcd; machine cores busy (shared)",
+         f"{_fmt(_get(cold, 'cpu_until_reconciled', 'cpu_s_by_process', 'python'))} / "
+         f"{_fmt(_get(cold, 'cpu_until_reconciled', 'cpu_s_by_process', 'kube-apiserver'))} / "
+         f"{_fmt(_get(cold, 'cpu_until_reconciled', 'cpu_s_by_process', 'etcd'))}; "
+         f"{_fmt(_get(cold, 'cpu_until_reconciled', 'machine_busy_cores'))} of "
+         f"{_fmt(_get(d, 'machine', 'cpus'))}", "recorded"),
         (f"operator RSS with {count} cortexes reconciled (after idle window; peak)",
          f"{_fmt(cold.get('rss_mb_after_idle'), ' MB')}; "
          f"{_fmt(cold.get('rss_mb_peak'), ' MB')}", "<= 150 MB"),

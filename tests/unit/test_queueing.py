@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from attested_cortex.controller.queueing import Key, WorkQueue, backoff
 
 A, B = Key("MemoryCortex", "ns", "a"), Key("MemoryCortex", "ns", "b")
 
 
-async def _until(condition, seconds: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    async with asyncio.timeout(seconds):
-        while not condition():
-            await asyncio.sleep(0.01)
+async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    """A bounded poll of the queue's observable state (10 ms steps)."""
+    for _ in range(int(seconds * 100)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"condition not met within {seconds}s")
 
 
 async def test_a_key_is_never_processed_twice_at_once_and_adds_coalesce() -> None:

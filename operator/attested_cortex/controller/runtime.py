@@ -53,6 +53,12 @@ class Runtime:
     views: Views
     defaults: Defaults
 
+    async def namespace_uid(self, namespace: str) -> str:
+        """A Namespace's uid, read each time: a namespace deleted and made again under the
+        same name has a new one, and an owner reference to the old uid would be collected."""
+        body = await self.writer.get("v1", "Namespace", None, namespace)
+        return str(((body or {}).get("metadata") or {}).get("uid", ""))
+
     def enqueue(self, kind: str, namespace: str, name: str, delay: float = 0.0) -> None:
         """Ask for a reconcile of one object."""
         self.queue.add(Key(kind, namespace, name), delay)

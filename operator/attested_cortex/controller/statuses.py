@@ -2,15 +2,15 @@
 
 A status is written with server-side apply to the status subresource (the one field
 manager), only if the new fields differ from what the object already shows, so a reconcile
-that finds nothing new writes nothing. Every condition transition becomes a Kubernetes
-Event (Normal when it turns True, Warning otherwise). Messages never carry secrets: callers
+that finds nothing new writes nothing. The transitions of one write become one Kubernetes
+Event (a Warning only when a condition is wrong rather than in progress). Messages never carry secrets: callers
 put names, reasons and counts in them, not data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from attested_cortex.builders.conditions import Observation, merge, transitions
 from attested_cortex.builders.inputs import Meta
@@ -43,8 +43,24 @@ async def write_status(writer: Writer, *, kind: str, meta: Meta, current: Mappin
     await writer.apply({"apiVersion": f"{GROUP}/{VERSION}", "kind": kind,
                         "metadata": {"name": meta.name, "namespace": meta.namespace},
                         "status": status}, subresource="status")
-    for cond in transitions(old, conditions):
-        await post_event(writer, kind=kind, meta=meta,
-                         type_="Normal" if cond["status"] == "True" else "Warning",
-                         reason=cond["reason"], message=f"{cond['type']}: {cond['message']}")
+    changed = transitions(old, conditions)
+    if changed:
+        await post_event(writer, kind=kind, meta=meta, **summarise(changed))
     return True
+
+
+#: Reasons that mean "still on its way", not "something is wrong".
+PROGRESSING: Final = frozenset({
+    "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
+    "ServerRollingOut", "Reconciling"})
+
+
+def summarise(changed: Sequence[Object]) -> dict[str, str]:
+    """One event for one status write: the Ready transition's reason (else the first
+    change's), Warning only when something is wrong rather than merely in progress."""
+    lead = next((c for c in changed if c["type"] == "Ready"), changed[0])
+    bad = [c for c in changed if c["status"] != "True" and c["reason"] not in PROGRESSING]
+    message = "; ".join(f"{c['type']}={c['status']} ({c['reason']}): {c['message']}"
+                        for c in changed)
+    return {"type_": "Warning" if bad else "Normal", "reason": lead["reason"],
+            "message": message}

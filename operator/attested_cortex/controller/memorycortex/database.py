@@ -1,11 +1,15 @@
 """DatabaseReady: the managed PostgreSQL+AGE StatefulSet, or the external Secret's URI.
 
+The objects are independent, so they are applied concurrently; the StatefulSet's apply
+answer carries its status, so readiness costs no extra read.
+
 The credentials Secret is generated once: read first, created only when absent, and a
 create that loses a race (409) adopts the winner's. It is never regenerated.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from dataclasses import dataclass
 
@@ -59,14 +63,12 @@ async def ensure(rt: Runtime, cortex: Cortex) -> DatabaseOutcome:
     """Apply the managed database's objects (or check the external Secret)."""
     if cortex.spec.database.managed is None:
         return await _external(rt, cortex)
-    await ensure_credentials(rt, cortex)
-    for obj in (services.build_db_service(cortex),
-                networkpolicies.build_db_network_policy(cortex),
-                statefulsets.build_statefulset(cortex, rt.defaults)):
-        await rt.writer.apply(obj)
+    _, _, _, sts = await asyncio.gather(
+        ensure_credentials(rt, cortex),
+        rt.writer.apply(services.build_db_service(cortex)),
+        rt.writer.apply(networkpolicies.build_db_network_policy(cortex)),
+        rt.writer.apply(statefulsets.build_statefulset(cortex, rt.defaults)))
     secret = n.db_secret_name(cortex.meta.name)
-    sts = await rt.writer.get("apps/v1", "StatefulSet", cortex.meta.namespace,
-                              n.db_name(cortex.meta.name))
     ready = int(((sts or {}).get("status") or {}).get("readyReplicas") or 0)
     if ready >= 1:
         return DatabaseOutcome(Observation.of("DatabaseReady", True, "DatabaseRunning",

@@ -7,6 +7,7 @@ swept at start-up for cortexes deleted while it was down).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from attested_cortex.builders import names as n
@@ -69,7 +70,8 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
             Observation.of("Paused", True, "Paused", "spec.paused: nothing is changed")])
         return None
     satellites = gathering.gather(rt.views, cortex)
-    db = await database.ensure(rt, cortex)
+    db, _ = await asyncio.gather(database.ensure(rt, cortex),
+                                 server.prepare(rt, cortex, satellites))
     migrated = await schema.ensure(rt, cortex, status,
                                    database_ready=db.condition.status == "True")
     served = await server.ensure(rt, cortex, satellites,

@@ -1,13 +1,15 @@
 """ServerReady: configuration, identity, Service and (once the schema is ready) the server.
 
-The ConfigMap, ServiceAccount and Service are applied on every pass; the Deployment only
-after SchemaReady, so a server is never created or rolled onto a schema it does not match.
-The TokenReview binding exists exactly while the auth mode is Kubernetes; the
-PodDisruptionBudget exactly while there are two replicas or more.
+The ConfigMap, ServiceAccount and Service are applied on every pass, concurrently, while
+the database and schema steps run; the Deployment only after SchemaReady, so a server is
+never created or rolled onto a schema it does not match. The TokenReview binding exists
+exactly while the auth mode is Kubernetes; the PodDisruptionBudget exactly while there are
+two replicas or more.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
 
@@ -42,8 +44,7 @@ async def _tokenreview_binding(rt: Runtime, cortex: Cortex) -> None:
     if cortex.spec.server.auth.mode != "Kubernetes":
         await rt.writer.remove(RBAC, "ClusterRoleBinding", None, name)
         return
-    namespace = await rt.writer.get("v1", "Namespace", None, cortex.meta.namespace)
-    uid = str(((namespace or {}).get("metadata") or {}).get("uid", ""))
+    uid = await rt.namespace_uid(cortex.meta.namespace)
     await rt.writer.apply(access.build_tokenreview_binding(cortex, rt.defaults, uid))
 
 
@@ -73,17 +74,25 @@ def _readiness(deployment: Object | None, replicas: int) -> Observation:
                           f"{available}/{replicas} available, {updated} up to date")
 
 
+async def prepare(rt: Runtime, cortex: Cortex, satellites: Satellites) -> None:
+    """Everything but the Deployment, applied concurrently (they are independent)."""
+    await asyncio.gather(
+        rt.writer.apply(configmaps.build_config_map(cortex, satellites)),
+        _approval_secret(rt, cortex),
+        rt.writer.apply(access.build_service_account(cortex)),
+        _tokenreview_binding(rt, cortex),
+        rt.writer.apply(services.build_server_service(cortex)))
+
+
 async def ensure(rt: Runtime, cortex: Cortex, satellites: Satellites, *,
                  schema_ready: bool) -> Observation:
-    """Apply the server's objects; the Deployment only when ``schema_ready``."""
-    await rt.writer.apply(configmaps.build_config_map(cortex, satellites))
-    await _approval_secret(rt, cortex)
-    await rt.writer.apply(access.build_service_account(cortex))
-    await _tokenreview_binding(rt, cortex)
-    await rt.writer.apply(services.build_server_service(cortex))
+    """The Deployment (only when ``schema_ready``) and the PodDisruptionBudget."""
     name = n.server_name(cortex.meta.name)
+    deployment: Object | None
     if schema_ready:
-        await rt.writer.apply(deployments.build_deployment(cortex, rt.defaults, satellites))
-        await _disruption_budget(rt, cortex)
-    deployment = await rt.writer.get("apps/v1", "Deployment", cortex.meta.namespace, name)
+        deployment, _ = await asyncio.gather(
+            rt.writer.apply(deployments.build_deployment(cortex, rt.defaults, satellites)),
+            _disruption_budget(rt, cortex))
+    else:
+        deployment = await rt.writer.get("apps/v1", "Deployment", cortex.meta.namespace, name)
     return _readiness(deployment, cortex.spec.server.replicas)
