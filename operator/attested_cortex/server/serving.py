@@ -25,7 +25,9 @@ from attested_cortex.hooks.pipeline import open_pipeline
 from attested_cortex.server.app import build_app
 from attested_cortex.server.auth import Authenticator, DevAuth, TokenAuth, check_dev_listen
 from attested_cortex.server.settings import ServerSettings, split_listen
-from attested_cortex.service.context import Services
+from attested_cortex.policy.quotas import Buckets
+from attested_cortex.policy.rules import RuleSet, compile_rules
+from attested_cortex.service.context import Policy, Services
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
@@ -80,7 +82,22 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     return Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry, keys=keys,
+        metrics_registry=registry, keys=keys, policy=policy_from(settings),
+    )
+
+
+def policy_from(settings: ServerSettings) -> Policy:
+    """Rules, write default and quotas from the settings (a bad rule pattern is an error)."""
+    quotas = settings.quotas
+    rates = {q.agent_id: float(q.requests_per_second) for q in quotas.per_agent
+             if q.requests_per_second is not None}
+    return Policy(
+        rules=RuleSet(compile_rules(settings.permissions.rules)),
+        write_default=settings.permissions.write_default,
+        buckets=Buckets(float(quotas.requests_per_second), rates) if quotas.enabled else None,
+        storage_per_agent_bytes=quotas.storage_per_agent_bytes,
+        storage_overrides={q.agent_id: q.storage_bytes for q in quotas.per_agent
+                           if q.storage_bytes is not None},
     )
 
 

@@ -40,6 +40,8 @@ class PermissionsSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     mode: Literal["advisory", "enforce", "off"] = "advisory"
     rules: list[RuleSettings] = Field(default_factory=list, max_length=10_000)
+    #: What a write gets when no rule matches (reads always get allow); see ADR 0007.
+    write_default: Literal["allow", "deny", "ask_user"] = "allow"
 
 
 #: ``<namespace>/<service account name>``: a DNS label, then a DNS subdomain.
@@ -52,6 +54,9 @@ class AgentMapping(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_account: str = Field(pattern=SERVICE_ACCOUNT_PATTERN)
     agent_id: str = Field(min_length=1, max_length=253)
+    #: Scopes of the agent (``memory.read:team/**`` ...); None: every scope except
+    #: ``memory.override``.
+    scopes: list[str] | None = Field(None, max_length=64)
 
 
 class ApprovalSettings(BaseModel):
@@ -71,12 +76,23 @@ class TranscriptsSettings(BaseModel):
     retention_days: int | None = Field(None, ge=1, le=36500)
 
 
+class AgentQuotaSettings(BaseModel):
+    """One agent's quota overrides."""
+
+    model_config = ConfigDict(extra="forbid")
+    agent_id: str = Field(min_length=1, max_length=253)
+    requests_per_second: int | None = Field(None, ge=1, le=100_000)
+    storage_bytes: int | None = Field(None, ge=1)
+
+
 class QuotasSettings(BaseModel):
     """Per-agent limits (defaults of the MemoryCortex spec)."""
 
     model_config = ConfigDict(extra="forbid")
     requests_per_second: int = Field(100, ge=1, le=100_000)
     storage_per_agent_bytes: int = Field(100 * 1024 * 1024, ge=1)
+    enabled: bool = True
+    per_agent: list[AgentQuotaSettings] = Field(default_factory=list, max_length=10_000)
 
 
 class LimitsSettings(BaseModel):

@@ -1,0 +1,63 @@
+"""The audit step of the pipeline: what was decided, logged, counted and handed to the chain.
+
+:func:`audit` runs after every operation (success or refusal). Every non-Allow decision is
+logged with the agent, operation and source and counted in
+``cortex_policy_decisions_total``; advisory would-be denials are logged as warnings. Entries
+for the signed audit chain go through :data:`AuditSink` (``Services.extras['audit_sink']``):
+the one place the chain writer plugs in (the per-write chain events of the hardening work
+land there), so this step is where every operation's record is made.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter
+
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.operations import OperationSpec
+
+if TYPE_CHECKING:
+    from attested_cortex.service.pipeline import Outcome
+
+log = logging.getLogger("attested_cortex.policy")
+
+#: Writes one policy record to the audit chain: (caller, operation, record).
+AuditSink = Callable[[Caller, OperationSpec, dict[str, Any]], Awaitable[None]]
+_COUNTERS: dict[int, Counter] = {}
+
+
+def counter(registry: CollectorRegistry | None) -> Counter | None:
+    """``cortex_policy_decisions_total`` on ``registry`` (one per registry)."""
+    if registry is None:
+        return None
+    found = _COUNTERS.get(id(registry))
+    if found is None:
+        found = _COUNTERS[id(registry)] = Counter(
+            "cortex_policy_decisions_total", "Non-allow policy decisions",
+            ["operation", "verdict", "source", "effect"], registry=registry)
+    return found
+
+
+async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Outcome) -> None:
+    """Record the operation's non-Allow decisions (a no-op for a plain success)."""
+    if not outcome.decisions:
+        return
+    metric = counter(svc.metrics_registry)
+    sink: AuditSink | None = svc.extras.get("audit_sink")
+    for decision in outcome.decisions:
+        effect = "advisory" if decision in outcome.advisory else (
+            "post" if decision is outcome.post_denied and outcome.error is None else "enforced")
+        source = decision.source.split(":", 1)[0]
+        if metric is not None:
+            metric.labels(spec.name, decision.verdict, source, effect).inc()
+        record = {"operation": spec.name, "agent_id": caller.agent_id,
+                  "verdict": decision.verdict, "source": decision.source,
+                  "reason": decision.reason, "effect": effect,
+                  "mode": svc.permission_mode}
+        level = logging.WARNING if effect == "advisory" else logging.INFO
+        log.log(level, "policy decision", extra=record)
+        if sink is not None:
+            await sink(caller, spec, record)
