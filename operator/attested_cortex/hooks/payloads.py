@@ -259,4 +259,4 @@ MODELS: Final[dict[EventName, type[BaseModel]]] = {
 
 def payload(event: EventName, **fields: Any) -> dict[str, Any]:
     """``event``'s payload as JSON: built (and so checked) by its model."""
-    return MODELS[event].model_validate(fields).model_dump(mode="json")
+    return MODELS[event].model_validate(fields).model_dump(mode="json", exclude_unset=True)

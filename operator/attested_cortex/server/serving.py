@@ -22,11 +22,11 @@ from prometheus_client import CollectorRegistry
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.hooks.pipeline import open_pipeline
+from attested_cortex.policy.quotas import Buckets
+from attested_cortex.policy.rules import RuleSet, compile_rules
 from attested_cortex.server.app import build_app
 from attested_cortex.server.auth import Authenticator, DevAuth, TokenAuth, check_dev_listen
 from attested_cortex.server.settings import ServerSettings, split_listen
-from attested_cortex.policy.quotas import Buckets
-from attested_cortex.policy.rules import RuleSet, compile_rules
 from attested_cortex.service.context import Policy, Services
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
