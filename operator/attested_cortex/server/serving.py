@@ -24,8 +24,15 @@ from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.hooks.pipeline import open_pipeline
 from attested_cortex.policy.quotas import Buckets
 from attested_cortex.policy.rules import RuleSet, compile_rules
+from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.server.app import build_app
-from attested_cortex.server.auth import Authenticator, DevAuth, TokenAuth, check_dev_listen
+from attested_cortex.server.auth import (
+    Authenticator,
+    DevAuth,
+    TokenAuth,
+    check_dev_listen,
+    parse_agent_id,
+)
 from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.service.context import Policy, Services
 from attested_cortex.service.limits import Limits
@@ -34,6 +41,7 @@ from attested_cortex.store.graph.age_setup import age_available, configure_age_c
 from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.graph.selecting import select_backend
 from attested_cortex.store.migrating import current_version
+from attested_cortex.types import AgentId
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +59,17 @@ def build_auth(settings: ServerSettings) -> Authenticator:
     from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
 
     return KubernetesAuth(client_review(kubeconfig=settings.kubeconfig,
-                                        audiences=settings.token_audiences))
+                                        audiences=settings.token_audiences),
+                          agents=agent_map(settings))
+
+
+def agent_map(settings: ServerSettings) -> dict[str, tuple[AgentId, ScopeSet]]:
+    """The ``agents`` mapping of the config (service account -> agent id and scopes)."""
+    return {
+        m.service_account: (parse_agent_id(m.agent_id),
+                            ScopeSet.parse(m.scopes) if m.scopes is not None else DEFAULT)
+        for m in settings.agents
+    }
 
 
 def limits_from(settings: ServerSettings) -> Limits:

@@ -29,7 +29,7 @@ from attested_cortex.store.memories import Memory
 def text_bytes(*, content: str | None, title: str | None, metadata: dict[str, Any] | None) -> int:
     """What a memory's fields add to the storage quota (as ``stored_bytes`` counts them)."""
     size = len((content or "").encode()) + len((title or "").encode())
-    return size + (len(json.dumps(metadata).encode()) if metadata else 0)
+    return size + (len(json.dumps(metadata).encode()) if metadata is not None else 0)
 
 
 async def _load(svc: Services, memory_id: uuid.UUID) -> Memory:
