@@ -101,8 +101,31 @@ def hooks_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def operator_rows(d: dict[str, Any]) -> list[Row]:
+    steady, cold = d.get("steady") or {}, d.get("cold_start") or {}
+    count = cold.get("cortexes", 200)
+    return [
+        (f"MemoryCortex created -> all immediate children exist, p50 / p95 / max "
+         f"({_fmt(_get(steady, 'children_created_ms', 'n'))} one after another)",
+         f"{_fmt(_get(steady, 'children_created_ms', 'p50'))} / "
+         f"{_fmt(_get(steady, 'children_created_ms', 'p95'))} / "
+         f"{_fmt(_get(steady, 'children_created_ms', 'max'))} ms", "p95 <= 1000 ms"),
+        ("MemoryCortex created -> status observedGeneration current, p50 / p95",
+         f"{_fmt(_get(steady, 'status_observed_ms', 'p50'))} / "
+         f"{_fmt(_get(steady, 'status_observed_ms', 'p95'))} ms", "recorded"),
+        (f"cold start: {count} MemoryCortex reconciled (exec -> last status and children)",
+         _fmt(cold.get("all_reconciled_s"), " s"), "<= 60 s"),
+        (f"operator RSS with {count} cortexes reconciled (settled; peak)",
+         f"{_fmt(cold.get('rss_mb_settled'), ' MB')}; {_fmt(cold.get('rss_mb_peak'), ' MB')}",
+         "<= 150 MB"),
+        (f"API writes per minute when idle ({_fmt(cold.get('idle_window_s'))} s window)",
+         _fmt(cold.get("idle_writes_per_minute")), "0"),
+    ]
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "kg": kg_rows, "attest": attest_rows, "hooks": hooks_rows,
+    "operator": operator_rows,
 }
 
 
