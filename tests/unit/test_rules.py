@@ -1,4 +1,4 @@
-"""Permission rules: the leaf-to-root walk (ADR 0007) as a matrix and as properties."""
+"""Permission rules: the leaf-to-root walk (ADR 0009) as a matrix and as properties."""
 
 from __future__ import annotations
 

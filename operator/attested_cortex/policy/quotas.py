@@ -3,7 +3,7 @@
 ``capacity`` tokens (one second's worth: a burst of ``rate``), refilled at ``rate`` per
 second. :meth:`Buckets.take` answers 0 when a request may go on, or how many whole seconds to
 wait (the ``Retry-After`` of the 429). Per replica by design; see
-``docs/adr/0008-quotas.md``. Called by the service's quota step.
+``docs/adr/0010-quotas.md``. Called by the service's quota step.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The server settings carry the rules the operator compiled from PermissionRule objects;
 :func:`compile_rules` turns them into :class:`Rule` values once at start-up and
 :class:`RuleSet.evaluate` answers a :class:`~.decisions.Decision` per request. The walk is
-specified in ``docs/adr/0007-permission-rules.md``:
+specified in ``docs/adr/0009-permissions.md``:
 
 1. Candidate rules are those whose ``agents`` admit the agent (ids or ``fnmatch`` globs) and
    whose ``operations`` include the operation (or ``*``).

@@ -40,7 +40,7 @@ class PermissionsSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     mode: Literal["advisory", "enforce", "off"] = "advisory"
     rules: list[RuleSettings] = Field(default_factory=list, max_length=10_000)
-    #: What a write gets when no rule matches (reads always get allow); see ADR 0007.
+    #: What a write gets when no rule matches (reads always get allow); see ADR 0009.
     write_default: Literal["allow", "deny", "ask_user"] = "allow"
 
 

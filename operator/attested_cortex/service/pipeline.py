@@ -16,7 +16,7 @@ or a rule naming the agent grants more) into one Decision; hook chains add their
 strictest wins. The permission mode is applied once, in :func:`_enforce`: ``enforce`` blocks
 Deny (403) and AskUser; ``advisory`` lets rule decisions through, logging and counting each
 would-be denial; ``off`` skips rule evaluation. Hooks and ownership are explicit constraints
-and hold in every mode (ADR 0007). The audit step runs whatever the operation's outcome.
+and hold in every mode (ADR 0009). The audit step runs whatever the operation's outcome.
 """
 
 from __future__ import annotations

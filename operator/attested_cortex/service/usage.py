@@ -2,7 +2,7 @@
 
 The cap is global (every replica reads the same database); the check runs before the write
 it guards, so replicas racing one agent's writes may pass the cap by at most the writes in
-flight (``docs/adr/0008-quotas.md``).
+flight (``docs/adr/0010-quotas.md``).
 """
 
 from __future__ import annotations
