@@ -128,6 +128,11 @@ class RuleSet:
     rules: Sequence[Rule] = ()
     _cache: dict[tuple[str, str], tuple[Rule, ...]] = field(default_factory=dict)
 
+    def add(self, rules: Iterable[Rule]) -> None:
+        """Append rules (remembered approvals) and forget the cached candidates."""
+        self.rules = (*self.rules, *rules)
+        self._cache.clear()
+
     def candidates(self, agent_id: str, operation: str) -> tuple[Rule, ...]:
         """Rules for this agent and operation (cached; the cache is bounded)."""
         key = (agent_id, operation)

@@ -34,6 +34,8 @@ from attested_cortex.server.auth import (
     parse_agent_id,
 )
 from attested_cortex.server.settings import ServerSettings, split_listen
+from attested_cortex.service import recording
+from attested_cortex.service.approving import Approvals
 from attested_cortex.service.context import Policy, Services
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
@@ -97,11 +99,37 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     keys = KeySource(settings.keys_dir) if settings.keys_dir is not None else None
     if keys is not None:
         keys.snapshot()  # unreadable or inconsistent key files stop start-up, loudly
-    return Services(
+    policy = policy_from(settings)
+    approvals = approvals_from(settings, db, policy)
+    services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry, keys=keys, policy=policy_from(settings),
+        metrics_registry=registry, keys=keys, policy=policy, approvals=approvals,
     )
+    if approvals is not None:
+        approvals.record = recording.approval_recorder(services)
+        await approvals.start(settings.database_url)
+        stack.push_async_callback(approvals.aclose)
+    return services
+
+
+def approvals_from(settings: ServerSettings, db: Database, policy: Policy) -> Approvals | None:
+    """The approval service; without a secret it exists but refuses (never open)."""
+    config = settings.approval
+    if not config.enabled:
+        return None
+    secret = None
+    if config.hmac_secret_file is not None:
+        try:
+            secret = config.hmac_secret_file.read_bytes().strip()
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read approval.hmac_secret_file: {exc.strerror}",
+                                    field="approval.hmac_secret_file") from exc
+        if len(secret) < 16:
+            raise InvalidInputError("the approval secret must be at least 16 bytes",
+                                    field="approval.hmac_secret_file")
+    return Approvals(db=db, secret=secret, timeout_s=config.timeout_seconds,
+                     rules=policy.rules, sweep_interval_s=config.sweep_interval_seconds)
 
 
 def policy_from(settings: ServerSettings) -> Policy:

@@ -66,6 +66,8 @@ class ApprovalSettings(BaseModel):
     enabled: bool = True
     timeout_seconds: int = Field(3600, ge=1, le=604800)
     hmac_secret_file: Path | None = None
+    #: How often overdue actions are expired and remembered rules refreshed.
+    sweep_interval_seconds: float = Field(5.0, ge=0.05, le=300)
 
 
 class TranscriptsSettings(BaseModel):

@@ -31,6 +31,7 @@ class Caller:
     agent_id: AgentId
     auth: str
     scopes: ScopeSet = DEFAULT
+    approval: str | None = None  # X-Cortex-Approval: completing an approved request
 
 
 class ChainOutcome(Protocol):
@@ -96,4 +97,5 @@ class Services:
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
     extras: Mapping[str, Any] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
+    approvals: Any = None  # service.approving.Approvals when the approval API is configured
     observe: StepObserver | None = None

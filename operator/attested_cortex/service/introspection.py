@@ -88,6 +88,21 @@ async def quotas(svc: Services, caller: Caller | None) -> dict[str, Any]:
     return answer
 
 
+async def approval(svc: Services) -> dict[str, Any]:
+    """Whether the approval API is on, and what waits."""
+    approvals = svc.approvals
+    if approvals is None:
+        return {"enabled": False, "reason": "approval.enabled is false"}
+    if not approvals.enabled:
+        return {"enabled": False, "reason": "no approval.hmac_secret_file: decisions would "
+                "be unauthenticated, so the API is off (AskUser in enforce mode is 403)"}
+    return {"enabled": True, "pending": await approvals.count_pending(),
+            "timeout_seconds": approvals.timeout_s, "subscribers": approvals.subscribers,
+            "completion": "resubmit the held request with X-Cortex-Approval: <id>",
+            "signature": "X-Cortex-Signature: sha256=HMAC(secret, "
+                         "'{timestamp}.{METHOD}.{path}.{body}'), X-Cortex-Timestamp"}
+
+
 class CapabilitiesCall(Call[dict[str, Any]]):
     """``GET /v1/capabilities`` through the pipeline (no scope needed)."""
 
@@ -115,5 +130,6 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "transcripts": {"enabled": False},
         "attestation": attestation(svc),
         "quotas": await quotas(svc, caller),
+        "approval": await approval(svc),
         "limits": svc.limits.as_dict(),
     }

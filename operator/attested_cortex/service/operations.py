@@ -63,12 +63,17 @@ KG_TIMELINE: Final = _op("kg.timeline", "read", ("pre_kg_query",), ("post_kg_que
                          "graph.read", "kg_query")
 AUDIT_VERIFY: Final = _op("audit.verify", None, (), (), "audit.read", None)
 CAPABILITIES: Final = _op("capabilities", None, (), (), None, None)
+APPROVALS_LIST: Final = _op("approvals.list", None, (), (), "approvals.decide", None)
+APPROVALS_STREAM: Final = _op("approvals.stream", None, (), (), "approvals.decide", None)
+APPROVAL_DECIDE: Final = _op("approvals.decide", "approval", ("pre_approval",),
+                             ("post_approval",), "approvals.decide", None)
 
 #: Every operation by name.
 OPERATIONS: Final[dict[str, OperationSpec]] = {
     spec.name: spec for spec in (
         MEMORY_STORE, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_LIST, RECALL,
         LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
-        KG_TIMELINE, AUDIT_VERIFY, CAPABILITIES,
+        KG_TIMELINE, AUDIT_VERIFY, CAPABILITIES, APPROVALS_LIST, APPROVALS_STREAM,
+        APPROVAL_DECIDE,
     )
 }

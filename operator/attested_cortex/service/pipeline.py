@@ -26,7 +26,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
 
-from attested_cortex.errors import CortexError, DeniedError, QuotaExceededError
+from attested_cortex.errors import (
+    CortexError,
+    DeniedError,
+    HeldForApprovalError,
+    QuotaExceededError,
+)
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import ALLOW, Decision, strictest
 from attested_cortex.service import recording
@@ -64,6 +69,8 @@ class Outcome:
     advisory: list[Decision] = field(default_factory=list)
     error: CortexError | None = None
     post_denied: Decision | None = None
+    ask: Decision | None = None  # an AskUser to settle at the approval gate (enforce)
+    consumed: Any = None  # the approval this request spends
 
 
 class Call(Generic[R]):
@@ -94,6 +101,15 @@ class Call(Generic[R]):
         """The payload of a post- event."""
         raise NotImplementedError(event)
 
+    def request(self) -> dict[str, Any]:
+        """The request as JSON: what a held action shows and what its approval is bound to."""
+        cmd = getattr(self, "cmd", None)
+        found: dict[str, Any] = cmd.model_dump(mode="json") if cmd is not None else {}
+        for name in ("memory_id", "link_id", "namespace", "limit"):
+            if hasattr(self, name):
+                found[name] = str(getattr(self, name))
+        return found
+
 
 async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
     """Run ``call`` through every step; raises the domain error a step decided on."""
@@ -107,10 +123,16 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
         _enforce(svc, spec, outcome, _rules(svc, spec, caller, target, call))
         _step(svc, spec, "pre_hooks")
         await _pre_hooks(svc, spec, caller, call, target, outcome)
+        await _gate(svc, spec, caller, call, target, outcome)
         _step(svc, spec, "quota")
         await _quota(svc, spec, caller, target)
         _step(svc, spec, "operation")
-        result = await call.execute(svc, caller)
+        try:
+            result = await call.execute(svc, caller)
+        except CortexError:
+            if outcome.consumed is not None:  # nothing was written: the approval stays usable
+                await svc.approvals.release(outcome.consumed)
+            raise
         _step(svc, spec, "post_hooks")
         await _post_hooks(svc, spec, caller, call, target, result, outcome)
         return result
@@ -191,9 +213,12 @@ def _enforce(
         raise _refusal(spec, invariant)
     if rule.allows:
         return
-    if svc.permission_mode == "enforce":
+    if svc.permission_mode != "enforce":
+        outcome.advisory.append(rule)
+    elif rule.verdict == "ask_user":
+        outcome.ask = rule  # settled at the approval gate, after the hooks (a Deny wins)
+    else:
         raise _refusal(spec, rule)
-    outcome.advisory.append(rule)
 
 
 def _refusal(spec: OperationSpec, decision: Decision) -> DeniedError:
@@ -231,11 +256,39 @@ async def _pre_hooks(
         if decision.verdict == "ask_user":
             outcome.decisions.append(decision)
             if svc.permission_mode == "enforce":
-                raise _refusal(spec, decision)
-            outcome.advisory.append(decision)
-            log.warning("hook asked for approval; allowed in %s mode", svc.permission_mode,
-                        extra={"event": event})
+                outcome.ask = outcome.ask or decision
+            else:
+                outcome.advisory.append(decision)
+                log.warning("hook asked for approval; allowed in %s mode",
+                            svc.permission_mode, extra={"event": event})
         call.modified(event, dict(answer.payload))
+
+
+async def _gate(
+    svc: Services, spec: OperationSpec, caller: Caller, call: Call[Any], target: Target,
+    outcome: Outcome,
+) -> None:
+    """AskUser in enforce mode: spend the caller's approval of this exact request, or hold
+    it (202 with the approval id). Without the approval API it stays a 403."""
+    if outcome.ask is None:
+        return
+    approvals = svc.approvals
+    if approvals is None or not approvals.enabled:
+        raise _refusal(spec, outcome.ask)
+    request = call.request()
+    if caller.approval is not None:
+        outcome.consumed = await approvals.consume(
+            caller.approval, agent_id=caller.agent_id, operation=spec.name, request=request)
+        return
+    action = await approvals.hold(
+        agent_id=caller.agent_id, operation=spec.name, rule_operation=spec.rule_operation,
+        namespace=target.namespaces[0] if len(target.namespaces) == 1 else None,
+        request=request, decision=outcome.ask)
+    raise HeldForApprovalError(
+        f"{outcome.ask.reason or 'this operation needs approval'}; held as approval "
+        f"{action.id}: resubmit the same request with X-Cortex-Approval once it is approved",
+        approval_id=str(action.id), decision="ask_user", source=outcome.ask.source,
+        reason=outcome.ask.reason, expires_at=action.expires_at.isoformat())
 
 
 def hook_decision(event: EventName, answer: ChainOutcome) -> Decision:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter
 
 from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.operations import OperationSpec
+from attested_cortex.service.operations import OPERATIONS, OperationSpec
+from attested_cortex.types import AgentId
 
 if TYPE_CHECKING:
     from attested_cortex.service.pipeline import Outcome
@@ -61,3 +62,25 @@ async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Out
         log.log(level, "policy decision", extra=record)
         if sink is not None:
             await sink(caller, spec, record)
+
+
+def approval_recorder(svc: Services) -> Callable[[str, Any], Awaitable[None]]:
+    """Records approval events (decided, expired: an expired action is denied) like the
+    pipeline's audit step: log, counter, audit hook point."""
+
+    async def record(kind: str, action: Any) -> None:
+        verdict = "allow" if action.status == "approved" else "deny"
+        entry = {"operation": action.operation, "agent_id": action.agent_id,
+                 "verdict": verdict, "source": f"approval:{kind}", "reason": action.reason,
+                 "effect": action.status, "approval_id": str(action.id),
+                 "decided_by": action.decided_by, "mode": svc.permission_mode}
+        log.info("approval %s", kind, extra=entry)
+        metric = counter(svc.metrics_registry)
+        if metric is not None and verdict == "deny":
+            metric.labels(action.operation, "deny", "approval", action.status).inc()
+        sink: AuditSink | None = svc.extras.get("audit_sink")
+        if sink is not None:
+            caller = Caller(AgentId(action.agent_id), "approval")
+            await sink(caller, OPERATIONS[action.operation], entry)
+
+    return record
