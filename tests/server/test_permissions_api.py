@@ -11,10 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cbor2
+import psycopg
 import pytest
 
+from attested_cortex.attest.keyfiles import write_identity
+from attested_cortex.attest.keys import generate_key
 from attested_cortex.server.auth import TokenAuth
 from attested_cortex.server.tokens import generate
+from attested_cortex.types import AgentId
 from tests.server.test_hooks_api import count_memories
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 
@@ -233,3 +238,27 @@ async def test_a_request_may_narrow_its_scopes_but_never_widen_them(
                              {"namespace": "team/b/x", "content": "c"},
                              **{"X-Cortex-Scopes": "memory.write:team/b/**"})
     assert within.status == 201, within.text
+
+
+async def test_would_be_denials_and_refusals_are_signed_into_the_audit_chain(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    keys = tmp_path / "keys"
+    write_identity(keys / "cortex", generate_key(AgentId("cortex:policy")))
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"alice": "", "bob": ""},
+                        keys_dir=keys, audit_signer="cortex:policy",
+                        permissions={"mode": "advisory", "rules": [deny_rule()]})
+    await team.store("alice", "secret/keys", "k")  # advisory: stored, recorded
+    memory = await team.store("alice", "notes", "n")
+    refused = await team.call("bob", "DELETE", f"/v1/memories/{memory['id']}")
+    assert refused.status == 403
+    report = (await team.call("alice", "GET", "/v1/audit/verify")).body
+    assert report["ok"] and report["events"] == 2 and report["signatures_checked"] == 2
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        rows = conn.execute("SELECT agent_id, event_type, payload FROM signed_events "
+                            "ORDER BY sequence").fetchall()
+    statements = [(agent, kind, cbor2.loads(payload)) for agent, kind, payload in rows]
+    assert [(a, k, s["actor"], s["verdict"], s["source"]) for a, k, s in statements] == [
+        ("cortex:policy", "policy.advisory", "alice", "deny", "rule:prod/no-secrets"),
+        ("cortex:policy", "policy.enforced", "bob", "deny", "ownership"),
+    ]

@@ -101,11 +101,19 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         keys.snapshot()  # unreadable or inconsistent key files stop start-up, loudly
     policy = policy_from(settings)
     approvals = approvals_from(settings, db, policy)
+    extras: dict[str, Any] = {}
     services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
         metrics_registry=registry, keys=keys, policy=policy, approvals=approvals,
+        extras=extras,
     )
+    if settings.audit_signer is not None:
+        if keys is None or AgentId(settings.audit_signer) not in keys.snapshot().signing_keys:
+            raise InvalidInputError(
+                f"audit_signer {settings.audit_signer!r} needs its private key in keys_dir "
+                "(an AgentIdentity with keyCustody: Cortex)", field="audit_signer")
+        extras["audit_sink"] = recording.chain_sink(services, settings.audit_signer)
     if approvals is not None:
         approvals.record = recording.approval_recorder(services)
         await approvals.start(settings.database_url)

@@ -121,6 +121,9 @@ class ServerSettings(BaseModel):
     graph_backend: Literal["Auto", "AGE", "CTE"] = "Auto"
     hooks_file: Path | None = None
     keys_dir: Path | None = None
+    #: Agent id of a Cortex-custody identity in ``keys_dir`` that signs policy statements
+    #: (would-be denials, refusals, approval decisions) into the audit chain.
+    audit_signer: str | None = Field(None, min_length=1, max_length=253)
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     agents: list[AgentMapping] = Field(default_factory=list, max_length=10_000)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)

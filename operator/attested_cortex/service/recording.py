@@ -4,18 +4,24 @@
 logged with the agent, operation and source and counted in
 ``cortex_policy_decisions_total``; advisory would-be denials are logged as warnings. Entries
 for the signed audit chain go through :data:`AuditSink` (``Services.extras['audit_sink']``):
-the one place the chain writer plugs in (the per-write chain events of the hardening work
-land there), so this step is where every operation's record is made.
+the one place the chain writer plugs in. :func:`chain_sink` is that writer when the server
+has a signing identity for policy statements (``audit_signer``: an AgentIdentity with
+Cortex custody mounted in the key directory): each record becomes a ``policy.<effect>``
+event signed by that identity, naming the acting agent, so ``audit verify`` covers it.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter
 
+from attested_cortex.attest.auditing import append_event
+from attested_cortex.service.attesting import snapshot
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.operations import OPERATIONS, OperationSpec
 from attested_cortex.types import AgentId
@@ -84,3 +90,23 @@ def approval_recorder(svc: Services) -> Callable[[str, Any], Awaitable[None]]:
             await sink(caller, OPERATIONS[action.operation], entry)
 
     return record
+
+
+def chain_sink(svc: Services, signer_id: str) -> AuditSink:
+    """Append each record to the signed audit chain, signed by ``signer_id``'s key."""
+
+    async def sink(caller: Caller, spec: OperationSpec, record: dict[str, Any]) -> None:
+        signer = snapshot(svc.keys).signing_keys.get(AgentId(signer_id))
+        if signer is None:  # the key was unmounted: say so loudly, never drop silently
+            log.error("audit_signer %s has no mounted private key; policy record not chained",
+                      signer_id, extra=record)
+            return
+        statement = {**{k: v for k, v in record.items() if v is not None},
+                     "actor": caller.agent_id, "at_ns": time.time_ns(),
+                     "nonce": secrets.token_hex(8)}
+        kind = "policy." + str(record.get("effect", "decision")).replace("-", "_")
+        async with svc.db.transaction() as conn:
+            await append_event(conn, agent_id=signer_id, event_type=kind[:64],
+                               payload=statement, signer=signer)
+
+    return sink
