@@ -20,7 +20,7 @@ from attested_cortex.attest.keys import generate_key
 from attested_cortex.server.auth import TokenAuth
 from attested_cortex.server.tokens import generate
 from attested_cortex.types import AgentId
-from tests.server.test_hooks_api import count_memories
+from tests.server.test_hooks_api import count_memories, hooks_file, recorder
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 
 
@@ -262,3 +262,17 @@ async def test_would_be_denials_and_refusals_are_signed_into_the_audit_chain(
         ("cortex:policy", "policy.advisory", "alice", "deny", "rule:prod/no-secrets"),
         ("cortex:policy", "policy.enforced", "bob", "deny", "ownership"),
     ]
+
+
+async def test_a_hook_cannot_move_a_write_outside_the_callers_scopes(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    hook = recorder(tmp_path, events=["pre_store"], mode="exec",
+                    answer={"decision": "modify", "delta": {"namespace": "team-b/x"}})
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path,
+                        {"writer": "memory.write:team-a/**"},
+                        hooks_file=hooks_file(tmp_path, hook))
+    reply = await team.call("writer", "POST", "/v1/memories",
+                            {"namespace": "team-a/x", "content": "c"})
+    assert reply.status == 403 and reply.body["error"]["code"] == "scope_denied"
+    assert count_memories(migrated_pg15_dsn) == 0

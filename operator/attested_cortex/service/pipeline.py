@@ -71,6 +71,7 @@ class Outcome:
     post_denied: Decision | None = None
     ask: Decision | None = None  # an AskUser to settle at the approval gate (enforce)
     consumed: Any = None  # the approval this request spends
+    modified: bool = False  # a pre- hook changed the request
 
 
 class Call(Generic[R]):
@@ -123,6 +124,10 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
         _enforce(svc, spec, outcome, _rules(svc, spec, caller, target, call))
         _step(svc, spec, "pre_hooks")
         await _pre_hooks(svc, spec, caller, call, target, outcome)
+        if outcome.modified:  # a hook may have moved the request: check where it goes now
+            target = await call.target(svc, caller)
+            _check_scope(spec, caller, target)
+            _enforce(svc, spec, outcome, _rules(svc, spec, caller, target, call))
         await _gate(svc, spec, caller, call, target, outcome)
         _step(svc, spec, "quota")
         await _quota(svc, spec, caller, target)
@@ -261,6 +266,7 @@ async def _pre_hooks(
                 outcome.advisory.append(decision)
                 log.warning("hook asked for approval; allowed in %s mode",
                             svc.permission_mode, extra={"event": event})
+        outcome.modified = outcome.modified or answer.modified
         call.modified(event, dict(answer.payload))
 
 
