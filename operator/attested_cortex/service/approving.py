@@ -179,8 +179,14 @@ class Approvals:
 
     # -- background ----------------------------------------------------------------------
     async def start(self, dsn: str) -> None:
-        """Load remembered rules; start the sweeper and the NOTIFY listener."""
-        await self.refresh_rules()
+        """Load remembered rules; start the sweeper and the NOTIFY listener (only with the
+        API enabled). A database not migrated yet is tolerated: the sweeper retries."""
+        if not self.enabled:
+            return
+        try:
+            await self.refresh_rules()
+        except (CortexError, psycopg.Error) as exc:
+            log.warning("remembered rules not loaded yet: %s", type(exc).__name__)
         self._tasks = [asyncio.create_task(self._sweep_forever(), name="approvals-sweeper"),
                        asyncio.create_task(self._listen_forever(dsn), name="approvals-listen")]
 

@@ -1,5 +1,4 @@
--- 0007: approvals for AskUser decisions (issue 12). Numbered 0007: 0005 and 0006 are taken by
--- work in flight on other branches (embeddings, the audit chain in the database).
+-- 0005: approvals for AskUser decisions (issue 12).
 -- pending_actions: one row per held operation; the request and its fingerprint let the
 -- client resubmit with the approval id exactly once (consumed_at set by one conditional
 -- UPDATE, so two servers on this database cannot both consume it).
