@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -96,6 +97,7 @@ class Observer:
     seen: dict[tuple[str, str], float] = field(default_factory=dict)
     observed: dict[str, float] = field(default_factory=dict)
     done: dict[str, tuple[float, float]] = field(default_factory=dict)
+    ready: set[str] = field(default_factory=set)
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -114,7 +116,10 @@ class Observer:
         ready = asyncio.get_running_loop().create_future()
         task = asyncio.create_task(self._watch(kind, path, selector, ready))
         self.tasks.append(task)
-        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, ready}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            task.cancel()
+            raise TimeoutError(f"watch of {kind} did not open within 60 s")
         if task.done():
             task.result()  # raises why the watch could not open
             raise RuntimeError(f"watch of {kind} ended before it opened")
@@ -129,6 +134,9 @@ class Observer:
             if version:
                 params["resourceVersion"] = version
             async with self.session.get(self.server + path, params=params) as response:
+                if response.status == 429 or response.status >= 500:  # e.g. a new CRD's
+                    await asyncio.sleep(0.5)  # watch cache still starting: bounded by _open
+                    continue
                 response.raise_for_status()
                 if not ready.done():
                     ready.set_result(None)
@@ -149,6 +157,11 @@ class Observer:
             status = obj.get("status") or {}
             if status.get("observedGeneration") == meta.get("generation"):
                 self.observed.setdefault(cortex, at)
+            if any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in status.get("conditions") or []):
+                self.ready.add(cortex)
+            else:
+                self.ready.discard(cortex)
         else:
             cortex = (meta.get("labels") or {}).get(n.INSTANCE_LABEL, "")
             self.seen.setdefault((kind, meta["name"]), at)
@@ -164,16 +177,27 @@ class Observer:
         """(last child seen, status observed) for ``cortex``, once both happened."""
         return self.done.get(cortex)
 
+    def missing(self, cortex: str) -> list[str]:
+        """What ``cortex`` still lacks (for the message of a timeout)."""
+        lacking = [f"{kind}/{name}" for kind, name in children(self.namespace, cortex)
+                   if (kind, name) not in self.seen]
+        return lacking + ([] if cortex in self.observed else ["current status"])
+
     def is_done(self, cortexes: list[str]) -> bool:
         return all(name in self.done for name in cortexes)
 
-    async def wait(self, what: str, predicate: Callable[[], bool], seconds: float) -> None:
-        """Until ``predicate`` holds, re-checked on every watch event; bounded."""
+    async def wait(self, cortexes: str, predicate: Callable[[], bool], seconds: float) -> None:
+        """Until ``predicate`` holds, re-checked on every watch event; bounded.
+
+        ``cortexes`` (comma-separated) are named with what they lack if time runs out.
+        """
         try:
             async with asyncio.timeout(seconds), self.changed:
                 await self.changed.wait_for(predicate)
         except TimeoutError:
-            raise TimeoutError(f"{what}: not within {seconds}s") from None
+            lacking = [f"{name}: {self.missing(name)}" for name in cortexes.split(",")
+                       if name not in self.done]
+            raise TimeoutError(f"not within {seconds}s: {lacking[:5]}") from None
 
     async def close(self) -> None:
         for task in self.tasks:
@@ -266,14 +290,34 @@ async def settle(op: Operator, session: aiohttp.ClientSession) -> dict[str, Any]
     return {"settled": False, "waited_s": round(time.monotonic() - began, 1)}
 
 
+async def idle_window(op: Operator, session: aiohttp.ClientSession,
+                      seconds: float) -> dict[str, Any]:
+    """Let the operator settle, then count what it writes during ``seconds`` of idleness."""
+    settled = await settle(op, session)
+    before = await op.counters(session)
+    await asyncio.sleep(seconds)  # the measurement window itself
+    after = await op.counters(session)
+    idle_writes = writes(after) - writes(before)
+    return {"settle": settled, "window_s": seconds, "writes": idle_writes,
+            "writes_per_minute": round(idle_writes * 60 / seconds, 2),
+            "counter_deltas": delta(after, before)}
+
+
+def _level(line: str) -> str:
+    """The level of one log line: JSON lines (the operator's format) or plain text."""
+    with contextlib.suppress(ValueError, AttributeError):
+        return str(json.loads(line).get("level", "")).upper()
+    return next((level for level in ("ERROR", "WARNING") if level in line), "")
+
+
 def log_summary(log: Path) -> dict[str, Any]:
-    """Counts of error and warning lines in the operator's log, and the first few errors."""
+    """Counts of error and warning lines in the operator's log, and the first few of each."""
     lines = log.read_text(errors="replace").splitlines()
-    errors = [line for line in lines if "ERROR" in line or "Traceback" in line]
-    warnings = [line for line in lines if "WARNING" in line]
+    errors = [line for line in lines if _level(line) in ("ERROR", "CRITICAL")]
+    warnings = [line for line in lines if _level(line) == "WARNING"]
     return {"lines": len(lines), "error_lines": len(errors), "warning_lines": len(warnings),
-            "first_errors": [line[:300] for line in errors[:5]],
-            "first_warnings": [line[:300] for line in warnings[:5]]}
+            "first_errors": [line[:400] for line in errors[:3]],
+            "first_warnings": [line[:400] for line in warnings[:3]]}
 
 
 @dataclass
@@ -329,7 +373,7 @@ class Cluster:
         return observer
 
 
-async def steady(cluster: Cluster, count: int) -> dict[str, Any]:
+async def steady(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
     """``count`` cortexes created one after another, each once the previous one is done."""
     namespace = f"opbench-{uuid.uuid4().hex[:8]}"
     release, kubeconfig = cluster.prepare(namespace)
@@ -337,16 +381,20 @@ async def steady(cluster: Cluster, count: int) -> dict[str, Any]:
     observer = await cluster.observer(namespace)
     try:
         ready_s = await wait_ready(op, cluster.session)
-        children_ms, status_ms = [], []
+        children_ms, status_ms, warmup = [], [], {}
         per_child: dict[str, list[float]] = {}
         for index in range(-1, count):  # -1: a warm-up cortex, not counted
             name = f"steady-{index:03d}" if index >= 0 else "steady-warmup"
             began = time.monotonic()
             await cluster.create(namespace, name)
-            await observer.wait(name, partial(observer.is_done, [name]), WAIT_ONE_S)
+            await observer.wait(name, partial(observer.is_done, [name]),
+                                WAIT_ONE_S if index >= 0 else COLD_MAX_S)
             done = observer.done_at(name)
             assert done is not None
             if index < 0:
+                warmup = {"children_created_s": round(done[0] - began, 2),
+                          "status_observed_s": round(done[1] - began, 2),
+                          "since_operator_exec_s": round(done[0] - op.started, 2)}
                 continue
             children_ms.append((done[0] - began) * 1000)
             status_ms.append((done[1] - began) * 1000)
@@ -355,15 +403,23 @@ async def steady(cluster: Cluster, count: int) -> dict[str, Any]:
                 per_child.setdefault(label, []).append(
                     (observer.seen[(kind, child)] - began) * 1000)
         counters = await op.counters(cluster.session)
+        idle = await idle_window(op, cluster.session, idle_s)
         return {
-            "cortexes": count, "operator_ready_s": ready_s,
+            "cortexes": count, "operator_ready_s": ready_s, "warmup_cortex": warmup,
             "children_created_ms": percentiles(children_ms),
             "status_observed_ms": percentiles(status_ms),
             "per_child_p50_ms": {k: round(statistics.median(v), 1)
                                  for k, v in sorted(per_child.items())},
             "operator_writes": writes(counters), "operator_passes": passes(counters),
+            "cortexes_ready_before_idle": len(observer.ready),
+            "idle": idle,
+            "rss_mb": op.memory_mb()["VmRSS"],
             "operator_log": log_summary(op.log),
         }
+    except BaseException:
+        print(f"operator log ends:\n{op.log.read_text(errors='replace')[-4000:]}",
+              file=sys.stderr)
+        raise
     finally:
         await observer.close()
         stop(op.process)
@@ -386,18 +442,15 @@ async def cold(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
     op = start_operator(namespace, kubeconfig, release, cluster.workdir / "cold.log")
     try:
         ready_s = await wait_ready(op, cluster.session)
-        await observer.wait("all reconciled", partial(observer.is_done, names), COLD_MAX_S)
+        await observer.wait(",".join(names), partial(observer.is_done, names), COLD_MAX_S)
         finished = [observer.done_at(x) for x in names]
         all_done = max(max(d) for d in finished if d is not None)
         reconciled_s = round(all_done - op.started, 2)
         cpu_at_done = op.cpu_s()
         memory_at_done = op.memory_mb()
         counters_done = await op.counters(cluster.session)
-        settled = await settle(op, cluster.session)
-        before, memory_settled = await op.counters(cluster.session), op.memory_mb()
-        await asyncio.sleep(idle_s)  # the measurement window itself
-        after = await op.counters(cluster.session)
-        idle_writes = writes(after) - writes(before)
+        idle = await idle_window(op, cluster.session, idle_s)
+        memory_idle = op.memory_mb()
         return {
             "cortexes": count, "operator_ready_s": ready_s,
             "all_reconciled_s": reconciled_s,
@@ -407,18 +460,19 @@ async def cold(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
             "operator_cpu_s_until_reconciled": cpu_at_done,
             "writes_until_reconciled": writes(counters_done),
             "passes_until_reconciled": passes(counters_done),
-            "writes_until_reconciled_by_series": delta(counters_done, {}),
+            "counters_until_reconciled": delta(counters_done, {}),
             "rss_mb_all_reconciled": memory_at_done["VmRSS"],
-            "rss_mb_settled": memory_settled["VmRSS"],
-            "rss_mb_peak": op.memory_mb()["VmHWM"],
-            "settle": settled,
-            "idle_window_s": idle_s,
-            "idle_writes": idle_writes,
-            "idle_writes_per_minute": round(idle_writes * 60 / idle_s, 2),
-            "idle_counter_deltas": delta(after, before),
+            "rss_mb_after_idle": memory_idle["VmRSS"],
+            "rss_mb_peak": memory_idle["VmHWM"],
+            "cortexes_ready_before_idle": len(observer.ready),
+            "idle": idle,
             "operator_cpu_s_total": op.cpu_s(),
             "operator_log": log_summary(op.log),
         }
+    except BaseException:
+        print(f"operator log ends:\n{op.log.read_text(errors='replace')[-4000:]}",
+              file=sys.stderr)
+        raise
     finally:
         await observer.close()
         stop(op.process)
@@ -434,7 +488,7 @@ def control_plane(workdir: Path) -> Iterator[Kube]:
         home = workdir / "clients"
         home.mkdir()
         yield Kube(kubeconfig=plane.kubeconfig, bin_dir=plane.bin_dir, server=plane.server,
-                   home=home)
+                   home=home, volume_directory=plane.volume_directory)
 
 
 async def run(kube: Kube, workdir: Path, *, steady_count: int, cold_count: int,
@@ -448,7 +502,7 @@ async def run(kube: Kube, workdir: Path, *, steady_count: int, cold_count: int,
                                      read_bufsize=2**22) as session:
         cluster = Cluster(kube, session, workdir)
         load = [round(x, 2) for x in os.getloadavg()]
-        first = await steady(cluster, steady_count)
+        first = await steady(cluster, steady_count, idle_s)
         second = await cold(cluster, cold_count, idle_s)
     return {"load_average_at_start": load,
             "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
@@ -473,11 +527,18 @@ DEFINITIONS = {
         "every one has status.observedGeneration == metadata.generation and all its "
         "immediate children exist"),
     "rss_mb": ("VmRSS of the operator process from /proc/<pid>/status: when all N were "
-               "reconciled, and after it settled; rss_mb_peak is VmHWM"),
-    "idle_writes": (
+               "reconciled (rss_mb_all_reconciled) and after the idle window "
+               "(rss_mb_after_idle); rss_mb_peak is VmHWM, the peak of the whole run"),
+    "idle": (
         "delta of cortex_operator_api_writes_total (every write request the operator sends) "
-        "over an idle window that starts once every cortex is reconciled and the counter has "
-        f"not moved for {SETTLE_QUIET_S:.0f} s; idle_writes_per_minute scales it to 60 s"),
+        "over a window of window_s seconds that starts once every cortex is reconciled and the "
+        f"counter has not moved for {SETTLE_QUIET_S:.0f} s (settle.waited_s; settled false if "
+        f"it kept moving for {SETTLE_MAX_S:.0f} s); writes_per_minute scales it to 60 s. "
+        "Measured twice: after the steady phase (cortexes of which the first ones got a "
+        "volume and went on to Ready) and after the cold start"),
+    "warmup_cortex": (
+        "the first cortex after the steady phase's operator started (not in the samples): "
+        "includes kopf's start-up; since_operator_exec_s counts from the exec"),
 }
 
 
@@ -486,12 +547,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steady", type=int, default=50, help="cortexes created one by one")
     parser.add_argument("--cold", type=int, default=200, help="cortexes for the cold start")
     parser.add_argument("--idle-s", type=float, default=60.0, help="idle window seconds")
+    parser.add_argument("--keep-logs", type=Path, help="copy the operator logs here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cortex-bench-op-") as tmp, \
             control_plane(Path(tmp)) as kube:
         os.environ["KUBECONFIG"] = str(kube.kubeconfig)
-        result = asyncio.run(run(kube, Path(tmp), steady_count=args.steady,
-                                 cold_count=args.cold, idle_s=args.idle_s))
+        try:
+            result = asyncio.run(run(kube, Path(tmp), steady_count=args.steady,
+                                     cold_count=args.cold, idle_s=args.idle_s))
+        finally:
+            if args.keep_logs:
+                args.keep_logs.mkdir(parents=True, exist_ok=True)
+                for log in Path(tmp).glob("*.log"):
+                    shutil.copy(log, args.keep_logs / log.name)
     result = {
         "setup": {
             "control_plane": "hack/k8s/localkube: etcd, kube-apiserver, controller-manager, "
@@ -502,9 +570,11 @@ def main(argv: list[str] | None = None) -> int:
             "operator_workers": WORKERS,
             "observer": "the bench, admin kubeconfig, one aiohttp watch per child kind",
             "cortex_spec": SPEC,
-            "note": "no storage provisioner unless the control plane provides one: database "
-                    "pods may stay Pending; the figures need only the immediate children "
-                    "and the first status",
+            "storage": "the control plane has 32 static volumes and no provisioner: the "
+                       "first 32 database claims of the run bind (kwok runs those pods, their "
+                       "migration Jobs succeed, the server Deployments come up), every later "
+                       "claim stays Pending; the timed figures need only the immediate "
+                       "children and the first current status",
         },
         "definitions": DEFINITIONS,
         **result,

@@ -54,7 +54,6 @@ def test_managed_cortex_becomes_ready_with_every_child(operated: Operated,
 def test_credentials_are_generated_once_and_never_in_status(operated: Operated,
                                                             operator: OperatorProcess) -> None:
     operated.apply(cortex("beta"))
-    operated.wait_condition("MemoryCortex", "beta", "DatabaseReady", "False")
     secret = wait_for("credentials", lambda: operated.get("secret", "beta-db-credentials"))
     password = base64.b64decode(secret["data"]["password"]).decode()
     assert len(password) >= 32

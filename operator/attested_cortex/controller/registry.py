@@ -1,10 +1,12 @@
 """The operator's kopf registry: watches that feed the work queue, and its start and stop.
 
-kopf only *observes* here: indices keep the custom resources (so a pass reads its inputs
-without a request), and ``on.event`` handlers turn every change of a custom resource or of
-a labelled child into queue keys. No kopf change handler, daemon or timer is registered, so
-kopf puts no finalizer and no progress annotation on any object: deleting a namespace never
-waits for the operator. All writes come from the controllers through :mod:`.applying`.
+Every handler is a coroutine: kopf runs plain functions in threads, and the queue lives on
+the event loop. kopf only *observes* here: indices keep the custom resources (so a pass reads
+its inputs without a request), and ``on.event`` handlers turn every change of a custom
+resource or of a labelled child into queue keys. No kopf change handler, daemon or timer is
+registered, so kopf puts no finalizer and no progress annotation on any object: deleting a
+namespace never waits for the operator. All writes come from the controllers through
+:mod:`.applying`.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ async def _reconcile(rt: Runtime, key: Key) -> float | None:
 
 
 def _index(kind: str, by: Callable[[str, str, Any], tuple[str, str]]) -> Callable[..., Any]:
-    def handler(namespace: str, name: str, body: kopf.Body, **_: Any) -> Any:
+    async def handler(namespace: str, name: str, body: kopf.Body, **_: Any) -> Any:
         return {by(namespace, name, body): snapshot(body)}
     return handler
 
@@ -118,7 +120,7 @@ async def _sweep(rt: Runtime) -> None:
 
 
 @kopf.on.event(GROUP, VERSION, "memorycortexes", registry=REGISTRY)
-def cortex_changed(namespace: str | None, name: str, memo: Any, **kwargs: Any) -> None:
+async def cortex_changed(namespace: str | None, name: str, memo: Any, **kwargs: Any) -> None:
     """The cortex and every satellite that names it (their verdicts depend on it)."""
     rt = _runtime(memo, kwargs)
     namespace = namespace or ""
@@ -128,8 +130,8 @@ def cortex_changed(namespace: str | None, name: str, memo: Any, **kwargs: Any) -
             rt.enqueue(kind, namespace, body["metadata"]["name"])
 
 
-def _satellite_changed(kind: str) -> Callable[..., None]:
-    def handler(namespace: str, name: str, spec: Any, memo: Any, **kwargs: Any) -> None:
+def _satellite_changed(kind: str) -> Callable[..., Awaitable[None]]:
+    async def handler(namespace: str, name: str, spec: Any, memo: Any, **kwargs: Any) -> None:
         rt = _runtime(memo, kwargs)
         cortex = str((spec or {}).get("cortexRef", {}).get("name", ""))
         rt.enqueue(kind, namespace, name)
@@ -145,7 +147,7 @@ for _kind in SATELLITES:
         _satellite_changed(_kind))
 
 
-def _child_changed(namespace: str | None, labels: Mapping[str, str], memo: Any,
+async def _child_changed(namespace: str | None, labels: Mapping[str, str], memo: Any,
                    **kwargs: Any) -> None:
     """A child changed (status, drift, deletion): its owner takes another pass."""
     rt = _runtime(memo, kwargs)

@@ -96,7 +96,7 @@ class ServerAuthSpec(CrdModel):
     """How agents authenticate to the memory server."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [{
-        "rule": "self.mode != 'Tokens' || has(self.tokensSecretRef)",
+        "rule": "!has(self.mode) || self.mode != 'Tokens' || has(self.tokensSecretRef)",
         "message": "auth mode Tokens needs tokensSecretRef",
     }]})
 
