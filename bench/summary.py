@@ -134,7 +134,10 @@ def policy_rows(d: dict[str, Any]) -> list[Row]:
              f"{_fmt(ruled, ' ms')} vs {_fmt(plain, ' ms')}"
              f" ({paired['p95_delta_ms']:+} ms; p50 {paired['p50_delta_ms']:+} ms)"
              if ruled is not None and plain is not None else "n/a",
-             "within 1 ms of none")]
+             "within 1 ms of none"),
+            ("CPU of scope + rules + read isolation per recall (in process, 10 hits)",
+             f"{_fmt(_get(d, 'policy_cpu', 'per_recall_us_best_of_5'), ' us')} best of 5",
+             "recorded")]
 
 
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {

@@ -16,7 +16,7 @@ Pure; the service's scope step and the authenticators call it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal, cast, get_args
 
 from attested_cortex.errors import DeniedError, InvalidInputError
@@ -61,9 +61,12 @@ def parse_scope(text: str) -> Scope:
 
 @dataclass(frozen=True)
 class ScopeSet:
-    """The scopes an agent holds (sorted, deduplicated)."""
+    """The scopes an agent holds (sorted, deduplicated). Answers are memoised per set: a
+    recall asks about the same few namespaces for every hit."""
 
     scopes: tuple[Scope, ...]
+    _memo: dict[tuple[str, str | None], bool] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def parse(cls, texts: Iterable[str]) -> ScopeSet:
@@ -77,9 +80,17 @@ class ScopeSet:
     def allows(self, base: ScopeBase, namespace: str | None) -> bool:
         """Whether the agent may use ``base`` in ``namespace`` (None: in some namespace,
         for operations addressed by id whose namespaces are checked one by one)."""
-        if namespace is None:
-            return any(held.base == base for held in self.scopes)
-        return self.grants(Scope(base, tuple(namespace.split("/"))))
+        key = (base, namespace)
+        found = self._memo.get(key)
+        if found is None:
+            if namespace is None:
+                found = any(held.base == base for held in self.scopes)
+            else:
+                found = self.grants(Scope(base, tuple(namespace.split("/"))))
+            if len(self._memo) >= 4096:
+                self._memo.clear()
+            self._memo[key] = found
+        return found
 
     def holds(self, base: ScopeBase) -> bool:
         """Whether the base is held unqualified (everywhere)."""
