@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import cbor2
+import psycopg
 
+from attested_cortex.attest.keyfiles import write_identity
+from attested_cortex.attest.keys import generate_key
+from attested_cortex.types import AgentId
 from tests.server.test_hooks_api import count_memories
 from tests.server.test_pipeline import HELD, SECRET, approval_settings, signed
 from tests.support.cortex import CortexClient, MakeCortex, Reply
@@ -194,3 +199,35 @@ async def test_stream_delivers_created_decided_and_expired_from_any_server(
     assert late.status == 409 and late.body["error"]["details"]["status"] == "expired"
     retry = await one.call("POST", "/v1/memories", BODY, headers={"X-Cortex-Approval": expiring})
     assert retry.status == 409 and count_memories(migrated_pg15_dsn) == 0
+
+
+async def test_decisions_and_expiries_are_signed_into_the_audit_chain(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    keys = tmp_path / "keys"
+    write_identity(keys / "cortex", generate_key(AgentId("cortex:policy")))
+    settings = approval_settings(tmp_path)
+    settings["approval"].update(timeout_seconds=1, sweep_interval_seconds=0.1)
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, keys_dir=keys,
+                               audit_signer="cortex:policy", **settings)
+    rejected = await hold(client)
+    await decide(client, rejected, "reject")
+    expiring = await hold(client)
+
+    def chained() -> list[tuple[str, bytes]]:
+        with psycopg.connect(migrated_pg15_dsn) as conn:
+            return conn.execute("SELECT event_type, payload FROM signed_events "
+                                "ORDER BY sequence").fetchall()
+
+    deadline = time.monotonic() + 10
+    rows = chained()
+    while not any(kind == "policy.expired" for kind, _ in rows):
+        assert time.monotonic() < deadline, "the sweeper never recorded the expiry"
+        await asyncio.sleep(0.1)
+        rows = chained()
+    events = [(kind, cbor2.loads(payload)) for kind, payload in rows]
+    by_approval = {(e.get("approval_id"), k) for k, e in events}
+    assert (rejected, "policy.rejected") in by_approval
+    assert (expiring, "policy.expired") in by_approval
+    assert all(e["actor"] == "dev:tester" for _, e in events)
+    assert (await client.call("GET", "/v1/audit/verify")).body["ok"] is True

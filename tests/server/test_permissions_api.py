@@ -220,6 +220,18 @@ async def test_scopes_are_checked_before_rules_and_isolate_reads(
     assert (await team.call("reader", "POST", "/v1/kg/query",
                             {"start_id": theirs["id"]})).status == 403
     assert (await team.call("reader", "GET", f"/v1/memories/{theirs['id']}")).status == 403
+    # a path between two readable memories that runs through an unreadable one is withheld
+    also = await team.store("writer", "team-a/notes", "the other end")
+    await team.call("writer", "POST", "/v1/links", {"src_id": theirs["id"],
+                                                     "dst_id": also["id"],
+                                                     "relation": "related_to"})
+    assert len((await team.call("writer", "POST", "/v1/kg/paths", {
+        "src_id": mine["id"], "dst_id": also["id"]})).body["paths"]) == 1
+    paths = await team.call("reader", "POST", "/v1/kg/paths",
+                            {"src_id": mine["id"], "dst_id": also["id"]})
+    assert paths.status == 200 and paths.body["paths"] == []
+    links = await team.call("reader", "GET", f"/v1/memories/{mine['id']}/links")
+    assert links.body["links"] == []
 
 
 async def test_a_request_may_narrow_its_scopes_but_never_widen_them(
