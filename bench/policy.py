@@ -93,10 +93,12 @@ def policy_cpu() -> dict[str, Any]:
     from attested_cortex.policy.rules import RuleSet, compile_rules
     from attested_cortex.policy.scopes import ScopeSet
     from attested_cortex.server.settings import RuleSettings
+    from attested_cortex.service.calls import Target
     from attested_cortex.service.commands import RecallQuery
     from attested_cortex.service.context import Caller, Policy, Services
+    from attested_cortex.service.deciding import check_scope, visible
+    from attested_cortex.service.deciding import rules as decide
     from attested_cortex.service.operations import RECALL
-    from attested_cortex.service.pipeline import Target, _check_scope, _rules, visible
     from attested_cortex.service.recall import RecallCall
     from attested_cortex.types import AgentId
 
@@ -111,8 +113,8 @@ def policy_cpu() -> dict[str, Any]:
     for _ in range(5):
         started = time.perf_counter()
         for _ in range(2000):
-            _check_scope(RECALL, caller, target)
-            _rules(svc, RECALL, caller, target, call)
+            check_scope(RECALL, caller, target)
+            decide(svc, RECALL, caller, target, call)
             [visible(svc, caller, RECALL, ns) for ns in namespaces]
         samples.append((time.perf_counter() - started) / 2000 * 1e6)
     return {"per_recall_us_best_of_5": round(min(samples), 2),
