@@ -381,12 +381,13 @@ async def steady(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
     observer = await cluster.observer(namespace)
     try:
         ready_s = await wait_ready(op, cluster.session)
-        children_ms, status_ms, warmup = [], [], {}
+        children_ms, status_ms, request_ms, warmup = [], [], [], {}
         per_child: dict[str, list[float]] = {}
         for index in range(-1, count):  # -1: a warm-up cortex, not counted
             name = f"steady-{index:03d}" if index >= 0 else "steady-warmup"
             began = time.monotonic()
             await cluster.create(namespace, name)
+            request_ms.append((time.monotonic() - began) * 1000)
             await observer.wait(name, partial(observer.is_done, [name]),
                                 WAIT_ONE_S if index >= 0 else COLD_MAX_S)
             done = observer.done_at(name)
@@ -408,6 +409,7 @@ async def steady(cluster: Cluster, count: int, idle_s: float) -> dict[str, Any]:
             "cortexes": count, "operator_ready_s": ready_s, "warmup_cortex": warmup,
             "children_created_ms": percentiles(children_ms),
             "status_observed_ms": percentiles(status_ms),
+            "create_request_ms": percentiles(request_ms[1:]),
             "per_child_p50_ms": {k: round(statistics.median(v), 1)
                                  for k, v in sorted(per_child.items())},
             "operator_writes": writes(counters), "operator_passes": passes(counters),
@@ -536,6 +538,11 @@ DEFINITIONS = {
         f"it kept moving for {SETTLE_MAX_S:.0f} s); writes_per_minute scales it to 60 s. "
         "Measured twice: after the steady phase (cortexes of which the first ones got a "
         "volume and went on to Ready) and after the cold start"),
+    "create_request_ms": (
+        "round trip of the bench's own create request (admin, POST of the MemoryCortex): "
+        "what one API request costs on this machine at the time"),
+    "per_child_p50_ms": ("median time from the create request to each child's first watch "
+                         "event: the order and pace of one reconcile pass"),
     "warmup_cortex": (
         "the first cortex after the steady phase's operator started (not in the samples): "
         "includes kopf's start-up; since_operator_exec_s counts from the exec"),

@@ -173,6 +173,9 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 300
     settings.networking.request_timeout = 60
+    # Watching named namespaces needs no CRD or namespace scanning, and the chart's Role
+    # grants neither (kopf would retry forbidden lists for a minute before starting).
+    settings.scanning.disabled = not memo.get("clusterwide", False)
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     api = KubeApi(login())

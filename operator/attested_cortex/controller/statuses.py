@@ -28,14 +28,18 @@ def _differs(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 async def write_status(writer: Writer, *, kind: str, meta: Meta, current: Mapping[str, Any],
                        observed: Sequence[Observation],
                        fields: Mapping[str, Any] | None = None) -> bool:
-    """Merge ``observed`` into the conditions, set ``fields``; write if anything changed."""
+    """Merge ``observed`` into the conditions, set ``fields`` (None removes one); write if
+    anything changed."""
     old = current.get("conditions") or []
     conditions = merge(old, observed, generation=meta.generation, now=now())
     wanted: Object = {"observedGeneration": meta.generation, "conditions": conditions,
                       **(fields or {})}
     if not _differs(current, wanted):
         return False
-    status = {k: v for k, v in wanted.items() if v is not None}
+    # The whole status is applied: a field a pass does not mention keeps its value (an
+    # invalid HookChain keeps acceptedHooks, a paused cortex its schemaVersion); only an
+    # explicit None removes one.
+    status = {k: v for k, v in {**current, **wanted}.items() if v is not None}
     await writer.apply({"apiVersion": f"{GROUP}/{VERSION}", "kind": kind,
                         "metadata": {"name": meta.name, "namespace": meta.namespace},
                         "status": status}, subresource="status")
