@@ -88,7 +88,7 @@ async def test_a_deny_rule_in_each_mode(
                             {"namespace": "notes", "content": "n"})).status == 201
 
 
-async def test_ask_user_rule_in_enforce_mode_holds_nothing_and_writes_nothing(
+async def test_ask_user_rule_without_the_approval_api_is_403_and_writes_nothing(
     make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
 ) -> None:
     team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"alice": ""}, permissions={
@@ -135,12 +135,13 @@ async def test_capabilities_report_mode_rules_and_quotas(
     assert you["scopes"] == ["memory.read", "memory.write"]
 
 
+@pytest.mark.parametrize("mode", ["advisory", "enforce", "off"])
 async def test_only_the_author_updates_or_deletes_in_every_mode(
-    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path, mode: str,
 ) -> None:
     team = await agents(make_cortex, migrated_pg15_dsn, tmp_path,
                         {"alice": "", "bob": "", "admin": "memory.override,memory.write,"
-                         "memory.forget,memory.read"})
+                         "memory.forget,memory.read"}, permissions={"mode": mode})
     memory = await team.store("alice", "notes", "alice's note")
     path = f"/v1/memories/{memory['id']}"
     for method, body in [("PATCH", {"content": "bob was here"}), ("DELETE", None)]:
