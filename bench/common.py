@@ -70,3 +70,11 @@ def create_database(server: Any, name: str) -> str:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
     dsn: str = server.dsn(name)
     return dsn
+
+
+def unthrottled_config(directory: Path) -> Path:
+    """A server config without the per-agent rate quota (default 100/s): a benchmark sends
+    hundreds of requests a second as one agent and measures latency, not the 429s."""
+    path = directory / "bench-unthrottled.yaml"
+    path.write_text("quotas:\n  enabled: false\n")
+    return path

@@ -35,7 +35,7 @@ from attested_cortex.store.graph.age_setup import configure_age_connection, rebu
 from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.graph.cte import CteBackend
 from attested_cortex.store.migrating import migrate
-from bench.common import SERVER_SETTINGS, age_server
+from bench.common import SERVER_SETTINGS, age_server, unthrottled_config
 
 SCALES = ((10_000, 40_000), (100_000, 400_000))
 #: Random kg/query starts per scale. A p95 over 60 starts was the 57th value and moved by a few
@@ -169,7 +169,7 @@ async def bench_http(dsn: str, *, starts: list[uuid.UUID]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-kg-http-") as tmp, \
-            serve(dsn, Path(tmp)) as served:
+            serve(dsn, Path(tmp), "--config", str(unthrottled_config(Path(tmp)))) as served:
         async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
             for depth in (1, 5):
                 async def query(start: uuid.UUID, depth: int = depth) -> None:

@@ -24,7 +24,13 @@ import psycopg
 from tests.support.served import serve
 
 from attested_cortex.store.migrating import migrate
-from bench.common import age_server, create_database, percentiles, write_result
+from bench.common import (
+    age_server,
+    create_database,
+    percentiles,
+    unthrottled_config,
+    write_result,
+)
 from bench.textgen import TextGenerator
 
 QUERIES = 600
@@ -155,19 +161,21 @@ def run() -> dict[str, Any]:
             bulk_load(dsn, gen, size - loaded)
             loaded = size
             load_s = round(time.perf_counter() - started, 1)
-            with serve(dsn, Path(tmp)) as served:
+            with serve(dsn, Path(tmp), "--config", str(unthrottled_config(Path(tmp)))) as served:
                 out[f"recall_{size // 1000}k"] = {
                     **asyncio.run(time_recalls(served.base, TextGenerator(seed=5))),
                     "load_seconds": load_s}
             if size == 10_000:
                 hooks = write_hook_config(Path(tmp))
-                with serve(dsn, Path(tmp)) as plain, \
-                        serve(dsn, Path(tmp), "--hooks-file", str(hooks)) as hooked:
+                config = str(unthrottled_config(Path(tmp)))
+                with serve(dsn, Path(tmp), "--config", config) as plain, \
+                        serve(dsn, Path(tmp), "--config", config,
+                              "--hooks-file", str(hooks)) as hooked:
                     out["hook_overhead_10k"] = asyncio.run(
                         time_paired_recalls(plain.base, hooked.base, TextGenerator(seed=5)))
         store_dsn = create_database(server, "bench_store")
         asyncio.run(migrate(store_dsn))
-        with serve(store_dsn, Path(tmp)) as served:
+        with serve(store_dsn, Path(tmp), "--config", str(unthrottled_config(Path(tmp)))) as served:
             out["store"] = asyncio.run(time_stores(served.base, gen))
         out["store_service_layer"] = asyncio.run(time_service_stores(store_dsn, gen))
     write_result("recall", out)

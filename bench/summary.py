@@ -132,9 +132,23 @@ def operator_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def policy_rows(d: dict[str, Any]) -> list[Row]:
+    paired = d.get("recall_10k") or {}
+    ruled = _get(paired, "with_200_rules_and_scopes", "p95")
+    plain = _get(paired, "without_policy", "p95")
+    return [(f"recall p95 at 10k, {d.get('rules')} rules + scoped token vs none (paired runs)",
+             f"{_fmt(ruled, ' ms')} vs {_fmt(plain, ' ms')}"
+             f" ({paired['p95_delta_ms']:+} ms; p50 {paired['p50_delta_ms']:+} ms)"
+             if ruled is not None and plain is not None else "n/a",
+             "within 1 ms of none"),
+            ("CPU of scope + rules + read isolation per recall (in process, 10 hits)",
+             f"{_fmt(_get(d, 'policy_cpu', 'per_recall_us_best_of_5'), ' us')} best of 5",
+             "recorded")]
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
-    "recall": recall_rows, "kg": kg_rows, "attest": attest_rows, "hooks": hooks_rows,
-    "operator": operator_rows,
+    "recall": recall_rows, "policy": policy_rows, "kg": kg_rows, "attest": attest_rows,
+    "hooks": hooks_rows, "operator": operator_rows,
 }
 
 

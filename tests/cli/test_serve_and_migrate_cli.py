@@ -1,6 +1,5 @@
 """``cortexctl serve`` and ``cortexctl migrate`` as processes: exit codes, messages, logs."""
 
-import hashlib
 import json
 import subprocess
 import urllib.request
@@ -8,6 +7,7 @@ from pathlib import Path
 
 import psycopg
 
+from attested_cortex.server.tokens import generate
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
 from tests.support.served import CORTEXCTL, serve
 
@@ -50,8 +50,8 @@ def test_unreachable_database_is_a_clear_error() -> None:
 def test_logs_are_json_with_request_ids_and_no_token(
     migrated_pg15_dsn: str, tmp_path: Path,
 ) -> None:
-    token = "very-secret-token-value"
-    (tmp_path / "tokens").write_text(f"{hashlib.sha256(token.encode()).hexdigest()} agent-1\n")
+    token, digest = generate()
+    (tmp_path / "tokens").write_text(f"{digest} agent-1\n")
     with serve(migrated_pg15_dsn, tmp_path, "--auth", "tokens",
                "--tokens-file", str(tmp_path / "tokens")) as served:
         request = urllib.request.Request(

@@ -1,9 +1,14 @@
 """``--auth kubernetes`` against the real API server: a service-account token is reviewed
 (TokenReview) and becomes the agent ``k8s:<namespace>/<name>``; anything else is 401."""
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
+from attested_cortex.server.serving import agent_map
+from attested_cortex.server.settings import ServerSettings
 from tests.support.cortex import MakeCortex
 from tests.support.kube import Kube
 
@@ -26,3 +31,38 @@ async def test_service_account_token_is_the_agent(
     assert forged.status == 401 and token not in forged.text
     spoofed = await client.call("GET", "/v1/capabilities", agent="k8s:other/admin")
     assert spoofed.status == 401
+
+
+async def test_the_config_maps_service_accounts_to_agents_and_scopes(
+    kube: Kube, kube_namespace: str, make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    kube.kubectl("-n", kube_namespace, "create", "serviceaccount", "reader")
+    token = kube.kubectl("-n", kube_namespace, "create", "token", "reader").stdout.strip()
+    settings = ServerSettings(agents=[{  # what the operator renders from AgentIdentity
+        "service_account": f"{kube_namespace}/reader", "agent_id": "team:reader",
+        "scopes": ["memory.read:shared/**"]}])
+    auth = KubernetesAuth(client_review(kubeconfig=kube.kubeconfig), agents=agent_map(settings))
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, auth=auth)
+    bearer = {"Authorization": f"Bearer {token}"}
+    caps = await client.call("GET", "/v1/capabilities", agent=None, headers=bearer)
+    assert caps.body["quotas"]["you"]["agent_id"] == "team:reader"
+    assert caps.body["quotas"]["you"]["scopes"] == ["memory.read:shared/**"]
+    write = await client.call("POST", "/v1/memories", {"namespace": "shared/x", "content": "c"},
+                              agent=None, headers=bearer)
+    assert write.status == 403 and write.body["error"]["code"] == "scope_denied"
+
+
+async def test_an_unreachable_api_server_fails_closed_with_503(
+    kube: Kube, make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    config = yaml.safe_load(kube.kubeconfig.read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"]["server"] = "https://127.0.0.1:1"
+    gone = tmp_path / "kubeconfig"
+    gone.write_text(yaml.safe_dump(config))
+    client = await make_cortex(migrated_pg15_dsn, migrated=False,
+                               auth=KubernetesAuth(client_review(kubeconfig=gone)))
+    reply = await client.call("GET", "/v1/capabilities", agent=None,
+                              headers={"Authorization": "Bearer some.jwt.value"})
+    assert reply.status == 503 and reply.body["error"]["code"] == "not_ready"
+    assert "some.jwt.value" not in reply.text

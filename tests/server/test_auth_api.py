@@ -1,9 +1,9 @@
 """Authentication over HTTP: 401 without credentials, tokens mode end to end."""
 
-import hashlib
 from pathlib import Path
 
 from attested_cortex.server.auth import TokenAuth
+from attested_cortex.server.tokens import generate
 from tests.support.cortex import CortexClient, MakeCortex
 
 
@@ -15,11 +15,11 @@ async def test_missing_identity_is_401_but_health_is_public(cortex: CortexClient
 
 
 async def test_tokens_mode(make_cortex: MakeCortex, pg15_dsn: str, tmp_path: Path) -> None:
-    digest = hashlib.sha256(b"tok-123").hexdigest()
+    token, digest = generate()
     (tmp_path / "tokens").write_text(f"{digest} k8s:team/writer\n")
     client = await make_cortex(pg15_dsn, auth=TokenAuth.from_file(tmp_path / "tokens"))
     ok = await client.call("POST", "/v1/memories", {"namespace": "n", "content": "c"},
-                           agent=None, headers={"Authorization": "Bearer tok-123"})
+                           agent=None, headers={"Authorization": f"Bearer {token}"})
     assert ok.status == 201 and ok.body["author"] == "k8s:team/writer"
     spoof = await client.call("POST", "/v1/memories", {"namespace": "n", "content": "c"},
                               agent="dev:mallory")

@@ -96,6 +96,9 @@ async def make_cortex() -> AsyncIterator[MakeCortex]:
         ) -> CortexClient:
             if migrated:
                 await migrate(dsn)
+            # Load tests send hundreds of requests a second as one agent: the rate quota is
+            # off unless a test configures it (tests/server/test_quotas.py does).
+            settings.setdefault("quotas", {"enabled": False})
             config = ServerSettings(database_url=dsn, **settings)
             services = await open_services(config, stack)
             app = build_app(services, auth=auth or DevAuth())

@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "operator": "run the Kubernetes operator (kopf)",
     "crds": "print the custom resource definitions as YAML",
     "identity": "Ed25519 agent identities outside Kubernetes",
+    "tokens": "bearer tokens for --auth tokens",
     "audit": "verify the signed_events chain",
     "doctor": "show what is configured and live",
     "hookd": "serve a stdio hook program on a socket (sidecar entry point)",

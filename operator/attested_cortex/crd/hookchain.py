@@ -18,16 +18,9 @@ from attested_cortex.crd.common import (
     CrdModel,
     ResourceRequirements,
 )
-from attested_cortex.hooks.events import CLASS_DEADLINES_MS, EVENTS
+from attested_cortex.hooks.events import CLASS_DEADLINES_MS, EVENTS, EventName
 
-HookEvent = Literal[
-    "pre_store", "post_store", "pre_update", "post_update", "pre_delete", "post_delete",
-    "pre_link", "post_link", "pre_invalidate", "post_invalidate",
-    "pre_recall", "post_recall", "pre_search", "post_search",
-    "pre_kg_query", "post_kg_query", "pre_kg_paths", "post_kg_paths",
-    "pre_index", "post_index", "pre_transcript", "post_transcript",
-    "pre_approval", "post_approval",
-]  # fmt: skip
+HookEvent = EventName
 Argument = Annotated[str, StringConstraints(max_length=4096)]
 HookMode = Literal["Exec", "Daemon"]
 FailMode = Literal["Open", "Closed"]

@@ -7,9 +7,20 @@ of the package: anything may import it.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 EventClass = Literal["write", "read", "index", "transcript", "approval"]
+
+#: Every hook event name: the type of the hook config's ``events``, the HookChain CRD's
+#: ``events`` and every fire call of the service layer (mypy checks all three).
+EventName = Literal[
+    "pre_store", "post_store", "pre_update", "post_update", "pre_delete", "post_delete",
+    "pre_link", "post_link", "pre_invalidate", "post_invalidate",
+    "pre_recall", "post_recall", "pre_search", "post_search",
+    "pre_kg_query", "post_kg_query", "pre_kg_paths", "post_kg_paths",
+    "pre_index", "post_index", "pre_transcript", "post_transcript",
+    "pre_approval", "post_approval",
+]  # fmt: skip
 
 #: Deadline of a whole chain per class, in milliseconds (seed 000, Decision 2).
 CLASS_DEADLINES_MS: Final[dict[EventClass, int]] = {
@@ -21,7 +32,7 @@ CLASS_DEADLINES_MS: Final[dict[EventClass, int]] = {
 }
 
 #: Every event and its class. ``pre_*`` events may Modify; ``post_*`` events observe.
-EVENTS: Final[dict[str, EventClass]] = {
+EVENTS: Final[dict[EventName, EventClass]] = {
     "pre_store": "write",
     "post_store": "write",
     "pre_update": "write",
@@ -48,6 +59,9 @@ EVENTS: Final[dict[str, EventClass]] = {
     "post_approval": "approval",
 }
 
+assert set(EVENTS) == set(get_args(EventName)), "EVENTS and EventName name the same events"
+_CLASS_OF: Final[dict[str, EventClass]] = {str(k): v for k, v in EVENTS.items()}
+
 #: Events on the hot read path: exec mode there needs an explicit override, and
 #: ``post_recall``/``post_search`` default to daemon mode.
 HOT_PATH_EVENTS: Final[frozenset[str]] = frozenset(
@@ -57,7 +71,7 @@ HOT_PATH_EVENTS: Final[frozenset[str]] = frozenset(
 
 def deadline_ms(event: str) -> int:
     """The class deadline of ``event``; raises ``KeyError`` for an unknown event."""
-    return CLASS_DEADLINES_MS[EVENTS[event]]
+    return CLASS_DEADLINES_MS[_CLASS_OF[event]]
 
 
 def is_pre(event: str) -> bool:

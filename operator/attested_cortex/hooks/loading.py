@@ -19,7 +19,7 @@ from typing import Any, Final, cast
 import yaml
 
 from attested_cortex.hooks.addresses import parse_address
-from attested_cortex.hooks.events import EVENTS, HOT_PATH_EVENTS, deadline_ms
+from attested_cortex.hooks.events import EVENTS, HOT_PATH_EVENTS, EventName, deadline_ms
 from attested_cortex.hooks.settings import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -111,14 +111,14 @@ class _Parser:
             env=self.env(),
         )
 
-    def events(self) -> tuple[str, ...]:
+    def events(self) -> tuple[EventName, ...]:
         events = self.strings("events")
         if not events:
             raise self.fail("'events' must list at least one event")
         for event in events:
             if event not in EVENTS:
                 raise self.fail(f"unknown event {event!r}")
-        return events
+        return cast(tuple[EventName, ...], events)
 
     def mode(self, events: tuple[str, ...]) -> Mode:
         default = "daemon" if DAEMON_BY_DEFAULT & set(events) else "exec"
@@ -133,7 +133,7 @@ class _Parser:
             )
         return mode
 
-    def timeout(self, events: tuple[str, ...]) -> int:
+    def timeout(self, events: tuple[EventName, ...]) -> int:
         tightest = min(events, key=deadline_ms)
         timeout = self.integer("timeout_ms", deadline_ms(tightest), low=1)
         if timeout > deadline_ms(tightest):

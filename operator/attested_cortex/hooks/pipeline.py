@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from attested_cortex.hooks.chaining import ChainResult
 from attested_cortex.hooks.describing import RawHooksDescription, hook_state
-from attested_cortex.hooks.events import EVENTS
+from attested_cortex.hooks.events import EVENTS, EventName
 from attested_cortex.hooks.firing import Fire, run_chain
 from attested_cortex.hooks.generations import Generation
 from attested_cortex.hooks.loading import load_settings
@@ -66,8 +66,12 @@ class HookPipeline:
         """Start daemons and connections of the initial configuration."""
         await self._current.start()
 
+    def wants(self, event: EventName) -> bool:
+        """Whether a hook is configured for ``event`` (a fire would run a chain)."""
+        return event in self._current.by_event
+
     async def fire(
-        self, event: str, payload: Mapping[str, Any], *, agent_id: str, namespace: str | None
+        self, event: EventName, payload: Mapping[str, Any], *, agent_id: str, namespace: str | None
     ) -> ChainResult:
         """Run the chain for ``event``; never raises for a hook's misbehaviour."""
         generation = self._current

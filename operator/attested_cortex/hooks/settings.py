@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from attested_cortex.errors import InvalidInputError
+from attested_cortex.hooks.events import EventName
 
 Mode = Literal["exec", "daemon", "remote"]
 FailMode = Literal["open", "closed"]
@@ -29,7 +30,7 @@ class HookSpec:
     """One configured hook, validated."""
 
     name: str
-    events: tuple[str, ...]
+    events: tuple[EventName, ...]
     mode: Mode
     timeout_ms: int
     priority: int = 0

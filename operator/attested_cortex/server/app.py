@@ -13,11 +13,11 @@ from aiohttp import web
 from attested_cortex.server import errors, middleware, openapi
 from attested_cortex.server.auth import Authenticator
 from attested_cortex.server.metrics import HttpMetrics
-from attested_cortex.server.routes import audit, graph, memories, recall, system
+from attested_cortex.server.routes import approvals, audit, graph, memories, recall, system
 from attested_cortex.server.state import STATE_KEY, AppState
 from attested_cortex.service.context import Services
 
-ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit)
+ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals)
 OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
 
 
@@ -42,8 +42,16 @@ def build_app(
         app.router.add_routes(module.routes)
         operations.extend(module.operations)
     app[OPENAPI_KEY] = openapi.build(operations)
+    app.on_shutdown.append(_end_streams)
     app.router.add_get("/v1/openapi.json", _openapi)
     return app
+
+
+async def _end_streams(app: web.Application) -> None:
+    """Shutdown: end the approval event streams instead of waiting out their keep-alive."""
+    approvals = app[STATE_KEY].services.approvals
+    if approvals is not None:
+        approvals.close_streams()
 
 
 async def _openapi(request: web.Request) -> web.Response:

@@ -2,8 +2,11 @@
 
 * ``dev`` trusts the ``X-Agent-Id`` header. It is refused unless every listen address is
   loopback (checked by :func:`check_dev_listen`), so it can never face a network.
-* ``tokens`` reads a file of SHA-256 token hashes mapped to agent ids (one
-  ``<sha256-hex> <agent-id>`` per line, ``#`` comments). Tokens are compared as hashes with
+* ``tokens`` reads a file of SHA-256 token hashes mapped to agent ids and scopes (one
+  ``<sha256-hex> <agent-id> [scope,scope,...]`` per line, ``#`` comments; no scopes: every
+  scope but ``memory.override``). Tokens come from ``cortexctl tokens generate``
+  (:mod:`.tokens`); a hash without the generator's mark, i.e. a hand-chosen token, is
+  refused when the file is loaded. Tokens are compared as hashes with
   :func:`hmac.compare_digest` against every entry, so timing reveals nothing.
 * ``kubernetes`` (:mod:`.auth_kubernetes`) asks the API server (TokenReview) who a
   service-account token belongs to.
@@ -11,7 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
 import re
@@ -21,11 +23,13 @@ from pathlib import Path
 from typing import Protocol
 
 from attested_cortex.errors import InvalidInputError, UnauthenticatedError
+from attested_cortex.policy.scopes import DEFAULT, ScopeSet, attenuate
+from attested_cortex.server import tokens
 from attested_cortex.service.context import Caller
 from attested_cortex.types import AgentId
 
 AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/\-]{0,199}$")
-_HASH_LINE = re.compile(r"^([0-9a-f]{64})\s+(\S+)$")
+_HASH_LINE = re.compile(r"^([0-9a-f]{64})\s+(\S+)(?:\s+(\S+))?$")
 
 
 class Authenticator(Protocol):
@@ -62,42 +66,70 @@ class DevAuth:
         value = headers.get("X-Agent-Id")
         if not value:
             raise UnauthenticatedError("send the X-Agent-Id header (dev authentication)")
-        return Caller(parse_agent_id(value), self.mode)
+        return Caller(parse_agent_id(value), self.mode, narrowed(DEFAULT, headers))
+
+
+SCOPES_HEADER = "X-Cortex-Scopes"
+
+
+def narrowed(held: ScopeSet, headers: Mapping[str, str]) -> ScopeSet:
+    """The scopes of one request: ``held``, or the narrower set a caller delegating to a
+    sub-agent names in ``X-Cortex-Scopes`` (space- or comma-separated; wider is 403)."""
+    raw = headers.get(SCOPES_HEADER)
+    if raw is None:
+        return held
+    try:
+        requested = ScopeSet.parse(t for t in raw.replace(",", " ").split() if t)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{SCOPES_HEADER}: {exc.message}", field=SCOPES_HEADER) from exc
+    return attenuate(held, requested)
 
 
 @dataclass(frozen=True)
 class TokenAuth:
     """Bearer tokens checked against a file of their SHA-256 hashes."""
 
-    entries: tuple[tuple[bytes, AgentId], ...]
+    entries: tuple[tuple[bytes, AgentId, ScopeSet], ...]
     mode: str = "tokens"
 
     @classmethod
     def from_file(cls, path: Path) -> TokenAuth:
-        """Load ``<sha256-hex> <agent-id>`` lines; a malformed line is an error naming it."""
-        entries: list[tuple[bytes, AgentId]] = []
+        """Load ``<sha256-hex> <agent-id> [scopes]`` lines; a malformed line, an unknown
+        scope or a hand-chosen token's hash is an error naming the line."""
+        entries: list[tuple[bytes, AgentId, ScopeSet]] = []
         for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             line = raw.split("#", 1)[0].strip()
             if not line:
                 continue
             match = _HASH_LINE.match(line)
+            where = f"{path}:{number}"
             if not match or not AGENT_ID.match(match[2]):
                 raise InvalidInputError(
-                    f"{path}:{number}: expected '<sha256 hex of the token> <agent-id>'",
+                    f"{where}: expected '<sha256 hex of the token> <agent-id> [scopes]'",
                     field="tokens_file",
                 )
-            entries.append((bytes.fromhex(match[1]), AgentId(match[2])))
+            hashed = bytes.fromhex(match[1])
+            if not tokens.marked(hashed):
+                raise InvalidInputError(
+                    f"{where}: this hash is not of a token from 'cortexctl tokens generate' "
+                    "(hand-chosen tokens are too weak); generate one", field="tokens_file")
+            try:
+                scopes = ScopeSet.parse(match[3].split(",")) if match[3] else DEFAULT
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{where}: {exc.message}", field="tokens_file") from exc
+            entries.append((hashed, AgentId(match[2]), scopes))
         return cls(tuple(entries))
 
     async def authenticate(self, headers: Mapping[str, str]) -> Caller:
-        digest = hashlib.sha256(bearer_token(headers).encode()).digest()
-        found: AgentId | None = None
-        for known, agent in self.entries:
+        token = bearer_token(headers)
+        digest = tokens.digest(token)
+        found: tuple[AgentId, ScopeSet] | None = None
+        for known, agent, scopes in self.entries:
             if hmac.compare_digest(known, digest):
-                found = agent
-        if found is None:
+                found = (agent, scopes)
+        if found is None or not tokens.well_formed(token):
             raise UnauthenticatedError("the bearer token is not recognised")
-        return Caller(found, self.mode)
+        return Caller(found[0], self.mode, narrowed(found[1], headers))
 
 
 def is_loopback(host: str) -> bool:

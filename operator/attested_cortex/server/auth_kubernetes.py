@@ -1,9 +1,12 @@
 """``--auth kubernetes``: a service-account token is reviewed by the API server (TokenReview).
 
-The agent id of ``system:serviceaccount:<ns>:<name>`` is ``k8s:<ns>/<name>`` (the default
-``agentId`` of an AgentIdentity bound to that service account); any other kind of user is
-refused. Positive answers are cached for a short time under the SHA-256 of the token (never
-the token itself), so a busy agent costs one review per minute, not one per request.
+The agent id and scopes of ``system:serviceaccount:<ns>:<name>`` come from the config's
+``agents`` mapping (rendered by the operator from AgentIdentity objects); an unmapped service
+account is ``k8s:<ns>/<name>`` (the default ``agentId`` of an AgentIdentity bound to it) with
+the default scopes. Any other kind of user is refused. An API server that cannot be reached
+or answers an error fails closed: 503, never a guess. Positive answers are cached for a
+short time under the SHA-256 of the token (never the token itself), so a busy agent costs
+one review per minute, not one per request.
 """
 
 from __future__ import annotations
@@ -17,21 +20,38 @@ from pathlib import Path
 from typing import Any
 
 from attested_cortex.errors import InvalidInputError, NotReadyError, UnauthenticatedError
-from attested_cortex.server.auth import bearer_token, parse_agent_id
+from attested_cortex.policy.scopes import DEFAULT, ScopeSet
+from attested_cortex.server.auth import bearer_token, narrowed, parse_agent_id
 from attested_cortex.service.context import Caller
 from attested_cortex.types import AgentId
 
 SA_PREFIX = "system:serviceaccount:"
+REVIEW_TIMEOUT_S = 5.0
 #: Who the API server says a token belongs to: (authenticated, username).
 Review = Callable[[str], Awaitable[tuple[bool, str]]]
 
 
-def agent_id_for(username: str) -> AgentId:
-    """``system:serviceaccount:ns:name`` -> ``k8s:ns/name``; other users are refused."""
+#: ``<namespace>/<service account>`` -> (agent id, scopes).
+AgentMap = Mapping[str, tuple[AgentId, ScopeSet]]
+
+
+def service_account(username: str) -> str:
+    """``system:serviceaccount:ns:name`` -> ``ns/name``; other users are refused."""
     namespace, _, name = username.removeprefix(SA_PREFIX).partition(":")
     if not username.startswith(SA_PREFIX) or not namespace or not name:
         raise UnauthenticatedError("only Kubernetes service accounts may call this server")
-    return parse_agent_id(f"k8s:{namespace}/{name}")
+    return f"{namespace}/{name}"
+
+
+def agent_id_for(username: str) -> AgentId:
+    """``system:serviceaccount:ns:name`` -> ``k8s:ns/name``; other users are refused."""
+    return parse_agent_id(f"k8s:{service_account(username)}")
+
+
+def identity_for(username: str, agents: AgentMap) -> tuple[AgentId, ScopeSet]:
+    """The mapped agent and scopes of a service account, or the defaults."""
+    mapped = agents.get(service_account(username))
+    return mapped if mapped is not None else (agent_id_for(username), DEFAULT)
 
 
 @dataclass
@@ -39,6 +59,7 @@ class KubernetesAuth:
     """Bearer tokens reviewed by the API server, with a short positive cache."""
 
     review: Review
+    agents: AgentMap = field(default_factory=dict)
     ttl_s: float = 60.0
     max_entries: int = 10_000
     mode: str = "kubernetes"
@@ -50,20 +71,22 @@ class KubernetesAuth:
         cached = self._cache.get(digest)
         now = time.monotonic()
         if cached is not None and cached[0] > now:
-            return cached[1]
+            return Caller(cached[1].agent_id, cached[1].auth, narrowed(cached[1].scopes, headers))
         authenticated, username = await self.review(token)
         if not authenticated:
             raise UnauthenticatedError("the API server did not accept this token")
-        caller = Caller(agent_id_for(username), self.mode)
+        agent_id, scopes = identity_for(username, self.agents)
+        caller = Caller(agent_id, self.mode, scopes)
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
         self._cache[digest] = (now + self.ttl_s, caller)
-        return caller
+        return Caller(caller.agent_id, caller.auth, narrowed(caller.scopes, headers))
 
 
 def client_review(*, kubeconfig: Path | None, audiences: Sequence[str] = ()) -> Review:
     """A :data:`Review` through the kubernetes client: in-cluster credentials, or
     ``kubeconfig`` when given (outside a cluster, e.g. ``make run`` and the tests)."""
+    import urllib3
     from kubernetes import client, config
 
     try:
@@ -83,10 +106,15 @@ def client_review(*, kubeconfig: Path | None, audiences: Sequence[str] = ()) -> 
     def review_sync(token: str) -> tuple[bool, str]:
         spec = client.V1TokenReviewSpec(token=token, audiences=list(audiences) or None)
         try:
-            answer: Any = api.create_token_review(client.V1TokenReview(spec=spec))
+            answer: Any = api.create_token_review(client.V1TokenReview(spec=spec),
+                                                  _request_timeout=REVIEW_TIMEOUT_S)
         except client.ApiException as exc:
             raise NotReadyError(f"TokenReview failed ({exc.status}); check the server's "
                                 "RBAC (tokenreviews: create)") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            # Unreachable API server: fail closed, 503, and never cache.
+            raise NotReadyError("the Kubernetes API server is unreachable; cannot review "
+                                f"the token ({type(exc).__name__})") from None
         status = answer.status
         user = status.user.username if status and status.user else ""
         return bool(status and status.authenticated), user or ""

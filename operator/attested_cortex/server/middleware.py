@@ -6,6 +6,7 @@ paths (health, readiness, metrics, OpenAPI) need no credentials.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -19,6 +20,8 @@ from attested_cortex.server.state import CALLER_KEY, state
 
 log = logging.getLogger("attested_cortex.access")
 
+#: Completing an approved request: the approval id it spends.
+APPROVAL_HEADER = "X-Cortex-Approval"
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/v1/openapi.json"})
 _GOOD_ID = re.compile(r"^[A-Za-z0-9._\-]{1,64}$")
 
@@ -54,6 +57,10 @@ async def context_middleware(request: web.Request, handler: Any) -> web.StreamRe
 async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Authenticate every non-public request (401 in the envelope on failure)."""
     if request.path not in PUBLIC_PATHS:
-        request[CALLER_KEY] = await state(request).auth.authenticate(request.headers)
+        caller = await state(request).auth.authenticate(request.headers)
+        approval = request.headers.get(APPROVAL_HEADER)
+        if approval is not None:
+            caller = dataclasses.replace(caller, approval=approval[:64])
+        request[CALLER_KEY] = caller
     response: web.StreamResponse = await handler(request)
     return response

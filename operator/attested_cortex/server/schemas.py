@@ -174,3 +174,28 @@ class AuditVerifyOut(BaseModel):
     head_hash: str | None
     signatures_checked: int
     unverified: int
+
+
+class ApprovalOut(BaseModel):
+    """One held action."""
+
+    id: str
+    agent_id: str
+    operation: str
+    namespace: str | None
+    request: dict[str, Any]
+    reason: str | None
+    source: str
+    status: str
+    remember: bool
+    created_at: str
+    expires_at: str
+    decided_at: str | None
+    decided_by: str | None
+    consumed: bool
+
+
+class ApprovalListOut(BaseModel):
+    """Pending actions."""
+
+    approvals: list[ApprovalOut]

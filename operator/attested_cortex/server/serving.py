@@ -22,16 +22,28 @@ from prometheus_client import CollectorRegistry
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.hooks.pipeline import open_pipeline
+from attested_cortex.policy.quotas import Buckets
+from attested_cortex.policy.rules import RuleSet, compile_rules
+from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.server.app import build_app
-from attested_cortex.server.auth import Authenticator, DevAuth, TokenAuth, check_dev_listen
+from attested_cortex.server.auth import (
+    Authenticator,
+    DevAuth,
+    TokenAuth,
+    check_dev_listen,
+    parse_agent_id,
+)
 from attested_cortex.server.settings import ServerSettings, split_listen
-from attested_cortex.service.context import Services
+from attested_cortex.service import recording
+from attested_cortex.service.approving import Approvals
+from attested_cortex.service.context import Policy, Services
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
 from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.graph.selecting import select_backend
 from attested_cortex.store.migrating import current_version
+from attested_cortex.types import AgentId
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +61,17 @@ def build_auth(settings: ServerSettings) -> Authenticator:
     from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
 
     return KubernetesAuth(client_review(kubeconfig=settings.kubeconfig,
-                                        audiences=settings.token_audiences))
+                                        audiences=settings.token_audiences),
+                          agents=agent_map(settings))
+
+
+def agent_map(settings: ServerSettings) -> dict[str, tuple[AgentId, ScopeSet]]:
+    """The ``agents`` mapping of the config (service account -> agent id and scopes)."""
+    return {
+        m.service_account: (parse_agent_id(m.agent_id),
+                            ScopeSet.parse(m.scopes) if m.scopes is not None else DEFAULT)
+        for m in settings.agents
+    }
 
 
 def limits_from(settings: ServerSettings) -> Limits:
@@ -77,10 +99,59 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     keys = KeySource(settings.keys_dir) if settings.keys_dir is not None else None
     if keys is not None:
         keys.snapshot()  # unreadable or inconsistent key files stop start-up, loudly
-    return Services(
+    policy = policy_from(settings)
+    approvals = approvals_from(settings, db, policy)
+    extras: dict[str, Any] = {}
+    services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry, keys=keys,
+        metrics_registry=registry, keys=keys, policy=policy, approvals=approvals,
+        extras=extras,
+    )
+    if settings.audit_signer is not None:
+        if keys is None or AgentId(settings.audit_signer) not in keys.snapshot().signing_keys:
+            raise InvalidInputError(
+                f"audit_signer {settings.audit_signer!r} needs its private key in keys_dir "
+                "(an AgentIdentity with keyCustody: Cortex)", field="audit_signer")
+        extras["audit_sink"] = recording.chain_sink(services, settings.audit_signer)
+    if approvals is not None:
+        approvals.record = recording.approval_recorder(services)
+        await approvals.start(settings.database_url)
+        stack.push_async_callback(approvals.aclose)
+    return services
+
+
+def approvals_from(settings: ServerSettings, db: Database, policy: Policy) -> Approvals | None:
+    """The approval service; without a secret it exists but refuses (never open)."""
+    config = settings.approval
+    if not config.enabled:
+        return None
+    secret = None
+    if config.hmac_secret_file is not None:
+        try:
+            secret = config.hmac_secret_file.read_bytes().strip()
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read approval.hmac_secret_file: {exc.strerror}",
+                                    field="approval.hmac_secret_file") from exc
+        if len(secret) < 16:
+            raise InvalidInputError("the approval secret must be at least 16 bytes",
+                                    field="approval.hmac_secret_file")
+    return Approvals(db=db, secret=secret, timeout_s=config.timeout_seconds,
+                     rules=policy.rules, sweep_interval_s=config.sweep_interval_seconds)
+
+
+def policy_from(settings: ServerSettings) -> Policy:
+    """Rules, write default and quotas from the settings (a bad rule pattern is an error)."""
+    quotas = settings.quotas
+    rates = {q.agent_id: float(q.requests_per_second) for q in quotas.per_agent
+             if q.requests_per_second is not None}
+    return Policy(
+        rules=RuleSet(compile_rules(settings.permissions.rules)),
+        write_default=settings.permissions.write_default,
+        buckets=Buckets(float(quotas.requests_per_second), rates) if quotas.enabled else None,
+        storage_per_agent_bytes=quotas.storage_per_agent_bytes,
+        storage_overrides={q.agent_id: q.storage_bytes for q in quotas.per_agent
+                           if q.storage_bytes is not None},
     )
 
 

@@ -40,6 +40,8 @@ class PermissionsSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     mode: Literal["advisory", "enforce", "off"] = "advisory"
     rules: list[RuleSettings] = Field(default_factory=list, max_length=10_000)
+    #: What a write gets when no rule matches (reads always get allow); see ADR 0009.
+    write_default: Literal["allow", "deny", "ask_user"] = "allow"
 
 
 #: ``<namespace>/<service account name>``: a DNS label, then a DNS subdomain.
@@ -52,6 +54,9 @@ class AgentMapping(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_account: str = Field(pattern=SERVICE_ACCOUNT_PATTERN)
     agent_id: str = Field(min_length=1, max_length=253)
+    #: Scopes of the agent (``memory.read:team/**`` ...); None: every scope except
+    #: ``memory.override``.
+    scopes: list[str] | None = Field(None, max_length=64)
 
 
 class ApprovalSettings(BaseModel):
@@ -61,6 +66,8 @@ class ApprovalSettings(BaseModel):
     enabled: bool = True
     timeout_seconds: int = Field(3600, ge=1, le=604800)
     hmac_secret_file: Path | None = None
+    #: How often overdue actions are expired and remembered rules refreshed.
+    sweep_interval_seconds: float = Field(5.0, ge=0.05, le=300)
 
 
 class TranscriptsSettings(BaseModel):
@@ -71,12 +78,23 @@ class TranscriptsSettings(BaseModel):
     retention_days: int | None = Field(None, ge=1, le=36500)
 
 
+class AgentQuotaSettings(BaseModel):
+    """One agent's quota overrides."""
+
+    model_config = ConfigDict(extra="forbid")
+    agent_id: str = Field(min_length=1, max_length=253)
+    requests_per_second: int | None = Field(None, ge=1, le=100_000)
+    storage_bytes: int | None = Field(None, ge=1)
+
+
 class QuotasSettings(BaseModel):
     """Per-agent limits (defaults of the MemoryCortex spec)."""
 
     model_config = ConfigDict(extra="forbid")
     requests_per_second: int = Field(100, ge=1, le=100_000)
     storage_per_agent_bytes: int = Field(100 * 1024 * 1024, ge=1)
+    enabled: bool = True
+    per_agent: list[AgentQuotaSettings] = Field(default_factory=list, max_length=10_000)
 
 
 class LimitsSettings(BaseModel):
@@ -103,6 +121,9 @@ class ServerSettings(BaseModel):
     graph_backend: Literal["Auto", "AGE", "CTE"] = "Auto"
     hooks_file: Path | None = None
     keys_dir: Path | None = None
+    #: Agent id of a Cortex-custody identity in ``keys_dir`` that signs policy statements
+    #: (would-be denials, refusals, approval decisions) into the audit chain.
+    audit_signer: str | None = Field(None, min_length=1, max_length=253)
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     agents: list[AgentMapping] = Field(default_factory=list, max_length=10_000)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)

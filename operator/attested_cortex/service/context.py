@@ -6,11 +6,16 @@ and never mutated; hot-reloadable parts (the hook configuration) manage their ow
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from attested_cortex.attest.loading import KeySource
+from attested_cortex.hooks.events import EventName
+from attested_cortex.policy.decisions import Verdict
+from attested_cortex.policy.quotas import Buckets
+from attested_cortex.policy.rules import RuleSet
+from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
 from attested_cortex.types import AgentId
@@ -25,6 +30,8 @@ class Caller:
 
     agent_id: AgentId
     auth: str
+    scopes: ScopeSet = DEFAULT
+    approval: str | None = None  # X-Cortex-Approval: completing an approved request
 
 
 class ChainOutcome(Protocol):
@@ -40,16 +47,42 @@ class ChainOutcome(Protocol):
     def code(self) -> str | None: ...
     @property
     def prompt(self) -> str | None: ...
+    @property
+    def modified(self) -> bool: ...
 
 
 class HookFirer(Protocol):
     """The one call the service makes into the hook pipeline."""
 
     async def fire(
-        self, event: str, payload: Mapping[str, Any], *, agent_id: str, namespace: str | None
+        self, event: EventName, payload: Mapping[str, Any], *, agent_id: str,
+        namespace: str | None,
     ) -> ChainOutcome: ...
 
+    def wants(self, event: EventName) -> bool:
+        """Whether any hook is configured for ``event`` (else its payload is not built)."""
+        ...
+
     def describe(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Rules, the no-rule default for writes, and quotas (see :mod:`.pipeline`)."""
+
+    rules: RuleSet = field(default_factory=RuleSet)
+    write_default: Verdict = "allow"
+    buckets: Buckets | None = None
+    storage_per_agent_bytes: int = 100 * 1024 * 1024
+    storage_overrides: Mapping[str, int] = field(default_factory=dict)
+
+    def storage_limit(self, agent_id: str) -> int:
+        """The agent's stored-bytes cap."""
+        return self.storage_overrides.get(agent_id, self.storage_per_agent_bytes)
+
+
+#: Called at each pipeline step with (operation name, step name); tests trace with it.
+StepObserver = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -65,3 +98,6 @@ class Services:
     metrics_registry: Any = None  # prometheus_client.CollectorRegistry shared by all parts
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
     extras: Mapping[str, Any] = field(default_factory=dict)
+    policy: Policy = field(default_factory=Policy)
+    approvals: Any = None  # service.approving.Approvals when the approval API is configured
+    observe: StepObserver | None = None

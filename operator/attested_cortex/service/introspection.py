@@ -7,11 +7,15 @@ in use, the hooks loaded now), never copied from configuration intent: the seed'
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from attested_cortex.errors import CortexError
+from attested_cortex.service import operations as ops
+from attested_cortex.service import usage
 from attested_cortex.service.attesting import snapshot
-from attested_cortex.service.context import Services
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.pipeline import Call, run
 from attested_cortex.store.migrating import current_version
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
 
@@ -49,7 +53,71 @@ def attestation(svc: Services) -> dict[str, Any]:
     }
 
 
-async def capabilities(svc: Services) -> dict[str, Any]:
+def permissions(svc: Services) -> dict[str, Any]:
+    """The mode and the rules in force, one line each in evaluation order."""
+    rules = sorted(svc.policy.rules.rules, key=lambda r: (-r.priority, r.order))
+    return {
+        "mode": svc.permission_mode,
+        "write_default": svc.policy.write_default,
+        "rules": len(rules),
+        "rule_summary": [rule.summary() for rule in rules],
+        "ownership": "author-only updates and deletes; observer-only invalidation",
+    }
+
+
+async def quotas(svc: Services, caller: Caller | None) -> dict[str, Any]:
+    """Quota settings and, for the caller, live usage."""
+    policy = svc.policy
+    answer: dict[str, Any] = {
+        "enabled": policy.buckets is not None,
+        "requests_per_second": policy.buckets.rate if policy.buckets else None,
+        "storage_per_agent_bytes": policy.storage_per_agent_bytes,
+        "rate_scope": "per replica", "storage_scope": "global",
+    }
+    if caller is not None:
+        answer["you"] = {
+            "agent_id": caller.agent_id,
+            "requests_per_second": policy.buckets.rate_of(caller.agent_id)
+            if policy.buckets else None,
+            "tokens_left": round(policy.buckets.level(caller.agent_id, now=time.monotonic()), 3)
+            if policy.buckets else None,
+            "stored_bytes": await usage.stored(svc, caller.agent_id),
+            "storage_limit_bytes": policy.storage_limit(caller.agent_id),
+            "scopes": [str(s) for s in caller.scopes.scopes],
+        }
+    return answer
+
+
+async def approval(svc: Services) -> dict[str, Any]:
+    """Whether the approval API is on, and what waits."""
+    approvals = svc.approvals
+    if approvals is None:
+        return {"enabled": False, "reason": "approval.enabled is false"}
+    if not approvals.enabled:
+        return {"enabled": False, "reason": "no approval.hmac_secret_file: decisions would "
+                "be unauthenticated, so the API is off (AskUser in enforce mode is 403)"}
+    return {"enabled": True, "pending": await approvals.count_pending(),
+            "timeout_seconds": approvals.timeout_s, "subscribers": approvals.subscribers,
+            "completion": "resubmit the held request with X-Cortex-Approval: <id>",
+            "signature": "X-Cortex-Signature: sha256=HMAC(secret, "
+                         "'{timestamp}.{METHOD}.{path}.{body}'), X-Cortex-Timestamp"}
+
+
+class CapabilitiesCall(Call[dict[str, Any]]):
+    """``GET /v1/capabilities`` through the pipeline (no scope needed)."""
+
+    spec = ops.CAPABILITIES
+
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        return await capabilities(svc, caller)
+
+
+async def describe(svc: Services, caller: Caller) -> dict[str, Any]:
+    """The capabilities document for ``caller``."""
+    return await run(svc, caller, CapabilitiesCall())
+
+
+async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str, Any]:
     """The live capabilities document (``GET /v1/capabilities``, ``cortexctl doctor``)."""
     hooks = dict(svc.hooks.describe()) if svc.hooks is not None else {"by_event": {}}
     return {
@@ -57,10 +125,11 @@ async def capabilities(svc: Services) -> dict[str, Any]:
         "max_supported_schema": MAX_SUPPORTED_SCHEMA,
         "kg_backend": getattr(svc.graph, "name", None),
         "auth": {"mode": svc.auth_mode},
-        "permissions": {"mode": svc.permission_mode, "rule_summary": [], "rules": 0},
+        "permissions": permissions(svc),
         "hooks": hooks,
         "transcripts": {"enabled": False},
         "attestation": attestation(svc),
-        "quotas": {"enabled": False},
+        "quotas": await quotas(svc, caller),
+        "approval": await approval(svc),
         "limits": svc.limits.as_dict(),
     }

@@ -1,14 +1,22 @@
-"""Knowledge-graph reads: query, paths, timeline, and the links of a memory. Each fires its
-read-class hooks and runs on the live backend (AGE or CTE: the same answers). The backends
-check their inputs themselves (unknown or deleted memories are 404, ranges are 400)."""
+"""Knowledge-graph reads: query, paths, timeline, and the links of a memory, each a
+:class:`~.pipeline.Call` on the live backend (AGE or CTE: the same answers). The backends
+check their inputs themselves (unknown or deleted memories are 404, ranges are 400).
+
+Read isolation: the start (and end) memories' namespaces pass the scope and rule steps;
+nodes reached in namespaces the caller may not read are removed from the answer with every
+edge and path that touches them.
+"""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from attested_cortex.errors import NotReadyError
-from attested_cortex.service import hooking
+from attested_cortex.hooks.events import EventName
+from attested_cortex.hooks.payloads import payload
+from attested_cortex.service import operations as ops
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_commands import KgPaths, KgQuery
 from attested_cortex.service.graph_views import (
@@ -17,7 +25,11 @@ from attested_cortex.service.graph_views import (
     subgraph_view,
     timeline_view,
 )
+from attested_cortex.service.hooking import revalidate
+from attested_cortex.service.operations import OperationSpec
+from attested_cortex.service.pipeline import Call, Target, run, visible
 from attested_cortex.store import links as link_rows
+from attested_cortex.store import memories as memory_rows
 
 
 def backend(svc: Services) -> Any:
@@ -27,45 +39,162 @@ def backend(svc: Services) -> Any:
     return svc.graph
 
 
+async def memories_target(svc: Services, ids: list[uuid.UUID]) -> Target:
+    """The namespaces of the memories an operation starts from (unknown ids: 404 later)."""
+    async with svc.db.connection() as conn:
+        found = await memory_rows.namespaces_of(conn, ids)
+    return Target(tuple(sorted(set(found.values()))))
+
+
+def _isolated(svc: Services, caller: Caller) -> bool:
+    """Whether reads by ``caller`` may need filtering (restricted scope or enforced rules)."""
+    return not caller.scopes.holds("memory.read") or (
+        svc.permission_mode == "enforce" and bool(svc.policy.rules.rules))
+
+
+async def hidden_ids(svc: Services, caller: Caller, spec: OperationSpec,
+                     ids: set[str]) -> set[str]:
+    """Of memory ``ids``, those the caller may not read."""
+    if not ids or not _isolated(svc, caller):
+        return set()
+    async with svc.db.connection() as conn:
+        found = await memory_rows.namespaces_of(conn, [uuid.UUID(i) for i in ids])
+    return {str(i) for i, ns in found.items() if not visible(svc, caller, spec, ns)}
+
+
+@dataclass
+class QueryCall(Call[dict[str, Any]]):
+    """``POST /v1/kg/query``: memories reachable from ``start_id`` within ``depth`` hops."""
+
+    spec = ops.KG_QUERY
+    cmd: KgQuery
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        return await memories_target(svc, [self.cmd.start_id])
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return payload(event, operation="query", **self.cmd.model_dump(mode="json"))
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        self.cmd = revalidate(KgQuery, {k: v for k, v in changed.items()
+                                        if k in KgQuery.model_fields})
+
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        cmd = self.cmd
+        async with svc.db.connection() as conn:
+            graph = await backend(svc).query(conn, start_id=cmd.start_id, depth=cmd.depth,
+                                             relations=cmd.relations, valid_at=cmd.valid_at)
+        view = subgraph_view(graph)
+        hidden = await hidden_ids(svc, caller, self.spec, {n["id"] for n in view["nodes"]})
+        if hidden:
+            view["nodes"] = [n for n in view["nodes"] if n["id"] not in hidden]
+            view["edges"] = [e for e in view["edges"]
+                             if e["src_id"] not in hidden and e["dst_id"] not in hidden]
+        return view
+
+    def post_payload(self, event: EventName, result: dict[str, Any]) -> dict[str, Any]:
+        return payload(event, operation="query", **self.cmd.model_dump(mode="json"), **result)
+
+
+@dataclass
+class PathsCall(Call[dict[str, Any]]):
+    """``POST /v1/kg/paths``: simple paths between two memories."""
+
+    spec = ops.KG_PATHS
+    cmd: KgPaths
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        return await memories_target(svc, [self.cmd.src_id, self.cmd.dst_id])
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return payload(event, **self.cmd.model_dump(mode="json"))
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        self.cmd = revalidate(KgPaths, {k: v for k, v in changed.items()
+                                        if k in KgPaths.model_fields})
+
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        cmd = self.cmd
+        async with svc.db.connection() as conn:
+            found = await backend(svc).paths(conn, src_id=cmd.src_id, dst_id=cmd.dst_id,
+                                             max_depth=cmd.max_depth, limit=cmd.limit,
+                                             valid_at=cmd.valid_at)
+        view = paths_view(found)
+        inner = {n for p in view["paths"] for n in p["nodes"]}
+        hidden = await hidden_ids(svc, caller, self.spec, inner)
+        if hidden:
+            view["paths"] = [p for p in view["paths"] if not hidden & set(p["nodes"])]
+        return view
+
+    def post_payload(self, event: EventName, result: dict[str, Any]) -> dict[str, Any]:
+        return payload(event, **self.cmd.model_dump(mode="json"), **result)
+
+
+@dataclass
+class TimelineCall(Call[dict[str, Any]]):
+    """``GET /v1/kg/timeline``: a memory's links ordered by validity."""
+
+    spec = ops.KG_TIMELINE
+    memory_id: uuid.UUID
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        return await memories_target(svc, [self.memory_id])
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return payload(event, operation="timeline", start_id=str(self.memory_id), depth=1,
+                       relations=None, valid_at=None)
+
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        async with svc.db.connection() as conn:
+            found = await backend(svc).timeline(conn, memory_id=self.memory_id)
+        view = timeline_view(str(self.memory_id), found)
+        ends = {e for link in view["links"] for e in (link["src_id"], link["dst_id"])}
+        hidden = await hidden_ids(svc, caller, self.spec, ends)
+        if hidden:
+            view["links"] = [x for x in view["links"]
+                             if x["src_id"] not in hidden and x["dst_id"] not in hidden]
+        return view
+
+    def post_payload(self, event: EventName, result: dict[str, Any]) -> dict[str, Any]:
+        return payload(event, operation="timeline", start_id=str(self.memory_id), depth=1,
+                       relations=None, valid_at=None, nodes=[], edges=result["links"],
+                       truncated=result["truncated"])
+
+
+@dataclass
+class LinksOfCall(Call[list[dict[str, Any]]]):
+    """``GET /v1/memories/{id}/links``: every link of a memory, history included."""
+
+    spec = ops.MEMORY_LINKS
+    memory_id: uuid.UUID
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        return await memories_target(svc, [self.memory_id])
+
+    async def execute(self, svc: Services, caller: Caller) -> list[dict[str, Any]]:
+        async with svc.db.connection() as conn:
+            found = [link_view(x) for x in await link_rows.list_links(conn,
+                                                                       memory_id=self.memory_id)]
+        ends = {e for link in found for e in (link["src_id"], link["dst_id"])}
+        hidden = await hidden_ids(svc, caller, self.spec, ends)
+        return [x for x in found if x["src_id"] not in hidden and x["dst_id"] not in hidden]
+
+
 async def query(svc: Services, caller: Caller, cmd: KgQuery) -> dict[str, Any]:
     """Memories reachable from ``start_id`` within ``depth`` hops."""
-    payload = await hooking.before(svc, caller, "pre_kg_query", cmd.model_dump(mode="json"),
-                                   namespace=None)
-    cmd = hooking.revalidate(KgQuery, payload)
-    async with svc.db.connection() as conn:
-        graph = await backend(svc).query(conn, start_id=cmd.start_id, depth=cmd.depth,
-                                         relations=cmd.relations, valid_at=cmd.valid_at)
-    view = subgraph_view(graph)
-    await hooking.after(svc, caller, "post_kg_query", {"query": payload, **view}, namespace=None)
-    return view
+    return await run(svc, caller, QueryCall(cmd))
 
 
 async def paths(svc: Services, caller: Caller, cmd: KgPaths) -> dict[str, Any]:
     """Simple paths between two memories."""
-    payload = await hooking.before(svc, caller, "pre_kg_paths", cmd.model_dump(mode="json"),
-                                   namespace=None)
-    cmd = hooking.revalidate(KgPaths, payload)
-    async with svc.db.connection() as conn:
-        found = await backend(svc).paths(conn, src_id=cmd.src_id, dst_id=cmd.dst_id,
-                                         max_depth=cmd.max_depth, limit=cmd.limit,
-                                         valid_at=cmd.valid_at)
-    view = paths_view(found)
-    await hooking.after(svc, caller, "post_kg_paths", {"query": payload, **view}, namespace=None)
-    return view
+    return await run(svc, caller, PathsCall(cmd))
 
 
 async def timeline(svc: Services, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
     """A memory's links ordered by validity."""
-    payload = {"operation": "timeline", "memory_id": str(memory_id)}
-    await hooking.before(svc, caller, "pre_kg_query", payload, namespace=None)
-    async with svc.db.connection() as conn:
-        found = await backend(svc).timeline(conn, memory_id=memory_id)
-    view = timeline_view(str(memory_id), found)
-    await hooking.after(svc, caller, "post_kg_query", {"query": payload, **view}, namespace=None)
-    return view
+    return await run(svc, caller, TimelineCall(memory_id))
 
 
 async def links_of(svc: Services, caller: Caller, memory_id: uuid.UUID) -> list[dict[str, Any]]:
     """Every link of a memory, history included."""
-    async with svc.db.connection() as conn:
-        return [link_view(link) for link in await link_rows.list_links(conn, memory_id=memory_id)]
+    return await run(svc, caller, LinksOfCall(memory_id))

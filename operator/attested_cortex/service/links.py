@@ -1,52 +1,88 @@
-"""Link writes: create and invalidate. Called by ``POST /v1/links`` and ``POST /v1/kg/invalidate``.
+"""Link writes and checks: create, invalidate, verify. Called by ``POST /v1/links``,
+``POST /v1/kg/invalidate`` and ``GET /v1/links/{id}/verify``.
 
-create: pre_link hook -> re-validate -> sign (custody, signature check, replay) -> insert +
-graph mirror + audit event in one transaction -> post_link hook. Links are immutable;
-invalidation only closes the validity window (pre_invalidate / post_invalidate); the
-signed window stays in ``asserted_until`` so a signature still verifies afterwards.
+create: pipeline (scope and rules on both ends' namespaces, pre_link) -> sign (custody,
+signature check, replay) -> insert + graph mirror + audit event in one transaction ->
+post_link. Links are immutable; invalidation only closes the validity window; the signed
+window stays in ``asserted_until`` so a signature still verifies afterwards. Only the
+observer invalidates a link unless granted more, and nobody closes another agent's link in
+the past (retroactively).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from attested_cortex.attest.auditing import append_event
 from attested_cortex.errors import InvalidInputError
-from attested_cortex.service import attesting, hooking
+from attested_cortex.hooks.events import EventName
+from attested_cortex.hooks.payloads import payload
+from attested_cortex.policy.decisions import ALLOW, Decision
+from attested_cortex.service import attesting
+from attested_cortex.service import operations as ops
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink
 from attested_cortex.service.graph_views import link_view
+from attested_cortex.service.hooking import revalidate
 from attested_cortex.service.kg import backend
+from attested_cortex.service.pipeline import Call, Target, run
 from attested_cortex.store import links as link_rows
+from attested_cortex.store import memories as memory_rows
 from attested_cortex.store.links import Link
 
 log = logging.getLogger(__name__)
 
 
-async def create(svc: Services, caller: Caller, cmd: CreateLink) -> Link:
-    """Create a link observed by the calling agent, signed per the agent's key custody."""
-    payload = await hooking.before(svc, caller, "pre_link", cmd.model_dump(mode="json"),
-                                   namespace=None)
-    cmd = hooking.revalidate(CreateLink, payload)
-    plan = _plan(svc, caller, cmd)
-    outcome = plan.outcome
-    async with svc.db.transaction() as conn:
-        link = await link_rows.create_link(
-            conn, graph=backend(svc), src_id=cmd.src_id, dst_id=cmd.dst_id,
-            relation=cmd.relation, observed_by=caller.agent_id, valid_from=plan.valid_from,
-            valid_until=plan.valid_until, link_id=cmd.id, signature=outcome.signature,
-            attest_level=outcome.level, signed_by=outcome.signed_by, signed_at=plan.signed_at,
-        )
-        if outcome.verified:  # last statement: the chain lock is held until commit
-            await append_event(
-                conn, agent_id=caller.agent_id, event_type="link.created",
-                payload=plan.payload.encode(), signature=outcome.signature,
-                key_fingerprint=outcome.key_fingerprint,
+async def ends_target(svc: Services, ids: list[uuid.UUID], owner: str | None = None) -> Target:
+    """The namespaces of the memories a link joins (unknown ids are 404 later)."""
+    async with svc.db.connection() as conn:
+        found = await memory_rows.namespaces_of(conn, ids)
+    return Target(tuple(sorted(set(found.values()))), owner)
+
+
+@dataclass
+class CreateCall(Call[Link]):
+    """``POST /v1/links``: a link observed by the calling agent."""
+
+    spec = ops.LINK_CREATE
+    cmd: CreateLink
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        return await ends_target(svc, [self.cmd.src_id, self.cmd.dst_id], caller.agent_id)
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return payload(event, **self.cmd.model_dump(mode="json"))
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        self.cmd = revalidate(CreateLink, {k: v for k, v in changed.items()
+                                           if k in CreateLink.model_fields})
+
+    async def execute(self, svc: Services, caller: Caller) -> Link:
+        cmd = self.cmd
+        plan = _plan(svc, caller, cmd)
+        outcome = plan.outcome
+        async with svc.db.transaction() as conn:
+            link = await link_rows.create_link(
+                conn, graph=backend(svc), src_id=cmd.src_id, dst_id=cmd.dst_id,
+                relation=cmd.relation, observed_by=caller.agent_id, valid_from=plan.valid_from,
+                valid_until=plan.valid_until, link_id=cmd.id, signature=outcome.signature,
+                attest_level=outcome.level, signed_by=outcome.signed_by,
+                signed_at=plan.signed_at,
             )
-    await hooking.after(svc, caller, "post_link", link_view(link), namespace=None)
-    return link
+            if outcome.verified:  # last statement: the chain lock is held until commit
+                await append_event(
+                    conn, agent_id=caller.agent_id, event_type="link.created",
+                    payload=plan.payload.encode(), signature=outcome.signature,
+                    key_fingerprint=outcome.key_fingerprint,
+                )
+        return link
+
+    def post_payload(self, event: EventName, result: Link) -> dict[str, Any]:
+        return payload(event, **link_view(result))
 
 
 def _plan(svc: Services, caller: Caller, cmd: CreateLink) -> attesting.SignedLinkPlan:
@@ -65,20 +101,84 @@ def _plan(svc: Services, caller: Caller, cmd: CreateLink) -> attesting.SignedLin
         raise
 
 
+@dataclass
+class VerifyCall(Call[dict[str, Any]]):
+    """``GET /v1/links/{id}/verify``: re-verify a stored link from its row and the keyring."""
+
+    spec = ops.LINK_VERIFY
+    link_id: uuid.UUID
+    link: Link | None = None
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        async with svc.db.connection() as conn:
+            self.link = await link_rows.get_link(conn, link_id=self.link_id)
+        return await ends_target(svc, [self.link.src_id, self.link.dst_id])
+
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        assert self.link is not None
+        return attesting.verification(self.link, attesting.snapshot(svc.keys))
+
+
+@dataclass
+class InvalidateCall(Call[Link]):
+    """``POST /v1/kg/invalidate``: close a link's validity window (never delete it)."""
+
+    spec = ops.LINK_INVALIDATE
+    cmd: InvalidateLink
+    link: Link | None = None
+    now: datetime | None = None
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        self.now = datetime.now(UTC)
+        async with svc.db.connection() as conn:
+            self.link = await link_rows.get_link(conn, link_id=self.cmd.link_id)
+        return await ends_target(svc, [self.link.src_id, self.link.dst_id],
+                                 self.link.observed_by)
+
+    def check(self, svc: Services, caller: Caller, target: Target) -> Decision:
+        """Nobody rewrites another agent's past: closing its link before now is refused."""
+        until, now = self.cmd.valid_until, self.now
+        if target.owner == caller.agent_id or until is None or now is None or until >= now:
+            return ALLOW
+        return Decision("deny", "ownership",
+                        f"closing {target.owner}'s link at {until.isoformat()}, in the past, "
+                        "would rewrite what it asserted; only its observer may do that",
+                        "retroactive_invalidation")
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return payload(event, **self.cmd.model_dump(mode="json"))
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        self.cmd = revalidate(InvalidateLink, {k: v for k, v in changed.items()
+                                               if k in InvalidateLink.model_fields})
+
+    async def execute(self, svc: Services, caller: Caller) -> Link:
+        if self.cmd.link_id != (self.link.id if self.link else None):
+            raise InvalidInputError("a hook may not change which link is invalidated",
+                                    code="hook_invalid_modify", field="link_id")
+        check = self.check(svc, caller, Target(owner=self.link.observed_by if self.link
+                                               else None))
+        if not check.allows:  # a hook moved valid_until into the past
+            raise InvalidInputError(check.reason or "retroactive", code=check.code)
+        async with svc.db.transaction() as conn:
+            return await link_rows.invalidate_link(conn, graph=backend(svc),
+                                                   link_id=self.cmd.link_id,
+                                                   valid_until=self.cmd.valid_until)
+
+    def post_payload(self, event: EventName, result: Link) -> dict[str, Any]:
+        return payload(event, **link_view(result))
+
+
+async def create(svc: Services, caller: Caller, cmd: CreateLink) -> Link:
+    """Create a link observed by the calling agent, signed per the agent's key custody."""
+    return await run(svc, caller, CreateCall(cmd))
+
+
 async def verify(svc: Services, caller: Caller, link_id: uuid.UUID) -> dict[str, Any]:
     """Re-verify a stored link's signature from its row and the keyring."""
-    async with svc.db.connection() as conn:
-        link = await link_rows.get_link(conn, link_id=link_id)
-    return attesting.verification(link, attesting.snapshot(svc.keys))
+    return await run(svc, caller, VerifyCall(link_id))
 
 
 async def invalidate(svc: Services, caller: Caller, cmd: InvalidateLink) -> Link:
     """Close a link's validity window (never deletes it)."""
-    payload = await hooking.before(svc, caller, "pre_invalidate", cmd.model_dump(mode="json"),
-                                   namespace=None)
-    cmd = hooking.revalidate(InvalidateLink, payload)
-    async with svc.db.transaction() as conn:
-        link = await link_rows.invalidate_link(conn, graph=backend(svc), link_id=cmd.link_id,
-                                               valid_until=cmd.valid_until)
-    await hooking.after(svc, caller, "post_invalidate", link_view(link), namespace=None)
-    return link
+    return await run(svc, caller, InvalidateCall(cmd))

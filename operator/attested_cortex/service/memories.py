@@ -1,113 +1,259 @@
 """Memory operations: store, get, update, delete, list. Called by the HTTP routes.
 
-Each is one pipeline over one request value:
-validate -> pre-hooks (may Modify, Deny or ask; writes also fire pre_index, because the
-full-text index is computed in the same write) -> re-validate -> write (+ graph mirror)
--> post_index -> post-hook. Later stages (permission rules, signing, audit, quotas) slot in here, so
-every entry point (HTTP, CLI, tests) goes through the same checks.
+Each is a :class:`~.pipeline.Call` run by :func:`.pipeline.run` (scope, rules, hooks, quota,
+audit). Writes fire ``pre_index``/``post_index`` around the write because the full-text
+index is computed in the same statement; a pre- hook's Modify is re-validated as if a client
+had sent it.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
+from attested_cortex.hooks.events import EventName
+from attested_cortex.hooks.payloads import payload
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service import hooking
+from attested_cortex.service import operations as ops
 from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.hooking import revalidate
+from attested_cortex.service.pipeline import Call, Target, run, visible
 from attested_cortex.service.views import memory_view
 from attested_cortex.store import memories as rows
 from attested_cortex.store.memories import Memory
 
 
-async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
-    """Store a new memory."""
-    check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
-    payload = await hooking.before(
-        svc, caller, "pre_store", cmd.model_dump(), namespace=cmd.namespace
-    )
-    payload = await hooking.before(svc, caller, "pre_index", payload, namespace=cmd.namespace)
-    cmd = hooking.revalidate(StoreMemory, payload)
-    check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
-    mirror = svc.graph if svc.graph is not None and svc.graph.mirrors_writes else None
-    # Without a mirror to write, the store is one INSERT, atomic on its own: an explicit
-    # transaction would only add BEGIN and COMMIT round trips (make bench: HTTP stores
-    # 236.9 -> 391.8/s).
-    async with svc.db.transaction() if mirror is not None else svc.db.connection() as conn:
-        memory = await rows.insert(
-            conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
-            tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
-        )
-        if mirror is not None:
-            await mirror.on_memory_created(conn, memory.id, memory.namespace)
-    view = memory_view(memory)
-    await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
-    await hooking.after(svc, caller, "post_store", view, namespace=memory.namespace)
-    return memory
+def text_bytes(*, content: str | None, title: str | None, metadata: dict[str, Any] | None) -> int:
+    """What a memory's fields add to the storage quota (as ``stored_bytes`` counts them)."""
+    size = len((content or "").encode()) + len((title or "").encode())
+    return size + (len(json.dumps(metadata).encode()) if metadata is not None else 0)
 
 
-async def get(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
-    """Read one memory (a tombstone reads as deleted, with no content)."""
+async def _load(svc: Services, memory_id: uuid.UUID) -> Memory:
     async with svc.db.connection() as conn:
         return await rows.get(conn, memory_id)
 
 
+def _index_payload(memory_id: str | None, namespace: str, reason: str,
+                   fields: dict[str, Any]) -> dict[str, Any]:
+    return payload("pre_index", memory_id=memory_id, namespace=namespace, reason=reason,
+                   title=fields.get("title"), content=fields.get("content"),
+                   tags=fields.get("tags"))
+
+
+def _indexed(fields: dict[str, Any], changed: dict[str, Any]) -> dict[str, Any]:
+    """A pre_index Modify of title/content/tags applied to the request's fields."""
+    return {**fields, **{k: changed[k] for k in ("title", "content", "tags")
+                         if changed.get(k) is not None}}
+
+
+@dataclass
+class StoreCall(Call[Memory]):
+    """``POST /v1/memories``."""
+
+    spec = ops.MEMORY_STORE
+    cmd: StoreMemory
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
+        return Target((self.cmd.namespace,), caller.agent_id, self._bytes())
+
+    def _bytes(self) -> int:
+        return text_bytes(content=self.cmd.content, title=self.cmd.title,
+                          metadata=self.cmd.metadata)
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        if event == "pre_index":
+            return _index_payload(None, self.cmd.namespace, "store", self.cmd.model_dump())
+        return payload(event, **self.cmd.model_dump())
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        fields = self.cmd.model_dump()
+        fields = _indexed(fields, changed) if event == "pre_index" else {
+            k: v for k, v in changed.items() if k in StoreMemory.model_fields}
+        self.cmd = revalidate(StoreMemory, fields)
+
+    async def execute(self, svc: Services, caller: Caller) -> Memory:
+        cmd = self.cmd
+        check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
+        mirror = svc.graph if svc.graph is not None and svc.graph.mirrors_writes else None
+        # Without a mirror to write, the store is one INSERT, atomic on its own: an explicit
+        # transaction would only add BEGIN and COMMIT round trips (make bench: HTTP stores
+        # 236.9 -> 391.8/s).
+        async with svc.db.transaction() if mirror is not None else svc.db.connection() as conn:
+            memory = await rows.insert(
+                conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
+                tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
+            )
+            if mirror is not None:
+                await mirror.on_memory_created(conn, memory.id, memory.namespace)
+        return memory
+
+    def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
+        return _post_write(event, result, "store")
+
+
+def _post_write(event: EventName, memory: Memory, reason: str) -> dict[str, Any]:
+    if event == "post_index":
+        return payload(event, memory_id=str(memory.id), namespace=memory.namespace,
+                       reason=reason, revision=memory.revision)
+    return payload(event, **memory_view(memory))
+
+
+@dataclass
+class GetCall(Call[Memory]):
+    """``GET /v1/memories/{id}`` (a tombstone reads as deleted, with no content)."""
+
+    spec = ops.MEMORY_GET
+    memory_id: uuid.UUID
+    found: Memory | None = None
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        self.found = await _load(svc, self.memory_id)
+        return Target((self.found.namespace,), self.found.author)
+
+    async def execute(self, svc: Services, caller: Caller) -> Memory:
+        assert self.found is not None
+        return self.found
+
+
+@dataclass
+class UpdateCall(Call[Memory]):
+    """``PATCH /v1/memories/{id}``: change fields and bump the revision."""
+
+    spec = ops.MEMORY_UPDATE
+    memory_id: uuid.UUID
+    cmd: UpdateMemory
+    current: Memory | None = None
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
+        self.current = current = await _load(svc, self.memory_id)
+        grows = text_bytes(content=self.cmd.content, title=self.cmd.title,
+                           metadata=self.cmd.metadata) - text_bytes(
+            content=current.content if self.cmd.content is not None else None,
+            title=current.title if self.cmd.title is not None else None,
+            metadata=current.metadata if self.cmd.metadata is not None else None)
+        return Target((current.namespace,), current.author, max(0, grows))
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        assert self.current is not None
+        changes = self.cmd.model_dump(exclude_unset=True)
+        if event == "pre_index":
+            return _index_payload(str(self.memory_id), self.current.namespace, "update",
+                                  changes)
+        return payload(event, id=str(self.memory_id), namespace=self.current.namespace,
+                       author=self.current.author, changes=changes)
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        fields = self.cmd.model_dump(exclude_unset=True)
+        if event == "pre_index":
+            fields = _indexed(fields, changed)
+        else:
+            given = changed.get("changes")
+            fields = given if isinstance(given, dict) else {}
+        self.cmd = revalidate(UpdateMemory, fields)
+
+    async def execute(self, svc: Services, caller: Caller) -> Memory:
+        cmd = self.cmd
+        check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
+        changes = cmd.model_dump(exclude_unset=True, exclude={"expected_revision"})
+        changes = {k: v for k, v in changes.items() if v is not None}
+        async with svc.db.transaction() as conn:
+            locked = await rows.get(conn, self.memory_id, for_update=True)
+            return await rows.update(
+                conn, locked, changes=changes, expected_revision=cmd.expected_revision
+            )
+
+    def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
+        return _post_write(event, result, "update")
+
+
+@dataclass
+class DeleteCall(Call[Memory]):
+    """``DELETE /v1/memories/{id}``: the content goes, the row (and link history) stays."""
+
+    spec = ops.MEMORY_DELETE
+    memory_id: uuid.UUID
+    current: Memory | None = None
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        self.current = await _load(svc, self.memory_id)
+        return Target((self.current.namespace,), self.current.author)
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        assert self.current is not None
+        return payload(event, id=str(self.memory_id), namespace=self.current.namespace,
+                       author=self.current.author)
+
+    async def execute(self, svc: Services, caller: Caller) -> Memory:
+        assert self.current is not None
+        async with svc.db.transaction() as conn:
+            locked = await rows.get(conn, self.memory_id, for_update=True)
+            memory = await rows.tombstone(conn, locked)
+            if svc.graph is not None and not locked.deleted:
+                await svc.graph.on_memory_tombstoned(conn, memory.id)
+        return memory
+
+    def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
+        return payload(event, **memory_view(result))
+
+
+@dataclass
+class ListCall(Call[list[Memory]]):
+    """``GET /v1/memories``: live memories of a namespace subtree, newest first. Memories in
+    namespaces the caller may not read are left out."""
+
+    spec = ops.MEMORY_LIST
+    namespace: str | None
+    limit: int
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        return Target((self.namespace,) if self.namespace is not None else ())
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return payload(event, query=None, namespace=self.namespace, limit=self.limit)
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        namespace = changed.get("namespace", self.namespace)
+        self.namespace = None if namespace is None else parse_namespace(str(namespace))
+
+    async def execute(self, svc: Services, caller: Caller) -> list[Memory]:
+        async with svc.db.connection() as conn:
+            found = await rows.list_namespace(conn, namespace=self.namespace, limit=self.limit)
+        return [m for m in found if visible(svc, caller, self.spec, m.namespace)]
+
+    def post_payload(self, event: EventName, result: list[Memory]) -> dict[str, Any]:
+        return payload(event, query=None, namespace=self.namespace, limit=self.limit,
+                       results=[memory_view(m) for m in result],
+                       truncated=len(result) >= self.limit)
+
+
+async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
+    """Store a new memory."""
+    return await run(svc, caller, StoreCall(cmd))
+
+
+async def get(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
+    """Read one memory."""
+    return await run(svc, caller, GetCall(memory_id))
+
+
 async def update(svc: Services, caller: Caller, memory_id: uuid.UUID, cmd: UpdateMemory) -> Memory:
-    """Change a memory's fields and bump its revision."""
-    check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
-    current = await get(svc, caller, memory_id)
-    payload = await hooking.before(
-        svc, caller, "pre_update", {"id": str(memory_id), **cmd.model_dump(exclude_unset=True)},
-        namespace=current.namespace,
-    )
-    payload = await hooking.before(svc, caller, "pre_index", payload,
-                                   namespace=current.namespace)
-    payload.pop("id", None)
-    cmd = hooking.revalidate(UpdateMemory, payload)
-    check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
-    changes = cmd.model_dump(exclude_unset=True, exclude={"expected_revision"})
-    changes = {k: v for k, v in changes.items() if v is not None}
-    async with svc.db.transaction() as conn:
-        locked = await rows.get(conn, memory_id, for_update=True)
-        memory = await rows.update(
-            conn, locked, changes=changes, expected_revision=cmd.expected_revision
-        )
-    view = memory_view(memory)
-    await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
-    await hooking.after(svc, caller, "post_update", view, namespace=memory.namespace)
-    return memory
+    """Change a memory's fields (its author, or an agent granted more)."""
+    return await run(svc, caller, UpdateCall(memory_id, cmd))
 
 
 async def delete(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
-    """Tombstone a memory: its content goes, its row (and its links' history) stays."""
-    current = await get(svc, caller, memory_id)
-    await hooking.before(
-        svc, caller, "pre_delete", memory_view(current), namespace=current.namespace
-    )
-    async with svc.db.transaction() as conn:
-        locked = await rows.get(conn, memory_id, for_update=True)
-        memory = await rows.tombstone(conn, locked)
-        if svc.graph is not None and not current.deleted:
-            await svc.graph.on_memory_tombstoned(conn, memory.id)
-    await hooking.after(svc, caller, "post_delete", memory_view(memory), namespace=memory.namespace)
-    return memory
+    """Tombstone a memory (its author, or an agent granted more)."""
+    return await run(svc, caller, DeleteCall(memory_id))
 
 
 async def search(
     svc: Services, caller: Caller, *, namespace: str | None, limit: int
 ) -> list[Memory]:
     """List live memories of a namespace subtree, newest first."""
-    payload = await hooking.before(
-        svc, caller, "pre_search", {"namespace": namespace, "limit": limit}, namespace=namespace
-    )
-    namespace = payload.get("namespace", namespace)
-    if namespace is not None:
-        namespace = parse_namespace(str(namespace))
-    async with svc.db.connection() as conn:
-        found = await rows.list_namespace(conn, namespace=namespace, limit=limit)
-    await hooking.after(
-        svc, caller, "post_search",
-        {"namespace": namespace, "results": [memory_view(m) for m in found]},
-        namespace=namespace,
-    )
-    return found
+    return await run(svc, caller, ListCall(namespace, limit))

@@ -1,5 +1,5 @@
-"""The recall pipeline: pre_recall hook -> bounded full-text recall -> token budget ->
-post_recall hook. Called by ``POST /v1/recall``.
+"""Recall: bounded full-text recall -> read isolation -> token budget, run through the
+operation pipeline (:mod:`.pipeline`). Called by ``POST /v1/recall``.
 """
 
 from __future__ import annotations
@@ -8,9 +8,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from attested_cortex.service import hooking
+from attested_cortex.hooks.events import EventName
+from attested_cortex.hooks.payloads import payload
+from attested_cortex.service import operations as ops
 from attested_cortex.service.commands import RecallQuery
 from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.hooking import revalidate
+from attested_cortex.service.pipeline import Call, Target, run, visible
 from attested_cortex.service.views import memory_view
 from attested_cortex.store import recall as store_recall
 from attested_cortex.store.recall import Hit
@@ -53,22 +57,40 @@ def hit_view(hit: Hit) -> dict[str, Any]:
     return {**memory_view(hit.memory), "score": round(hit.score, 6)}
 
 
+@dataclass
+class RecallCall(Call[RecallResult]):
+    """``POST /v1/recall``: hits from namespaces the caller may not read are dropped before
+    the budget is applied, so a recall never returns them."""
+
+    spec = ops.RECALL
+    query: RecallQuery
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        ns = self.query.namespace
+        return Target((ns,) if ns is not None else ())
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return payload(event, **self.query.model_dump())
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        self.query = revalidate(RecallQuery, {k: v for k, v in changed.items()
+                                              if k in RecallQuery.model_fields})
+
+    async def execute(self, svc: Services, caller: Caller) -> RecallResult:
+        query = self.query
+        async with svc.db.connection() as conn:
+            hits = await store_recall.recall(
+                conn, query=query.query, namespace=query.namespace, limit=query.limit,
+                pool=svc.limits.recall_pool,
+            )
+        hits = [h for h in hits if visible(svc, caller, self.spec, h.memory.namespace)]
+        return apply_budget(hits, query.budget_tokens)
+
+    def post_payload(self, event: EventName, result: RecallResult) -> dict[str, Any]:
+        return payload(event, **self.query.model_dump(),
+                       results=[hit_view(h) for h in result.hits], truncated=result.truncated)
+
+
 async def recall(svc: Services, caller: Caller, query: RecallQuery) -> RecallResult:
     """Answer a recall query."""
-    payload = await hooking.before(
-        svc, caller, "pre_recall", query.model_dump(), namespace=query.namespace
-    )
-    query = hooking.revalidate(RecallQuery, payload)
-    async with svc.db.connection() as conn:
-        hits = await store_recall.recall(
-            conn, query=query.query, namespace=query.namespace, limit=query.limit,
-            pool=svc.limits.recall_pool,
-        )
-    result = apply_budget(hits, query.budget_tokens)
-    await hooking.after(
-        svc, caller, "post_recall",
-        {"query": query.model_dump(), "results": [hit_view(h) for h in result.hits],
-         "truncated": result.truncated},
-        namespace=query.namespace,
-    )
-    return result
+    return await run(svc, caller, RecallCall(query))

@@ -21,6 +21,9 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memories"),
     ("SELECT, INSERT, UPDATE", "links"),
     ("SELECT, INSERT", "signed_events"),
+    ("SELECT, INSERT, UPDATE", "pending_actions"),
+    ("SELECT, INSERT, DELETE", "approval_signatures"),
+    ("SELECT, INSERT", "remembered_rules"),
 )
 
 

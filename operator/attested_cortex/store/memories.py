@@ -162,3 +162,21 @@ async def count_by_author(conn: Conn, author: str) -> int:
 
 def _like_prefix(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+async def stored_bytes(conn: Conn, *, author: str) -> int:
+    """Bytes of text, title and metadata the author's live memories hold (the storage quota
+    counts these; tombstones hold none)."""
+    cur = await conn.execute(
+        "SELECT coalesce(sum(octet_length(content) + octet_length(title) "
+        "+ octet_length(metadata::text)), 0) AS used "
+        "FROM memories WHERE author = %s AND deleted_at IS NULL", (author,))
+    row = await cur.fetchone()
+    return int(row["used"]) if row is not None else 0
+
+
+async def namespaces_of(conn: Conn, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The namespace of each existing memory among ``ids`` (tombstones included)."""
+    cur = await conn.execute("SELECT id, namespace FROM memories WHERE id = ANY(%s)",
+                             (list(ids),))
+    return {row["id"]: row["namespace"] for row in await cur.fetchall()}

@@ -7,7 +7,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from attested_cortex.server.openapi import Operation
 from attested_cortex.server.schemas import CapabilitiesOut, HealthOut
-from attested_cortex.server.state import state
+from attested_cortex.server.state import caller, state
 from attested_cortex.service import introspection
 
 routes = web.RouteTableDef()
@@ -38,7 +38,8 @@ async def metrics(request: web.Request) -> web.Response:
 @routes.get("/v1/capabilities")
 async def capabilities(request: web.Request) -> web.Response:
     """The honest live self-description."""
-    return web.json_response(await introspection.capabilities(state(request).services))
+    return web.json_response(await introspection.describe(state(request).services,
+                                                          caller(request)))
 
 
 operations = [

@@ -1,0 +1,287 @@
+"""Approvals: AskUser operations held for a human, decided through a signed request.
+
+The pipeline's approval gate (:func:`.pipeline._gate`) calls :meth:`Approvals.hold` for an
+AskUser decision in enforce mode (the client gets 202 and the approval id) and
+:meth:`Approvals.consume` when the client resubmits the same request with
+``X-Cortex-Approval: <id>``: **the client completes an approved operation**, and the
+conditional UPDATE of :func:`attested_cortex.store.approvals.consume` lets exactly one
+resubmission through, whichever server it reaches. A sweeper expires overdue actions (they
+are denied), refreshes ``remember: forever`` rules written by any server and prunes used
+signatures. Events (created, decided, expired) go through PostgreSQL NOTIFY so every
+server's ``GET /v1/approvals/stream`` subscribers see every event once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import psycopg
+
+from attested_cortex.errors import ConflictError, CortexError, DeniedError, NotFoundError
+from attested_cortex.policy.decisions import Decision
+from attested_cortex.policy.patterns import parse_pattern
+from attested_cortex.policy.rules import Rule, RuleSet
+from attested_cortex.policy.signatures import MAX_AGE_S, MAX_SKEW_S
+from attested_cortex.store import approvals as rows
+from attested_cortex.store.approvals import Action
+from attested_cortex.store.database import Database
+
+log = logging.getLogger("attested_cortex.policy")
+CHANNEL: Final = "cortex_approvals"
+#: Put in a subscriber's queue when the server stops: the stream ends.
+CLOSED: Final[dict[str, Any]] = {"event": "closed"}
+#: Records an approval event (kind, action) in the log and the audit hook point.
+Recorder = Callable[[str, Action], Awaitable[None]]
+
+
+def fingerprint(*, agent_id: str, operation: str, request: dict[str, Any]) -> str:
+    """What identifies one held request: the agent, the operation and its exact input."""
+    canonical = json.dumps({"agent": agent_id, "operation": operation, "request": request},
+                           sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def action_view(action: Action) -> dict[str, Any]:
+    """An action as API JSON."""
+    return {
+        "id": str(action.id), "agent_id": action.agent_id, "operation": action.operation,
+        "namespace": action.namespace, "request": action.request, "reason": action.reason,
+        "source": action.source, "status": action.status, "remember": action.remember,
+        "created_at": action.created_at.isoformat(),
+        "expires_at": action.expires_at.isoformat(),
+        "decided_at": action.decided_at.isoformat() if action.decided_at else None,
+        "decided_by": action.decided_by,
+        "consumed": action.consumed_at is not None,
+    }
+
+
+def remembered_rule(row: dict[str, Any]) -> Rule:
+    """The allow rule a ``remember: forever`` approval persisted: the agent, the operation,
+    exactly the namespace it was held in (``**`` when it named none), highest priority."""
+    return Rule(source=f"approval/{row['approval_id']}", pattern=parse_pattern(row["namespace"]),
+                agents=(row["agent_id"],), operations=frozenset({row["operation"]}),
+                verdict="allow", inherit=False, priority=1000,
+                reason="remembered approval", order=-1)
+
+
+@dataclass
+class Approvals:
+    """The approval service of one server (state shared with others through the database)."""
+
+    db: Database
+    secret: bytes | None
+    timeout_s: int
+    rules: RuleSet
+    record: Recorder | None = None
+    sweep_interval_s: float = 1.0
+    _subscribers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)
+    _remembered: set[str] = field(default_factory=set)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def enabled(self) -> bool:
+        """Decisions need the HMAC secret: without it the API is off, never open."""
+        return self.secret is not None
+
+    # -- the gate ------------------------------------------------------------------------
+    async def hold(self, *, agent_id: str, operation: str, rule_operation: str | None,
+                   namespace: str | None, request: dict[str, Any], decision: Decision) -> Action:
+        """Record a held operation and announce it."""
+        async with self.db.transaction() as conn:
+            action = await rows.insert(
+                conn, agent_id=agent_id, operation=operation, rule_operation=rule_operation,
+                namespace=namespace, request=request,
+                fingerprint=fingerprint(agent_id=agent_id, operation=operation,
+                                        request=request),
+                reason=decision.reason, source=decision.source, timeout_s=self.timeout_s)
+            await self._notify(conn, "created", action)
+        return action
+
+    async def consume(self, approval_id: str, *, agent_id: str, operation: str,
+                      request: dict[str, Any]) -> uuid.UUID:
+        """Spend an approval on this exact request (403 if it is for another, 409 if not
+        approved or already used)."""
+        action_id = _uuid(approval_id)
+        async with self.db.connection() as conn:
+            action = await rows.get(conn, action_id)
+            if action is None:
+                raise NotFoundError(f"no approval {approval_id}", approval_id=approval_id)
+            wanted = fingerprint(agent_id=agent_id, operation=operation, request=request)
+            if action.fingerprint != wanted:
+                raise DeniedError("this approval is for another agent, operation or request",
+                                  code="approval_mismatch", approval_id=approval_id)
+            if not await rows.consume(conn, action_id):
+                raise ConflictError(
+                    f"approval {approval_id} is {action.status}"
+                    f"{' and already used' if action.consumed_at else ''}: it cannot "
+                    "complete this request", code="approval_not_usable", status=action.status)
+        return action_id
+
+    async def release(self, action_id: uuid.UUID) -> None:
+        """The approved operation failed before writing: its approval may be used again."""
+        async with self.db.connection() as conn:
+            await rows.release(conn, action_id)
+
+    # -- the API -------------------------------------------------------------------------
+    async def pending(self) -> list[Action]:
+        """Undecided actions."""
+        async with self.db.connection() as conn:
+            return await rows.pending(conn)
+
+    async def count_pending(self) -> int:
+        """How many actions wait."""
+        async with self.db.connection() as conn:
+            return await rows.count_pending(conn)
+
+    async def get(self, approval_id: str) -> Action:
+        """One action (404 if unknown)."""
+        async with self.db.connection() as conn:
+            action = await rows.get(conn, _uuid(approval_id))
+        if action is None:
+            raise NotFoundError(f"no approval {approval_id}", approval_id=approval_id)
+        return action
+
+    async def use_signature(self, signature: str) -> bool:
+        """Record a decision's signature; False for a replay."""
+        async with self.db.connection() as conn:
+            return await rows.use_signature(conn, signature)
+
+    async def decide(self, approval_id: str, *, approve: bool, remember: bool,
+                     decided_by: str) -> Action:
+        """Approve or reject once (409 when already decided or expired)."""
+        action_id = _uuid(approval_id)
+        async with self.db.transaction() as conn:
+            action = await rows.decide(conn, action_id, decided_by=decided_by,
+                                       status="approved" if approve else "rejected",
+                                       remember=remember and approve)
+            if action is None:
+                current = await rows.get(conn, action_id)
+                if current is None:
+                    raise NotFoundError(f"no approval {approval_id}", approval_id=approval_id)
+                raise ConflictError(f"approval {approval_id} is already {current.status}",
+                                    code="already_decided", status=current.status)
+            if action.remember:
+                await rows.remember(conn, action)
+            await self._notify(conn, "decided", action)
+        if action.remember:
+            await self.refresh_rules()
+        if self.record is not None:
+            await self.record("decided", action)
+        return action
+
+    # -- background ----------------------------------------------------------------------
+    async def start(self, dsn: str) -> None:
+        """Load remembered rules; start the sweeper and the NOTIFY listener (only with the
+        API enabled). A database not migrated yet is tolerated: the sweeper retries."""
+        if not self.enabled:
+            return
+        try:
+            await self.refresh_rules()
+        except (CortexError, psycopg.Error) as exc:
+            log.warning("remembered rules not loaded yet: %s", type(exc).__name__)
+        self._tasks = [asyncio.create_task(self._sweep_forever(), name="approvals-sweeper"),
+                       asyncio.create_task(self._listen_forever(dsn), name="approvals-listen")]
+
+    async def aclose(self) -> None:
+        """Stop the background tasks."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def sweep(self) -> list[Action]:
+        """Expire overdue actions (denied), refresh remembered rules, prune signatures."""
+        async with self.db.transaction() as conn:
+            expired = await rows.expire(conn)
+            for action in expired:
+                await self._notify(conn, "expired", action)
+            await rows.prune_signatures(conn, older_than_s=MAX_AGE_S + MAX_SKEW_S + 60)
+        for action in expired:
+            if self.record is not None:
+                await self.record("expired", action)
+        await self.refresh_rules()
+        return expired
+
+    async def refresh_rules(self) -> None:
+        """Add remembered rules written by any server since the last look."""
+        async with self.db.connection() as conn:
+            found = await rows.remembered(conn)
+        new = [remembered_rule(r) for r in found if str(r["approval_id"]) not in self._remembered]
+        if new:
+            self._remembered.update(r.source.removeprefix("approval/") for r in new)
+            self.rules.add(new)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except (CortexError, psycopg.Error, OSError) as exc:  # the database comes back
+                log.warning("approval sweep failed: %s", type(exc).__name__)
+            await asyncio.sleep(self.sweep_interval_s)
+
+    # -- events --------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+        """A queue of events while the block runs (bounded: a slow reader loses events,
+        the server never grows without limit)."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
+        self._subscribers.add(queue)
+        try:
+            yield queue
+        finally:
+            self._subscribers.discard(queue)
+
+    def close_streams(self) -> None:
+        """End every stream (server shutdown): each subscriber gets the closing event."""
+        for queue in list(self._subscribers):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(CLOSED)
+
+    @property
+    def subscribers(self) -> int:
+        """Live stream subscribers on this server."""
+        return len(self._subscribers)
+
+    async def _notify(self, conn: Any, kind: str, action: Action) -> None:
+        event: dict[str, Any] = {"event": kind, "approval": action_view(action)}
+        text = json.dumps(event, default=str)
+        if len(text) > 7900:  # NOTIFY payloads stop at 8000 bytes: send the request by id
+            event["approval"]["request"] = {"omitted": "too large; GET /v1/approvals"}
+            text = json.dumps(event, default=str)
+        await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, text))
+
+    def _deliver(self, payload: str) -> None:
+        event = json.loads(payload)
+        for queue in list(self._subscribers):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(event)
+
+    async def _listen_forever(self, dsn: str) -> None:
+        delay = 0.1
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    delay = 0.1
+                    async for note in conn.notifies():
+                        self._deliver(note.payload)
+            except (psycopg.Error, OSError) as exc:
+                log.warning("approval event listener reconnecting: %s", type(exc).__name__)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
+def _uuid(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError as exc:
+        raise NotFoundError(f"no approval {value[:64]}", approval_id=value[:64]) from exc

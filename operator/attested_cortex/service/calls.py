@@ -1,0 +1,87 @@
+"""The values of the operation pipeline: the steps, a request's target and outcome, and
+:class:`Call`, the base of every operation. Pure data; :mod:`.pipeline` runs them,
+:mod:`.deciding` and :mod:`.hook_steps` implement the steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
+
+from attested_cortex.errors import CortexError
+from attested_cortex.hooks.events import EventName
+from attested_cortex.policy.decisions import ALLOW, Decision
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.operations import OperationSpec
+
+R = TypeVar("R")
+
+Step = Literal[
+    "authenticate", "scope", "rules", "pre_hooks", "quota", "operation", "post_hooks", "audit"
+]
+STEPS: Final[tuple[Step, ...]] = get_args(Step)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an operation touches, found before it runs.
+
+    ``namespaces``: the memory namespaces it reads or writes (a link: both ends; a listing
+    or recall: the requested namespace, or none). ``owner``: the author or observer of the
+    object it changes. ``adds_bytes``: what a write adds to its author's stored bytes.
+    """
+
+    namespaces: tuple[str, ...] = ()
+    owner: str | None = None
+    adds_bytes: int = 0
+
+
+@dataclass
+class Outcome:
+    """What the pipeline decided, for the audit step."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    advisory: list[Decision] = field(default_factory=list)
+    error: CortexError | None = None
+    post_denied: Decision | None = None
+    ask: Decision | None = None  # an AskUser to settle at the approval gate (enforce)
+    consumed: Any = None  # the approval this request spends
+    modified: bool = False  # a pre- hook changed the request
+
+
+class Call(Generic[R]):
+    """One operation request. Subclasses set ``spec`` and override what they use."""
+
+    spec: ClassVar[OperationSpec]
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        """The namespaces and owner the operation touches (may read the database)."""
+        return Target()
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        """The payload of a pre- event, built from the request as it is now."""
+        raise NotImplementedError(event)
+
+    def modified(self, event: EventName, payload: dict[str, Any]) -> None:
+        """Take a pre- hook's (possibly modified) payload back into the request."""
+
+    def check(self, svc: Services, caller: Caller, target: Target) -> Decision:
+        """Operation-specific invariants of the rules step (e.g. retroactive invalidation)."""
+        return ALLOW
+
+    async def execute(self, svc: Services, caller: Caller) -> R:
+        """The operation itself."""
+        raise NotImplementedError
+
+    def post_payload(self, event: EventName, result: R) -> dict[str, Any]:
+        """The payload of a post- event."""
+        raise NotImplementedError(event)
+
+    def request(self) -> dict[str, Any]:
+        """The request as JSON: what a held action shows and what its approval is bound to."""
+        cmd = getattr(self, "cmd", None)
+        found: dict[str, Any] = cmd.model_dump(mode="json") if cmd is not None else {}
+        for name in ("memory_id", "link_id", "namespace", "limit"):
+            if hasattr(self, name):
+                found[name] = str(getattr(self, name))
+        return found

@@ -1,0 +1,79 @@
+"""Every operation the service runs, declared once: the table the pipeline reads.
+
+Each :class:`OperationSpec` says what the operation is (its name, the hook event class and
+the events it fires), what it needs (the scope) and how rules see it (the PermissionRule
+operation, and whether it is restricted: a write, which falls to the configured write
+default when no rule matches). A Call class names its spec; ``tests/server/test_pipeline.py``
+checks every route runs one of these, through every step. Pure data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from attested_cortex.hooks.events import EventClass, EventName
+from attested_cortex.policy.scopes import ScopeBase
+
+
+@dataclass(frozen=True)
+class OperationSpec:
+    """One declared operation."""
+
+    name: str
+    event_class: EventClass | None
+    pre_events: tuple[EventName, ...]
+    post_events: tuple[EventName, ...]
+    scope: ScopeBase | None
+    rule_operation: str | None
+    restricted: bool
+    owner_only: bool = False
+
+
+def _op(name: str, cls: EventClass | None, pre: tuple[EventName, ...],
+        post: tuple[EventName, ...], scope: ScopeBase | None, rule: str | None, *,
+        restricted: bool = False, owner_only: bool = False) -> OperationSpec:
+    return OperationSpec(name, cls, pre, post, scope, rule, restricted, owner_only)
+
+
+MEMORY_STORE: Final = _op("memory.store", "write", ("pre_store", "pre_index"),
+                          ("post_index", "post_store"), "memory.write", "store", restricted=True)
+MEMORY_GET: Final = _op("memory.get", None, (), (), "memory.read", "search")
+MEMORY_UPDATE: Final = _op("memory.update", "write", ("pre_update", "pre_index"),
+                           ("post_index", "post_update"), "memory.write", "update",
+                           restricted=True, owner_only=True)
+MEMORY_DELETE: Final = _op("memory.delete", "write", ("pre_delete",), ("post_delete",),
+                           "memory.forget", "delete", restricted=True, owner_only=True)
+MEMORY_LIST: Final = _op("memory.list", "read", ("pre_search",), ("post_search",),
+                         "memory.read", "search")
+RECALL: Final = _op("recall", "read", ("pre_recall",), ("post_recall",), "memory.read",
+                    "recall")
+LINK_CREATE: Final = _op("link.create", "write", ("pre_link",), ("post_link",), "graph.write",
+                         "link", restricted=True)
+LINK_VERIFY: Final = _op("link.verify", None, (), (), "graph.read", "kg_query")
+LINK_INVALIDATE: Final = _op("link.invalidate", "write", ("pre_invalidate",),
+                             ("post_invalidate",), "graph.write", "invalidate",
+                             restricted=True, owner_only=True)
+MEMORY_LINKS: Final = _op("memory.links", None, (), (), "graph.read", "kg_query")
+KG_QUERY: Final = _op("kg.query", "read", ("pre_kg_query",), ("post_kg_query",),
+                      "graph.read", "kg_query")
+KG_PATHS: Final = _op("kg.paths", "read", ("pre_kg_paths",), ("post_kg_paths",), "graph.read",
+                      "kg_paths")
+KG_TIMELINE: Final = _op("kg.timeline", "read", ("pre_kg_query",), ("post_kg_query",),
+                         "graph.read", "kg_query")
+AUDIT_VERIFY: Final = _op("audit.verify", None, (), (), "audit.read", None)
+CAPABILITIES: Final = _op("capabilities", None, (), (), None, None)
+APPROVALS_LIST: Final = _op("approvals.list", None, (), (), "approvals.decide", None)
+APPROVALS_STREAM: Final = _op("approvals.stream", None, (), (), "approvals.decide", None)
+APPROVAL_DECIDE: Final = _op("approvals.decide", "approval", ("pre_approval",),
+                             ("post_approval",), "approvals.decide", None)
+
+#: Every operation by name.
+OPERATIONS: Final[dict[str, OperationSpec]] = {
+    spec.name: spec for spec in (
+        MEMORY_STORE, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_LIST, RECALL,
+        LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
+        KG_TIMELINE, AUDIT_VERIFY, CAPABILITIES, APPROVALS_LIST, APPROVALS_STREAM,
+        APPROVAL_DECIDE,
+    )
+}

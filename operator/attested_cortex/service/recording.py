@@ -1,0 +1,112 @@
+"""The audit step of the pipeline: what was decided, logged, counted and handed to the chain.
+
+:func:`audit` runs after every operation (success or refusal). Every non-Allow decision is
+logged with the agent, operation and source and counted in
+``cortex_policy_decisions_total``; advisory would-be denials are logged as warnings. Entries
+for the signed audit chain go through :data:`AuditSink` (``Services.extras['audit_sink']``):
+the one place the chain writer plugs in. :func:`chain_sink` is that writer when the server
+has a signing identity for policy statements (``audit_signer``: an AgentIdentity with
+Cortex custody mounted in the key directory): each record becomes a ``policy.<effect>``
+event signed by that identity, naming the acting agent, so ``audit verify`` covers it.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter
+
+from attested_cortex.attest.auditing import append_event
+from attested_cortex.service.attesting import snapshot
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.operations import OPERATIONS, OperationSpec
+from attested_cortex.types import AgentId
+
+if TYPE_CHECKING:
+    from attested_cortex.service.pipeline import Outcome
+
+log = logging.getLogger("attested_cortex.policy")
+
+#: Writes one policy record to the audit chain: (caller, operation, record).
+AuditSink = Callable[[Caller, OperationSpec, dict[str, Any]], Awaitable[None]]
+_COUNTERS: dict[int, Counter] = {}
+
+
+def counter(registry: CollectorRegistry | None) -> Counter | None:
+    """``cortex_policy_decisions_total`` on ``registry`` (one per registry)."""
+    if registry is None:
+        return None
+    found = _COUNTERS.get(id(registry))
+    if found is None:
+        found = _COUNTERS[id(registry)] = Counter(
+            "cortex_policy_decisions_total", "Non-allow policy decisions",
+            ["operation", "verdict", "source", "effect"], registry=registry)
+    return found
+
+
+async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Outcome) -> None:
+    """Record the operation's non-Allow decisions (a no-op for a plain success)."""
+    if not outcome.decisions:
+        return
+    metric = counter(svc.metrics_registry)
+    sink: AuditSink | None = svc.extras.get("audit_sink")
+    for decision in outcome.decisions:
+        effect = "advisory" if decision in outcome.advisory else (
+            "post" if decision is outcome.post_denied and outcome.error is None else "enforced")
+        source = decision.source.split(":", 1)[0]
+        if metric is not None:
+            metric.labels(spec.name, decision.verdict, source, effect).inc()
+        record = {"operation": spec.name, "agent_id": caller.agent_id,
+                  "verdict": decision.verdict, "source": decision.source,
+                  "reason": decision.reason, "effect": effect,
+                  "mode": svc.permission_mode}
+        level = logging.WARNING if effect == "advisory" else logging.INFO
+        log.log(level, "policy decision", extra=record)
+        if sink is not None:
+            await sink(caller, spec, record)
+
+
+def approval_recorder(svc: Services) -> Callable[[str, Any], Awaitable[None]]:
+    """Records approval events (decided, expired: an expired action is denied) like the
+    pipeline's audit step: log, counter, audit hook point."""
+
+    async def record(kind: str, action: Any) -> None:
+        verdict = "allow" if action.status == "approved" else "deny"
+        entry = {"operation": action.operation, "agent_id": action.agent_id,
+                 "verdict": verdict, "source": f"approval:{kind}", "reason": action.reason,
+                 "effect": action.status, "approval_id": str(action.id),
+                 "decided_by": action.decided_by, "mode": svc.permission_mode}
+        log.info("approval %s", kind, extra=entry)
+        metric = counter(svc.metrics_registry)
+        if metric is not None and verdict == "deny":
+            metric.labels(action.operation, "deny", "approval", action.status).inc()
+        sink: AuditSink | None = svc.extras.get("audit_sink")
+        if sink is not None:
+            caller = Caller(AgentId(action.agent_id), "approval")
+            await sink(caller, OPERATIONS[action.operation], entry)
+
+    return record
+
+
+def chain_sink(svc: Services, signer_id: str) -> AuditSink:
+    """Append each record to the signed audit chain, signed by ``signer_id``'s key."""
+
+    async def sink(caller: Caller, spec: OperationSpec, record: dict[str, Any]) -> None:
+        signer = snapshot(svc.keys).signing_keys.get(AgentId(signer_id))
+        if signer is None:  # the key was unmounted: say so loudly, never drop silently
+            log.error("audit_signer %s has no mounted private key; policy record not chained",
+                      signer_id, extra=record)
+            return
+        statement = {**{k: v for k, v in record.items() if v is not None},
+                     "actor": caller.agent_id, "at_ns": time.time_ns(),
+                     "nonce": secrets.token_hex(8)}
+        kind = "policy." + str(record.get("effect", "decision")).replace("-", "_")
+        async with svc.db.transaction() as conn:
+            await append_event(conn, agent_id=signer_id, event_type=kind[:64],
+                               payload=statement, signer=signer)
+
+    return sink
