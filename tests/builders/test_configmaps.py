@@ -210,3 +210,15 @@ def test_same_inputs_same_bytes() -> None:
             hooks=tuple(hooks_in_force([chain("main", [daemon_hook("redact")])]))))
     assert build() == build()
     assert digest(build()) == digest(build())
+
+
+def test_identity_scopes_reach_the_agent_mapping_and_load(tmp_path: Path) -> None:
+    scoped = identity("scout", service_account="scout-sa",
+                      spec={"scopes": ["memory.read:team/**", "graph.read"]})
+    plain = identity("planner", service_account="planner-sa")
+    data = build_config_map(cortex(), Satellites(identities=(scoped, plain)))["data"]
+    path = tmp_path / "config.yaml"
+    path.write_text(data["config.yaml"])
+    agents = {a.service_account: a for a in load_settings(path, {}).agents}
+    assert agents[f"{NAMESPACE}/scout-sa"].scopes == ["graph.read", "memory.read:team/**"]
+    assert agents[f"{NAMESPACE}/planner-sa"].scopes is None  # all but memory.override

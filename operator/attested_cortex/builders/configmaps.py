@@ -59,6 +59,7 @@ def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
     """``--auth kubernetes``: service account -> agent id, from serviceAccountRef."""
     mapping = [{"service_account": f"{i.meta.namespace}/{i.spec.service_account_ref.name}",
                 "agent_id": keyrings.agent_id(i)}
+               | ({"scopes": sorted(i.spec.scopes)} if i.spec.scopes is not None else {})
                for i in identities if i.spec.service_account_ref is not None]
     return sorted(mapping, key=lambda m: m["service_account"])
 

@@ -24,6 +24,10 @@ KeyCustody = Literal["Cortex", "Agent"]
 RotationPolicy = Literal["Never", "Always"]
 LabelValue = Annotated[str, StringConstraints(max_length=63)]
 AnnotationValue = Annotated[str, StringConstraints(max_length=4096)]
+ScopeText = Annotated[str, StringConstraints(
+    min_length=1, max_length=600,
+    pattern=r"^(memory\.(read|write|forget|override)|graph\.(read|write)|audit\.read"
+    r"|approvals\.decide)(:[A-Za-z0-9._*/@:-]+)?$")]
 
 #: Agent ids: printable, no spaces; the default form is ``k8s:<namespace>/<name>``.
 AGENT_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$"
@@ -80,6 +84,16 @@ class AgentIdentitySpec(CrdModel):
     service_account_ref: LocalObjectReference | None = Field(
         default=None,
         description="ServiceAccount whose tokens authenticate as this agent.",
+    )
+    scopes: list[ScopeText] | None = Field(
+        default=None,
+        description="What the agent may do, e.g. memory.read:team/** or graph.write "
+        "(memory.read, memory.write, memory.forget, memory.override, graph.read, graph.write, "
+        "audit.read, approvals.decide; ':' and a namespace pattern narrows one). Every scope "
+        "but memory.override when absent. Applies to requests authenticated through "
+        "serviceAccountRef.",
+        max_length=64,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
     )
     rotation_policy: RotationPolicy = Field(
         default="Never",
