@@ -34,7 +34,6 @@ KINDS = {"MemoryCortex": "memorycortexes.cortex.attested.dev",
          "AgentIdentity": "agentidentities.cortex.attested.dev",
          "HookChain": "hookchains.cortex.attested.dev",
          "PermissionRule": "permissionrules.cortex.attested.dev"}
-WRITES = re.compile(r"^cortex_operator_api_writes_total\{[^}]*\} ([0-9.e+]+)$", re.M)
 
 
 def wait_for(what: str, probe: Callable[[], T | None], *, seconds: float = 60) -> T:
@@ -59,10 +58,19 @@ class OperatorProcess:
 
     def writes(self) -> float:
         """Write requests the operator has sent to the API server."""
+        return self.metric("cortex_operator_api_writes_total")
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of a counter's samples whose labels include ``labels``."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics",
                                     timeout=5) as reply:
             text = reply.read().decode()
-        return sum(float(v) for v in WRITES.findall(text))
+        total = 0.0
+        for match in re.finditer(rf"^{name}\{{([^}}]*)\}} ([0-9.e+]+)$", text, re.M):
+            found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1)))
+            if labels.items() <= found.items():
+                total += float(match.group(2))
+        return total
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 import pytest
 import yaml
@@ -120,3 +121,20 @@ def test_config_map_holds_settings_the_server_loads(operated: Operated,
     assert settings.permissions.mode == "enforce" and settings.auth == "kubernetes"
     assert "postgresql" not in config["data"]["config.yaml"]
     assert yaml.safe_load(config["data"]["hooks.yaml"]) == {"version": 1, "hooks": []}
+
+
+def test_a_change_kubernetes_refuses_is_reported_not_retried(operated: Operated,
+                                                            operator: OperatorProcess) -> None:
+    operated.apply(cortex("fixed"))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/fixed", "--timeout=120s")
+    operated.kubectl("patch", "mcx/fixed", "--type=merge", "-p", json.dumps(
+        {"spec": {"database": {"managed": {"storage": {"size": "2Gi"}}}}}))
+    cond = operated.wait_condition("MemoryCortex", "fixed", "Ready", "False",
+                                   reason="ApplyRefused")
+    assert "fixed-db" in cond["message"]
+    errors = operator.metric("cortex_operator_reconciles_total", kind="MemoryCortex",
+                             outcome="error")
+    assert errors >= 1
+    time.sleep(4)  # a measurement window: a retry with backoff would come within 1-2 s
+    assert operator.metric("cortex_operator_reconciles_total", kind="MemoryCortex",
+                           outcome="error") == errors

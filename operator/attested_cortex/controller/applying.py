@@ -8,6 +8,8 @@ permissions are permanent (reported in a condition, retried only when something 
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from typing import Any, Final
 
 from attested_cortex.builders.names import FIELD_MANAGER
@@ -54,6 +56,16 @@ def path(api_version: str, kind: str, namespace: str | None, name: str | None = 
 def _object_path(obj: Object, subresource: str | None = None) -> str:
     meta = obj["metadata"]
     return path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"], subresource)
+
+
+async def together(*steps: Awaitable[Any]) -> list[Any]:
+    """Run independent steps concurrently and wait for all of them; then raise the first
+    failure, so no step is left running unobserved behind an early error."""
+    results = await asyncio.gather(*steps, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)
 
 
 class Writer:

@@ -25,7 +25,7 @@ from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Defaults, parse_meta
 from attested_cortex.controller import agentidentity, hookchain, memorycortex, permissionrule
 from attested_cortex.controller.applying import Writer
-from attested_cortex.controller.kubeapi import ApiError, KubeApi, login
+from attested_cortex.controller.kubeapi import ApiError, InvalidError, KubeApi, login
 from attested_cortex.controller.metrics import RECONCILES
 from attested_cortex.controller.queueing import Key, WorkQueue
 from attested_cortex.controller.runtime import Runtime, Views, snapshot
@@ -62,18 +62,28 @@ def defaults_from_env() -> Defaults:
 
 
 async def _reconcile(rt: Runtime, key: Key) -> float | None:
-    """Dispatch one key; a failed pass leaves its error in the Ready condition."""
+    """Dispatch one key; a failed pass leaves its error in the Ready condition.
+
+    A refused object (400/422: e.g. a StatefulSet field Kubernetes does not let change) is
+    not retried: the same spec would be refused again, so the next pass waits for a change.
+    Everything else (unavailable, conflicts, missing permissions) is retried with backoff.
+    """
     try:
         delay = await PASSES[key.kind](rt, key)
     except ApiError as exc:
         RECONCILES.labels(key.kind, "error").inc()
+        refused = isinstance(exc, InvalidError)
         body = rt.views.get(key.kind, key.namespace, key.name)
         if body is not None:
-            error = Observation.of("Ready", False, "ReconcileError",
+            error = Observation.of("Ready", False, "ApplyRefused" if refused else "ReconcileError",
                                    f"{type(exc).__name__}: {exc.message}"[:1024])
             with contextlib.suppress(ApiError):  # the retry log reports the original error
                 await write_status(rt.writer, kind=key.kind, meta=parse_meta(body),
                                    current=body.get("status") or {}, observed=[error])
+        if refused:
+            log.warning("object refused by the API server; waiting for a spec change",
+                        extra={"key": "/".join(key), "error": exc.message[:500]})
+            return None
         raise
     RECONCILES.labels(key.kind, "ok").inc()
     return delay

@@ -9,7 +9,6 @@ create that loses a race (409) adopts the winner's. It is never regenerated.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from dataclasses import dataclass
 
@@ -18,6 +17,7 @@ from attested_cortex.builders import networkpolicies, podparts, services, statef
 from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex
+from attested_cortex.controller.applying import together
 from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.runtime import Runtime
 
@@ -63,7 +63,7 @@ async def ensure(rt: Runtime, cortex: Cortex) -> DatabaseOutcome:
     """Apply the managed database's objects (or check the external Secret)."""
     if cortex.spec.database.managed is None:
         return await _external(rt, cortex)
-    _, _, _, sts = await asyncio.gather(
+    _, _, _, sts = await together(
         ensure_credentials(rt, cortex),
         rt.writer.apply(services.build_db_service(cortex)),
         rt.writer.apply(networkpolicies.build_db_network_policy(cortex)),

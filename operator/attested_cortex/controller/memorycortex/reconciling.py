@@ -7,7 +7,6 @@ swept at start-up for cortexes deleted while it was down).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from attested_cortex.builders import names as n
@@ -16,6 +15,7 @@ from attested_cortex.builders.conditions import Observation, ready
 from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex, InvalidSpecError, parse_cortex, parse_meta
 from attested_cortex.builders.rules import summary_line
+from attested_cortex.controller.applying import together
 from attested_cortex.controller.memorycortex import database, gathering, schema, server
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
@@ -70,7 +70,8 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
             Observation.of("Paused", True, "Paused", "spec.paused: nothing is changed")])
         return None
     satellites = gathering.gather(rt.views, cortex)
-    db, _ = await asyncio.gather(database.ensure(rt, cortex),
+    db: database.DatabaseOutcome
+    db, _ = await together(database.ensure(rt, cortex),
                                  server.prepare(rt, cortex, satellites))
     migrated = await schema.ensure(rt, cortex, status,
                                    database_ready=db.condition.status == "True")

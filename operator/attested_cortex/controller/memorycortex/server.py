@@ -9,7 +9,6 @@ two replicas or more.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from typing import Any
 
@@ -19,6 +18,7 @@ from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex
+from attested_cortex.controller.applying import together
 from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.runtime import Runtime
 
@@ -76,7 +76,7 @@ def _readiness(deployment: Object | None, replicas: int) -> Observation:
 
 async def prepare(rt: Runtime, cortex: Cortex, satellites: Satellites) -> None:
     """Everything but the Deployment, applied concurrently (they are independent)."""
-    await asyncio.gather(
+    await together(
         rt.writer.apply(configmaps.build_config_map(cortex, satellites)),
         _approval_secret(rt, cortex),
         rt.writer.apply(access.build_service_account(cortex)),
@@ -90,7 +90,7 @@ async def ensure(rt: Runtime, cortex: Cortex, satellites: Satellites, *,
     name = n.server_name(cortex.meta.name)
     deployment: Object | None
     if schema_ready:
-        deployment, _ = await asyncio.gather(
+        deployment, _ = await together(
             rt.writer.apply(deployments.build_deployment(cortex, rt.defaults, satellites)),
             _disruption_budget(rt, cortex))
     else:
