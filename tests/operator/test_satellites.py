@@ -92,6 +92,14 @@ def test_rules_compile_in_order_into_status_and_config(operated: Operated,
     assert [r["source"] for r in rules] == [f"{operated.namespace}/deny-secrets",
                                             f"{operated.namespace}/allow-team"]
     assert rules[0]["decision"] == "deny" and rules[0]["reason"] == "no agent reads secrets"
+    operated.kubectl("patch", "prule/allow-team", "--type=merge", "-p",
+                     json.dumps({"spec": {"priority": 50}}))  # an update reorders the rules
+
+    def reordered() -> list[str] | None:
+        lines = summary() or []
+        return lines if lines and "allow-team" in lines[0] else None
+
+    assert "deny-secrets" in wait_for("the new order", reordered)[1]
 
 
 def test_ask_user_rule_is_invalid_without_approvals(operated: Operated,

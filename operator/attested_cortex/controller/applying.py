@@ -1,9 +1,10 @@
 """Writes to the API server, all with one field manager: server-side apply, create-only,
 replace-if-unchanged and delete; plus the reads a reconcile needs.
 
-API errors become kopf's vocabulary here: :class:`~.kubeapi.UnavailableError` and conflicts
-are temporary (the work queue retries with backoff), invalid objects and missing
-permissions are permanent (reported in a condition, retried only when something changes).
+Errors stay in the :mod:`.kubeapi` tree; the registry's dispatch sorts them: an object the
+API server refuses (:class:`~.kubeapi.InvalidError`) is permanent (reported as
+``ApplyRefused``, retried only when the spec changes); everything else is temporary (the
+work queue retries with capped backoff, the last error in ``Ready``).
 """
 
 from __future__ import annotations

@@ -10,20 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from attested_cortex.builders import names as n
-from attested_cortex.builders import services
-from attested_cortex.builders.conditions import Observation, ready
-from attested_cortex.builders.configmaps import Satellites
-from attested_cortex.builders.inputs import Cortex, InvalidSpecError, parse_cortex, parse_meta
-from attested_cortex.builders.rules import summary_line
+from attested_cortex.builders.conditions import Observation
+from attested_cortex.builders.inputs import InvalidSpecError, parse_cortex, parse_meta
 from attested_cortex.controller.applying import together
-from attested_cortex.controller.memorycortex import database, gathering, schema, server
+from attested_cortex.controller.memorycortex import database, gathering, readiness, schema, server
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.controller.statuses import write_status
 
 KIND = "MemoryCortex"
 RBAC = "rbac.authorization.k8s.io/v1"
-BACKENDS = {"AGE": "age", "CTE": "cte", "Auto": "cte"}  # Auto picks CTE: ADR 0003
 
 Object = dict[str, Any]
 
@@ -40,14 +36,6 @@ async def cleanup_orphans(rt: Runtime) -> int:
             gone += await rt.writer.delete(RBAC, "ClusterRoleBinding", None,
                                            binding["metadata"]["name"])
     return gone
-
-
-def _fields(cortex: Cortex, satellites: Satellites, connection: str,
-            version: int | None) -> Object:
-    return {"schemaVersion": version, "kgBackend": BACKENDS[cortex.spec.graph.backend],
-            "endpoint": services.endpoint(cortex), "connectionSecret": connection,
-            "ruleSummary": [summary_line(r) for r in satellites.rules],
-            "hookCount": len(satellites.hooks), "identities": len(satellites.identities)}
 
 
 async def reconcile(rt: Runtime, key: Key) -> float | None:
@@ -77,14 +65,6 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
                                    database_ready=db.condition.status == "True")
     served = await server.ensure(rt, cortex, satellites,
                                  schema_ready=migrated.condition.status == "True")
-    parts = [db.condition, migrated.condition, served]
-    paused = Observation.of("Paused", False, "Reconciling", "spec.paused is false")
-    observed = [*parts, ready(parts, ready_reason="CortexReady",
-                              ready_message="database, schema and server are ready")]
-    if any(c.get("type") == "Paused" for c in status.get("conditions") or []):
-        observed.append(paused)
-    await write_status(rt.writer, kind=KIND, meta=cortex.meta, current=status,
-                       observed=observed,
-                       fields=_fields(cortex, satellites, db.connection_secret,
-                                      migrated.version))
+    await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
+                           server=served)
     return db.retry_in
