@@ -107,10 +107,17 @@ for _kind in SATELLITES:
         _index(_kind, _cortex_of))
 
 
+@kopf.index("", "v1", "secrets", registry=REGISTRY, id="Secret_by_name")
+async def secret_names(namespace: str | None, name: str, **_: Any) -> Any:
+    """Which Secrets exist (names only, never their data): a pass that finds a generated
+    Secret here needs no request to know it must not create it again."""
+    return {(namespace, name): {"metadata": {"name": name, "namespace": namespace}}}
+
+
 def _runtime(memo: Any, indices: dict[str, Any]) -> Runtime:
     rt: Runtime = memo["runtime"]
     if not rt.views.by_name:  # the first handler call: kopf has listed everything by now
-        for kind in PLURALS:
+        for kind in (*PLURALS, "Secret"):
             rt.views.by_name[kind] = indices[f"{kind}_by_name"]
         for kind in SATELLITES:
             rt.views.by_cortex[kind] = indices[f"{kind}_by_cortex"]

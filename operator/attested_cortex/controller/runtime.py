@@ -5,12 +5,13 @@ operator-wide defaults. Built once at start-up by :mod:`.registry`; frozen.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from attested_cortex.builders.inputs import Defaults
 from attested_cortex.controller.applying import Writer
+from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.queueing import Key, WorkQueue
 
 Object = dict[str, Any]
@@ -58,6 +59,16 @@ class Runtime:
         same name has a new one, and an owner reference to the old uid would be collected."""
         body = await self.writer.get("v1", "Namespace", None, namespace)
         return str(((body or {}).get("metadata") or {}).get("uid", ""))
+
+    async def create_once(self, make: Callable[[], Object], namespace: str, name: str) -> None:
+        """Create a generated object (a Secret) unless it exists; ``make`` runs only when
+        the object is missing, and a create that loses a race (409) adopts the winner's."""
+        if self.views.get("Secret", namespace, name) is not None:
+            return
+        try:
+            await self.writer.create(make())
+        except ConflictError:
+            return
 
     def enqueue(self, kind: str, namespace: str, name: str, delay: float = 0.0) -> None:
         """Ask for a reconcile of one object."""

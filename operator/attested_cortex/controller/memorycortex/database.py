@@ -18,7 +18,6 @@ from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.controller.applying import together
-from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.runtime import Runtime
 
 #: While an external Secret is missing, look again this often (reads only).
@@ -36,14 +35,9 @@ class DatabaseOutcome:
 
 async def ensure_credentials(rt: Runtime, cortex: Cortex) -> None:
     """Create the credentials Secret once; adopt an existing one."""
-    name = n.db_secret_name(cortex.meta.name)
-    if await rt.writer.get("v1", "Secret", cortex.meta.namespace, name) is not None:
-        return
-    password = secrets.token_urlsafe(24)
-    try:
-        await rt.writer.create(secret_builders.build_db_credentials(cortex, password))
-    except ConflictError:
-        return  # created meanwhile (another pass, a previous operator): adopt it
+    await rt.create_once(lambda: secret_builders.build_db_credentials(
+        cortex, secrets.token_urlsafe(24)), cortex.meta.namespace,
+        n.db_secret_name(cortex.meta.name))
 
 
 async def _external(rt: Runtime, cortex: Cortex) -> DatabaseOutcome:

@@ -19,7 +19,6 @@ from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.controller.applying import together
-from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.runtime import Runtime
 
 Object = dict[str, Any]
@@ -29,14 +28,9 @@ RBAC = "rbac.authorization.k8s.io/v1"
 async def _approval_secret(rt: Runtime, cortex: Cortex) -> None:
     if not cortex.spec.approval.enabled or cortex.spec.approval.hmac_secret_ref is not None:
         return
-    name = n.approval_secret_name(cortex.meta.name)
-    if await rt.writer.get("v1", "Secret", cortex.meta.namespace, name) is not None:
-        return
-    try:
-        await rt.writer.create(secret_builders.build_approval_secret(
-            cortex, secrets.token_hex(32)))
-    except ConflictError:
-        return
+    await rt.create_once(lambda: secret_builders.build_approval_secret(
+        cortex, secrets.token_hex(32)), cortex.meta.namespace,
+        n.approval_secret_name(cortex.meta.name))
 
 
 async def _tokenreview_binding(rt: Runtime, cortex: Cortex) -> None:
