@@ -46,7 +46,8 @@ def test_failed_migration_is_reported_and_the_server_waits(operated: Operated,
     except AssertionError:
         print(json.dumps(operated.get("MemoryCortex", "newer"), indent=1))
         print(operated.kubectl("get", "job,pod", "-o", "wide").stdout)
-        print(json.dumps(operated.get("job", f"newer-migrate-v{newest_schema_version()}"), indent=1)[-3000:])
+        job = operated.get("job", f"newer-migrate-v{newest_schema_version()}")
+        print(json.dumps(job, indent=1)[-3000:])
         raise
     assert "newer-migrate-v" in cond["message"] and "schema version 99" in cond["message"]
     ready = operated.condition("MemoryCortex", "newer", "Ready")

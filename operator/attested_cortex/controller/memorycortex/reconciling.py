@@ -67,4 +67,5 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
                                  schema_ready=migrated.condition.status == "True")
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
                            server=served)
-    return db.retry_in
+    delays = [d for d in (db.retry_in, migrated.retry_in) if d is not None]
+    return min(delays, default=None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from attested_cortex.builders import jobs
@@ -21,6 +22,8 @@ from attested_cortex.controller.runtime import Runtime
 
 Object = dict[str, Any]
 NEWER_MARKER = "newer than this build"
+LAST_WORDS_RETRY_S = 5.0
+LAST_WORDS_WINDOW_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,8 @@ class SchemaOutcome:
 
     condition: Observation
     version: int | None
+    #: Look again after this many seconds (a failed pod's last words may come later).
+    retry_in: float | None = None
 
 
 def _job_condition(job: Object, type_: str) -> Object | None:
@@ -57,7 +62,19 @@ async def _failed(rt: Runtime, cortex: Cortex, job: Object, failed: Object,
     reason = "DatabaseNewerThanBuild" if NEWER_MARKER in words else "MigrationFailed"
     message = (f"Job {name} failed ({failed.get('reason', 'Failed')}: "
                f"{failed.get('message', '')})" + (f"; migrate said: {words}" if words else ""))
-    return SchemaOutcome(Observation.of("SchemaReady", False, reason, message), known)
+    # Pods are not watched: if the termination message is not there yet, read again soon
+    # (for two minutes after the failure; reads only).
+    return SchemaOutcome(Observation.of("SchemaReady", False, reason, message), known,
+                         retry_in=None if words or not _recent(failed) else LAST_WORDS_RETRY_S)
+
+
+def _recent(condition: Object) -> bool:
+    stamp = str(condition.get("lastTransitionTime") or "")
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return (datetime.now(UTC) - when).total_seconds() < LAST_WORDS_WINDOW_S
 
 
 def _policy(cortex: Cortex, target: int, newest: int, known: int | None,
