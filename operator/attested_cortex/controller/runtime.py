@@ -5,6 +5,7 @@ operator-wide defaults. Built once at start-up by :mod:`.registry`; frozen.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ from attested_cortex.controller.queueing import Key, WorkQueue
 
 Object = dict[str, Any]
 IndexKey = tuple[str, str]
+NAMESPACE_UID_TTL_S = 30.0
 
 
 def snapshot(body: Mapping[str, Any]) -> Object:
@@ -54,11 +56,21 @@ class Runtime:
     views: Views
     defaults: Defaults
 
+    namespace_uids: dict[str, tuple[float, str]] = field(default_factory=dict)
+
     async def namespace_uid(self, namespace: str) -> str:
-        """A Namespace's uid, read each time: a namespace deleted and made again under the
-        same name has a new one, and an owner reference to the old uid would be collected."""
+        """A Namespace's uid, remembered for :data:`NAMESPACE_UID_TTL_S`: a namespace deleted
+        and made again under the same name has a new uid, and an owner reference to the old
+        one would be collected, so the memory is short."""
+        now = time.monotonic()
+        seen = self.namespace_uids.get(namespace)
+        if seen is not None and now - seen[0] < NAMESPACE_UID_TTL_S:
+            return seen[1]
         body = await self.writer.get("v1", "Namespace", None, namespace)
-        return str(((body or {}).get("metadata") or {}).get("uid", ""))
+        uid = str(((body or {}).get("metadata") or {}).get("uid", ""))
+        if uid:
+            self.namespace_uids[namespace] = (now, uid)
+        return uid
 
     async def create_once(self, make: Callable[[], Object], namespace: str, name: str) -> None:
         """Create a generated object (a Secret) unless it exists; ``make`` runs only when
