@@ -23,6 +23,7 @@ from attested_cortex.attest.levels import (
 from attested_cortex.attest.loading import KeySnapshot, KeySource
 from attested_cortex.attest.payloads import LinkPayload, from_unix_ms, link_payload, to_unix_ms
 from attested_cortex.attest.signing import parse_signature
+from attested_cortex.errors import InvalidInputError
 from attested_cortex.store.links import Link
 from attested_cortex.types import AgentId
 
@@ -65,6 +66,10 @@ def plan_link(
     now_ms = to_unix_ms(moment)
     signing_key = keys.signing_keys.get(AgentId(agent_id))
     custody: KeyCustody = "Cortex" if signing_key is not None else "Agent"
+    if (presented is not None or signing_key is not None) and payload.valid_from < 0:
+        # docs/attestation.md: the signed valid_from is an unsigned integer of milliseconds.
+        raise InvalidInputError("a signed link's valid_from must not be before 1970-01-01",
+                                field="valid_from")
     outcome = decide_attestation(
         custody=custody, payload=payload, signature=presented, keyring=keys.keyring,
         signing_key=signing_key, now_ms=now_ms,

@@ -36,6 +36,9 @@ class Database:
         """Open the pool and wait until one connection works (or raise NotReadyError)."""
 
         async def _configure(conn: Conn) -> None:
+            # Instants are read back in UTC, whatever the server's TimeZone: every stored
+            # instant is within years 1..9999 in UTC, but not always in a local zone.
+            await conn.execute("SET TIME ZONE 'UTC'")
             if configure is not None:
                 await configure(conn)
 

@@ -1,0 +1,40 @@
+"""``cortexctl migrate`` over a schema_migrations table edited by hand: one clear line on
+stderr and exit 1, never a traceback (issue 13)."""
+
+import subprocess
+
+import psycopg
+import pytest
+
+from tests.support.served import CORTEXCTL
+
+
+def cortexctl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CORTEXCTL, *args], capture_output=True, text=True, timeout=120)
+
+
+def one_clear_line(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 1, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cortexctl migrate: "), result.stderr
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("version", [4, 1])
+def test_migrate_after_a_deleted_row_is_one_clear_line(migrated_pg15_dsn: str,
+                                                       version: int) -> None:
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version = %s", (version,))
+    one_clear_line(cortexctl("migrate", "--database-url", migrated_pg15_dsn),
+                   f"{version:04d}" if version == 4 else f"lacks version {version}")
+
+
+def test_migrate_with_a_negative_version_is_one_clear_line(migrated_pg15_dsn: str) -> None:
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        conn.execute("INSERT INTO schema_migrations (version, name, checksum) "
+                     "VALUES (-1, 'odd', 'x')")
+    result = cortexctl("migrate", "--database-url", migrated_pg15_dsn)
+    one_clear_line(result, "version -1")
+    assert "newer than this build" not in result.stderr
