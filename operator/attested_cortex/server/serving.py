@@ -24,6 +24,7 @@ from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.hooks.pipeline import open_pipeline
 from attested_cortex.server.app import build_app
 from attested_cortex.server.auth import Authenticator, DevAuth, TokenAuth, check_dev_listen
+from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.service.context import Services
 from attested_cortex.service.limits import Limits
@@ -109,7 +110,7 @@ async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = 
     async with AsyncExitStack() as stack:
         services = await open_services(settings, stack)
         app = build_app(services, auth=auth)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = CortexRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         for address in settings.listen:
