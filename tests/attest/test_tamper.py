@@ -158,15 +158,28 @@ async def test_the_trigger_refuses_even_the_owner(
     assert (await verify(ten_events.dsn)).events == 10
 
 
-async def test_an_insert_that_does_not_extend_the_head_is_refused(ten_events: Database) -> None:
-    async with await psycopg.AsyncConnection.connect(ten_events.dsn) as conn:
-        with pytest.raises(pg.IntegrityConstraintViolation, match="does not extend"):
-            await conn.execute(
-                "INSERT INTO signed_events SELECT 11, agent_id, event_type, payload || '\\x00', "
-                "sha256(payload || '\\x00'), signature, key_fingerprint, "
-                "'\\x00'::bytea || substring(hash from 2), hash, created_at "
-                "FROM signed_events WHERE sequence = 10"
-            )
+@pytest.mark.parametrize("dsn", ["dsn", "app_dsn"], ids=["owner", "app-role"])
+async def test_a_client_supplied_hash_and_link_are_replaced_by_the_database(
+    ten_events: Database, dsn: str,
+) -> None:
+    # Issue 13: the server role could append an event with a garbage hash at the head and
+    # break the chain for every later event. Now the database computes sequence, prev_hash,
+    # payload_hash, created_at and hash itself; what the client sends for them is ignored.
+    async with await psycopg.AsyncConnection.connect(getattr(ten_events, dsn)) as conn:
+        cur = await conn.execute(
+            "INSERT INTO signed_events SELECT 11, 'intruder', 'garbage.event', '\\x00', "
+            "'\\x0101010101010101010101010101010101010101010101010101010101010101', NULL, "
+            "NULL, hash, '\\x0202020202020202020202020202020202020202020202020202020202020202', "
+            "'1999-01-01T00:00:00Z' FROM signed_events WHERE sequence = 10 "
+            "RETURNING sequence, hash"
+        )
+        stored = await cur.fetchone()
+        await conn.commit()
+    assert stored is not None and stored[0] == 11 and bytes(stored[1]) != b"\x02" * 32
+    report = await verify(ten_events.dsn, keyring_of(KEY))
+    assert (report.ok, report.events) == (True, 11)  # an unsigned event, in a valid chain
+    await append_many(ten_events.app_dsn, KEY, 2, tag="after")  # later appends still extend it
+    assert (await verify(ten_events.dsn, keyring_of(KEY))).events == 13
 
 
 async def test_the_app_role_holds_only_select_and_insert(ten_events: Database) -> None:
