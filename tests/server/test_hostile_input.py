@@ -2,6 +2,7 @@
 schema that is not there) in the error envelope, and nothing was written."""
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -159,14 +160,22 @@ async def test_features_missing_from_a_partial_schema_are_503(
 ) -> None:
     await migrate(pg15_dsn, target=2)
     client = await make_cortex(pg15_dsn, migrated=False, graph_backend="CTE")
-    a, b = (await client.store("kb", "a"))["id"], (await client.store("kb", "b"))["id"]
+    with psycopg.connect(pg15_dsn) as conn:  # rows as the schema-2 build wrote them
+        a, b = str(uuid.uuid4()), str(uuid.uuid4())
+        for memory_id in (a, b):
+            conn.execute("INSERT INTO memories (id, namespace, content, author) "
+                         "VALUES (%s, 'kb', 'text', 'dev:tester')", (memory_id,))
     link = await client.call("POST", "/v1/links", {"src_id": a, "dst_id": b,
                                                    "relation": "related_to"})
     envelope(link, 503, "schema_missing")
     assert "cortexctl migrate" in link.body["error"]["message"]
     envelope(await client.call("GET", "/v1/audit/verify"), 503, "schema_missing")
+    # every write records itself in the audit chain (migration 0005), so writes need it too
+    store = await client.call("POST", "/v1/memories", {"namespace": "kb", "content": "c"})
+    envelope(store, 503, "schema_missing")
     ready = await client.call("GET", "/readyz")
     assert ready.status == 503 and ready.body["checks"]["schema"]["version"] == 2
+    assert count(pg15_dsn, "links") == 0 and count(pg15_dsn, "memories") == 2
 
 
 async def test_405_keeps_allow(cortex: CortexClient) -> None:

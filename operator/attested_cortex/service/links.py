@@ -14,7 +14,7 @@ from typing import Any
 
 from attested_cortex.attest.auditing import append_event
 from attested_cortex.errors import InvalidInputError
-from attested_cortex.service import attesting, hooking
+from attested_cortex.service import attesting, hooking, recording
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink
 from attested_cortex.service.graph_views import link_view
@@ -39,6 +39,7 @@ async def create(svc: Services, caller: Caller, cmd: CreateLink) -> Link:
             valid_until=plan.valid_until, link_id=cmd.id, signature=outcome.signature,
             attest_level=outcome.level, signed_by=outcome.signed_by, signed_at=plan.signed_at,
         )
+        await recording.record_link(svc, conn, caller, "link.recorded", link)
         if outcome.verified:  # last statement: the chain lock is held until commit
             await append_event(
                 conn, agent_id=caller.agent_id, event_type="link.created",
@@ -80,5 +81,6 @@ async def invalidate(svc: Services, caller: Caller, cmd: InvalidateLink) -> Link
     async with svc.db.transaction() as conn:
         link = await link_rows.invalidate_link(conn, graph=backend(svc), link_id=cmd.link_id,
                                                valid_until=cmd.valid_until)
+        await recording.record_link(svc, conn, caller, "link.invalidated", link)
     await hooking.after(svc, caller, "post_invalidate", link_view(link), namespace=None)
     return link

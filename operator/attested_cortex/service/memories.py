@@ -3,16 +3,18 @@
 Each is one pipeline over one request value:
 validate -> pre-hooks (may Modify, Deny or ask; writes also fire pre_index, because the
 full-text index is computed in the same write) -> re-validate -> write (+ graph mirror)
--> post_index -> post-hook. Later stages (permission rules, signing, audit, quotas) slot in here, so
-every entry point (HTTP, CLI, tests) goes through the same checks.
+(+ its audit record, :mod:`.recording`) -> post_index -> post-hook. Later stages
+(permission rules, signing, quotas) slot in here, so every entry point (HTTP, CLI, tests)
+goes through the same checks.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service import hooking
+from attested_cortex.service import hooking, recording
 from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.views import memory_view
@@ -30,13 +32,17 @@ async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
     cmd = hooking.revalidate(StoreMemory, payload)
     check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
     mirror = svc.graph if svc.graph is not None and svc.graph.mirrors_writes else None
-    # Without a mirror to write, the store is one INSERT, atomic on its own: an explicit
-    # transaction would only add BEGIN and COMMIT round trips (make bench: HTTP stores
-    # 236.9 -> 391.8/s).
+    memory_id = uuid.uuid4()
+    record = recording.pending_memory(svc, caller, "memory.stored", _as_stored(
+        memory_id, cmd, caller))
+    # Without a mirror to write, the store is one statement (the INSERT and its audit
+    # record), atomic on its own: an explicit transaction would only add BEGIN and COMMIT
+    # round trips (make bench: HTTP stores 236.9 -> 391.8/s).
     async with svc.db.transaction() if mirror is not None else svc.db.connection() as conn:
         memory = await rows.insert(
             conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
             tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
+            memory_id=memory_id, event=record,
         )
         if mirror is not None:
             await mirror.on_memory_created(conn, memory.id, memory.namespace)
@@ -44,6 +50,14 @@ async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
     await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
     await hooking.after(svc, caller, "post_store", view, namespace=memory.namespace)
     return memory
+
+
+def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller) -> Memory:
+    """The row a store will write (what its record covers), before it is written."""
+    now = datetime.now(UTC)
+    return Memory(id=memory_id, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
+                  tags=tuple(cmd.tags), metadata=cmd.metadata, author=caller.agent_id,
+                  revision=1, created_at=now, updated_at=now, deleted_at=None)
 
 
 async def get(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
@@ -72,6 +86,7 @@ async def update(svc: Services, caller: Caller, memory_id: uuid.UUID, cmd: Updat
         memory = await rows.update(
             conn, locked, changes=changes, expected_revision=cmd.expected_revision
         )
+        await recording.record_memory(svc, conn, caller, "memory.updated", memory)
     view = memory_view(memory)
     await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
     await hooking.after(svc, caller, "post_update", view, namespace=memory.namespace)
@@ -89,6 +104,8 @@ async def delete(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
         memory = await rows.tombstone(conn, locked)
         if svc.graph is not None and not current.deleted:
             await svc.graph.on_memory_tombstoned(conn, memory.id)
+        if not locked.deleted:  # deleting twice writes nothing, so records nothing
+            await recording.record_memory(svc, conn, caller, "memory.deleted", memory)
     await hooking.after(svc, caller, "post_delete", memory_view(memory), namespace=memory.namespace)
     return memory
 

@@ -13,7 +13,8 @@ states (agent, type, payload, signature, key) and reads back what the database m
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,29 @@ class EventRow:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An event to append in the same statement as a write (see ``memories.insert``)."""
+
+    agent_id: str
+    event_type: str
+    payload: bytes
+    signature: bytes | None = None
+    key_fingerprint: str | None = None
+
+    def params(self) -> tuple[Any, ...]:
+        """The values of :data:`APPEND_VALUES`, in order."""
+        return (self.agent_id, self.event_type, self.payload, self.signature,
+                self.key_fingerprint)
+
+
+#: ``INSERT`` of a :class:`PendingEvent` (5 parameters); the trigger fills the chain fields.
+APPEND_VALUES = (
+    "INSERT INTO signed_events (agent_id, event_type, payload, signature, key_fingerprint) "
+    "VALUES (%s, %s, %s, %s, %s)"
+)
+
+
+@dataclass(frozen=True, slots=True)
 class ChainHead:
     """The event a new one must follow (sequence 0 and zero hash on an empty chain)."""
 
@@ -93,8 +117,7 @@ async def append(
     already recorded is a replay (ConflictError)."""
     try:
         cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
-            "INSERT INTO signed_events (agent_id, event_type, payload, signature, "
-            f"key_fingerprint) VALUES (%s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+            f"{APPEND_VALUES} RETURNING {_COLUMNS}",
             (agent_id, event_type, payload, signature, key_fingerprint),
         )
         row = await cur.fetchone()
@@ -156,6 +179,21 @@ async def stream_events(
                 await cursor.execute(f"SELECT {_COLUMNS} FROM signed_events ORDER BY sequence")
                 while rows := await cursor.fetchmany(batch):
                     yield [_row(r) for r in rows]
+
+
+@contextmanager
+def translating_events(event: PendingEvent | None) -> Iterator[None]:
+    """Name the ways a statement carrying ``event`` fails in signed_events (replay, the
+    role's privileges); other errors pass on to the caller's translation."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        if event is None or exc.diag.table_name != "signed_events":
+            raise
+        domain = _insert_error(exc, event_type=event.event_type)
+        if domain is None:
+            raise
+        raise domain from exc
 
 
 def _insert_error(exc: psycopg.Error, *, event_type: str) -> CortexError | None:
