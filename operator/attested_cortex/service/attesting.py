@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from attested_cortex.attest.keyring import KeyRevision
 from attested_cortex.attest.levels import (
     AttestationOutcome,
     KeyCustody,
     check_replay,
     decide_attestation,
-    verify_stored,
+    verifying_key,
 )
 from attested_cortex.attest.loading import KeySnapshot, KeySource
 from attested_cortex.attest.payloads import LinkPayload, from_unix_ms, link_payload, to_unix_ms
@@ -81,17 +82,49 @@ def plan_link(
 
 
 def verification(link: Link, keys: KeySnapshot) -> dict[str, Any]:
-    """``GET /v1/links/{id}/verify``: recompute the payload from the stored row and check it."""
+    """``GET /v1/links/{id}/verify``: recompute the payload from the stored row and check it.
+
+    The answer trusts nothing the row claims about itself: the signature must verify under a
+    key of ``observed_by`` (the payload binds it) trusted when it was signed, ``signed_by``
+    must be ``observed_by``, and the level is derived from who holds the verifying key (the
+    cortex: ``self_signed``; only the agent: ``peer_attested``). A stored level that differs
+    from the derived one is reported and the link does not verify.
+    """
     payload = link_payload(src_id=link.src_id, dst_id=link.dst_id, relation=link.relation,
                            observed_by=link.observed_by, valid_from=link.valid_from,
                            valid_until=link.asserted_until)
     signed_at = link.signed_at or link.created_at
-    verified = link.attest_level != "unsigned" and verify_stored(
-        payload, link.signature, keyring=keys.keyring, signed_at_ms=to_unix_ms(signed_at))
+    revision = verifying_key(payload, link.signature, keyring=keys.keyring,
+                             signed_at_ms=to_unix_ms(signed_at))
+    derived = derive_level(revision, keys, agent_id=link.observed_by)
+    reason = _refusal(link, revision, derived)
     return {
         "link_id": str(link.id),
-        "signature_verified": verified,
-        "attest_level": link.attest_level,
+        "signature_verified": reason is None,
+        "attest_level": derived,
+        "stored_attest_level": link.attest_level,
         "signed_by": link.signed_by,
+        "observed_by": link.observed_by,
+        "key_fingerprint": revision.fingerprint if revision is not None else None,
         "signed_at": link.signed_at.isoformat() if link.signed_at else None,
+        "reason": reason,
     }
+
+
+def derive_level(revision: KeyRevision | None, keys: KeySnapshot, *, agent_id: str) -> str:
+    """The level a verifying key supports: none, the cortex's custody, or the agent's own."""
+    if revision is None:
+        return "unsigned"
+    return "self_signed" if AgentId(agent_id) in keys.signing_keys else "peer_attested"
+
+
+def _refusal(link: Link, revision: KeyRevision | None, derived: str) -> str | None:
+    if link.signature is None:
+        return "unsigned"
+    if revision is None:
+        return "no_trusted_key_verifies"
+    if link.signed_by != link.observed_by:
+        return "signed_by_is_not_observed_by"
+    if link.attest_level != derived:
+        return "stored_level_differs"
+    return None

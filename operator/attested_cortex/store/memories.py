@@ -22,6 +22,8 @@ _COLUMNS = (
     "id, namespace, title, content, tags, metadata, author, revision, "
     "created_at, updated_at, deleted_at"
 )
+#: The columns :func:`memory_from_row` reads (the deep audit scans with them).
+COLUMNS = _COLUMNS
 
 
 @dataclass(frozen=True)
