@@ -36,8 +36,9 @@ def sha256(data: bytes | str) -> bytes:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).digest()
 
 
-def memory_record(memory: Memory) -> dict[str, cbor.CborValue]:
-    """The record of a memory's state after a write."""
+def memory_record(memory: Memory, signature: bytes | None = None) -> dict[str, cbor.CborValue]:
+    """The record of a memory's state after a write (``signature``: the agent's signature of
+    this revision, when the write was signed)."""
     return {
         "v": RECORD_VERSION,
         "memory_id": str(memory.id),
@@ -48,6 +49,7 @@ def memory_record(memory: Memory) -> dict[str, cbor.CborValue]:
         "title_sha256": sha256(memory.title),
         "content_sha256": sha256(memory.content),
         "tags_sha256": sha256(cbor.encode(list(memory.tags))),
+        "signature_sha256": None if signature is None else sha256(signature),
     }
 
 

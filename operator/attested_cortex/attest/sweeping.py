@@ -87,9 +87,10 @@ async def sweep(conn: psycopg.AsyncConnection[Any]) -> SweepReport:
     report = SweepReport()
     async with scanning.snapshot(conn):
         memories, links = await _latest_records(conn, report)
-        async for memory in scanning.memories(conn):
+        async for memory, signature in scanning.memories(conn):
             report.memories += 1
-            _compare(report, "memory", str(memory.id), memory_record(memory), memories)
+            _compare(report, "memory", str(memory.id), memory_record(memory, signature),
+                     memories)
         async for link in scanning.links(conn):
             report.links += 1
             _compare(report, "link", str(link.id), link_record(link), links)

@@ -171,6 +171,21 @@ class LinkVerifyOut(BaseModel):
                                "stored_level_differs")
 
 
+class MemoryVerifyOut(BaseModel):
+    """A memory's current revision: its agent signature re-verified from the row."""
+
+    memory_id: str
+    revision: int
+    signature_verified: bool
+    attest_level: str = Field(description="The level the verifying key supports")
+    stored_attest_level: str
+    signed_by: str | None
+    key_fingerprint: str | None
+    signed_at: str | None
+    reason: str | None = Field(description="unsigned, no_trusted_key_verifies, "
+                               "stored_level_differs")
+
+
 class MismatchOut(BaseModel):
     """A row that no longer matches its write record (or a record without its row)."""
 

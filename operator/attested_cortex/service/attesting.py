@@ -9,12 +9,14 @@ signed by the cortex; any other agent signs its own links (``keyCustody: Agent``
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from attested_cortex.attest.keyring import KeyRevision
 from attested_cortex.attest.levels import (
+    DEFAULT_MAX_SKEW_MS,
     AttestationOutcome,
     KeyCustody,
     check_replay,
@@ -22,10 +24,19 @@ from attested_cortex.attest.levels import (
     verifying_key,
 )
 from attested_cortex.attest.loading import KeySnapshot, KeySource
-from attested_cortex.attest.payloads import LinkPayload, from_unix_ms, link_payload, to_unix_ms
+from attested_cortex.attest.payloads import (
+    LinkPayload,
+    MemoryPayload,
+    from_unix_ms,
+    link_payload,
+    memory_payload,
+    to_unix_ms,
+)
 from attested_cortex.attest.signing import parse_signature
-from attested_cortex.errors import InvalidInputError
+from attested_cortex.errors import ConflictError, InvalidInputError
 from attested_cortex.store.links import Link
+from attested_cortex.store.memories import Memory
+from attested_cortex.store.signatures import MemorySignature
 from attested_cortex.types import AgentId
 
 EMPTY = KeySnapshot()
@@ -128,3 +139,77 @@ def _refusal(link: Link, revision: KeyRevision | None, derived: str) -> str | No
     if link.attest_level != derived:
         return "stored_level_differs"
     return None
+
+
+@dataclass(frozen=True)
+class SignedMemoryPlan:
+    """An agent's verified signature of a memory write."""
+
+    payload: MemoryPayload
+    signature: bytes
+    key: KeyRevision
+    level: str
+    signed_at: datetime
+
+
+def plan_memory(
+    *, keys: KeySnapshot, agent_id: str, namespace: str, title: str, content: str,
+    signature: str | None, signed_at: datetime | None, now: datetime | None = None,
+) -> SignedMemoryPlan | None:
+    """Check a signed memory write (None when unsigned, or signed by an agent the keyring does
+    not know: accepted unsigned, as for links). 400 for a bad signature, 409 for a
+    ``signed_at`` more than 5 minutes from now (a replayed or pre-made signature)."""
+    if signature is None:
+        if signed_at is not None:
+            raise InvalidInputError("signed_at needs a signature", field="signed_at")
+        return None
+    if signed_at is None:
+        raise InvalidInputError("a signed write needs signed_at", field="signed_at")
+    presented = parse_signature(signature)
+    at, now_ms = exact_ms(signed_at), to_unix_ms(exact_ms(now or datetime.now(UTC)))
+    if abs(to_unix_ms(at) - now_ms) > DEFAULT_MAX_SKEW_MS:
+        raise ConflictError("signed_at is more than 5 minutes from the server's clock",
+                            code="replay_window", field="signed_at")
+    payload = memory_payload(namespace=namespace, title=title, content=content,
+                             author=agent_id, signed_at=at)
+    if not keys.keyring.knows(agent_id):
+        return None
+    key = verifying_key(payload.encode(), presented, keyring=keys.keyring, signed_at_ms=now_ms,
+                        agent_id=agent_id)
+    if key is None:
+        raise InvalidInputError(
+            "the signature does not verify under any trusted key of the agent",
+            code="bad_signature", field="signature", payload_sha256=payload_digest(payload))
+    return SignedMemoryPlan(payload, presented, key,
+                            derive_level(key, keys, agent_id=agent_id), at)
+
+
+def memory_verification(memory: Memory, sig: MemorySignature | None,
+                        keys: KeySnapshot) -> dict[str, Any]:
+    """``GET /v1/memories/{id}/verify``: the current revision's signature, recomputed from the
+    row (same rules and answer shape as :func:`verification` for links)."""
+    answer: dict[str, Any] = {
+        "memory_id": str(memory.id), "revision": memory.revision,
+        "signature_verified": False, "attest_level": "unsigned",
+        "stored_attest_level": "unsigned", "signed_by": None, "key_fingerprint": None,
+        "signed_at": None, "reason": "unsigned",
+    }
+    if sig is None:
+        return answer
+    payload = memory_payload(namespace=memory.namespace, title=memory.title,
+                             content=memory.content, author=sig.signed_by,
+                             signed_at=sig.signed_at)
+    key = verifying_key(payload.encode(), sig.signature, keyring=keys.keyring,
+                        signed_at_ms=to_unix_ms(sig.signed_at), agent_id=sig.signed_by)
+    derived = derive_level(key, keys, agent_id=sig.signed_by)
+    reason = None if key is not None and derived == sig.attest_level else (
+        "no_trusted_key_verifies" if key is None else "stored_level_differs")
+    return {**answer, "signature_verified": reason is None, "attest_level": derived,
+            "stored_attest_level": sig.attest_level, "signed_by": sig.signed_by,
+            "key_fingerprint": key.fingerprint if key is not None else None,
+            "signed_at": sig.signed_at.isoformat(), "reason": reason}
+
+
+def payload_digest(payload: MemoryPayload) -> str:
+    """SHA-256 hex of a payload's canonical bytes (for the bad-signature warning)."""
+    return hashlib.sha256(payload.encode()).hexdigest()

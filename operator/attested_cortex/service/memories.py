@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service import hooking, recording
+from attested_cortex.service import attesting, hooking, recording
 from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.views import memory_view
 from attested_cortex.store import memories as rows
+from attested_cortex.store import signatures
 from attested_cortex.store.memories import Memory
 
 
@@ -32,13 +34,17 @@ async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
     cmd = hooking.revalidate(StoreMemory, payload)
     check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
     mirror = svc.graph if svc.graph is not None and svc.graph.mirrors_writes else None
+    signed = attesting.plan_memory(
+        keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id, namespace=cmd.namespace,
+        title=cmd.title, content=cmd.content, signature=cmd.signature, signed_at=cmd.signed_at)
     memory_id = uuid.uuid4()
     record = recording.pending_memory(svc, caller, "memory.stored", _as_stored(
-        memory_id, cmd, caller))
-    # Without a mirror to write, the store is one statement (the INSERT and its audit
-    # record), atomic on its own: an explicit transaction would only add BEGIN and COMMIT
-    # round trips (make bench: HTTP stores 236.9 -> 391.8/s).
-    async with svc.db.transaction() if mirror is not None else svc.db.connection() as conn:
+        memory_id, cmd, caller), signed.signature if signed else None)
+    # Without a mirror or a signature to write, the store is one statement (the INSERT and
+    # its audit record), atomic on its own: an explicit transaction would only add BEGIN
+    # and COMMIT round trips (make bench: HTTP stores 236.9 -> 391.8/s).
+    one_statement = mirror is None and signed is None
+    async with svc.db.connection() if one_statement else svc.db.transaction() as conn:
         memory = await rows.insert(
             conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
             tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
@@ -46,6 +52,8 @@ async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
         )
         if mirror is not None:
             await mirror.on_memory_created(conn, memory.id, memory.namespace)
+        if signed is not None:
+            await recording.record_signed_memory(conn, caller, memory, signed)
     view = memory_view(memory)
     await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
     await hooking.after(svc, caller, "post_store", view, namespace=memory.namespace)
@@ -79,14 +87,22 @@ async def update(svc: Services, caller: Caller, memory_id: uuid.UUID, cmd: Updat
     payload.pop("id", None)
     cmd = hooking.revalidate(UpdateMemory, payload)
     check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
-    changes = cmd.model_dump(exclude_unset=True, exclude={"expected_revision"})
+    changes = cmd.model_dump(exclude_unset=True,
+                             exclude={"expected_revision", "signature", "signed_at"})
     changes = {k: v for k, v in changes.items() if v is not None}
     async with svc.db.transaction() as conn:
         locked = await rows.get(conn, memory_id, for_update=True)
         memory = await rows.update(
             conn, locked, changes=changes, expected_revision=cmd.expected_revision
         )
-        await recording.record_memory(svc, conn, caller, "memory.updated", memory)
+        signed = attesting.plan_memory(
+            keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id,
+            namespace=memory.namespace, title=memory.title, content=memory.content,
+            signature=cmd.signature, signed_at=cmd.signed_at)
+        await recording.record_memory(svc, conn, caller, "memory.updated", memory,
+                                      signed.signature if signed else None)
+        if signed is not None:
+            await recording.record_signed_memory(conn, caller, memory, signed)
     view = memory_view(memory)
     await hooking.after(svc, caller, "post_index", view, namespace=memory.namespace)
     await hooking.after(svc, caller, "post_update", view, namespace=memory.namespace)
@@ -108,6 +124,14 @@ async def delete(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
             await recording.record_memory(svc, conn, caller, "memory.deleted", memory)
     await hooking.after(svc, caller, "post_delete", memory_view(memory), namespace=memory.namespace)
     return memory
+
+
+async def verify(svc: Services, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
+    """Re-verify the agent signature of a memory's current revision from its row."""
+    async with svc.db.connection() as conn:
+        memory = await rows.get(conn, memory_id)
+        signature = await signatures.for_revision(conn, memory.id, memory.revision)
+    return attesting.memory_verification(memory, signature, attesting.snapshot(svc.keys))
 
 
 async def search(

@@ -21,6 +21,7 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memories"),
     ("SELECT, INSERT, UPDATE", "links"),
     ("SELECT, INSERT", "signed_events"),
+    ("SELECT, INSERT", "memory_signatures"),
 )
 
 

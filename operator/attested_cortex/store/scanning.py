@@ -33,10 +33,16 @@ async def snapshot(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
             yield
 
 
-async def memories(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Memory]:
-    """Every memory row, tombstones included."""
-    async for row in _scan(conn, "sweep_memories", f"SELECT {MEMORY_COLUMNS} FROM memories"):
-        yield memory_from_row(row)
+async def memories(
+    conn: psycopg.AsyncConnection[Any],
+) -> AsyncIterator[tuple[Memory, bytes | None]]:
+    """Every memory row, tombstones included, with its current revision's agent signature."""
+    columns = ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
+    query = (f"SELECT {columns}, s.signature AS agent_signature FROM memories m "
+             "LEFT JOIN memory_signatures s ON s.memory_id = m.id AND s.revision = m.revision")
+    async for row in _scan(conn, "sweep_memories", query):
+        signature = row.pop("agent_signature")
+        yield memory_from_row(row), None if signature is None else bytes(signature)
 
 
 async def links(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Link]:

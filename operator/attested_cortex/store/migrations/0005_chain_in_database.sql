@@ -83,3 +83,20 @@ BEGIN
     RETURN NEW;
 END
 $$;
+
+-- Agent-signed memory writes: the signature an agent (Agent custody) sent with a store or
+-- an update, for the revision it produced. GET /v1/memories/{id}/verify recomputes the
+-- signed payload (docs/attestation.md, "Signed memory writes") from the memory row and this
+-- row; the write's record event carries the signature's digest, so the deep audit sees a
+-- removed or swapped signature. The server role may read and add rows, never change them.
+CREATE TABLE memory_signatures (
+    memory_id       uuid        NOT NULL REFERENCES memories (id),
+    revision        integer     NOT NULL CHECK (revision >= 1),
+    signature       bytea       NOT NULL CHECK (length(signature) = 64),
+    key_fingerprint text        NOT NULL CHECK (key_fingerprint ~ '^[0-9a-f]{64}$'),
+    signed_by       text        NOT NULL CHECK (length(signed_by) BETWEEN 1 AND 1024),
+    signed_at       timestamptz NOT NULL,
+    attest_level    text        NOT NULL CHECK (attest_level IN ('self_signed', 'peer_attested')),
+    PRIMARY KEY (memory_id, revision)
+);
+REVOKE ALL ON memory_signatures FROM PUBLIC;
