@@ -22,6 +22,8 @@ from tests.hooks.conftest import PipelineFactory, alive, eventually, hook
 FLOOD = ["sh", "-c", "cat >/dev/null; head -c 3000000 /dev/zero"]
 #: Slack over the class deadline for the event loop to hand the answer back under load.
 SLACK_S = 1.0
+#: Open descriptors and child pids before a test: what may stay after it.
+Baseline = tuple[set[str], set[int]]
 
 
 def open_fds() -> set[str]:
@@ -61,18 +63,20 @@ async def burst(
     return list(await asyncio.gather(*(one(i) for i in range(calls))))
 
 
-async def leaves_nothing(before: set[str]) -> None:
-    """No new descriptor and no child (running or unreaped) stays once the calls are done."""
-    await eventually(lambda: not children() and open_fds() <= before)
+async def leaves_nothing(before: Baseline) -> None:
+    """No new descriptor and no new child (running or unreaped) stays once the calls are
+    done (the suite's own servers are children of this process too: they were there before)."""
+    fds, kids = before
+    await eventually(lambda: open_fds() <= fds and set(children()) <= kids)
 
 
 @pytest.fixture
-async def fds() -> set[str]:
-    return open_fds()
+async def fds() -> Baseline:
+    return open_fds(), set(children())
 
 
 async def test_over_cap_output_at_concurrency(
-    make_pipeline: PipelineFactory, fds: set[str]
+    make_pipeline: PipelineFactory, fds: Baseline
 ) -> None:
     pipeline = await make_pipeline({"name": "flood", "events": ["pre_store"], "command": FLOOD,
                                     "timeout_ms": 5000, "max_output_bytes": 65536})
@@ -82,7 +86,7 @@ async def test_over_cap_output_at_concurrency(
 
 
 async def test_over_cap_output_without_reading_stdin(
-    make_pipeline: PipelineFactory, fds: set[str]
+    make_pipeline: PipelineFactory, fds: Baseline
 ) -> None:
     # The child floods stdout before it reads a large request: neither side may block.
     flood = ["sh", "-c", "head -c 3000000 /dev/zero"]
@@ -95,7 +99,7 @@ async def test_over_cap_output_without_reading_stdin(
 
 
 async def test_hangs_with_grandchildren_at_concurrency(
-    make_pipeline: PipelineFactory, fds: set[str], tmp_path: Path
+    make_pipeline: PipelineFactory, fds: Baseline, tmp_path: Path
 ) -> None:
     pipeline = await make_pipeline(hook("hang", ["pre_store"], timeout_ms=1500))
     pidfiles = [tmp_path / f"grandchild-{i}.pid" for i in range(20)]
@@ -107,7 +111,7 @@ async def test_hangs_with_grandchildren_at_concurrency(
     await leaves_nothing(fds)
 
 
-async def test_crashes_at_concurrency(make_pipeline: PipelineFactory, fds: set[str]) -> None:
+async def test_crashes_at_concurrency(make_pipeline: PipelineFactory, fds: Baseline) -> None:
     pipeline = await make_pipeline(hook("crash", ["pre_store"], behave={"crash": True}))
     causes = await burst(pipeline, calls=40, concurrency=10, payload=lambda i: {})
     assert causes == ["crash"] * 40
@@ -115,7 +119,7 @@ async def test_crashes_at_concurrency(make_pipeline: PipelineFactory, fds: set[s
 
 
 async def test_grandchild_holding_stdout_cannot_hold_the_call(
-    make_pipeline: PipelineFactory, fds: set[str], tmp_path: Path
+    make_pipeline: PipelineFactory, fds: Baseline, tmp_path: Path
 ) -> None:
     # The hook answers and exits, but a grandchild that left the session keeps stdout open:
     # no EOF ever comes. The call ends at its budget and closes its end of the pipe.
@@ -126,14 +130,14 @@ async def test_grandchild_holding_stdout_cannot_hold_the_call(
     try:
         causes = await burst(pipeline, calls=1, concurrency=1, payload=lambda i: {})
         assert causes == ["timeout"]
-        await eventually(lambda: open_fds() <= fds)
+        await eventually(lambda: open_fds() <= fds[0])
     finally:
         escaped = int(pidfile.read_text())
         os.kill(escaped, 9)  # it left our session and group: only its pid can stop it
 
 
 async def test_answers_still_arrive_at_concurrency(
-    make_pipeline: PipelineFactory, fds: set[str]
+    make_pipeline: PipelineFactory, fds: Baseline
 ) -> None:
     pipeline = await make_pipeline(hook("ok", ["pre_store"]))
     causes = await burst(pipeline, calls=30, concurrency=10, payload=lambda i: {})

@@ -149,13 +149,21 @@ class _Child(asyncio.SubprocessProtocol):
 
 async def _stop(transport: asyncio.SubprocessTransport, child: _Child, deadline: float) -> None:
     """SIGKILL the child's process group, close our pipe ends, wait for the reap until
-    ``deadline`` (never past it)."""
+    ``deadline`` (never past it), then release the transport.
+
+    The transport itself is closed last: closing it while the child is unreaped makes
+    asyncio poll (and so reap) the child behind its child watcher's back.
+    """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(transport.get_pid(), signal.SIGKILL)
-    transport.close()
+    for fd in (0, 1):
+        pipe = transport.get_pipe_transport(fd)
+        if pipe is not None:
+            pipe.close()
     left_s = deadline - asyncio.get_running_loop().time()
     if left_s > 0 and not child.finished.done():
         await asyncio.wait([child.finished], timeout=left_s)
+    transport.close()
 
 
 def _settle(future: asyncio.Future[None]) -> None:
