@@ -49,6 +49,9 @@ def test_default_render_is_namespaced_and_single_replica() -> None:
             "ServiceAccount",
             "Role",
             "RoleBinding",
+            "ClusterRole",  # the operator's cluster-scoped needs (clusterAlways)
+            "ClusterRoleBinding",
+            "ClusterRole",  # the TokenReview role it binds to each cortex's server
             "Deployment",
             "Service",
             *["CustomResourceDefinition"] * 4,
@@ -66,8 +69,17 @@ def test_default_render_is_namespaced_and_single_replica() -> None:
 def test_role_grants_exactly_the_permissions_file() -> None:
     role = by_kind(render(), "Role")[0]
     assert role["rules"] == permissions()["namespaced"]
-    cluster_role = by_kind(render("operator.watchAllNamespaces=true"), "ClusterRole")[0]
-    assert cluster_role["rules"] == permissions()["namespaced"] + permissions()["cluster"]
+    roles = {r["metadata"]["name"]: r for r in by_kind(
+        render("operator.watchAllNamespaces=true"), "ClusterRole")}
+    assert roles["rel-attested-cortex-operator"]["rules"] == (
+        permissions()["namespaced"] + permissions()["cluster"])
+    always = roles["rel-attested-cortex-operator-cluster"]["rules"]
+    assert always == [{**rule, "resourceNames": ["rel-attested-cortex-tokenreviewer"]}
+                      if rule.get("resourceNames") else rule
+                      for rule in permissions()["clusterAlways"]]
+    assert roles["rel-attested-cortex-tokenreviewer"]["rules"] == [{
+        "apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+        "verbs": ["create"]}]
 
 
 def test_no_rule_uses_a_wildcard() -> None:

@@ -61,7 +61,8 @@ def test_update(
 def test_defaults_are_filled_in(crds: Kube, namespace: str) -> None:
     submit(crds, namespace, cortex("defaults"), "create")
     spec = get(crds, namespace, "memorycortex/defaults")["spec"]
-    assert spec["server"] == {"replicas": 1, "service": {"type": "ClusterIP", "port": 8080}}
+    assert spec["server"] == {"replicas": 1, "service": {"type": "ClusterIP", "port": 8080},
+                              "auth": {"mode": "Kubernetes"}}
     assert spec["database"]["managed"]["storage"] == {"size": "10Gi"}
     assert spec["permissions"] == {"mode": "Advisory"}
     assert spec["graph"] == {"backend": "Auto"}
