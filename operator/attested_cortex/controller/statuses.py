@@ -3,8 +3,8 @@
 A status is written with server-side apply to the status subresource (the one field
 manager), only if the new fields differ from what the object already shows, so a reconcile
 that finds nothing new writes nothing. The transitions of one write become one Kubernetes
-Event (a Warning only when a condition is wrong rather than in progress). Messages never carry secrets: callers
-put names, reasons and counts in them, not data.
+Event (a Warning only when a condition is wrong rather than in progress). Messages never
+carry secrets: callers put names, reasons and counts in them, not data.
 """
 
 from __future__ import annotations
