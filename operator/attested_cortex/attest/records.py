@@ -1,6 +1,6 @@
 """Write records: what the audit chain keeps about every memory and link write. Pure.
 
-Built by :mod:`attested_cortex.service.recording` after each write (the payload of a
+Built by :mod:`attested_cortex.service.write_records` after each write (the payload of a
 ``memory.*`` or ``link.*`` record event) and rebuilt from the current rows by
 :mod:`.sweeping` (``cortexctl audit verify --deep``): a row whose rebuilt record differs from
 its latest event was changed behind the server; one without any event was written behind it.
