@@ -290,3 +290,22 @@ async def test_a_hook_cannot_move_a_write_outside_the_callers_scopes(
                             {"namespace": "team-a/x", "content": "c"})
     assert reply.status == 403 and reply.body["error"]["code"] == "scope_denied"
     assert count_memories(migrated_pg15_dsn) == 0
+
+
+async def test_memory_verify_and_deep_audit_need_their_read_scopes(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path,
+                        {"writer": "memory.read,memory.write",
+                         "outsider": "memory.read:other/**",
+                         "auditor": "audit.read"})
+    memory = await team.store("writer", "team/a", "c")
+    path = f"/v1/memories/{memory['id']}/verify"
+    mine = await team.call("writer", "GET", path)
+    assert mine.status == 200 and mine.body["attest_level"] == "unsigned", mine.text
+    outside = await team.call("outsider", "GET", path)
+    assert outside.status == 403 and outside.body["error"]["code"] == "scope_denied"
+    unscoped = await team.call("writer", "GET", "/v1/audit/verify?deep=true")
+    assert unscoped.status == 403 and unscoped.body["error"]["code"] == "scope_denied"
+    deep = await team.call("auditor", "GET", "/v1/audit/verify?deep=true")
+    assert deep.status == 200 and deep.body["ok"] and deep.body["deep"]["ok"], deep.text
