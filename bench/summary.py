@@ -101,6 +101,22 @@ def hooks_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def recovery_rows(d: dict[str, Any]) -> list[Row]:
+    s = d.get("summary", {})
+    rounds = len(d.get("rounds", []))
+    return [
+        (f"readyz 503 after the database went away (worst of {rounds})",
+         _fmt(s.get("readyz_503_after_s_max"), " s"), "<= 1 s"),
+        (f"readyz 200 after the database came back (worst of {rounds})",
+         _fmt(s.get("readyz_200_after_s_max"), " s"), "<= 2 s"),
+        ("a write while the database is away answers 503 within",
+         _fmt(s.get("write_during_outage_max_ms"), " ms"), "fail fast"),
+        ("failed requests right after an idle restart",
+         f"{_fmt(s.get('idle_restart_failed_requests'))} of "
+         f"{_fmt(s.get('idle_restart_requests'))}", "0"),
+    ]
+
+
 def operator_rows(d: dict[str, Any]) -> list[Row]:
     steady, cold = d.get("steady") or {}, d.get("cold_start") or {}
     count = cold.get("cortexes", 200)
@@ -148,8 +164,36 @@ def policy_rows(d: dict[str, Any]) -> list[Row]:
 
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "policy": policy_rows, "kg": kg_rows, "attest": attest_rows,
-    "hooks": hooks_rows, "operator": operator_rows,
+    "hooks": hooks_rows, "recovery": recovery_rows, "operator": operator_rows,
 }
+
+
+def fuzz_lines() -> list[str]:
+    """The fuzzing budget of ``make test``, read from the suites' own constants."""
+    from tests.server import test_fuzz
+
+    per_property = test_fuzz.EXAMPLES
+    return [
+        "",
+        "## Fuzzing in `make test`",
+        "",
+        "Bounded so the suite stays fast; each run draws new examples (a failure prints the",
+        "seed to replay it). No case may answer 5xx; every error is in the envelope.",
+        "",
+        "| suite | what | examples per run |",
+        "|---|---|---|",
+        f"| tests/server/test_fuzz.py | stores and updates with hostile JSON fragments (nesting "
+        f"to 3000 levels, 4000-6000 digit integers, NaN/Infinity/1e999, lone surrogate escapes) "
+        f"| {per_property} + {per_property} |",
+        f"| tests/server/test_fuzz.py | link, invalidate, kg/query and timeline with instants at "
+        f"both ends of the calendar in offsets -14:00..+14:00 | {per_property} |",
+        f"| tests/server/test_fuzz.py | Content-Types (415 for anything but JSON) "
+        f"| {per_property} |",
+        f"| tests/server/test_fuzz.py | stateful: store/update/delete/link/invalidate/walk in any "
+        f"order | {test_fuzz.STATEFUL_RUNS} runs x {test_fuzz.STATEFUL_STEPS} steps |",
+        "| tests/server/test_schemathesis.py | every OpenAPI operation, positive and negative "
+        "generation | 25 per operation and mode |",
+    ]
 
 
 def write_performance() -> Path:
@@ -171,6 +215,7 @@ def write_performance() -> Path:
             continue
         for measure, value, goal in build(json.loads(path.read_text())):
             lines.append(f"| {area} | {measure} | {value} | {goal} |")
+    lines.extend(fuzz_lines())
     out = ROOT / "docs" / "PERFORMANCE.md"
     out.write_text("\n".join(lines) + "\n")
     return out

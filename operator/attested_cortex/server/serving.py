@@ -33,6 +33,7 @@ from attested_cortex.server.auth import (
     check_dev_listen,
     parse_agent_id,
 )
+from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.service import recording
 from attested_cortex.service.approving import Approvals
@@ -180,7 +181,7 @@ async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = 
     async with AsyncExitStack() as stack:
         services = await open_services(settings, stack)
         app = build_app(services, auth=auth)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = CortexRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         for address in settings.listen:

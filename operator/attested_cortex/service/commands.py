@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from attested_cortex.errors import TooLargeError
 from attested_cortex.namespaces import namespace_problem
+from attested_cortex.service.graph_commands import Instant
 from attested_cortex.service.limits import Limits
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -53,6 +54,11 @@ def _check_namespace(value: str) -> str:
     return value
 
 
+_SIGNATURE = ("Agent custody: base64 Ed25519 signature over the canonical CBOR of the "
+              "memory after the write (docs/attestation.md, signed memory writes)")
+_SIGNED_AT = "The moment in the signed payload (within 5 minutes of the server's clock)"
+
+
 class StoreMemory(BaseModel):
     """``POST /v1/memories``: a new memory."""
 
@@ -63,6 +69,8 @@ class StoreMemory(BaseModel):
     title: Text = Field("", max_length=512, description="A short title (searchable, ranks higher)")
     tags: list[Tag] = Field(default_factory=list, max_length=64, description="At most 64 tags")
     metadata: Json = Field(default_factory=dict, description="Free-form JSON object")
+    signature: str | None = Field(None, max_length=200, description=_SIGNATURE)
+    signed_at: Instant | None = Field(None, description=_SIGNED_AT)
 
     @field_validator("namespace")
     @classmethod
@@ -82,6 +90,8 @@ class UpdateMemory(BaseModel):
     expected_revision: int | None = Field(
         None, ge=1, description="Refuse with 409 unless the memory is at this revision"
     )
+    signature: str | None = Field(None, max_length=200, description=_SIGNATURE)
+    signed_at: Instant | None = Field(None, description=_SIGNED_AT)
 
 
 class RecallQuery(BaseModel):

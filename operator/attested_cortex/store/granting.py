@@ -24,6 +24,7 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "pending_actions"),
     ("SELECT, INSERT, DELETE", "approval_signatures"),
     ("SELECT, INSERT", "remembered_rules"),
+    ("SELECT, INSERT", "memory_signatures"),
 )
 
 

@@ -15,11 +15,18 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
+from attested_cortex.errors import MigrationRecordError
 from attested_cortex.store.errors import translating
 from attested_cortex.store.granting import grant_app_role
 from attested_cortex.store.graph.age_setup import ensure_age_graph
 from attested_cortex.store.graph.cypher import GRAPH
-from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA, Plan, check_applied, plan
+from attested_cortex.store.schema import (
+    MAX_SUPPORTED_SCHEMA,
+    Migration,
+    Plan,
+    check_applied,
+    plan,
+)
 
 #: Arbitrary but fixed: ``hashtext('attested-cortex/migrate')`` would do, a literal is clearer.
 ADVISORY_LOCK_KEY = 0x6174_6378_6D69_6772  # "atcxmigr"
@@ -86,13 +93,7 @@ async def _migrate(
             await conn.execute(_CREATE_TABLE)
             the_plan = plan(await read_applied(conn), target=target)
             for migration in the_plan.pending:
-                async with conn.transaction():
-                    await conn.execute(migration.sql.encode())
-                    await conn.execute(
-                        "INSERT INTO schema_migrations (version, name, checksum) "
-                        "VALUES (%s, %s, %s)",
-                        (migration.version, migration.name, migration.checksum),
-                    )
+                await _apply(conn, migration)
             graph_ready = await _setup_graph(conn) if graph else False
             if app_role is not None:
                 await grant_app_role(conn, app_role, graph=GRAPH if graph_ready else None)
@@ -105,6 +106,27 @@ async def _migrate(
         applied=tuple(f"{m.version:04d}_{m.name}" for m in the_plan.pending),
         graph=graph_ready,
     )
+
+
+async def _apply(conn: psycopg.AsyncConnection[Any], migration: Migration) -> None:
+    """One migration and its row in one transaction; a statement the schema refuses (a
+    column that already exists because schema_migrations lost its row) is one clear error."""
+    try:
+        async with conn.transaction():
+            await conn.execute(migration.sql.encode())
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                (migration.version, migration.name, migration.checksum),
+            )
+    except psycopg.OperationalError:
+        raise  # the connection or the server failed: translated as "unreachable"
+    except psycopg.Error as exc:
+        raise MigrationRecordError(
+            f"migration {migration.version:04d}_{migration.name} failed and was rolled back: "
+            f"{exc.diag.message_primary or type(exc).__name__}; the schema does not match "
+            "schema_migrations (a row deleted by hand?): restore the row or the database",
+            version=migration.version,
+        ) from exc
 
 
 async def _ensure_age_loaded(conn: psycopg.AsyncConnection[Any]) -> None:
