@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds, once, a minimal Debian trixie root holding PostgreSQL 17 and Apache AGE (postgresql-17-age).
+# Builds, once, a minimal Debian trixie root holding PostgreSQL 17, Apache AGE (postgresql-17-age) and
+# pgvector (postgresql-17-pgvector).
 #
 # Callers: `make deps` (so `make test`, `make run`, `make bench`), tests/support/pgservers.py (which
 # tells the user to run this when the root is missing) and tests/infra (concurrency check).
@@ -7,16 +8,18 @@
 # The root lives outside the repository, in ${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}/
 # pg-age-trixie. A completed root carries a stamp file and is reused at once. Concurrent runs are
 # serialised with flock; the root is built in a temporary directory next to it and renamed into
-# place, so nobody ever sees half a root. The Debian mirror is the one this machine's apt already
+# place, so nobody ever sees half a root. A root built by an older version of this script (its stamp
+# names fewer packages) is upgraded in place: the missing packages are added to it, which only adds
+# files, so a server running from the root meanwhile is not disturbed. The Debian mirror is the one this machine's apt already
 # uses (override with ATTESTED_CORTEX_DEBIAN_MIRROR).
 #
 # Usage: hack/pg/ensure-age-root.sh [--print-root]
 set -euo pipefail
 
 readonly SUITE=trixie
-readonly PACKAGES=(postgresql-17 postgresql-17-age)
+readonly PACKAGES=(postgresql-17 postgresql-17-age postgresql-17-pgvector)
 readonly STAMP_NAME=.attested-cortex-root
-readonly STAMP_CONTENT="pg-age-trixie v1: ${PACKAGES[*]}"
+readonly STAMP_CONTENT="pg-age-trixie v2: ${PACKAGES[*]}"
 
 cache=${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}
 root=$cache/pg-age-trixie
@@ -81,15 +84,54 @@ install_postgres() {
   DEBIAN_FRONTEND=noninteractive chroot "$dir" apt-get install -y -qq "${PACKAGES[@]}" >/dev/null
   chroot "$dir" apt-get clean
   strip_root "$dir"
+  check_root "$dir"
+}
+
+check_root() {
+  local dir=$1
   [ -f "$dir/usr/lib/postgresql/17/lib/age.so" ] || die "age.so missing after installing ${PACKAGES[*]}"
+  [ -f "$dir/usr/lib/postgresql/17/lib/vector.so" ] \
+    || die "vector.so missing after installing ${PACKAGES[*]}"
   chroot "$dir" id -u postgres >/dev/null || die "no postgres user in the root"
+}
+
+# An older root (stamp v1: no pgvector) gains the packages it lacks. apt-get install would refuse:
+# strip_root removed LLVM under postgresql-17's feet, so apt sees broken dependencies; the missing
+# packages are fetched with apt-get download and unpacked with dpkg, whose dependency check only
+# looks at what they need themselves (postgresql-17, present).
+upgrade() {
+  local dir=$root missing=() pkg
+  for pkg in "${PACKAGES[@]}"; do
+    chroot "$dir" dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
+      || missing+=("$pkg")
+  done
+  echo "ensure-age-root: adding ${missing[*]:-nothing} to the existing root $root" >&2
+  if [ ${#missing[@]} -gt 0 ]; then
+    chroot "$dir" apt-get update -qq
+    rm -rf "$dir/tmp/attested-cortex-debs"
+    mkdir -p "$dir/tmp/attested-cortex-debs"
+    chmod 777 "$dir/tmp/attested-cortex-debs"  # apt-get download runs as the root's _apt user
+    chroot "$dir" sh -c "cd /tmp/attested-cortex-debs && apt-get download -qq ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive chroot "$dir" sh -c 'dpkg -i /tmp/attested-cortex-debs/*.deb' \
+      >/dev/null
+    rm -rf "$dir/tmp/attested-cortex-debs"
+    strip_root "$dir"
+  fi
+  check_root "$dir"
+  echo "$STAMP_CONTENT" >"$dir/$STAMP_NAME"
+  echo "ensure-age-root: ready: $root ($(du -sh "$root" | cut -f1))" >&2
+}
+
+is_older_root() {
+  [ -f "$root/$STAMP_NAME" ] && grep -q '^pg-age-trixie v[0-9]*: postgresql-17 postgresql-17-age' \
+    "$root/$STAMP_NAME"
 }
 
 # JIT is what pulls in LLVM and Z3 (about 170 MB of the root); the test and dev servers run with
 # jit = off, so those libraries and PostgreSQL's bitcode go. PostgreSQL itself does not link them.
 strip_root() {
   local dir=$1
-  chroot "$dir" dpkg --purge --force-depends libllvm19 libz3-4 >/dev/null 2>&1
+  chroot "$dir" dpkg --purge --force-depends libllvm19 libz3-4 >/dev/null 2>&1 || true
   rm -rf "$dir"/usr/lib/postgresql/17/lib/llvmjit* "$dir"/usr/lib/postgresql/17/lib/bitcode
   rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/usr/share/doc/* \
     "$dir"/usr/share/man/* "$dir"/usr/share/info/*
@@ -126,5 +168,7 @@ check_prerequisites
 mkdir -p "$cache"
 exec 9>"$cache/pg-age-trixie.lock"
 flock -w 1800 9 || die "timed out waiting for another build (lock $cache/pg-age-trixie.lock)"
-if ! is_complete; then build; fi
+if ! is_complete; then
+  if is_older_root; then upgrade; else build; fi
+fi
 finish
