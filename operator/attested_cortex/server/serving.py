@@ -2,7 +2,8 @@
 
 Order: settings -> authentication (dev mode refused off loopback) -> database pool ->
 schema check (refuse a newer or altered schema; an older one serves but is not ready
-until migrated) -> graph backend -> hooks -> application -> listeners. Shutdown on
+until migrated) -> graph backend -> hooks -> embedder and vector state (the backfill
+starts in the background) -> application -> listeners. Shutdown on
 SIGINT/SIGTERM closes listeners, hooks and the pool.
 """
 
@@ -20,12 +21,21 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from attested_cortex.attest.loading import KeySource
+from attested_cortex.embedding.base import EmbeddingError
+from attested_cortex.embedding.choosing import build_embedder
 from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.hooks.pipeline import open_pipeline
 from attested_cortex.server.app import build_app
 from attested_cortex.server.auth import Authenticator, DevAuth, TokenAuth, check_dev_listen
 from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.service.context import Services
+from attested_cortex.service.embedding import (
+    Vectors,
+    VectorSettings,
+    close_vectors,
+    open_vectors,
+    vectors_available,
+)
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
@@ -77,11 +87,42 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     keys = KeySource(settings.keys_dir) if settings.keys_dir is not None else None
     if keys is not None:
         keys.snapshot()  # unreadable or inconsistent key files stop start-up, loudly
+    vectors = await _open_vectors(settings, db, registry)
+    stack.push_async_callback(close_vectors, vectors)
     return Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry, keys=keys,
+        metrics_registry=registry, keys=keys, vectors=vectors,
     )
+
+
+async def _open_vectors(
+    settings: ServerSettings, db: Database, registry: CollectorRegistry
+) -> Vectors:
+    """The embedder the settings name and this database's vector state.
+
+    A bad ``--embedder`` stops start-up with a clear message; a database without pgvector
+    does not (recall stays full-text and capabilities say why). The embedded model is only
+    loaded where its vectors can be stored.
+    """
+    e = settings.embedding
+    if settings.embedder not in ("default", "none", "client") and not \
+            settings.embedder.startswith(("http://", "https://")):
+        raise InvalidInputError(
+            f"--embedder {settings.embedder!r}: use default, none, client or an http(s) URL",
+            field="embedder")
+    spec = settings.embedder if await vectors_available(db) else "none"
+    try:
+        embedder = build_embedder(spec, model=e.model, dimension=e.dimension,
+                                  api_key_file=e.api_key_file)
+    except EmbeddingError as exc:
+        raise InvalidInputError(str(exc), field="embedder") from exc
+    tuning = VectorSettings(
+        timeout_s=e.timeout_ms / 1000, batch=e.backfill_batch,
+        pause_s=e.backfill_pause_ms / 1000, min_similarity=e.min_similarity,
+        vector_pool=e.vector_pool,
+    )
+    return await open_vectors(db, embedder, settings=tuning, registry=registry)
 
 
 async def _select_graph(

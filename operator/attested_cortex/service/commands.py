@@ -21,6 +21,11 @@ _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f]+$")]
 
+#: A client-supplied vector (``--embedder client``): finite numbers, at most pgvector's 16000.
+Vector = Annotated[
+    list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1, max_length=16000)
+]
+
 
 def _no_nul(value: Any, path: str = "") -> None:
     """Reject NUL characters anywhere in a JSON value (keys included)."""
@@ -63,6 +68,9 @@ class StoreMemory(BaseModel):
     title: Text = Field("", max_length=512, description="A short title (searchable, ranks higher)")
     tags: list[Tag] = Field(default_factory=list, max_length=64, description="At most 64 tags")
     metadata: Json = Field(default_factory=dict, description="Free-form JSON object")
+    embedding: Vector | None = Field(
+        None, description="The memory's vector, only with --embedder client (its dimension)"
+    )
 
     @field_validator("namespace")
     @classmethod
@@ -82,6 +90,9 @@ class UpdateMemory(BaseModel):
     expected_revision: int | None = Field(
         None, ge=1, description="Refuse with 409 unless the memory is at this revision"
     )
+    embedding: Vector | None = Field(
+        None, description="The new text's vector, only with --embedder client"
+    )
 
 
 class RecallQuery(BaseModel):
@@ -97,6 +108,10 @@ class RecallQuery(BaseModel):
     budget_tokens: int | None = Field(
         None, ge=1, le=1_000_000,
         description="Fill results greedily up to this many tokens (about 4 characters each)",
+    )
+    explain: bool = Field(False, description="Add each result's score parts (`explain`)")
+    embedding: Vector | None = Field(
+        None, description="The query's vector, only with --embedder client"
     )
 
     @field_validator("namespace")

@@ -49,6 +49,15 @@ def attestation(svc: Services) -> dict[str, Any]:
     }
 
 
+def recall_capabilities(svc: Services) -> dict[str, Any]:
+    """Recall mode, embedder and backfill progress, as the server runs them now."""
+    if svc.vectors is None:
+        return {"mode": "fulltext", "reason": "vector state not opened", "embedder": None,
+                "vector_extension": False, "vector_index": None, "backfill": None}
+    described: dict[str, Any] = svc.vectors.describe()
+    return described
+
+
 async def capabilities(svc: Services) -> dict[str, Any]:
     """The live capabilities document (``GET /v1/capabilities``, ``cortexctl doctor``)."""
     hooks = dict(svc.hooks.describe()) if svc.hooks is not None else {"by_event": {}}
@@ -56,6 +65,7 @@ async def capabilities(svc: Services) -> dict[str, Any]:
         "schema_version": await schema_version(svc),
         "max_supported_schema": MAX_SUPPORTED_SCHEMA,
         "kg_backend": getattr(svc.graph, "name", None),
+        "recall": recall_capabilities(svc),
         "auth": {"mode": svc.auth_mode},
         "permissions": {"mode": svc.permission_mode, "rule_summary": [], "rules": 0},
         "hooks": hooks,

@@ -1,14 +1,15 @@
-"""The recall pipeline: pre_recall hook -> bounded full-text recall -> token budget ->
-post_recall hook. Called by ``POST /v1/recall``.
+"""The recall pipeline: pre_recall hook -> query vector (hybrid mode: embedded within its
+deadline, or sent by the client) -> bounded full-text + vector recall, fused -> token budget
+-> post_recall hook. Called by ``POST /v1/recall``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from attested_cortex.service import hooking
+from attested_cortex.service import embedding, hooking
 from attested_cortex.service.commands import RecallQuery
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.views import memory_view
@@ -23,6 +24,9 @@ class RecallResult:
     hits: tuple[Hit, ...]
     truncated: bool
     tokens: int
+    mode: str = "fulltext"
+    degraded: str | None = None
+    explain: bool = False
 
 
 def estimate_tokens(hit: Hit) -> int:
@@ -48,26 +52,53 @@ def apply_budget(hits: list[Hit], budget: int | None) -> RecallResult:
     return RecallResult(tuple(kept), len(kept) < len(hits), used)
 
 
-def hit_view(hit: Hit) -> dict[str, Any]:
-    """A hit as API JSON."""
-    return {**memory_view(hit.memory), "score": round(hit.score, 6)}
+def hit_view(hit: Hit, *, explain: bool = False) -> dict[str, Any]:
+    """A hit as API JSON: ``embedded`` (hybrid mode) says whether it has a current vector."""
+    view = {**memory_view(hit.memory), "score": round(hit.score, 6)}
+    if hit.embedded is not None:
+        view["embedded"] = hit.embedded
+    if explain and hit.parts is not None:
+        view["explain"] = hit.parts.as_dict()
+    return view
+
+
+def result_view(result: RecallResult) -> dict[str, Any]:
+    """The ``POST /v1/recall`` answer."""
+    body: dict[str, Any] = {
+        "results": [hit_view(h, explain=result.explain) for h in result.hits],
+        "truncated": result.truncated,
+        "tokens": result.tokens,
+        "mode": result.mode,
+    }
+    if result.degraded is not None:
+        body["degraded"] = result.degraded
+    return body
 
 
 async def recall(svc: Services, caller: Caller, query: RecallQuery) -> RecallResult:
     """Answer a recall query."""
+    vector = query.embedding
     payload = await hooking.before(
-        svc, caller, "pre_recall", query.model_dump(), namespace=query.namespace
+        svc, caller, "pre_recall", query.model_dump(exclude={"embedding", "explain"}),
+        namespace=query.namespace,
     )
+    payload = {**payload, "explain": query.explain, "embedding": vector}
     query = hooking.revalidate(RecallQuery, payload)
+    embedding.check_vector(svc.vectors, query.embedding)
+    plan = await embedding.plan_query(svc.vectors, query.query, query.embedding)
     async with svc.db.connection() as conn:
         hits = await store_recall.recall(
             conn, query=query.query, namespace=query.namespace, limit=query.limit,
-            pool=svc.limits.recall_pool,
+            pool=svc.limits.recall_pool, vector=plan.vector,
         )
-    result = apply_budget(hits, query.budget_tokens)
+    searched = plan.vector is not None and plan.vector.search
+    result = replace(apply_budget(hits, query.budget_tokens),
+                     mode="hybrid" if searched else "fulltext", degraded=plan.degraded,
+                     explain=query.explain)
     await hooking.after(
         svc, caller, "post_recall",
-        {"query": query.model_dump(), "results": [hit_view(h) for h in result.hits],
+        {"query": query.model_dump(exclude={"embedding", "explain"}),
+         "results": [hit_view(h) for h in result.hits],
          "truncated": result.truncated},
         namespace=query.namespace,
     )
