@@ -37,7 +37,8 @@ from attested_cortex.service.embedding import (
     vectors_available,
 )
 from attested_cortex.service.limits import Limits
-from attested_cortex.store.database import Database
+from attested_cortex.store.database import Conn, Database
+from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
 from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.graph.selecting import select_backend
@@ -76,10 +77,15 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     async with first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
-    db = await Database.open(
-        settings.database_url, max_size=settings.pool_max_size,
-        configure=configure_age_connection if graph.name == "age" else None,
-    )
+    vector_session = session_settings(settings.embedding.vector_pool)
+
+    async def configure(conn: Conn) -> None:
+        if graph.name == "age":
+            await configure_age_connection(conn)
+        await vector_session(conn)
+
+    db = await Database.open(settings.database_url, max_size=settings.pool_max_size,
+                             configure=configure)
     stack.push_async_callback(db.close)
     registry = CollectorRegistry()
     hooks = await open_pipeline(settings.hooks_file, registry=registry)

@@ -11,7 +11,7 @@ needs no pgvector client library.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from attested_cortex.store.database import Conn
@@ -34,6 +34,23 @@ def vector_literal(vector: Sequence[float]) -> str:
 def embedding_text(title: str, content: str) -> str:
     """What a memory's vector is made from: its title, then its content."""
     return f"{title}\n{content}" if title else content
+
+
+def session_settings(vector_pool: int) -> Callable[[Conn], Awaitable[None]]:
+    """A pool ``configure`` step for vector search sessions.
+
+    HNSW returns at most ``hnsw.ef_search`` rows (default 40), so it is raised to the vector
+    pool; ``relaxed_order`` iterative scans keep searching when the namespace filter drops
+    rows. Placeholders where pgvector is not loaded, so harmless without it.
+    """
+    ef_search = str(max(40, min(vector_pool, 1000)))
+
+    async def configure(conn: Conn) -> None:
+        await conn.execute("SELECT set_config('hnsw.ef_search', %s, false), "
+                           "set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+                           (ef_search,))
+
+    return configure
 
 
 async def available(conn: Conn) -> bool:

@@ -12,7 +12,7 @@ tens of thousands of rows), so recall works on bounded candidate lists:
 3. each list is ranked (ties share a rank), fused by reciprocal rank fusion
    ``rrf = 1/(60 + rank_fulltext) + 1/(60 + rank_vector)`` scaled so 1 means first in both
    lists; in full-text mode the relevance is the full-text score itself;
-4. ``score = relevance * (0.80 + 0.10 * recency + 0.10 * proximity)`` where recency is
+4. ``score = relevance * (0.96 + 0.02 * recency + 0.02 * proximity)`` where recency is
    ``1 / (1 + age / 30 days)`` and proximity is ``1 / (1 + levels between the query
    namespace and the memory's)``: they reorder near-equals, never outrank a better match.
 
@@ -102,7 +102,7 @@ vec_r AS (
 _HYBRID_SELECT = """
 , ranked AS (
     SELECT c.id, f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
-           ((coalesce(1.0 / ({k} + f.r), 0) + coalesce(1.0 / ({k} + v.r), 0))
+           ((coalesce(f.fts / ({k} + f.r), 0) + coalesce(1.0 / ({k} + v.r), 0))
             * ({k} + 1) / 2)::float8 AS relevance
     FROM (SELECT id FROM fts_r UNION SELECT id FROM vec_r) c
     LEFT JOIN fts_r f USING (id) LEFT JOIN vec_r v USING (id)
@@ -128,7 +128,7 @@ _FINAL = """
     FROM ranked x JOIN memories m USING (id)
 ),
 top AS (
-    SELECT *, (relevance * (0.80 + 0.10 * recency + 0.10 * proximity))::float8 AS score
+    SELECT *, (relevance * (0.96 + 0.02 * recency + 0.02 * proximity))::float8 AS score
     FROM scored
     ORDER BY score DESC, updated_at DESC, id
     LIMIT %(limit)s
@@ -190,7 +190,7 @@ class ScoreParts:
                 "similarity": r(self.vector_similarity), "rank": self.vector_rank},
             "relevance": r(self.relevance), "recency": r(self.recency),
             "proximity": r(self.proximity),
-            "formula": "relevance * (0.80 + 0.10 * recency + 0.10 * proximity)",
+            "formula": "relevance * (0.96 + 0.02 * recency + 0.02 * proximity)",
         }
 
 
