@@ -9,12 +9,15 @@ tens of thousands of rows), so recall works on bounded candidate lists:
    relax to an OR of the same lexemes, again capped at ``pool``;
 2. vector candidates (hybrid mode): the ``vector_pool`` nearest current vectors of the
    query's model (cosine distance, HNSW index), at least ``min_similarity`` alike;
-3. each list is ranked (ties share a rank), fused by reciprocal rank fusion
-   ``rrf = 1/(60 + rank_fulltext) + 1/(60 + rank_vector)`` scaled so 1 means first in both
-   lists; in full-text mode the relevance is the full-text score itself;
+3. each list is ranked (ties share a rank) and fused by reciprocal rank fusion, the
+   full-text term weighted by the full-text score (a memory matching only the query's
+   commonest word must not outrank the nearest vectors):
+   ``relevance = (fts / (60 + rank_fulltext) + 1 / (60 + rank_vector)) * 61 / 2`` (1 means
+   a perfect word match first in both lists); in full-text mode relevance is the score;
 4. ``score = relevance * (0.96 + 0.02 * recency + 0.02 * proximity)`` where recency is
    ``1 / (1 + age / 30 days)`` and proximity is ``1 / (1 + levels between the query
-   namespace and the memory's)``: they reorder near-equals, never outrank a better match.
+   namespace and the memory's)``: they reorder near-equals, never a clearly better match
+   (bench/quality.py: a larger share let recency reorder the vector list).
 
 The full-text score says how well a memory matches (docs/adr/0007): the share of the query's
 words it contains, each weighted by its rarity (``ln(1/frequency)``, frequencies from the
