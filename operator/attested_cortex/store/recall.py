@@ -19,7 +19,7 @@ tens of thousands of rows), so recall works on bounded candidate lists:
    namespace and the memory's)``: they reorder near-equals, never a clearly better match
    (bench/quality.py: a larger share let recency reorder the vector list).
 
-The full-text score says how well a memory matches (docs/adr/0007): the share of the query's
+The full-text score says how well a memory matches (docs/adr/0008): the share of the query's
 words it contains, each weighted by its rarity (``ln(1/frequency)``, frequencies from the
 planner's statistics of the search column, the words it does not track counting as rarer
 than those it does), then cover density (``ts_rank_cd``: proximity of the words) as the
