@@ -8,6 +8,7 @@ their target) and lose nothing on lexical ones (a target's three rarest words).
 from __future__ import annotations
 
 from bench.qualityset import build
+
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
 
