@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import psycopg
@@ -331,14 +332,22 @@ async def _drain(db: Database, vectors: Vectors) -> None:
         await rows.purge_tombstoned(conn)
         progress.pending = await rows.count_stale(conn, model=info.model, dim=info.dimension)
     vectors.metrics.pending.set(progress.pending)
+    after: tuple[datetime, uuid.UUID] | None = None
     while True:
         async with db.connection() as conn:
-            batch = await rows.stale(conn, model=info.model, dim=info.dimension, limit=s.batch)
+            batch = await rows.stale(conn, model=info.model, dim=info.dimension, limit=s.batch,
+                                     after=after)
+            if not batch:  # end of a pass: what was written meanwhile needs another
+                progress.pending = await rows.count_stale(conn, model=info.model,
+                                                          dim=info.dimension)
         if not batch:
-            progress.pending = 0
-            vectors.metrics.pending.set(0)
-            return
+            vectors.metrics.pending.set(progress.pending)
+            if progress.pending == 0:
+                return
+            after = None
+            continue
         progress.state = "running"
+        after = batch[-1].position
         started = time.perf_counter()
         try:
             made = await embedder.embed([p.text for p in batch],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from attested_cortex.store.database import Conn
 
@@ -24,6 +25,12 @@ class Pending:
     id: uuid.UUID
     revision: int
     text: str
+    updated_at: datetime
+
+    @property
+    def position(self) -> tuple[datetime, uuid.UUID]:
+        """Where a pass over the memories continues after this one (see :func:`stale`)."""
+        return (self.updated_at, self.id)
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -124,15 +131,27 @@ WHERE m.deleted_at IS NULL
 """
 
 
-async def stale(conn: Conn, *, model: str, dim: int, limit: int) -> list[Pending]:
-    """Up to ``limit`` live memories without a current vector, most recently updated first."""
+async def stale(
+    conn: Conn, *, model: str, dim: int, limit: int,
+    after: tuple[datetime, uuid.UUID] | None = None,
+) -> list[Pending]:
+    """Up to ``limit`` live memories without a current vector, most recently updated first,
+    continuing a pass after ``after`` (the last one's :attr:`Pending.position`).
+
+    A pass walks the recency index once: restarting from the top each batch would step over
+    every row embedded so far again (quadratic: 37 rows/s after 37k of 100k, measured).
+    """
+    window = "" if after is None else " AND (m.updated_at, m.id) < (%(at)s, %(id)s)"
+    params: dict[str, object] = {"model": model, "dim": dim, "limit": limit}
+    if after is not None:
+        params.update(at=after[0], id=after[1])
     cur = await conn.execute(
-        "SELECT m.id, m.revision, m.title, m.content " + _STALE
-        + " ORDER BY m.updated_at DESC LIMIT %(limit)s",
-        {"model": model, "dim": dim, "limit": limit},
+        "SELECT m.id, m.revision, m.title, m.content, m.updated_at " + _STALE + window
+        + " ORDER BY m.updated_at DESC, m.id DESC LIMIT %(limit)s",
+        params,
     )
-    return [Pending(r["id"], r["revision"], embedding_text(r["title"], r["content"]))
-            for r in await cur.fetchall()]
+    return [Pending(r["id"], r["revision"], embedding_text(r["title"], r["content"]),
+                    r["updated_at"]) for r in await cur.fetchall()]
 
 
 async def count_stale(conn: Conn, *, model: str, dim: int) -> int:
