@@ -154,6 +154,8 @@ async def wait_backfill(base: str) -> dict[str, Any]:
         while True:
             async with session.get(f"{base}/v1/capabilities") as response:
                 caps = (await response.json())["recall"]
+            if not caps["vector_extension"] or caps["embedder"] is None:
+                raise RuntimeError(f"no hybrid recall to measure: {caps['reason']}")
             backfill = caps["backfill"] or {}
             if backfill.get("pending") == 0 and backfill.get("state") != "starting":
                 break

@@ -8,18 +8,24 @@
 # The root lives outside the repository, in ${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}/
 # pg-age-trixie. A completed root carries a stamp file and is reused at once. Concurrent runs are
 # serialised with flock; the root is built in a temporary directory next to it and renamed into
-# place, so nobody ever sees half a root. A root built by an older version of this script (its stamp
-# names fewer packages) is upgraded in place: the missing packages are added to it, which only adds
-# files, so a server running from the root meanwhile is not disturbed. The Debian mirror is the one this machine's apt already
+# place, so nobody ever sees half a root. A root built before pgvector joined (base stamp only, no
+# extras stamp) is upgraded in place: the missing packages are added to it, which only adds files,
+# so a server running from the root meanwhile is not disturbed. The base stamp keeps its v1 text on
+# purpose: an older copy of this script (another checkout) accepts such a root as it is instead of
+# rebuilding it under everyone's feet, and this one adds pgvector to a root such a copy built. The Debian mirror is the one this machine's apt already
 # uses (override with ATTESTED_CORTEX_DEBIAN_MIRROR).
 #
 # Usage: hack/pg/ensure-age-root.sh [--print-root]
 set -euo pipefail
 
 readonly SUITE=trixie
-readonly PACKAGES=(postgresql-17 postgresql-17-age postgresql-17-pgvector)
+readonly BASE_PACKAGES=(postgresql-17 postgresql-17-age)
+readonly EXTRA_PACKAGES=(postgresql-17-pgvector)
+readonly PACKAGES=("${BASE_PACKAGES[@]}" "${EXTRA_PACKAGES[@]}")
 readonly STAMP_NAME=.attested-cortex-root
-readonly STAMP_CONTENT="pg-age-trixie v2: ${PACKAGES[*]}"
+readonly STAMP_CONTENT="pg-age-trixie v1: ${BASE_PACKAGES[*]}"
+readonly EXTRAS_STAMP_NAME=.attested-cortex-extras
+readonly EXTRAS_STAMP_CONTENT="extras v1: ${EXTRA_PACKAGES[*]}"
 
 cache=${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}
 root=$cache/pg-age-trixie
@@ -30,8 +36,13 @@ case "${1:-}" in
   *) echo "usage: $0 [--print-root]" >&2; exit 2 ;;
 esac
 
-is_complete() {
+has_base() {
   [ -f "$root/$STAMP_NAME" ] && [ "$(cat "$root/$STAMP_NAME")" = "$STAMP_CONTENT" ]
+}
+
+is_complete() {
+  has_base && [ -f "$root/$EXTRAS_STAMP_NAME" ] \
+    && [ "$(cat "$root/$EXTRAS_STAMP_NAME")" = "$EXTRAS_STAMP_CONTENT" ]
 }
 
 finish() {
@@ -95,7 +106,7 @@ check_root() {
   chroot "$dir" id -u postgres >/dev/null || die "no postgres user in the root"
 }
 
-# An older root (stamp v1: no pgvector) gains the packages it lacks. apt-get install would refuse:
+# A root without the extras stamp (built before pgvector joined) gains the packages it lacks. apt-get install would refuse:
 # strip_root removed LLVM under postgresql-17's feet, so apt sees broken dependencies; the missing
 # packages are fetched with apt-get download and unpacked with dpkg, whose dependency check only
 # looks at what they need themselves (postgresql-17, present).
@@ -118,13 +129,8 @@ upgrade() {
     strip_root "$dir"
   fi
   check_root "$dir"
-  echo "$STAMP_CONTENT" >"$dir/$STAMP_NAME"
+  echo "$EXTRAS_STAMP_CONTENT" >"$dir/$EXTRAS_STAMP_NAME"
   echo "ensure-age-root: ready: $root ($(du -sh "$root" | cut -f1))" >&2
-}
-
-is_older_root() {
-  [ -f "$root/$STAMP_NAME" ] && grep -q '^pg-age-trixie v[0-9]*: postgresql-17 postgresql-17-age' \
-    "$root/$STAMP_NAME"
 }
 
 # JIT is what pulls in LLVM and Z3 (about 170 MB of the root); the test and dev servers run with
@@ -152,6 +158,7 @@ build() {
     || die "debootstrap failed; see $tmp.log"
   configure_root "$tmp"
   install_postgres "$tmp"
+  echo "$EXTRAS_STAMP_CONTENT" >"$tmp/$EXTRAS_STAMP_NAME"
   echo "$STAMP_CONTENT" >"$tmp/$STAMP_NAME"
   if [ -e "$root" ]; then
     mv "$root" "$root.stale.$$"
@@ -169,6 +176,6 @@ mkdir -p "$cache"
 exec 9>"$cache/pg-age-trixie.lock"
 flock -w 1800 9 || die "timed out waiting for another build (lock $cache/pg-age-trixie.lock)"
 if ! is_complete; then
-  if is_older_root; then upgrade; else build; fi
+  if has_base; then upgrade; else build; fi
 fi
 finish
