@@ -10,7 +10,7 @@ from pathlib import Path
 
 from attested_cortex.store.migrating import migrate
 from tests.support.postgres import Database
-from tests.support.served import CORTEXCTL, serve
+from tests.support.served import CORTEXCTL, free_port, serve
 
 
 def recall_caps(base: str) -> dict[str, object]:
@@ -36,8 +36,8 @@ def test_embedder_flag(age_database: Database, tmp_path: Path) -> None:
 def test_bad_embedder_flag_is_a_clear_exit(age_database: Database) -> None:
     asyncio.run(migrate(age_database.dsn))
     done = subprocess.run(
-        [*CORTEXCTL, "serve", "--database-url", age_database.dsn, "--listen", "127.0.0.1:0",
-         "--embedder", "ftp://example.invalid"],
+        [*CORTEXCTL, "serve", "--database-url", age_database.dsn,
+         "--listen", f"127.0.0.1:{free_port()}", "--embedder", "ftp://example.invalid"],
         capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 1
     assert "use default, none, client or an http(s) URL" in done.stderr
