@@ -335,19 +335,21 @@ async def _drain(db: Database, vectors: Vectors) -> None:
     after: tuple[datetime, uuid.UUID] | None = None
     while True:
         async with db.connection() as conn:
-            batch = await rows.stale(conn, model=info.model, dim=info.dimension, limit=s.batch,
-                                     after=after)
-            if not batch:  # end of a pass: what was written meanwhile needs another
+            window = await rows.stale(conn, model=info.model, dim=info.dimension,
+                                      window=s.batch, after=after)
+            if window.next is None and not window.stale:
+                # end of a pass: what was written meanwhile needs another
                 progress.pending = await rows.count_stale(conn, model=info.model,
                                                           dim=info.dimension)
-        if not batch:
-            vectors.metrics.pending.set(progress.pending)
-            if progress.pending == 0:
-                return
-            after = None
+        after = window.next
+        if not window.stale:
+            if after is None:
+                vectors.metrics.pending.set(progress.pending or 0)
+                if not progress.pending:
+                    return
             continue
+        batch = window.stale
         progress.state = "running"
-        after = batch[-1].position
         started = time.perf_counter()
         try:
             made = await embedder.embed([p.text for p in batch],
