@@ -86,7 +86,7 @@ async def test_explain_gives_each_score_part(age_database: Database,
     assert parts["fulltext"]["rank"] == 1 and parts["fulltext"]["score"] > 0.8
     assert parts["vector"]["rank"] == 1 and 0 < parts["vector"]["similarity"] <= 1
     # RRF with the full-text term weighted by how well the words match (docs/adr/0008)
-    rrf = (parts["fulltext"]["score"] / 61 + 1 / 61) * 61 / 2
+    rrf = (parts["fulltext"]["score"] / 61 + parts["vector"]["similarity"] / 61) * 61 / 2
     assert parts["relevance"] == pytest.approx(rrf, abs=1e-5)
     expected = parts["relevance"] * (0.96 + 0.02 * parts["recency"] + 0.02 * parts["proximity"])
     assert first["score"] == pytest.approx(expected, abs=1e-5)

@@ -39,19 +39,25 @@ def embedding_text(title: str, content: str) -> str:
     return f"{title}\n{content}" if title else content
 
 
+MAX_SCAN_TUPLES = 1000
+
+
 def session_settings(vector_pool: int) -> Callable[[Conn], Awaitable[None]]:
     """A pool ``configure`` step for vector search sessions.
 
     HNSW returns at most ``hnsw.ef_search`` rows (default 40), so it is raised to the vector
     pool; ``relaxed_order`` iterative scans keep searching when the namespace filter drops
-    rows. Placeholders where pgvector is not loaded, so harmless without it.
+    rows, up to :data:`MAX_SCAN_TUPLES` (pgvector's default, 20000, let a narrow namespace
+    filter walk most of a 10k index per query). Placeholders where pgvector is not loaded,
+    so harmless without it.
     """
     ef_search = str(max(40, min(vector_pool, 1000)))
 
     async def configure(conn: Conn) -> None:
         await conn.execute("SELECT set_config('hnsw.ef_search', %s, false), "
-                           "set_config('hnsw.iterative_scan', 'relaxed_order', false)",
-                           (ef_search,))
+                           "set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+                           "set_config('hnsw.max_scan_tuples', %s, false)",
+                           (ef_search, str(MAX_SCAN_TUPLES)))
 
     return configure
 

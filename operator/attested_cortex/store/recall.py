@@ -9,11 +9,13 @@ tens of thousands of rows), so recall works on bounded candidate lists:
    relax to an OR of the same lexemes, again capped at ``pool``;
 2. vector candidates (hybrid mode): the ``vector_pool`` nearest current vectors of the
    query's model (cosine distance, HNSW index), at least ``min_similarity`` alike;
-3. each list is ranked (ties share a rank) and fused by reciprocal rank fusion, the
-   full-text term weighted by the full-text score (a memory matching only the query's
-   commonest word must not outrank the nearest vectors):
-   ``relevance = (fts / (60 + rank_fulltext) + 1 / (60 + rank_vector)) * 61 / 2`` (1 means
-   a perfect word match first in both lists); in full-text mode relevance is the score;
+3. each list is ranked (ties share a rank) and fused by reciprocal rank fusion, each term
+   weighted by its own score: a memory matching only the query's commonest word must not
+   outrank the nearest vectors, and a nearest vector that is not alike (nonsense words,
+   unknown names) must not outrank a memory holding every query word:
+   ``relevance = (fts / (60 + rank_ft) + similarity / (60 + rank_vec)) * 61 / 2`` (1
+   means a perfect word match and an identical vector, first in both lists); in
+   full-text mode relevance is the full-text score;
 4. ``score = relevance * (0.96 + 0.02 * recency + 0.02 * proximity)`` where recency is
    ``1 / (1 + age / 30 days)`` and proximity is ``1 / (1 + levels between the query
    namespace and the memory's)``: they reorder near-equals, never a clearly better match
@@ -105,7 +107,8 @@ vec_r AS (
 _HYBRID_SELECT = """
 , ranked AS (
     SELECT c.id, f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
-           ((coalesce(f.fts / ({k} + f.r), 0) + coalesce(1.0 / ({k} + v.r), 0))
+           ((coalesce(f.fts / ({k} + f.r), 0)
+             + coalesce(greatest(1 - v.dist, 0) / ({k} + v.r), 0))
             * ({k} + 1) / 2)::float8 AS relevance
     FROM (SELECT id FROM fts_r UNION SELECT id FROM vec_r) c
     LEFT JOIN fts_r f USING (id) LEFT JOIN vec_r v USING (id)
