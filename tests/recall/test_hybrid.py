@@ -15,8 +15,8 @@ from psycopg import sql
 from attested_cortex.store.migrating import migrate
 from tests.recall.embedserver import embed_server
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import APP_ROLE, PgServer
-from tests.support.postgres import Database, fresh_database
+from tests.support.pgservers import APP_ROLE
+from tests.support.postgres import Database
 
 DEPLOY = "Deploys freeze on Fridays after 3pm"
 OTHERS = ("The cafeteria serves lunch at noon",
@@ -311,36 +311,37 @@ async def test_pg15_without_pgvector_is_fulltext(cortex: CortexClient) -> None:
 
 
 async def test_role_that_cannot_create_pgvector_migrates_fulltext_then_gains_it(
-    age_server: PgServer, make_cortex: MakeCortex,
+    age_database: Database, make_cortex: MakeCortex,
 ) -> None:
-    with fresh_database(age_server, label="no_vector_rights") as database:
-        with psycopg.connect(age_server.admin_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
-                sql.Identifier(database.name), sql.Identifier(APP_ROLE)))
-        with psycopg.connect(database.dsn, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION age")  # AGE itself needs a superuser as well
-            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA ag_catalog TO {}").format(
-                sql.Identifier(APP_ROLE)))
-            conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA ag_catalog TO {}").format(
-                sql.Identifier(APP_ROLE)))
-        report = await migrate(database.app_dsn, graph=False)
-        assert report.after == 5 and report.vectors is False
-        cortex = await make_cortex(database.app_dsn, migrated=False)
-        memory = await cortex.store("kb", DEPLOY)
-        caps = await capabilities(cortex)
-        assert caps["mode"] == "fulltext" and caps["vector_extension"] is False
-        assert (await recall(cortex, "deploys"))["results"][0]["id"] == memory["id"]
+    # age_database is requested first, so it is dropped after make_cortex closed its servers
+    database, server = age_database, age_database.server
+    with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
+            sql.Identifier(database.name), sql.Identifier(APP_ROLE)))
+    with psycopg.connect(database.dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION age")  # AGE itself needs a superuser as well
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA ag_catalog TO {}").format(
+            sql.Identifier(APP_ROLE)))
+        conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA ag_catalog TO {}").format(
+            sql.Identifier(APP_ROLE)))
+    report = await migrate(database.app_dsn, graph=False)
+    assert report.after == 5 and report.vectors is False
+    cortex = await make_cortex(database.app_dsn, migrated=False)
+    memory = await cortex.store("kb", DEPLOY)
+    caps = await capabilities(cortex)
+    assert caps["mode"] == "fulltext" and caps["vector_extension"] is False
+    assert (await recall(cortex, "deploys"))["results"][0]["id"] == memory["id"]
 
-        report = await migrate(database.dsn, graph=False, app_role=APP_ROLE)
-        assert report.applied == () and report.vectors is True
-        again = await make_cortex(database.app_dsn, migrated=False)
+    report = await migrate(database.dsn, graph=False, app_role=APP_ROLE)
+    assert report.applied == () and report.vectors is True
+    again = await make_cortex(database.app_dsn, migrated=False)
 
-        async def embedded() -> bool:
-            return (await capabilities(again))["backfill"]["pending"] == 0
+    async def embedded() -> bool:
+        return (await capabilities(again))["backfill"]["pending"] == 0
 
-        await eventually(embedded)
-        first = (await recall(again, "when do we stop shipping?"))["results"][0]
-        assert first["id"] == memory["id"] and first["embedded"] is True
+    await eventually(embedded)
+    first = (await recall(again, "when do we stop shipping?"))["results"][0]
+    assert first["id"] == memory["id"] and first["embedded"] is True
 
 
 async def test_bad_embedder_setting_stops_start_up(age_database: Database,
