@@ -28,7 +28,7 @@ import psycopg
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from attested_cortex.embedding.base import Embedder, EmbeddingError
-from attested_cortex.errors import InvalidInputError
+from attested_cortex.errors import CortexError, InvalidInputError
 from attested_cortex.store import embeddings as rows
 from attested_cortex.store.database import Database
 from attested_cortex.store.memories import Memory
@@ -175,8 +175,12 @@ async def close_vectors(vectors: Vectors) -> None:
     """Stop the backfill and close the embedder."""
     if vectors._task is not None:
         vectors._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await vectors._task
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # a task that died already must not break shutdown
+            log.exception("the embedding backfill had stopped with an error")
     if vectors.embedder is not None:
         await vectors.embedder.aclose()
 
@@ -292,7 +296,9 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
             progress.state, progress.last_error = "failing", str(exc)
             vectors.metrics.failures.labels("backfill").inc()
             wait, backoff = backoff, min(backoff * 2, 60.0)
-        except (psycopg.Error, OSError) as exc:
+        except (psycopg.Error, OSError, CortexError) as exc:
+            # the pool translates driver errors (NotReadyError): an outage pauses the
+            # backfill, never ends it
             progress.state, progress.last_error = "failing", f"database: {exc}"
             wait, backoff = backoff, min(backoff * 2, 60.0)
         vectors._wake.clear()
