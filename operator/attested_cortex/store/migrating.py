@@ -21,10 +21,17 @@ from attested_cortex.store.errors import translating
 from attested_cortex.store.granting import grant_app_role
 from attested_cortex.store.graph.age_setup import ensure_age_graph
 from attested_cortex.store.graph.cypher import GRAPH
-from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA, Plan, check_applied, plan
+from attested_cortex.store.schema import (
+    MAX_SUPPORTED_SCHEMA,
+    MIGRATIONS,
+    Plan,
+    check_applied,
+    plan,
+)
 
-#: The schema version that brought ``cortex_ensure_vectors()`` (0005_embeddings).
-VECTORS_SCHEMA = 5
+#: The schema version that brought ``cortex_ensure_vectors()`` (``NNNN_embeddings.sql``),
+#: found by name so a renumbered migration needs no change here.
+VECTORS_SCHEMA = next(m.version for m in MIGRATIONS if m.name == "embeddings")
 
 #: Arbitrary but fixed: ``hashtext('attested-cortex/migrate')`` would do, a literal is clearer.
 ADVISORY_LOCK_KEY = 0x6174_6378_6D69_6772  # "atcxmigr"
