@@ -50,6 +50,12 @@ class HitOut(MemoryOut):
     """A recalled memory with its score."""
 
     score: float
+    embedded: bool | None = Field(
+        None, description="Hybrid mode: whether the memory has a current vector (else it "
+        "was found by its words only, and the backfill will embed it)")
+    explain: dict[str, Any] | None = Field(
+        None, description="With `explain: true`: full-text and vector rank and score, "
+        "relevance (RRF), recency, proximity")
 
 
 class RecallOut(BaseModel):
@@ -58,6 +64,9 @@ class RecallOut(BaseModel):
     results: list[HitOut]
     truncated: bool = Field(description="Whether the token budget dropped any result")
     tokens: int = Field(description="Estimated tokens of the returned results")
+    mode: str = Field("fulltext", description="`hybrid` (words and meaning) or `fulltext`")
+    degraded: str | None = Field(
+        None, description="Why this query fell back to full-text in hybrid mode")
 
 
 class HealthOut(BaseModel):

@@ -22,6 +22,11 @@ _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f]+$")]
 
+#: A client-supplied vector (``--embedder client``): finite numbers, at most pgvector's 16000.
+Vector = Annotated[
+    list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1, max_length=16000)
+]
+
 
 def _no_nul(value: Any, path: str = "") -> None:
     """Reject NUL characters anywhere in a JSON value (keys included)."""
@@ -71,6 +76,9 @@ class StoreMemory(BaseModel):
     metadata: Json = Field(default_factory=dict, description="Free-form JSON object")
     signature: str | None = Field(None, max_length=200, description=_SIGNATURE)
     signed_at: Instant | None = Field(None, description=_SIGNED_AT)
+    embedding: Vector | None = Field(
+        None, description="The memory's vector, only with --embedder client (its dimension)"
+    )
 
     @field_validator("namespace")
     @classmethod
@@ -92,6 +100,9 @@ class UpdateMemory(BaseModel):
     )
     signature: str | None = Field(None, max_length=200, description=_SIGNATURE)
     signed_at: Instant | None = Field(None, description=_SIGNED_AT)
+    embedding: Vector | None = Field(
+        None, description="The new text's vector, only with --embedder client"
+    )
 
 
 class RecallQuery(BaseModel):
@@ -107,6 +118,10 @@ class RecallQuery(BaseModel):
     budget_tokens: int | None = Field(
         None, ge=1, le=1_000_000,
         description="Fill results greedily up to this many tokens (about 4 characters each)",
+    )
+    explain: bool = Field(False, description="Add each result's score parts (`explain`)")
+    embedding: Vector | None = Field(
+        None, description="The query's vector, only with --embedder client"
     )
 
     @field_validator("namespace")

@@ -63,6 +63,15 @@ def attestation(svc: Services) -> dict[str, Any]:
     }
 
 
+def recall_capabilities(svc: Services) -> dict[str, Any]:
+    """Recall mode, embedder and backfill progress, as the server runs them now."""
+    if svc.vectors is None:
+        return {"mode": "fulltext", "reason": "vector state not opened", "embedder": None,
+                "vector_extension": False, "vector_index": None, "backfill": None}
+    described: dict[str, Any] = svc.vectors.describe()
+    return described
+
+
 def permissions(svc: Services) -> dict[str, Any]:
     """The mode and the rules in force, one line each in evaluation order."""
     rules = sorted(svc.policy.rules.rules, key=lambda r: (-r.priority, r.order))
@@ -134,6 +143,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "schema_version": await schema_version(svc),
         "max_supported_schema": MAX_SUPPORTED_SCHEMA,
         "kg_backend": getattr(svc.graph, "name", None),
+        "recall": recall_capabilities(svc),
         "auth": {"mode": svc.auth_mode},
         "permissions": permissions(svc),
         "hooks": hooks,

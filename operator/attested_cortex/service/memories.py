@@ -7,6 +7,9 @@ had sent it. Every write appends its chain record (:mod:`.write_records`) in its
 transaction (a plain store: in its own INSERT statement); an agent-signed store or update
 (``signature``, ``signed_at``, checked after the hooks, over what is written) also keeps the
 signature for ``GET /v1/memories/{id}/verify``.
+A store or update then gives the memory its vector for hybrid recall (:mod:`.embedding`):
+after the write committed, within ``timeout_ms``, else left to the backfill; a delete drops the
+vector in the tombstoning transaction.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service import attesting, write_records
+from attested_cortex.service import attesting, embedding, write_records
 from attested_cortex.service import operations as ops
 from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
@@ -62,9 +65,15 @@ class StoreCall(Call[Memory]):
 
     spec = ops.MEMORY_STORE
     cmd: StoreMemory
+    # The client's vector (--embedder client) stays out of hook payloads and survives a Modify.
+    vector: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        self.vector = self.cmd.embedding
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
+        embedding.check_vector(svc.vectors, self.vector)
         return Target((self.cmd.namespace,), caller.agent_id, self._bytes())
 
     def _bytes(self) -> int:
@@ -74,10 +83,10 @@ class StoreCall(Call[Memory]):
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         if event == "pre_index":
             return _index_payload(None, self.cmd.namespace, "store", self.cmd.model_dump())
-        return payload(event, **self.cmd.model_dump())
+        return payload(event, **self.cmd.model_dump(exclude={"embedding"}))
 
     def modified(self, event: EventName, changed: dict[str, Any]) -> None:
-        fields = self.cmd.model_dump()
+        fields = self.cmd.model_dump(exclude={"embedding"})
         fields = _indexed(fields, changed) if event == "pre_index" else {
             k: v for k, v in changed.items() if k in StoreMemory.model_fields}
         self.cmd = revalidate(StoreMemory, fields)
@@ -107,6 +116,8 @@ class StoreCall(Call[Memory]):
                 await mirror.on_memory_created(conn, memory.id, memory.namespace)
             if signed is not None:
                 await write_records.record_signed_memory(conn, caller, memory, signed)
+        # After the write committed (it never waits on the embedder), bounded by timeout_ms.
+        await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory
 
     def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
@@ -153,9 +164,14 @@ class UpdateCall(Call[Memory]):
     memory_id: uuid.UUID
     cmd: UpdateMemory
     current: Memory | None = None
+    vector: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        self.vector = self.cmd.embedding
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
+        embedding.check_vector(svc.vectors, self.vector)
         self.current = current = await _load(svc, self.memory_id)
         grows = text_bytes(content=self.cmd.content, title=self.cmd.title,
                            metadata=self.cmd.metadata) - text_bytes(
@@ -166,7 +182,7 @@ class UpdateCall(Call[Memory]):
 
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         assert self.current is not None
-        changes = self.cmd.model_dump(exclude_unset=True)
+        changes = self.cmd.model_dump(exclude_unset=True, exclude={"embedding"})
         if event == "pre_index":
             return _index_payload(str(self.memory_id), self.current.namespace, "update",
                                   changes)
@@ -174,7 +190,7 @@ class UpdateCall(Call[Memory]):
                        author=self.current.author, changes=changes)
 
     def modified(self, event: EventName, changed: dict[str, Any]) -> None:
-        fields = self.cmd.model_dump(exclude_unset=True)
+        fields = self.cmd.model_dump(exclude_unset=True, exclude={"embedding"})
         if event == "pre_index":
             fields = _indexed(fields, changed)
         else:
@@ -186,7 +202,8 @@ class UpdateCall(Call[Memory]):
         cmd = self.cmd
         check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
         changes = cmd.model_dump(exclude_unset=True,
-                                 exclude={"expected_revision", "signature", "signed_at"})
+                                 exclude={"expected_revision", "signature", "signed_at",
+                                          "embedding"})
         changes = {k: v for k, v in changes.items() if v is not None}
         async with svc.db.transaction() as conn:
             locked = await rows.get(conn, self.memory_id, for_update=True)
@@ -201,6 +218,7 @@ class UpdateCall(Call[Memory]):
                                               signed.signature if signed else None)
             if signed is not None:
                 await write_records.record_signed_memory(conn, caller, memory, signed)
+        await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory
 
     def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
@@ -233,6 +251,7 @@ class DeleteCall(Call[Memory]):
                 await svc.graph.on_memory_tombstoned(conn, memory.id)
             if not locked.deleted:  # deleting twice writes nothing, so records nothing
                 await write_records.record_memory(svc, conn, caller, "memory.deleted", memory)
+            await embedding.forget(svc.vectors, conn, memory.id)
         return memory
 
     def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:

@@ -5,6 +5,8 @@ serialize: the second finds the work done and changes nothing. Each migration ru
 its own transaction together with its ``schema_migrations`` row, so a failure leaves the
 database at the previous version. Where the ``age`` extension is installed, the graph is
 set up afterwards (see :mod:`.graph.age_setup`); elsewhere nothing AGE-specific runs.
+Likewise every run calls ``cortex_ensure_vectors()`` (migration 0007) once the schema has
+it, so a database that gained pgvector after it was migrated gains its embeddings table.
 """
 
 from __future__ import annotations
@@ -22,11 +24,16 @@ from attested_cortex.store.graph.age_setup import ensure_age_graph
 from attested_cortex.store.graph.cypher import GRAPH
 from attested_cortex.store.schema import (
     MAX_SUPPORTED_SCHEMA,
+    MIGRATIONS,
     Migration,
     Plan,
     check_applied,
     plan,
 )
+
+#: The schema version that brought ``cortex_ensure_vectors()`` (``NNNN_embeddings.sql``),
+#: found by name so a renumbered migration needs no change here.
+VECTORS_SCHEMA = next(m.version for m in MIGRATIONS if m.name == "embeddings")
 
 #: Arbitrary but fixed: ``hashtext('attested-cortex/migrate')`` would do, a literal is clearer.
 ADVISORY_LOCK_KEY = 0x6174_6378_6D69_6772  # "atcxmigr"
@@ -49,6 +56,7 @@ class MigrationReport:
     after: int
     applied: tuple[str, ...]
     graph: bool
+    vectors: bool = False
 
 
 async def read_applied(conn: psycopg.AsyncConnection[Any]) -> dict[int, str]:
@@ -95,9 +103,11 @@ async def _migrate(
             for migration in the_plan.pending:
                 await _apply(conn, migration)
             graph_ready = await _setup_graph(conn) if graph else False
-            if app_role is not None:
-                await grant_app_role(conn, app_role, graph=GRAPH if graph_ready else None)
             after = max([the_plan.current, *(m.version for m in the_plan.pending)])
+            vectors = await _setup_vectors(conn) if after >= VECTORS_SCHEMA else False
+            if app_role is not None:
+                await grant_app_role(conn, app_role, graph=GRAPH if graph_ready else None,
+                                     vectors=vectors)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
     return MigrationReport(
@@ -105,6 +115,7 @@ async def _migrate(
         after=after,
         applied=tuple(f"{m.version:04d}_{m.name}" for m in the_plan.pending),
         graph=graph_ready,
+        vectors=vectors,
     )
 
 
@@ -138,6 +149,14 @@ async def _ensure_age_loaded(conn: psycopg.AsyncConnection[Any]) -> None:
     cur = await conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'age'")
     if await cur.fetchone():
         await conn.execute("CREATE EXTENSION IF NOT EXISTS age")
+
+
+async def _setup_vectors(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Create pgvector and the embeddings table where possible; False where not."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute("SELECT cortex_ensure_vectors()")
+        row = await cur.fetchone()
+    return bool(row and row[0])
 
 
 async def _setup_graph(conn: psycopg.AsyncConnection[Any]) -> bool:
