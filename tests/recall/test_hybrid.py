@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
 
+from attested_cortex.server.auth import TokenAuth
+from attested_cortex.server.tokens import generate
 from attested_cortex.store.migrating import migrate
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
 from tests.recall.embedserver import embed_server
@@ -353,3 +356,35 @@ async def test_bad_embedder_setting_stops_start_up(age_database: Database,
         await make_cortex(age_database.dsn, embedder="bogus")
     with pytest.raises(InvalidInputError, match=r"embedding\.model and embedding\.dimension"):
         await make_cortex(age_database.dsn, embedder="client")
+
+
+async def test_scopes_filter_vector_hits(age_database: Database, make_cortex: MakeCortex,
+                                         tmp_path: Path) -> None:
+    """A vector-only hit in a namespace the token may not read never reaches the answer
+    (the read isolation of issue 12 applies after the fusion)."""
+    tokens = {}
+    lines = []
+    for name, granted in {"writer": "", "reader": "memory.read:team-a/**"}.items():
+        token, digest = generate()
+        tokens[name] = token
+        lines.append(f"{digest} {name} {granted}".strip())
+    (tmp_path / "tokens").write_text("\n".join(lines) + "\n")
+    cortex = await make_cortex(age_database.dsn, auth=TokenAuth.from_file(tmp_path / "tokens"))
+
+    async def as_(who: str, method: str, path: str, body: Any) -> Any:
+        reply = await cortex.call(method, path, body, agent=None,
+                                  headers={"Authorization": f"Bearer {tokens[who]}"})
+        assert reply.status in (200, 201), reply.text
+        return reply.body
+
+    hidden = await as_("writer", "POST", "/v1/memories", {"namespace": "team-b", "content": DEPLOY})
+    mine = [await as_("writer", "POST", "/v1/memories", {"namespace": "team-a", "content": text})
+            for text in OTHERS]
+    query = {"query": "when do we stop shipping?", "explain": True}
+    everything = await as_("writer", "POST", "/v1/recall", query)
+    assert everything["mode"] == "hybrid"
+    assert everything["results"][0]["id"] == hidden["id"]  # found by its vector alone
+    scoped = await as_("reader", "POST", "/v1/recall", query)
+    assert scoped["mode"] == "hybrid"
+    assert {r["id"] for r in scoped["results"]} <= {m["id"] for m in mine}
+    assert hidden["id"] not in str(scoped) and "Fridays" not in str(scoped)
