@@ -12,7 +12,7 @@ import sys
 
 from bench.summary import write_performance
 
-AREAS = ("hooks", "attest", "recall", "policy", "kg", "operator")
+AREAS = ("hooks", "attest", "recall", "policy", "kg", "operator", "recovery", "quality")
 
 
 def main(argv: list[str]) -> int:

@@ -30,12 +30,40 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 def recall_rows(d: dict[str, Any]) -> list[Row]:
     rows = [
-        (f"recall p50/p95/p99 at {size} (HTTP)",
+        (f"recall p50/p95/p99 at {size} (HTTP, {mode})",
          f"{_fmt(_get(d, key, 'p50'))} / {_fmt(_get(d, key, 'p95'))} / "
          f"{_fmt(_get(d, key, 'p99'))} ms", goal)
-        for size, key, goal in (("10k", "recall_10k", "p95 <= 10 ms"),
-                                ("100k", "recall_100k", "p95 <= 30 ms"))
+        for size, key, mode, goal in (
+            ("10k", "recall_10k", "full-text only", "p95 <= 10 ms"),
+            ("100k", "recall_100k", "full-text only", "p95 <= 30 ms"),
+            ("10k", "hybrid_recall_10k", "hybrid, query embedding included", "p95 <= 15 ms"),
+            ("100k", "hybrid_recall_100k", "hybrid, query embedding included",
+             "p95 <= 40 ms"))
+        if key in d
     ]
+    for size in ("10k", "100k"):
+        rare = d.get(f"rarest_words_{size}")
+        if rare:
+            rows.append((f"three-rarest-words queries R@5 at {size}, hybrid / full-text",
+                         f"{_fmt(_get(rare, 'hybrid', 'r@5'))} / "
+                         f"{_fmt(_get(rare, 'fulltext', 'r@5'))} "
+                         f"(n={_fmt(_get(rare, 'hybrid', 'n'))})",
+                         ">= 0.98 at 100k"))
+    emb = d.get("embedder")
+    if emb:
+        rows.append((f"embedded default embedder ({emb['model']}, {emb['dimension']} dims): "
+                     "query embed p50 / p95; load; batch rate",
+                     f"{_fmt(_get(emb, 'query_embed_ms', 'p50'))} / "
+                     f"{_fmt(_get(emb, 'query_embed_ms', 'p95'))} ms; "
+                     f"{_fmt(emb.get('load_seconds_first_in_process'), ' s')}; "
+                     f"{_fmt(emb.get('memories_per_second_batches_of_64'), ' memories/s')}",
+                     "recorded"))
+    for size in ("10k", "100k"):
+        fill = d.get(f"backfill_{size}")
+        if fill:
+            rows.append((f"background backfill of a bulk-loaded {size} (server, HTTP idle)",
+                         f"{fill['embedded']} in {fill['seconds']} s "
+                         f"({_fmt(fill['per_second'], ' /s')})", "recorded"))
     paired = d.get("hook_overhead_10k") or {}
     hooked = _get(paired, "with_daemon_post_recall_hook", "p95")
     plain = _get(paired, "without_hooks", "p95")
@@ -44,8 +72,13 @@ def recall_rows(d: dict[str, Any]) -> list[Row]:
                  f" ({paired['p95_delta_ms']:+} ms; p50 {paired['p50_delta_ms']:+} ms)"
                  if hooked is not None and plain is not None else "n/a",
                  "within 1 ms of no hooks"))
-    rows.append(("sequential stores (HTTP, client on the same 2 cores)",
+    rows.append(("sequential stores (HTTP, client on the same 2 cores)"
+                 + (", hybrid: embedded on write" if "store_fulltext" in d else ""),
                  _fmt(_get(d, "store", "per_second"), " /s"), ">= 500 /s"))
+    if "store_fulltext" in d:
+        rows.append(("sequential stores (HTTP), --embedder none; hybrid / none ratio",
+                     f"{_fmt(_get(d, 'store_fulltext', 'per_second'), ' /s')}; "
+                     f"{_fmt(d.get('store_hybrid_ratio'))}", "ratio >= 0.8"))
     rows.append(("sequential stores (service layer, no HTTP)",
                  _fmt(_get(d, "store_service_layer", "per_second"), " /s"), ">= 500 /s"))
     return rows
@@ -101,6 +134,22 @@ def hooks_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def recovery_rows(d: dict[str, Any]) -> list[Row]:
+    s = d.get("summary", {})
+    rounds = len(d.get("rounds", []))
+    return [
+        (f"readyz 503 after the database went away (worst of {rounds})",
+         _fmt(s.get("readyz_503_after_s_max"), " s"), "<= 1 s"),
+        (f"readyz 200 after the database came back (worst of {rounds})",
+         _fmt(s.get("readyz_200_after_s_max"), " s"), "<= 2 s"),
+        ("a write while the database is away answers 503 within",
+         _fmt(s.get("write_during_outage_max_ms"), " ms"), "fail fast"),
+        ("failed requests right after an idle restart",
+         f"{_fmt(s.get('idle_restart_failed_requests'))} of "
+         f"{_fmt(s.get('idle_restart_requests'))}", "0"),
+    ]
+
+
 def operator_rows(d: dict[str, Any]) -> list[Row]:
     steady, cold = d.get("steady") or {}, d.get("cold_start") or {}
     count = cold.get("cortexes", 200)
@@ -146,10 +195,54 @@ def policy_rows(d: dict[str, Any]) -> list[Row]:
              "recorded")]
 
 
+def quality_rows(d: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for kind in ("lexical", "paraphrase"):
+        part = d.get(kind) or {}
+        for mode in ("fulltext", "vector", "hybrid"):
+            s = part.get(mode) or {}
+            rows.append((f"{kind} queries (n={s.get('n')}), {mode}: R@1 / R@5 / R@10 / MRR",
+                         f"{s.get('r@1')} / {s.get('r@5')} / {s.get('r@10')} / "
+                         f"{s.get('mrr')}", ""))
+        gain = part.get("hybrid_minus_fulltext_r@5")
+        goal = ">= +0.10" if kind == "paraphrase" else ">= 0 (loses nothing)"
+        rows.append((f"{kind}: hybrid minus full-text R@5", _fmt(gain), goal))
+    return rows
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
-    "recall": recall_rows, "policy": policy_rows, "kg": kg_rows, "attest": attest_rows,
-    "hooks": hooks_rows, "operator": operator_rows,
+    "recall": recall_rows, "quality": quality_rows, "policy": policy_rows, "kg": kg_rows,
+    "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
+    "operator": operator_rows,
 }
+
+
+def fuzz_lines() -> list[str]:
+    """The fuzzing budget of ``make test``, read from the suites' own constants."""
+    from tests.server import test_fuzz
+
+    per_property = test_fuzz.EXAMPLES
+    return [
+        "",
+        "## Fuzzing in `make test`",
+        "",
+        "Bounded so the suite stays fast; each run draws new examples (a failure prints the",
+        "seed to replay it). No case may answer 5xx; every error is in the envelope.",
+        "",
+        "| suite | what | examples per run |",
+        "|---|---|---|",
+        f"| tests/server/test_fuzz.py | stores and updates with hostile JSON fragments (nesting "
+        f"to 3000 levels, 4000-6000 digit integers, NaN/Infinity/1e999, lone surrogate escapes) "
+        f"| {per_property} + {per_property} |",
+        f"| tests/server/test_fuzz.py | link, invalidate, kg/query and timeline with instants at "
+        f"both ends of the calendar in offsets -14:00..+14:00 | {per_property} |",
+        f"| tests/server/test_fuzz.py | Content-Types (415 for anything but JSON) "
+        f"| {per_property} |",
+        f"| tests/server/test_fuzz.py | stateful: store/update/delete/link/invalidate/walk in any "
+        f"order | {test_fuzz.STATEFUL_RUNS} runs x {test_fuzz.STATEFUL_STEPS} steps |",
+        "| tests/server/test_schemathesis.py | every OpenAPI operation, positive and negative "
+        "generation | 25 per operation and mode |",
+    ]
 
 
 def write_performance() -> Path:
@@ -171,6 +264,7 @@ def write_performance() -> Path:
             continue
         for measure, value, goal in build(json.loads(path.read_text())):
             lines.append(f"| {area} | {measure} | {value} | {goal} |")
+    lines.extend(fuzz_lines())
     out = ROOT / "docs" / "PERFORMANCE.md"
     out.write_text("\n".join(lines) + "\n")
     return out

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds, once, a minimal Debian trixie root holding PostgreSQL 17 and Apache AGE (postgresql-17-age).
+# Builds, once, a minimal Debian trixie root holding PostgreSQL 17, Apache AGE (postgresql-17-age) and
+# pgvector (postgresql-17-pgvector).
 #
 # Callers: `make deps` (so `make test`, `make run`, `make bench`), tests/support/pgservers.py (which
 # tells the user to run this when the root is missing) and tests/infra (concurrency check).
@@ -7,16 +8,24 @@
 # The root lives outside the repository, in ${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}/
 # pg-age-trixie. A completed root carries a stamp file and is reused at once. Concurrent runs are
 # serialised with flock; the root is built in a temporary directory next to it and renamed into
-# place, so nobody ever sees half a root. The Debian mirror is the one this machine's apt already
+# place, so nobody ever sees half a root. A root built before pgvector joined (base stamp only, no
+# extras stamp) is upgraded in place: the missing packages are added to it, which only adds files,
+# so a server running from the root meanwhile is not disturbed. The base stamp keeps its v1 text on
+# purpose: an older copy of this script (another checkout) accepts such a root as it is instead of
+# rebuilding it under everyone's feet, and this one adds pgvector to a root such a copy built. The Debian mirror is the one this machine's apt already
 # uses (override with ATTESTED_CORTEX_DEBIAN_MIRROR).
 #
 # Usage: hack/pg/ensure-age-root.sh [--print-root]
 set -euo pipefail
 
 readonly SUITE=trixie
-readonly PACKAGES=(postgresql-17 postgresql-17-age)
+readonly BASE_PACKAGES=(postgresql-17 postgresql-17-age)
+readonly EXTRA_PACKAGES=(postgresql-17-pgvector)
+readonly PACKAGES=("${BASE_PACKAGES[@]}" "${EXTRA_PACKAGES[@]}")
 readonly STAMP_NAME=.attested-cortex-root
-readonly STAMP_CONTENT="pg-age-trixie v1: ${PACKAGES[*]}"
+readonly STAMP_CONTENT="pg-age-trixie v1: ${BASE_PACKAGES[*]}"
+readonly EXTRAS_STAMP_NAME=.attested-cortex-extras
+readonly EXTRAS_STAMP_CONTENT="extras v1: ${EXTRA_PACKAGES[*]}"
 
 cache=${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}
 root=$cache/pg-age-trixie
@@ -27,8 +36,13 @@ case "${1:-}" in
   *) echo "usage: $0 [--print-root]" >&2; exit 2 ;;
 esac
 
-is_complete() {
+has_base() {
   [ -f "$root/$STAMP_NAME" ] && [ "$(cat "$root/$STAMP_NAME")" = "$STAMP_CONTENT" ]
+}
+
+is_complete() {
+  has_base && [ -f "$root/$EXTRAS_STAMP_NAME" ] \
+    && [ "$(cat "$root/$EXTRAS_STAMP_NAME")" = "$EXTRAS_STAMP_CONTENT" ]
 }
 
 finish() {
@@ -81,15 +95,49 @@ install_postgres() {
   DEBIAN_FRONTEND=noninteractive chroot "$dir" apt-get install -y -qq "${PACKAGES[@]}" >/dev/null
   chroot "$dir" apt-get clean
   strip_root "$dir"
+  check_root "$dir"
+}
+
+check_root() {
+  local dir=$1
   [ -f "$dir/usr/lib/postgresql/17/lib/age.so" ] || die "age.so missing after installing ${PACKAGES[*]}"
+  [ -f "$dir/usr/lib/postgresql/17/lib/vector.so" ] \
+    || die "vector.so missing after installing ${PACKAGES[*]}"
   chroot "$dir" id -u postgres >/dev/null || die "no postgres user in the root"
+}
+
+# A root without the extras stamp (built before pgvector joined) gains the packages it lacks. apt-get install would refuse:
+# strip_root removed LLVM under postgresql-17's feet, so apt sees broken dependencies; the missing
+# packages are fetched with apt-get download and unpacked with dpkg, whose dependency check only
+# looks at what they need themselves (postgresql-17, present).
+upgrade() {
+  local dir=$root missing=() pkg
+  for pkg in "${PACKAGES[@]}"; do
+    chroot "$dir" dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
+      || missing+=("$pkg")
+  done
+  echo "ensure-age-root: adding ${missing[*]:-nothing} to the existing root $root" >&2
+  if [ ${#missing[@]} -gt 0 ]; then
+    chroot "$dir" apt-get update -qq
+    rm -rf "$dir/tmp/attested-cortex-debs"
+    mkdir -p "$dir/tmp/attested-cortex-debs"
+    chmod 777 "$dir/tmp/attested-cortex-debs"  # apt-get download runs as the root's _apt user
+    chroot "$dir" sh -c "cd /tmp/attested-cortex-debs && apt-get download -qq ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive chroot "$dir" sh -c 'dpkg -i /tmp/attested-cortex-debs/*.deb' \
+      >/dev/null
+    rm -rf "$dir/tmp/attested-cortex-debs"
+    strip_root "$dir"
+  fi
+  check_root "$dir"
+  echo "$EXTRAS_STAMP_CONTENT" >"$dir/$EXTRAS_STAMP_NAME"
+  echo "ensure-age-root: ready: $root ($(du -sh "$root" | cut -f1))" >&2
 }
 
 # JIT is what pulls in LLVM and Z3 (about 170 MB of the root); the test and dev servers run with
 # jit = off, so those libraries and PostgreSQL's bitcode go. PostgreSQL itself does not link them.
 strip_root() {
   local dir=$1
-  chroot "$dir" dpkg --purge --force-depends libllvm19 libz3-4 >/dev/null 2>&1
+  chroot "$dir" dpkg --purge --force-depends libllvm19 libz3-4 >/dev/null 2>&1 || true
   rm -rf "$dir"/usr/lib/postgresql/17/lib/llvmjit* "$dir"/usr/lib/postgresql/17/lib/bitcode
   rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/usr/share/doc/* \
     "$dir"/usr/share/man/* "$dir"/usr/share/info/*
@@ -110,6 +158,7 @@ build() {
     || die "debootstrap failed; see $tmp.log"
   configure_root "$tmp"
   install_postgres "$tmp"
+  echo "$EXTRAS_STAMP_CONTENT" >"$tmp/$EXTRAS_STAMP_NAME"
   echo "$STAMP_CONTENT" >"$tmp/$STAMP_NAME"
   if [ -e "$root" ]; then
     mv "$root" "$root.stale.$$"
@@ -126,5 +175,7 @@ check_prerequisites
 mkdir -p "$cache"
 exec 9>"$cache/pg-age-trixie.lock"
 flock -w 1800 9 || die "timed out waiting for another build (lock $cache/pg-age-trixie.lock)"
-if ! is_complete; then build; fi
+if ! is_complete; then
+  if has_base; then upgrade; else build; fi
+fi
 finish

@@ -14,12 +14,15 @@ translated here with ``raise ... from``.
     ├── NotFoundError                404
     ├── ConflictError                409  duplicate, replay, or a concurrent change
     ├── TooLargeError                413
+    ├── UnsupportedMediaTypeError    415  the body is not declared as JSON
     ├── QuotaExceededError           429  carries retry_after seconds
     ├── HeldForApprovalError         202  AskUser: the operation waits for an approval id
     ├── NotReadyError                503  database unreachable or schema not current
     └── SchemaError                  the database schema cannot be used by this build
         ├── SchemaTooNewError
-        └── MigrationChecksumError
+        ├── MigrationChecksumError
+        ├── MigrationRecordError     schema_migrations edited, or a migration failed
+        └── SchemaMissingError       a feature's tables are not migrated yet (503)
 """
 
 from __future__ import annotations
@@ -87,6 +90,13 @@ class TooLargeError(CortexError):
     http_status = 413
 
 
+class UnsupportedMediaTypeError(CortexError):
+    """The body's Content-Type is not JSON (UTF-8); resend it as ``application/json``."""
+
+    code = "unsupported_media_type"
+    http_status = 415
+
+
 class QuotaExceededError(CortexError):
     """The agent exhausted a quota; retry after ``retry_after`` seconds."""
 
@@ -133,3 +143,17 @@ class MigrationChecksumError(SchemaError):
     """An applied migration's checksum differs from the one this build ships."""
 
     code = "migration_checksum_mismatch"
+
+
+class MigrationRecordError(SchemaError):
+    """``schema_migrations`` disagrees with the schema (edited by hand), or applying a
+    migration failed; the message names the version."""
+
+    code = "migration_failed"
+
+
+class SchemaMissingError(SchemaError):
+    """The operation needs tables or columns a later migration adds (``migrate --target``
+    stopped short of them); ``cortexctl migrate`` brings them."""
+
+    code = "schema_missing"

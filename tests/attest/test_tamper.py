@@ -158,15 +158,28 @@ async def test_the_trigger_refuses_even_the_owner(
     assert (await verify(ten_events.dsn)).events == 10
 
 
-async def test_an_insert_that_does_not_extend_the_head_is_refused(ten_events: Database) -> None:
-    async with await psycopg.AsyncConnection.connect(ten_events.dsn) as conn:
-        with pytest.raises(pg.IntegrityConstraintViolation, match="does not extend"):
-            await conn.execute(
-                "INSERT INTO signed_events SELECT 11, agent_id, event_type, payload || '\\x00', "
-                "sha256(payload || '\\x00'), signature, key_fingerprint, "
-                "'\\x00'::bytea || substring(hash from 2), hash, created_at "
-                "FROM signed_events WHERE sequence = 10"
-            )
+@pytest.mark.parametrize("dsn", ["dsn", "app_dsn"], ids=["owner", "app-role"])
+async def test_a_client_supplied_hash_and_link_are_replaced_by_the_database(
+    ten_events: Database, dsn: str,
+) -> None:
+    # Issue 13: the server role could append an event with a garbage hash at the head and
+    # break the chain for every later event. Now the database computes sequence, prev_hash,
+    # payload_hash, created_at and hash itself; what the client sends for them is ignored.
+    async with await psycopg.AsyncConnection.connect(getattr(ten_events, dsn)) as conn:
+        cur = await conn.execute(
+            "INSERT INTO signed_events SELECT 11, 'intruder', 'garbage.event', '\\x00', "
+            "'\\x0101010101010101010101010101010101010101010101010101010101010101', NULL, "
+            "NULL, hash, '\\x0202020202020202020202020202020202020202020202020202020202020202', "
+            "'1999-01-01T00:00:00Z' FROM signed_events WHERE sequence = 10 "
+            "RETURNING sequence, hash"
+        )
+        stored = await cur.fetchone()
+        await conn.commit()
+    assert stored is not None and stored[0] == 11 and bytes(stored[1]) != b"\x02" * 32
+    report = await verify(ten_events.dsn, keyring_of(KEY))
+    assert (report.ok, report.events) == (True, 11)  # an unsigned event, in a valid chain
+    await append_many(ten_events.app_dsn, KEY, 2, tag="after")  # later appends still extend it
+    assert (await verify(ten_events.dsn, keyring_of(KEY))).events == 13
 
 
 async def test_the_app_role_holds_only_select_and_insert(ten_events: Database) -> None:
@@ -197,3 +210,35 @@ async def test_the_lowest_of_several_forged_signatures_is_reported(
     async with await psycopg.AsyncConnection.connect(ten_events.dsn) as conn:
         report = await verify_chain(conn, keyring=keyring_of(KEY), batch=batch)
     assert (report.first_bad_sequence, report.reason, report.events) == (6, "bad_signature", 5)
+
+
+@pytest.mark.parametrize("head", [0, 23, 255, 65535, 4294967295, 4294967296])
+@pytest.mark.parametrize("agent_id", ["a", "x" * 23, "y" * 24, "z" * 256, "é" * 1024])
+async def test_the_database_hash_is_the_documented_one(
+    chain_db: Database, head: int, agent_id: str,
+) -> None:
+    # Every CBOR head size the trigger writes: sequences and texts on both sides of each
+    # boundary (the trigger spells the encoding out in SQL; attest/chain.py is the spec).
+    from attested_cortex.attest.auditing import record_event
+    from attested_cortex.attest.chain import Statement, event_hash
+
+    prev = bytes(range(32))
+    if head:
+        await tamper(chain_db.dsn, (
+            "INSERT INTO signed_events VALUES (%s, 'seed', 'seed.event', '\\x00', "
+            "sha256('\\x00'::bytea), NULL, NULL, %s, %s, now())", (head, prev, prev)))
+    async with await psycopg.AsyncConnection.connect(chain_db.app_dsn) as conn:
+        event = await record_event(conn, agent_id=agent_id, event_type="memory.stored",
+                                   payload={"n": head})
+        await conn.commit()
+    assert event.sequence == head + 1
+    expected_prev = prev if head else bytes(32)
+    statement = Statement(agent_id, "memory.stored", event.payload, None, None)
+    assert event.prev_hash == expected_prev
+    assert event.hash == event_hash(sequence=head + 1, prev_hash=expected_prev,
+                                    created_at=event.created_at, statement=statement)
+    signed = await append_many(chain_db.app_dsn, KEY, 1, tag=agent_id)
+    assert signed[0].hash == event_hash(
+        sequence=head + 2, prev_hash=event.hash, created_at=signed[0].created_at,
+        statement=Statement(KEY.agent_id, "link.created", signed[0].payload,
+                            signed[0].signature, signed[0].key_fingerprint))

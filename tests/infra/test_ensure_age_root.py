@@ -17,6 +17,7 @@ from tests.support.pgservers import AGE_ROOT_STAMP, age_root
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "hack/pg/ensure-age-root.sh"
+EXTRAS_STAMP = ".attested-cortex-extras"
 pytestmark = pytest.mark.age
 
 
@@ -34,10 +35,34 @@ def built_root() -> Path:
     return root
 
 
-def test_built_root_has_postgresql_17_and_age(built_root: Path) -> None:
+def test_built_root_has_postgresql_17_age_and_pgvector(built_root: Path) -> None:
     listing = subprocess.run(["chroot", str(built_root), "ls", "/usr/lib/postgresql/17/lib"],
                              capture_output=True, text=True, check=True).stdout.split()
     assert "age.so" in listing
+    assert "vector.so" in listing
+    assert "pgvector" in (built_root / EXTRAS_STAMP).read_text()
+
+
+def test_a_root_with_an_older_stamp_is_upgraded_in_place(built_root: Path,
+                                                          tmp_path: Path) -> None:
+    """A root built before pgvector joined (no extras stamp) is completed, not rebuilt: here every
+    package is present already, so the run only checks the root and renews its stamp (adding
+    a missing package was exercised against the Debian mirror when this path was written)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    subprocess.run(["cp", "-a", str(built_root), str(cache / "pg-age-trixie")], check=True)
+    root = cache / "pg-age-trixie"
+    (root / EXTRAS_STAMP).unlink()
+    done = _run("--print-root", env={"ATTESTED_CORTEX_CACHE": str(cache)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(root)
+    assert "adding nothing to the existing root" in done.stderr
+    assert (root / EXTRAS_STAMP).read_text() == (built_root / EXTRAS_STAMP).read_text()
+    # the base stamp keeps the text older copies of the script accept (no rebuild by them)
+    assert (root / AGE_ROOT_STAMP).read_text() == \
+        "pg-age-trixie v1: postgresql-17 postgresql-17-age\n"
+    again = _run("--print-root", env={"ATTESTED_CORTEX_CACHE": str(cache)})
+    assert again.returncode == 0 and again.stderr == ""
 
 
 def test_two_concurrent_runs_on_a_built_root_both_succeed(built_root: Path) -> None:
@@ -56,6 +81,7 @@ def test_a_run_waiting_on_a_concurrent_build_reuses_its_result(
     root = cache / "pg-age-trixie"
     root.mkdir(parents=True)
     stamp = (built_root / AGE_ROOT_STAMP).read_text()
+    (root / EXTRAS_STAMP).write_text((built_root / EXTRAS_STAMP).read_text())
     with (cache / "pg-age-trixie.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # "another build" holds the lock
         env = {**os.environ, "ATTESTED_CORTEX_CACHE": str(cache)}

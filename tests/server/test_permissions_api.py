@@ -266,10 +266,11 @@ async def test_would_be_denials_and_refusals_are_signed_into_the_audit_chain(
     refused = await team.call("bob", "DELETE", f"/v1/memories/{memory['id']}")
     assert refused.status == 403
     report = (await team.call("alice", "GET", "/v1/audit/verify")).body
-    assert report["ok"] and report["events"] == 2 and report["signatures_checked"] == 2
+    # since issue 13 each store also appends its (unsigned: alice has no key) write record
+    assert report["ok"] and report["events"] == 4 and report["signatures_checked"] == 2
     with psycopg.connect(migrated_pg15_dsn) as conn:
         rows = conn.execute("SELECT agent_id, event_type, payload FROM signed_events "
-                            "ORDER BY sequence").fetchall()
+                            "WHERE event_type LIKE 'policy.%' ORDER BY sequence").fetchall()
     statements = [(agent, kind, cbor2.loads(payload)) for agent, kind, payload in rows]
     assert [(a, k, s["actor"], s["verdict"], s["source"]) for a, k, s in statements] == [
         ("cortex:policy", "policy.advisory", "alice", "deny", "rule:prod/no-secrets"),
@@ -289,3 +290,22 @@ async def test_a_hook_cannot_move_a_write_outside_the_callers_scopes(
                             {"namespace": "team-a/x", "content": "c"})
     assert reply.status == 403 and reply.body["error"]["code"] == "scope_denied"
     assert count_memories(migrated_pg15_dsn) == 0
+
+
+async def test_memory_verify_and_deep_audit_need_their_read_scopes(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path,
+                        {"writer": "memory.read,memory.write",
+                         "outsider": "memory.read:other/**",
+                         "auditor": "audit.read"})
+    memory = await team.store("writer", "team/a", "c")
+    path = f"/v1/memories/{memory['id']}/verify"
+    mine = await team.call("writer", "GET", path)
+    assert mine.status == 200 and mine.body["attest_level"] == "unsigned", mine.text
+    outside = await team.call("outsider", "GET", path)
+    assert outside.status == 403 and outside.body["error"]["code"] == "scope_denied"
+    unscoped = await team.call("writer", "GET", "/v1/audit/verify?deep=true")
+    assert unscoped.status == 403 and unscoped.body["error"]["code"] == "scope_denied"
+    deep = await team.call("auditor", "GET", "/v1/audit/verify?deep=true")
+    assert deep.status == 200 and deep.body["ok"] and deep.body["deep"]["ok"], deep.text

@@ -80,6 +80,7 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
         ("GET", "/v1/memories", "/v1/memories?namespace=proj", None),
         ("GET", "/v1/memories/{id}", f"/v1/memories/{a['id']}", None),
         ("PATCH", "/v1/memories/{id}", f"/v1/memories/{a['id']}", {"title": "t"}),
+        ("GET", "/v1/memories/{id}/verify", f"/v1/memories/{a['id']}/verify", None),
         ("POST", "/v1/recall", "/v1/recall", {"query": "alpha"}),
         ("POST", "/v1/links", "/v1/links", {"src_id": a["id"], "dst_id": b["id"],
                                             "relation": "related_to"}),

@@ -24,6 +24,7 @@ from psycopg import sql
 
 from attested_cortex.server.app import build_app
 from attested_cortex.server.auth import Authenticator, DevAuth
+from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.serving import open_services
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.context import Services
@@ -102,7 +103,7 @@ async def make_cortex() -> AsyncIterator[MakeCortex]:
             config = ServerSettings(database_url=dsn, **settings)
             services = await open_services(config, stack)
             app = build_app(services, auth=auth or DevAuth())
-            runner = web.AppRunner(app, access_log=None)
+            runner = CortexRunner(app, access_log=None)
             await runner.setup()
             stack.push_async_callback(runner.cleanup)
             site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -40,6 +40,8 @@ __all__ = [
     "PgSetupError",
     "age_root",
     "fast_tmpdir",
+    "pause",
+    "resume",
     "start_pg15",
     "start_pg_age",
 ]
@@ -190,6 +192,23 @@ def start_pg_age(tmpdir: Path, *, port: int | None = None, root: Path | None = N
                     mountpoint=runner.host_path(f"/tmp/{name}"))
     return _start(runner, kind="age", layout=layout, log=Path(tmpdir) / "age.log", port=port,
                   settings=settings)
+
+
+def pause(server: PgServer) -> None:
+    """Fast-shutdown ``server``'s postmaster but keep its data: the database goes away
+    (clients see their sessions terminated, new connections refused) until :func:`resume`."""
+    _stop_process(server.process)
+
+
+def resume(server: PgServer, *, log: Path) -> PgServer:
+    """Start a paused PostgreSQL 15 server again on its port; returns the running server."""
+    if server.kind != "pg15":
+        raise PgSetupError("only PostgreSQL 15 servers can be paused and resumed")
+    layout = Layout(data_host=server.data_dir, data_inner=str(server.data_dir))
+    process = _spawn(host_runner(), layout=layout, log=log, port=server.port)
+    if not _wait_ready(process, port=server.port, data_inner=layout.data_inner):
+        raise PgSetupError(f"PostgreSQL did not restart; its log ({log}) ends:\n{_tail(log)}")
+    return dataclasses.replace(server, process=process)
 
 
 def fast_tmpdir(prefix: str) -> Path:

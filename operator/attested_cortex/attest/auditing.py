@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from attested_cortex.attest import cbor
-from attested_cortex.attest.chain import Statement, chain_fault, seal, signature_fault
+from attested_cortex.attest.chain import Statement, chain_fault, signature_fault
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign
@@ -56,18 +56,38 @@ async def append_event(
 
     Either ``signer`` (Cortex custody: the event is signed here) or an already verified
     ``signature`` with the ``key_fingerprint`` that verified it (Agent custody). Payloads that
-    are not bytes are encoded with deterministic CBOR first. Holds the chain lock until the
-    caller's transaction ends, so call it last. A repeated statement raises ConflictError
-    (code ``replay``).
+    are not bytes are encoded with deterministic CBOR first. The database places and hashes
+    the event and holds the chain lock until the caller's transaction ends, so call it last.
+    A repeated statement raises ConflictError (code ``replay``).
     """
     body = payload if isinstance(payload, bytes) else cbor.encode(payload)
     statement = _statement(
         agent_id=agent_id, event_type=event_type, payload=body,
         signer=signer, signature=signature, key_fingerprint=key_fingerprint,
     )
-    event = seal(await events.lock_head(conn), statement)
-    await events.insert_event(conn, event)
-    return event
+    return await _append(conn, statement)
+
+
+async def record_event(
+    conn: psycopg.AsyncConnection[Any], *, agent_id: str, event_type: str,
+    payload: cbor.CborValue, signer: AgentKey | None = None,
+) -> EventRow:
+    """Record a write (docs/attestation.md, "Write records"): signed by ``signer`` when the
+    cortex holds the acting agent's key, unsigned otherwise. Call it last in the write's
+    transaction (or in the same statement's transaction), like :func:`append_event`."""
+    body = cbor.encode(payload)
+    if signer is not None:
+        return await append_event(conn, agent_id=agent_id, event_type=event_type, payload=body,
+                                  signer=signer)
+    return await _append(conn, Statement(agent_id, event_type, body, None, None))
+
+
+async def _append(conn: psycopg.AsyncConnection[Any], statement: Statement) -> EventRow:
+    return await events.append(
+        conn, agent_id=statement.agent_id, event_type=statement.event_type,
+        payload=statement.payload, signature=statement.signature,
+        key_fingerprint=statement.key_fingerprint,
+    )
 
 
 async def verify_chain(
@@ -124,7 +144,7 @@ class _Walk:
         keyring = self.keyring
         if keyring is None:
             return len(rows), None
-        known = [(i, e) for i, e in enumerate(rows) if keyring.knows(e.agent_id)]
+        known = [(i, e) for i, e in enumerate(rows) if _signed_by_known(e, keyring)]
         # Contiguous chunks, one per worker: a future per event would cost more than a verify.
         size = max(1, -(-len(known) // _WORKERS))
         chunks = [known[start : start + size] for start in range(0, len(known), size)]
@@ -137,7 +157,7 @@ class _Walk:
         return len(rows), None
 
     def _count(self, rows: list[EventRow], keyring: Keyring) -> None:
-        known = sum(1 for e in rows if keyring.knows(e.agent_id))
+        known = sum(1 for e in rows if _signed_by_known(e, keyring))
         self.checked += known
         self.unverified += len(rows) - known
 
@@ -152,6 +172,10 @@ class _Walk:
             signatures_checked=self.checked,
             unverified=self.unverified,
         )
+
+
+def _signed_by_known(event: EventRow, keyring: Keyring) -> bool:
+    return event.signature is not None and keyring.knows(event.agent_id)
 
 
 def _first_bad(chunk: list[tuple[int, EventRow]], keyring: Keyring) -> tuple[int, str] | None:

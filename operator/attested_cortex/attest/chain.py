@@ -13,6 +13,9 @@ An event's hash is SHA-256 over the deterministic CBOR (RFC 8949 §4.2.1) of::
 ``signature`` is the agent's Ed25519 signature over those payload bytes, and ``prev_hash``
 is the previous event's hash (32 zero bytes for sequence 1). The sequence number inside the
 hash makes a deleted, inserted or reordered row visible at the first sequence it disturbs.
+An unsigned event (a write record of an agent without a key, migration 0006) has ``null``
+for both ``signature`` and ``key_fingerprint``. Since migration 0006 the database computes
+these fields itself on insert (a trigger); this module recomputes them to verify.
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ class Statement:
     agent_id: str
     event_type: str
     payload: bytes
-    signature: bytes
-    key_fingerprint: str
+    signature: bytes | None
+    key_fingerprint: str | None
 
 
 def unix_us(moment: datetime) -> int:
@@ -87,13 +90,21 @@ def hash_input(
             _KEY["agent_id"], cbor.text(statement.agent_id),
             _KEY["sequence"], cbor.head(0, sequence),
             _KEY["prev_hash"], cbor.head(2, len(prev_hash)), prev_hash,
-            _KEY["signature"], cbor.head(2, len(statement.signature)), statement.signature,
+            _KEY["signature"], _bytes_or_null(statement.signature),
             _KEY["created_at"], cbor.head(0, unix_us(created_at)),
             _KEY["event_type"], cbor.text(statement.event_type),
             _KEY["payload_hash"], cbor.head(2, len(payload_hash)), payload_hash,
-            _KEY["key_fingerprint"], cbor.text(statement.key_fingerprint),
+            _KEY["key_fingerprint"], _NULL if statement.key_fingerprint is None
+            else cbor.text(statement.key_fingerprint),
         )
     )
+
+
+_NULL = b"\xf6"
+
+
+def _bytes_or_null(value: bytes | None) -> bytes:
+    return _NULL if value is None else cbor.head(2, len(value)) + value
 
 
 def seal(head: ChainHead, statement: Statement) -> EventRow:
@@ -139,8 +150,11 @@ def signature_fault(event: EventRow, keyring: Keyring) -> str | None:
     """``bad_signature`` if a trusted key of the event's agent fails it; None otherwise.
 
     Call it only for agents the keyring knows; the caller counts the others as unverified.
-    A known agent whose event names a key not trusted at the event's time is a fault.
+    A known agent whose event names a key not trusted at the event's time is a fault. An
+    unsigned event (a write record) claims no signature, so there is nothing to fail.
     """
+    if event.signature is None or event.key_fingerprint is None:
+        return None
     at_ms = unix_us(event.created_at) // 1000
     for revision in keyring.keys_at(event.agent_id, at_ms):
         if revision.fingerprint == event.key_fingerprint:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from attested_cortex.attest.keyring import Keyring
+from attested_cortex.attest.keyring import KeyRevision, Keyring
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.payloads import LinkPayload
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign, verify
@@ -85,11 +85,27 @@ def verify_stored(
     payload: LinkPayload, signature: bytes | None, *, keyring: Keyring, signed_at_ms: int
 ) -> bool:
     """Re-verify a stored link (``GET /v1/links/{id}/verify``) against keys valid when signed."""
+    return verifying_key(payload, signature, keyring=keyring, signed_at_ms=signed_at_ms) is not None
+
+
+def verifying_key(
+    payload: LinkPayload | bytes, signature: bytes | None, *, keyring: Keyring,
+    signed_at_ms: int, agent_id: str | None = None,
+) -> KeyRevision | None:
+    """The key of ``agent_id`` (a link payload's ``observed_by`` by default), trusted at
+    ``signed_at_ms``, under which ``signature`` verifies; None when none does."""
     if signature is None:
-        return False
-    message = payload.encode()
-    revisions = keyring.keys_at(payload.observed_by, signed_at_ms)
-    return any(verify(r.public_key, message, signature) for r in revisions)
+        return None
+    if isinstance(payload, bytes):
+        message, signer = payload, agent_id
+    else:
+        message, signer = payload.encode(), agent_id or payload.observed_by
+    if signer is None:
+        return None
+    for revision in keyring.keys_at(signer, signed_at_ms):
+        if verify(revision.public_key, message, signature):
+            return revision
+    return None
 
 
 def check_replay(

@@ -4,7 +4,10 @@ Pure. Called by :mod:`attested_cortex.attest.levels` (deciding a write's attesta
 service layer when it signs or re-verifies a link row (``GET /v1/links/{id}/verify``), and by
 clients that sign in Agent custody.
 
-The signed message is the deterministic CBOR (RFC 8949 §4.2.1) of a six-entry map::
+Memory writes an agent signs use :class:`MemoryPayload` (five entries: ``namespace``,
+``title``, ``content_sha256``, ``author``, ``signed_at``); docs/attestation.md has a test vector.
+
+The signed link message is the deterministic CBOR (RFC 8949 §4.2.1) of a six-entry map::
 
     {"dst_id": text, "src_id": text, "relation": text,
      "valid_from": uint, "observed_by": text, "valid_until": uint | null}
@@ -83,6 +86,36 @@ def link_payload(
         observed_by=_text(observed_by, field="observed_by"),
         valid_from=start,
         valid_until=end,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPayload:
+    """What an agent signs for a memory store or update (docs/attestation.md, "Signed memory
+    writes"): the memory's state after the write, bound to its author and a moment."""
+
+    namespace: str
+    title: str
+    content_sha256: bytes
+    author: str
+    signed_at: int
+
+    def encode(self) -> bytes:
+        """The canonical CBOR bytes that are signed and verified."""
+        return cbor.encode({
+            "namespace": self.namespace, "title": self.title,
+            "content_sha256": self.content_sha256, "author": self.author,
+            "signed_at": self.signed_at,
+        })
+
+
+def memory_payload(*, namespace: str, title: str, content: str, author: str,
+                   signed_at: int | datetime) -> MemoryPayload:
+    """Build a memory payload; ``content`` is hashed (SHA-256 of its UTF-8)."""
+    return MemoryPayload(
+        namespace=namespace, title=title,
+        content_sha256=hashlib.sha256(content.encode()).digest(),
+        author=_text(author, field="author"), signed_at=to_unix_ms(signed_at, field="signed_at"),
     )
 
 

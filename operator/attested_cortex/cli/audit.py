@@ -1,8 +1,9 @@
 """``cortexctl audit verify``: check the whole signed_events chain of a database.
 
 Exit 0 when every event links to its predecessor (and, with ``--keys``, every event of a
-known agent carries a valid signature); exit 1 with the first bad sequence number when
-not; exit 2 when the check could not run (database unreachable, unreadable keys).
+known agent carries a valid signature, and with ``--deep`` every memory and link row matches
+its latest write record); exit 1 with the first bad sequence number or the mismatches, by id,
+when not; exit 2 when the check could not run (database unreachable, unreadable keys).
 Called by :mod:`attested_cortex.cli.main`.
 """
 
@@ -31,6 +32,8 @@ def register(subparsers: Any) -> None:
         "--keys", type=Path, help="key root (identity dirs, keyring JSON) to check signatures"
     )
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
+    verify.add_argument("--deep", action="store_true",
+                        help="also check every memory and link row against its write record")
     verify.add_argument(
         "--timeout", type=float, default=10.0, help="seconds to wait for the database"
     )
@@ -43,22 +46,39 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         keyring = _load_keyring(args.keys)
-        report: ChainReport = asyncio.run(
-            _verify(args.database_url, keyring, wait_seconds=args.timeout)
+        report: ChainReport
+        report, swept = asyncio.run(
+            _verify(args.database_url, keyring, wait_seconds=args.timeout, deep=args.deep)
         )
     except (CortexError, OSError) as exc:
         message = exc.message if isinstance(exc, CortexError) else str(exc)
         print(f"cortexctl audit verify: {message}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(dataclasses.asdict(report), indent=2))
-    elif report.ok:
+        print(json.dumps({**dataclasses.asdict(report),
+                          **({"deep": swept} if swept is not None else {})}, indent=2))
+    else:
+        _print(report, swept)
+    return 0 if report.ok and (swept is None or swept["ok"]) else 1
+
+
+def _print(report: Any, swept: dict[str, Any] | None) -> None:
+    if report.ok:
         print(f"ok: {report.events} events; head {report.head_hash or '(empty chain)'}"
               f"; signatures checked {report.signatures_checked}, unverified {report.unverified}")
     else:
         print(f"chain broken at sequence {report.first_bad_sequence}: {report.reason} "
               f"({report.events} events verified before it)")
-    return 0 if report.ok else 1
+    if swept is None:
+        return
+    print(f"deep: {swept['memories']} memories, {swept['links']} links, {swept['records']} "
+          f"write records; {swept['mismatch_count']} mismatches")
+    for m in swept["mismatches"]:
+        fields = f" ({', '.join(m['fields'])})" if m["fields"] else ""
+        at = f" [event {m['sequence']}]" if m["sequence"] is not None else ""
+        print(f"  {m['kind']} {m['id']}: {m['problem']}{fields}{at}")
+    if swept["truncated"]:
+        print(f"  ... {swept['mismatch_count'] - len(swept['mismatches'])} more")
 
 
 def _load_keyring(keys: Path | None) -> Any:
@@ -71,8 +91,10 @@ def _load_keyring(keys: Path | None) -> Any:
     return load_snapshot(keys).keyring
 
 
-async def _verify(database_url: str, keyring: Any, *, wait_seconds: float) -> Any:
+async def _verify(database_url: str, keyring: Any, *, wait_seconds: float,
+                  deep: bool) -> tuple[Any, dict[str, Any] | None]:
     from attested_cortex.attest.auditing import verify_chain
+    from attested_cortex.attest.sweeping import sweep
     from attested_cortex.store.database import Database
 
     database = await Database.open(
@@ -80,6 +102,8 @@ async def _verify(database_url: str, keyring: Any, *, wait_seconds: float) -> An
     )
     try:
         async with database.connection() as conn:
-            return await verify_chain(conn, keyring=keyring)
+            report = await verify_chain(conn, keyring=keyring)
+            swept = (await sweep(conn)).as_json() if deep else None
+            return report, swept
     finally:
         await database.close()

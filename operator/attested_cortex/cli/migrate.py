@@ -50,5 +50,6 @@ def run(args: argparse.Namespace) -> int:
     for name in report.applied:
         print(f"applied {name}")
     print(f"schema version {report.before} -> {report.after}"
-          + ("; graph ready" if report.graph else ""))
+          + ("; graph ready" if report.graph else "")
+          + ("; vectors ready" if report.vectors else "; no pgvector: full-text recall only"))
     return 0

@@ -30,6 +30,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--graph-backend", choices=["Auto", "AGE", "CTE"])
     parser.add_argument("--hooks-file", type=Path, help="hook configuration file")
     parser.add_argument("--keys-dir", type=Path, help="directory of agent key Secrets")
+    parser.add_argument("--embedder", metavar="default|none|URL",
+                        help="hybrid recall's embedder: the embedded default model (the "
+                        "default), none (full-text recall only), client (vectors sent with "
+                        "each request) or an OpenAI-compatible endpoint URL")
     parser.add_argument("--config", type=Path, help="YAML settings file")
     parser.set_defaults(handler=run)
 
@@ -46,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             "tokens_file": args.tokens_file, "kubeconfig": args.kubeconfig,
             "graph_backend": args.graph_backend,
             "hooks_file": args.hooks_file, "keys_dir": args.keys_dir,
+            "embedder": args.embedder,
         })
         if not settings.database_url:
             raise CortexError("--database-url is required (or database_url in --config)")

@@ -109,7 +109,7 @@ class RpcConnection:
     def _dispatch(self, line: bytes) -> None:
         try:
             reply = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser
             # stdout is the protocol channel: garbage there means the stream is out of step
             raise HookFailure("malformed", f"the hook wrote a non-JSON line: {exc}") from exc
         if not isinstance(reply, dict) or not isinstance(reply.get("id"), int):

@@ -75,5 +75,5 @@ def decode_answer(data: bytes) -> object:
         raise HookFailure("empty", "the hook printed nothing")
     try:
         return json.loads(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser
         raise HookFailure("malformed", f"the hook's output is not JSON: {exc}") from exc

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from attested_cortex.errors import CortexError, HeldForApprovalError, QuotaExceededError
 
@@ -39,6 +39,8 @@ _HTTP_CODES = {
     415: "unsupported_media_type", 401: "unauthenticated",
 }
 
+_KEPT_HEADERS = (hdrs.ALLOW, hdrs.RETRY_AFTER, hdrs.WWW_AUTHENTICATE)
+
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -54,7 +56,11 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
         if exc.status < 400:
             raise
         code = _HTTP_CODES.get(exc.status, "http_error")
-        return error_response(exc.status, code, exc.reason)
+        response = error_response(exc.status, code, exc.reason)
+        for name in _KEPT_HEADERS:  # a 405 must still say which methods the path allows
+            if name in exc.headers:
+                response.headers[name] = exc.headers[name]
+        return response
     except Exception:
         log.exception("unhandled error")
         return error_response(500, "internal", "internal error; see the server log")

@@ -82,7 +82,8 @@ def _operation(op: Operation, ref: dict[str, str]) -> dict[str, Any]:
              "schema": p.schema, "description": p.description}
             for p in op.params
         ]
-    if op.request is not None:
+    if op.request is not None:  # a body declared as anything but JSON
+        responses["415"] = {"description": "Error 415", "content": error}
         doc["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": {"$ref": ref[op.request.__name__]}}},

@@ -50,6 +50,12 @@ class HitOut(MemoryOut):
     """A recalled memory with its score."""
 
     score: float
+    embedded: bool | None = Field(
+        None, description="Hybrid mode: whether the memory has a current vector (else it "
+        "was found by its words only, and the backfill will embed it)")
+    explain: dict[str, Any] | None = Field(
+        None, description="With `explain: true`: full-text and vector rank and score, "
+        "relevance (RRF), recency, proximity")
 
 
 class RecallOut(BaseModel):
@@ -58,6 +64,9 @@ class RecallOut(BaseModel):
     results: list[HitOut]
     truncated: bool = Field(description="Whether the token budget dropped any result")
     tokens: int = Field(description="Estimated tokens of the returned results")
+    mode: str = Field("fulltext", description="`hybrid` (words and meaning) or `fulltext`")
+    degraded: str | None = Field(
+        None, description="Why this query fell back to full-text in hybrid mode")
 
 
 class HealthOut(BaseModel):
@@ -159,9 +168,54 @@ class LinkVerifyOut(BaseModel):
 
     link_id: str
     signature_verified: bool
-    attest_level: str
+    attest_level: str = Field(description="The level the verifying key supports (unsigned "
+                              "when none verifies), not the row's claim")
+    stored_attest_level: str = Field(description="The level the row claims")
     signed_by: str | None
+    observed_by: str
+    key_fingerprint: str | None = Field(description="The key that verified")
     signed_at: str | None
+    reason: str | None = Field(description="Why it does not verify: unsigned, "
+                               "no_trusted_key_verifies, signed_by_is_not_observed_by, "
+                               "stored_level_differs")
+
+
+class MemoryVerifyOut(BaseModel):
+    """A memory's current revision: its agent signature re-verified from the row."""
+
+    memory_id: str
+    revision: int
+    signature_verified: bool
+    attest_level: str = Field(description="The level the verifying key supports")
+    stored_attest_level: str
+    signed_by: str | None
+    key_fingerprint: str | None
+    signed_at: str | None
+    reason: str | None = Field(description="unsigned, no_trusted_key_verifies, "
+                               "stored_level_differs")
+
+
+class MismatchOut(BaseModel):
+    """A row that no longer matches its write record (or a record without its row)."""
+
+    kind: str = Field(description="memory or link")
+    id: str
+    problem: str = Field(description="changed, downgraded, missing_event, missing_row, "
+                         "unreadable")
+    fields: list[str]
+    sequence: int | None = Field(description="The record event compared")
+
+
+class DeepAuditOut(BaseModel):
+    """Every memory and link row against its latest write record."""
+
+    ok: bool
+    memories: int
+    links: int
+    records: int
+    mismatch_count: int
+    mismatches: list[MismatchOut]
+    truncated: bool
 
 
 class AuditVerifyOut(BaseModel):
@@ -174,6 +228,7 @@ class AuditVerifyOut(BaseModel):
     head_hash: str | None
     signatures_checked: int
     unverified: int
+    deep: DeepAuditOut | None = Field(None, description="With deep=true: the row sweep")
 
 
 class ApprovalOut(BaseModel):

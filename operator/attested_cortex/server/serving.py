@@ -2,7 +2,8 @@
 
 Order: settings -> authentication (dev mode refused off loopback) -> database pool ->
 schema check (refuse a newer or altered schema; an older one serves but is not ready
-until migrated) -> graph backend -> hooks -> application -> listeners. Shutdown on
+until migrated) -> graph backend -> hooks -> embedder and vector state (the backfill
+starts in the background) -> application -> listeners. Shutdown on
 SIGINT/SIGTERM closes listeners, hooks and the pool.
 """
 
@@ -20,6 +21,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from attested_cortex.attest.loading import KeySource
+from attested_cortex.embedding.base import EmbeddingError
+from attested_cortex.embedding.choosing import build_embedder
 from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.hooks.pipeline import open_pipeline
 from attested_cortex.policy.quotas import Buckets
@@ -33,12 +36,21 @@ from attested_cortex.server.auth import (
     check_dev_listen,
     parse_agent_id,
 )
+from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.service import recording
 from attested_cortex.service.approving import Approvals
 from attested_cortex.service.context import Policy, Services
+from attested_cortex.service.embedding import (
+    Vectors,
+    VectorSettings,
+    close_vectors,
+    open_vectors,
+    vectors_available,
+)
 from attested_cortex.service.limits import Limits
-from attested_cortex.store.database import Database
+from attested_cortex.store.database import Conn, Database
+from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
 from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.graph.selecting import select_backend
@@ -88,10 +100,15 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     async with first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
-    db = await Database.open(
-        settings.database_url, max_size=settings.pool_max_size,
-        configure=configure_age_connection if graph.name == "age" else None,
-    )
+    vector_session = session_settings(settings.embedding.vector_pool)
+
+    async def configure(conn: Conn) -> None:
+        if graph.name == "age":
+            await configure_age_connection(conn)
+        await vector_session(conn)
+
+    db = await Database.open(settings.database_url, max_size=settings.pool_max_size,
+                             configure=configure)
     stack.push_async_callback(db.close)
     registry = CollectorRegistry()
     hooks = await open_pipeline(settings.hooks_file, registry=registry)
@@ -102,11 +119,13 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     policy = policy_from(settings)
     approvals = approvals_from(settings, db, policy)
     extras: dict[str, Any] = {}
+    vectors = await _open_vectors(settings, db, registry)
+    stack.push_async_callback(close_vectors, vectors)
     services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
         metrics_registry=registry, keys=keys, policy=policy, approvals=approvals,
-        extras=extras,
+        extras=extras, vectors=vectors,
     )
     if settings.audit_signer is not None:
         if keys is None or AgentId(settings.audit_signer) not in keys.snapshot().signing_keys:
@@ -155,6 +174,35 @@ def policy_from(settings: ServerSettings) -> Policy:
     )
 
 
+async def _open_vectors(
+    settings: ServerSettings, db: Database, registry: CollectorRegistry
+) -> Vectors:
+    """The embedder the settings name and this database's vector state.
+
+    A bad ``--embedder`` stops start-up with a clear message; a database without pgvector
+    does not (recall stays full-text and capabilities say why). The embedded model is only
+    loaded where its vectors can be stored.
+    """
+    e = settings.embedding
+    if settings.embedder not in ("default", "none", "client") and not \
+            settings.embedder.startswith(("http://", "https://")):
+        raise InvalidInputError(
+            f"--embedder {settings.embedder!r}: use default, none, client or an http(s) URL",
+            field="embedder")
+    spec = settings.embedder if await vectors_available(db) else "none"
+    try:
+        embedder = build_embedder(spec, model=e.model, dimension=e.dimension,
+                                  api_key_file=e.api_key_file)
+    except EmbeddingError as exc:
+        raise InvalidInputError(str(exc), field="embedder") from exc
+    tuning = VectorSettings(
+        timeout_s=e.timeout_ms / 1000, batch=e.backfill_batch,
+        pause_s=e.backfill_pause_ms / 1000, min_similarity=e.min_similarity,
+        vector_pool=e.vector_pool,
+    )
+    return await open_vectors(db, embedder, settings=tuning, registry=registry)
+
+
 async def _select_graph(
     conn: psycopg.AsyncConnection[Any], settings: ServerSettings
 ) -> GraphBackend:
@@ -180,7 +228,7 @@ async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = 
     async with AsyncExitStack() as stack:
         services = await open_services(settings, stack)
         app = build_app(services, auth=auth)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = CortexRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         for address in settings.listen:

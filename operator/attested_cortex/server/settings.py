@@ -107,6 +107,21 @@ class LimitsSettings(BaseModel):
     recall_pool: int = Field(200, ge=10, le=10_000)
 
 
+class EmbeddingSettings(BaseModel):
+    """How memories and queries are embedded (the source itself is ``embedder``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = Field(None, min_length=1, max_length=200,
+                              description="model name (client vectors; sent to an endpoint)")
+    dimension: int | None = Field(None, ge=1, le=16000)
+    api_key_file: Path | None = None  # a bearer token for the endpoint, read once
+    timeout_ms: int = Field(1000, ge=10, le=5000)  # within the write class deadline
+    backfill_batch: int = Field(64, ge=1, le=1024)
+    backfill_pause_ms: int = Field(50, ge=0, le=60_000)
+    min_similarity: float = Field(0.0, ge=-1.0, le=1.0)
+    vector_pool: int = Field(100, ge=10, le=1000)
+
+
 class ServerSettings(BaseModel):
     """The server's configuration."""
 
@@ -130,6 +145,9 @@ class ServerSettings(BaseModel):
     transcripts: TranscriptsSettings = Field(default_factory=TranscriptsSettings)
     quotas: QuotasSettings = Field(default_factory=QuotasSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    embedder: str = Field("default", min_length=1, max_length=2048,
+                          description="default | none | client | an http(s) URL")
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     log_level: str = "INFO"
     pool_max_size: int = Field(10, ge=1, le=200)
 

@@ -38,6 +38,8 @@ log = logging.getLogger("attested_cortex.policy")
 CHANNEL: Final = "cortex_approvals"
 #: Put in a subscriber's queue when the server stops: the stream ends.
 CLOSED: Final[dict[str, Any]] = {"event": "closed"}
+#: How long a new stream subscriber waits for the NOTIFY listener to be LISTENing.
+LISTEN_WAIT_S: Final = 5.0
 #: Records an approval event (kind, action) in the log and the audit hook point.
 Recorder = Callable[[str, Action], Awaitable[None]]
 
@@ -85,6 +87,8 @@ class Approvals:
     _subscribers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)
     _remembered: set[str] = field(default_factory=set)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    #: Set while the NOTIFY listener is LISTENing: events are only delivered through it.
+    _listening: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def enabled(self) -> bool:
@@ -235,6 +239,12 @@ class Approvals:
         the server never grows without limit)."""
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
         self._subscribers.add(queue)
+        # Every event (this server's too) arrives through the listener: a subscriber that
+        # starts before its LISTEN would miss the first events. Bounded: a database that is
+        # away must not hold the stream open forever; events then flow once it reconnects.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(LISTEN_WAIT_S):
+                await self._listening.wait()
         try:
             yield queue
         finally:
@@ -271,11 +281,13 @@ class Approvals:
             try:
                 async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    self._listening.set()
                     delay = 0.1
                     async for note in conn.notifies():
                         self._deliver(note.payload)
             except (psycopg.Error, OSError) as exc:
                 log.warning("approval event listener reconnecting: %s", type(exc).__name__)
+            self._listening.clear()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0)
 

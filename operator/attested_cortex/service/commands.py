@@ -15,11 +15,17 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from attested_cortex.errors import TooLargeError
 from attested_cortex.namespaces import namespace_problem
+from attested_cortex.service.graph_commands import Instant
 from attested_cortex.service.limits import Limits
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f]+$")]
+
+#: A client-supplied vector (``--embedder client``): finite numbers, at most pgvector's 16000.
+Vector = Annotated[
+    list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1, max_length=16000)
+]
 
 
 def _no_nul(value: Any, path: str = "") -> None:
@@ -53,6 +59,11 @@ def _check_namespace(value: str) -> str:
     return value
 
 
+_SIGNATURE = ("Agent custody: base64 Ed25519 signature over the canonical CBOR of the "
+              "memory after the write (docs/attestation.md, signed memory writes)")
+_SIGNED_AT = "The moment in the signed payload (within 5 minutes of the server's clock)"
+
+
 class StoreMemory(BaseModel):
     """``POST /v1/memories``: a new memory."""
 
@@ -63,6 +74,11 @@ class StoreMemory(BaseModel):
     title: Text = Field("", max_length=512, description="A short title (searchable, ranks higher)")
     tags: list[Tag] = Field(default_factory=list, max_length=64, description="At most 64 tags")
     metadata: Json = Field(default_factory=dict, description="Free-form JSON object")
+    signature: str | None = Field(None, max_length=200, description=_SIGNATURE)
+    signed_at: Instant | None = Field(None, description=_SIGNED_AT)
+    embedding: Vector | None = Field(
+        None, description="The memory's vector, only with --embedder client (its dimension)"
+    )
 
     @field_validator("namespace")
     @classmethod
@@ -82,6 +98,11 @@ class UpdateMemory(BaseModel):
     expected_revision: int | None = Field(
         None, ge=1, description="Refuse with 409 unless the memory is at this revision"
     )
+    signature: str | None = Field(None, max_length=200, description=_SIGNATURE)
+    signed_at: Instant | None = Field(None, description=_SIGNED_AT)
+    embedding: Vector | None = Field(
+        None, description="The new text's vector, only with --embedder client"
+    )
 
 
 class RecallQuery(BaseModel):
@@ -97,6 +118,10 @@ class RecallQuery(BaseModel):
     budget_tokens: int | None = Field(
         None, ge=1, le=1_000_000,
         description="Fill results greedily up to this many tokens (about 4 characters each)",
+    )
+    explain: bool = Field(False, description="Add each result's score parts (`explain`)")
+    embedding: Vector | None = Field(
+        None, description="The query's vector, only with --embedder client"
     )
 
     @field_validator("namespace")

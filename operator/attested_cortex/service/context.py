@@ -97,6 +97,7 @@ class Services:
     auth_mode: str = "dev"
     metrics_registry: Any = None  # prometheus_client.CollectorRegistry shared by all parts
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
+    vectors: Any = None  # attested_cortex.service.embedding.Vectors: hybrid recall state
     extras: Mapping[str, Any] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
     approvals: Any = None  # service.approving.Approvals when the approval API is configured

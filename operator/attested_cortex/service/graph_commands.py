@@ -1,18 +1,32 @@
 """Inputs of the link and knowledge-graph operations (request bodies of /v1/links and
-/v1/kg/*). Ids and instants are parsed from their JSON strings; everything else is strict.
+/v1/kg/*). Ids and instants are parsed from their JSON strings (instants normalised to UTC,
+within years 1..9999); everything else is strict.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 Id = Annotated[uuid.UUID, Field(strict=False, description="UUID")]
-Instant = Annotated[AwareDatetime, Field(strict=False, description="RFC 3339 with offset")]
+
+
+def _in_utc_range(moment: datetime) -> datetime:
+    """Refuse an instant whose UTC form falls outside years 1..9999: stored, it could not be
+    read back (``9999-12-31T23:59:59-12:00`` is in year 10000 in UTC)."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("the instant falls outside years 0001..9999 in UTC") from exc
+
+
+Instant = Annotated[AwareDatetime, Field(strict=False, description="RFC 3339 with offset"),
+                    AfterValidator(_in_utc_range)]
 Relation = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9_\-]+$")]
 
 

@@ -7,6 +7,7 @@ in use, the hooks loaded now), never copied from configuration intent: the seed'
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -19,6 +20,9 @@ from attested_cortex.service.pipeline import Call, run
 from attested_cortex.store.migrating import current_version
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
 
+#: readyz answers 503 within this bound even when the database host stopped answering.
+READY_TIMEOUT_S = 0.8
+
 
 async def schema_version(svc: Services) -> int:
     """The database's validated schema version."""
@@ -27,12 +31,18 @@ async def schema_version(svc: Services) -> int:
 
 
 async def readiness(svc: Services) -> tuple[bool, dict[str, Any]]:
-    """Whether the database answers and its schema is the one this build expects."""
+    """Whether the database answers (within :data:`READY_TIMEOUT_S`) and its schema is the
+    one this build expects."""
     checks: dict[str, Any] = {}
     try:
-        version = await schema_version(svc)
+        async with asyncio.timeout(READY_TIMEOUT_S):
+            version = await schema_version(svc)
     except CortexError as exc:
         checks["database"] = {"ok": False, "message": exc.message}
+        return False, checks
+    except TimeoutError:
+        checks["database"] = {"ok": False, "message": "the database did not answer within "
+                              f"{READY_TIMEOUT_S * 1000:.0f} ms"}
         return False, checks
     checks["database"] = {"ok": True}
     current = version == MAX_SUPPORTED_SCHEMA
@@ -51,6 +61,15 @@ def attestation(svc: Services) -> dict[str, Any]:
         "cortex_custody_agents": sorted(keys.signing_keys)[:100],
         "levels": ["unsigned", "self_signed", "peer_attested"],
     }
+
+
+def recall_capabilities(svc: Services) -> dict[str, Any]:
+    """Recall mode, embedder and backfill progress, as the server runs them now."""
+    if svc.vectors is None:
+        return {"mode": "fulltext", "reason": "vector state not opened", "embedder": None,
+                "vector_extension": False, "vector_index": None, "backfill": None}
+    described: dict[str, Any] = svc.vectors.describe()
+    return described
 
 
 def permissions(svc: Services) -> dict[str, Any]:
@@ -124,6 +143,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "schema_version": await schema_version(svc),
         "max_supported_schema": MAX_SUPPORTED_SCHEMA,
         "kg_backend": getattr(svc.graph, "name", None),
+        "recall": recall_capabilities(svc),
         "auth": {"mode": svc.auth_mode},
         "permissions": permissions(svc),
         "hooks": hooks,

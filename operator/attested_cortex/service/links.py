@@ -2,8 +2,9 @@
 ``POST /v1/kg/invalidate`` and ``GET /v1/links/{id}/verify``.
 
 create: pipeline (scope and rules on both ends' namespaces, pre_link) -> sign (custody,
-signature check, replay) -> insert + graph mirror + audit event in one transaction ->
-post_link. Links are immutable; invalidation only closes the validity window; the signed
+signature check, replay) -> insert + graph mirror + write record (:mod:`.write_records`)
++ signed audit event in one transaction -> post_link; an invalidation appends its write
+record too. Links are immutable; invalidation only closes the validity window; the signed
 window stays in ``asserted_until`` so a signature still verifies afterwards. Only the
 observer invalidates a link unless granted more, and nobody closes another agent's link in
 the past (retroactively).
@@ -22,7 +23,7 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.policy.decisions import ALLOW, Decision
-from attested_cortex.service import attesting
+from attested_cortex.service import attesting, write_records
 from attested_cortex.service import operations as ops
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink
@@ -73,6 +74,7 @@ class CreateCall(Call[Link]):
                 attest_level=outcome.level, signed_by=outcome.signed_by,
                 signed_at=plan.signed_at,
             )
+            await write_records.record_link(svc, conn, caller, "link.recorded", link)
             if outcome.verified:  # last statement: the chain lock is held until commit
                 await append_event(
                     conn, agent_id=caller.agent_id, event_type="link.created",
@@ -161,9 +163,11 @@ class InvalidateCall(Call[Link]):
         if not check.allows:  # a hook moved valid_until into the past
             raise InvalidInputError(check.reason or "retroactive", code=check.code)
         async with svc.db.transaction() as conn:
-            return await link_rows.invalidate_link(conn, graph=backend(svc),
+            link = await link_rows.invalidate_link(conn, graph=backend(svc),
                                                    link_id=self.cmd.link_id,
                                                    valid_until=self.cmd.valid_until)
+            await write_records.record_link(svc, conn, caller, "link.invalidated", link)
+        return link
 
     def post_payload(self, event: EventName, result: Link) -> dict[str, Any]:
         return payload(event, **link_view(result))

@@ -1,9 +1,15 @@
-"""Memory operations: store, get, update, delete, list. Called by the HTTP routes.
+"""Memory operations: store, get, update, delete, list, verify. Called by the HTTP routes.
 
 Each is a :class:`~.pipeline.Call` run by :func:`.pipeline.run` (scope, rules, hooks, quota,
 audit). Writes fire ``pre_index``/``post_index`` around the write because the full-text
 index is computed in the same statement; a pre- hook's Modify is re-validated as if a client
-had sent it.
+had sent it. Every write appends its chain record (:mod:`.write_records`) in its own
+transaction (a plain store: in its own INSERT statement); an agent-signed store or update
+(``signature``, ``signed_at``, checked after the hooks, over what is written) also keeps the
+signature for ``GET /v1/memories/{id}/verify``.
+A store or update then gives the memory its vector for hybrid recall (:mod:`.embedding`):
+after the write committed, within ``timeout_ms``, else left to the backfill; a delete drops the
+vector in the tombstoning transaction.
 """
 
 from __future__ import annotations
@@ -11,11 +17,13 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.namespaces import parse_namespace
+from attested_cortex.service import attesting, embedding, write_records
 from attested_cortex.service import operations as ops
 from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
@@ -23,6 +31,7 @@ from attested_cortex.service.hooking import revalidate
 from attested_cortex.service.pipeline import Call, Target, run, visible
 from attested_cortex.service.views import memory_view
 from attested_cortex.store import memories as rows
+from attested_cortex.store import signatures
 from attested_cortex.store.memories import Memory
 
 
@@ -56,9 +65,15 @@ class StoreCall(Call[Memory]):
 
     spec = ops.MEMORY_STORE
     cmd: StoreMemory
+    # The client's vector (--embedder client) stays out of hook payloads and survives a Modify.
+    vector: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        self.vector = self.cmd.embedding
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
+        embedding.check_vector(svc.vectors, self.vector)
         return Target((self.cmd.namespace,), caller.agent_id, self._bytes())
 
     def _bytes(self) -> int:
@@ -68,10 +83,10 @@ class StoreCall(Call[Memory]):
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         if event == "pre_index":
             return _index_payload(None, self.cmd.namespace, "store", self.cmd.model_dump())
-        return payload(event, **self.cmd.model_dump())
+        return payload(event, **self.cmd.model_dump(exclude={"embedding"}))
 
     def modified(self, event: EventName, changed: dict[str, Any]) -> None:
-        fields = self.cmd.model_dump()
+        fields = self.cmd.model_dump(exclude={"embedding"})
         fields = _indexed(fields, changed) if event == "pre_index" else {
             k: v for k, v in changed.items() if k in StoreMemory.model_fields}
         self.cmd = revalidate(StoreMemory, fields)
@@ -80,20 +95,41 @@ class StoreCall(Call[Memory]):
         cmd = self.cmd
         check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
         mirror = svc.graph if svc.graph is not None and svc.graph.mirrors_writes else None
-        # Without a mirror to write, the store is one INSERT, atomic on its own: an explicit
-        # transaction would only add BEGIN and COMMIT round trips (make bench: HTTP stores
-        # 236.9 -> 391.8/s).
-        async with svc.db.transaction() if mirror is not None else svc.db.connection() as conn:
+        signed = attesting.plan_memory(
+            keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id, namespace=cmd.namespace,
+            title=cmd.title, content=cmd.content, signature=cmd.signature,
+            signed_at=cmd.signed_at)
+        memory_id = uuid.uuid4()
+        record = write_records.pending_memory(svc, caller, "memory.stored", _as_stored(
+            memory_id, cmd, caller), signed.signature if signed else None)
+        # Without a mirror or a signature to write, the store is one statement (the INSERT and
+        # its audit record), atomic on its own: an explicit transaction would only add BEGIN
+        # and COMMIT round trips (make bench: HTTP stores 236.9 -> 391.8/s).
+        one_statement = mirror is None and signed is None
+        async with svc.db.connection() if one_statement else svc.db.transaction() as conn:
             memory = await rows.insert(
                 conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                 tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
+                memory_id=memory_id, event=record,
             )
             if mirror is not None:
                 await mirror.on_memory_created(conn, memory.id, memory.namespace)
+            if signed is not None:
+                await write_records.record_signed_memory(conn, caller, memory, signed)
+        # After the write committed (it never waits on the embedder), bounded by timeout_ms.
+        await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory
 
     def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
         return _post_write(event, result, "store")
+
+
+def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller) -> Memory:
+    """The row a store will write (what its record covers), before it is written."""
+    now = datetime.now(UTC)
+    return Memory(id=memory_id, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
+                  tags=tuple(cmd.tags), metadata=cmd.metadata, author=caller.agent_id,
+                  revision=1, created_at=now, updated_at=now, deleted_at=None)
 
 
 def _post_write(event: EventName, memory: Memory, reason: str) -> dict[str, Any]:
@@ -128,9 +164,14 @@ class UpdateCall(Call[Memory]):
     memory_id: uuid.UUID
     cmd: UpdateMemory
     current: Memory | None = None
+    vector: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        self.vector = self.cmd.embedding
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
+        embedding.check_vector(svc.vectors, self.vector)
         self.current = current = await _load(svc, self.memory_id)
         grows = text_bytes(content=self.cmd.content, title=self.cmd.title,
                            metadata=self.cmd.metadata) - text_bytes(
@@ -141,7 +182,7 @@ class UpdateCall(Call[Memory]):
 
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         assert self.current is not None
-        changes = self.cmd.model_dump(exclude_unset=True)
+        changes = self.cmd.model_dump(exclude_unset=True, exclude={"embedding"})
         if event == "pre_index":
             return _index_payload(str(self.memory_id), self.current.namespace, "update",
                                   changes)
@@ -149,7 +190,7 @@ class UpdateCall(Call[Memory]):
                        author=self.current.author, changes=changes)
 
     def modified(self, event: EventName, changed: dict[str, Any]) -> None:
-        fields = self.cmd.model_dump(exclude_unset=True)
+        fields = self.cmd.model_dump(exclude_unset=True, exclude={"embedding"})
         if event == "pre_index":
             fields = _indexed(fields, changed)
         else:
@@ -160,13 +201,25 @@ class UpdateCall(Call[Memory]):
     async def execute(self, svc: Services, caller: Caller) -> Memory:
         cmd = self.cmd
         check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
-        changes = cmd.model_dump(exclude_unset=True, exclude={"expected_revision"})
+        changes = cmd.model_dump(exclude_unset=True,
+                                 exclude={"expected_revision", "signature", "signed_at",
+                                          "embedding"})
         changes = {k: v for k, v in changes.items() if v is not None}
         async with svc.db.transaction() as conn:
             locked = await rows.get(conn, self.memory_id, for_update=True)
-            return await rows.update(
+            memory = await rows.update(
                 conn, locked, changes=changes, expected_revision=cmd.expected_revision
             )
+            signed = attesting.plan_memory(
+                keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id,
+                namespace=memory.namespace, title=memory.title, content=memory.content,
+                signature=cmd.signature, signed_at=cmd.signed_at)
+            await write_records.record_memory(svc, conn, caller, "memory.updated", memory,
+                                              signed.signature if signed else None)
+            if signed is not None:
+                await write_records.record_signed_memory(conn, caller, memory, signed)
+        await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
+        return memory
 
     def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
         return _post_write(event, result, "update")
@@ -196,10 +249,34 @@ class DeleteCall(Call[Memory]):
             memory = await rows.tombstone(conn, locked)
             if svc.graph is not None and not locked.deleted:
                 await svc.graph.on_memory_tombstoned(conn, memory.id)
+            if not locked.deleted:  # deleting twice writes nothing, so records nothing
+                await write_records.record_memory(svc, conn, caller, "memory.deleted", memory)
+            await embedding.forget(svc.vectors, conn, memory.id)
         return memory
 
     def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
         return payload(event, **memory_view(result))
+
+
+@dataclass
+class VerifyCall(Call[dict[str, Any]]):
+    """``GET /v1/memories/{id}/verify``: re-verify the agent signature of a memory's current
+    revision from its row and the keyring."""
+
+    spec = ops.MEMORY_VERIFY
+    memory_id: uuid.UUID
+    found: Memory | None = None
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        self.found = await _load(svc, self.memory_id)
+        return Target((self.found.namespace,), self.found.author)
+
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        assert self.found is not None
+        async with svc.db.connection() as conn:
+            signature = await signatures.for_revision(conn, self.found.id, self.found.revision)
+        return attesting.memory_verification(self.found, signature,
+                                             attesting.snapshot(svc.keys))
 
 
 @dataclass
@@ -250,6 +327,11 @@ async def update(svc: Services, caller: Caller, memory_id: uuid.UUID, cmd: Updat
 async def delete(svc: Services, caller: Caller, memory_id: uuid.UUID) -> Memory:
     """Tombstone a memory (its author, or an agent granted more)."""
     return await run(svc, caller, DeleteCall(memory_id))
+
+
+async def verify(svc: Services, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
+    """Re-verify the agent signature of a memory's current revision."""
+    return await run(svc, caller, VerifyCall(memory_id))
 
 
 async def search(

@@ -44,6 +44,7 @@ MEMORY_UPDATE: Final = _op("memory.update", "write", ("pre_update", "pre_index")
                            restricted=True, owner_only=True)
 MEMORY_DELETE: Final = _op("memory.delete", "write", ("pre_delete",), ("post_delete",),
                            "memory.forget", "delete", restricted=True, owner_only=True)
+MEMORY_VERIFY: Final = _op("memory.verify", None, (), (), "memory.read", "search")
 MEMORY_LIST: Final = _op("memory.list", "read", ("pre_search",), ("post_search",),
                          "memory.read", "search")
 RECALL: Final = _op("recall", "read", ("pre_recall",), ("post_recall",), "memory.read",
@@ -71,7 +72,8 @@ APPROVAL_DECIDE: Final = _op("approvals.decide", "approval", ("pre_approval",),
 #: Every operation by name.
 OPERATIONS: Final[dict[str, OperationSpec]] = {
     spec.name: spec for spec in (
-        MEMORY_STORE, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_LIST, RECALL,
+        MEMORY_STORE, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_VERIFY, MEMORY_LIST,
+        RECALL,
         LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
         KG_TIMELINE, AUDIT_VERIFY, CAPABILITIES, APPROVALS_LIST, APPROVALS_STREAM,
         APPROVAL_DECIDE,

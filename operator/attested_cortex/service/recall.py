@@ -1,15 +1,18 @@
-"""Recall: bounded full-text recall -> read isolation -> token budget, run through the
-operation pipeline (:mod:`.pipeline`). Called by ``POST /v1/recall``.
+"""Recall: pre_recall hook -> query vector (hybrid mode: embedded within its deadline, or sent
+by the client) -> bounded full-text + vector recall, fused -> read isolation -> token budget ->
+post_recall hook, run through the operation pipeline (:mod:`.pipeline`). Called by
+``POST /v1/recall``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
+from attested_cortex.service import embedding
 from attested_cortex.service import operations as ops
 from attested_cortex.service.commands import RecallQuery
 from attested_cortex.service.context import Caller, Services
@@ -27,6 +30,9 @@ class RecallResult:
     hits: tuple[Hit, ...]
     truncated: bool
     tokens: int
+    mode: str = "fulltext"
+    degraded: str | None = None
+    explain: bool = False
 
 
 def estimate_tokens(hit: Hit) -> int:
@@ -52,9 +58,27 @@ def apply_budget(hits: list[Hit], budget: int | None) -> RecallResult:
     return RecallResult(tuple(kept), len(kept) < len(hits), used)
 
 
-def hit_view(hit: Hit) -> dict[str, Any]:
-    """A hit as API JSON."""
-    return {**memory_view(hit.memory), "score": round(hit.score, 6)}
+def hit_view(hit: Hit, *, explain: bool = False) -> dict[str, Any]:
+    """A hit as API JSON: ``embedded`` (hybrid mode) says whether it has a current vector."""
+    view = {**memory_view(hit.memory), "score": round(hit.score, 6)}
+    if hit.embedded is not None:
+        view["embedded"] = hit.embedded
+    if explain and hit.parts is not None:
+        view["explain"] = hit.parts.as_dict()
+    return view
+
+
+def result_view(result: RecallResult) -> dict[str, Any]:
+    """The ``POST /v1/recall`` answer."""
+    body: dict[str, Any] = {
+        "results": [hit_view(h, explain=result.explain) for h in result.hits],
+        "truncated": result.truncated,
+        "tokens": result.tokens,
+        "mode": result.mode,
+    }
+    if result.degraded is not None:
+        body["degraded"] = result.degraded
+    return body
 
 
 @dataclass
@@ -66,29 +90,45 @@ class RecallCall(Call[RecallResult]):
     query: RecallQuery
 
     async def target(self, svc: Services, caller: Caller) -> Target:
+        embedding.check_vector(svc.vectors, self.query.embedding)
         ns = self.query.namespace
         return Target((ns,) if ns is not None else ())
 
     def pre_payload(self, event: EventName) -> dict[str, Any]:
-        return payload(event, **self.query.model_dump())
+        return payload(event, **self._hooked())
+
+    def _hooked(self) -> dict[str, Any]:
+        """The query as hooks see it: the client's vector and ``explain`` stay out."""
+        return self.query.model_dump(exclude=_NOT_HOOKED)
 
     def modified(self, event: EventName, changed: dict[str, Any]) -> None:
-        self.query = revalidate(RecallQuery, {k: v for k, v in changed.items()
-                                              if k in RecallQuery.model_fields})
+        fields = {k: v for k, v in changed.items()
+                  if k in RecallQuery.model_fields and k not in _NOT_HOOKED}
+        # A Modify keeps the client's vector and explain flag (hooks never see them).
+        self.query = revalidate(RecallQuery, {**fields, "embedding": self.query.embedding,
+                                              "explain": self.query.explain})
 
     async def execute(self, svc: Services, caller: Caller) -> RecallResult:
         query = self.query
+        plan = await embedding.plan_query(svc.vectors, query.query, query.embedding)
         async with svc.db.connection() as conn:
             hits = await store_recall.recall(
                 conn, query=query.query, namespace=query.namespace, limit=query.limit,
-                pool=svc.limits.recall_pool,
+                pool=svc.limits.recall_pool, vector=plan.vector,
             )
         hits = [h for h in hits if visible(svc, caller, self.spec, h.memory.namespace)]
-        return apply_budget(hits, query.budget_tokens)
+        searched = plan.vector is not None and plan.vector.search
+        return replace(apply_budget(hits, query.budget_tokens),
+                       mode="hybrid" if searched else "fulltext", degraded=plan.degraded,
+                       explain=query.explain)
 
     def post_payload(self, event: EventName, result: RecallResult) -> dict[str, Any]:
-        return payload(event, **self.query.model_dump(),
+        return payload(event, **self._hooked(),
                        results=[hit_view(h) for h in result.hits], truncated=result.truncated)
+
+
+#: RecallQuery fields hooks never see (as on the hybrid branch before the pipeline).
+_NOT_HOOKED: set[str] = {"embedding", "explain"}
 
 
 async def recall(svc: Services, caller: Caller, query: RecallQuery) -> RecallResult:

@@ -2,57 +2,67 @@
 
 One :class:`Database` per process. ``transaction()`` and ``connection()`` yield psycopg
 async connections with dict rows and translate expected database errors at the boundary.
-A ``configure`` callback (the AGE backend's) runs on every new connection.
+A ``configure`` callback (the AGE backend's) runs on every new connection. The pool
+(:mod:`.pooling`) fails fast while the database is away and checks each idle connection
+on checkout, so a restarted database costs no request.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
 
 from attested_cortex.errors import NotReadyError
 from attested_cortex.store.errors import translating
+from attested_cortex.store.pooling import Conn, Pool, PoolSettings
 
-Conn = psycopg.AsyncConnection[DictRow]
 ConfigureFn = Callable[[Conn], Awaitable[None]]
+
+__all__ = ["ConfigureFn", "Conn", "Database", "PoolSettings"]
 
 
 class Database:
     """A pool of connections to one database."""
 
-    def __init__(self, pool: AsyncConnectionPool[Conn]) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     @classmethod
     async def open(
         cls, dsn: str, *, min_size: int = 2, max_size: int = 10,
         configure: ConfigureFn | None = None, wait_seconds: float = 10.0,
+        settings: PoolSettings | None = None,
     ) -> Database:
-        """Open the pool and wait until one connection works (or raise NotReadyError)."""
+        """Open the pool and wait until ``min_size`` connections work (or raise
+        NotReadyError after ``wait_seconds``)."""
 
-        async def _configure(conn: Conn) -> None:
-            if configure is not None:
-                await configure(conn)
+        async def connect() -> Conn:
+            # autocommit: a read is one round trip (no implicit transaction to roll back
+            # on return to the pool); writes open an explicit transaction.
+            conn = await psycopg.AsyncConnection.connect(
+                dsn, autocommit=True, row_factory=dict_row,
+                connect_timeout=max(2, round(chosen.connect_timeout_s)),
+            )
+            try:
+                # Instants are read back in UTC, whatever the server's TimeZone: every
+                # stored instant is within years 1..9999 in UTC, not always in a local zone.
+                await conn.execute("SET TIME ZONE 'UTC'")
+                if configure is not None:
+                    await configure(conn)
+            except BaseException:
+                await conn.close()
+                raise
+            return conn
 
-        pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            dsn,
-            connection_class=psycopg.AsyncConnection[DictRow],
-            min_size=min_size, max_size=max_size, open=False,
-            # autocommit: a read is one round trip (no implicit transaction to roll back on
-            # return to the pool); writes open an explicit transaction.
-            kwargs={"row_factory": dict_row, "autocommit": True},
-            configure=_configure, timeout=wait_seconds,
-        )
-        try:
-            await pool.open(wait=True, timeout=wait_seconds)
-        except Exception as exc:  # psycopg_pool.PoolTimeout and connection errors
-            await pool.close()
-            raise NotReadyError(f"cannot connect to the database: {exc}") from exc
+        chosen = settings or PoolSettings(max_size=max_size)
+        pool = Pool(connect, chosen)
+        await _fill_within(pool, min_size, wait_seconds)
         return cls(pool)
 
     async def close(self) -> None:
@@ -78,3 +88,17 @@ class Database:
         async with self.connection() as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchone()
+
+
+async def _fill_within(pool: Pool, count: int, wait_seconds: float) -> None:
+    """Retry (within the pool's backoff) until ``count`` connections work."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            await pool.fill(count)
+            return
+        except NotReadyError as exc:
+            if time.monotonic() >= deadline:
+                await pool.close()
+                raise NotReadyError(f"cannot connect to the database: {exc.message}") from exc
+            await asyncio.sleep(0.05)  # the pool's retry window paces the attempts

@@ -1,8 +1,9 @@
 """Translation of psycopg errors into the domain tree, for the storage layer only.
 
 Expected database errors (a duplicate key, a broken check constraint, text PostgreSQL
-cannot store, a lost connection) become the specific :mod:`attested_cortex.errors` class;
-anything else propagates as a bug. Nothing above the store ever sees a psycopg exception.
+cannot store, a lost connection, a table a later migration adds) become the specific
+:mod:`attested_cortex.errors` class; anything else propagates as a bug. Nothing above the
+store ever sees a psycopg exception.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from attested_cortex.errors import (
     InvalidInputError,
     NotFoundError,
     NotReadyError,
+    SchemaMissingError,
 )
 
 
@@ -37,6 +39,12 @@ def translate(exc: psycopg.Error) -> CortexError | None:
         return InvalidInputError(f"the database cannot store this value: {detail}")
     if isinstance(exc, pg.SerializationFailure | pg.DeadlockDetected | pg.LockNotAvailable):
         return ConflictError("a concurrent change conflicted with this one; retry")
+    if isinstance(exc, pg.UndefinedTable | pg.UndefinedColumn | pg.UndefinedFunction):
+        # ``migrate --target`` stopped before the migration this operation needs.
+        return SchemaMissingError(
+            f"the database schema lacks what this operation needs ({exc.diag.message_primary});"
+            " run cortexctl migrate to bring it to this build's version"
+        )
     if isinstance(exc, psycopg.OperationalError):
         return NotReadyError("the database is unreachable; retry shortly")
     return None

@@ -4,15 +4,17 @@ Called only by :mod:`attested_cortex.attest.auditing`, which computes hashes and
 (the store layer sits below attest and must not import it). Every function runs inside the
 caller's connection; psycopg errors are translated here and never escape.
 
-Appends serialize on a transaction-scoped advisory lock: :func:`lock_head` takes it and the
-caller's COMMIT or ROLLBACK releases it, so keep the append the last statement of the write
-transaction. The BEFORE INSERT trigger of migration 0003 and the primary key back the lock
-up inside the database itself.
+Appends serialize on a transaction-scoped advisory lock that the BEFORE INSERT trigger
+(migration 0006) takes itself; the caller's COMMIT or ROLLBACK releases it, so keep the append
+the last statement of the write transaction. The trigger also computes the event's sequence,
+prev_hash, payload_hash, created_at and hash: :func:`append` sends only what the writer
+states (agent, type, payload, signature, key) and reads back what the database made of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -49,11 +51,34 @@ class EventRow:
     event_type: str
     payload: bytes
     payload_hash: bytes
-    signature: bytes
-    key_fingerprint: str
+    signature: bytes | None
+    key_fingerprint: str | None
     prev_hash: bytes
     hash: bytes
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An event to append in the same statement as a write (see ``memories.insert``)."""
+
+    agent_id: str
+    event_type: str
+    payload: bytes
+    signature: bytes | None = None
+    key_fingerprint: str | None = None
+
+    def params(self) -> tuple[Any, ...]:
+        """The values of :data:`APPEND_VALUES`, in order."""
+        return (self.agent_id, self.event_type, self.payload, self.signature,
+                self.key_fingerprint)
+
+
+#: ``INSERT`` of a :class:`PendingEvent` (5 parameters); the trigger fills the chain fields.
+APPEND_VALUES = (
+    "INSERT INTO signed_events (agent_id, event_type, payload, signature, key_fingerprint) "
+    "VALUES (%s, %s, %s, %s, %s)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +109,30 @@ async def lock_head(conn: psycopg.AsyncConnection[Any]) -> ChainHead:
     return ChainHead(sequence or 0, bytes(head_hash) if head_hash else GENESIS_HASH, now)
 
 
+async def append(
+    conn: psycopg.AsyncConnection[Any], *, agent_id: str, event_type: str, payload: bytes,
+    signature: bytes | None, key_fingerprint: str | None,
+) -> EventRow:
+    """Append a statement as the next event; the database places and hashes it. A statement
+    already recorded is a replay (ConflictError)."""
+    try:
+        cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
+            f"{APPEND_VALUES} RETURNING {_COLUMNS}",
+            (agent_id, event_type, payload, signature, key_fingerprint),
+        )
+        row = await cur.fetchone()
+    except psycopg.Error as exc:
+        domain = _insert_error(exc, event_type=event_type)
+        if domain is None:
+            raise
+        raise domain from exc
+    assert row is not None
+    return _row(row)
+
+
 async def insert_event(conn: psycopg.AsyncConnection[Any], event: EventRow) -> None:
-    """Insert a sealed event; a statement already recorded is a replay (ConflictError)."""
+    """Insert an event sealed by the caller (tests and benchmarks); since migration 0006 the
+    database replaces its chain fields with its own. A repeated statement is a replay."""
     values = (
         event.sequence, event.agent_id, event.event_type, event.payload, event.payload_hash,
         event.signature, event.key_fingerprint, event.prev_hash, event.hash, event.created_at,
@@ -134,6 +181,21 @@ async def stream_events(
                     yield [_row(r) for r in rows]
 
 
+@contextmanager
+def translating_events(event: PendingEvent | None) -> Iterator[None]:
+    """Name the ways a statement carrying ``event`` fails in signed_events (replay, the
+    role's privileges); other errors pass on to the caller's translation."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        if event is None or exc.diag.table_name != "signed_events":
+            raise
+        domain = _insert_error(exc, event_type=event.event_type)
+        if domain is None:
+            raise
+        raise domain from exc
+
+
 def _insert_error(exc: psycopg.Error, *, event_type: str) -> CortexError | None:
     """Name the expected ways an append fails; None for a bug."""
     if isinstance(exc, pg.UniqueViolation) and exc.diag.constraint_name == STATEMENT_INDEX:
@@ -156,6 +218,6 @@ def _insert_error(exc: psycopg.Error, *, event_type: str) -> CortexError | None:
 def _row(r: tuple[Any, ...]) -> EventRow:
     sequence, agent_id, event_type, payload, payload_hash, signature, fpr, prev, digest, at = r
     return EventRow(
-        sequence, agent_id, event_type, bytes(payload), bytes(payload_hash), bytes(signature),
-        fpr, bytes(prev), bytes(digest), at,
+        sequence, agent_id, event_type, bytes(payload), bytes(payload_hash),
+        None if signature is None else bytes(signature), fpr, bytes(prev), bytes(digest), at,
     )

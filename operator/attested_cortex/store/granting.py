@@ -4,7 +4,8 @@ The migrating role owns every table; the server's role gets only what the server
 read the schema version, read and write memories and links, and *append* to
 ``signed_events`` (SELECT and INSERT: no UPDATE, DELETE or TRUNCATE, and never ownership,
 since an owner could disable the append-only triggers). Where the AGE graph exists, the
-role may use its schema to keep the mirror in step.
+role may use its schema to keep the mirror in step. Where the embeddings table exists, the
+role reads and writes it (the background backfill replaces stale rows).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "pending_actions"),
     ("SELECT, INSERT, DELETE", "approval_signatures"),
     ("SELECT, INSERT", "remembered_rules"),
+    ("SELECT, INSERT", "memory_signatures"),
 )
 
 
 async def grant_app_role(
-    conn: psycopg.AsyncConnection[Any], role: str, *, graph: str | None
+    conn: psycopg.AsyncConnection[Any], role: str, *, graph: str | None, vectors: bool = False,
 ) -> None:
     """Grant ``role`` what the server needs (idempotent: GRANT repeats harmlessly)."""
     cur = await conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", (role,))
@@ -41,6 +43,9 @@ async def grant_app_role(
     for privileges, table in _TABLE_GRANTS:
         await conn.execute(sql.SQL("GRANT " + privileges + " ON {} TO {}").format(
             sql.Identifier(table), who))
+    if vectors:
+        await conn.execute(sql.SQL(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON memory_embeddings TO {}").format(who))
     if graph is not None:
         schema = sql.Identifier(graph)
         await conn.execute(sql.SQL("GRANT USAGE ON SCHEMA ag_catalog, {} TO {}").format(

@@ -5,6 +5,8 @@ serialize: the second finds the work done and changes nothing. Each migration ru
 its own transaction together with its ``schema_migrations`` row, so a failure leaves the
 database at the previous version. Where the ``age`` extension is installed, the graph is
 set up afterwards (see :mod:`.graph.age_setup`); elsewhere nothing AGE-specific runs.
+Likewise every run calls ``cortex_ensure_vectors()`` (migration 0007) once the schema has
+it, so a database that gained pgvector after it was migrated gains its embeddings table.
 """
 
 from __future__ import annotations
@@ -15,11 +17,23 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
+from attested_cortex.errors import MigrationRecordError
 from attested_cortex.store.errors import translating
 from attested_cortex.store.granting import grant_app_role
 from attested_cortex.store.graph.age_setup import ensure_age_graph
 from attested_cortex.store.graph.cypher import GRAPH
-from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA, Plan, check_applied, plan
+from attested_cortex.store.schema import (
+    MAX_SUPPORTED_SCHEMA,
+    MIGRATIONS,
+    Migration,
+    Plan,
+    check_applied,
+    plan,
+)
+
+#: The schema version that brought ``cortex_ensure_vectors()`` (``NNNN_embeddings.sql``),
+#: found by name so a renumbered migration needs no change here.
+VECTORS_SCHEMA = next(m.version for m in MIGRATIONS if m.name == "embeddings")
 
 #: Arbitrary but fixed: ``hashtext('attested-cortex/migrate')`` would do, a literal is clearer.
 ADVISORY_LOCK_KEY = 0x6174_6378_6D69_6772  # "atcxmigr"
@@ -42,6 +56,7 @@ class MigrationReport:
     after: int
     applied: tuple[str, ...]
     graph: bool
+    vectors: bool = False
 
 
 async def read_applied(conn: psycopg.AsyncConnection[Any]) -> dict[int, str]:
@@ -86,17 +101,13 @@ async def _migrate(
             await conn.execute(_CREATE_TABLE)
             the_plan = plan(await read_applied(conn), target=target)
             for migration in the_plan.pending:
-                async with conn.transaction():
-                    await conn.execute(migration.sql.encode())
-                    await conn.execute(
-                        "INSERT INTO schema_migrations (version, name, checksum) "
-                        "VALUES (%s, %s, %s)",
-                        (migration.version, migration.name, migration.checksum),
-                    )
+                await _apply(conn, migration)
             graph_ready = await _setup_graph(conn) if graph else False
-            if app_role is not None:
-                await grant_app_role(conn, app_role, graph=GRAPH if graph_ready else None)
             after = max([the_plan.current, *(m.version for m in the_plan.pending)])
+            vectors = await _setup_vectors(conn) if after >= VECTORS_SCHEMA else False
+            if app_role is not None:
+                await grant_app_role(conn, app_role, graph=GRAPH if graph_ready else None,
+                                     vectors=vectors)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
     return MigrationReport(
@@ -104,7 +115,29 @@ async def _migrate(
         after=after,
         applied=tuple(f"{m.version:04d}_{m.name}" for m in the_plan.pending),
         graph=graph_ready,
+        vectors=vectors,
     )
+
+
+async def _apply(conn: psycopg.AsyncConnection[Any], migration: Migration) -> None:
+    """One migration and its row in one transaction; a statement the schema refuses (a
+    column that already exists because schema_migrations lost its row) is one clear error."""
+    try:
+        async with conn.transaction():
+            await conn.execute(migration.sql.encode())
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                (migration.version, migration.name, migration.checksum),
+            )
+    except psycopg.OperationalError:
+        raise  # the connection or the server failed: translated as "unreachable"
+    except psycopg.Error as exc:
+        raise MigrationRecordError(
+            f"migration {migration.version:04d}_{migration.name} failed and was rolled back: "
+            f"{exc.diag.message_primary or type(exc).__name__}; the schema does not match "
+            "schema_migrations (a row deleted by hand?): restore the row or the database",
+            version=migration.version,
+        ) from exc
 
 
 async def _ensure_age_loaded(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -116,6 +149,14 @@ async def _ensure_age_loaded(conn: psycopg.AsyncConnection[Any]) -> None:
     cur = await conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'age'")
     if await cur.fetchone():
         await conn.execute("CREATE EXTENSION IF NOT EXISTS age")
+
+
+async def _setup_vectors(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Create pgvector and the embeddings table where possible; False where not."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute("SELECT cortex_ensure_vectors()")
+        row = await cur.fetchone()
+    return bool(row and row[0])
 
 
 async def _setup_graph(conn: psycopg.AsyncConnection[Any]) -> bool:

@@ -1,16 +1,32 @@
-"""Recall: full-text search over a bounded candidate pool, ranked by relevance, recency and
-namespace proximity. Called by the service layer's recall pipeline.
+"""Recall: full-text and (where configured) vector candidates, fused and ranked in one
+statement. Called by the service layer's recall pipeline.
 
 Ranking every match does not scale (a 3-term OR over common words at 100k memories ranks
-tens of thousands of rows), so recall works in two bounded steps, both in one statement:
+tens of thousands of rows), so recall works on bounded candidate lists:
 
-1. candidates: the ``pool`` most recently updated memories matching the query as an AND
-   (``websearch_to_tsquery``); only when those are fewer than ``limit`` does it relax to
-   an OR of the same lexemes, again capped at ``pool``;
-2. ranking of just those candidates:
-   ``score = 0.60 * relevance + 0.25 * recency + 0.15 * proximity`` where relevance is
-   ``ts_rank_cd(search, or_query, 32)`` (in [0, 1)), recency is ``1 / (1 + age / 30 days)``
-   and proximity is ``1 / (1 + levels between the query namespace and the memory's)``.
+1. full-text candidates: the ``pool`` most recently updated memories matching the query as
+   an AND (``websearch_to_tsquery``); only when those are fewer than ``limit`` does it
+   relax to an OR of the same lexemes, again capped at ``pool``;
+2. vector candidates (hybrid mode): the ``vector_pool`` nearest current vectors of the
+   query's model (cosine distance, HNSW index), at least ``min_similarity`` alike;
+3. each list is ranked (ties share a rank) and fused by reciprocal rank fusion, each term
+   weighted by its own score: a memory matching only the query's commonest word must not
+   outrank the nearest vectors, and a nearest vector that is not alike (nonsense words,
+   unknown names) must not outrank a memory holding every query word:
+   ``relevance = (fts / (60 + rank_ft) + similarity / (60 + rank_vec)) * 61 / 2`` (1
+   means a perfect word match and an identical vector, first in both lists); in
+   full-text mode relevance is the full-text score;
+4. ``score = relevance * (0.96 + 0.02 * recency + 0.02 * proximity)`` where recency is
+   ``1 / (1 + age / 30 days)`` and proximity is ``1 / (1 + levels between the query
+   namespace and the memory's)``: they reorder near-equals, never a clearly better match
+   (bench/quality.py: a larger share let recency reorder the vector list).
+
+The full-text score says how well a memory matches (docs/adr/0008): the share of the query's
+words it contains, each weighted by its rarity (``ln(1/frequency)``, frequencies from the
+planner's statistics of the search column, the words it does not track counting as rarer
+than those it does), then cover density (``ts_rank_cd``: proximity of the words) as the
+remainder. ``ts_rank_cd`` alone gave a memory matching one of three query words the same
+score as one matching all three, and recency decided.
 
 Equal scores order by ``updated_at`` (newest first), then ``id``: the order is total, so
 the same data always answers the same way. A query namespace ``a/b/c`` searches ``a/b/c``,
@@ -24,12 +40,17 @@ from typing import Any
 
 from attested_cortex.namespaces import ancestors, depth
 from attested_cortex.store.database import Conn
+from attested_cortex.store.embeddings import vector_literal
 from attested_cortex.store.memories import Memory, memory_from_row
 
 DEFAULT_POOL = 200
+DEFAULT_VECTOR_POOL = 100
+RRF_K = 60
+#: Weights of the full-text score: rarity-weighted word coverage, then cover density.
+COVERAGE_WEIGHT = 0.85
 
-_SQL = """
-WITH and_c AS (
+_FTS = """
+and_c AS (
     SELECT m.id FROM memories m
     WHERE m.deleted_at IS NULL AND m.search @@ websearch_to_tsquery('english', %(query)s)
       {ns_filter}
@@ -41,16 +62,91 @@ or_c AS (
       AND m.deleted_at IS NULL AND m.search @@ {or_query} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
-cand AS (SELECT id FROM and_c UNION SELECT id FROM or_c)
-SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.revision,
-       m.created_at, m.updated_at, m.deleted_at,
-       (0.60 * ts_rank_cd(m.search, {or_query}, 32)
-        + 0.25 / (1 + extract(epoch FROM (now() - m.updated_at)) / 2592000.0)
-        + 0.15 / (1 + greatest(%(qdepth)s - m.ns_depth, 0)))::float8 AS score
-FROM cand JOIN memories m USING (id)
-ORDER BY score DESC, m.updated_at DESC, m.id
-LIMIT %(limit)s
+st AS (
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
+    FROM pg_stats s
+    WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search'
+    LIMIT 1
+),
+lex AS MATERIALIZED (
+    SELECT q.lexeme,
+           ln(1.0 / greatest(coalesce(
+               st.freqs[array_position(st.elems, q.lexeme)],
+               st.freqs[cardinality(st.elems) + 1] / 2,
+               0.01), 1e-9)) AS idf
+    FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
+),
+fts AS (
+    SELECT c.id,
+           ({coverage} * coalesce(
+                (SELECT sum(lex.idf) FROM lex
+                 WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
+                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0)
+            + {density} * ts_rank_cd(m.search, {or_query}, 32))::float8 AS fts
+    FROM (SELECT id FROM and_c UNION SELECT id FROM or_c) c JOIN memories m USING (id)
+),
+fts_r AS (SELECT id, fts, rank() OVER (ORDER BY fts DESC) AS r FROM fts)
 """
+
+_VEC = """,
+vec AS (
+    SELECT e.memory_id AS id,
+           (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}))::float8 AS dist
+    FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
+    WHERE e.dim = {dim} AND e.model = %(model)s AND e.revision = m.revision
+      AND m.deleted_at IS NULL {ns_filter}
+    ORDER BY e.embedding::vector({dim}) <=> %(qvec)s::vector({dim})
+    LIMIT %(vector_pool)s
+),
+vec_r AS (
+    SELECT id, dist, rank() OVER (ORDER BY dist) AS r FROM vec
+    WHERE dist <= 1 - %(min_similarity)s
+)
+"""
+
+_HYBRID_SELECT = """
+, ranked AS (
+    SELECT c.id, f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
+           ((coalesce(f.fts / ({k} + f.r), 0)
+             + coalesce(greatest(1 - v.dist, 0) / ({k} + v.r), 0))
+            * ({k} + 1) / 2)::float8 AS relevance
+    FROM (SELECT id FROM fts_r UNION SELECT id FROM vec_r) c
+    LEFT JOIN fts_r f USING (id) LEFT JOIN vec_r v USING (id)
+)
+"""
+
+_FTS_SELECT = """
+, ranked AS (
+    SELECT id, fts, r AS fts_rank, NULL::float8 AS dist, NULL::bigint AS vec_rank,
+           fts AS relevance
+    FROM fts_r
+)
+"""
+
+_FINAL = """
+, scored AS (
+    SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.revision,
+           m.created_at, m.updated_at, m.deleted_at,
+           x.fts, x.fts_rank, x.dist, x.vec_rank, x.relevance,
+           (1 / (1 + extract(epoch FROM (now() - m.updated_at)) / 2592000.0))::float8
+               AS recency,
+           (1.0 / (1 + greatest(%(qdepth)s - m.ns_depth, 0)))::float8 AS proximity
+    FROM ranked x JOIN memories m USING (id)
+),
+top AS (
+    SELECT *, (relevance * (0.96 + 0.02 * recency + 0.02 * proximity))::float8 AS score
+    FROM scored
+    ORDER BY score DESC, updated_at DESC, id
+    LIMIT %(limit)s
+)
+SELECT t.*, {embedded} AS embedded FROM top t
+ORDER BY t.score DESC, t.updated_at DESC, t.id
+"""
+
+_EMBEDDED = (
+    "EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = t.id "
+    "AND e.model = %(model)s AND e.dim = {dim} AND e.revision = t.revision)"
+)
 
 
 #: The AND query's lexemes joined by OR (the relaxed form). Written inline, not in a CTE,
@@ -64,15 +160,60 @@ _OR_QUERY = (
 
 
 @dataclass(frozen=True)
+class QueryVector:
+    """The query's embedding and the model whose vectors it is compared with."""
+
+    model: str
+    vector: tuple[float, ...]
+    min_similarity: float = 0.0
+    vector_pool: int = DEFAULT_VECTOR_POOL
+    #: Whether to compare at all; False still reports which results have a current vector
+    #: (the query could not be embedded in time).
+    search: bool = True
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """How a result's score was made (``explain: true``)."""
+
+    fulltext_score: float | None
+    fulltext_rank: int | None
+    vector_similarity: float | None
+    vector_rank: int | None
+    relevance: float
+    recency: float
+    proximity: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form, rounded for reading."""
+        def r(x: float | None) -> float | None:
+            return None if x is None else round(x, 6)
+
+        return {
+            "fulltext": None if self.fulltext_rank is None else {
+                "score": r(self.fulltext_score), "rank": self.fulltext_rank},
+            "vector": None if self.vector_rank is None else {
+                "similarity": r(self.vector_similarity), "rank": self.vector_rank},
+            "relevance": r(self.relevance), "recency": r(self.recency),
+            "proximity": r(self.proximity),
+            "formula": "relevance * (0.96 + 0.02 * recency + 0.02 * proximity)",
+        }
+
+
+@dataclass(frozen=True)
 class Hit:
-    """A recalled memory and its score."""
+    """A recalled memory, its score, how the score was made, and (hybrid mode) whether the
+    memory has a current vector."""
 
     memory: Memory
     score: float
+    parts: ScoreParts | None = None
+    embedded: bool | None = None
 
 
 async def recall(
     conn: Conn, *, query: str, namespace: str | None, limit: int, pool: int = DEFAULT_POOL,
+    vector: QueryVector | None = None,
 ) -> list[Hit]:
     """The best ``limit`` memories for ``query``, best first (see the module docstring)."""
     params: dict[str, Any] = {"query": query, "limit": limit, "pool": max(pool, limit)}
@@ -83,8 +224,32 @@ async def recall(
         ns_filter = "AND m.namespace = ANY(%(namespaces)s)"
         params["namespaces"] = ancestors(namespace)
         params["qdepth"] = depth(namespace)
-    statement = _SQL.format(ns_filter=ns_filter, or_query=_OR_QUERY)
+    parts = ["WITH", _FTS.format(ns_filter=ns_filter, or_query=_OR_QUERY,
+                                 coverage=COVERAGE_WEIGHT, density=1 - COVERAGE_WEIGHT)]
+    embedded = "NULL::boolean"
+    if vector is not None:
+        dim = len(vector.vector)
+        params["model"] = vector.model
+        embedded = _EMBEDDED.format(dim=dim)
+    if vector is not None and vector.search:
+        params.update(qvec=vector_literal(vector.vector), vector_pool=vector.vector_pool,
+                      min_similarity=vector.min_similarity)
+        parts += [_VEC.format(dim=dim, ns_filter=ns_filter), _HYBRID_SELECT.format(k=RRF_K)]
+    else:
+        parts.append(_FTS_SELECT)
+    parts.append(_FINAL.format(embedded=embedded))
     # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
     # falls back to ranking every match (the plan choice depends on how common they are).
-    cur = await conn.execute(statement.encode(), params, prepare=False)
-    return [Hit(memory_from_row(row), float(row["score"])) for row in await cur.fetchall()]
+    cur = await conn.execute("".join(parts).encode(), params, prepare=False)
+    return [_hit(row) for row in await cur.fetchall()]
+
+
+def _hit(row: dict[str, Any]) -> Hit:
+    dist = row["dist"]
+    parts = ScoreParts(
+        fulltext_score=row["fts"], fulltext_rank=row["fts_rank"],
+        vector_similarity=None if dist is None else 1 - float(dist),
+        vector_rank=row["vec_rank"], relevance=float(row["relevance"]),
+        recency=float(row["recency"]), proximity=float(row["proximity"]),
+    )
+    return Hit(memory_from_row(row), float(row["score"]), parts, row["embedded"])

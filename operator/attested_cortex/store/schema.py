@@ -12,7 +12,12 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from attested_cortex.errors import InvalidInputError, MigrationChecksumError, SchemaTooNewError
+from attested_cortex.errors import (
+    InvalidInputError,
+    MigrationChecksumError,
+    MigrationRecordError,
+    SchemaTooNewError,
+)
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -64,13 +69,14 @@ def check_applied(applied: dict[int, str], shipped: tuple[Migration, ...] = MIGR
     """
     by_version = {m.version: m for m in shipped}
     newest = max(applied, default=0)
-    if newest > MAX_SUPPORTED_SCHEMA or any(v not in by_version for v in applied):
+    if newest > MAX_SUPPORTED_SCHEMA:
         raise SchemaTooNewError(
             f"the database is at schema version {newest}, newer than this build supports "
             f"({MAX_SUPPORTED_SCHEMA}); upgrade attested-cortex before using this database",
             database_version=newest,
             max_supported=MAX_SUPPORTED_SCHEMA,
         )
+    _check_recorded(applied, by_version, newest)
     for version, checksum in sorted(applied.items()):
         if by_version[version].checksum != checksum:
             raise MigrationChecksumError(
@@ -79,6 +85,24 @@ def check_applied(applied: dict[int, str], shipped: tuple[Migration, ...] = MIGR
                 version=version,
             )
     return newest
+
+
+def _check_recorded(applied: dict[int, str], by_version: dict[int, Migration],
+                    newest: int) -> None:
+    """schema_migrations must list shipped versions 1..newest without a gap; anything else
+    means someone edited the table, and applying migrations over it would fail half-way."""
+    unknown = sorted(v for v in applied if v not in by_version)
+    if unknown:
+        raise MigrationRecordError(
+            f"schema_migrations records version {unknown[0]}, which no build ships; the "
+            "table was edited by hand: restore it from a backup", version=unknown[0],
+        )
+    missing = sorted(v for v in by_version if v < newest and v not in applied)
+    if missing:
+        raise MigrationRecordError(
+            f"schema_migrations lacks version {missing[0]} although {newest} is applied; the "
+            "table was edited by hand: restore its row from a backup", version=missing[0],
+        )
 
 
 def plan(

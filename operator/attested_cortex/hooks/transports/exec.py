@@ -1,10 +1,18 @@
 """Exec transport: one subprocess per fire, JSON request on stdin, one JSON answer on stdout.
 
 Built by the pipeline (:mod:`attested_cortex.hooks.pipeline`) for ``mode: exec`` hooks.
-The child runs in its own session, so at its deadline (or when its output passes the cap)
-the whole process group is SIGKILLed, grandchildren included. A non-zero exit is a
-``crash``; no output ``empty``; non-JSON ``malformed``; too much output ``oversized``.
-The hook's stderr goes to the server's stderr.
+The child runs in its own session, so when the call ends for any reason (answer, deadline,
+output past the cap, crash) the whole process group is SIGKILLed, grandchildren included.
+A non-zero exit is a ``crash``; no output ``empty``; non-JSON ``malformed``; too much
+output ``oversized``. The hook's stderr goes to the server's stderr.
+
+Every step, spawning, answering, killing and reaping, sits inside the caller's budget: the
+answer must come by ``budget - reserve`` and the rest is for the kill. The pipes are read by a
+protocol that never stops reading (output past the cap is dropped, not buffered), and they are
+closed by us rather than waited for, so neither a flood of output nor a grandchild that keeps
+stdout open can hold a call (asyncio's ``Process.wait`` waits for the pipes to close, which
+is what made over-cap calls hang). A child still unreaped at the deadline is left to the
+event loop's child watcher; its pipes are already closed, so no descriptor stays open.
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ from attested_cortex.hooks.wire import (
     decode_answer,
 )
 
-_CHUNK = 65536
+#: Part of each budget kept for killing and reaping the child (at most a fifth of it).
+REAP_RESERVE_S = 0.1
 
 
 class ExecTransport:
@@ -54,32 +63,28 @@ class ExecTransport:
             raise
 
     async def _run(self, data: bytes, timeout_s: float) -> bytes:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        answer_by = deadline - min(REAP_RESERVE_S, timeout_s / 5)
+        child = _Child(self._max_output)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *self._command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                env=self._env, start_new_session=True,
-            )
+            async with asyncio.timeout_at(answer_by):
+                transport, _ = await loop.subprocess_exec(
+                    lambda: child, *self._command, stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE, stderr=None, env=self._env,
+                    start_new_session=True,
+                )
         except OSError as exc:
             raise HookFailure("crash", f"cannot start {self._command[0]!r}: {exc}") from exc
+        except TimeoutError as exc:
+            raise HookFailure("timeout", "the hook did not start within its budget") from exc
         try:
-            async with asyncio.timeout(timeout_s):
-                return await self._exchange(proc, data)
+            async with asyncio.timeout_at(answer_by):
+                return await child.exchange(transport, data)
         except TimeoutError as exc:
             raise HookFailure("timeout", f"no answer within {timeout_s * 1000:.0f} ms") from exc
         finally:
-            await _kill_group(proc)
-
-    async def _exchange(self, proc: asyncio.subprocess.Process, data: bytes) -> bytes:
-        assert proc.stdin is not None and proc.stdout is not None
-        with contextlib.suppress(ConnectionError):
-            proc.stdin.write(data)
-            await proc.stdin.drain()
-            proc.stdin.close()
-        output = await _read_capped(proc.stdout, self._max_output)
-        code = await proc.wait()
-        if code != 0:
-            raise HookFailure("crash", f"the hook exited with status {code}")
-        return output
+            await _stop(transport, child, deadline)
 
     def state(self) -> TransportState:
         """Exec hooks are always ready; ``last_error`` is the latest failure."""
@@ -89,19 +94,78 @@ class ExecTransport:
         """Nothing long-lived to stop."""
 
 
-async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await stream.read(_CHUNK):
-        size += len(chunk)
-        if size > cap:
-            raise HookFailure("oversized", f"the hook printed more than {cap} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+class _Child(asyncio.SubprocessProtocol):
+    """Collects stdout up to the cap and signals EOF, exit and the transport's end."""
+
+    def __init__(self, cap: int) -> None:
+        loop = asyncio.get_running_loop()
+        self._cap = cap
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self.overflow: HookFailure | None = None
+        self.output_done: asyncio.Future[None] = loop.create_future()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.finished: asyncio.Future[None] = loop.create_future()
+
+    async def exchange(self, transport: asyncio.SubprocessTransport, data: bytes) -> bytes:
+        """Send ``data``, wait for stdout to end (or overflow) and the exit; the output."""
+        stdin = transport.get_pipe_transport(0)
+        assert isinstance(stdin, asyncio.WriteTransport)
+        stdin.write(data)  # buffered by the transport; a child that never reads is fine
+        stdin.close()  # EOF once flushed
+        await self.output_done
+        if self.overflow is not None:
+            raise self.overflow
+        await self.exited
+        code = transport.get_returncode()
+        if code != 0:
+            raise HookFailure("crash", f"the hook exited with status {code}")
+        return b"".join(self._chunks)
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if self.output_done.done():
+            return  # past the cap: keep reading so the child never blocks, drop the bytes
+        self._size += len(data)
+        if self._size > self._cap:
+            self.overflow = HookFailure(
+                "oversized", f"the hook printed more than {self._cap} bytes")
+            self._chunks.clear()
+            _settle(self.output_done)
+            return
+        self._chunks.append(bytes(data) if isinstance(data, bytes) else data.encode())
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            _settle(self.output_done)
+
+    def process_exited(self) -> None:
+        _settle(self.exited)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        _settle(self.output_done)
+        _settle(self.exited)
+        _settle(self.finished)
 
 
-async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGKILL the child's whole process group (it leads its own session), then reap it."""
+async def _stop(transport: asyncio.SubprocessTransport, child: _Child, deadline: float) -> None:
+    """SIGKILL the child's process group, close our pipe ends, wait for the reap until
+    ``deadline`` (never past it), then release the transport.
+
+    The transport itself is closed last: closing it while the child is unreaped makes
+    asyncio poll (and so reap) the child behind its child watcher's back.
+    """
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    await proc.wait()
+        os.killpg(transport.get_pid(), signal.SIGKILL)
+    for fd in (0, 1):
+        pipe = transport.get_pipe_transport(fd)
+        if pipe is not None:
+            pipe.close()
+    left_s = deadline - asyncio.get_running_loop().time()
+    if left_s > 0 and not child.finished.done():
+        await asyncio.wait([child.finished], timeout=left_s)
+    transport.close()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

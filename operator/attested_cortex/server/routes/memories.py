@@ -10,7 +10,7 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.namespaces import parse_namespace
 from attested_cortex.server.body import read_model
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
-from attested_cortex.server.schemas import MemoryListOut, MemoryOut
+from attested_cortex.server.schemas import MemoryListOut, MemoryOut, MemoryVerifyOut
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import memories
 from attested_cortex.service.commands import StoreMemory, UpdateMemory
@@ -85,6 +85,13 @@ async def delete_memory(request: web.Request) -> web.Response:
     return web.json_response(memory_view(memory))
 
 
+@routes.get("/v1/memories/{id}/verify")
+async def verify_memory(request: web.Request) -> web.Response:
+    """Recompute the signed payload of the current revision and check its signature."""
+    return web.json_response(await memories.verify(state(request).services, caller(request),
+                                                   path_uuid(request)))
+
+
 _ID = Param("id", "path", {"type": "string", "format": "uuid"}, description="Memory id")
 operations = [
     Operation("POST", "/v1/memories", "Store a memory", 201, MemoryOut, StoreMemory),
@@ -101,4 +108,6 @@ operations = [
               params=[_ID], errors=(*COMMON_ERRORS, 404, 409)),
     Operation("DELETE", "/v1/memories/{id}", "Delete a memory (tombstone)", 200, MemoryOut,
               params=[_ID], errors=(*COMMON_ERRORS, 404)),
+    Operation("GET", "/v1/memories/{id}/verify", "Re-verify an agent-signed memory write", 200,
+              MemoryVerifyOut, params=[_ID], errors=(*COMMON_ERRORS, 404)),
 ]

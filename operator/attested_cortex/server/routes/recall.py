@@ -20,11 +20,7 @@ async def recall_memories(request: web.Request) -> web.Response:
     svc = state(request).services
     query = await read_model(request, RecallQuery, max_bytes=svc.limits.max_body_bytes)
     result = await recall.recall(svc, caller(request), query)
-    return web.json_response({
-        "results": [recall.hit_view(h) for h in result.hits],
-        "truncated": result.truncated,
-        "tokens": result.tokens,
-    })
+    return web.json_response(recall.result_view(result))
 
 
 operations = [

@@ -1,0 +1,94 @@
+"""Write records: what the audit chain keeps about every memory and link write. Pure.
+
+Built by :mod:`attested_cortex.service.write_records` after each write (the payload of a
+``memory.*`` or ``link.*`` record event) and rebuilt from the current rows by
+:mod:`.sweeping` (``cortexctl audit verify --deep``): a row whose rebuilt record differs from
+its latest event was changed behind the server; one without any event was written behind it.
+
+A record is a deterministic CBOR map (docs/attestation.md, "Write records"). Texts that may
+be large or private (content, title, tags) are carried as SHA-256 digests; ``metadata`` is
+not covered (PostgreSQL's jsonb normalises numbers, so its bytes do not survive a round trip).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+from typing import Final, Literal
+
+from attested_cortex.attest import cbor
+from attested_cortex.store.links import Link
+from attested_cortex.store.memories import Memory
+
+RECORD_VERSION: Final = 1
+MemoryEvent = Literal["memory.stored", "memory.updated", "memory.deleted"]
+LinkEvent = Literal["link.recorded", "link.invalidated"]
+MEMORY_EVENTS: Final = ("memory.stored", "memory.updated", "memory.deleted")
+LINK_EVENTS: Final = ("link.recorded", "link.invalidated")
+#: How much a link's attestation claims: a drop between event and row is a downgrade.
+LEVEL_RANK: Final = {"unsigned": 0, "self_signed": 1, "peer_attested": 2}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def sha256(data: bytes | str) -> bytes:
+    """SHA-256 of bytes, or of a text's UTF-8."""
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).digest()
+
+
+def memory_record(memory: Memory, signature: bytes | None = None) -> dict[str, cbor.CborValue]:
+    """The record of a memory's state after a write (``signature``: the agent's signature of
+    this revision, when the write was signed)."""
+    return {
+        "v": RECORD_VERSION,
+        "memory_id": str(memory.id),
+        "revision": memory.revision,
+        "namespace": memory.namespace,
+        "author": memory.author,
+        "deleted": memory.deleted,
+        "title_sha256": sha256(memory.title),
+        "content_sha256": sha256(memory.content),
+        "tags_sha256": sha256(cbor.encode(list(memory.tags))),
+        "signature_sha256": None if signature is None else sha256(signature),
+    }
+
+
+def link_record(link: Link) -> dict[str, cbor.CborValue]:
+    """The record of a link's state after a write (creation or invalidation)."""
+    return {
+        "v": RECORD_VERSION,
+        "link_id": str(link.id),
+        "src_id": str(link.src_id),
+        "dst_id": str(link.dst_id),
+        "relation": link.relation,
+        "observed_by": link.observed_by,
+        "valid_from": unix_ms(link.valid_from),
+        "valid_until": None if link.valid_until is None else unix_ms(link.valid_until),
+        "asserted_until": None if link.asserted_until is None else unix_ms(link.asserted_until),
+        "attest_level": link.attest_level,
+        "signed_by": link.signed_by,
+        "signature_sha256": None if link.signature is None else sha256(link.signature),
+    }
+
+
+def unix_ms(moment: datetime) -> int:
+    """Integer Unix milliseconds (negative before 1970; links may start then)."""
+    return (moment - _EPOCH) // _MS
+
+
+def differing(expected: dict[str, cbor.CborValue], recorded: object) -> list[str]:
+    """The fields where a rebuilt record and a recorded one differ (all when unreadable)."""
+    if not isinstance(recorded, dict):
+        return sorted(expected)
+    return sorted(k for k in expected.keys() | recorded.keys()
+                  if expected.get(k) != recorded.get(k))
+
+
+def downgraded(expected: dict[str, cbor.CborValue], recorded: dict[str, cbor.CborValue]) -> bool:
+    """Whether a link row now claims less attestation than its recorded write did, or lost
+    the signature it was recorded with."""
+    was = LEVEL_RANK.get(str(recorded.get("attest_level")), 0)
+    now = LEVEL_RANK.get(str(expected.get("attest_level")), 0)
+    lost = recorded.get("signature_sha256") is not None and (
+        expected.get("signature_sha256") != recorded.get("signature_sha256"))
+    return now < was or (was > 0 and lost)

@@ -1,0 +1,136 @@
+"""The deep audit: every memory and link row against its latest write record in the chain.
+
+Called by ``cortexctl audit verify --deep`` and ``GET /v1/audit/verify?deep=true`` after the
+chain itself verified. The chain says which writes the server made; this module says whether
+the rows still hold what those writes left. A mismatch is reported by id:
+
+``changed``        the row differs from its latest record (``fields`` names what)
+``downgraded``     a link claims less attestation than it was recorded with, or lost its
+                   signature
+``missing_event``  a row without any record: written behind the server (or before
+                   migration 0006 added write records)
+``missing_row``    a record whose row is gone
+``unreadable``     a record event whose payload is not a record (forged by hand)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import psycopg
+
+from attested_cortex.attest.cbor import CborValue
+from attested_cortex.attest.decoding import decode
+from attested_cortex.attest.records import (
+    LINK_EVENTS,
+    MEMORY_EVENTS,
+    differing,
+    downgraded,
+    link_record,
+    memory_record,
+)
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.store import scanning
+
+Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable"]
+#: Mismatches listed in a report; the counts always cover all of them.
+MAX_LISTED = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """One row (or record) that does not match."""
+
+    kind: Literal["memory", "link"]
+    id: str
+    problem: Problem
+    fields: tuple[str, ...] = ()
+    sequence: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "problem": self.problem,
+                "fields": list(self.fields), "sequence": self.sequence}
+
+
+@dataclass
+class SweepReport:
+    """What the sweep found (``mismatches`` capped at :data:`MAX_LISTED`)."""
+
+    memories: int = 0
+    links: int = 0
+    records: int = 0
+    mismatch_count: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatch_count == 0
+
+    def add(self, mismatch: Mismatch) -> None:
+        self.mismatch_count += 1
+        if len(self.mismatches) < MAX_LISTED:
+            self.mismatches.append(mismatch)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "memories": self.memories, "links": self.links,
+                "records": self.records, "mismatch_count": self.mismatch_count,
+                "mismatches": [m.as_json() for m in self.mismatches],
+                "truncated": self.mismatch_count > len(self.mismatches)}
+
+
+Latest = dict[str, tuple[int, dict[str, CborValue]]]
+
+
+async def sweep(conn: psycopg.AsyncConnection[Any]) -> SweepReport:
+    """Compare every row with its latest record, in one consistent snapshot."""
+    report = SweepReport()
+    async with scanning.snapshot(conn):
+        memories, links = await _latest_records(conn, report)
+        async for memory, signature in scanning.memories(conn):
+            report.memories += 1
+            _compare(report, "memory", str(memory.id), memory_record(memory, signature),
+                     memories)
+        async for link in scanning.links(conn):
+            report.links += 1
+            _compare(report, "link", str(link.id), link_record(link), links)
+    for kind, left in (("memory", memories), ("link", links)):
+        for key, (sequence, _) in sorted(left.items(), key=lambda item: item[1][0]):
+            report.add(Mismatch(kind, key, "missing_row", sequence=sequence))  # type: ignore[arg-type]
+    return report
+
+
+async def _latest_records(conn: psycopg.AsyncConnection[Any],
+                          report: SweepReport) -> tuple[Latest, Latest]:
+    memories: Latest = {}
+    links: Latest = {}
+    async for sequence, event_type, payload in scanning.records(conn,
+                                                                (*MEMORY_EVENTS, *LINK_EVENTS)):
+        report.records += 1
+        is_memory = event_type in MEMORY_EVENTS
+        key_field = "memory_id" if is_memory else "link_id"
+        try:
+            value = decode(payload)
+        except InvalidInputError:
+            value = None
+        if not isinstance(value, dict) or not isinstance(value.get(key_field), str):
+            report.add(Mismatch("memory" if is_memory else "link", f"event:{sequence}",
+                                "unreadable", sequence=sequence))
+            continue
+        (memories if is_memory else links)[str(value[key_field])] = (sequence, value)
+    return memories, links
+
+
+def _compare(report: SweepReport, kind: Literal["memory", "link"], key: str,
+             expected: dict[str, CborValue], latest: Latest) -> None:
+    found = latest.pop(key, None)
+    if found is None:
+        report.add(Mismatch(kind, key, "missing_event"))
+        return
+    sequence, recorded = found
+    fields = differing(expected, recorded)
+    if not fields:
+        return
+    problem: Problem = "downgraded" if kind == "link" and downgraded(expected, recorded) \
+        else "changed"
+    report.add(Mismatch(kind, key, problem, tuple(fields), sequence))

@@ -1,0 +1,44 @@
+"""What every embedder offers, and the one exception family of this boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+Source = Literal["default", "remote", "client"]
+
+
+class EmbeddingError(Exception):
+    """An embedder could not produce vectors (unreachable, too slow, malformed answer)."""
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """Which vectors an embedder makes: recorded with every vector it makes."""
+
+    source: Source
+    model: str
+    dimension: int | None  # None until a remote endpoint has answered once
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form for capabilities."""
+        return {"source": self.source, "model": self.model, "dimension": self.dimension}
+
+
+class Embedder(Protocol):
+    """Text in, one vector per text out, within ``timeout_s``."""
+
+    @property
+    def info(self) -> EmbedderInfo: ...
+
+    @property
+    def embeds(self) -> bool:
+        """False for client vectors: the server never embeds text itself."""
+        ...
+
+    async def embed(self, texts: Sequence[str], *, timeout_s: float) -> list[list[float]]:
+        """Vectors for ``texts`` in order; raises :class:`EmbeddingError`."""
+        ...
+
+    async def aclose(self) -> None: ...

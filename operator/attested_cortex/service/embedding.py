@@ -1,0 +1,375 @@
+"""Vectors for hybrid recall: the live embedding state, write-time embedding, query vectors
+and the bounded background backfill. Called by the memory and recall pipelines, by
+capabilities, and started by ``cortexctl serve`` (:func:`open_vectors`).
+
+Recall is ``hybrid`` when the database has the embeddings table (pgvector), an embedder is
+configured and its model and dimension are known; otherwise ``fulltext``. A write embeds its
+memory after the row is stored, within ``timeout_ms``: an embedding that fails or is late
+leaves the memory without a vector, and the backfill embeds it afterwards. The backfill also
+re-embeds every vector made by another model, of another dimension or from an older revision
+(a model change), in batches with a pause between them, so it never starves requests and
+never blocks start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import psycopg
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from attested_cortex.embedding.base import Embedder, EmbeddingError
+from attested_cortex.errors import CortexError, InvalidInputError
+from attested_cortex.store import embeddings as rows
+from attested_cortex.store.database import Database
+from attested_cortex.store.memories import Memory
+from attested_cortex.store.recall import QueryVector
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "fulltext"]
+
+
+@dataclass(frozen=True)
+class VectorSettings:
+    """Tuning of embedding and backfill (``embedding:`` in the settings file)."""
+
+    timeout_s: float = 1.0
+    batch: int = 64
+    pause_s: float = 0.05
+    idle_s: float = 30.0
+    min_similarity: float = 0.0
+    vector_pool: int = 100
+
+
+@dataclass
+class Progress:
+    """What the backfill has done: read by capabilities, written by the backfill only."""
+
+    state: str = "starting"
+    pending: int | None = None
+    embedded: int = 0
+    failed: int = 0
+    last_error: str | None = None
+    index: bool | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "pending": self.pending, "embedded": self.embedded,
+                "failed": self.failed, "last_error": self.last_error}
+
+
+@dataclass(frozen=True)
+class VectorMetrics:
+    """Prometheus series of embedding and backfill."""
+
+    seconds: Histogram
+    failures: Counter
+    backfilled: Counter
+    pending: Gauge
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None) -> VectorMetrics:
+        reg = registry or CollectorRegistry()
+        return cls(
+            seconds=Histogram("cortex_embedding_seconds", "Time spent embedding", ["stage"],
+                              registry=reg, buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                     0.005, 0.01, 0.025, 0.1, 0.5, 1, 5)),
+            failures=Counter("cortex_embedding_failures", "Embeddings that failed or were late",
+                             ["stage"], registry=reg),
+            backfilled=Counter("cortex_embedding_backfilled", "Vectors written by the backfill",
+                               registry=reg),
+            pending=Gauge("cortex_embedding_backfill_pending",
+                          "Live memories without a current vector", registry=reg),
+        )
+
+
+@dataclass
+class Vectors:
+    """The server's embedding state (one per server; the backfill updates ``progress``)."""
+
+    embedder: Embedder | None
+    table: bool
+    reason: str | None
+    settings: VectorSettings
+    metrics: VectorMetrics
+    progress: Progress = field(default_factory=Progress)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether vectors are searched: table, embedder, known model and dimension."""
+        if not self.table or self.embedder is None:
+            return False
+        info = self.embedder.info
+        return bool(info.model) and info.dimension is not None
+
+    @property
+    def mode(self) -> Mode:
+        return "hybrid" if self.ready else "fulltext"
+
+    def describe(self) -> dict[str, Any]:
+        """The ``recall`` part of capabilities."""
+        return {
+            "mode": self.mode,
+            "reason": None if self.ready else self._why_not(),
+            "embedder": None if self.embedder is None else self.embedder.info.as_dict(),
+            "vector_extension": self.table,
+            "vector_index": self.progress.index,
+            "backfill": self.progress.as_dict() if self.table and self.embedder else None,
+            "fusion": "rrf(k=60) then recency and namespace proximity",
+        }
+
+    def _why_not(self) -> str:
+        if not self.table:
+            return self.reason or "pgvector is not available in this database"
+        if self.embedder is None:
+            return "no embedder configured (--embedder none)"
+        return "waiting for the embedder's first answer (model and dimension unknown)"
+
+    def wake(self) -> None:
+        """Ask the backfill to look for work now."""
+        self._wake.set()
+
+
+def _no_vectors(settings: VectorSettings, registry: CollectorRegistry | None,
+                embedder: Embedder | None, reason: str) -> Vectors:
+    return Vectors(embedder, False, reason, settings, VectorMetrics.create(registry))
+
+
+async def vectors_available(db: Database) -> bool:
+    """Whether the database can store vectors (the embeddings table exists)."""
+    async with db.connection() as conn:
+        return await rows.available(conn)
+
+
+async def open_vectors(
+    db: Database, embedder: Embedder | None, *, settings: VectorSettings,
+    registry: CollectorRegistry | None,
+) -> Vectors:
+    """The embedding state of this database; starts the backfill when there is work to do."""
+    async with db.connection() as conn:
+        table = await rows.available(conn)
+    if not table:
+        return _no_vectors(settings, registry, embedder,
+                           "pgvector is not installed, or the migrating role could not "
+                           "create it: run `cortexctl migrate` as a role that can")
+    vectors = Vectors(embedder, True, None, settings, VectorMetrics.create(registry))
+    if embedder is not None and embedder.embeds:
+        vectors._task = asyncio.create_task(_backfill(db, vectors), name="embedding-backfill")
+    elif embedder is not None:
+        vectors.progress.state = "client"  # the client sends vectors: nothing to compute
+    return vectors
+
+
+async def close_vectors(vectors: Vectors) -> None:
+    """Stop the backfill and close the embedder."""
+    if vectors._task is not None:
+        vectors._task.cancel()
+        try:
+            await vectors._task
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # a task that died already must not break shutdown
+            log.exception("the embedding backfill had stopped with an error")
+    if vectors.embedder is not None:
+        await vectors.embedder.aclose()
+
+
+def check_vector(vectors: Vectors | None, vector: Sequence[float] | None) -> None:
+    """Refuse a client vector this server cannot use (400, before anything is written)."""
+    if vector is None:
+        return
+    if vectors is None or vectors.embedder is None or vectors.embedder.embeds:
+        source = "none" if vectors is None or vectors.embedder is None \
+            else vectors.embedder.info.source
+        raise InvalidInputError(
+            f"this server does not take client vectors (embedder: {source}); omit embedding",
+            field="embedding")
+    if not vectors.table:
+        raise InvalidInputError("this database has no vector support (pgvector); omit "
+                                "embedding", field="embedding")
+    info = vectors.embedder.info
+    if len(vector) != info.dimension:
+        raise InvalidInputError(
+            f"embedding has {len(vector)} dimensions; this server's vectors ({info.model}) "
+            f"have {info.dimension}", field="embedding", expected=info.dimension,
+            got=len(vector))
+    if not any(vector):
+        raise InvalidInputError("embedding is all zeros (no direction to compare)",
+                                field="embedding")
+
+
+async def after_write(
+    vectors: Vectors | None, db: Database, memory: Memory, client_vector: Sequence[float] | None,
+) -> None:
+    """Give a just-written memory its vector, or leave it to the backfill."""
+    if vectors is None or not vectors.table or vectors.embedder is None or memory.deleted:
+        return
+    embedder = vectors.embedder
+    if client_vector is not None:
+        vector: Sequence[float] = client_vector
+    elif not embedder.embeds:
+        return
+    else:
+        started = time.perf_counter()
+        try:
+            (vector,) = await embedder.embed([rows.embedding_text(memory.title, memory.content)],
+                                             timeout_s=vectors.settings.timeout_s)
+        except EmbeddingError as exc:
+            vectors.metrics.failures.labels("write").inc()
+            log.warning("embedding deferred to the backfill", extra={"error": str(exc)})
+            vectors.wake()
+            return
+        vectors.metrics.seconds.labels("write").observe(time.perf_counter() - started)
+    async with db.connection() as conn:
+        await rows.put(conn, memory_id=memory.id, revision=memory.revision,
+                       model=embedder.info.model, vector=vector)
+
+
+async def forget(vectors: Vectors | None, conn: Any, memory_id: uuid.UUID) -> None:
+    """Drop a tombstoned memory's vector in the tombstone's transaction."""
+    if vectors is not None and vectors.table:
+        await rows.forget(conn, memory_id)
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """How one recall runs: its vector (None: full-text only) and why it is degraded."""
+
+    vector: QueryVector | None
+    degraded: str | None = None
+
+
+async def plan_query(
+    vectors: Vectors | None, text: str, client_vector: Sequence[float] | None,
+) -> QueryPlan:
+    """Embed the query (or take the client's vector) within the deadline."""
+    if vectors is None or not vectors.ready or vectors.embedder is None:
+        return QueryPlan(None)
+    embedder = vectors.embedder
+    info = embedder.info
+    assert info.dimension is not None
+    degraded: str | None = None
+    if client_vector is not None:
+        vector: Sequence[float] | None = client_vector
+    elif not embedder.embeds:
+        vector, degraded = None, "no query embedding sent: full-text only"
+    else:
+        started = time.perf_counter()
+        try:
+            (vector,) = await embedder.embed([text], timeout_s=vectors.settings.timeout_s)
+            vectors.metrics.seconds.labels("query").observe(time.perf_counter() - started)
+        except EmbeddingError as exc:
+            vectors.metrics.failures.labels("query").inc()
+            vector, degraded = None, f"query not embedded ({exc}): full-text only"
+    if vector is not None and not all(math.isfinite(x) for x in vector):
+        vector, degraded = None, "query embedding is not finite: full-text only"
+    s = vectors.settings
+    if vector is None:
+        return QueryPlan(QueryVector(info.model, (0.0,) * info.dimension, search=False),
+                         degraded)
+    return QueryPlan(QueryVector(info.model, tuple(vector), min_similarity=s.min_similarity,
+                                 vector_pool=s.vector_pool))
+
+
+async def _backfill(db: Database, vectors: Vectors) -> None:
+    """Embed what lacks a current vector, batch by batch, for as long as the server runs."""
+    s, progress = vectors.settings, vectors.progress
+    backoff = 1.0
+    while True:
+        try:
+            await _ensure_ready(db, vectors)
+            await _drain(db, vectors)
+            progress.state, progress.last_error, backoff = "idle", None, 1.0
+            wait = s.idle_s
+        except EmbeddingError as exc:
+            progress.state, progress.last_error = "failing", str(exc)
+            vectors.metrics.failures.labels("backfill").inc()
+            wait, backoff = backoff, min(backoff * 2, 60.0)
+        except (psycopg.Error, OSError, CortexError) as exc:
+            # the pool translates driver errors (NotReadyError): an outage pauses the
+            # backfill, never ends it
+            progress.state, progress.last_error = "failing", f"database: {exc}"
+            wait, backoff = backoff, min(backoff * 2, 60.0)
+        vectors._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(vectors._wake.wait(), wait)
+
+
+async def _ensure_ready(db: Database, vectors: Vectors) -> None:
+    """Learn a remote model's dimension; make sure its HNSW index exists where we may."""
+    assert vectors.embedder is not None
+    info = vectors.embedder.info
+    if info.dimension is None or not info.model:
+        await vectors.embedder.embed(["dimension probe"], timeout_s=vectors.settings.timeout_s)
+        info = vectors.embedder.info
+    if vectors.progress.index:
+        return
+    assert info.dimension is not None
+    async with db.connection() as conn:
+        if await rows.has_index(conn, info.dimension):
+            vectors.progress.index = True
+            return
+        try:
+            await rows.create_index(conn, info.dimension)
+            vectors.progress.index = True
+        except psycopg.Error as exc:  # not the table's owner: exact scans still work
+            vectors.progress.index = False
+            log.warning("no HNSW index for this dimension; vector search scans",
+                        extra={"dimension": info.dimension, "error": str(exc)})
+
+
+async def _drain(db: Database, vectors: Vectors) -> None:
+    assert vectors.embedder is not None
+    embedder, s, progress = vectors.embedder, vectors.settings, vectors.progress
+    info = embedder.info
+    assert info.dimension is not None
+    async with db.connection() as conn:
+        await rows.purge_tombstoned(conn)
+        progress.pending = await rows.count_stale(conn, model=info.model, dim=info.dimension)
+    vectors.metrics.pending.set(progress.pending)
+    after: tuple[datetime, uuid.UUID] | None = None
+    while True:
+        async with db.connection() as conn:
+            window = await rows.stale(conn, model=info.model, dim=info.dimension,
+                                      window=s.batch, after=after)
+            if window.next is None and not window.stale:
+                # end of a pass: what was written meanwhile needs another
+                progress.pending = await rows.count_stale(conn, model=info.model,
+                                                          dim=info.dimension)
+        after = window.next
+        if not window.stale:
+            if after is None:
+                vectors.metrics.pending.set(progress.pending or 0)
+                if not progress.pending:
+                    return
+            continue
+        batch = window.stale
+        progress.state = "running"
+        started = time.perf_counter()
+        try:
+            made = await embedder.embed([p.text for p in batch],
+                                        timeout_s=max(s.timeout_s, 5.0))
+        except EmbeddingError:
+            progress.failed += len(batch)
+            raise
+        vectors.metrics.seconds.labels("backfill").observe(time.perf_counter() - started)
+        async with db.connection() as conn:
+            await rows.put_many(conn, model=info.model,
+                                rows=[(p.id, p.revision, v) for p, v in zip(batch, made,
+                                                                            strict=True)])
+        progress.embedded += len(batch)
+        progress.pending = max(0, (progress.pending or 0) - len(batch))
+        vectors.metrics.backfilled.inc(len(batch))
+        vectors.metrics.pending.set(progress.pending)
+        await asyncio.sleep(s.pause_s)  # leave the pool and the loop to requests

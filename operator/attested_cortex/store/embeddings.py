@@ -1,0 +1,196 @@
+"""Embedding rows (``memory_embeddings``, migration 0007): write, find stale, count, forget.
+Called by the service layer's write paths and its background backfill.
+
+A row holds one memory's vector, the model and dimension that made it and the memory
+revision it was made from. A row is *current* for an embedder when its model and dimension
+are the embedder's and its revision is the memory's; anything else is stale and the
+backfill replaces it. Vectors travel as pgvector's text form (``[1,2,3]``), so the server
+needs no pgvector client library.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from attested_cortex.store.database import Conn
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A live memory whose embedding is missing or stale."""
+
+    id: uuid.UUID
+    revision: int
+    text: str
+    updated_at: datetime
+
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text input form of ``vector``."""
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def embedding_text(title: str, content: str) -> str:
+    """What a memory's vector is made from: its title, then its content."""
+    return f"{title}\n{content}" if title else content
+
+
+MAX_SCAN_TUPLES = 1000
+
+
+def session_settings(vector_pool: int) -> Callable[[Conn], Awaitable[None]]:
+    """A pool ``configure`` step for vector search sessions.
+
+    HNSW returns at most ``hnsw.ef_search`` rows (default 40), so it is raised to the vector
+    pool; ``relaxed_order`` iterative scans keep searching when the namespace filter drops
+    rows, up to :data:`MAX_SCAN_TUPLES` (pgvector's default, 20000, let a narrow namespace
+    filter walk most of a 10k index per query). Placeholders where pgvector is not loaded,
+    so harmless without it.
+    """
+    ef_search = str(max(40, min(vector_pool, 1000)))
+
+    async def configure(conn: Conn) -> None:
+        await conn.execute("SELECT set_config('hnsw.ef_search', %s, false), "
+                           "set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+                           "set_config('hnsw.max_scan_tuples', %s, false)",
+                           (ef_search, str(MAX_SCAN_TUPLES)))
+
+    return configure
+
+
+async def available(conn: Conn) -> bool:
+    """Whether this database has the embeddings table (pgvector could be created)."""
+    cur = await conn.execute("SELECT to_regclass('memory_embeddings') IS NOT NULL AS ok")
+    row = await cur.fetchone()
+    return bool(row and row["ok"])
+
+
+async def has_index(conn: Conn, dim: int) -> bool:
+    """Whether the HNSW index for vectors of ``dim`` dimensions exists."""
+    cur = await conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL AS ok", (f"memory_embeddings_hnsw_{int(dim)}",)
+    )
+    row = await cur.fetchone()
+    return bool(row and row["ok"])
+
+
+async def create_index(conn: Conn, dim: int) -> None:
+    """Create the partial HNSW index for ``dim`` (needs ownership of the table)."""
+    d = int(dim)
+    await conn.execute(
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_embeddings_hnsw_{d} "
+        f"ON memory_embeddings USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
+        f"WHERE dim = {d}".encode()
+    )
+
+
+_UPSERT = """
+INSERT INTO memory_embeddings (memory_id, model, dim, revision, embedding)
+SELECT %(id)s, %(model)s, %(dim)s, %(revision)s, %(vector)s::vector
+WHERE EXISTS (SELECT 1 FROM memories WHERE id = %(id)s AND deleted_at IS NULL)
+ON CONFLICT (memory_id) DO UPDATE
+SET model = EXCLUDED.model, dim = EXCLUDED.dim, revision = EXCLUDED.revision,
+    embedding = EXCLUDED.embedding, embedded_at = clock_timestamp()
+WHERE memory_embeddings.model <> EXCLUDED.model OR memory_embeddings.dim <> EXCLUDED.dim
+   OR memory_embeddings.revision <= EXCLUDED.revision
+"""
+
+
+async def put(
+    conn: Conn, *, memory_id: uuid.UUID, revision: int, model: str, vector: Sequence[float],
+) -> None:
+    """Record ``vector`` for ``memory_id`` at ``revision``; never replaces a newer revision's
+    row of the same model, never writes for a tombstone."""
+    await conn.execute(_UPSERT, {"id": memory_id, "model": model, "dim": len(vector),
+                                 "revision": revision, "vector": vector_literal(vector)})
+
+
+async def put_many(
+    conn: Conn, *, model: str, rows: Sequence[tuple[uuid.UUID, int, Sequence[float]]],
+) -> None:
+    """:func:`put` for a batch (one round trip)."""
+    async with conn.cursor() as cur:
+        await cur.executemany(_UPSERT, [
+            {"id": mid, "model": model, "dim": len(vec), "revision": rev,
+             "vector": vector_literal(vec)} for mid, rev, vec in rows
+        ])
+
+
+async def forget(conn: Conn, memory_id: uuid.UUID) -> None:
+    """Drop a memory's vector (its content is gone: a tombstone keeps no meaning either)."""
+    await conn.execute("DELETE FROM memory_embeddings WHERE memory_id = %s", (memory_id,))
+
+
+_STALE = """
+FROM memories m LEFT JOIN memory_embeddings e ON e.memory_id = m.id
+WHERE m.deleted_at IS NULL
+  AND (e.memory_id IS NULL OR e.model <> %(model)s OR e.dim <> %(dim)s
+       OR e.revision <> m.revision)
+"""
+
+
+_WINDOW = """
+WITH w AS (
+    SELECT m.id, m.revision, m.title, m.content, m.updated_at FROM memories m
+    WHERE m.deleted_at IS NULL {after}
+    ORDER BY m.updated_at DESC, m.id DESC LIMIT %(window)s
+)
+SELECT w.*, (e.memory_id IS NULL OR e.model <> %(model)s OR e.dim <> %(dim)s
+             OR e.revision <> w.revision) AS stale
+FROM w LEFT JOIN memory_embeddings e ON e.memory_id = w.id
+ORDER BY w.updated_at DESC, w.id DESC
+"""
+
+
+@dataclass(frozen=True)
+class Window:
+    """One step of a backfill pass: the stale memories among ``scanned`` rows, and where
+    the pass goes on (None: the pass is over)."""
+
+    stale: list[Pending]
+    scanned: int
+    next: tuple[datetime, uuid.UUID] | None
+
+
+async def stale(
+    conn: Conn, *, model: str, dim: int, window: int,
+    after: tuple[datetime, uuid.UUID] | None = None,
+) -> Window:
+    """The stale memories among the next ``window`` live ones (most recently updated first)
+    after ``after``.
+
+    A pass walks the recency index once, a bounded window per step: an anti-join of all
+    memories per batch made PostgreSQL hash-join the whole table each time (and restarting
+    from the top stepped over every row embedded so far: 37 rows/s after 37k of 100k).
+    """
+    params: dict[str, object] = {"model": model, "dim": dim, "window": window}
+    clause = ""
+    if after is not None:
+        clause = "AND (m.updated_at, m.id) < (%(at)s, %(id)s)"
+        params.update(at=after[0], id=after[1])
+    cur = await conn.execute(_WINDOW.format(after=clause), params)
+    rows = await cur.fetchall()
+    found = [Pending(r["id"], r["revision"], embedding_text(r["title"], r["content"]),
+                     r["updated_at"]) for r in rows if r["stale"]]
+    last = rows[-1] if len(rows) == window else None
+    return Window(found, len(rows), None if last is None else (last["updated_at"], last["id"]))
+
+
+async def count_stale(conn: Conn, *, model: str, dim: int) -> int:
+    """How many live memories lack a current vector."""
+    cur = await conn.execute("SELECT count(*) AS n " + _STALE, {"model": model, "dim": dim})
+    row = await cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+async def purge_tombstoned(conn: Conn) -> int:
+    """Drop vectors of memories deleted since (a crash between the two writes)."""
+    cur = await conn.execute(
+        "DELETE FROM memory_embeddings e USING memories m "
+        "WHERE m.id = e.memory_id AND m.deleted_at IS NOT NULL"
+    )
+    return cur.rowcount

@@ -1,0 +1,161 @@
+"""A small connection pool that fails fast while the database is away and recovers at once.
+
+Used by :class:`attested_cortex.store.database.Database` only. Three rules, each for one
+figure of issue 13 (docs/PERFORMANCE.md has the measurements):
+
+- **Bounded connect.** A new connection gets :attr:`PoolSettings.connect_timeout_s`;
+  a failure opens a *retry window* (capped exponential backoff, 50 ms doubling to at most
+  500 ms) during which a checkout that would need a new connection fails at once with
+  :class:`NotReadyError` (503) instead of waiting out a checkout timeout. The first
+  checkout after the window tries again, so a database that came back serves within one
+  window.
+- **Check on checkout.** An idle connection is handed out only if its socket has nothing
+  to read: a healthy idle session never receives data, while a restarted or terminated
+  backend leaves an EOF or a FATAL message there. The check is a zero-timeout ``select``,
+  not a round trip, so a request after an idle database restart gets a fresh connection
+  instead of an error.
+- **Nothing half-used returns.** A connection that comes back closed, broken or inside a
+  transaction (a cancelled request) is closed, never reused.
+
+Concurrency is bounded by ``max_size`` checkout slots; waiting for a slot is bounded by
+:attr:`PoolSettings.checkout_timeout_s` (then 503: the server is overloaded, not broken).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import select
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.pq import ConnStatus, TransactionStatus
+from psycopg.rows import DictRow
+
+from attested_cortex.errors import NotReadyError
+
+Conn = psycopg.AsyncConnection[DictRow]
+ConnectFn = Callable[[], Awaitable[Conn]]
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """Sizes and time bounds of a pool."""
+
+    max_size: int = 10
+    connect_timeout_s: float = 2.0
+    checkout_timeout_s: float = 5.0
+    retry_initial_s: float = 0.05
+    retry_max_s: float = 0.5
+
+
+class Pool:
+    """Connections to one database; see the module docstring for the rules."""
+
+    def __init__(self, connect: ConnectFn, settings: PoolSettings) -> None:
+        self._connect = connect
+        self._settings = settings
+        self._idle: deque[Conn] = deque()
+        self._slots = asyncio.Semaphore(settings.max_size)
+        self._retry_at = 0.0
+        self._delay_s = 0.0
+        self._last_error = ""
+        self._closed = False
+
+    async def fill(self, count: int) -> None:
+        """Open up to ``count`` idle connections now (raises NotReadyError on failure)."""
+        while len(self._idle) < min(count, self._settings.max_size):
+            self._idle.append(await self._new())
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Conn]:
+        """A checked, idle-state connection for the block; returned or closed after it."""
+        try:
+            async with asyncio.timeout(self._settings.checkout_timeout_s):
+                await self._slots.acquire()
+        except TimeoutError as exc:
+            raise NotReadyError("every database connection is busy; retry shortly") from exc
+        try:
+            conn = await self._take()
+            try:
+                yield conn
+            finally:
+                await self._give_back(conn)
+        finally:
+            self._slots.release()
+
+    async def close(self) -> None:
+        """Close the idle connections; connections in use are closed when they return."""
+        self._closed = True
+        while self._idle:
+            await _close(self._idle.pop())
+
+    async def _take(self) -> Conn:
+        while self._idle:
+            conn = self._idle.pop()  # the most recently used: warm caches, live socket
+            if usable(conn):
+                return conn
+            await _close(conn)
+        return await self._new()
+
+    async def _new(self) -> Conn:
+        if self._closed:
+            raise NotReadyError("the server is shutting down")
+        if time.monotonic() < self._retry_at:
+            raise NotReadyError(f"the database is unreachable ({self._last_error}); "
+                                "retry shortly")
+        try:
+            async with asyncio.timeout(self._settings.connect_timeout_s):
+                conn = await self._connect()
+        except (OSError, psycopg.Error, TimeoutError) as exc:
+            self._failed(exc)
+            raise NotReadyError(f"the database is unreachable ({self._last_error}); "
+                                "retry shortly") from exc
+        self._delay_s = 0.0
+        return conn
+
+    def _failed(self, exc: BaseException) -> None:
+        """Open the retry window: capped exponential backoff from the first failure."""
+        step = self._settings.retry_initial_s if not self._delay_s else self._delay_s * 2
+        self._delay_s = min(step, self._settings.retry_max_s)
+        self._retry_at = time.monotonic() + self._delay_s
+        self._last_error = describe(exc)
+
+    async def _give_back(self, conn: Conn) -> None:
+        if self._closed or not reusable(conn):
+            await _close(conn)
+        else:
+            self._idle.append(conn)
+
+
+def usable(conn: Conn) -> bool:
+    """An idle connection is usable when it is open and its socket holds nothing to read."""
+    if not reusable(conn):
+        return False
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable
+
+
+def reusable(conn: Conn) -> bool:
+    """Open, healthy and outside any transaction."""
+    return (not conn.closed and conn.pgconn.status == ConnStatus.OK
+            and conn.pgconn.transaction_status == TransactionStatus.IDLE)
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason without the connection string (it may hold a password)."""
+    if isinstance(exc, TimeoutError):
+        return "no answer within the connect timeout"
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+async def _close(conn: Conn) -> None:
+    with contextlib.suppress(Exception):
+        await conn.close()

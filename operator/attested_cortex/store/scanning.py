@@ -1,0 +1,71 @@
+"""Whole-table scans for the deep audit: memory rows, link rows and write-record events.
+
+Called only by :mod:`attested_cortex.attest.sweeping`, inside one read-only REPEATABLE READ
+transaction it opens with :func:`snapshot`, so rows and events come from the same moment and
+a write that commits during the sweep is seen entirely or not at all. Each scan streams
+through a server-side cursor in batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from attested_cortex.store.errors import translating
+from attested_cortex.store.links import COLUMNS as LINK_COLUMNS
+from attested_cortex.store.links import Link, link_from_row
+from attested_cortex.store.memories import COLUMNS as MEMORY_COLUMNS
+from attested_cortex.store.memories import Memory, memory_from_row
+
+_BATCH = 2000
+
+
+@asynccontextmanager
+async def snapshot(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
+    """One read-only REPEATABLE READ transaction around every scan of a sweep."""
+    with translating():
+        async with conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+
+
+async def memories(
+    conn: psycopg.AsyncConnection[Any],
+) -> AsyncIterator[tuple[Memory, bytes | None]]:
+    """Every memory row, tombstones included, with its current revision's agent signature."""
+    columns = ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
+    query = (f"SELECT {columns}, s.signature AS agent_signature FROM memories m "
+             "LEFT JOIN memory_signatures s ON s.memory_id = m.id AND s.revision = m.revision")
+    async for row in _scan(conn, "sweep_memories", query):
+        signature = row.pop("agent_signature")
+        yield memory_from_row(row), None if signature is None else bytes(signature)
+
+
+async def links(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Link]:
+    """Every link row."""
+    async for row in _scan(conn, "sweep_links", f"SELECT {LINK_COLUMNS} FROM links"):
+        yield link_from_row(row)
+
+
+async def records(
+    conn: psycopg.AsyncConnection[Any], event_types: Sequence[str]
+) -> AsyncIterator[tuple[int, str, bytes]]:
+    """(sequence, event_type, payload) of the events of ``event_types``, in chain order."""
+    query = ("SELECT sequence, event_type, payload FROM signed_events "
+             "WHERE event_type = ANY(%s) ORDER BY sequence")
+    async for row in _scan(conn, "sweep_records", query, (list(event_types),)):
+        yield int(row["sequence"]), str(row["event_type"]), bytes(row["payload"])
+
+
+async def _scan(conn: psycopg.AsyncConnection[Any], name: str, query: str,
+                params: Any = None) -> AsyncIterator[dict[str, Any]]:
+    with translating():
+        async with conn.cursor(name, row_factory=dict_row) as cursor:
+            await cursor.execute(query, params)
+            while rows := await cursor.fetchmany(_BATCH):
+                for row in rows:
+                    yield row

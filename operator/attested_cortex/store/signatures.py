@@ -1,0 +1,49 @@
+"""Agent signatures of memory writes (table ``memory_signatures``, migration 0006).
+
+Called by the service layer: :func:`insert` inside a store's or update's transaction,
+:func:`for_revision` by ``GET /v1/memories/{id}/verify``. Rows are never changed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from attested_cortex.store.database import Conn
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySignature:
+    """The signature an agent sent for one revision of a memory."""
+
+    memory_id: uuid.UUID
+    revision: int
+    signature: bytes
+    key_fingerprint: str
+    signed_by: str
+    signed_at: datetime
+    attest_level: str
+
+
+async def insert(conn: Conn, sig: MemorySignature) -> None:
+    """Record the signature of a revision just written in this transaction."""
+    await conn.execute(
+        "INSERT INTO memory_signatures (memory_id, revision, signature, key_fingerprint, "
+        "signed_by, signed_at, attest_level) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        (sig.memory_id, sig.revision, sig.signature, sig.key_fingerprint, sig.signed_by,
+         sig.signed_at, sig.attest_level),
+    )
+
+
+async def for_revision(conn: Conn, memory_id: uuid.UUID, revision: int) -> MemorySignature | None:
+    """The signature of ``revision`` of a memory, if its write was signed."""
+    cur = await conn.execute(
+        "SELECT memory_id, revision, signature, key_fingerprint, signed_by, signed_at, "
+        "attest_level FROM memory_signatures WHERE memory_id = %s AND revision = %s",
+        (memory_id, revision),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return MemorySignature(**{**row, "signature": bytes(row["signature"])})

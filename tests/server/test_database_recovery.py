@@ -1,0 +1,121 @@
+"""The server across a database that goes away and comes back (issue 13): readyz and writes
+answer 503 at once while it is away (not after a 10 s pool timeout), readiness returns as soon
+as it is back, and an idle server's first requests after a restart all succeed.
+
+Each test runs its own PostgreSQL 15 (it is stopped and started). The figures (how soon) are
+measured by ``bench/recovery.py`` into docs/benchmarks/recovery.json, not asserted here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from attested_cortex.store.migrating import migrate
+from tests.support.cortex import CortexClient, MakeCortex
+from tests.support.pgservers import PgServer, fast_tmpdir, pause, resume, start_pg15
+
+#: Generous bounds for "eventually": the behaviour, not the speed, is under test.
+SETTLE_S = 10.0
+
+
+class Restartable:
+    """A private server that tests stop and start."""
+
+    def __init__(self, server: PgServer, workdir: Path) -> None:
+        self.server = server
+        self.workdir = workdir
+
+    def stop(self) -> None:
+        pause(self.server)
+
+    def start(self) -> None:
+        self.server = resume(self.server, log=self.workdir / "restart.log")
+
+
+@pytest.fixture
+def restartable() -> Iterator[Restartable]:
+    workdir = fast_tmpdir("cortex-recovery-")
+    handle = Restartable(start_pg15(workdir), workdir)
+    try:
+        yield handle
+    finally:
+        handle.server.stop()
+
+
+@pytest.fixture
+async def served(make_cortex: MakeCortex, restartable: Restartable) -> AsyncIterator[CortexClient]:
+    restartable.server.create_database("cortex")
+    dsn = restartable.server.dsn("cortex")
+    await migrate(dsn)
+    yield await make_cortex(dsn, migrated=False, graph_backend="CTE")
+
+
+async def status_becomes(client: CortexClient, path: str, status: int) -> None:
+    async with asyncio.timeout(SETTLE_S):
+        while (await client.call("GET", path)).status != status:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)  # polls a remote status: no event to await
+
+
+async def test_away_is_503_at_once_and_back_is_ready(
+    served: CortexClient, restartable: Restartable,
+) -> None:
+    await served.store("kb", "kept alpha")
+    restartable.stop()
+    await status_becomes(served, "/readyz", 503)
+    ready = await served.call("GET", "/readyz")
+    assert ready.body["checks"]["database"]["ok"] is False
+    assert "unreachable" in ready.body["checks"]["database"]["message"]
+    for _ in range(5):  # every write and read answers 503 in the envelope, none hangs
+        write = await served.call("POST", "/v1/memories", {"namespace": "kb", "content": "x"})
+        assert write.status == 503 and write.body["error"]["code"] == "not_ready", write.text
+        read = await served.call("POST", "/v1/recall", {"query": "alpha"})
+        assert read.status == 503, read.text
+    restartable.start()
+    await status_becomes(served, "/readyz", 200)
+    await served.store("kb", "after")
+    recalled = await served.call("POST", "/v1/recall", {"query": "alpha"})
+    assert [r["content"] for r in recalled.body["results"]] == ["kept alpha"]
+
+
+async def test_no_failed_request_after_an_idle_restart(
+    served: CortexClient, restartable: Restartable,
+) -> None:
+    # Fill the pool with several idle connections, then restart the database while idle.
+    first = await asyncio.gather(*(served.store("kb", f"m{i}") for i in range(8)))
+    restartable.stop()
+    restartable.start()
+    replies = await asyncio.gather(
+        served.call("GET", "/readyz"),
+        *(served.call("POST", "/v1/memories", {"namespace": "kb", "content": f"n{i}"})
+          for i in range(8)),
+        *(served.call("GET", f"/v1/memories/{m['id']}") for m in first),
+        served.call("POST", "/v1/recall", {"query": "m1"}),
+    )
+    assert [r.status for r in replies] == [200] + [201] * 8 + [200] * 9, [
+        (r.status, r.text) for r in replies if r.status >= 300]
+
+
+async def test_a_database_that_never_answers_is_503_within_the_ready_bound(
+    served: CortexClient, restartable: Restartable,
+) -> None:
+    # SIGSTOP: the postmaster and its backends stop answering but keep their sockets open
+    # (a hung or partitioned host). readyz must still answer, 503, rather than hang.
+    import os
+    import signal
+
+    restartable.stop()
+    restartable.start()
+    pids = [restartable.server.process.pid]
+    os.kill(pids[0], signal.SIGSTOP)
+    try:
+        reply = await served.call("GET", "/readyz")
+        assert reply.status == 503
+        assert "did not answer" in reply.body["checks"]["database"]["message"] or (
+            "unreachable" in reply.body["checks"]["database"]["message"])
+    finally:
+        os.kill(pids[0], signal.SIGCONT)
+    await status_becomes(served, "/readyz", 200)
