@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from attested_cortex.builders.names import labels
 from attested_cortex.controller.versions import newest_schema_version
 from tests.operator.conftest import Operated, OperatorProcess, cortex, wait_for
 from tests.support.kube import FAIL_ANNOTATION, FAIL_MESSAGE_ANNOTATION
@@ -25,9 +26,11 @@ def _external(operated: Operated, name: str, **spec: object) -> None:
 
 
 def _failing_job(operated: Operated, name: str, version: int) -> None:
-    """The migration Job as a failing migrate would leave it (kwok fails its pod)."""
+    """The migration Job as a failing migrate would leave it (kwok fails its pod), labelled
+    as the operator labels its Jobs (it watches Jobs by those labels)."""
     job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": f"{name}-migrate-v{version}"},
+           "metadata": {"name": f"{name}-migrate-v{version}",
+                        "labels": labels(name, "migration")},
            "spec": {"backoffLimit": 0, "template": {
                "metadata": {"annotations": {FAIL_ANNOTATION: "true",
                                             FAIL_MESSAGE_ANNOTATION: NEWER}},
