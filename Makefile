@@ -9,7 +9,7 @@ export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
 export PATH := $(PATH):/usr/local/go/bin
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps test run lint bench e2e-kind crds clean
+.PHONY: help venv deps node-deps images test run lint bench e2e-kind crds clean
 
 help:
 	@echo "make run   - bring the whole system up on this host (Ctrl-C stops it)"
@@ -31,6 +31,11 @@ deps: venv
 	hack/ensure-system-packages.sh
 	hack/pg/ensure-age-root.sh
 	hack/k8s/ensure-binaries.sh
+
+# The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy
+# and CoreDNS, and the images built offline. `make test` runs the real-node tests once these exist.
+node-deps: deps
+	hack/k8s/ensure-node-packages.sh
 
 test: deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
