@@ -36,6 +36,13 @@ deps: venv
 # and CoreDNS, and the images built offline. `make test` runs the real-node tests once these exist.
 node-deps: deps
 	hack/k8s/ensure-node-packages.sh
+	hack/k8s/ensure-binaries.sh node
+	hack/images/build.sh
+
+# The images, built offline with podman from a debootstrap of Debian trixie (seconds when current).
+images:
+	hack/k8s/ensure-node-packages.sh
+	hack/images/build.sh
 
 test: deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
