@@ -57,11 +57,14 @@ def _signed(layout: Layout, *, name: str, subject: str, extensions: str) -> None
                  "-CAcreateserial", "-out", str(layout.cert(name)))
 
 
-def make_serving_cert(layout: Layout) -> None:
+def make_serving_cert(layout: Layout, *, name: str = APISERVER, subject: str = "/CN=kube-apiserver",
+                      ips: tuple[str, ...] = ()) -> None:
+    """A serving certificate for loopback, the ``kubernetes`` service names and ``ips``."""
     names = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
              "kubernetes.default.svc.cluster.local"]
-    san = ",".join([f"IP:{LOOPBACK}", f"IP:{CLUSTER_SERVICE_IP}", *(f"DNS:{n}" for n in names)])
-    _signed(layout, name=APISERVER, subject="/CN=kube-apiserver",
+    addresses = dict.fromkeys([LOOPBACK, CLUSTER_SERVICE_IP, *ips])
+    san = ",".join([*(f"IP:{ip}" for ip in addresses), *(f"DNS:{n}" for n in names)])
+    _signed(layout, name=name, subject=subject,
             extensions=f"subjectAltName={san}\nextendedKeyUsage=serverAuth\n")
 
 
@@ -77,11 +80,12 @@ def make_service_account_keys(layout: Layout) -> None:
     _openssl("pkey", "-in", str(key), "-pubout", "-out", str(layout.pki / "service-account.pub"))
 
 
-def make_all(layout: Layout, identities: tuple[ClientIdentity, ...]) -> None:
+def make_all(layout: Layout, identities: tuple[ClientIdentity, ...],
+             ips: tuple[str, ...] = ()) -> None:
     """Everything the control plane needs; files land under ``layout.pki``."""
     layout.pki.mkdir(parents=True, exist_ok=True, mode=0o700)
     make_ca(layout)
-    make_serving_cert(layout)
+    make_serving_cert(layout, ips=ips)
     for identity in identities:
         make_client_cert(layout, identity)
     make_service_account_keys(layout)
