@@ -8,6 +8,7 @@ file system with emptyDirs where the program writes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 POSTGRES_IMAGE = "docker.io/attested-cortex/postgres-age:17"
@@ -66,14 +67,18 @@ def database(namespace_name: str, password: str) -> list[dict[str, object]]:
     ]
 
 
-def server() -> list[dict[str, object]]:
+def server(token: str, agent: str) -> list[dict[str, object]]:
     """``cortexctl migrate`` (init container) then ``cortexctl serve`` against the database,
-    which it finds by its Service's DNS name (CoreDNS + kube-proxy)."""
+    which it finds by its Service's DNS name (CoreDNS + kube-proxy). Off loopback the server
+    needs real authentication: a bearer token for ``agent``, whose hash is in a Secret."""
     labels = {"app": "cortex"}
     url_env = [{"name": "DATABASE_URL", "valueFrom": {"secretKeyRef": {"name": "db",
                                                                           "key": "url"}}}]
     mounts = [{"name": "tmp", "mountPath": "/tmp"}]
+    token_line = f"{hashlib.sha256(token.encode()).hexdigest()} {agent}\n"
     return [
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tokens"},
+         "stringData": {"tokens": token_line}},
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cortex", "labels": labels},
          "spec": {
              "securityContext": _restricted(65532),
@@ -84,13 +89,17 @@ def server() -> list[dict[str, object]]:
              "containers": [{
                  "name": "serve", "image": CORTEX_IMAGE, "imagePullPolicy": "IfNotPresent",
                  "args": ["serve", "--database-url", "$(DATABASE_URL)",
-                          "--listen", "0.0.0.0:8080", "--auth", "dev"],
+                          "--listen", "0.0.0.0:8080", "--auth", "tokens",
+                          "--tokens-file", "/secrets/tokens"],
                  "env": url_env, "ports": [{"containerPort": 8080, "name": "http"}],
-                 "securityContext": _CONTAINER_SECURITY, "volumeMounts": mounts,
+                 "securityContext": _CONTAINER_SECURITY,
+                 "volumeMounts": [*mounts, {"name": "tokens", "mountPath": "/secrets",
+                                            "readOnly": True}],
                  "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"},
                                     "periodSeconds": 2},
              }],
-             "volumes": [{"name": "tmp", "emptyDir": {}}],
+             "volumes": [{"name": "tmp", "emptyDir": {}},
+                         {"name": "tokens", "secret": {"secretName": "tokens"}}],
          }},
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "cortex"},
          "spec": {"selector": labels, "ports": [{"port": 8080, "targetPort": "http"}]}},

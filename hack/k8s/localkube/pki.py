@@ -41,15 +41,26 @@ def _openssl(*args: str) -> None:
         raise RuntimeError(f"openssl {args[0]} failed: {result.stderr.strip()}")
 
 
+# Python 3.13 verifies with X509_STRICT by default: a CA needs keyUsage and a subject key id,
+# a leaf an authority key id. Without them in-cluster Python clients (the operator) fail with
+# "CA cert does not include key usage extension".
+_CA_EXTENSIONS = ("basicConstraints=critical,CA:TRUE",
+                  "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+                  "subjectKeyIdentifier=hash")
+_LEAF_EXTENSIONS = ("basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature",
+                    "authorityKeyIdentifier=keyid,issuer", "subjectKeyIdentifier=hash")
+
+
 def make_ca(layout: Layout) -> None:
+    addext = [arg for ext in _CA_EXTENSIONS for arg in ("-addext", ext)]
     _openssl("req", "-x509", *_EC, "-days", _DAYS, "-subj", "/CN=attested-cortex-local-ca",
-             "-keyout", str(layout.key(CA)), "-out", str(layout.cert(CA)))
+             *addext, "-keyout", str(layout.key(CA)), "-out", str(layout.cert(CA)))
 
 
 def _signed(layout: Layout, *, name: str, subject: str, extensions: str) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         csr, ext = Path(scratch, "req.csr"), Path(scratch, "ext.cnf")
-        ext.write_text(extensions)
+        ext.write_text(extensions + "".join(f"{line}\n" for line in _LEAF_EXTENSIONS))
         _openssl("req", "-new", *_EC, "-subj", subject,
                  "-keyout", str(layout.key(name)), "-out", str(csr))
         _openssl("x509", "-req", "-in", str(csr), "-days", _DAYS, "-extfile", str(ext),
