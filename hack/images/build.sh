@@ -55,7 +55,8 @@ hash_inputs() {  # hash_inputs FILE|DIR...: one sha256 over the content and name
     sha256sum "${BASH_SOURCE[0]}"
     for f in "$@"; do
       if [ -d "$f" ]; then
-        find "$f" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | sort -z \
+        find "$f" -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*' ! -name '*.pyc' \
+          -print0 | sort -z \
           | xargs -0 -r sha256sum
       else
         sha256sum "$f"

@@ -4,9 +4,10 @@ Registered by tests/conftest.py. Tests marked ``realnode`` ask for ``real_node``
 cluster whose pods really run: kubelet, kube-proxy, CoreDNS and containerd on this host
 (hack/k8s/localkube/realnode.py), the images of hack/images/build.sh loaded. The node's
 binaries and images are opt-in (``make node-deps``, a cold build of several minutes), so the
-gate is: when they exist (and we are root), the tests run; when they do not, every
-``realnode`` test is skipped and the session ends with a loud banner that says what is
-missing and which command builds it. A node that exists but fails to start is a failure.
+gate is: when they exist (and we are root), the tests run (after refreshing whatever the
+working tree changed: hack/images/build.sh rebuilds the cortex image after a code change);
+when they do not, every ``realnode`` test is skipped and the session ends with a loud banner
+that says what is missing and which command builds it. A node that exists but fails to start is a failure.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from hack.k8s.localkube.realnode import (
     missing_host_commands,
     missing_images,
 )
-from hack.k8s.localkube.realnode_cli import images_dir
+from hack.k8s.localkube.realnode_cli import IMAGES_SCRIPT, images_dir
 
 from tests.support.kube import Kube
 
@@ -91,6 +92,13 @@ class RealCluster(Kube):
 @pytest.fixture(scope="session")
 def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
     """The session's real node, started the first time a ``realnode`` test asks for it."""
+    # Both are seconds when current; they rebuild what the working tree changed since (the
+    # cortex image after a code change, a component after a version bump), so the pods run
+    # this tree's code, not the image of an older one.
+    for command in ([str(binaries.SCRIPT), "node"], [str(IMAGES_SCRIPT)]):
+        built = subprocess.run(command, capture_output=True, text=True, check=False)
+        if built.returncode != 0:
+            pytest.fail(f"{' '.join(command)} failed:\n{built.stderr[-4000:]}", pytrace=False)
     bin_dir = binaries.bin_dir()
     node = RealNode(bin_dir=bin_dir, images_dir=images_dir())
     try:

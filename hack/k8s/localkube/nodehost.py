@@ -221,6 +221,18 @@ def _remove_cgroups() -> None:
             top.rmdir()
 
 
+# Directories containerd's shims and libcni create outside the node's root; removed when
+# empty (a system containerd or another CNI user keeps files in them, so they stay).
+_SHARED_DIRS = (Path("/run/containerd/s"), Path("/run/containerd"),
+                Path("/var/lib/cni/results"), Path("/var/lib/cni"))
+
+
+def _remove_empty_shared_dirs() -> None:
+    for directory in _SHARED_DIRS:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+
+
 def _recorded_netns(layout: NodeLayout) -> set[str]:
     """The namespaces that existed before the node started; without a record, all current
     ones (a namespace we cannot prove is ours is never removed)."""
@@ -250,6 +262,7 @@ def sweep(layout: NodeLayout) -> None:
     _remove_links()
     _remove_chains()
     _remove_cgroups()
+    _remove_empty_shared_dirs()
     _restore_sysctls(layout)
     layout.state_file.unlink(missing_ok=True)
 

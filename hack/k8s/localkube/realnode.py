@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -101,6 +102,7 @@ class RealNode:
         self.plane: ControlPlane | None = None
         self._running: list[processes.Component] = []
         self._lock: IO[str] | None = None
+        self.timings: dict[str, float] = {}  # seconds per start step, for the CLI and docs
 
     @property
     def kubeconfig(self) -> Path:
@@ -118,13 +120,16 @@ class RealNode:
             shutil.rmtree(self.layout.run, ignore_errors=True)
             self.layout.run.mkdir(parents=True)
             nodehost.prepare(self.layout)
-            self._start_plane()
-            self._start_containerd()
-            self._import_images()
-            self._start_kubelet()
-            self._start_coredns()
-            self._start_kube_proxy()
-            self._create_storage()
+            steps: list[tuple[str, Callable[[], None]]] = [
+                ("control plane", self._start_plane), ("containerd", self._start_containerd),
+                ("images", self._import_images), ("kubelet", self._start_kubelet),
+                ("coredns", self._start_coredns), ("kube-proxy", self._start_kube_proxy),
+                ("storage", self._create_storage)]
+            self.timings = {}
+            for name, step in steps:
+                began = time.monotonic()
+                step()
+                self.timings[name] = round(time.monotonic() - began, 1)
         except BaseException:
             self.stop()
             raise
@@ -145,6 +150,15 @@ class RealNode:
                 self.plane.stop()
                 self.plane = None
             self._kube_proxy_cleanup()
+            nodehost.sweep(self.layout)
+            shutil.rmtree(self.layout.run, ignore_errors=True)
+        finally:
+            self._release_lock()
+
+    def sweep(self) -> None:
+        """Remove what a killed run left; refuses while another process runs the node."""
+        self._take_lock()
+        try:
             nodehost.sweep(self.layout)
             shutil.rmtree(self.layout.run, ignore_errors=True)
         finally:

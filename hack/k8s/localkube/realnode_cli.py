@@ -16,9 +16,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from . import binaries, nodehost
-from .nodeconfig import NodeLayout
-from .realnode import RealNode, default_root
+from . import binaries
+from .realnode import RealNode
 from .waiting import ControlPlaneError
 
 IMAGES_SCRIPT = Path(__file__).resolve().parents[2] / "images" / "build.sh"
@@ -47,6 +46,8 @@ def up() -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with node:
+            steps = ", ".join(f"{name} {seconds}s" for name, seconds in node.timings.items())
+            print(f"started in {sum(node.timings.values()):.1f}s ({steps})", flush=True)
             print(f"kubeconfig: {node.kubeconfig}\nlogs: {node.layout.run / 'logs'}\n"
                   "Ctrl-C stops the node and removes everything it made.", flush=True)
             threading.Event().wait()
@@ -61,6 +62,10 @@ def up() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "down":
-        nodehost.sweep(NodeLayout(default_root()))
+        try:
+            RealNode(bin_dir=binaries.bin_dir(), images_dir=images_dir()).sweep()
+        except ControlPlaneError as error:
+            print(f"realnode down: {error}", file=sys.stderr)
+            return 1
         return 0
     return up()
