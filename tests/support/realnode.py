@@ -7,7 +7,8 @@ binaries and images are opt-in (``make node-deps``, a cold build of several minu
 gate is: when they exist (and we are root), the tests run (after refreshing whatever the
 working tree changed: hack/images/build.sh rebuilds the cortex image after a code change);
 when they do not, every ``realnode`` test is skipped and the session ends with a loud banner
-that says what is missing and which command builds it. A node that exists but fails to start is a failure.
+that says what is missing and which command builds it. A node that exists but fails to
+start is a failure.
 """
 
 from __future__ import annotations
