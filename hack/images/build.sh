@@ -154,8 +154,10 @@ main() {
     *) die "usage: $0 [--print-dir]" ;;
   esac
   [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, podman's store)"
-  command -v podman >/dev/null && command -v debootstrap >/dev/null && command -v gcc >/dev/null \
-    || die "missing packages; run hack/k8s/ensure-node-packages.sh"
+  local tool
+  for tool in podman debootstrap gcc; do
+    command -v "$tool" >/dev/null || die "$tool is missing; run hack/k8s/ensure-node-packages.sh"
+  done
   mkdir -p "$out" "$store"
   exec 9>"$cache/.lock"
   flock -w 3600 9 || die "timed out waiting for another build (lock $cache/.lock)"
