@@ -12,7 +12,7 @@ import sys
 
 from bench.summary import write_performance
 
-AREAS = ("hooks", "attest", "recall", "kg")
+AREAS = ("hooks", "attest", "recall", "kg", "operator")
 
 
 def main(argv: list[str]) -> int:

@@ -101,8 +101,34 @@ def hooks_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def operator_rows(d: dict[str, Any]) -> list[Row]:
+    steady, cold = d.get("steady") or {}, d.get("cold_start") or {}
+    count = cold.get("cortexes", 200)
+    created = steady.get("children_created_ms") or {}
+    status = steady.get("status_observed_ms") or {}
+    return [
+        (f"MemoryCortex created -> all immediate children exist, p50 / p95 / max "
+         f"({_fmt(created.get('n'))} one after another)",
+         f"{_fmt(created.get('p50'))} / {_fmt(created.get('p95'))} / "
+         f"{_fmt(created.get('max'))} ms", "p95 <= 1000 ms"),
+        ("MemoryCortex created -> status observedGeneration current, p50 / p95",
+         f"{_fmt(status.get('p50'))} / {_fmt(status.get('p95'))} ms", "recorded"),
+        (f"cold start: {count} MemoryCortex reconciled (exec -> last status and children)",
+         _fmt(cold.get("all_reconciled_s"), " s"), "<= 60 s"),
+        (f"operator RSS with {count} cortexes reconciled (after idle window; peak)",
+         f"{_fmt(cold.get('rss_mb_after_idle'), ' MB')}; "
+         f"{_fmt(cold.get('rss_mb_peak'), ' MB')}", "<= 150 MB"),
+        (f"API writes per minute when idle ({count} cortexes; "
+         f"{_fmt(steady.get('cortexes'))} cortexes, "
+         f"{_fmt(steady.get('cortexes_ready_before_idle'))} Ready)",
+         f"{_fmt(_get(cold, 'idle', 'writes_per_minute'))}; "
+         f"{_fmt(_get(steady, 'idle', 'writes_per_minute'))}", "0"),
+    ]
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "kg": kg_rows, "attest": attest_rows, "hooks": hooks_rows,
+    "operator": operator_rows,
 }
 
 

@@ -25,35 +25,37 @@ BASELINE = {
 #: (verb, resource, extra kubectl flags): what the operator must never be able to do.
 FORBIDDEN = [
     ("delete", "nodes", []),
-    ("create", "clusterrolebindings.rbac.authorization.k8s.io", []),
-    ("bind", "clusterroles.rbac.authorization.k8s.io", []),
+    ("bind", "clusterroles.rbac.authorization.k8s.io/cluster-admin", []),
+    ("bind", "clusterroles.rbac.authorization.k8s.io/admin", []),
+    ("update", "clusterrolebindings.rbac.authorization.k8s.io", []),
     ("escalate", "roles.rbac.authorization.k8s.io", []),
     ("create", "roles.rbac.authorization.k8s.io", []),
     ("impersonate", "users", []),
     ("impersonate", "serviceaccounts", []),
     ("create", "pods", ["--subresource=exec"]),
-    ("get", "pods", []),
+    ("get", "pods", ["--subresource=log"]),
+    ("delete", "pods", []),
     ("create", "customresourcedefinitions.apiextensions.k8s.io", []),
     ("delete", "memorycortexes.cortex.attested.dev", []),
     ("create", "agentidentities.cortex.attested.dev", []),
     ("update", "persistentvolumeclaims", []),
-    ("create", "serviceaccounts", []),
     ("create", "serviceaccounts", ["--subresource=token"]),
     ("update", "jobs.batch", []),
     ("*", "*", []),
 ]
 
 
-def needed() -> Iterator[tuple[str, str, list[str]]]:
-    """Every (verb, resource, flags) the permissions file grants in a namespace."""
-    for rule in permissions()["namespaced"]:
+def needed(section: str = "namespaced") -> Iterator[tuple[str, str, list[str]]]:
+    """Every (verb, resource, flags) a section of the permissions file grants."""
+    for rule in permissions()[section]:
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 name, _, sub = resource.partition("/")
                 qualified = f"{name}.{group}" if group else name
                 flags = [f"--subresource={sub}"] if sub else []
                 for verb in rule["verbs"]:
-                    yield verb, qualified, flags
+                    for named in rule.get("resourceNames") or [None]:
+                        yield verb, qualified + (f"/{named}" if named else ""), flags
 
 
 def can(release: Release, verb: str, resource: str, *flags: str) -> bool:
@@ -88,6 +90,15 @@ def test_operator_can_do_everything_it_needs_in_its_namespace(namespaced: Releas
         if not can(namespaced, verb, res, "-n", namespaced.namespace, *flags)
     ]
     assert missing == []
+
+
+def test_operator_can_bind_only_its_tokenreview_role(namespaced: Release) -> None:
+    role = f"clusterroles.rbac.authorization.k8s.io/{namespaced.name}-attested-cortex-tokenreviewer"
+    granted_rules = [(v, r.replace("TOKENREVIEWER", role.rpartition("/")[2]), f)
+                     for v, r, f in needed("clusterAlways")]
+    assert [rule for rule in granted_rules if not can(namespaced, rule[0], rule[1])] == []
+    assert can(namespaced, "bind", role)
+    assert not can(namespaced, "bind", "clusterroles.rbac.authorization.k8s.io/other")
 
 
 def test_namespaced_operator_has_no_reach_outside_its_namespace(namespaced: Release) -> None:
@@ -144,10 +155,11 @@ def test_reported_rules_are_exactly_the_permissions_file(
     namespaced: Release, clusterwide: Release
 ) -> None:
     extra = {pair for pair in granted(namespaced, namespaced.namespace) if pair[0] not in BASELINE}
-    assert extra == expected(("namespaced",))
-    assert {p for p in granted(namespaced, "default") if p[0] not in BASELINE} == set()
+    assert extra == expected(("namespaced", "clusterAlways"))
+    outside = {p for p in granted(namespaced, "default") if p[0] not in BASELINE}
+    assert outside == expected(("clusterAlways",))
     extra = {pair for pair in granted(clusterwide, "default") if pair[0] not in BASELINE}
-    assert extra == expected(("namespaced", "cluster"))
+    assert extra == expected(("namespaced", "cluster", "clusterAlways"))
 
 
 def test_clusterwide_operator_reaches_every_namespace(clusterwide: Release) -> None:

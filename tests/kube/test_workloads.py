@@ -56,3 +56,31 @@ def test_a_job_runs_to_completion(kube: Kube, kube_namespace: str) -> None:
     succeeded = kube.kubectl("get", "-n", kube_namespace, "job/batch",
                              "-o", "jsonpath={.status.succeeded}").stdout
     assert succeeded == "2"
+
+
+def test_a_failing_job_fails_once_its_backoff_limit_is_spent(kube: Kube,
+                                                              kube_namespace: str) -> None:
+    kube.kubectl("apply", "-n", kube_namespace, "-f", "-",
+                 input=manifests.job("broken", completions=1, backoff_limit=1,
+                                     fail_message="migration 7 failed"))
+    kube.kubectl("wait", "-n", kube_namespace, "--for=condition=Failed", "job/broken", WAIT)
+    job = json.loads(kube.kubectl("get", "-n", kube_namespace, "job/broken", "-o", "json").stdout)
+    failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "BackoffLimitExceeded"
+    assert job["status"]["failed"] == 2  # the first pod and its one retry
+    pods = _pods(kube, kube_namespace, "broken")
+    assert {pod["status"]["phase"] for pod in pods} == {"Failed"}
+    exits = [s["state"]["terminated"] for pod in pods for s in pod["status"]["containerStatuses"]]
+    assert {(e["exitCode"], e["reason"], e["message"]) for e in exits} == {
+        (1, "Error", "migration 7 failed")}
+
+
+def test_init_containers_finish_and_native_sidecars_run(kube: Kube, kube_namespace: str) -> None:
+    kube.kubectl("apply", "-n", kube_namespace, "-f", "-",
+                 input=manifests.pod_with_sidecar("sidecar"))
+    kube.kubectl("wait", "-n", kube_namespace, "--for=condition=Ready", "pod/sidecar", WAIT)
+    pod = json.loads(kube.kubectl("get", "-n", kube_namespace, "pod/sidecar", "-o", "json").stdout)
+    states = {s["name"]: s["state"] for s in pod["status"]["initContainerStatuses"]}
+    assert states["init"]["terminated"]["exitCode"] == 0
+    assert "running" in states["sidecar"]
+    assert pod["status"]["containerStatuses"][0]["ready"] is True

@@ -7,21 +7,30 @@ test asks. A missing binary fails loudly; it is never a skip.
 
     def test_something(kube: Kube, kube_namespace: str) -> None:
         kube.kubectl("apply", "-n", kube_namespace, "-f", "-", input=manifest)
+
+The cluster has a default StorageClass ``local`` and 32 static 10Gi volumes (claims bind to
+them; ``kube.add_volumes`` makes more), and kwok pods owned by a Job succeed unless annotated
+``kwok.attested.dev/fail: "true"`` (``FAIL_ANNOTATION``), then they fail with exit code 1.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hack.k8s.localkube import ControlPlane, ControlPlaneError, binaries
+from hack.k8s.localkube import ControlPlane, ControlPlaneError, binaries, storage
 
 COMMAND_TIMEOUT_S = 120.0
+POLL_INTERVAL_S = 1.0
+FAIL_ANNOTATION = "kwok.attested.dev/fail"
+FAIL_MESSAGE_ANNOTATION = "kwok.attested.dev/fail-message"
 
 
 class CommandFailedError(AssertionError):
@@ -33,6 +42,19 @@ def service_account_user(namespace: str, name: str) -> str:
     return f"system:serviceaccount:{namespace}:{name}"
 
 
+def poll_until(condition: Callable[[], bool], *, what: str, timeout_s: float,
+               interval_s: float = POLL_INTERVAL_S) -> None:
+    """Return once ``condition()`` holds (checked every ``interval_s``); fail after ``timeout_s``.
+
+    For conditions ``kubectl wait`` cannot express (comparisons, several objects at once).
+    """
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}", pytrace=False)
+        time.sleep(interval_s)
+
+
 @dataclass(frozen=True)
 class Kube:
     """Handle on the running control plane: paths and kubectl/helm bound to its admin config."""
@@ -41,6 +63,7 @@ class Kube:
     bin_dir: Path
     server: str
     home: Path
+    volume_directory: Path
 
     @property
     def env(self) -> dict[str, str]:
@@ -74,6 +97,22 @@ class Kube:
         """kubectl as another user, e.g. ``service_account_user("ns", "operator")``."""
         return self.kubectl(f"--as={user_or_sa}", *args, input=input, check=check)
 
+    def add_volumes(self, count: int, *, size: str = storage.VOLUME_SIZE,
+                    storage_class: str = storage.STORAGE_CLASS) -> list[str]:
+        """Create ``count`` more static PersistentVolumes; returns their names.
+
+        The cluster starts with 32 volumes of 10Gi in the default class ``local``; a volume
+        whose claim was deleted stays Released (``Retain``), so a test that binds many
+        claims, or wants another size or class, adds its own first.
+        """
+        names = [f"{storage.VOLUME_PREFIX}{uuid.uuid4().hex[:10]}" for _ in range(count)]
+        volumes = [storage.persistent_volume(name, directory=self.volume_directory, size=size,
+                                             storage_class_name=storage_class)
+                   for name in names]
+        self.kubectl("create", "-f", "-",
+                     input=json.dumps({"apiVersion": "v1", "kind": "List", "items": volumes}))
+        return names
+
 
 def _bin_dir_or_fail() -> Path:
     bin_dir = binaries.bin_dir()
@@ -95,7 +134,8 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
         pytest.fail(f"local control plane failed to start: {error}", pytrace=False)
     try:
         yield Kube(kubeconfig=plane.kubeconfig, bin_dir=plane.bin_dir, server=plane.server,
-                   home=tmp_path_factory.mktemp("kube-clients"))
+                   home=tmp_path_factory.mktemp("kube-clients"),
+                   volume_directory=plane.volume_directory)
     finally:
         plane.stop()
 

@@ -61,7 +61,7 @@ def scheduler_command(bin_dir: Path, layout: Layout) -> list[str]:
 
 
 def kwok_command(bin_dir: Path, layout: Layout) -> list[str]:
-    """kwok with its default stages: nodes become Ready, pods Running, Job pods Succeeded."""
+    """kwok with kwok.yaml: node lease on, pods Running, Job pods Succeeded (or Failed)."""
     return [str(bin_dir / "kwok"), f"--kubeconfig={layout.kubeconfig('kwok')}",
             f"--config={layout.root / 'kwok.yaml'}",
             "--manage-all-nodes=false",

@@ -1,9 +1,10 @@
 """Starts and stops the whole local control plane in dependency order.
 
 Callers: tests/support/kube.py (session fixture) and cli.py (``controlplane.py up``).
-Order: certificates -> etcd -> kube-apiserver -> controller-manager, scheduler, kwok -> the
-fake node; ready once the node is Ready and the ``default`` service account exists (pods
-are admitted from then on). Stop is the reverse and removes a directory it created.
+Order: certificates -> etcd -> kube-apiserver -> storage (default StorageClass, static
+volumes) -> controller-manager, scheduler, kwok -> the fake node; ready once the node is
+Ready and the ``default`` service account exists (pods are admitted from then on). Stop is
+the reverse and removes a directory it created.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from . import components, kubeconfigs, nodes, pki, processes
+from . import components, kubeconfigs, nodes, pki, processes, storage
 from .api import Api, ApiUnavailableError
 from .layouts import LOOPBACK, Layout, Ports
 from .waiting import ControlPlaneError, wait_until
@@ -29,7 +30,8 @@ IDENTITIES = (
     pki.ClientIdentity(name="kube-scheduler", user="system:kube-scheduler"),
     pki.ClientIdentity(name="kwok", user="kwok", groups=("system:masters",)),
 )
-_KWOK_CONFIG = "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n"
+# Node lease on, pod stages for Jobs that succeed or fail: see kwok.yaml.
+KWOK_CONFIG = Path(__file__).with_name("kwok.yaml")
 
 
 def _etcd_healthy(answer: object) -> bool:
@@ -62,11 +64,17 @@ class ControlPlane:
     def kubeconfig(self) -> Path:
         return self.layout.kubeconfig(ADMIN.name)
 
+    @property
+    def volume_directory(self) -> Path:
+        """Where the static PersistentVolumes' hostPath directories live."""
+        return self.layout.root / "volumes"
+
     def start(self) -> None:
         try:
             self._prepare_files()
             self._start_etcd()
             self._start_apiserver()
+            self._create_storage()
             self._start_controllers()
             self._await_workloads_admitted()
         except BaseException:
@@ -102,7 +110,7 @@ class ControlPlane:
         pki.make_all(self.layout, self._identities, ips=(self.address,))
         for identity in self._identities:
             kubeconfigs.write_kubeconfig(self.layout, server=self.server, user=identity.name)
-        (self.layout.root / "kwok.yaml").write_text(_KWOK_CONFIG)
+        shutil.copyfile(KWOK_CONFIG, self.layout.root / "kwok.yaml")
 
     def _start_etcd(self) -> None:
         self._launch("etcd", components.etcd_command(self.bin_dir, self.layout, self.ports))
@@ -115,6 +123,17 @@ class ControlPlane:
         self._launch("kube-apiserver", command)
         api = self._admin_api()
         self._wait(lambda: api.request("/readyz") == "ok", what="kube-apiserver /readyz")
+
+    def _create_storage(self) -> None:
+        api = self._admin_api()
+        objects = [("/apis/storage.k8s.io/v1/storageclasses", storage.storage_class())]
+        objects += [("/api/v1/persistentvolumes", volume)
+                    for volume in storage.initial_volumes(self.volume_directory)]
+        for path, body in objects:
+            try:
+                api.request(path, method="POST", body=body)
+            except ApiUnavailableError as error:
+                raise ControlPlaneError(f"could not create storage: {error}") from error
 
     def _start_controllers(self) -> None:
         self._launch("kube-controller-manager",

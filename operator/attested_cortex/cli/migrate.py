@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from typing import Any
 
@@ -15,7 +16,9 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "migrate", help="apply schema migrations (idempotent)",
     )
-    parser.add_argument("--database-url", required=True, help="PostgreSQL URL")
+    env_url = os.environ.get("CORTEX_DATABASE_URL")
+    parser.add_argument("--database-url", required=not env_url, default=env_url,
+                        help="PostgreSQL URL (default: $CORTEX_DATABASE_URL)")
     parser.add_argument("--target", type=int, help="stop at this schema version")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     parser.add_argument("--app-role", help="grant this role what the server needs "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ def register(subparsers: Any) -> None:
         "serve", help="run the memory server (aiohttp)",
         description="Serve the HTTP API. Flags override the --config file.",
     )
-    parser.add_argument("--database-url", help="PostgreSQL URL (or DATABASE_URL in --config)")
+    parser.add_argument("--database-url", default=os.environ.get("CORTEX_DATABASE_URL"),
+                        help="PostgreSQL URL (default: $CORTEX_DATABASE_URL, then "
+                        "database_url in --config)")
     parser.add_argument("--listen", action="append",
                         help="HOST:PORT to listen on (repeatable; default 127.0.0.1:8080)")
     parser.add_argument("--auth", choices=["dev", "tokens", "kubernetes"])

@@ -3,8 +3,7 @@
 One replica, standalone (no kopf peering: see docs/adr/0002-operator-replicas-and-failover.md).
 ``/healthz`` answers while the process serves; ``/readyz`` once kopf has started and its
 start-up handlers (API credentials, CRD checks) have run. SIGTERM stops kopf cleanly.
-This build registers no reconcilers yet: the handlers arrive with the controller work and
-register on :data:`REGISTRY` from their own modules.
+The watches and reconcilers live in :mod:`.registry`; this module only runs them.
 """
 
 from __future__ import annotations
@@ -13,14 +12,15 @@ import asyncio
 import logging
 import signal
 from dataclasses import dataclass
-from typing import Any
 
 import kopf
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from attested_cortex.controller.metrics import METRICS, READY
+from attested_cortex.controller.registry import REGISTRY
 
 log = logging.getLogger(__name__)
-REGISTRY = kopf.OperatorRegistry()
 
 
 @dataclass(frozen=True)
@@ -31,22 +31,6 @@ class OperatorSettings:
     clusterwide: bool
     health: tuple[str, int]
     metrics: tuple[str, int]
-
-
-@kopf.on.login(registry=REGISTRY)
-def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-    """In-cluster service account, or $KUBECONFIG outside a cluster (kubernetes client)."""
-    info: kopf.ConnectionInfo | None = kopf.login_via_client(**kwargs)
-    return info
-
-
-@kopf.on.startup(registry=REGISTRY)
-async def configure(settings: kopf.OperatorSettings, **_: object) -> None:
-    """Operator-wide behaviour: one field manager, events for warnings and above."""
-    settings.persistence.finalizer = "cortex.attested.dev/finalizer"
-    settings.posting.level = logging.WARNING
-    settings.watching.server_timeout = 300
-    settings.networking.request_timeout = 60
 
 
 def _health_app(ready: asyncio.Event) -> web.Application:
@@ -84,20 +68,19 @@ async def _serve(app: web.Application, address: tuple[str, int]) -> web.AppRunne
 async def run_operator(settings: OperatorSettings) -> None:
     """Run until SIGINT/SIGTERM."""
     ready, stop = asyncio.Event(), asyncio.Event()
-    registry = CollectorRegistry()
-    up = Gauge("cortex_operator_ready", "1 once the operator has started", registry=registry)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     runners = [await _serve(_health_app(ready), settings.health),
-               await _serve(_metrics_app(registry), settings.metrics)]
+               await _serve(_metrics_app(METRICS), settings.metrics)]
     try:
         operator = asyncio.create_task(kopf.operator(
-            registry=REGISTRY, standalone=True, clusterwide=settings.clusterwide,
+            registry=REGISTRY, memo=kopf.Memo(clusterwide=settings.clusterwide), standalone=True,
+            clusterwide=settings.clusterwide,
             namespaces=settings.namespaces, ready_flag=ready, stop_flag=stop,
         ))
         await ready.wait() if not operator.done() else None
-        up.set(1)
+        READY.set(1)
         log.info("operator ready", extra={"namespaces": list(settings.namespaces),
                                           "clusterwide": settings.clusterwide})
         await operator

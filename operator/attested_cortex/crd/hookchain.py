@@ -157,3 +157,9 @@ class HookChainStatus(CommonStatus):
     hook_count: int | None = Field(
         default=None, ge=0, description="Number of hooks the cortex server loaded."
     )
+    accepted_hooks: list[Hook] | None = Field(
+        default=None,
+        description="The hooks of the last valid spec: what stays in force while the current "
+        "spec is invalid.",
+        max_length=32,
+    )

@@ -6,9 +6,9 @@ to turn a cortex into a StatefulSet, a Deployment, Services and Secrets.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, StringConstraints
 
 from attested_cortex.crd.common import (
     STORAGE_SIZE_PATTERN,
@@ -22,6 +22,8 @@ from attested_cortex.crd.common import (
 GraphBackend = Literal["Auto", "AGE", "CTE"]
 PermissionMode = Literal["Advisory", "Enforce", "Off"]
 ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
+AuthMode = Literal["Kubernetes", "Tokens"]
+RuleLine = Annotated[str, StringConstraints(max_length=2048)]
 
 
 class StorageSpec(CrdModel):
@@ -90,6 +92,26 @@ class ServiceSpec(CrdModel):
     port: int = Field(default=8080, ge=1, le=65535, description="Service port.")
 
 
+class ServerAuthSpec(CrdModel):
+    """How agents authenticate to the memory server."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [{
+        "rule": "!has(self.mode) || self.mode != 'Tokens' || has(self.tokensSecretRef)",
+        "message": "auth mode Tokens needs tokensSecretRef",
+    }]})
+
+    mode: AuthMode = Field(
+        default="Kubernetes",
+        description="Kubernetes: service-account tokens reviewed by the API server "
+        "(TokenReview), agent ids from AgentIdentity serviceAccountRef; Tokens: bearer "
+        "tokens from a Secret.",
+    )
+    tokens_secret_ref: SecretKeyReference | None = Field(
+        default=None,
+        description="Tokens mode: the Secret key holding the token hash file.",
+    )
+
+
 class ServerSpec(CrdModel):
     """The memory server Deployment."""
 
@@ -103,6 +125,7 @@ class ServerSpec(CrdModel):
         default=None, description="Compute resources of the server container."
     )
     service: ServiceSpec = section(ServiceSpec, "The Service in front of the server.")
+    auth: ServerAuthSpec = section(ServerAuthSpec, "How agents authenticate.")
 
 
 class PermissionsSpec(CrdModel):
@@ -213,4 +236,15 @@ class MemoryCortexStatus(CommonStatus):
         default=None,
         description="Name of the Secret holding the database connection URI.",
         max_length=253,
+    )
+    rule_summary: list[RuleLine] | None = Field(
+        default=None,
+        description="The PermissionRules in force, one line each, in evaluation order.",
+        max_length=1000,
+    )
+    hook_count: int | None = Field(
+        default=None, ge=0, description="Hooks rendered into the server's hook file."
+    )
+    identities: int | None = Field(
+        default=None, ge=0, description="AgentIdentities whose public keys the server trusts."
     )

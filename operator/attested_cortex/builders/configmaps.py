@@ -1,0 +1,110 @@
+"""The cortex's one configuration ConfigMap: server settings, hook file and public keyring.
+
+``config.yaml`` is :class:`attested_cortex.server.settings.ServerSettings` (read at start:
+a change to it rolls the server through the config hash); ``hooks.yaml`` and the
+``keyring-*.json`` files are hot-reloaded by the server, so changing them rolls nothing.
+The database URI is never here: it reaches the server from its Secret as an environment
+variable. Pure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import yaml
+
+from attested_cortex.builders import hookfiles, keyrings, names, rules
+from attested_cortex.builders.inputs import Cortex, Identity, Rule
+from attested_cortex.builders.services import SERVER_PORT
+from attested_cortex.crd.hookchain import Hook
+
+Object = dict[str, Any]
+
+CONFIG_DIR: Final = "/etc/cortex"
+CONFIG_FILE: Final = "config.yaml"
+HOOKS_FILE: Final = "hooks.yaml"
+KEYS_DIR: Final = "/var/run/cortex/keys"
+TOKENS_DIR: Final = "/etc/cortex-tokens"
+APPROVAL_DIR: Final = "/var/run/cortex/approval"
+MODES: Final = {"Advisory": "advisory", "Enforce": "enforce", "Off": "off"}
+MIB: Final = 1024 * 1024
+UNITS: Final = {"": 1, "k": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4, "P": 1000**5,
+                "E": 1000**6, "Ki": 1024, "Mi": MIB, "Gi": 1024**3, "Ti": 1024**4,
+                "Pi": 1024**5, "Ei": 1024**6}
+
+
+@dataclass(frozen=True)
+class Satellites:
+    """What the cortex's satellites contribute: identities, hooks in force, rules in force."""
+
+    identities: Sequence[Identity] = ()
+    hooks: Sequence[Hook] = ()
+    rules: Sequence[Rule] = ()
+
+
+def quantity_bytes(quantity: str) -> int:
+    """A storage quantity (pattern-checked by the CRD) in bytes."""
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)", quantity)
+    if match is None or match.group(2) not in UNITS:
+        raise ValueError(f"not a storage quantity: {quantity!r}")
+    return int(float(match.group(1)) * UNITS[match.group(2)])
+
+
+def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
+    """``--auth kubernetes``: service account -> agent id, from serviceAccountRef."""
+    mapping = [{"service_account": f"{i.meta.namespace}/{i.spec.service_account_ref.name}",
+                "agent_id": keyrings.agent_id(i)}
+               for i in identities if i.spec.service_account_ref is not None]
+    return sorted(mapping, key=lambda m: m["service_account"])
+
+
+def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
+    """The content of ``config.yaml``."""
+    spec = cortex.spec
+    auth = "kubernetes" if spec.server.auth.mode == "Kubernetes" else "tokens"
+    settings: Object = {
+        "listen": [f"0.0.0.0:{SERVER_PORT}"], "auth": auth,
+        "graph_backend": spec.graph.backend,
+        "hooks_file": f"{CONFIG_DIR}/{HOOKS_FILE}", "keys_dir": KEYS_DIR,
+        "permissions": {"mode": MODES[spec.permissions.mode],
+                        "rules": [rules.compile_rule(r) for r in rules.ordered(satellites.rules)]},
+        "agents": agent_mapping(satellites.identities),
+        "approval": {"enabled": spec.approval.enabled,
+                     "timeout_seconds": spec.approval.timeout_seconds},
+        "transcripts": {"enabled": spec.transcripts.enabled,
+                        "retention_days": spec.transcripts.retention_days},
+        "quotas": {"requests_per_second": spec.quotas.requests_per_second,
+                   "storage_per_agent_bytes": quantity_bytes(spec.quotas.storage_per_agent)},
+    }
+    if auth == "tokens":
+        settings["tokens_file"] = f"{TOKENS_DIR}/tokens"
+    if spec.approval.enabled:
+        settings["approval"]["hmac_secret_file"] = f"{APPROVAL_DIR}/hmac"
+    return settings
+
+
+def _dump(document: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(document), sort_keys=True, default_flow_style=False)
+
+
+def build_config_map(cortex: Cortex, satellites: Satellites) -> Object:
+    """The rendered configuration ConfigMap."""
+    data = {CONFIG_FILE: _dump(server_settings(cortex, satellites)),
+            HOOKS_FILE: _dump(hookfiles.render_hooks_file(satellites.hooks))}
+    for name, document in keyrings.keyring_files(satellites.identities).items():
+        data[name] = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": names.metadata(names.config_name(cortex.meta.name), cortex.meta,
+                                       component="server"),
+            "data": data}
+
+
+def digest(value: object) -> str:
+    """A short stable hash of JSON-able data (the config-hash annotation)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,129 @@
+"""The memory server Deployment: the server container, Daemon-hook sidecars, key mounts.
+
+What needs a restart (the images, the sidecars, the mounts, the auth mode and
+``config.yaml``, which the server reads once) is hashed into the pod template's config-hash
+annotation, so such a change rolls the pods. The hook file and the keyring are hot-reloaded
+from the mounted ConfigMap, and a key Secret's new content reaches the pods without a
+restart, so those changes roll nothing. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from attested_cortex.builders import (
+    configmaps,
+    hookfiles,
+    names,
+    podparts,
+    security,
+    sidecars,
+)
+from attested_cortex.builders.configmaps import Satellites
+from attested_cortex.builders.inputs import Cortex, Defaults, Identity
+from attested_cortex.builders.jobs import CORTEX_UID, cortex_image
+from attested_cortex.builders.services import SERVER_PORT
+
+Object = dict[str, Any]
+
+#: Where the ConfigMap's keyring files appear; ``_`` is in no Kubernetes object name, so an
+#: identity's own mount (``KEYS_DIR/<identity>``) can never land on it.
+KEYRING_DIR: Final = f"{configmaps.KEYS_DIR}/_keyring"
+#: Files of a Cortex-custody key Secret the server reads (the keyring comes from the ConfigMap).
+KEY_FILES: Final = ("agent-id", "private.pem", "public.pem", "fingerprint")
+
+
+def cortex_custody(identities: Iterable[Identity]) -> list[Identity]:
+    """Identities whose private key the server holds and signs with (status.secretName set)."""
+    return sorted((i for i in identities
+                   if i.spec.key_custody == "Cortex" and i.status.secret_name),
+                  key=lambda i: i.meta.name)
+
+
+def _volumes(cortex: Cortex, satellites: Satellites) -> tuple[list[Object], list[Object]]:
+    config = names.config_name(cortex.meta.name)
+    volumes: list[Object] = [
+        {"name": "config", "configMap": {"name": config, "items": [
+            {"key": configmaps.CONFIG_FILE, "path": configmaps.CONFIG_FILE},
+            {"key": configmaps.HOOKS_FILE, "path": configmaps.HOOKS_FILE}]}},
+        {"name": sidecars.SOCKET_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}}]
+    mounts: list[Object] = [
+        {"name": "config", "mountPath": configmaps.CONFIG_DIR, "readOnly": True},
+        {"name": sidecars.SOCKET_VOLUME, "mountPath": hookfiles.SOCKET_DIR},
+        {"name": "tmp", "mountPath": "/tmp"}]
+    # The whole ConfigMap: the server reads only its keyring-*.json files there, and a new
+    # identity's file appears in place instead of changing the pod template.
+    volumes.append({"name": "keyring", "configMap": {"name": config}})
+    mounts.append({"name": "keyring", "readOnly": True, "mountPath": KEYRING_DIR})
+    for identity in cortex_custody(satellites.identities):
+        volume = names.dns_label("key-", identity.meta.name)
+        volumes.append({"name": volume, "secret": {
+            "secretName": identity.status.secret_name, "defaultMode": 0o440,
+            "items": [{"key": f, "path": f} for f in KEY_FILES]}})
+        mounts.append({"name": volume, "readOnly": True,
+                       "mountPath": f"{configmaps.KEYS_DIR}/{identity.meta.name}"})
+    _auth_volumes(cortex, volumes, mounts)
+    return volumes, mounts
+
+
+def _auth_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object]) -> None:
+    tokens = cortex.spec.server.auth.tokens_secret_ref
+    if cortex.spec.server.auth.mode == "Tokens" and tokens is not None:
+        volumes.append({"name": "tokens", "secret": {
+            "secretName": tokens.name, "defaultMode": 0o440,
+            "items": [{"key": tokens.key, "path": "tokens"}]}})
+        mounts.append({"name": "tokens", "mountPath": configmaps.TOKENS_DIR, "readOnly": True})
+    if cortex.spec.approval.enabled:
+        ref = cortex.spec.approval.hmac_secret_ref
+        name, key = (ref.name, ref.key) if ref else (names.approval_secret_name(cortex.meta.name),
+                                                     "hmac")
+        volumes.append({"name": "approval", "secret": {
+            "secretName": name, "defaultMode": 0o440, "items": [{"key": key, "path": "hmac"}]}})
+        mounts.append({"name": "approval", "mountPath": configmaps.APPROVAL_DIR,
+                       "readOnly": True})
+
+
+def _probe(path: str, period: int, failures: int) -> Object:
+    return {"httpGet": {"path": path, "port": "http"}, "periodSeconds": period,
+            "timeoutSeconds": 3, "failureThreshold": failures}
+
+
+def _server_container(cortex: Cortex, defaults: Defaults, mounts: list[Object]) -> Object:
+    return {
+        "name": "server", "image": cortex_image(cortex, defaults),
+        "imagePullPolicy": defaults.image_pull_policy, "command": ["cortexctl"],
+        "args": ["serve", "--config", f"{configmaps.CONFIG_DIR}/{configmaps.CONFIG_FILE}"],
+        "env": [podparts.database_env(cortex)],
+        "ports": [{"name": "http", "containerPort": SERVER_PORT, "protocol": "TCP"}],
+        "readinessProbe": _probe("/readyz", 5, 3), "livenessProbe": _probe("/healthz", 10, 6),
+        "resources": security.resources(cortex.spec.server.resources),
+        "securityContext": security.container_security(), "volumeMounts": mounts,
+    }
+
+
+def build_deployment(cortex: Cortex, defaults: Defaults, satellites: Satellites) -> Object:
+    """The server Deployment, its pod template hashed into ``config-hash``."""
+    name = cortex.meta.name
+    volumes, mounts = _volumes(cortex, satellites)
+    containers = [_server_container(cortex, defaults, mounts),
+                  *sidecars.build_sidecars(satellites.hooks, defaults.image_pull_policy)]
+    kubernetes_auth = cortex.spec.server.auth.mode == "Kubernetes"
+    pod_spec: Object = {
+        "serviceAccountName": names.server_name(name),
+        "automountServiceAccountToken": kubernetes_auth, "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 30,
+        "securityContext": security.pod_security(user=CORTEX_UID, group=CORTEX_UID),
+        "containers": containers, "volumes": volumes}
+    restart_inputs = {"pod": pod_spec, "config": configmaps.server_settings(cortex, satellites)}
+    template = {"metadata": {"labels": names.labels(name, "server"), "annotations": {
+                    names.CONFIG_HASH_ANNOTATION: configmaps.digest(restart_inputs)}},
+                "spec": pod_spec}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": names.metadata(names.server_name(name), cortex.meta, component="server"),
+            "spec": {"replicas": cortex.spec.server.replicas, "revisionHistoryLimit": 3,
+                     "selector": {"matchLabels": names.selector(name, "server")},
+                     "strategy": {"type": "RollingUpdate",
+                                  "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+                     "template": template}}

@@ -1,0 +1,54 @@
+"""Public keys of a cortex's AgentIdentities as keyring files (``RawKeyringFile``). Pure.
+
+Every identity, whatever its custody, contributes its current public key and the retired
+ones still within ``revisionHistoryLimit`` (``status.previousKeys``). A revision is valid
+from the moment the one before it retired until it retired itself, so a link signed before
+a rotation still verifies after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from attested_cortex.builders.inputs import Identity
+
+Object = dict[str, Any]
+
+
+def agent_id(identity: Identity) -> str:
+    """The effective agent id: ``spec.agentId`` or ``k8s:<namespace>/<name>``."""
+    return identity.spec.agent_id or f"k8s:{identity.meta.namespace}/{identity.meta.name}"
+
+
+def _ms(at: datetime | None) -> int | None:
+    return None if at is None else int(at.timestamp() * 1000)
+
+
+def keyring_file(identity: Identity) -> Object | None:
+    """The keyring document of one identity, or None before its key exists."""
+    status = identity.status
+    if not status.public_key or not status.fingerprint or not status.key_revision:
+        return None
+    previous = sorted(status.previous_keys or [], key=lambda k: k.key_revision)
+    keys: list[Object] = []
+    start: int | None = None
+    for old in previous:
+        keys.append({"revision": old.key_revision, "public_key": old.public_key,
+                     "fingerprint": old.fingerprint, "valid_from": start,
+                     "valid_until": _ms(old.retired_at)})
+        start = _ms(old.retired_at)
+    keys.append({"revision": status.key_revision, "public_key": status.public_key,
+                 "fingerprint": status.fingerprint, "valid_from": start, "valid_until": None})
+    return {"agent_id": agent_id(identity), "keys": keys}
+
+
+def keyring_files(identities: Iterable[Identity]) -> dict[str, Object]:
+    """``keyring-<identity>.json`` -> document, for every identity with a key."""
+    out: dict[str, Object] = {}
+    for identity in sorted(identities, key=lambda i: i.meta.name):
+        document = keyring_file(identity)
+        if document is not None:
+            out[f"keyring-{identity.meta.name}.json"] = document
+    return out

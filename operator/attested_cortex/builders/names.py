@@ -1,0 +1,122 @@
+"""Names, labels and owner references of every child object, in one place.
+
+Deterministic: the same custom resource always yields the same child names, so a repeated
+or interrupted reconcile finds (and adopts) what an earlier one created. Pure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final, Literal
+
+from attested_cortex.builders.inputs import Meta
+from attested_cortex.crd import GROUP, VERSION
+
+Component = Literal["database", "migration", "server"]
+Object = dict[str, Any]
+
+APP: Final = "attested-cortex"
+MANAGED_BY: Final = "attested-cortex-operator"
+#: The one server-side apply field manager of the operator.
+FIELD_MANAGER: Final = "attested-cortex-operator"
+
+NAME_LABEL: Final = "app.kubernetes.io/name"
+INSTANCE_LABEL: Final = "app.kubernetes.io/instance"
+COMPONENT_LABEL: Final = "app.kubernetes.io/component"
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+#: On objects a satellite owns (key Secrets): the AgentIdentity's name.
+IDENTITY_LABEL: Final = f"{GROUP}/agent-identity"
+#: The Namespace a cluster-scoped child (ClusterRoleBinding) serves.
+NAMESPACE_LABEL: Final = f"{GROUP}/namespace"
+CONFIG_HASH_ANNOTATION: Final = f"{GROUP}/config-hash"
+SCHEMA_VERSION_ANNOTATION: Final = f"{GROUP}/schema-version"
+KEY_REVISION_ANNOTATION: Final = f"{GROUP}/key-revision"
+KEY_CREATED_ANNOTATION: Final = f"{GROUP}/key-created-at"
+
+
+def dns_label(prefix: str, name: str) -> str:
+    """``prefix + name`` as a DNS-1123 label (container and volume names): dots become
+    dashes, and a name too long for 63 characters is cut and given a hash of the whole, so
+    two long names never collide."""
+    label = f"{prefix}{name}".replace(".", "-")
+    if len(label) <= 63 and label[-1].isalnum():
+        return label
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{label[:54].rstrip('-')}-{digest}"
+
+
+def labels(cortex: str, component: Component | None = None) -> dict[str, str]:
+    """The recommended labels: ``kubectl get pods -l app.kubernetes.io/instance=<cortex>``."""
+    out = {NAME_LABEL: APP, INSTANCE_LABEL: cortex, MANAGED_BY_LABEL: MANAGED_BY}
+    if component is not None:
+        out[COMPONENT_LABEL] = component
+    return out
+
+
+def selector(cortex: str, component: Component) -> dict[str, str]:
+    """Pod selector of one component (immutable once a workload exists)."""
+    return {NAME_LABEL: APP, INSTANCE_LABEL: cortex, COMPONENT_LABEL: component}
+
+
+def owner_reference(kind: str, meta: Meta) -> Object:
+    """The controller reference that makes the child go when the custom resource goes."""
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "name": meta.name,
+            "uid": meta.uid, "controller": True, "blockOwnerDeletion": True}
+
+
+def metadata(name: str, owner: Meta, *, kind: str = "MemoryCortex",
+             component: Component | None = None, cortex: str | None = None) -> Object:
+    """``metadata`` of a namespaced child owned by ``owner``."""
+    return {"name": name, "namespace": owner.namespace,
+            "labels": labels(cortex or owner.name, component),
+            "ownerReferences": [owner_reference(kind, owner)]}
+
+
+def db_name(cortex: str) -> str:
+    """StatefulSet, headless Service and NetworkPolicy of the managed database."""
+    return f"{cortex}-db"
+
+
+def db_secret_name(cortex: str) -> str:
+    """Generated database credentials (created once, never regenerated)."""
+    return f"{cortex}-db-credentials"
+
+
+def server_name(cortex: str) -> str:
+    """Server Deployment, ServiceAccount and PodDisruptionBudget."""
+    return f"{cortex}-server"
+
+
+def service_name(cortex: str) -> str:
+    """The Service clients reach the memory server through."""
+    return cortex
+
+
+def config_name(cortex: str) -> str:
+    """The rendered configuration ConfigMap."""
+    return f"{cortex}-config"
+
+
+def approval_secret_name(cortex: str) -> str:
+    """Generated HMAC key of the approval API."""
+    return f"{cortex}-approval-hmac"
+
+
+def job_name(cortex: str, version: int) -> str:
+    """The migration Job of one target schema version."""
+    return f"{cortex}-migrate-v{version}"
+
+
+def tokenreview_binding_name(namespace: str, cortex: str) -> str:
+    """Cluster-scoped binding that lets the server review service-account tokens."""
+    return f"attested-cortex:{namespace}:{cortex}"
+
+
+def key_secret_name(identity: str) -> str:
+    """The key pair Secret of an AgentIdentity."""
+    return f"{identity}-agent-key"
+
+
+def staged_key_secret_name(identity: str) -> str:
+    """A rotation's next key, staged before it is swapped in."""
+    return f"{identity}-agent-key-next"

@@ -1,0 +1,70 @@
+"""Secrets the operator generates: database credentials, the approval HMAC key and agent keys.
+
+Each is built from material the controller generated (the builders draw no randomness) and
+is created with a create-only request: an existing Secret is adopted, never overwritten.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Final
+
+from attested_cortex.builders import names
+from attested_cortex.builders.inputs import Cortex, Identity, Meta
+
+Object = dict[str, Any]
+
+DB_USER: Final = "cortex"
+DB_NAME: Final = "cortex"
+DB_PORT: Final = 5432
+#: Keys of the database credentials Secret.
+PASSWORD_KEY: Final = "password"
+URI_KEY: Final = "uri"
+HMAC_KEY: Final = "hmac"
+
+
+def _secret(meta: Object, data: dict[str, str]) -> Object:
+    encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta,
+            "data": encoded}
+
+
+def database_uri(cortex: Meta, password: str) -> str:
+    """The in-cluster connection URI of a managed database."""
+    host = f"{names.db_name(cortex.name)}.{cortex.namespace}.svc"
+    return f"postgresql://{DB_USER}:{password}@{host}:{DB_PORT}/{DB_NAME}"
+
+
+def build_db_credentials(cortex: Cortex, password: str) -> Object:
+    """Username, password and URI of the managed database (``password`` from the caller)."""
+    meta = names.metadata(names.db_secret_name(cortex.meta.name), cortex.meta,
+                          component="database")
+    return _secret(meta, {"username": DB_USER, PASSWORD_KEY: password,
+                          URI_KEY: database_uri(cortex.meta, password)})
+
+
+def build_approval_secret(cortex: Cortex, key_hex: str) -> Object:
+    """The HMAC key that signs approval decisions."""
+    meta = names.metadata(names.approval_secret_name(cortex.meta.name), cortex.meta,
+                          component="server")
+    return _secret(meta, {HMAC_KEY: key_hex})
+
+
+def build_key_secret(identity: Identity, *, name: str, files: dict[str, str],
+                     revision: int, created_at: str) -> Object:
+    """An agent's key pair in the ``--keys-dir`` format (file name -> content).
+
+    Labelled with the cortex and the identity; the template's labels and annotations are
+    added, never allowed to replace the operator's own.
+    """
+    template = identity.spec.secret_template
+    labels = {**(template.labels or {} if template else {}),
+              **names.labels(identity.spec.cortex_ref.name),
+              names.IDENTITY_LABEL: identity.meta.name}
+    annotations = {**(template.annotations or {} if template else {}),
+                   names.KEY_REVISION_ANNOTATION: str(revision),
+                   names.KEY_CREATED_ANNOTATION: created_at}
+    meta = {"name": name, "namespace": identity.meta.namespace, "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [names.owner_reference("AgentIdentity", identity.meta)]}
+    return _secret(meta, files)

@@ -1,0 +1,51 @@
+"""Daemon hooks as sidecar containers of the server pod, sharing the hook socket volume.
+
+Each sidecar learns where to listen from ``CORTEX_HOOK_ADDRESS`` (the address the server's
+hook file names); with no command the image's entry point must serve there, e.g.
+``cortexctl hookd --listen $(CORTEX_HOOK_ADDRESS) -- my-hook``. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from attested_cortex.builders import hookfiles, names, security
+from attested_cortex.crd.hookchain import Hook
+
+Object = dict[str, Any]
+
+HOOK_ADDRESS_ENV: Final = "CORTEX_HOOK_ADDRESS"
+SOCKET_VOLUME: Final = "hook-sockets"
+
+
+def container_name(hook: str) -> str:
+    """``hook-<name>``: never clashes with the server container or another hook."""
+    return names.dns_label("hook-", hook)
+
+
+def build_sidecar(hook: Hook, pull_policy: str) -> Object:
+    """The container of one Daemon hook."""
+    sidecar = hook.sidecar
+    if sidecar is None:
+        raise ValueError(f"hook {hook.name} is not a Daemon hook")
+    env = [{"name": e.name, "value": e.value} for e in sidecar.env or []
+           if e.name != HOOK_ADDRESS_ENV]  # the operator decides where the server calls
+    env.append({"name": HOOK_ADDRESS_ENV, "value": hookfiles.socket_address(hook.name)})
+    container: Object = {
+        "name": container_name(hook.name), "image": sidecar.image,
+        "imagePullPolicy": pull_policy, "env": env,
+        "volumeMounts": [{"name": SOCKET_VOLUME, "mountPath": hookfiles.SOCKET_DIR},
+                         {"name": "tmp", "mountPath": "/tmp"}],
+        "resources": security.resources(sidecar.resources),
+        "securityContext": security.container_security(),
+    }
+    if sidecar.command:
+        container["command"] = list(sidecar.command)
+    return container
+
+
+def build_sidecars(hooks: Iterable[Hook], pull_policy: str) -> list[Object]:
+    """Sidecars of every Daemon hook, in name order (a stable pod template)."""
+    daemons = sorted((h for h in hooks if h.mode == "Daemon"), key=lambda h: h.name)
+    return [build_sidecar(h, pull_policy) for h in daemons]

@@ -1,0 +1,165 @@
+"""A small async client of the Kubernetes API: the operator's only way to write.
+
+Built from the same :class:`kopf.ConnectionInfo` as kopf's own watches (service account in
+a pod, ``$KUBECONFIG`` outside), on aiohttp, with a deadline on every request. Errors form
+one tree, mapped from HTTP statuses here and nowhere else::
+
+    ApiError
+    ├── NotFoundError      404
+    ├── ConflictError      409 (already exists, or a stale resourceVersion)
+    ├── InvalidError       400, 422 (the object is refused: permanent)
+    ├── ForbiddenError     401, 403 (RBAC: permanent until someone changes it)
+    └── UnavailableError   timeouts, connection errors, 429, 5xx (come back later)
+
+Called by :mod:`.applying`, :mod:`.statuses` and :mod:`.eventing`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import ssl
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import aiohttp
+import kopf
+
+Object = dict[str, Any]
+
+REQUEST_TIMEOUT_S: Final = 30.0
+TOKEN_PATH: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+class ApiError(Exception):
+    """The API server refused or could not answer; ``status`` 0 when it never answered."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status = status
+        self.message = message
+
+
+class NotFoundError(ApiError):
+    """404: the object (or its kind) does not exist."""
+
+
+class ConflictError(ApiError):
+    """409: the object exists already, or changed since it was read."""
+
+
+class InvalidError(ApiError):
+    """400/422: the object is invalid; retrying the same request cannot help."""
+
+
+class ForbiddenError(ApiError):
+    """401/403: the operator's ServiceAccount lacks a permission."""
+
+
+class UnavailableError(ApiError):
+    """Timeouts, connection failures, throttling and 5xx: worth retrying later."""
+
+
+def _error(status: int, text: str) -> ApiError:
+    try:
+        message = str(json.loads(text).get("message", text))
+    except (ValueError, AttributeError):
+        message = text
+    message = message[:2000]
+    table: dict[int, type[ApiError]] = {404: NotFoundError, 409: ConflictError,
+                                        400: InvalidError, 422: InvalidError,
+                                        401: ForbiddenError, 403: ForbiddenError}
+    return table.get(status, UnavailableError)(status, message)
+
+
+def login() -> kopf.ConnectionInfo:
+    """In-cluster service account when there is one, else ``$KUBECONFIG``."""
+    settings = kopf.OperatorSettings()
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get(
+        "KUBERNETES_SERVICE_PORT", "443")
+    info = kopf.login_with_service_account(settings=settings) if host else None
+    if info is not None:
+        bracketed = f"[{host}]" if host and ":" in host else host
+        return kopf.ConnectionInfo(server=f"https://{bracketed}:{port}", ca_path=info.ca_path,
+                                   token=info.token, default_namespace=info.default_namespace,
+                                   priority=info.priority)
+    info = kopf.login_with_kubeconfig(settings=settings)
+    if info is None:
+        raise kopf.LoginError("no service account and no kubeconfig to reach the API server")
+    return info
+
+
+def _decoded(data: str | bytes) -> bytes:
+    raw = data.encode() if isinstance(data, str) else data
+    return raw if raw.lstrip().startswith(b"-----") else base64.b64decode(raw)
+
+
+def ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext:
+    """TLS: the cluster CA and, where the kubeconfig has them, a client certificate."""
+    context = ssl.create_default_context(
+        cafile=os.fspath(info.ca_path) if info.ca_path else None,
+        cadata=_decoded(info.ca_data).decode() if info.ca_data else None)
+    if info.insecure:
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    cert, key = info.certificate_path, info.private_key_path
+    if info.certificate_data or info.private_key_data:
+        with tempfile.TemporaryDirectory() as tmp:  # load_cert_chain reads files only
+            paths = []
+            for name, data in (("cert", info.certificate_data), ("key", info.private_key_data)):
+                path = Path(tmp, name)
+                path.write_bytes(_decoded(data) if data else b"")
+                paths.append(path)
+            context.load_cert_chain(cert if cert else paths[0], key if key else paths[1])
+    elif cert:
+        context.load_cert_chain(cert, key)
+    return context
+
+
+class KubeApi:
+    """Requests to one API server; ``await close()`` when done."""
+
+    def __init__(self, info: kopf.ConnectionInfo) -> None:
+        self.server = info.server.rstrip("/")
+        self._info = info
+        self._ssl = ssl_context(info) if self.server.startswith("https") else None
+        self._session: aiohttp.ClientSession | None = None
+
+    def _headers(self) -> dict[str, str]:
+        token = self._info.token
+        if TOKEN_PATH.is_file() and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            token = TOKEN_PATH.read_text(encoding="utf-8").strip()  # kubelet rotates it
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
+                connector=aiohttp.TCPConnector(ssl=self._ssl or False, limit=20))
+        return self._session
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        if self._session is not None:
+            await self._session.close()
+
+    async def request(self, method: str, path: str, *, body: object = None,
+                      params: Mapping[str, str] | None = None,
+                      content_type: str = "application/json") -> Object:
+        """One request; the decoded JSON answer, or an :class:`ApiError`."""
+        headers = self._headers()
+        data = None
+        if body is not None:
+            data, headers["Content-Type"] = json.dumps(body), content_type
+        try:
+            async with self._client().request(method, self.server + path, data=data,
+                                              params=params, headers=headers) as response:
+                text = await response.text()
+                if response.status >= 400:
+                    raise _error(response.status, text)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise UnavailableError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        result: Object = json.loads(text) if text else {}
+        return result

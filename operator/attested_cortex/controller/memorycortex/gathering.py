@@ -1,0 +1,41 @@
+"""Everything a cortex's objects are built from, read once from the watched views."""
+
+from __future__ import annotations
+
+from attested_cortex.builders import hookfiles, rules
+from attested_cortex.builders.configmaps import Satellites
+from attested_cortex.builders.inputs import (
+    Cortex,
+    InvalidSpecError,
+    parse_chain,
+    parse_identity,
+    parse_rule,
+)
+from attested_cortex.controller.runtime import Views
+
+
+def gather(views: Views, cortex: Cortex) -> Satellites:
+    """Identities with a key, the hooks in force and the rules that compile."""
+    ns, name = cortex.meta.namespace, cortex.meta.name
+    identities, chains, accepted = [], [], []
+    for body in views.of_cortex("AgentIdentity", ns, name):
+        try:
+            identities.append(parse_identity(body))
+        except InvalidSpecError:
+            continue  # its own controller reports it
+    for body in views.of_cortex("HookChain", ns, name):
+        try:
+            chains.append(parse_chain(body))
+        except InvalidSpecError:
+            continue
+    for body in views.of_cortex("PermissionRule", ns, name):
+        try:
+            rule = parse_rule(body)
+        except InvalidSpecError:
+            continue
+        if rules.validate_rule(rule, cortex) is None:
+            accepted.append(rule)
+    keyed = [i for i in identities if i.status.public_key]
+    return Satellites(identities=tuple(sorted(keyed, key=lambda i: i.meta.name)),
+                      hooks=tuple(hookfiles.hooks_in_force(chains)),
+                      rules=tuple(rules.ordered(accepted)))

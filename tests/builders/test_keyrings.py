@@ -1,0 +1,59 @@
+"""Public keys of AgentIdentities as keyring documents the server trusts."""
+
+import base64
+from datetime import UTC, datetime
+
+from attested_cortex.attest.keyring import parse_keyring_file
+from attested_cortex.builders.inputs import parse_identity
+from attested_cortex.builders.keyrings import agent_id, keyring_file, keyring_files
+from tests.builders.specs import CORTEX, NAMESPACE, body, identity, public_key
+
+
+def test_agent_id_default_and_explicit() -> None:
+    assert agent_id(identity("planner")) == f"k8s:{NAMESPACE}/planner"
+    assert agent_id(identity("planner", agent_id="planner@corp")) == "planner@corp"
+
+
+def test_single_key_is_open_on_both_sides() -> None:
+    doc = keyring_file(identity("planner"))
+    key, fingerprint = public_key(1)
+    assert doc == {"agent_id": f"k8s:{NAMESPACE}/planner", "keys": [
+        {"revision": 1, "public_key": key, "fingerprint": fingerprint, "valid_from": None,
+         "valid_until": None}]}
+    assert len(parse_keyring_file(doc)) == 1
+
+
+def test_rotations_chain_windows_oldest_first() -> None:
+    times = [datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC),
+             datetime(2026, 7, 1, tzinfo=UTC)]
+    doc = keyring_file(identity("planner", revision=4, retired=times))
+    assert doc is not None
+    keys = doc["keys"]
+    assert [k["revision"] for k in keys] == [1, 2, 3, 4]
+    ms = [int(t.timestamp() * 1000) for t in times]
+    assert [(k["valid_from"], k["valid_until"]) for k in keys] == [
+        (None, ms[0]), (ms[0], ms[1]), (ms[1], ms[2]), (ms[2], None)]
+    assert [r.public_key for r in parse_keyring_file(doc)] == [
+        base64.b64decode(public_key(n)[0]) for n in (1, 2, 3, 4)]
+
+
+def test_agent_custody_contributes_its_public_key() -> None:
+    doc = keyring_file(identity("scout", custody="Agent"))
+    assert doc is not None and doc["keys"][0]["public_key"] == public_key(1)[0]
+
+
+def test_no_key_yet_no_document() -> None:
+    fresh = parse_identity(body("AgentIdentity", "fresh", {"cortexRef": {"name": CORTEX}}))
+    assert keyring_file(fresh) is None
+    assert keyring_files([fresh]) == {}
+
+
+def test_files_named_per_identity_in_name_order() -> None:
+    files = keyring_files([identity("writer"), identity("planner")])
+    assert list(files) == ["keyring-planner.json", "keyring-writer.json"]
+
+
+def test_no_private_material() -> None:
+    text = str(keyring_files([identity("planner", revision=2,
+                                       retired=[datetime(2026, 1, 1, tzinfo=UTC)])]))
+    assert "PRIVATE" not in text and "private" not in text

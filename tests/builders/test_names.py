@@ -1,0 +1,68 @@
+"""Names and labels of every child of a MemoryCortex: deterministic, within Kubernetes'
+limits for the longest accepted cortex name, and distinct per cortex."""
+
+import re
+
+from attested_cortex.builders import names
+from attested_cortex.builders.access import build_disruption_budget, build_service_account
+from attested_cortex.builders.configmaps import Satellites, build_config_map
+from attested_cortex.builders.deployments import build_deployment
+from attested_cortex.builders.inputs import MAX_CORTEX_NAME, Cortex
+from attested_cortex.builders.jobs import build_migration_job
+from attested_cortex.builders.networkpolicies import build_db_network_policy
+from attested_cortex.builders.secrets import build_approval_secret, build_db_credentials
+from attested_cortex.builders.services import build_db_service, build_server_service
+from attested_cortex.builders.statefulsets import build_statefulset
+from tests.builders.specs import DEFAULTS, Object, assert_child_metadata, cortex
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def children(c: Cortex) -> list[Object]:
+    return [build_statefulset(c, DEFAULTS), build_db_service(c), build_db_network_policy(c),
+            build_db_credentials(c, "pw"), build_migration_job(c, DEFAULTS),
+            build_deployment(c, DEFAULTS, Satellites()), build_server_service(c),
+            build_config_map(c, Satellites()), build_approval_secret(c, "00"),
+            build_service_account(c), build_disruption_budget(c)]
+
+
+def component_of(obj: Object, c: Cortex) -> str:
+    name = obj["metadata"]["name"]
+    if obj["kind"] == "Job":
+        return "migration"
+    if name in (names.db_name(c.meta.name), names.db_secret_name(c.meta.name)):
+        return "database"
+    return "server"
+
+
+def test_every_child_has_the_labels_and_the_controller_reference() -> None:
+    c = cortex()
+    for obj in children(c):
+        assert_child_metadata(obj, name=obj["metadata"]["name"], component=component_of(obj, c))
+
+
+def test_names_are_deterministic() -> None:
+    assert children(cortex()) == children(cortex())
+
+
+def test_names_fit_for_the_longest_cortex_name() -> None:
+    c = cortex(name="c" * MAX_CORTEX_NAME)
+    for obj in children(c):
+        name = obj["metadata"]["name"]
+        assert len(name) <= 63 and DNS_LABEL.match(name), name
+        for value in obj["metadata"]["labels"].values():
+            assert len(value) <= 63
+    # The StatefulSet's pod and its controller-revision-hash label ("<sts>-<10 chars>").
+    sts = names.db_name(c.meta.name)
+    assert len(f"{sts}-0") <= 63 and len(f"{sts}-0123456789") <= 63
+
+
+def test_two_cortexes_share_no_names() -> None:
+    ours = {(o["kind"], o["metadata"]["name"]) for o in children(cortex())}
+    theirs = {(o["kind"], o["metadata"]["name"]) for o in children(cortex(name="other"))}
+    assert not ours & theirs
+
+
+def test_kinds_of_one_cortex_have_distinct_names() -> None:
+    seen = [(o["kind"], o["metadata"]["name"]) for o in children(cortex())]
+    assert len(seen) == len(set(seen))

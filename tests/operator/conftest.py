@@ -1,0 +1,197 @@
+"""Fixtures for the operator's tests on the real control plane (kwok nodes).
+
+``operated`` installs the chart into a fresh namespace (CRDs, ServiceAccount, RBAC; the
+chart's own operator pod is off), mints a token for the chart's ServiceAccount and runs
+``cortexctl operator`` as a real process with exactly that identity, so every test runs
+with the permissions the chart grants. Tests create custom resources with kubectl and wait
+on conditions with bounded polls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from tests.chart.conftest import install
+from tests.support.kube import Kube
+from tests.support.served import CORTEXCTL, free_port, stop, wait_until_up
+
+T = TypeVar("T")
+Object = dict[str, Any]
+KINDS = {"MemoryCortex": "memorycortexes.cortex.attested.dev",
+         "AgentIdentity": "agentidentities.cortex.attested.dev",
+         "HookChain": "hookchains.cortex.attested.dev",
+         "PermissionRule": "permissionrules.cortex.attested.dev"}
+WRITES = re.compile(r"^cortex_operator_api_writes_total\{[^}]*\} ([0-9.e+]+)$", re.M)
+
+
+def wait_for(what: str, probe: Callable[[], T | None], *, seconds: float = 60) -> T:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + seconds
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.2)  # the interval of a bounded poll, not synchronisation
+    raise AssertionError(f"timed out after {seconds}s waiting for {what}; last: {last!r}")
+
+
+@dataclass
+class OperatorProcess:
+    """A running ``cortexctl operator``."""
+
+    process: subprocess.Popen[bytes]
+    metrics: int
+    log: Path
+
+    def writes(self) -> float:
+        """Write requests the operator has sent to the API server."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics",
+                                    timeout=5) as reply:
+            text = reply.read().decode()
+        return sum(float(v) for v in WRITES.findall(text))
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@dataclass
+class Operated:
+    """A namespace with the chart installed and an operator process acting as its SA."""
+
+    kube: Kube
+    namespace: str
+    kubeconfig: Path
+    workdir: Path
+    running: list[OperatorProcess] = field(default_factory=list)
+
+    def start(self) -> OperatorProcess:
+        run = start_operator(self.namespace, self.kubeconfig,
+                             self.workdir / f"operator-{len(self.running)}.log",
+                             tokenreview_role=f"{self.release}-attested-cortex-tokenreviewer")
+        self.running.append(run)
+        return run
+
+    @property
+    def release(self) -> str:
+        return f"op{self.namespace.rpartition('-')[2]}"
+
+    def stop_all(self) -> None:
+        for run in self.running:
+            stop(run.process)
+
+    def kubectl(self, *args: str, input: str | None = None,
+                check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.kube.kubectl("-n", self.namespace, *args, input=input, check=check)
+
+    def apply(self, *documents: Object) -> None:
+        text = "\n---\n".join(yaml.safe_dump(d) for d in documents)
+        self.kubectl("apply", "-f", "-", input=text)
+
+    def get(self, kind: str, name: str) -> Object | None:
+        result = self.kubectl("get", KINDS.get(kind, kind), name, "-o", "json", check=False)
+        if result.returncode != 0:
+            if "NotFound" in result.stderr:
+                return None
+            raise AssertionError(result.stderr)
+        loaded: Object = json.loads(result.stdout)
+        return loaded
+
+    def condition(self, kind: str, name: str, type_: str) -> Object | None:
+        obj = self.get(kind, name) or {}
+        return next((c for c in (obj.get("status") or {}).get("conditions") or []
+                     if c["type"] == type_), None)
+
+    def wait_condition(self, kind: str, name: str, type_: str, status: str = "True", *,
+                       reason: str | None = None, seconds: float = 90) -> Object:
+        def probe() -> Object | None:
+            cond = self.condition(kind, name, type_)
+            if cond and cond["status"] == status and (reason is None or cond["reason"] == reason):
+                return cond
+            return None
+        return wait_for(f"{kind}/{name} {type_}={status} {reason or ''}", probe, seconds=seconds)
+
+
+def start_operator(namespace: str, kubeconfig: Path, log: Path, *,
+                   tokenreview_role: str = "attested-cortex-tokenreviewer") -> OperatorProcess:
+    """``cortexctl operator --namespace NS`` as ``kubeconfig``'s user, ready when returned."""
+    health, metrics = free_port(), free_port()
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            [*CORTEXCTL, "operator", "--namespace", namespace,
+             "--health-listen", f"127.0.0.1:{health}", "--metrics-listen", f"127.0.0.1:{metrics}"],
+            stdout=sink, stderr=subprocess.STDOUT,
+            env={**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1",
+                 "ATTESTED_CORTEX_TOKENREVIEW_CLUSTERROLE": tokenreview_role})
+    run = OperatorProcess(process, metrics, log)
+    try:
+        wait_until_up(f"http://127.0.0.1:{health}/readyz", process, seconds=60)
+    except (RuntimeError, TimeoutError) as exc:
+        stop(process)
+        raise AssertionError(f"operator did not start: {exc}\n{log.read_text()[-3000:]}") from exc
+    return run
+
+
+def _token_kubeconfig(kube: Kube, namespace: str, account: str, path: Path) -> Path:
+    token = kube.kubectl("create", "token", account, "-n", namespace,
+                         "--duration=6h").stdout.strip()
+    admin = json.loads(kube.kubeconfig.read_text())
+    cluster = admin["clusters"][0]
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster],
+              "users": [{"name": account, "user": {"token": token}}],
+              "contexts": [{"name": "operator", "context": {"cluster": cluster["name"],
+                                                            "user": account}}],
+              "current-context": "operator"}
+    path.write_text(json.dumps(config))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def operated(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operated]:
+    """The chart's RBAC and a real operator process in a fresh namespace (module-wide)."""
+    namespace = f"op-{uuid.uuid4().hex[:8]}"
+    kube.kubectl("create", "namespace", namespace)
+    release = f"op{namespace.rpartition('-')[2]}"
+    install(kube, release, namespace, "operator.enabled=false")
+    workdir = tmp_path_factory.mktemp("operator")
+    kubeconfig = _token_kubeconfig(kube, namespace, f"{release}-attested-cortex",
+                                   workdir / "kubeconfig")
+    env = Operated(kube=kube, namespace=namespace, kubeconfig=kubeconfig, workdir=workdir)
+    try:
+        yield env
+    finally:
+        env.stop_all()
+        kube.helm("uninstall", release, "-n", namespace, check=False)
+        kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+@pytest.fixture(scope="module")
+def operator(operated: Operated) -> OperatorProcess:
+    """One operator process for the module."""
+    return operated.start()
+
+
+def cortex(name: str, **spec: Any) -> Object:
+    """A MemoryCortex with a managed database unless ``database`` is given."""
+    body = {"database": {"managed": {"storage": {"size": "1Gi"}}}, **spec}
+    return {"apiVersion": "cortex.attested.dev/v1alpha1", "kind": "MemoryCortex",
+            "metadata": {"name": name}, "spec": body}
+
+
+def satellite(kind: str, name: str, cortex_name: str, **spec: Any) -> Object:
+    return {"apiVersion": "cortex.attested.dev/v1alpha1", "kind": kind,
+            "metadata": {"name": name}, "spec": {"cortexRef": {"name": cortex_name}, **spec}}

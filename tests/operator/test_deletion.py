@@ -1,0 +1,58 @@
+"""Delete flows: a satellite's removal leaves its cortex's configuration; a cortex's removal
+takes every child with it, including the cluster-scoped TokenReview binding."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+
+pytestmark = pytest.mark.kube
+
+EXEC = {"name": "redact", "events": ["pre_store"], "command": ["redact"]}
+
+
+def _config(operated: Operated, name: str) -> dict:
+    data = operated.get("configmap", f"{name}-config")["data"]
+    return {"config": yaml.safe_load(data["config.yaml"]),
+            "hooks": yaml.safe_load(data["hooks.yaml"]),
+            "keyrings": sorted(k for k in data if k.startswith("keyring-"))}
+
+
+def test_deleting_satellites_updates_the_cortex(operated: Operated,
+                                                operator: OperatorProcess) -> None:
+    operated.apply(cortex("shrink"), satellite("AgentIdentity", "leaver", "shrink"),
+                   satellite("HookChain", "leaving-hooks", "shrink", hooks=[EXEC]),
+                   satellite("PermissionRule", "leaving-rule", "shrink", namespace="a",
+                             agents=["*"], operations=["*"], decision="Deny"))
+    operated.kubectl("wait", "--for=condition=Ready", "aid/leaver", "hc/leaving-hooks",
+                     "prule/leaving-rule", "--timeout=90s")
+    wait_for("all three rendered", lambda: (c := _config(operated, "shrink"))["keyrings"] == [
+        "keyring-leaver.json"] and c["hooks"]["hooks"] and c["config"]["permissions"]["rules"])
+    operated.kubectl("delete", "aid/leaver", "hc/leaving-hooks", "prule/leaving-rule")
+    wait_for("all three gone", lambda: (c := _config(operated, "shrink"))["keyrings"] == []
+             and not c["hooks"]["hooks"] and not c["config"]["permissions"]["rules"])
+    wait_for("the key Secret collected", lambda: operated.get("secret",
+                                                              "leaver-agent-key") is None)
+    status = operated.get("MemoryCortex", "shrink")["status"]
+    assert status["ruleSummary"] == [] and status["hookCount"] == 0
+
+
+def test_deleting_a_cortex_removes_every_child(operated: Operated,
+                                               operator: OperatorProcess) -> None:
+    operated.apply(cortex("doomed", server={"replicas": 2}))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/doomed", "--timeout=120s")
+    binding = f"attested-cortex:{operated.namespace}:doomed"
+    assert operated.kube.kubectl("get", "clusterrolebinding", binding,
+                                 check=False).returncode == 0
+    operated.kubectl("delete", "mcx/doomed", "--timeout=60s")
+    selector = "app.kubernetes.io/instance=doomed"
+
+    def nothing_left() -> bool:
+        out = operated.kubectl("get", "sts,deploy,job,svc,cm,secret,netpol,sa,pdb", "-l",
+                               selector, "-o", "name").stdout.strip()
+        gone = operated.kube.kubectl("get", "clusterrolebinding", binding, check=False)
+        return out == "" and gone.returncode != 0
+
+    wait_for("every child of doomed to go", nothing_left, seconds=120)

@@ -1,0 +1,122 @@
+"""MemoryCortex on the real control plane: the children a running cortex needs, in order,
+with status a platform team can wait on (kwok runs the pods and completes the Jobs)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import yaml
+
+from tests.operator.conftest import Operated, OperatorProcess, cortex, wait_for
+
+pytestmark = pytest.mark.kube
+
+LABELS = {"app.kubernetes.io/name": "attested-cortex",
+          "app.kubernetes.io/managed-by": "attested-cortex-operator"}
+
+
+def test_managed_cortex_becomes_ready_with_every_child(operated: Operated,
+                                                       operator: OperatorProcess) -> None:
+    operated.apply(cortex("alpha"))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/alpha", "--timeout=120s")
+    status = operated.get("MemoryCortex", "alpha")["status"]
+    assert status["schemaVersion"] >= 4 and status["kgBackend"] == "cte"
+    assert status["endpoint"] == f"http://alpha.{operated.namespace}.svc:8080"
+    assert status["connectionSecret"] == "alpha-db-credentials"
+    generation = operated.get("MemoryCortex", "alpha")["metadata"]["generation"]
+    assert {c["type"]: (c["status"], c["observedGeneration"]) for c in status["conditions"]} == {
+        t: ("True", generation) for t in ("DatabaseReady", "SchemaReady", "ServerReady", "Ready")}
+    for kind, name, component in (("statefulset", "alpha-db", "database"),
+                                  ("service", "alpha-db", "database"),
+                                  ("networkpolicy", "alpha-db", "database"),
+                                  ("secret", "alpha-db-credentials", "database"),
+                                  ("job", f"alpha-migrate-v{status['schemaVersion']}", "migration"),
+                                  ("deployment", "alpha-server", "server"),
+                                  ("service", "alpha", "server"),
+                                  ("configmap", "alpha-config", "server"),
+                                  ("serviceaccount", "alpha-server", "server")):
+        obj = json.loads(operated.kubectl("get", kind, name, "-o", "json").stdout)
+        labels = obj["metadata"]["labels"]
+        assert labels | LABELS == labels, (kind, name)
+        assert labels["app.kubernetes.io/instance"] == "alpha"
+        assert labels["app.kubernetes.io/component"] == component
+        owner = obj["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["name"], owner["controller"]) == (
+            "MemoryCortex", "alpha", True)
+    component = "jsonpath={.items[*].metadata.labels.app\\.kubernetes\\.io/component}"
+    pods = operated.kubectl("get", "pods", "-l", "app.kubernetes.io/instance=alpha",
+                            "-o", component)
+    assert {"database", "server"} <= set(pods.stdout.split())
+
+
+def test_credentials_are_generated_once_and_never_in_status(operated: Operated,
+                                                            operator: OperatorProcess) -> None:
+    operated.apply(cortex("beta"))
+    secret = wait_for("credentials", lambda: operated.get("secret", "beta-db-credentials"))
+    password = base64.b64decode(secret["data"]["password"]).decode()
+    assert len(password) >= 32
+    operated.kubectl("annotate", "mcx/beta", "touch=1")
+    operated.kubectl("patch", "mcx/beta", "--type=merge", "-p",
+                     json.dumps({"spec": {"server": {"replicas": 2}}}))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/beta", "--timeout=120s")
+    again = operated.get("secret", "beta-db-credentials")
+    assert again["data"] == secret["data"]
+    whole = json.dumps(operated.get("MemoryCortex", "beta"))
+    assert password not in whole
+    events = operated.kubectl("get", "events", "-o", "json").stdout
+    assert password not in events and password not in operator.output()
+
+
+def test_existing_credentials_are_adopted(operated: Operated, operator: OperatorProcess) -> None:
+    operated.kubectl("create", "secret", "generic", "gamma-db-credentials",
+                     "--from-literal=password=chosen-by-the-platform-team",
+                     "--from-literal=uri=postgresql://cortex:x@gamma-db:5432/cortex")
+    operated.apply(cortex("gamma"))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/gamma", "--timeout=120s")
+    secret = operated.get("secret", "gamma-db-credentials")
+    assert base64.b64decode(secret["data"]["password"]) == b"chosen-by-the-platform-team"
+
+
+def test_external_database_waits_for_its_secret(operated: Operated,
+                                                operator: OperatorProcess) -> None:
+    operated.apply(cortex("delta", database={"external": {"secretRef": {"name": "delta-uri"}}}))
+    cond = operated.wait_condition("MemoryCortex", "delta", "DatabaseReady", "False",
+                                   reason="ConnectionSecretMissing")
+    assert "delta-uri" in cond["message"]
+    assert operated.get("statefulset", "delta-db") is None
+    operated.kubectl("create", "secret", "generic", "delta-uri",
+                     "--from-literal=uri=postgresql://u:p@db.example.invalid/x")
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/delta", "--timeout=120s")
+    deployment = json.loads(operated.kubectl("get", "deploy", "delta-server", "-o",
+                                             "json").stdout)
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "CORTEX_DATABASE_URL", "valueFrom": {"secretKeyRef": {
+        "name": "delta-uri", "key": "uri"}}} in env
+    assert operated.get("MemoryCortex", "delta")["status"]["connectionSecret"] == "delta-uri"
+
+
+def test_disruption_budget_only_with_two_replicas(operated: Operated,
+                                                  operator: OperatorProcess) -> None:
+    operated.apply(cortex("eps", server={"replicas": 2}))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/eps", "--timeout=120s")
+    assert operated.get("poddisruptionbudget", "eps-server") is not None
+    operated.kubectl("patch", "mcx/eps", "--type=merge", "-p",
+                     json.dumps({"spec": {"server": {"replicas": 1}}}))
+    wait_for("budget removed", lambda: operated.get("poddisruptionbudget", "eps-server") is None)
+
+
+def test_config_map_holds_settings_the_server_loads(operated: Operated,
+                                                    operator: OperatorProcess,
+                                                    tmp_path) -> None:
+    from attested_cortex.server.settings import load_settings
+
+    operated.apply(cortex("zeta", permissions={"mode": "Enforce"}))
+    config = wait_for("config map", lambda: operated.get("configmap", "zeta-config"))
+    path = tmp_path / "config.yaml"
+    path.write_text(config["data"]["config.yaml"])
+    settings = load_settings(path, {"database_url": "postgresql://x"})
+    assert settings.permissions.mode == "enforce" and settings.auth == "kubernetes"
+    assert "postgresql" not in config["data"]["config.yaml"]
+    assert yaml.safe_load(config["data"]["hooks.yaml"]) == {"version": 1, "hooks": []}
