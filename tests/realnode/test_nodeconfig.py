@@ -65,12 +65,3 @@ def test_pods_have_no_route_out_of_the_cluster_ranges() -> None:
     routes = [ipaddress.ip_network(r["dst"]) for r in bridge["ipam"]["routes"]]
     assert ipaddress.ip_network("0.0.0.0/0") not in routes
     assert all(route.is_private for route in routes)
-
-
-def test_storage_is_a_default_local_class_with_static_volumes() -> None:
-    objects = [body for _, body in nodeconfig.storage_objects(LAYOUT)]
-    storage_class, volumes = objects[0], objects[1:]
-    assert storage_class["metadata"]["annotations"] == {  # type: ignore[index]
-        "storageclass.kubernetes.io/is-default-class": "true"}
-    assert len(volumes) == nodeconfig.PV_COUNT
-    assert {v["spec"]["storageClassName"] for v in volumes} == {"local"}  # type: ignore[index]

@@ -109,7 +109,8 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]
     try:
         assert node.plane is not None
         yield RealCluster(kubeconfig=node.kubeconfig, bin_dir=bin_dir, server=node.plane.server,
-                          home=tmp_path_factory.mktemp("realnode-clients"), node=node)
+                          home=tmp_path_factory.mktemp("realnode-clients"),
+                          volume_directory=node.plane.volume_directory, node=node)
     finally:
         node.stop()
 

@@ -31,9 +31,6 @@ KUBELET_HEALTHZ_PORT = 10248
 KUBE_PROXY_HEALTHZ = f"{LOOPBACK}:10256"
 KUBE_PROXY_METRICS = f"{LOOPBACK}:10249"
 COREDNS_READY = f"{LOOPBACK}:8181"
-STORAGE_CLASS = "local"
-PV_COUNT = 8
-PV_SIZE = "10Gi"
 
 
 @dataclass(frozen=True)
@@ -114,10 +111,6 @@ class NodeLayout:
     @property
     def volume_plugins(self) -> Path:
         return self.run / "volume-plugins"
-
-    @property
-    def pv_dir(self) -> Path:
-        return self.run / "pv"
 
     @property
     def imported(self) -> Path:  # stamps of the image exports loaded into containerd_root
@@ -280,37 +273,3 @@ def coredns_rbac(user: str) -> list[tuple[str, dict[str, object]]]:
     }
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     return [(f"{rbac}/clusterroles", role), (f"{rbac}/clusterrolebindings", binding)]
-
-
-def storage_objects(layout: NodeLayout) -> list[tuple[str, dict[str, object]]]:
-    """The default ``local`` StorageClass and ``PV_COUNT`` static hostPath volumes on the node.
-
-    WaitForFirstConsumer, so a claim binds once its pod is scheduled; Delete leaves the
-    directory (the static volumes have no deleter) and the whole run directory goes at stop.
-    """
-    storage_class: dict[str, object] = {
-        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-        "metadata": {"name": STORAGE_CLASS, "annotations": {
-            "storageclass.kubernetes.io/is-default-class": "true"}},
-        "provisioner": "kubernetes.io/no-provisioner",
-        "volumeBindingMode": "WaitForFirstConsumer",
-        "reclaimPolicy": "Retain",
-    }
-    objects: list[tuple[str, dict[str, object]]] = [
-        ("/apis/storage.k8s.io/v1/storageclasses", storage_class)]
-    for index in range(PV_COUNT):
-        objects.append(("/api/v1/persistentvolumes", {
-            "apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": {"name": f"local-pv-{index}", "labels": {"attested-cortex/node": "real"}},
-            "spec": {
-                "capacity": {"storage": PV_SIZE},
-                "accessModes": ["ReadWriteOnce"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": STORAGE_CLASS,
-                "hostPath": {"path": str(layout.pv_dir / f"pv-{index}"), "type": "Directory"},
-                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "In",
-                     "values": [NODE_NAME]}]}]}},
-            },
-        }))
-    return objects

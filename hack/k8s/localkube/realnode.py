@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from . import nodehost, pki, processes
+from . import nodehost, pki, processes, storage
 from .api import Api
 from .controlplane import ADMIN, ControlPlane
 from .layouts import LOOPBACK
@@ -46,7 +46,6 @@ from .nodeconfig import (
     corefile,
     kube_proxy_config,
     kubelet_config,
-    storage_objects,
 )
 from .nodes import node_is_ready
 from .waiting import ControlPlaneError, wait_until
@@ -124,7 +123,7 @@ class RealNode:
                 ("control plane", self._start_plane), ("containerd", self._start_containerd),
                 ("images", self._import_images), ("kubelet", self._start_kubelet),
                 ("coredns", self._start_coredns), ("kube-proxy", self._start_kube_proxy),
-                ("storage", self._create_storage)]
+                ("volumes", self._prepare_volumes)]
             self.timings = {}
             for name, step in steps:
                 began = time.monotonic()
@@ -312,17 +311,17 @@ class RealNode:
         self._wait(lambda: _http_ok(f"http://{KUBE_PROXY_HEALTHZ}/healthz"),
                    what="kube-proxy /healthz")
 
-    def _create_storage(self) -> None:
-        api = self._admin()
-        self.layout.pv_dir.mkdir(exist_ok=True)
-        for path, body in storage_objects(self.layout):
-            if body["kind"] == "PersistentVolume":
-                spec = body["spec"]
-                assert isinstance(spec, dict)
-                directory = Path(spec["hostPath"]["path"])
-                directory.mkdir()
-                directory.chmod(0o777)  # hostPath gets no fsGroup: any pod user may write
-            api.request(path, method="POST", body=body)
+    def _prepare_volumes(self) -> None:
+        """The control plane made the ``local`` class and its static hostPath volumes
+        (storage.py); their directories are made here world-writable, because hostPath gets no
+        fsGroup and the pods run as non-root users (postgres 999, cortex 65532)."""
+        assert self.plane is not None
+        for volume in storage.initial_volumes(self.plane.volume_directory):
+            spec = volume["spec"]
+            assert isinstance(spec, dict)
+            directory = Path(spec["hostPath"]["path"])
+            directory.mkdir(parents=True, exist_ok=True)
+            directory.chmod(0o777)
 
     def _remove_sandboxes(self) -> None:
         """Stop and remove every pod sandbox through the CRI: CNI DEL frees IPs, veths and
