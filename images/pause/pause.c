@@ -1,7 +1,7 @@
 /*
  * The pod sandbox ("pause") process: holds the pod's namespaces, reaps zombies, exits on
  * SIGINT/SIGTERM. Built statically (gcc -static) into a FROM-scratch image by
- * hack/images/build.sh, because registry.k8s.io/pause cannot be fetched here; containerd's
+ * hack/images/build.sh, because the upstream pause image cannot be fetched here; containerd's
  * CRI names it as sandbox_image (hack/k8s/localkube/realnode.py).
  */
 #include <signal.h>
