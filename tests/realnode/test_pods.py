@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from tests.realnode import manifests
+from tests.support.kube import poll_until
 from tests.support.realnode import RealCluster, repository_root
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
@@ -123,6 +124,14 @@ def test_database_and_server_pods_really_run(real_node: RealCluster,
         assert count is not None and count[0] >= 1
 
 
+def _described(cluster: RealCluster, namespace: str) -> str:
+    """What a failed assertion about the release shows: its pods and the operator's log."""
+    pods = cluster.kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False).stdout
+    logs = cluster.kubectl("logs", "-n", namespace, "-l", "app.kubernetes.io/instance=ac",
+                           "--tail=40", check=False)
+    return f"{pods}\n{logs.stdout}{logs.stderr}"
+
+
 def test_helm_install_runs_the_operator_pod(real_node: RealCluster) -> None:
     ns = f"h-{uuid.uuid4().hex[:8]}"
     chart = repository_root() / "charts" / "attested-cortex"
@@ -131,11 +140,12 @@ def test_helm_install_runs_the_operator_pod(real_node: RealCluster) -> None:
     try:
         pods = _json(real_node, "get", "pods", "-n", ns, "-l",
                      "app.kubernetes.io/instance=ac")["items"]
-        assert isinstance(pods, list) and len(pods) == 1
+        assert isinstance(pods, list) and len(pods) == 1, _described(real_node, ns)
         pod = pods[0]
         assert pod["spec"]["nodeName"] == real_node.node_name
-        assert pod["status"]["phase"] == "Running"
-        assert all(c["ready"] for c in pod["status"]["containerStatuses"])
+        assert pod["status"]["phase"] == "Running", _described(real_node, ns)
+        assert all(c["ready"] for c in pod["status"]["containerStatuses"]), \
+            _described(real_node, ns)
         # From inside the operator's container: the API by its Service DNS name, verified the
         # way the operator's Python 3.13 verifies it (X509_STRICT) with its service account CA.
         probe = ("import json, ssl, urllib.request as u; c = ssl.create_default_context("
@@ -143,10 +153,22 @@ def test_helm_install_runs_the_operator_pod(real_node: RealCluster) -> None:
                  "print(json.load(u.urlopen('https://kubernetes.default.svc/version', "
                  "context=c, timeout=10))['gitVersion'])")
         name = pod["metadata"]["name"]
-        seen = real_node.kubectl("exec", "-n", ns, name, "--", "python", "-c", probe).stdout
-        assert seen.strip() == "v1.34.4"
+        seen: list[str] = []
+
+        def probed() -> bool:  # exec right after Ready can meet a transient streaming error
+            answer = real_node.kubectl("exec", "-n", ns, name, "--", "python", "-c", probe,
+                                       check=False)
+            seen.append(answer.stdout.strip() or answer.stderr.strip())
+            return answer.returncode == 0
+
+        poll_until(probed, what=f"kubectl exec into {name}", timeout_s=60)
+        assert seen[-1] == "v1.34.4", seen
+
+        def logged_ready() -> bool:
+            return "operator ready" in real_node.kubectl("logs", "-n", ns, name).stdout
+
+        poll_until(logged_ready, what="the operator's 'operator ready' log line", timeout_s=60)
         logs = real_node.kubectl("logs", "-n", ns, name).stdout
-        assert "operator ready" in logs
         assert "CERTIFICATE_VERIFY_FAILED" not in logs
     finally:
         real_node.helm("uninstall", "ac", "-n", ns, "--wait", check=False)
