@@ -9,13 +9,15 @@ export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
 export PATH := $(PATH):/usr/local/go/bin
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps test run lint bench e2e-kind crds clean
+.PHONY: help venv deps node-deps images node-up node-down test run lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - bring the whole system up on this host (Ctrl-C stops it)"
 	@echo "make test  - install everything the tests need and run the whole suite"
 	@echo "make lint  - ruff, mypy (strict), import-linter, helm lint, CRD drift check"
 	@echo "make bench - benchmarks; writes docs/benchmarks/*.json and docs/PERFORMANCE.md"
+	@echo "make node-up - the real one-node cluster in the foreground (Ctrl-C stops and cleans up)"
+	@echo "make e2e   - on the real node: helm install, examples, e2e/ (builds what it needs)"
 	@echo "make e2e-kind - on a machine with Docker: kind cluster, images, helm install, e2e/"
 
 $(BIN)/.installed: pyproject.toml
@@ -31,6 +33,28 @@ deps: venv
 	hack/ensure-system-packages.sh
 	hack/pg/ensure-age-root.sh
 	hack/k8s/ensure-binaries.sh
+
+# The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy
+# and CoreDNS, and the images built offline. `make test` runs the real-node tests once these exist.
+node-deps: deps
+	hack/k8s/ensure-node-packages.sh
+	hack/k8s/ensure-binaries.sh node
+	hack/images/build.sh
+
+node-up: node-deps
+	$(BIN)/python hack/k8s/realnode.py up
+
+# Removes what a killed node left (processes, mounts, namespaces, veths, chains).
+node-down:
+	python3 hack/k8s/realnode.py down
+
+e2e: node-deps
+	e2e/realnode.sh
+
+# The images, built offline with podman from a debootstrap of Debian trixie (seconds when current).
+images:
+	hack/k8s/ensure-node-packages.sh
+	hack/images/build.sh
 
 test: deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
