@@ -9,10 +9,11 @@ export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
 export PATH := $(PATH):/usr/local/go/bin
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps node-deps images node-up node-down test run lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps node-deps images node-up node-down test run serve lint bench e2e e2e-kind crds clean
 
 help:
-	@echo "make run   - bring the whole system up on this host (Ctrl-C stops it)"
+	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
+	@echo "make serve - the cortex server alone (PostgreSQL + AGE, no Kubernetes; Ctrl-C stops it)"
 	@echo "make test  - install everything the tests need and run the whole suite"
 	@echo "make lint  - ruff, mypy (strict), import-linter, helm lint, CRD drift check"
 	@echo "make bench - benchmarks; writes docs/benchmarks/*.json and docs/PERFORMANCE.md"
@@ -59,10 +60,18 @@ images:
 test: deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The whole system on the real one-node cluster; builds what is missing (saying how long it
+# took last time), then prints the kubeconfig, `kubectl get mcx`, the API URL and curl lines.
 run: venv
 	hack/ensure-system-packages.sh
-	hack/pg/ensure-age-root.sh
+	hack/k8s/ensure-node-packages.sh
 	$(BIN)/python hack/run.py
+
+# The cortex server alone on 127.0.0.1 (PostgreSQL 17 + AGE, dev auth), no Kubernetes.
+serve: venv
+	hack/ensure-system-packages.sh
+	hack/pg/ensure-age-root.sh
+	$(BIN)/python hack/serve.py
 
 lint: venv
 	$(BIN)/ruff check operator tests hack bench e2e
