@@ -4,10 +4,11 @@
 # Starts the real node (hack/k8s/realnode.py up, in the background; stopped and cleaned up on
 # exit), installs the chart with Helm into a namespace enforcing the restricted Pod Security
 # Standard, applies the examples (examples/cortex/*.yaml) into it, prints their status, and
-# runs e2e/ against it, with the cached kubectl and helm first on PATH.
-#
-# A skeleton: the operator's own flows (a MemoryCortex with a managed database, identities,
-# hook chains, rules; failure and upgrade drills) are added to e2e/ with the operator.
+# runs e2e/ against it, with the cached kubectl and helm first on PATH: e2e/test_install.py
+# (CRDs, operator, admission) and e2e/test_system.py (the whole system: a cortex with a managed
+# database, identities, a hook chain and rules; stores, recalls, hooks, rules and signed links
+# through a port-forward; server and database pod deletions; helm upgrade, then uninstall).
+# `make test` runs the same e2e/ tests on the session's real node (no E2E_NAMESPACE).
 # Environment: NAMESPACE (release namespace), KEEP=1 keeps the node running at the end
 # (stop it with Ctrl-C in the printed command's terminal, or hack/k8s/realnode.py down).
 set -euo pipefail
@@ -51,7 +52,7 @@ helm upgrade --install attested-cortex charts/attested-cortex --namespace "$NAME
 
 if compgen -G "examples/cortex/*.yaml" >/dev/null; then
   kubectl apply -n "$NAMESPACE" -f examples/cortex/
-  # Reported, not asserted: the flows' checks are e2e/'s, added with the operator's flows.
+  # Reported, not asserted: the flows' checks are e2e/test_system.py's (on its own cortex).
   kubectl wait -n "$NAMESPACE" --for=condition=Ready mcx --all --timeout="${E2E_READY_TIMEOUT:-180s}" \
     || echo "e2e: the examples' MemoryCortex is not Ready (yet)" >&2
   kubectl get -n "$NAMESPACE" mcx,agentidentities,hookchains,permissionrules,pods,pvc -o wide >&2 || true
