@@ -59,7 +59,7 @@ def test_make_run_then_ctrl_c_stops_everything(node_free: RealCluster) -> None:
         curls = [line.strip() for line in text.splitlines() if line.strip().startswith("curl")]
         assert len(curls) == 4, text
         assert all("Bearer $(cat " in line for line in curls)  # the token is never printed
-        assert open(token[1]).read() not in text
+        assert Path(token[1]).read_text() not in text
         stored, recalled, denied, audit = (_curl(line) for line in curls)
         assert stored[0] == 201 and recalled[0] == 200 and denied[0] == 403, text
         assert '"ok": true' in audit[1] and audit[0] == 200
