@@ -1,7 +1,8 @@
 """The resources the end-to-end flows apply: a MemoryCortex with a managed database, two
 AgentIdentities (custody Cortex and Agent) with their ServiceAccounts, a HookChain with one
 Exec hook (denies content marked DENY-ME) and one Daemon hook (the auto-link sidecar), and
-PermissionRules in Enforce mode. Close to examples/cortex/, named for the tests. Pure."""
+PermissionRules in Enforce mode. Close to examples/cortex/; every name differs from the
+examples' (``make e2e`` applies both into the release namespace). Pure."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import json
 from typing import Any, Final
 
 CORTEX: Final = "e2e-memory"
-PLANNER: Final = "planner"        # custody Cortex: the server signs for it
-RESEARCHER: Final = "researcher"  # custody Agent: holds its own key
+PLANNER: Final = "e2e-planner"        # custody Cortex: the server signs for it
+RESEARCHER: Final = "e2e-researcher"  # custody Agent: holds its own key
 DENY_MARK: Final = "DENY-ME"
 GROUP: Final = "cortex.attested.dev/v1alpha1"
 
@@ -39,7 +40,7 @@ def resources(namespace: str) -> list[dict[str, Any]]:
         {"apiVersion": GROUP, "kind": "AgentIdentity",
          "metadata": {**meta, "name": RESEARCHER},
          "spec": {**ref, "keyCustody": "Agent", "serviceAccountRef": {"name": RESEARCHER}}},
-        {"apiVersion": GROUP, "kind": "HookChain", "metadata": {**meta, "name": "guard"},
+        {"apiVersion": GROUP, "kind": "HookChain", "metadata": {**meta, "name": "e2e-guard"},
          "spec": {**ref, "hooks": [
              {"name": "deny-marked", "events": ["pre_store"], "mode": "Exec",
               "command": ["python3", "-c", DENY_HOOK], "timeoutMs": 3000,
@@ -51,11 +52,12 @@ def resources(namespace: str) -> list[dict[str, Any]]:
                               "unix:///var/run/cortex/hooks/auto-link.sock", "--",
                               "python3", "-m", "attested_cortex.hooks.reference.autolink"]}},
          ]}},
-        {"apiVersion": GROUP, "kind": "PermissionRule", "metadata": {**meta, "name": "no-secrets"},
+        {"apiVersion": GROUP, "kind": "PermissionRule",
+         "metadata": {**meta, "name": "e2e-no-secrets"},
          "spec": {**ref, "namespace": "secrets/**", "agents": ["*"], "operations": ["*"],
                   "decision": "Deny", "priority": 100, "reason": "no secrets in memory"}},
         {"apiVersion": GROUP, "kind": "PermissionRule",
-         "metadata": {**meta, "name": "team-shares"},
+         "metadata": {**meta, "name": "e2e-team-shares"},
          "spec": {**ref, "namespace": "team/**", "agents": ["*"],
                   "operations": ["store", "update", "recall", "search", "link", "kg_query",
                                  "kg_paths"], "decision": "Allow"}},
