@@ -8,7 +8,6 @@ file system with emptyDirs where the program writes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 POSTGRES_IMAGE = "docker.io/attested-cortex/postgres-age:17"
@@ -67,15 +66,16 @@ def database(namespace_name: str, password: str) -> list[dict[str, object]]:
     ]
 
 
-def server(token: str, agent: str) -> list[dict[str, object]]:
+def server(token_hash: str, agent: str) -> list[dict[str, object]]:
     """``cortexctl migrate`` (init container) then ``cortexctl serve`` against the database,
     which it finds by its Service's DNS name (CoreDNS + kube-proxy). Off loopback the server
-    needs real authentication: a bearer token for ``agent``, whose hash is in a Secret."""
+    needs real authentication: a bearer token for ``agent`` (from ``tokens.generate``), whose
+    hex hash ``token_hash`` is in a Secret."""
     labels = {"app": "cortex"}
     url_env = [{"name": "DATABASE_URL", "valueFrom": {"secretKeyRef": {"name": "db",
                                                                           "key": "url"}}}]
     mounts = [{"name": "tmp", "mountPath": "/tmp"}]
-    token_line = f"{hashlib.sha256(token.encode()).hexdigest()} {agent}\n"
+    token_line = f"{token_hash} {agent}\n"
     return [
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tokens"},
          "stringData": {"tokens": token_line}},
