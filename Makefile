@@ -9,13 +9,16 @@ export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
 export PATH := $(PATH):/usr/local/go/bin
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps test run lint bench e2e-kind crds clean
+.PHONY: help venv deps node-deps images node-up node-down test run serve lint bench e2e e2e-kind crds clean
 
 help:
-	@echo "make run   - bring the whole system up on this host (Ctrl-C stops it)"
+	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
+	@echo "make serve - the cortex server alone (PostgreSQL + AGE, no Kubernetes; Ctrl-C stops it)"
 	@echo "make test  - install everything the tests need and run the whole suite"
 	@echo "make lint  - ruff, mypy (strict), import-linter, helm lint, CRD drift check"
 	@echo "make bench - benchmarks; writes docs/benchmarks/*.json and docs/PERFORMANCE.md"
+	@echo "make node-up - the real one-node cluster in the foreground (Ctrl-C stops and cleans up)"
+	@echo "make e2e   - on the real node: helm install, examples, e2e/ (builds what it needs)"
 	@echo "make e2e-kind - on a machine with Docker: kind cluster, images, helm install, e2e/"
 
 $(BIN)/.installed: pyproject.toml
@@ -32,13 +35,43 @@ deps: venv
 	hack/pg/ensure-age-root.sh
 	hack/k8s/ensure-binaries.sh
 
+# The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy
+# and CoreDNS, and the images built offline. `make test` runs the real-node tests once these exist.
+node-deps: deps
+	hack/k8s/ensure-node-packages.sh
+	hack/k8s/ensure-binaries.sh node
+	hack/images/build.sh
+
+node-up: node-deps
+	$(BIN)/python hack/k8s/realnode.py up
+
+# Removes what a killed node left (processes, mounts, namespaces, veths, chains).
+node-down:
+	python3 hack/k8s/realnode.py down
+
+e2e: node-deps
+	e2e/realnode.sh
+
+# The images, built offline with podman from a debootstrap of Debian trixie (seconds when current).
+images:
+	hack/k8s/ensure-node-packages.sh
+	hack/images/build.sh
+
 test: deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The whole system on the real one-node cluster; builds what is missing (saying how long it
+# took last time), then prints the kubeconfig, `kubectl get mcx`, the API URL and curl lines.
 run: venv
 	hack/ensure-system-packages.sh
-	hack/pg/ensure-age-root.sh
+	hack/k8s/ensure-node-packages.sh
 	$(BIN)/python hack/run.py
+
+# The cortex server alone on 127.0.0.1 (PostgreSQL 17 + AGE, dev auth), no Kubernetes.
+serve: venv
+	hack/ensure-system-packages.sh
+	hack/pg/ensure-age-root.sh
+	$(BIN)/python hack/serve.py
 
 lint: venv
 	$(BIN)/ruff check operator tests hack bench e2e

@@ -6,6 +6,8 @@ from __future__ import annotations
 from e2e.conftest import kubectl, kubectl_json
 
 KINDS = ("memorycortexes", "hookchains", "permissionrules", "agentidentities")
+# The chart's operator only: the operator's own workloads share app.kubernetes.io/name.
+OPERATOR = "app.kubernetes.io/name=attested-cortex,app.kubernetes.io/component=operator"
 
 
 def test_crds_are_established() -> None:
@@ -17,10 +19,9 @@ def test_crds_are_established() -> None:
 
 def test_operator_is_available(namespace: str) -> None:
     result = kubectl("-n", namespace, "wait", "--for=condition=Available", "--timeout=180s",
-                     "deployment", "-l", "app.kubernetes.io/name=attested-cortex")
+                     "deployment", "-l", OPERATOR)
     assert result.returncode == 0, result.stderr
-    pods = kubectl_json("-n", namespace, "get", "pods", "-l",
-                        "app.kubernetes.io/name=attested-cortex")
+    pods = kubectl_json("-n", namespace, "get", "pods", "-l", OPERATOR)
     assert pods["items"] and all(p["status"]["phase"] == "Running" for p in pods["items"])
 
 

@@ -4,10 +4,11 @@
 # Callers: the Makefile (`deps`, `lint`), tests/support/kube.py (its failure message names this
 # script), hack/k8s/controlplane.py, CI. Versions come from hack/k8s/versions.env.
 #
-# Usage: hack/k8s/ensure-binaries.sh [--print-bin-dir] [component...]
+# Usage: hack/k8s/ensure-binaries.sh [--print-bin-dir] [component|node...]
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
-#   (none given = all). Idempotent and flock-protected; a component whose stamp matches its
-#   version is skipped. Everything is built from source with the local Go toolchain through
+#   (none given = all of these), and the real node's kubelet kube-proxy coredns crictl, built
+#   only when named (`node` names all four). Idempotent and flock-protected; a component whose
+#   stamp matches its version is skipped. Everything is built from source with the local Go toolchain through
 #   generated wrapper modules under $ATTESTED_CORTEX_CACHE/k8s/<version>/src; nothing in the
 #   repository is written.
 set -euo pipefail
@@ -23,6 +24,8 @@ src_dir="$cache_root/src"
 export GOTOOLCHAIN=local
 kube_components=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 all_components=(etcd "${kube_components[@]}" kwok helm)
+# The real one-node cluster (hack/k8s/localkube/realnode.py); `make test` does not build these.
+node_components=(kubelet kube-proxy coredns crictl)
 
 die() { echo "ensure-binaries: $*" >&2; exit 1; }
 log() { echo "ensure-binaries: $*" >&2; }
@@ -32,8 +35,11 @@ version_of() {
     etcd) echo "$ETCD_VERSION" ;;
     kwok) echo "$KWOK_VERSION" ;;
     helm) echo "$HELM_VERSION" ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) echo "$KUBERNETES_VERSION" ;;
-    *) die "unknown component '$1' (known: ${all_components[*]})" ;;
+    coredns) echo "$COREDNS_VERSION" ;;
+    crictl) echo "$CRICTL_VERSION" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
+      echo "$KUBERNETES_VERSION" ;;
+    *) die "unknown component '$1' (known: ${all_components[*]} ${node_components[*]})" ;;
   esac
 }
 
@@ -109,6 +115,20 @@ build_helm() {
   go_build "$dir" "$flags" helm.sh/helm/v3/cmd/helm
 }
 
+build_coredns() {
+  local dir="$src_dir/coredns"
+  wrapper_module "$dir" github.com/coredns/coredns "$COREDNS_VERSION"
+  go_build "$dir" "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" \
+    github.com/coredns/coredns
+}
+
+build_crictl() {  # the CRI client the real node's stop uses to tear pod sandboxes down
+  local dir="$src_dir/crictl"
+  wrapper_module "$dir" sigs.k8s.io/cri-tools "$CRICTL_VERSION"
+  go_build "$dir" "-X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION" \
+    sigs.k8s.io/cri-tools/cmd/crictl
+}
+
 build() {  # build COMPONENT...: only those not yet built
   local wanted=() kube=() c
   for c in "$@"; do version_of "$c" >/dev/null; is_built "$c" || wanted+=("$c"); done
@@ -117,8 +137,10 @@ build() {  # build COMPONENT...: only those not yet built
   for c in "${wanted[@]}"; do
     local start=$SECONDS
     case "$c" in
-      kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) kube+=("$c"); continue ;;
+      kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
+        kube+=("$c"); continue ;;
       etcd) build_etcd ;; kwok) build_kwok ;; helm) build_helm ;;
+      coredns) build_coredns ;; crictl) build_crictl ;;
     esac
     mark_built "$c"; log "built $c $(version_of "$c") in $((SECONDS - start))s"
   done
@@ -135,8 +157,9 @@ main() {
   for arg in "$@"; do
     case "$arg" in
       --print-bin-dir) echo "$bin_dir"; return 0 ;;
-      -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}"; return 0 ;;
+      -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; return 0 ;;
       -*) die "unknown option '$arg'" ;;
+      node) components+=("${node_components[@]}") ;;
       *) components+=("$arg") ;;
     esac
   done

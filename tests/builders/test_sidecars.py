@@ -61,3 +61,21 @@ def test_container_names_are_distinct_for_long_hook_names() -> None:
 def test_container_name_is_a_dns_label(hook: str) -> None:
     name = container_name(hook)
     assert len(name) <= 63 and re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", name), name
+
+
+def test_sidecar_finds_its_server_and_token_under_kubernetes_auth() -> None:
+    """A hook that calls the cortex back (auto-link) crashed on the real node without these."""
+    hook = chain("c", [daemon_hook("auto-link")]).spec.hooks[0]
+    env = env_of(build_sidecar(hook, "IfNotPresent", server_port=8080, token_file=True))
+    assert env["CORTEX_URL"]["value"] == "http://127.0.0.1:8080"
+    assert env["CORTEX_TOKEN_FILE"]["value"] == (
+        "/var/run/secrets/kubernetes.io/serviceaccount/token")
+    assert "CORTEX_TOKEN_FILE" not in env_of(build_sidecar(hook, "IfNotPresent"))
+
+
+def test_sidecar_env_set_by_the_hook_wins() -> None:
+    hook = chain("c", [daemon_hook("auto-link", sidecar={
+        "image": "x", "env": [{"name": "CORTEX_URL", "value": "http://127.0.0.1:9999"}]})]
+    ).spec.hooks[0]
+    env = env_of(build_sidecar(hook, "IfNotPresent", token_file=True))
+    assert env["CORTEX_URL"]["value"] == "http://127.0.0.1:9999"

@@ -3,14 +3,16 @@ daemon), run as real programs through the pipeline."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from attested_cortex.hooks.reference.autolink import cosine, propose, terms
+from attested_cortex.hooks.reference.autolink import CortexClient, cosine, propose, terms
 from attested_cortex.hooks.reference.redact import redact
 from tests.hooks.conftest import PipelineFactory, eventually
 
@@ -83,10 +85,11 @@ def test_propose_same_namespace_similar_only() -> None:
 @pytest.fixture
 async def cortex_api(unused_tcp_port: int) -> AsyncIterator[dict[str, Any]]:
     """A minimal stand-in for the cortex recall and link endpoints, recording calls."""
-    seen: dict[str, Any] = {"links": [], "headers": [], "port": unused_tcp_port}
+    seen: dict[str, Any] = {"links": [], "headers": [], "auth": [], "port": unused_tcp_port}
 
     async def recall(request: web.Request) -> web.Response:
         seen["headers"].append(request.headers.get("X-Agent-Id"))
+        seen["auth"].append(request.headers.get("Authorization"))
         return web.json_response({"results": [
             {"id": "m-old", "namespace": "ops", "score": 0.9,
              "content": "nightly postgresql backups with pg_dump to the archive bucket"},
@@ -122,3 +125,18 @@ async def test_autolink_daemon_links_similar_memories(
     assert cortex_api["links"] == [{"src_id": "m-new", "dst_id": "m-old",
                                     "relation": "related_to"}]
     assert cortex_api["headers"] == ["autolink"]
+
+
+async def test_autolink_client_rereads_its_token_file(
+    cortex_api: dict[str, Any], tmp_path: Path
+) -> None:
+    """A sidecar's service-account token rotates: each call sends the file's current token."""
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    client = CortexClient(f"http://127.0.0.1:{cortex_api['port']}", token=None,
+                          agent_id=None, token_file=str(token))
+    await asyncio.to_thread(client.post, "/v1/recall", {"query": "x"})
+    token.write_text("second")
+    await asyncio.to_thread(client.post, "/v1/recall", {"query": "x"})
+    assert cortex_api["auth"] == ["Bearer first", "Bearer second"]
+    assert cortex_api["headers"] == [None, None]

@@ -132,7 +132,7 @@ def test_the_bin_dir_lives_in_the_cache_under_the_pinned_version(tmp_path: Path)
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["kube-proxy"], "unknown component 'kube-proxy'"),
+    (["kube-dns"], "unknown component 'kube-dns'"),
     (["--fast"], "unknown option '--fast'"),
 ])
 def test_the_build_script_rejects_what_it_does_not_know(tmp_path: Path, args: list[str],

@@ -25,10 +25,12 @@ def etcd_command(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
             f"--initial-cluster=local={peer}", "--unsafe-no-fsync", "--log-level=warn"]
 
 
-def apiserver_command(bin_dir: Path, layout: Layout, ports: Ports) -> list[str]:
+def apiserver_command(bin_dir: Path, layout: Layout, ports: Ports, *,
+                      address: str = LOOPBACK) -> list[str]:
+    """``address``: loopback, or the real node's bridge address so pods reach the API too."""
     return [str(bin_dir / "kube-apiserver"),
             f"--etcd-servers=http://{LOOPBACK}:{ports.etcd_client}",
-            f"--bind-address={LOOPBACK}", f"--advertise-address={LOOPBACK}",
+            f"--bind-address={address}", f"--advertise-address={address}",
             f"--secure-port={ports.apiserver}",
             f"--tls-cert-file={layout.cert(APISERVER)}",
             f"--tls-private-key-file={layout.key(APISERVER)}",

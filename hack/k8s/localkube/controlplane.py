@@ -39,14 +39,25 @@ def _etcd_healthy(answer: object) -> bool:
 
 
 class ControlPlane:
-    """One running control plane; use as a context manager or call start()/stop()."""
+    """One running control plane; use as a context manager or call start()/stop().
 
-    def __init__(self, *, bin_dir: Path, root: Path | None = None) -> None:
+    The defaults make the kwok cluster of the tests. realnode.py passes ``address`` (the node
+    bridge's address, where pods reach the API server), ``fake_node=False`` (its kubelet
+    registers the node), its extra client identities and the kubelet-client flags.
+    """
+
+    def __init__(self, *, bin_dir: Path, root: Path | None = None, address: str = LOOPBACK,
+                 fake_node: bool = True, identities: tuple[pki.ClientIdentity, ...] = (),
+                 apiserver_args: tuple[str, ...] = ()) -> None:
         self.bin_dir = bin_dir
         self._owns_root = root is None
         self.layout = Layout(Path(tempfile.mkdtemp(prefix="localkube-")) if root is None else root)
         self.ports = Ports.pick()
-        self.server = f"https://{LOOPBACK}:{self.ports.apiserver}"
+        self.address = address
+        self.server = f"https://{address}:{self.ports.apiserver}"
+        self._fake_node = fake_node
+        self._identities = IDENTITIES + identities
+        self._apiserver_args = apiserver_args
         self._running: list[processes.Component] = []
 
     @property
@@ -96,8 +107,8 @@ class ControlPlane:
     def _prepare_files(self) -> None:
         self.layout.root.mkdir(parents=True, exist_ok=True)
         self.layout.logs.mkdir(exist_ok=True)
-        pki.make_all(self.layout, IDENTITIES)
-        for identity in IDENTITIES:
+        pki.make_all(self.layout, self._identities, ips=(self.address,))
+        for identity in self._identities:
             kubeconfigs.write_kubeconfig(self.layout, server=self.server, user=identity.name)
         shutil.copyfile(KWOK_CONFIG, self.layout.root / "kwok.yaml")
 
@@ -107,7 +118,8 @@ class ControlPlane:
         self._wait(lambda: _etcd_healthy(health.request("/health")), what="etcd health")
 
     def _start_apiserver(self) -> None:
-        command = components.apiserver_command(self.bin_dir, self.layout, self.ports)
+        command = [*components.apiserver_command(self.bin_dir, self.layout, self.ports,
+                                                 address=self.address), *self._apiserver_args]
         self._launch("kube-apiserver", command)
         api = self._admin_api()
         self._wait(lambda: api.request("/readyz") == "ok", what="kube-apiserver /readyz")
@@ -127,17 +139,21 @@ class ControlPlane:
         self._launch("kube-controller-manager",
                      components.controller_manager_command(self.bin_dir, self.layout))
         self._launch("kube-scheduler", components.scheduler_command(self.bin_dir, self.layout))
-        self._launch("kwok", components.kwok_command(self.bin_dir, self.layout))
+        if self._fake_node:
+            self._launch("kwok", components.kwok_command(self.bin_dir, self.layout))
 
     def _await_workloads_admitted(self) -> None:
         api = self._admin_api()
+        sa_path = "/api/v1/namespaces/default/serviceaccounts/default"
+        if not self._fake_node:
+            self._wait(lambda: api.request(sa_path) is not None, what="default service account")
+            return
         try:
             api.request("/api/v1/nodes", method="POST", body=nodes.build_fake_node())
         except ApiUnavailableError as error:
             raise ControlPlaneError(f"could not create the kwok node: {error}") from error
         node_path = f"/api/v1/nodes/{nodes.NODE_NAME}"
         self._wait(lambda: nodes.node_is_ready(api.request(node_path)), what="kwok node Ready")
-        sa_path = "/api/v1/namespaces/default/serviceaccounts/default"
         self._wait(lambda: api.request(sa_path) is not None, what="default service account")
 
     def _admin_api(self) -> Api:

@@ -41,15 +41,26 @@ def _openssl(*args: str) -> None:
         raise RuntimeError(f"openssl {args[0]} failed: {result.stderr.strip()}")
 
 
+# Python 3.13 verifies with X509_STRICT by default: a CA needs keyUsage and a subject key id,
+# a leaf an authority key id. Without them in-cluster Python clients (the operator) fail with
+# "CA cert does not include key usage extension".
+_CA_EXTENSIONS = ("basicConstraints=critical,CA:TRUE",
+                  "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+                  "subjectKeyIdentifier=hash")
+_LEAF_EXTENSIONS = ("basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature",
+                    "authorityKeyIdentifier=keyid,issuer", "subjectKeyIdentifier=hash")
+
+
 def make_ca(layout: Layout) -> None:
+    addext = [arg for ext in _CA_EXTENSIONS for arg in ("-addext", ext)]
     _openssl("req", "-x509", *_EC, "-days", _DAYS, "-subj", "/CN=attested-cortex-local-ca",
-             "-keyout", str(layout.key(CA)), "-out", str(layout.cert(CA)))
+             *addext, "-keyout", str(layout.key(CA)), "-out", str(layout.cert(CA)))
 
 
 def _signed(layout: Layout, *, name: str, subject: str, extensions: str) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         csr, ext = Path(scratch, "req.csr"), Path(scratch, "ext.cnf")
-        ext.write_text(extensions)
+        ext.write_text(extensions + "".join(f"{line}\n" for line in _LEAF_EXTENSIONS))
         _openssl("req", "-new", *_EC, "-subj", subject,
                  "-keyout", str(layout.key(name)), "-out", str(csr))
         _openssl("x509", "-req", "-in", str(csr), "-days", _DAYS, "-extfile", str(ext),
@@ -57,11 +68,14 @@ def _signed(layout: Layout, *, name: str, subject: str, extensions: str) -> None
                  "-CAcreateserial", "-out", str(layout.cert(name)))
 
 
-def make_serving_cert(layout: Layout) -> None:
+def make_serving_cert(layout: Layout, *, name: str = APISERVER, subject: str = "/CN=kube-apiserver",
+                      ips: tuple[str, ...] = ()) -> None:
+    """A serving certificate for loopback, the ``kubernetes`` service names and ``ips``."""
     names = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
              "kubernetes.default.svc.cluster.local"]
-    san = ",".join([f"IP:{LOOPBACK}", f"IP:{CLUSTER_SERVICE_IP}", *(f"DNS:{n}" for n in names)])
-    _signed(layout, name=APISERVER, subject="/CN=kube-apiserver",
+    addresses = dict.fromkeys([LOOPBACK, CLUSTER_SERVICE_IP, *ips])
+    san = ",".join([*(f"IP:{ip}" for ip in addresses), *(f"DNS:{n}" for n in names)])
+    _signed(layout, name=name, subject=subject,
             extensions=f"subjectAltName={san}\nextendedKeyUsage=serverAuth\n")
 
 
@@ -77,11 +91,12 @@ def make_service_account_keys(layout: Layout) -> None:
     _openssl("pkey", "-in", str(key), "-pubout", "-out", str(layout.pki / "service-account.pub"))
 
 
-def make_all(layout: Layout, identities: tuple[ClientIdentity, ...]) -> None:
+def make_all(layout: Layout, identities: tuple[ClientIdentity, ...],
+             ips: tuple[str, ...] = ()) -> None:
     """Everything the control plane needs; files land under ``layout.pki``."""
     layout.pki.mkdir(parents=True, exist_ok=True, mode=0o700)
     make_ca(layout)
-    make_serving_cert(layout)
+    make_serving_cert(layout, ips=ips)
     for identity in identities:
         make_client_cert(layout, identity)
     make_service_account_keys(layout)

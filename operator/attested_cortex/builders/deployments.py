@@ -107,9 +107,10 @@ def build_deployment(cortex: Cortex, defaults: Defaults, satellites: Satellites)
     """The server Deployment, its pod template hashed into ``config-hash``."""
     name = cortex.meta.name
     volumes, mounts = _volumes(cortex, satellites)
-    containers = [_server_container(cortex, defaults, mounts),
-                  *sidecars.build_sidecars(satellites.hooks, defaults.image_pull_policy)]
     kubernetes_auth = cortex.spec.server.auth.mode == "Kubernetes"
+    containers = [_server_container(cortex, defaults, mounts),
+                  *sidecars.build_sidecars(satellites.hooks, defaults.image_pull_policy,
+                                           server_port=SERVER_PORT, token_file=kubernetes_auth)]
     pod_spec: Object = {
         "serviceAccountName": names.server_name(name),
         "automountServiceAccountToken": kubernetes_auth, "enableServiceLinks": False,

@@ -9,7 +9,9 @@ Similarity: cosine of term-frequency vectors of lower-cased words of 3+ letters 
 adjacent pairs (bigrams), minus a short stop-word list; no external model. Threshold
 ``AUTOLINK_THRESHOLD`` (default 0.5): near-duplicates score above 0.8, unrelated text
 near 0. Environment: ``CORTEX_URL`` (required), and the hook's own credentials:
-``CORTEX_TOKEN`` (sent as a bearer token) or ``CORTEX_AGENT_ID`` (``--auth dev`` only).
+``CORTEX_TOKEN`` (sent as a bearer token), ``CORTEX_TOKEN_FILE`` (a file holding the token,
+read for each call since a service-account token rotates; the operator sets it to the pod's
+token under Kubernetes auth) or ``CORTEX_AGENT_ID`` (``--auth dev`` only).
 """
 
 from __future__ import annotations
@@ -80,20 +82,28 @@ def propose(
 class CortexClient:
     """The few calls the hook makes to the cortex HTTP API, with its own credentials."""
 
-    def __init__(self, base_url: str, *, token: str | None, agent_id: str | None) -> None:
+    def __init__(self, base_url: str, *, token: str | None, agent_id: str | None,
+                 token_file: str | None = None) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError("CORTEX_URL must be an http:// or https:// URL")
         self._base = base_url.rstrip("/")
+        self._token_file = None if token else token_file
         self._headers = {"Content-Type": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
-        elif agent_id:
+        elif agent_id and not token_file:
             self._headers["X-Agent-Id"] = agent_id
+
+    def _request_headers(self) -> dict[str, str]:
+        if self._token_file is None:
+            return self._headers
+        with open(self._token_file, encoding="utf-8") as file:  # re-read: the token rotates
+            return {**self._headers, "Authorization": f"Bearer {file.read().strip()}"}
 
     def post(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST JSON, return the decoded reply; HTTP errors raise."""
         request = urllib.request.Request(  # noqa: S310 (scheme checked in __init__)
-            self._base + path, data=json.dumps(body).encode(), headers=self._headers,
+            self._base + path, data=json.dumps(body).encode(), headers=self._request_headers(),
             method="POST",
         )
         with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310
@@ -130,7 +140,8 @@ def main() -> None:
     """Serve on stdio; link after each reply, reporting errors on stderr."""
     linker = AutoLinker(
         client=CortexClient(os.environ["CORTEX_URL"], token=os.environ.get("CORTEX_TOKEN"),
-                            agent_id=os.environ.get("CORTEX_AGENT_ID")),
+                            agent_id=os.environ.get("CORTEX_AGENT_ID"),
+                            token_file=os.environ.get("CORTEX_TOKEN_FILE")),
         threshold=float(os.environ.get("AUTOLINK_THRESHOLD", DEFAULT_THRESHOLD)),
         max_links=int(os.environ.get("AUTOLINK_MAX_LINKS", DEFAULT_MAX_LINKS)),
     )

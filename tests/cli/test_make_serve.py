@@ -1,4 +1,4 @@
-"""``make run`` (hack/run.py): the walkthrough works as printed, and Ctrl-C leaves nothing
+"""``make serve`` (hack/serve.py): the walkthrough works as printed, and Ctrl-C leaves nothing
 behind (no server, no database, no working directory)."""
 
 import json
@@ -33,7 +33,7 @@ def read_until(process: subprocess.Popen[str], marker: str, seconds: float = 120
 
 @pytest.mark.age
 def test_walkthrough_then_ctrl_c_cleans_up(age_server: object) -> None:
-    process = subprocess.Popen([sys.executable, str(ROOT / "hack" / "run.py")], cwd=ROOT,
+    process = subprocess.Popen([sys.executable, str(ROOT / "hack" / "serve.py")], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

@@ -1,0 +1,356 @@
+"""The whole system on a real cluster: the chart's operator (a real pod) turns a MemoryCortex,
+two AgentIdentities, a HookChain and PermissionRules into a database, a migration, a server
+with a hook sidecar and keys; everything is then exercised from outside the cluster through a
+``kubectl port-forward`` of the cortex Service with a plain HTTP client, as an agent with a
+minted service-account token would.
+
+The tests run in file order and share the cortex (module scope): resources Ready, stores and
+recalls, hooks and rules, signed links, server and database pod deletions, a ``helm upgrade``
+and, last, ``helm uninstall``. Runs last in e2e/ (the uninstall ends the release).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from nacl.signing import VerifyKey
+
+from attested_cortex.attest.keys import key_from_seed, seed_from_pem
+from attested_cortex.attest.payloads import link_payload
+from attested_cortex.attest.signing import sign
+from attested_cortex.types import AgentId
+from e2e import manifests
+from e2e.conftest import CHART, IMAGE_VALUES, RELEASE, TARGET, helm, kubectl, kubectl_json
+from e2e.manifests import CORTEX, DENY_MARK, PLANNER, RESEARCHER
+
+WAIT = "150s"
+KINDS = ("memorycortex", "agentidentity", "hookchain", "permissionrule")
+METRIC = re.compile(r'^cortex_hook_fires_total\{event="(\w+)",hook="([\w-]+)"\} ([0-9.e+]+)$',
+                    re.M)
+
+
+def eventually(check: Callable[[], bool], *, seconds: float = 120, what: str = "") -> None:
+    """Bounded wait on a condition."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {seconds}s waiting for {what}")
+        time.sleep(0.5)  # polling interval of a bounded wait
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+class Forward:
+    """``kubectl port-forward`` of the cortex Service to a free port on 127.0.0.1."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.process: subprocess.Popen[str] | None = None
+        self.base = ""
+
+    def start(self) -> None:
+        self.stop()
+        self.process = subprocess.Popen(
+            ["kubectl", "port-forward", "-n", self.namespace, f"svc/{CORTEX}", "0:8080",
+             "--address", "127.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, env=TARGET.env())
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # bounded: kubectl exits on failure
+        found = re.search(r"127\.0\.0\.1:(\d+)", line)
+        assert found, f"port-forward said: {line}"
+        self.base = f"http://127.0.0.1:{found.group(1)}"
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+
+class Agent:
+    """An agent calling the cortex with its minted service-account token."""
+
+    def __init__(self, forward: Forward, namespace: str, account: str) -> None:
+        self.forward = forward
+        self.token = ok(kubectl("create", "token", account, "-n", namespace,
+                                "--duration", "2h")).strip()
+
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(  # noqa: S310 (http://127.0.0.1 of the forward)
+            self.forward.base + path, data=data, method=method,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=15) as answer:  # noqa: S310
+                return answer.status, json.loads(answer.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def store(self, namespace: str, content: str) -> dict[str, Any]:
+        status, body = self.call("POST", "/v1/memories",
+                                 {"namespace": namespace, "content": content})
+        assert status == 201, body
+        return dict(body)
+
+
+@pytest.fixture(scope="module")
+def cortex(namespace: str) -> Iterator[str]:
+    """The e2e resources applied in the release namespace."""
+    ok(kubectl("apply", "-f", "-", input=manifests.as_input(manifests.resources(namespace))))
+    yield namespace
+
+
+@pytest.fixture(scope="module")
+def forward(cortex: str) -> Iterator[Forward]:
+    ready = kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
+                    f"memorycortex/{CORTEX}")
+    if ready.returncode != 0:
+        pytest.fail(f"{CORTEX} not Ready: {ready.stderr}\n" + kubectl(
+            "get", "-n", cortex, "mcx,pods,jobs", "-o", "wide").stdout)
+    forwarding = Forward(cortex)
+    forwarding.start()
+    yield forwarding
+    forwarding.stop()
+
+
+@pytest.fixture(scope="module")
+def planner(forward: Forward, cortex: str) -> Agent:
+    return Agent(forward, cortex, PLANNER)
+
+
+@pytest.fixture(scope="module")
+def researcher(forward: Forward, cortex: str) -> Agent:
+    return Agent(forward, cortex, RESEARCHER)
+
+
+@pytest.fixture(scope="module")
+def written() -> list[str]:
+    """Ids of every acknowledged store of the module, checked after each disruption."""
+    return []
+
+
+def _fires(forward: Forward) -> dict[tuple[str, str], float]:
+    with urllib.request.urlopen(forward.base + "/metrics", timeout=15) as answer:  # noqa: S310
+        text = answer.read().decode()
+    return {(event, hook): float(value) for event, hook, value in METRIC.findall(text)}
+
+
+def _all_there(agent: Agent, ids: list[str]) -> bool:
+    for memory_id in ids:
+        try:
+            status, body = agent.call("GET", f"/v1/memories/{memory_id}")
+        except OSError:
+            return False
+        if status != 200 or body["id"] != memory_id:
+            return False
+    return True
+
+
+def test_every_resource_becomes_ready_and_the_pods_really_ran(forward: Forward,
+                                                              cortex: str) -> None:
+    for kind in KINDS:
+        ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}", kind,
+                   "--all"))
+    ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
+               f"pod/{CORTEX}-db-0"))
+    jobs = kubectl_json("get", "jobs", "-n", cortex, "-l",
+                        f"app.kubernetes.io/instance={CORTEX}")["items"]
+    assert jobs, "no migration Job"
+    job = jobs[0]["metadata"]["name"]
+    ok(kubectl("wait", "-n", cortex, "--for=condition=Complete", f"--timeout={WAIT}",
+               f"job/{job}"))
+    assert "schema version 0 -> " in ok(kubectl("logs", "-n", cortex, f"job/{job}"))
+    pods = kubectl_json("get", "pods", "-n", cortex, "-l",
+                        f"app.kubernetes.io/instance={CORTEX},app.kubernetes.io/component=server")
+    assert pods["items"]
+    for pod in pods["items"]:
+        assert pod["status"]["phase"] == "Running"
+        assert all(c["ready"] for c in pod["status"]["containerStatuses"]), pod["status"]
+        assert {c["name"] for c in pod["spec"]["containers"]} == {"server", "hook-auto-link"}
+
+
+def test_store_and_recall(planner: Agent, researcher: Agent, written: list[str]) -> None:
+    stored = planner.store("team/ops", "nightly backups of the billing database run at 02:00")
+    written.append(stored["id"])
+    assert stored["author"].endswith(f"/{PLANNER}")
+    status, found = researcher.call("POST", "/v1/recall",
+                                    {"query": "billing database backups", "namespace": "team/ops"})
+    assert status == 200 and stored["id"] in [r["id"] for r in found["results"]]
+
+
+def test_the_hooks_fire(forward: Forward, planner: Agent, written: list[str]) -> None:
+    before = _fires(forward)
+    stored = planner.store("team/ops", "billing database backups run nightly at 02:00 UTC")
+    written.append(stored["id"])
+    eventually(lambda: _fires(forward).get(("post_store", "auto-link"), 0)
+               > before.get(("post_store", "auto-link"), 0), what="the daemon hook's counter")
+    after = _fires(forward)
+    assert after[("pre_store", "deny-marked")] > before.get(("pre_store", "deny-marked"), 0)
+    status, body = planner.call("POST", "/v1/memories",
+                                {"namespace": "team/ops", "content": f"please {DENY_MARK}"})
+    assert status == 403, body
+    # The sidecar did its work with the pod's own token: a related_to link to the first note.
+    eventually(lambda: bool(planner.call("GET", f"/v1/memories/{stored['id']}/links")[1]
+                            .get("links")), what="the auto-link sidecar's link")
+
+
+def test_a_rule_decides(planner: Agent) -> None:
+    status, body = planner.call("POST", "/v1/memories",
+                                {"namespace": "secrets/db", "content": "hunter2"})
+    assert status == 403 and body["error"]["code"] == "rule_deny", body
+    status, _ = planner.call("POST", "/v1/recall", {"query": "hunter2", "namespace": "secrets/db"})
+    assert status == 403
+
+
+def _verify(public_key: bytes, link: dict[str, Any]) -> None:
+    until = link.get("valid_until")
+    payload = link_payload(
+        src_id=link["src_id"], dst_id=link["dst_id"], relation=link["relation"],
+        observed_by=link["observed_by"], valid_from=datetime.fromisoformat(link["valid_from"]),
+        valid_until=None if until is None else datetime.fromisoformat(until))
+    VerifyKey(public_key).verify(payload.encode(), base64.b64decode(link["signature"]))
+
+
+def test_an_agent_signed_link_verifies(cortex: str, researcher: Agent,
+                                       written: list[str]) -> None:
+    secret = kubectl_json("get", "secret", f"{RESEARCHER}-agent-key", "-n", cortex)["data"]
+    agent_id = base64.b64decode(secret["agent-id"]).decode()
+    key = key_from_seed(AgentId(agent_id),
+                        seed_from_pem(base64.b64decode(secret["private.pem"]).decode()))
+    a = researcher.store("team/research", "the cache layer halves read latency")["id"]
+    b = researcher.store("team/research", "read latency matters for the planner")["id"]
+    written.extend([a, b])
+    body = {"src_id": a, "dst_id": b, "relation": "derived_from",
+            "valid_from": "2026-11-01T10:00:00Z"}
+    payload = link_payload(src_id=a, dst_id=b, relation="derived_from", observed_by=agent_id,
+                           valid_from=datetime.fromisoformat(body["valid_from"]),
+                           valid_until=None)
+    body["signature"] = base64.b64encode(sign(key, payload.encode())).decode()
+    status, link = researcher.call("POST", "/v1/links", body)
+    assert status == 201, link
+    assert link["attest_level"] == "peer_attested" and link["observed_by"] == agent_id
+    status, check = researcher.call("GET", f"/v1/links/{link['id']}/verify")
+    assert status == 200 and check["signature_verified"] is True
+    _verify(key.public.public_key, link)
+
+
+def test_a_cortex_signed_link_verifies_with_the_public_key_in_status(
+        cortex: str, planner: Agent, written: list[str]) -> None:
+    status_key = kubectl_json("get", "agentidentity", PLANNER, "-n", cortex)["status"]
+    a = planner.store("team/plans", "ship the cache layer in December")["id"]
+    b = planner.store("team/plans", "the cache layer needs a load test first")["id"]
+    written.extend([a, b])
+    status, link = planner.call("POST", "/v1/links",
+                                {"src_id": a, "dst_id": b, "relation": "related_to"})
+    assert status == 201, link
+    assert link["attest_level"] == "self_signed" and link["signed_by"] == status_key["agentId"]
+    _verify(base64.b64decode(status_key["publicKey"]), link)
+    status, report = planner.call("GET", "/v1/audit/verify")
+    assert status == 200 and report["ok"] is True, report
+
+
+def _server_pods(namespace: str) -> list[str]:
+    pods = kubectl_json("get", "pods", "-n", namespace, "-l",
+                        f"app.kubernetes.io/instance={CORTEX},app.kubernetes.io/component=server")
+    return [p["metadata"]["name"] for p in pods["items"]
+            if not p["metadata"].get("deletionTimestamp")]
+
+
+def test_deleting_the_server_pod_loses_no_acknowledged_write(
+        cortex: str, forward: Forward, planner: Agent, written: list[str]) -> None:
+    (old,) = _server_pods(cortex)
+    for n in range(5):
+        written.append(planner.store("team/ops", f"acknowledged before the restart {n}")["id"])
+    ok(kubectl("delete", "pod", old, "-n", cortex, "--wait=true", "--timeout=120s"))
+    eventually(lambda: bool(_server_pods(cortex)) and old not in _server_pods(cortex),
+               what="a new server pod")
+    ok(kubectl("wait", "-n", cortex, "--for=condition=Available", f"--timeout={WAIT}",
+               f"deployment/{CORTEX}-server"))
+    forward.start()  # the old forward ended with its pod
+    eventually(lambda: _all_there(planner, written), what="every acknowledged write")
+
+
+def test_deleting_the_database_pod_loses_no_committed_memory(
+        cortex: str, forward: Forward, planner: Agent, written: list[str]) -> None:
+    pod = f"{CORTEX}-db-0"
+    uid = kubectl_json("get", "pod", pod, "-n", cortex)["metadata"]["uid"]
+    claim = kubectl_json("get", "pvc", f"data-{pod}", "-n", cortex)["spec"]["volumeName"]
+    ok(kubectl("delete", "pod", pod, "-n", cortex, "--wait=true", "--timeout=120s"))
+    eventually(lambda: kubectl("get", "pod", pod, "-n", cortex, "-o",
+                               "jsonpath={.metadata.uid}").stdout not in ("", uid),
+               what="the StatefulSet's new database pod")
+    ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}", f"pod/{pod}"))
+    assert kubectl_json("get", "pvc", f"data-{pod}", "-n", cortex)["spec"]["volumeName"] == claim
+    eventually(lambda: _all_there(planner, written), what="every committed memory")
+    status, report = planner.call("GET", "/v1/audit/verify")
+    assert status == 200 and report["ok"] is True, report
+    written.append(planner.store("team/ops", "written after the database restart")["id"])
+
+
+def _keys(namespace: str) -> dict[str, tuple[str, dict[str, str]]]:
+    out = {}
+    for name in (f"{PLANNER}-agent-key", f"{RESEARCHER}-agent-key",
+                 f"{CORTEX}-db-credentials"):
+        secret = kubectl_json("get", "secret", name, "-n", namespace)
+        out[name] = (secret["metadata"]["resourceVersion"], secret["data"])
+    return out
+
+
+OPERATOR = "app.kubernetes.io/name=attested-cortex,app.kubernetes.io/component=operator"
+
+
+def test_helm_upgrade_rolls_the_operator_and_keeps_data_and_keys(
+        cortex: str, forward: Forward, planner: Agent, written: list[str]) -> None:
+    keys = _keys(cortex)
+    operators = {p["metadata"]["uid"] for p in
+                 kubectl_json("get", "pods", "-n", cortex, "-l", OPERATOR)["items"]}
+    server = kubectl_json("get", "deployment", f"{CORTEX}-server", "-n", cortex)["metadata"]
+    upgraded = helm("upgrade", RELEASE, str(CHART), "--namespace", cortex, "--reuse-values",
+                    *IMAGE_VALUES, "--set", "operator.logLevel=debug", "--wait",
+                    "--timeout", "3m")
+    assert upgraded.returncode == 0, upgraded.stderr
+    ok(kubectl("rollout", "status", "-n", cortex, "deployment", "-l", OPERATOR,
+               f"--timeout={WAIT}"))
+    now = kubectl_json("get", "pods", "-n", cortex, "-l", OPERATOR)["items"]
+    live = [p for p in now if not p["metadata"].get("deletionTimestamp")]
+    assert live and not {p["metadata"]["uid"] for p in live} & operators, "operator not rolled"
+    assert any("--debug" in " ".join(c.get("args", []) + c.get("command", []))
+               or any(e.get("value") == "debug" for e in c.get("env", []))
+               for p in live for c in p["spec"]["containers"]), "the new value did not reach it"
+    # The new operator reconciles the cortex again: it stays Ready and nothing changes.
+    ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
+               f"memorycortex/{CORTEX}"))
+    eventually(lambda: "e2e-memory" in kubectl("logs", "-n", cortex, live[0]["metadata"]["name"])
+               .stdout, what="the new operator's pass over the cortex")
+    assert _keys(cortex) == keys
+    again = kubectl_json("get", "deployment", f"{CORTEX}-server", "-n", cortex)["metadata"]
+    assert again["generation"] == server["generation"]
+    assert _all_there(planner, written)
+
+
+def test_helm_uninstall_keeps_crds_and_data(cortex: str, planner: Agent,
+                                            written: list[str]) -> None:
+    keys = _keys(cortex)
+    removed = helm("uninstall", RELEASE, "--namespace", cortex, "--wait", "--timeout", "3m")
+    assert removed.returncode == 0, removed.stderr
+    eventually(lambda: not kubectl_json("get", "pods", "-n", cortex, "-l", OPERATOR)["items"],
+               what="the operator pod to go")
+    for plural in ("memorycortexes", "hookchains", "permissionrules", "agentidentities"):
+        ok(kubectl("get", "crd", f"{plural}.cortex.attested.dev"))
+    ok(kubectl("get", f"memorycortex/{CORTEX}", "-n", cortex))
+    ok(kubectl("get", f"pvc/data-{CORTEX}-db-0", "-n", cortex))
+    assert _keys(cortex) == keys
+    assert _all_there(planner, written)  # the cortex keeps serving without its operator

@@ -1,0 +1,78 @@
+"""``make run`` (hack/run.py): the whole system comes up on the real node, its printed curl
+lines work as printed (store, recall, a rule's 403, the audit chain), and Ctrl-C stops the
+node and leaves nothing behind (no node process, mount, namespace, veth or chain; no working
+directory). One node per machine: the session's node is stopped while it runs, then started
+again for the tests after it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hack.k8s.localkube import nodehost
+
+from tests.cli.test_make_serve import read_until
+from tests.support.realnode import RealCluster, repository_root
+
+pytestmark = [pytest.mark.realnode, pytest.mark.slow]
+
+
+@pytest.fixture
+def node_free(real_node: RealCluster) -> Iterator[RealCluster]:
+    """The session's node stopped for the test, started again after it."""
+    assert real_node.node is not None
+    real_node.node.stop()
+    yield real_node
+    real_node.node.start()
+
+
+def _curl(line: str) -> tuple[int, str]:
+    """Run one printed curl line through the shell (its ``$(cat token)``), with the status."""
+    done = subprocess.run(["bash", "-c", f"{line} -w ' %{{http_code}}'"], capture_output=True,
+                          text=True, timeout=60, check=True)
+    body, _, status = done.stdout.rpartition(" ")
+    return int(status), body
+
+
+def test_make_run_then_ctrl_c_stops_everything(node_free: RealCluster) -> None:
+    assert node_free.node is not None
+    process = subprocess.Popen([sys.executable, str(repository_root() / "hack" / "run.py")],
+                               cwd=repository_root(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        text = read_until(process, "# the audit chain", seconds=540)
+        text += process.stdout.readline() if process.stdout else ""
+        kubeconfig = re.search(r"kubeconfig\s+(\S+)", text)
+        token = re.search(r"token\s+(\S+)", text)
+        assert kubeconfig and token and Path(kubeconfig[1]).exists()
+        assert oct(Path(token[1]).stat().st_mode & 0o777) == "0o600"
+        assert re.search(r"team-memory\s+True\s+CortexReady", text), text
+        assert re.search(r"API\s+http://127\.0\.0\.1:\d+", text)
+        curls = [line.strip() for line in text.splitlines() if line.strip().startswith("curl")]
+        assert len(curls) == 4, text
+        assert all("Bearer $(cat " in line for line in curls)  # the token is never printed
+        assert Path(token[1]).read_text() not in text
+        stored, recalled, denied, audit = (_curl(line) for line in curls)
+        assert stored[0] == 201 and recalled[0] == 200 and denied[0] == 403, text
+        assert '"ok": true' in audit[1] and audit[0] == 200
+        assert shlex.split(curls[0])  # a well-formed shell line
+        workdir = Path(token[1]).parent
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=180) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()
+    assert not workdir.exists()
+    left = nodehost.leftovers(node_free.node.layout, set())
+    assert left.empty(), left
