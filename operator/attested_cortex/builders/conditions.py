@@ -72,3 +72,10 @@ def ready(parts: Sequence[Observation], *, ready_reason: str = "Ready",
 def find(conditions: Sequence[Object] | None, type_: str) -> Object | None:
     """The condition of ``type_``, if present."""
     return next((c for c in conditions or () if c.get("type") == type_), None)
+
+
+def cortex_found(cortex: str, found: bool) -> Observation:
+    """A satellite's ``CortexFound``: whether the MemoryCortex it names exists (yet)."""
+    return Observation.of("CortexFound", found, "CortexFound" if found else "CortexNotFound",
+                          f"MemoryCortex {cortex} " + ("exists" if found else
+                                                       "does not exist (yet)"))

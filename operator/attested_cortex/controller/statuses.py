@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from attested_cortex.builders.conditions import Observation, merge, transitions
-from attested_cortex.builders.inputs import Meta
+from attested_cortex.builders.conditions import Observation, merge, ready, transitions
+from attested_cortex.builders.inputs import Meta, parse_meta
 from attested_cortex.controller.applying import Writer
 from attested_cortex.controller.eventing import now, post_event
 from attested_cortex.crd import GROUP, VERSION
@@ -47,6 +47,14 @@ async def write_status(writer: Writer, *, kind: str, meta: Meta, current: Mappin
     if changed:
         await post_event(writer, kind=kind, meta=meta, **summarise(changed))
     return True
+
+
+async def report_unparsable(writer: Writer, *, kind: str, body: Mapping[str, Any],
+                            type_: str, reason: str, message: str) -> None:
+    """A spec the models refuse: the failed condition and Ready, nothing else."""
+    bad = Observation.of(type_, False, reason, message)
+    await write_status(writer, kind=kind, meta=parse_meta(body),
+                       current=body.get("status") or {}, observed=[bad, ready([bad])])
 
 
 #: Reasons that mean "still on its way", not "something is wrong".

@@ -9,7 +9,7 @@ from typing import Any
 
 from attested_cortex.builders import names as n
 from attested_cortex.builders import secrets as secret_builders
-from attested_cortex.builders.conditions import Observation, ready
+from attested_cortex.builders.conditions import Observation, cortex_found, ready
 from attested_cortex.builders.inputs import Identity, InvalidSpecError, parse_identity, parse_meta
 from attested_cortex.builders.keyrings import agent_id
 from attested_cortex.builders.schedules import ScheduleError
@@ -123,9 +123,7 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     parts = [Observation.of("KeyReady", True, "KeyInSecret",
                             f"key revision {rotating.revision_of(secret)} in Secret "
                             f"{secret['metadata']['name']}"),
-             Observation.of("CortexFound", found, "CortexFound" if found else "CortexNotFound",
-                            f"MemoryCortex {cortex} " + ("exists" if found else
-                                                         "does not exist (yet)"))]
+             cortex_found(cortex, found)]
     fields = {"agentId": public.agent_id, "publicKey": public.public_key,
               "fingerprint": public.fingerprint, "keyRevision": rotating.revision_of(secret),
               "secretName": secret["metadata"]["name"],

@@ -6,12 +6,12 @@ Called by the work queue (:mod:`attested_cortex.controller.registry`).
 
 from __future__ import annotations
 
-from attested_cortex.builders.conditions import Observation, ready
+from attested_cortex.builders.conditions import Observation, cortex_found, ready
 from attested_cortex.builders.hookfiles import validate_chains
-from attested_cortex.builders.inputs import InvalidSpecError, parse_chain, parse_meta
+from attested_cortex.builders.inputs import InvalidSpecError, parse_chain
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
-from attested_cortex.controller.statuses import write_status
+from attested_cortex.controller.statuses import report_unparsable, write_status
 
 KIND = "HookChain"
 
@@ -25,9 +25,8 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     try:
         chain = parse_chain(body)
     except InvalidSpecError as exc:
-        bad = Observation.of("Accepted", False, "InvalidSpec", str(exc))
-        await write_status(rt.writer, kind=KIND, meta=parse_meta(body), current=status,
-                           observed=[bad, ready([bad])])
+        await report_unparsable(rt.writer, kind=KIND, body=body, type_="Accepted",
+                                reason="InvalidSpec", message=str(exc))
         return None
     cortex = chain.spec.cortex_ref.name
     siblings = []
@@ -41,9 +40,7 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     accepted = Observation.of("Accepted", problem is None,
                               "Valid" if problem is None else "InvalidHook",
                               problem or f"{len(chain.spec.hooks)} hooks valid")
-    located = Observation.of("CortexFound", found, "CortexFound" if found else "CortexNotFound",
-                             f"MemoryCortex {cortex} " + ("exists" if found else
-                                                          "does not exist (yet)"))
+    located = cortex_found(cortex, found)
     fields = {}
     if problem is None:
         hooks = [h.model_dump(by_alias=True, mode="json", exclude_none=True)

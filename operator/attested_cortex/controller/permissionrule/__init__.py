@@ -5,17 +5,16 @@ ordered ``ruleSummary``. Called by the work queue (:mod:`attested_cortex.control
 
 from __future__ import annotations
 
-from attested_cortex.builders.conditions import Observation, ready
+from attested_cortex.builders.conditions import Observation, cortex_found, ready
 from attested_cortex.builders.inputs import (
     InvalidSpecError,
     parse_cortex,
-    parse_meta,
     parse_rule,
 )
 from attested_cortex.builders.rules import validate_rule
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
-from attested_cortex.controller.statuses import write_status
+from attested_cortex.controller.statuses import report_unparsable, write_status
 
 KIND = "PermissionRule"
 
@@ -29,9 +28,8 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     try:
         rule = parse_rule(body)
     except InvalidSpecError as exc:
-        bad = Observation.of("Accepted", False, "Invalid", str(exc))
-        await write_status(rt.writer, kind=KIND, meta=parse_meta(body), current=status,
-                           observed=[bad, ready([bad])])
+        await report_unparsable(rt.writer, kind=KIND, body=body, type_="Accepted",
+                                reason="Invalid", message=str(exc))
         return None
     name = rule.spec.cortex_ref.name
     cortex_body = rt.views.get("MemoryCortex", key.namespace, name)
@@ -43,10 +41,7 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     accepted = Observation.of("Accepted", problem is None,
                               "Compiled" if problem is None else "Invalid",
                               problem or f"compiled into the rule set of MemoryCortex {name}")
-    located = Observation.of("CortexFound", cortex_body is not None,
-                             "CortexFound" if cortex_body is not None else "CortexNotFound",
-                             f"MemoryCortex {name} " + ("exists" if cortex_body is not None
-                                                        else "does not exist (yet)"))
+    located = cortex_found(name, cortex_body is not None)
     parts = [accepted, located]
     await write_status(rt.writer, kind=KIND, meta=rule.meta, current=status,
                        observed=[*parts, ready(parts, ready_reason="RuleInForce",
