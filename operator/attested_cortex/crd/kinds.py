@@ -87,7 +87,8 @@ KINDS: Final[tuple[Kind, ...]] = (
         status=HookChainStatus,
         columns=_common_columns(
             Column("Cortex", ".spec.cortexRef.name"),
-            Column("Hooks", ".spec.hooks[*].name"),
+            Column("Hooks", ".status.hookCount", type="integer",
+                   description="Hooks accepted and in force (names in status.acceptedHooks)."),
         ),
     ),
     Kind(
