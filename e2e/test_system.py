@@ -300,6 +300,32 @@ def test_deleting_the_database_pod_loses_no_committed_memory(
     written.append(planner.store("team/ops", "written after the database restart")["id"])
 
 
+def test_deleting_and_recreating_the_cortex_keeps_its_memories(
+        cortex: str, forward: Forward, planner: Agent, written: list[str]) -> None:
+    """``kubectl delete mcx`` then the same manifest again: the kept data volume serves.
+
+    The deletion takes the credentials Secret with it and the new cortex generates another
+    password; the database image adopts it on start, so the migration and the server get in.
+    """
+    claim = kubectl_json("get", "pvc", f"data-{CORTEX}-db-0", "-n", cortex)["spec"]["volumeName"]
+    ok(kubectl("delete", f"memorycortex/{CORTEX}", "-n", cortex, "--wait=true", "--timeout=60s"))
+    eventually(lambda: not kubectl_json("get", "pods", "-n", cortex, "-l",
+                                        f"app.kubernetes.io/instance={CORTEX}")["items"],
+               what="the cortex's pods to go")
+    assert kubectl_json("get", "pvc", f"data-{CORTEX}-db-0", "-n", cortex)["spec"][
+        "volumeName"] == claim, "the data volume claim is kept"
+    ok(kubectl("apply", "-f", "-", input=manifests.as_input(manifests.resources(cortex))))
+    ready = kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
+                    f"memorycortex/{CORTEX}")
+    assert ready.returncode == 0, kubectl("get", "-n", cortex, f"memorycortex/{CORTEX}", "-o",
+                                          "jsonpath={.status.conditions}").stdout
+    forward.start()  # the old forward ended with the old Service
+    eventually(lambda: _all_there(planner, written), what="every memory of the first cortex")
+    status, report = planner.call("GET", "/v1/audit/verify")
+    assert status == 200 and report["ok"] is True, report
+    written.append(planner.store("team/ops", "written after the cortex was re-created")["id"])
+
+
 def _keys(namespace: str) -> dict[str, tuple[str, dict[str, str]]]:
     out = {}
     for name in (f"{PLANNER}-agent-key", f"{RESEARCHER}-agent-key",

@@ -1,7 +1,10 @@
 #!/bin/bash
 # Entry point of the postgres-age image: on first start, initdb into $PGDATA with
 # shared_preload_libraries=age and a password-protected superuser, create the database and
-# the age extension; then exec the server. Environment:
+# the age extension; on every later start, set the superuser's password to the one given (the
+# credentials Secret is the source of truth: a data volume kept from a deleted cortex, or a
+# password changed in the Secret, must not lock the server and the migrations out); then exec
+# the server. Environment:
 #   POSTGRES_PASSWORD or POSTGRES_PASSWORD_FILE  superuser password (required on first start)
 #   POSTGRES_USER (default postgres), POSTGRES_DB (default cortex)
 set -euo pipefail
@@ -43,7 +46,23 @@ initialise() {
     pg_ctl -D "$PGDATA" -m fast -w stop
 }
 
-if [[ "$1" == "postgres" && ! -s "$PGDATA/PG_VERSION" ]]; then
-    initialise
+sync_password() {
+    # Local socket only (listen_addresses=''), trust auth on it (initdb --auth-local=trust);
+    # the password reaches psql through its environment, never a command line or a log.
+    pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w -t 300 start
+    CORTEX_SUPERUSER_PASSWORD="$(password)" psql -v ON_ERROR_STOP=1 -q \
+        --username="$POSTGRES_USER" --dbname=postgres -v user="$POSTGRES_USER" <<'SQL'
+\getenv pw CORTEX_SUPERUSER_PASSWORD
+ALTER ROLE :"user" PASSWORD :'pw';
+SQL
+    pg_ctl -D "$PGDATA" -m fast -w stop
+}
+
+if [[ "$1" == "postgres" ]]; then
+    if [[ -s "$PGDATA/PG_VERSION" ]]; then
+        sync_password
+    else
+        initialise
+    fi
 fi
 exec "$@"

@@ -46,8 +46,19 @@ def translate(exc: psycopg.Error) -> CortexError | None:
             " run cortexctl migrate to bring it to this build's version"
         )
     if isinstance(exc, psycopg.OperationalError):
-        return NotReadyError("the database is unreachable; retry shortly")
+        # "unreachable" alone hid a refused password (a data volume kept from an earlier
+        # cortex): the driver's first line says which, and never holds the password.
+        return NotReadyError(f"the database is unreachable ({connection_reason(exc)}); "
+                             "retry shortly")
     return None
+
+
+def connection_reason(exc: BaseException) -> str:
+    """A one-line reason without the connection string (it may hold a password)."""
+    if isinstance(exc, TimeoutError):
+        return "no answer within the connect timeout"
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
 
 
 @contextmanager

@@ -36,6 +36,7 @@ from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg.rows import DictRow
 
 from attested_cortex.errors import NotReadyError
+from attested_cortex.store.errors import connection_reason
 
 Conn = psycopg.AsyncConnection[DictRow]
 ConnectFn = Callable[[], Awaitable[Conn]]
@@ -122,7 +123,7 @@ class Pool:
         step = self._settings.retry_initial_s if not self._delay_s else self._delay_s * 2
         self._delay_s = min(step, self._settings.retry_max_s)
         self._retry_at = time.monotonic() + self._delay_s
-        self._last_error = describe(exc)
+        self._last_error = connection_reason(exc)
 
     async def _give_back(self, conn: Conn) -> None:
         if self._closed or not reusable(conn):
@@ -146,14 +147,6 @@ def reusable(conn: Conn) -> bool:
     """Open, healthy and outside any transaction."""
     return (not conn.closed and conn.pgconn.status == ConnStatus.OK
             and conn.pgconn.transaction_status == TransactionStatus.IDLE)
-
-
-def describe(exc: BaseException) -> str:
-    """A one-line reason without the connection string (it may hold a password)."""
-    if isinstance(exc, TimeoutError):
-        return "no answer within the connect timeout"
-    text = str(exc).strip().splitlines()
-    return text[0][:200] if text else type(exc).__name__
 
 
 async def _close(conn: Conn) -> None:
