@@ -28,7 +28,8 @@ def test_managed_cortex_becomes_ready_with_every_child(operated: Operated,
     assert status["connectionSecret"] == "alpha-db-credentials"
     generation = operated.get("MemoryCortex", "alpha")["metadata"]["generation"]
     assert {c["type"]: (c["status"], c["observedGeneration"]) for c in status["conditions"]} == {
-        t: ("True", generation) for t in ("DatabaseReady", "SchemaReady", "ServerReady", "Ready")}
+        t: ("True", generation) for t in ("DatabaseReady", "SchemaReady", "ServerReady", "Ready",
+                                          "StorageReady")}
     for kind, name, component in (("statefulset", "alpha-db", "database"),
                                   ("service", "alpha-db", "database"),
                                   ("networkpolicy", "alpha-db", "database"),
@@ -138,3 +139,55 @@ def test_a_change_kubernetes_refuses_is_reported_not_retried(operated: Operated,
     time.sleep(4)  # a measurement window: a retry with backoff would come within 1-2 s
     assert operator.metric("cortex_operator_reconciles_total", kind="MemoryCortex",
                            outcome="error") == errors
+
+
+def _storage(operated: Operated, name: str) -> dict[str, str]:
+    conditions = operated.get("MemoryCortex", name)["status"]["conditions"]
+    return next(c for c in conditions if c["type"] == "StorageReady")
+
+
+def test_a_larger_storage_size_grows_the_claim_and_changes_nothing_else(
+        operated: Operated, operator: OperatorProcess) -> None:
+    """The StatefulSet's claim template is immutable: the operator grows the claim itself
+    (an expandable class), says why it cannot (the default class, a smaller size, another
+    class) and keeps applying the rest of the spec either way."""
+    operated.kube.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "expandable"}, "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "Immediate", "allowVolumeExpansion": True}))
+    operated.kube.add_volumes(1, size="1Gi", storage_class="expandable")
+    operated.apply(cortex("grow", database={"managed": {"storage": {
+        "size": "1Gi", "storageClassName": "expandable"}}}))
+    operated.apply(cortex("fixed"))
+    for name in ("grow", "fixed"):
+        operated.kubectl("wait", "--for=condition=Ready", f"mcx/{name}", "--timeout=120s")
+    template = operated.get("statefulset", "grow-db")["spec"]["volumeClaimTemplates"]
+
+    operated.kubectl("patch", "mcx/grow", "--type=merge", "-p", json.dumps({"spec": {
+        "database": {"managed": {"storage": {"size": "2Gi"}}}, "graph": {"backend": "CTE"}}}))
+    grown = wait_for("the claim's new request", lambda: operated.get(
+        "pvc", "data-grow-db-0")["spec"]["resources"]["requests"]["storage"] == "2Gi")
+    assert grown
+    wait_for("StorageReady=Resizing", lambda: _storage(operated, "grow")["reason"] == "Resizing")
+    assert "1Gi" in _storage(operated, "grow")["message"]  # no resizer here: capacity stays
+    assert operated.get("statefulset", "grow-db")["spec"]["volumeClaimTemplates"] == template
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/grow", "--timeout=60s")
+
+    operated.kubectl("patch", "mcx/fixed", "--type=merge", "-p", json.dumps({"spec": {
+        "database": {"managed": {"storage": {"size": "20Gi"}}},
+        "server": {"replicas": 2}}}))
+    wait_for("ResizeRefused", lambda: _storage(operated, "fixed")["reason"] == "ResizeRefused")
+    assert "storageclass" in _storage(operated, "fixed")["message"].lower()
+    wait_for("the rest of the spec applied", lambda: operated.get(
+        "deployment", "fixed-server")["spec"]["replicas"] == 2)
+    status = operated.get("MemoryCortex", "fixed")["status"]
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "True"
+    events = operated.kubectl("get", "events", "--field-selector",
+                              "involvedObject.name=fixed,type=Warning", "-o", "json").stdout
+    assert "ResizeRefused" in events
+
+    operated.kubectl("patch", "mcx/grow", "--type=merge", "-p", json.dumps({"spec": {
+        "database": {"managed": {"storage": {"size": "512Mi"}}}}}))
+    wait_for("ShrinkRefused", lambda: _storage(operated, "grow")["reason"] == "ShrinkRefused")
+    assert operated.get("pvc", "data-grow-db-0")["spec"]["resources"]["requests"][
+        "storage"] == "2Gi"

@@ -56,8 +56,13 @@ def _volume_claim(cortex: Cortex) -> Object:
             "spec": spec}
 
 
-def build_statefulset(cortex: Cortex, defaults: Defaults) -> Object:
-    """The database StatefulSet (one replica, ordered, a volume claim template)."""
+def build_statefulset(cortex: Cortex, defaults: Defaults, *,
+                      live_claim_template: Object | None = None) -> Object:
+    """The database StatefulSet (one replica, ordered, a volume claim template).
+
+    ``live_claim_template``: the existing StatefulSet's (``storage.live_template``), kept
+    as it is because the API server refuses any change to it; storage.py grows the claim.
+    """
     managed = cortex.spec.database.managed
     if managed is None:
         raise ValueError("build_statefulset needs spec.database.managed")
@@ -84,5 +89,6 @@ def build_statefulset(cortex: Cortex, defaults: Defaults) -> Object:
                  "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain",
                                                           "whenScaled": "Retain"},
                  "selector": {"matchLabels": names.selector(name, "database")},
-                 "template": pod, "volumeClaimTemplates": [_volume_claim(cortex)]},
+                 "template": pod,
+                 "volumeClaimTemplates": [live_claim_template or _volume_claim(cortex)]},
     }

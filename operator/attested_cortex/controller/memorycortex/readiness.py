@@ -43,6 +43,8 @@ async def report(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
     parts = [db.condition, schema.condition, server]
     observed = [*parts, ready(parts, ready_reason="CortexReady",
                               ready_message="database, schema and server are ready")]
+    if db.storage is not None:  # not part of Ready: a volume still growing serves as before
+        observed.append(db.storage)
     if any(c.get("type") == "Paused" for c in status.get("conditions") or []):
         observed.append(Observation.of("Paused", False, "Reconciling", "spec.paused is false"))
     await write_status(rt.writer, kind=KIND, meta=cortex.meta, current=status,
