@@ -18,6 +18,7 @@ from attested_cortex.crd.common import (
     SecretKeyReference,
     section,
 )
+from attested_cortex.crd.permissionrule import MAX_PATTERN_LENGTH, namespace_pattern_extra
 
 GraphBackend = Literal["Auto", "AGE", "CTE"]
 PermissionMode = Literal["Advisory", "Enforce", "Off"]
@@ -155,12 +156,40 @@ class ApprovalSpec(CrdModel):
     )
 
 
+class TranscriptNamespace(CrdModel):
+    """One memory-namespace pattern where transcripts are accepted."""
+
+    namespace: str = Field(
+        description="Memory-namespace pattern: '/'-separated segments of [a-z0-9._-], '*' for "
+        "one level and '**' for any depth, e.g. support/** or team/*/chats.",
+        min_length=1,
+        max_length=MAX_PATTERN_LENGTH,
+        json_schema_extra=namespace_pattern_extra(),
+    )
+    retention_days: int | None = Field(
+        default=None, ge=1, le=36500,
+        description="Days to keep this namespace's transcripts; the cortex-wide retentionDays "
+        "when absent.",
+    )
+
+
 class TranscriptsSpec(CrdModel):
     """Storage of the agent transcripts memories come from."""
 
     enabled: bool = Field(default=False, description="Accept and store transcripts.")
     retention_days: int | None = Field(
         default=None, ge=1, le=36500, description="Days to keep transcripts; forever when absent."
+    )
+    namespaces: list[TranscriptNamespace] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Memory namespaces where transcripts are accepted, first match wins; every "
+        "namespace when empty. Elsewhere a transcript is refused (403).",
+    )
+    prune_after_days: int = Field(
+        default=7, ge=0, le=36500,
+        description="Days an archived transcript (past its retention) stays replayable before "
+        "its text is pruned.",
     )
 
 
