@@ -28,24 +28,31 @@ def compress(text: str) -> bytes:
 
 
 def inflate(frame: bytes, *, max_bytes: int) -> bytes:
-    """The bytes in ``frame``; :class:`~attested_cortex.errors.TooLargeError` past
-    ``max_bytes`` (read in chunks, never more than ``max_bytes + 1``), InvalidInputError for
-    anything that is not a zstd frame."""
+    """The bytes in ``frame``: :class:`~attested_cortex.errors.TooLargeError` past
+    ``max_bytes``, InvalidInputError for anything but exactly one whole zstd frame.
+
+    A first, streaming pass counts the output in chunks it discards, stopping one byte past
+    the bound, so a bomb costs at most a chunk of memory; only a frame proven to fit is
+    inflated for keeps (a frame's output is deterministic, so the second pass fits too).
+    """
     declared = _declared_size(frame)
     if declared is not None and declared > max_bytes:
         raise _too_large(max_bytes)
-    out = bytearray()
+    decompressor = zstandard.ZstdDecompressor()
     try:
-        with zstandard.ZstdDecompressor().stream_reader(
-                io.BytesIO(frame), read_across_frames=True) as reader:
-            while chunk := reader.read(min(_CHUNK, max_bytes + 1 - len(out))):
-                out += chunk
-                if len(out) > max_bytes:
+        size = 0
+        with decompressor.stream_reader(io.BytesIO(frame), read_across_frames=False) as reader:
+            while chunk := reader.read(min(_CHUNK, max_bytes + 1 - size)):
+                size += len(chunk)
+                if size > max_bytes:
                     raise _too_large(max_bytes)
+        whole = decompressor.decompressobj()
+        out = whole.decompress(frame)
     except zstandard.ZstdError as exc:
-        raise InvalidInputError(f"not a valid zstd frame: {exc}", code="bad_frame",
-                                field="frame") from exc
-    return bytes(out)
+        raise _bad(f"not a valid zstd frame: {exc}") from exc
+    if not whole.eof or whole.unused_data or len(out) != size:
+        raise _bad("the zstd frame is truncated or followed by other data")
+    return out
 
 
 def inflate_text(frame: bytes, *, max_bytes: int) -> str:
@@ -54,8 +61,7 @@ def inflate_text(frame: bytes, *, max_bytes: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"the frame's text is not UTF-8 (byte {exc.start})",
-                                code="bad_frame", field="frame") from exc
+        raise _bad(f"the frame's text is not UTF-8 (byte {exc.start})") from exc
 
 
 def _declared_size(frame: bytes) -> int | None:
@@ -63,9 +69,12 @@ def _declared_size(frame: bytes) -> int | None:
     try:
         size = zstandard.frame_content_size(frame)
     except zstandard.ZstdError as exc:
-        raise InvalidInputError(f"not a valid zstd frame: {exc}", code="bad_frame",
-                                field="frame") from exc
+        raise _bad(f"not a valid zstd frame: {exc}") from exc
     return None if size < 0 else int(size)
+
+
+def _bad(message: str) -> InvalidInputError:
+    return InvalidInputError(message, code="bad_frame", field="frame")
 
 
 def _too_large(max_bytes: int) -> TooLargeError:
