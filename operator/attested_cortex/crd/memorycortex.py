@@ -18,7 +18,9 @@ from attested_cortex.crd.common import (
     SecretKeyReference,
     section,
 )
-from attested_cortex.crd.permissionrule import MAX_PATTERN_LENGTH, namespace_pattern_extra
+from attested_cortex.crd.permissionrule import namespace_pattern_extra
+
+TRANSCRIPT_PATTERN_LENGTH = 128
 
 GraphBackend = Literal["Auto", "AGE", "CTE"]
 PermissionMode = Literal["Advisory", "Enforce", "Off"]
@@ -163,7 +165,9 @@ class TranscriptNamespace(CrdModel):
         description="Memory-namespace pattern: '/'-separated segments of [a-z0-9._-], '*' for "
         "one level and '**' for any depth, e.g. support/** or team/*/chats.",
         min_length=1,
-        max_length=MAX_PATTERN_LENGTH,
+        # Shorter than a PermissionRule's: the API server prices the CEL checks of every list
+        # item by its longest string, and 16 x 512 characters is over its budget.
+        max_length=TRANSCRIPT_PATTERN_LENGTH,
         json_schema_extra=namespace_pattern_extra(),
     )
     retention_days: int | None = Field(
@@ -182,7 +186,7 @@ class TranscriptsSpec(CrdModel):
     )
     namespaces: list[TranscriptNamespace] = Field(
         default_factory=list,
-        max_length=32,
+        max_length=16,
         description="Memory namespaces where transcripts are accepted, first match wins; every "
         "namespace when empty. Elsewhere a transcript is refused (403).",
     )
