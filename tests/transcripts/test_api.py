@@ -8,6 +8,7 @@ import base64
 import resource
 import sys
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +274,60 @@ async def test_capabilities_report_where_how_long_and_how_many(
     caps = (await off.call("GET", "/v1/capabilities")).body["transcripts"]
     assert caps["enabled"] is False and caps["namespaces"] == []
     assert caps["counts"]["stored"] == 2  # live state of the database, not the setting
+
+
+async def test_replay_needs_read_scope_on_every_cited_namespace(client: CortexClient) -> None:
+    elsewhere = await store_transcript(client, "support/other")
+    memory = await client.store("support/acme", "m", citations=[cite(elsewhere, 0, 4)])
+    narrowed = await client.call("GET", f"/v1/memories/{memory['id']}/replay",
+                                 headers={"X-Cortex-Scopes": "memory.read:support/acme"})
+    assert narrowed.status == 403, narrowed.text
+    assert narrowed.body["error"]["code"] == "scope_denied"
+    assert narrowed.body["error"]["details"]["namespace"] == "support/other"
+    wide = await client.call("GET", f"/v1/memories/{memory['id']}/replay",
+                             headers={"X-Cortex-Scopes": "memory.read:support/**"})
+    assert wide.status == 200, wide.text
+
+
+async def test_replay_of_a_deleted_memory_is_404(client: CortexClient) -> None:
+    stored = await store_transcript(client)
+    memory = await client.store("support/acme", "m", citations=[cite(stored, 0, 4)])
+    assert (await client.call("DELETE", f"/v1/memories/{memory['id']}")).status == 200
+    reply = await client.call("GET", f"/v1/memories/{memory['id']}/replay")
+    assert reply.status == 404 and reply.body["error"]["code"] == "memory_deleted"
+
+
+async def test_a_lone_surrogate_past_the_json_reader_is_400(client: CortexClient) -> None:
+    # An in-process caller (an MCP tool wrapping the service function) skips the HTTP body
+    # reader that refuses lone surrogates: the service refuses them too.
+    from attested_cortex.errors import InvalidInputError
+    from attested_cortex.service.context import Caller
+    from attested_cortex.service.transcript_commands import StoreTranscript
+    from attested_cortex.service.transcripts import store_transcript as store
+    from attested_cortex.types import AgentId
+
+    with pytest.raises(InvalidInputError) as caught:
+        await store(client.services, Caller(AgentId("dev:tester"), "dev"),
+                    StoreTranscript(namespace="support/a", content="half \ud800 a pair"))
+    assert caught.value.code == "bad_encoding"
+    assert count(client.dsn, "transcripts") == 0
+
+
+async def test_transcripts_work_as_the_least_privilege_app_role(
+    make_cortex: MakeCortex, any_database: Any,
+) -> None:
+    from attested_cortex.store.migrating import migrate
+
+    await migrate(any_database.dsn, app_role="cortex_app")
+    app = await make_cortex(any_database.server.app_dsn(any_database.name), migrated=False,
+                            transcripts={"enabled": True, "retention_days": 1,
+                                         "prune_after_days": 0})
+    stored = await store_transcript(app)
+    memory = await app.store("support/acme", "m", citations=[cite(stored, 0, 4)])
+    assert (await app.call("GET", f"/v1/memories/{memory['id']}/replay")).status == 200
+    sweeper = app.services.transcripts
+    sweeper.clock = lambda: datetime.now(UTC) + timedelta(days=2)
+    assert (await sweeper.sweep()).archived == 1
+    assert (await sweeper.sweep()).pruned == 1
+    replay = await app.call("GET", f"/v1/memories/{memory['id']}/replay")
+    assert replay.body["citations"][0]["state"] == "pruned"
