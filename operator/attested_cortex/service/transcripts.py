@@ -41,7 +41,8 @@ from attested_cortex.store.transcripts import Citation, Transcript
 from attested_cortex.transcripts import framing, spans
 from attested_cortex.transcripts.retention import Retention, state_of
 
-#: Compress off the event loop past this many bytes (zstd level 3: about 1 ms per 300 KB).
+#: Compress or inflate off the event loop past this many bytes (zstd level 3 compresses
+#: about 200 MB/s on one core: docs/benchmarks/transcripts.json).
 _THREAD_BYTES = 256 * 1024
 
 
@@ -86,7 +87,8 @@ class StoreCall(Call[Transcript]):
         if self.cmd.content is None:  # an imported frame: inflate it once, within the bound
             frame = self.cmd.frame_bytes()
             assert frame is not None
-            text = framing.inflate_text(frame, max_bytes=retention_of(svc).max_bytes)
+            text = await asyncio.to_thread(framing.inflate_text, frame,
+                                           max_bytes=retention_of(svc).max_bytes)
             self.cmd = self.cmd.model_copy(update={"content": text, "frame": None})
         assert self.cmd.content is not None
         _encoded(self.cmd.content, retention_of(svc).max_bytes)
@@ -171,6 +173,13 @@ async def _texts(svc: Services, cited: dict[uuid.UUID, Transcript]) -> dict[uuid
         return {}
     async with svc.db.connection() as conn:
         frames = await rows.frames(conn, list(cited))
+    if sum(cited[tid].raw_bytes for tid in frames) > _THREAD_BYTES:
+        return await asyncio.to_thread(_inflate_all, frames, cited)
+    return _inflate_all(frames, cited)
+
+
+def _inflate_all(frames: dict[uuid.UUID, bytes],
+                 cited: dict[uuid.UUID, Transcript]) -> dict[uuid.UUID, str]:
     texts: dict[uuid.UUID, str] = {}
     for tid, frame in frames.items():
         expected = cited[tid]
