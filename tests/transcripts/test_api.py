@@ -5,6 +5,7 @@ and bomb limits, ownership, and hostile input (every refusal a 4xx, nothing writ
 from __future__ import annotations
 
 import base64
+import json
 import resource
 import sys
 import uuid
@@ -331,3 +332,28 @@ async def test_transcripts_work_as_the_least_privilege_app_role(
     assert (await sweeper.sweep()).pruned == 1
     replay = await app.call("GET", f"/v1/memories/{memory['id']}/replay")
     assert replay.body["citations"][0]["state"] == "pruned"
+
+
+@pytest.mark.parametrize(("delta", "status", "code"), [
+    ({"namespace": "sales/x"}, 403, "transcripts_disabled"),
+    ({"content": "y" * (64 * 1024 + 1)}, 413, "transcript_too_large"),
+    ({"metadata": "not an object"}, 400, "hook_invalid_modify"),
+])
+async def test_a_hook_modify_is_checked_like_a_request(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+    delta: dict[str, Any], status: int, code: str,
+) -> None:
+    recorder = str(Path(__file__).parents[1] / "server" / "programs" / "recorder.py")
+    hook = {"name": "mover", "events": ["pre_transcript_store"], "mode": "exec",
+            "timeout_ms": 3000, "command": [sys.executable, recorder],
+            "env": {"RECORD_FILE": str(tmp_path / "record.jsonl"),
+                    "RECORDER_ANSWER": json.dumps({"decision": "modify", "delta": delta})}}
+    path = tmp_path / "hooks.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "hooks": [hook]}))
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, hooks_file=path,
+                               transcripts={**ON, "max_bytes": 64 * 1024})
+    reply = await client.call("POST", "/v1/transcripts", {"namespace": "support/a",
+                                                           "content": "x"})
+    assert reply.status == status, reply.text
+    assert reply.body["error"]["code"] == code
+    assert count(migrated_pg15_dsn, "transcripts") == 0
