@@ -210,10 +210,33 @@ def quality_rows(d: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def transcripts_rows(d: dict[str, Any]) -> list[Row]:
+    level3 = _get(d, "zstd_levels", "3") or {}
+    store, replay = d.get("store_http") or {}, d.get("replay_http") or {}
+    return [
+        (f"zstd level 3 ratio on {_get(d, 'corpus', 'dialogues')} dialogues (per-dialogue "
+         "p5 / p50 / p95)", f"{_fmt(level3.get('ratio'))}x "
+         f"({' / '.join(str(v) for v in level3.get('ratio_per_dialogue_p5_p50_p95', []))})",
+         "recorded"),
+        ("zstd level 3 compress / inflate, one core",
+         f"{_fmt(level3.get('compress_mb_per_s'))} / {_fmt(level3.get('inflate_mb_per_s'))} MB/s",
+         "recorded"),
+        ("transcript stores (HTTP, sequential): rate; p50 / p95",
+         f"{_fmt(store.get('per_second'), ' /s')} ({_fmt(store.get('raw_mb_per_s'))} MB/s); "
+         f"{_fmt(_get(store, 'latency_ms', 'p50'))} / {_fmt(_get(store, 'latency_ms', 'p95'))} ms",
+         "recorded"),
+        ("replay of 3 cited spans / full transcript (HTTP): p50 / p95",
+         f"{_fmt(_get(replay, 'spans', 'latency_ms', 'p50'))} / "
+         f"{_fmt(_get(replay, 'spans', 'latency_ms', 'p95'))} ms; "
+         f"{_fmt(_get(replay, 'full', 'latency_ms', 'p50'))} / "
+         f"{_fmt(_get(replay, 'full', 'latency_ms', 'p95'))} ms", "recorded"),
+    ]
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "quality": quality_rows, "policy": policy_rows, "kg": kg_rows,
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
-    "operator": operator_rows,
+    "operator": operator_rows, "transcripts": transcripts_rows,
 }
 
 

@@ -74,8 +74,10 @@ def test_no_database_uri_in_the_config_map() -> None:
 
 def test_spec_settings_reach_the_server(tmp_path: Path) -> None:
     spec = {"graph": {"backend": "CTE"}, "permissions": {"mode": "Enforce"},
-            "approval": {"timeoutSeconds": 600}, "transcripts": {"enabled": True,
-                                                                 "retentionDays": 30},
+            "approval": {"timeoutSeconds": 600},
+            "transcripts": {"enabled": True, "retentionDays": 30, "pruneAfterDays": 2,
+                            "namespaces": [{"namespace": "support/**", "retentionDays": 90},
+                                           {"namespace": "team/*"}]},
             "quotas": {"requestsPerSecond": 25, "storagePerAgent": "1.5Gi"},
             "server": {"auth": {"mode": "Tokens", "tokensSecretRef": {"name": "agent-tokens"}}}}
     loaded = settings(tmp_path, cortex(spec))
@@ -83,6 +85,9 @@ def test_spec_settings_reach_the_server(tmp_path: Path) -> None:
     assert loaded.permissions.mode == "enforce"
     assert loaded.approval.timeout_seconds == 600
     assert loaded.transcripts.enabled and loaded.transcripts.retention_days == 30
+    assert loaded.transcripts.prune_after_days == 2
+    assert [(n.namespace, n.retention_days) for n in loaded.transcripts.namespaces] == [
+        ("support/**", 90), ("team/*", None)]
     assert loaded.quotas.requests_per_second == 25
     assert loaded.quotas.storage_per_agent_bytes == 1536 * 1024 * 1024
     assert loaded.auth == "tokens"

@@ -20,7 +20,7 @@ from attested_cortex.hooks.events import EVENTS
 from tests.support.cortex import CortexClient, MakeCortex
 
 RECORDER = str(Path(__file__).parent / "programs" / "recorder.py")
-NOT_YET_WIRED = {"pre_transcript", "post_transcript", "pre_approval", "post_approval"}
+NOT_YET_WIRED = {"pre_approval", "post_approval"}
 
 
 def hooks_file(tmp_path: Path, *hooks: dict[str, Any], name: str = "hooks.yaml") -> Path:
@@ -60,7 +60,9 @@ async def test_every_event_fires_from_its_operation(
     events = sorted(set(EVENTS) - NOT_YET_WIRED)
     path = hooks_file(tmp_path, recorder(tmp_path, events=events))
     client = await make_cortex(migrated_pg15_dsn, migrated=False, hooks_file=path,
-                               graph_backend="CTE")
+                               graph_backend="CTE", transcripts={"enabled": True})
+    trail = await client.call("POST", "/v1/transcripts", {"namespace": "proj", "content": "x"})
+    assert trail.status == 201, trail.text
     a = await client.store("proj", "alpha memory")
     b = await client.store("proj", "beta memory")
     await client.call("PATCH", f"/v1/memories/{a['id']}", {"title": "t"})

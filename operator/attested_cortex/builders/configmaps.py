@@ -22,6 +22,7 @@ from attested_cortex.builders import hookfiles, keyrings, names, rules
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.services import SERVER_PORT
 from attested_cortex.crd.hookchain import Hook
+from attested_cortex.crd.memorycortex import TranscriptsSpec
 
 Object = dict[str, Any]
 
@@ -64,6 +65,14 @@ def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
     return sorted(mapping, key=lambda m: m["service_account"])
 
 
+def transcripts_settings(spec: TranscriptsSpec) -> Object:
+    """``spec.transcripts`` as the server's ``transcripts`` settings."""
+    return {"enabled": spec.enabled, "retention_days": spec.retention_days,
+            "prune_after_days": spec.prune_after_days,
+            "namespaces": [{"namespace": n.namespace, "retention_days": n.retention_days}
+                           for n in spec.namespaces]}
+
+
 def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
     """The content of ``config.yaml``."""
     spec = cortex.spec
@@ -77,8 +86,7 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         "agents": agent_mapping(satellites.identities),
         "approval": {"enabled": spec.approval.enabled,
                      "timeout_seconds": spec.approval.timeout_seconds},
-        "transcripts": {"enabled": spec.transcripts.enabled,
-                        "retention_days": spec.transcripts.retention_days},
+        "transcripts": transcripts_settings(spec.transcripts),
         "quotas": {"requests_per_second": spec.quotas.requests_per_second,
                    "storage_per_agent_bytes": quantity_bytes(spec.quotas.storage_per_agent)},
     }

@@ -18,6 +18,9 @@ from attested_cortex.crd.common import (
     SecretKeyReference,
     section,
 )
+from attested_cortex.crd.permissionrule import namespace_pattern_extra
+
+TRANSCRIPT_PATTERN_LENGTH = 128
 
 GraphBackend = Literal["Auto", "AGE", "CTE"]
 PermissionMode = Literal["Advisory", "Enforce", "Off"]
@@ -155,12 +158,42 @@ class ApprovalSpec(CrdModel):
     )
 
 
+class TranscriptNamespace(CrdModel):
+    """One memory-namespace pattern where transcripts are accepted."""
+
+    namespace: str = Field(
+        description="Memory-namespace pattern: '/'-separated segments of [a-z0-9._-], '*' for "
+        "one level and '**' for any depth, e.g. support/** or team/*/chats.",
+        min_length=1,
+        # Shorter than a PermissionRule's: the API server prices the CEL checks of every list
+        # item by its longest string, and 16 x 512 characters is over its budget.
+        max_length=TRANSCRIPT_PATTERN_LENGTH,
+        json_schema_extra=namespace_pattern_extra(),
+    )
+    retention_days: int | None = Field(
+        default=None, ge=1, le=36500,
+        description="Days to keep this namespace's transcripts; the cortex-wide retentionDays "
+        "when absent.",
+    )
+
+
 class TranscriptsSpec(CrdModel):
     """Storage of the agent transcripts memories come from."""
 
     enabled: bool = Field(default=False, description="Accept and store transcripts.")
     retention_days: int | None = Field(
         default=None, ge=1, le=36500, description="Days to keep transcripts; forever when absent."
+    )
+    namespaces: list[TranscriptNamespace] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Memory namespaces where transcripts are accepted, first match wins; every "
+        "namespace when empty. Elsewhere a transcript is refused (403).",
+    )
+    prune_after_days: int = Field(
+        default=7, ge=0, le=36500,
+        description="Days an archived transcript (past its retention) stays replayable before "
+        "its text is pruned.",
     )
 
 

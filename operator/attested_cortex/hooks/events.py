@@ -18,7 +18,7 @@ EventName = Literal[
     "pre_link", "post_link", "pre_invalidate", "post_invalidate",
     "pre_recall", "post_recall", "pre_search", "post_search",
     "pre_kg_query", "post_kg_query", "pre_kg_paths", "post_kg_paths",
-    "pre_index", "post_index", "pre_transcript", "post_transcript",
+    "pre_index", "post_index", "pre_transcript_store", "post_transcript_store",
     "pre_approval", "post_approval",
 ]  # fmt: skip
 
@@ -53,8 +53,8 @@ EVENTS: Final[dict[EventName, EventClass]] = {
     "post_kg_paths": "read",
     "pre_index": "index",
     "post_index": "index",
-    "pre_transcript": "transcript",
-    "post_transcript": "transcript",
+    "pre_transcript_store": "transcript",
+    "post_transcript_store": "transcript",
     "pre_approval": "approval",
     "post_approval": "approval",
 }

@@ -207,21 +207,26 @@ class PostIndex(_Payload):
 
 
 class PreTranscript(_Payload):
-    """A transcript about to be stored (not fired yet: transcripts are a later milestone)."""
+    """A transcript about to be stored; a Modify of ``content``, ``metadata`` or ``namespace``
+    rewrites what is stored (the reference redaction hook masks credentials here)."""
 
     namespace: str
     content: str
-    memory_id: str | None
-    format: str | None
+    metadata: dict[str, Any]
+    owner: str
 
 
 class PostTranscript(_Payload):
-    """A stored transcript (not fired yet)."""
+    """A stored transcript (its text as stored, after any pre- hook Modify)."""
 
     id: str
     namespace: str
     content: str
-    memory_id: str | None
+    metadata: dict[str, Any]
+    owner: str
+    raw_bytes: int
+    stored_bytes: int
+    created_at: str = Field(json_schema_extra={"format": "date-time"})
 
 
 class PreApproval(_Payload):
@@ -252,7 +257,7 @@ MODELS: Final[dict[EventName, type[BaseModel]]] = {
     "pre_kg_query": PreKgQuery, "post_kg_query": PostKgQuery,
     "pre_kg_paths": PreKgPaths, "post_kg_paths": PostKgPaths,
     "pre_index": PreIndex, "post_index": PostIndex,
-    "pre_transcript": PreTranscript, "post_transcript": PostTranscript,
+    "pre_transcript_store": PreTranscript, "post_transcript_store": PostTranscript,
     "pre_approval": PreApproval, "post_approval": PostApproval,
 }  # fmt: skip
 

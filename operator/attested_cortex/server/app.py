@@ -13,11 +13,20 @@ from aiohttp import web
 from attested_cortex.server import errors, middleware, openapi
 from attested_cortex.server.auth import Authenticator
 from attested_cortex.server.metrics import HttpMetrics
-from attested_cortex.server.routes import approvals, audit, graph, memories, recall, system
+from attested_cortex.server.routes import (
+    approvals,
+    audit,
+    graph,
+    memories,
+    recall,
+    system,
+    transcripts,
+)
 from attested_cortex.server.state import STATE_KEY, AppState
 from attested_cortex.service.context import Services
 
-ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals)
+ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals,
+                                         transcripts)
 OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
 
 

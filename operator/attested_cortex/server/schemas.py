@@ -254,3 +254,48 @@ class ApprovalListOut(BaseModel):
     """Pending actions."""
 
     approvals: list[ApprovalOut]
+
+
+class TranscriptOut(BaseModel):
+    """A stored transcript (its text is never echoed: replay reads it)."""
+
+    id: str = Field(description="UUID")
+    namespace: str
+    owner: str = Field(description="Agent id that stored the transcript")
+    metadata: dict[str, Any]
+    raw_bytes: int = Field(description="UTF-8 bytes of the text")
+    raw_chars: int = Field(description="Characters of the text (what span offsets count)")
+    stored_bytes: int = Field(description="Bytes of the zstd frame at rest")
+    created_at: str
+    state: str = Field(description="stored, archived (past its retention) or pruned")
+    archived_at: str | None
+    pruned_at: str | None
+    retention_days: int | None = Field(description="The namespace's retention now; null: forever")
+
+
+class CitationOut(BaseModel):
+    """One cited span and its text, or why the text is gone."""
+
+    transcript_id: str
+    start: int
+    end: int
+    state: str = Field(description="stored, archived, pruned or unreadable")
+    text: str | None = Field(description="The cited characters; null when pruned or unreadable")
+    note: str | None = Field(None, description="Why there is no text")
+
+
+class ReplayTranscriptOut(TranscriptOut):
+    """A cited transcript; ``content`` only with ``?full=true``."""
+
+    readable: bool
+    content: str | None = Field(None, description="The whole text (``full=true``)")
+
+
+class ReplayOut(BaseModel):
+    """What a memory came from."""
+
+    memory_id: str
+    namespace: str
+    full: bool
+    citations: list[CitationOut]
+    transcripts: list[ReplayTranscriptOut]

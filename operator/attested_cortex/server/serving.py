@@ -3,13 +3,14 @@
 Order: settings -> authentication (dev mode refused off loopback) -> database pool ->
 schema check (refuse a newer or altered schema; an older one serves but is not ready
 until migrated) -> graph backend -> hooks -> embedder and vector state (the backfill
-starts in the background) -> application -> listeners. Shutdown on
-SIGINT/SIGTERM closes listeners, hooks and the pool.
+starts in the background) -> transcript retention (its sweeper, likewise) ->
+application -> listeners. Shutdown on SIGINT/SIGTERM closes listeners, hooks and the pool.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import signal
@@ -25,6 +26,7 @@ from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.choosing import build_embedder
 from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.hooks.pipeline import open_pipeline
+from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.quotas import Buckets
 from attested_cortex.policy.rules import RuleSet, compile_rules
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
@@ -49,12 +51,14 @@ from attested_cortex.service.embedding import (
     vectors_available,
 )
 from attested_cortex.service.limits import Limits
+from attested_cortex.service.transcript_sweeping import Transcripts
 from attested_cortex.store.database import Conn, Database
 from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
 from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.graph.selecting import select_backend
 from attested_cortex.store.migrating import current_version
+from attested_cortex.transcripts.retention import Retention, Rule
 from attested_cortex.types import AgentId
 
 log = logging.getLogger(__name__)
@@ -121,12 +125,15 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     extras: dict[str, Any] = {}
     vectors = await _open_vectors(settings, db, registry)
     stack.push_async_callback(close_vectors, vectors)
+    transcripts = Transcripts(db, retention_from(settings))
     services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
         metrics_registry=registry, keys=keys, policy=policy, approvals=approvals,
-        extras=extras, vectors=vectors,
+        extras=extras, vectors=vectors, transcripts=transcripts,
     )
+    transcripts.start()
+    stack.push_async_callback(transcripts.aclose)
     if settings.audit_signer is not None:
         if keys is None or AgentId(settings.audit_signer) not in keys.snapshot().signing_keys:
             raise InvalidInputError(
@@ -157,6 +164,22 @@ def approvals_from(settings: ServerSettings, db: Database, policy: Policy) -> Ap
                                     field="approval.hmac_secret_file")
     return Approvals(db=db, secret=secret, timeout_s=config.timeout_seconds,
                      rules=policy.rules, sweep_interval_s=config.sweep_interval_seconds)
+
+
+def retention_from(settings: ServerSettings) -> Retention:
+    """The transcript policy: each namespace pattern (a bad one is an error) with its own
+    retention or the cortex-wide one; no patterns: every namespace."""
+    config = settings.transcripts
+    listed = [(n.namespace, n.retention_days) for n in config.namespaces] or [("**", None)]
+    rules = []
+    for pattern, days in listed:
+        segments = parse_pattern(pattern)
+        rules.append(Rule(pattern, days if days is not None else config.retention_days,
+                          functools.partial(matches, segments)))
+    return Retention(enabled=config.enabled, rules=tuple(rules),
+                     default_retention_days=config.retention_days,
+                     prune_after_days=config.prune_after_days, max_bytes=config.max_bytes,
+                     sweep_interval_s=config.sweep_interval_seconds)
 
 
 def policy_from(settings: ServerSettings) -> Policy:

@@ -70,12 +70,29 @@ class ApprovalSettings(BaseModel):
     sweep_interval_seconds: float = Field(5.0, ge=0.05, le=300)
 
 
+class TranscriptNamespaceSettings(BaseModel):
+    """Transcripts accepted in namespaces matching ``namespace`` (``*``/``**`` patterns)."""
+
+    model_config = ConfigDict(extra="forbid")
+    namespace: str = Field(min_length=1, max_length=512)
+    retention_days: int | None = Field(None, ge=1, le=36500)
+
+
 class TranscriptsSettings(BaseModel):
-    """Transcript storage."""
+    """Transcript storage (docs/transcripts.md): off by default; where on, for how long."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = False
+    #: The retention of every namespace without its own (None: forever).
     retention_days: int | None = Field(None, ge=1, le=36500)
+    #: Where transcripts are accepted, first match wins; empty: every namespace.
+    namespaces: list[TranscriptNamespaceSettings] = Field(default_factory=list,
+                                                          max_length=1000)
+    #: Days an archived transcript stays replayable before its bytes are pruned.
+    prune_after_days: int = Field(7, ge=0, le=36500)
+    #: Largest transcript, in UTF-8 bytes (an imported frame may not inflate past it).
+    max_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    sweep_interval_seconds: float = Field(60.0, ge=0.05, le=86400)
 
 
 class AgentQuotaSettings(BaseModel):

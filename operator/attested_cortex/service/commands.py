@@ -9,6 +9,7 @@ is written. Sizes that are merely too large raise 413 (see :func:`check_sizes`).
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -52,11 +53,26 @@ Text = Annotated[str, AfterValidator(_without_nul)]
 Json = Annotated[dict[str, Any], AfterValidator(_without_nul)]
 
 
-def _check_namespace(value: str) -> str:
+def check_namespace(value: str) -> str:
+    """A validator body: the namespace, or ValueError naming the problem."""
     problem = namespace_problem(value)
     if problem is not None:
         raise ValueError(f"namespace {problem}")
     return value
+
+
+#: Offsets are characters of the transcript text; bounded so a huge number is a clear 400.
+MAX_OFFSET = 2**31 - 1
+
+
+class Cite(BaseModel):
+    """One span of a transcript a memory comes from: ``[start, end)`` in characters."""
+
+    model_config = _STRICT
+
+    transcript_id: Annotated[uuid.UUID, Field(strict=False, description="UUID")]
+    start: int = Field(ge=0, le=MAX_OFFSET, description="First cited character (from 0)")
+    end: int = Field(ge=1, le=MAX_OFFSET, description="One past the last cited character")
 
 
 _SIGNATURE = ("Agent custody: base64 Ed25519 signature over the canonical CBOR of the "
@@ -79,11 +95,15 @@ class StoreMemory(BaseModel):
     embedding: Vector | None = Field(
         None, description="The memory's vector, only with --embedder client (its dimension)"
     )
+    citations: list[Cite] = Field(
+        default_factory=list, max_length=64,
+        description="Spans of the caller's transcripts this memory comes from "
+        "(`GET /v1/memories/{id}/replay` returns them)")
 
     @field_validator("namespace")
     @classmethod
     def _valid_namespace(cls, value: str) -> str:
-        return _check_namespace(value)
+        return check_namespace(value)
 
 
 class UpdateMemory(BaseModel):
@@ -127,7 +147,7 @@ class RecallQuery(BaseModel):
     @field_validator("namespace")
     @classmethod
     def _valid_namespace(cls, value: str | None) -> str | None:
-        return None if value is None else _check_namespace(value)
+        return None if value is None else check_namespace(value)
 
 
 def check_sizes(limits: Limits, *, content: str | None, metadata: dict[str, Any] | None) -> None:

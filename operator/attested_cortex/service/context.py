@@ -101,4 +101,5 @@ class Services:
     extras: Mapping[str, Any] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
     approvals: Any = None  # service.approving.Approvals when the approval API is configured
+    transcripts: Any = None  # service.transcript_sweeping.Transcripts: policy and sweeper
     observe: StepObserver | None = None

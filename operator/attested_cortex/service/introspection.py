@@ -11,14 +11,16 @@ import asyncio
 import time
 from typing import Any
 
-from attested_cortex.errors import CortexError
+from attested_cortex.errors import CortexError, SchemaMissingError
 from attested_cortex.service import operations as ops
 from attested_cortex.service import usage
 from attested_cortex.service.attesting import snapshot
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.pipeline import Call, run
+from attested_cortex.store import transcripts as transcript_rows
 from attested_cortex.store.migrating import current_version
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
+from attested_cortex.transcripts import framing
 
 #: readyz answers 503 within this bound even when the database host stopped answering.
 READY_TIMEOUT_S = 0.8
@@ -122,6 +124,27 @@ async def approval(svc: Services) -> dict[str, Any]:
                          "'{timestamp}.{METHOD}.{path}.{body}'), X-Cortex-Timestamp"}
 
 
+async def transcripts_state(svc: Services) -> dict[str, Any]:
+    """Where transcripts are on, the retention in force and the live counts."""
+    state = svc.transcripts
+    if state is None:
+        return {"enabled": False, "namespaces": []}
+    policy = state.retention
+    counts: dict[str, int] | None = None
+    try:
+        async with svc.db.connection() as conn:
+            counts = await transcript_rows.counts(conn)
+    except SchemaMissingError:  # a database not migrated to 0008 yet: no counts to report
+        counts = None
+    return {"enabled": policy.enabled, "namespaces": policy.describe(),
+            "default_retention_days": policy.default_retention_days,
+            "prune_after_days": policy.prune_after_days, "max_bytes": policy.max_bytes,
+            "compression": {"codec": "zstd", "level": framing.LEVEL},
+            "counts": counts, "sweeper": {
+                "running": state.running, "interval_seconds": policy.sweep_interval_s,
+                "last": state.last_sweep.as_json() if state.last_sweep else None}}
+
+
 class CapabilitiesCall(Call[dict[str, Any]]):
     """``GET /v1/capabilities`` through the pipeline (no scope needed)."""
 
@@ -147,7 +170,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "auth": {"mode": svc.auth_mode},
         "permissions": permissions(svc),
         "hooks": hooks,
-        "transcripts": {"enabled": False},
+        "transcripts": await transcripts_state(svc),
         "attestation": attestation(svc),
         "quotas": await quotas(svc, caller),
         "approval": await approval(svc),

@@ -7,6 +7,8 @@ had sent it. Every write appends its chain record (:mod:`.write_records`) in its
 transaction (a plain store: in its own INSERT statement); an agent-signed store or update
 (``signature``, ``signed_at``, checked after the hooks, over what is written) also keeps the
 signature for ``GET /v1/memories/{id}/verify``.
+A store may cite spans of the caller's transcripts (``citations``, checked and recorded in
+its transaction by :func:`.transcripts.cite`; ``GET /v1/memories/{id}/replay`` reads them).
 A store or update then gives the memory its vector for hybrid recall (:mod:`.embedding`):
 after the write committed, within ``timeout_ms``, else left to the backfill; a delete drops the
 vector in the tombstoning transaction.
@@ -23,7 +25,7 @@ from typing import Any
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service import attesting, embedding, write_records
+from attested_cortex.service import attesting, embedding, transcripts, write_records
 from attested_cortex.service import operations as ops
 from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
@@ -83,12 +85,16 @@ class StoreCall(Call[Memory]):
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         if event == "pre_index":
             return _index_payload(None, self.cmd.namespace, "store", self.cmd.model_dump())
-        return payload(event, **self.cmd.model_dump(exclude={"embedding"}))
+        # Citations appear in the payload only when the request has some (older hooks see
+        # the payload they always saw).
+        hidden = {"embedding"} | (set() if self.cmd.citations else {"citations"})
+        return payload(event, **self.cmd.model_dump(exclude=hidden))
 
     def modified(self, event: EventName, changed: dict[str, Any]) -> None:
         fields = self.cmd.model_dump(exclude={"embedding"})
         fields = _indexed(fields, changed) if event == "pre_index" else {
             k: v for k, v in changed.items() if k in StoreMemory.model_fields}
+        fields.setdefault("citations", self.cmd.model_dump()["citations"])
         self.cmd = revalidate(StoreMemory, fields)
 
     async def execute(self, svc: Services, caller: Caller) -> Memory:
@@ -105,7 +111,7 @@ class StoreCall(Call[Memory]):
         # Without a mirror or a signature to write, the store is one statement (the INSERT and
         # its audit record), atomic on its own: an explicit transaction would only add BEGIN
         # and COMMIT round trips (make bench: HTTP stores 236.9 -> 391.8/s).
-        one_statement = mirror is None and signed is None
+        one_statement = mirror is None and signed is None and not cmd.citations
         async with svc.db.connection() if one_statement else svc.db.transaction() as conn:
             memory = await rows.insert(
                 conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
@@ -116,6 +122,7 @@ class StoreCall(Call[Memory]):
                 await mirror.on_memory_created(conn, memory.id, memory.namespace)
             if signed is not None:
                 await write_records.record_signed_memory(conn, caller, memory, signed)
+            await transcripts.cite(svc, caller, conn, memory.id, cmd.citations)
         # After the write committed (it never waits on the embedder), bounded by timeout_ms.
         await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory

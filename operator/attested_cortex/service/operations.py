@@ -62,6 +62,12 @@ KG_PATHS: Final = _op("kg.paths", "read", ("pre_kg_paths",), ("post_kg_paths",),
                       "kg_paths")
 KG_TIMELINE: Final = _op("kg.timeline", "read", ("pre_kg_query",), ("post_kg_query",),
                          "graph.read", "kg_query")
+TRANSCRIPT_STORE: Final = _op("transcript.store", "transcript", ("pre_transcript_store",),
+                              ("post_transcript_store",), "memory.write", "transcript",
+                              restricted=True)
+# A replay shows the trail of a memory: its author's (or an agent granted more), like a change.
+MEMORY_REPLAY: Final = _op("memory.replay", None, (), (), "memory.read", "transcript",
+                           owner_only=True)
 AUDIT_VERIFY: Final = _op("audit.verify", None, (), (), "audit.read", None)
 CAPABILITIES: Final = _op("capabilities", None, (), (), None, None)
 APPROVALS_LIST: Final = _op("approvals.list", None, (), (), "approvals.decide", None)
@@ -75,7 +81,7 @@ OPERATIONS: Final[dict[str, OperationSpec]] = {
         MEMORY_STORE, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_VERIFY, MEMORY_LIST,
         RECALL,
         LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
-        KG_TIMELINE, AUDIT_VERIFY, CAPABILITIES, APPROVALS_LIST, APPROVALS_STREAM,
-        APPROVAL_DECIDE,
+        KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, CAPABILITIES,
+        APPROVALS_LIST, APPROVALS_STREAM, APPROVAL_DECIDE,
     )
 }

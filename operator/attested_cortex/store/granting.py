@@ -5,7 +5,8 @@ read the schema version, read and write memories and links, and *append* to
 ``signed_events`` (SELECT and INSERT: no UPDATE, DELETE or TRUNCATE, and never ownership,
 since an owner could disable the append-only triggers). Where the AGE graph exists, the
 role may use its schema to keep the mirror in step. Where the embeddings table exists, the
-role reads and writes it (the background backfill replaces stale rows).
+role reads and writes it (the background backfill replaces stale rows). Transcripts are
+read, written, archived and pruned; a memory's citations are appended only.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, DELETE", "approval_signatures"),
     ("SELECT, INSERT", "remembered_rules"),
     ("SELECT, INSERT", "memory_signatures"),
+    # The sweeper archives (UPDATE) and prunes (UPDATE frame to NULL); rows are never deleted.
+    ("SELECT, INSERT, UPDATE", "transcripts"),
+    ("SELECT, INSERT", "memory_transcript_links"),
 )
 
 

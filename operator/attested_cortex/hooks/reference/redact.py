@@ -1,6 +1,6 @@
 """Reference hook: masks credentials in memory content before it is stored.
 
-Events: ``pre_store`` and ``pre_update`` (Modify). Run as
+Events: ``pre_store``, ``pre_update`` and ``pre_transcript_store`` (Modify). Run as
 ``python -m attested_cortex.hooks.reference.redact`` in exec or daemon mode. Every match in
 ``content`` and ``title`` is replaced by ``[REDACTED:<kind>]``; with nothing to mask the
 hook answers Allow. Patterns (:data:`PATTERNS`) cover PEM private key blocks, AWS access

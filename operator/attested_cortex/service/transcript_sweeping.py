@@ -1,0 +1,108 @@
+"""The server's transcript state: the retention policy and the sweeper that applies it.
+
+:class:`Transcripts` is built at start-up (:func:`attested_cortex.server.serving.open_services`)
+and kept in ``Services.transcripts``. Its sweeper is one bounded background task: every
+``sweep_interval_s`` it archives, namespace by namespace, transcripts older than their
+namespace's retention, then prunes the frames of those archived ``prune_after_days`` ago,
+each step at most ``sweep_batch`` rows per run so one pass never holds a long transaction.
+The clock is injectable (``clock``), so tests drive the lifecycle across days without
+waiting; :meth:`Transcripts.sweep` is also callable directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import psycopg
+
+from attested_cortex.errors import CortexError
+from attested_cortex.store import transcripts as rows
+from attested_cortex.store.database import Database
+from attested_cortex.transcripts.retention import Retention
+
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    """The real clock."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What one sweep did, and when (by the sweeper's clock)."""
+
+    at: datetime
+    archived: int
+    pruned: int
+
+    def as_json(self) -> dict[str, object]:
+        """For capabilities."""
+        return {"at": self.at.isoformat(), "archived": self.archived, "pruned": self.pruned}
+
+
+@dataclass
+class Transcripts:
+    """Retention policy, clock and sweeper of one server."""
+
+    db: Database
+    retention: Retention
+    clock: Callable[[], datetime] = utc_now
+    last_sweep: SweepReport | None = None
+    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    async def sweep(self) -> SweepReport:
+        """Archive what outlived its retention, then prune what was archived long enough."""
+        now, batch = self.clock(), self.retention.sweep_batch
+        archived = 0
+        async with self.db.connection() as conn:
+            namespaces = await rows.live_namespaces(conn)
+        cutoffs: dict[datetime, list[str]] = {}
+        for namespace in namespaces:
+            cutoff = self.retention.archive_before(namespace, now)
+            if cutoff is not None:
+                cutoffs.setdefault(cutoff, []).append(namespace)
+        async with self.db.transaction() as conn:
+            for cutoff, group in cutoffs.items():
+                archived += await rows.archive(conn, namespaces=group, created_before=cutoff,
+                                               now=now, limit=batch)
+        async with self.db.transaction() as conn:
+            pruned = await rows.prune(conn, archived_before=self.retention.prune_before(now),
+                                      now=now, limit=batch)
+        self.last_sweep = SweepReport(now, archived, pruned)
+        if archived or pruned:
+            log.info("transcripts swept", extra={"archived": archived, "pruned": pruned})
+        return self.last_sweep
+
+    def start(self) -> None:
+        """Run the sweeper in the background (where anything can expire: transcripts on, or a
+        cortex-wide retention left for those stored before they were turned off)."""
+        keeps = self.retention.enabled or self.retention.default_retention_days is not None
+        if keeps and self._task is None:
+            self._task = asyncio.create_task(self._sweep_forever(), name="transcripts-sweeper")
+
+    @property
+    def running(self) -> bool:
+        """Whether the background sweeper runs."""
+        return self._task is not None and not self._task.done()
+
+    async def aclose(self) -> None:
+        """Stop the sweeper."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except (CortexError, psycopg.Error, OSError) as exc:  # the database comes back
+                log.warning("transcript sweep failed: %s", type(exc).__name__)
+            await asyncio.sleep(self.retention.sweep_interval_s)

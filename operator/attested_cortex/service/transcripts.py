@@ -1,0 +1,252 @@
+"""Transcript operations: store one (``POST /v1/transcripts``), replay what a memory cites
+(``GET /v1/memories/{id}/replay``), and check the spans a new memory cites. Called by the
+HTTP routes (:mod:`attested_cortex.server.routes.transcripts`), by
+:mod:`.memories` (a store with ``citations``) and, through one registry entry each, by MCP
+tools: :func:`store_transcript` and :func:`replay` take the pydantic inputs of
+:mod:`.transcript_commands`.
+
+Both run through :func:`.pipeline.run`. A store fires ``pre_transcript_store`` (a Modify of
+content, metadata or namespace is re-validated and re-targeted: a redaction hook masks
+credentials before a byte is compressed) and ``post_transcript_store``. It is refused (403
+``transcripts_disabled``) in a namespace the retention policy does not open, 413 past
+``max_bytes`` (an imported frame is inflated streaming, within the same bound). A replay is
+a read of the memory and of every cited transcript's namespace (scopes and rules apply to
+each) and, like a change, is the memory author's unless a scope or rule grants more.
+Stored frames are inflated within the size recorded at store time, so a frame altered in
+the database never inflates past what was stored: its citations read ``unreadable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from attested_cortex.errors import DeniedError, InvalidInputError, NotFoundError, TooLargeError
+from attested_cortex.hooks.events import EventName
+from attested_cortex.hooks.payloads import payload
+from attested_cortex.policy.decisions import ALLOW, Decision
+from attested_cortex.service import operations as ops
+from attested_cortex.service.commands import Cite
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.hooking import revalidate
+from attested_cortex.service.pipeline import Call, Target, run
+from attested_cortex.service.transcript_commands import ReplayMemory, StoreTranscript
+from attested_cortex.store import memories as memory_rows
+from attested_cortex.store import transcripts as rows
+from attested_cortex.store.database import Conn
+from attested_cortex.store.memories import Memory
+from attested_cortex.store.transcripts import Citation, Transcript
+from attested_cortex.transcripts import framing, spans
+from attested_cortex.transcripts.retention import Retention, state_of
+
+#: Compress or inflate off the event loop past this many bytes (zstd level 3 compresses
+#: about 200 MB/s on one core: docs/benchmarks/transcripts.json).
+_THREAD_BYTES = 256 * 1024
+
+
+def retention_of(svc: Services) -> Retention:
+    """The server's transcript policy (off when none was configured)."""
+    return svc.transcripts.retention if svc.transcripts is not None else Retention()
+
+
+def transcript_view(t: Transcript, svc: Services) -> dict[str, Any]:
+    """A transcript's row as API JSON (never its text)."""
+    cutoff = retention_of(svc).rule_for(t.namespace)
+    return {"id": str(t.id), "namespace": t.namespace, "owner": t.owner,
+            "metadata": t.metadata, "raw_bytes": t.raw_bytes, "raw_chars": t.raw_chars,
+            "stored_bytes": t.stored_bytes, "created_at": t.created_at.isoformat(),
+            "state": state_of(archived_at=t.archived_at, pruned_at=t.pruned_at),
+            "archived_at": t.archived_at.isoformat() if t.archived_at else None,
+            "pruned_at": t.pruned_at.isoformat() if t.pruned_at else None,
+            "retention_days": cutoff.retention_days if cutoff is not None else None}
+
+
+def _encoded(text: str, max_bytes: int) -> bytes:
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (reachable past the JSON reader)
+        raise InvalidInputError("content holds a lone UTF-16 surrogate", field="content",
+                                code="bad_encoding") from exc
+    if len(raw) > max_bytes:
+        raise TooLargeError(f"the transcript is {len(raw)} bytes; the limit is {max_bytes}",
+                            field="content", limit=max_bytes, code="transcript_too_large")
+    return raw
+
+
+@dataclass
+class StoreCall(Call[Transcript]):
+    """``POST /v1/transcripts``."""
+
+    spec = ops.TRANSCRIPT_STORE
+    cmd: StoreTranscript
+    owner: str = ""
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        if self.cmd.content is None:  # an imported frame: inflate it once, within the bound
+            frame = self.cmd.frame_bytes()
+            assert frame is not None
+            text = await asyncio.to_thread(framing.inflate_text, frame,
+                                           max_bytes=retention_of(svc).max_bytes)
+            self.cmd = self.cmd.model_copy(update={"content": text, "frame": None})
+        assert self.cmd.content is not None
+        _encoded(self.cmd.content, retention_of(svc).max_bytes)
+        return Target((self.cmd.namespace,), caller.agent_id)
+
+    def check(self, svc: Services, caller: Caller, target: Target) -> Decision:
+        if retention_of(svc).rule_for(self.cmd.namespace) is not None:
+            return ALLOW
+        return Decision("deny", "transcripts",
+                        f"transcripts are not enabled in namespace {self.cmd.namespace!r}: the "
+                        "MemoryCortex's spec.transcripts (enabled, namespaces) opens them",
+                        "transcripts_disabled")
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return payload(event, namespace=self.cmd.namespace, content=self.cmd.content,
+                       metadata=self.cmd.metadata, owner=self.owner)
+
+    def modified(self, event: EventName, changed: dict[str, Any]) -> None:
+        fields = {k: changed.get(k, getattr(self.cmd, k))
+                  for k in ("namespace", "content", "metadata")}
+        self.cmd = revalidate(StoreTranscript, fields)
+
+    async def execute(self, svc: Services, caller: Caller) -> Transcript:
+        assert self.cmd.content is not None
+        raw = _encoded(self.cmd.content, retention_of(svc).max_bytes)
+        frame = (await asyncio.to_thread(framing.compress, self.cmd.content)
+                 if len(raw) > _THREAD_BYTES else framing.compress(self.cmd.content))
+        async with svc.db.connection() as conn:
+            return await rows.insert(
+                conn, transcript_id=uuid.uuid4(), namespace=self.cmd.namespace,
+                owner=caller.agent_id, metadata=self.cmd.metadata, frame=frame,
+                raw_bytes=len(raw), raw_chars=len(self.cmd.content))
+
+    def post_payload(self, event: EventName, result: Transcript) -> dict[str, Any]:
+        return payload(event, id=str(result.id), namespace=result.namespace,
+                       content=self.cmd.content, metadata=result.metadata, owner=result.owner,
+                       raw_bytes=result.raw_bytes, stored_bytes=result.stored_bytes,
+                       created_at=result.created_at.isoformat())
+
+
+@dataclass
+class ReplayCall(Call[dict[str, Any]]):
+    """``GET /v1/memories/{id}/replay``."""
+
+    spec = ops.MEMORY_REPLAY
+    cmd: ReplayMemory
+    memory: Memory | None = None
+    cited: tuple[Citation, ...] = ()
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        async with svc.db.connection() as conn:
+            self.memory = await memory_rows.get(conn, self.cmd.memory_id)
+            self.cited = tuple(await rows.citations(conn, self.cmd.memory_id))
+        namespaces = dict.fromkeys([self.memory.namespace,
+                                    *(c.transcript.namespace for c in self.cited)])
+        return Target(tuple(namespaces), self.memory.author)
+
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        memory = self.memory
+        assert memory is not None
+        if memory.deleted:
+            raise NotFoundError(f"memory {memory.id} is deleted; its citations went with it",
+                                id=str(memory.id), code="memory_deleted")
+        texts = await _texts(svc, {c.transcript.id: c.transcript for c in self.cited})
+        answer: dict[str, Any] = {
+            "memory_id": str(memory.id), "namespace": memory.namespace, "full": self.cmd.full,
+            "citations": [_citation_view(c, texts) for c in self.cited],
+        }
+        seen = {c.transcript.id: c.transcript for c in self.cited}
+        answer["transcripts"] = [
+            {**transcript_view(t, svc), "readable": texts.get(t.id) is not None,
+             **({"content": texts.get(t.id)} if self.cmd.full else {})}
+            for t in seen.values()]
+        return answer
+
+
+async def _texts(svc: Services, cited: dict[uuid.UUID, Transcript]) -> dict[uuid.UUID, str]:
+    """The text of every cited transcript that still has a readable frame. Each frame is
+    inflated within the size recorded when it was stored: one altered since (a bomb) stops
+    at that bound and reads as unreadable instead of exhausting memory."""
+    if not cited:
+        return {}
+    async with svc.db.connection() as conn:
+        frames = await rows.frames(conn, list(cited))
+    if sum(cited[tid].raw_bytes for tid in frames) > _THREAD_BYTES:
+        return await asyncio.to_thread(_inflate_all, frames, cited)
+    return _inflate_all(frames, cited)
+
+
+def _inflate_all(frames: dict[uuid.UUID, bytes],
+                 cited: dict[uuid.UUID, Transcript]) -> dict[uuid.UUID, str]:
+    texts: dict[uuid.UUID, str] = {}
+    for tid, frame in frames.items():
+        expected = cited[tid]
+        try:
+            text = framing.inflate_text(frame, max_bytes=expected.raw_bytes)
+        except (TooLargeError, InvalidInputError):
+            continue
+        if len(text) == expected.raw_chars:
+            texts[tid] = text
+    return texts
+
+
+def _citation_view(c: Citation, texts: dict[uuid.UUID, str]) -> dict[str, Any]:
+    t = c.transcript
+    state = state_of(archived_at=t.archived_at, pruned_at=t.pruned_at)
+    text = texts.get(t.id)
+    view: dict[str, Any] = {"transcript_id": str(t.id), "start": c.start, "end": c.end,
+                            "state": state if state == "pruned" or text is not None
+                            else "unreadable"}
+    if state == "pruned":
+        view["text"] = None
+        when = t.pruned_at.isoformat() if t.pruned_at else "an unknown time"
+        view["note"] = (f"transcript {t.id} was pruned at {when} after its retention; the "
+                        "cited text no longer exists")
+    elif text is None:
+        view["text"] = None
+        view["note"] = f"transcript {t.id} no longer inflates to what was stored"
+    else:
+        view["text"] = spans.cut(text, spans.Span(t.id, c.start, c.end))
+    return view
+
+
+async def cite(svc: Services, caller: Caller, conn: Conn, memory_id: uuid.UUID,
+               citations: list[Cite]) -> None:
+    """Check and record the spans a new memory cites, in its write's transaction: each
+    transcript exists, is the caller's, is readable by the caller and not archived, and
+    the spans fall inside it without overlapping."""
+    if not citations:
+        return
+    wanted = [spans.Span(c.transcript_id, c.start, c.end) for c in citations]
+    found = await rows.get_many(conn, [s.transcript_id for s in wanted], for_share=True)
+    for index, span in enumerate(wanted):
+        field = f"citations[{index}]"
+        t = found.get(span.transcript_id)
+        if t is None or t.owner != caller.agent_id:
+            raise InvalidInputError(f"{field}: no transcript {span.transcript_id} of yours",
+                                    field=field, code="unknown_transcript")
+        if not caller.scopes.allows("memory.read", t.namespace):
+            raise DeniedError(f"agent {caller.agent_id} lacks scope memory.read in namespace "
+                              f"{t.namespace!r} of the cited transcript", code="scope_denied",
+                              decision="deny", scope="memory.read", namespace=t.namespace,
+                              source="scope", reason="scope memory.read not held")
+        if t.archived_at is not None:
+            raise InvalidInputError(f"{field}: transcript {t.id} is archived (past its "
+                                    "retention) and can no longer be cited", field=field,
+                                    code="transcript_archived")
+    spans.check_spans(wanted, {tid: t.raw_chars for tid, t in found.items()})
+    await rows.cite(conn, memory_id, [(s.transcript_id, s.start, s.end) for s in wanted])
+
+
+async def store_transcript(svc: Services, caller: Caller, cmd: StoreTranscript) -> Transcript:
+    """Store a transcript (zstd level 3 at rest); the MCP tool ``transcript_store`` wraps
+    this."""
+    return await run(svc, caller, StoreCall(cmd, caller.agent_id))
+
+
+async def replay(svc: Services, caller: Caller, cmd: ReplayMemory) -> dict[str, Any]:
+    """The spans a memory cites (``full``: the whole transcripts); the MCP tool
+    ``memory_replay`` wraps this."""
+    return await run(svc, caller, ReplayCall(cmd))

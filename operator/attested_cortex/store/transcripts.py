@@ -1,0 +1,148 @@
+"""Transcript rows and the spans memories cite: insert, read, archive, prune, count.
+
+Called by :mod:`attested_cortex.service.transcripts` (store, replay, capabilities, the
+sweeper) and :mod:`attested_cortex.service.memories` (a store that cites spans). Every
+function takes a connection the caller holds; the sweeper's updates are bounded batches.
+Table definitions: ``migrations/0008_transcripts.sql``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from attested_cortex.store.database import Conn
+
+_COLUMNS = ("id, namespace, owner, metadata, raw_bytes, raw_chars, stored_bytes, created_at, "
+            "archived_at, pruned_at")
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One transcript row without its frame (``frame`` is read only for replay)."""
+
+    id: uuid.UUID
+    namespace: str
+    owner: str
+    metadata: dict[str, Any]
+    raw_bytes: int
+    raw_chars: int
+    stored_bytes: int
+    created_at: datetime
+    archived_at: datetime | None
+    pruned_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One span a memory cites, with the cited transcript's row."""
+
+    ordinal: int
+    transcript: Transcript
+    start: int
+    end: int
+
+
+def _transcript(row: dict[str, Any]) -> Transcript:
+    return Transcript(**{k: row[k] for k in Transcript.__dataclass_fields__})
+
+
+async def insert(conn: Conn, *, transcript_id: uuid.UUID, namespace: str, owner: str,
+                 metadata: dict[str, Any], frame: bytes, raw_bytes: int,
+                 raw_chars: int) -> Transcript:
+    """Store one transcript (its frame already compressed)."""
+    cur = await conn.execute(
+        "INSERT INTO transcripts (id, namespace, owner, metadata, frame, raw_bytes, raw_chars, "
+        f"stored_bytes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+        (transcript_id, namespace, owner, Jsonb(metadata), frame, raw_bytes, raw_chars,
+         len(frame)))
+    row = await cur.fetchone()
+    assert row is not None
+    return _transcript(row)
+
+
+async def get_many(conn: Conn, ids: Sequence[uuid.UUID], *,
+                   for_share: bool = False) -> dict[uuid.UUID, Transcript]:
+    """The rows among ``ids`` that exist (``for_share``: locked against the sweeper until the
+    caller's transaction ends)."""
+    lock = " FOR SHARE" if for_share else ""
+    cur = await conn.execute(f"SELECT {_COLUMNS} FROM transcripts WHERE id = ANY(%s){lock}",
+                             (list(ids),))
+    return {row["id"]: _transcript(row) for row in await cur.fetchall()}
+
+
+async def frames(conn: Conn, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, bytes]:
+    """The frames of the transcripts among ``ids`` that still hold one."""
+    cur = await conn.execute(
+        "SELECT id, frame FROM transcripts WHERE id = ANY(%s) AND frame IS NOT NULL",
+        (list(ids),))
+    return {row["id"]: bytes(row["frame"]) for row in await cur.fetchall()}
+
+
+async def cite(conn: Conn, memory_id: uuid.UUID,
+               spans: Sequence[tuple[uuid.UUID, int, int]]) -> None:
+    """Record a memory's cited spans, in order."""
+    if not spans:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO memory_transcript_links (memory_id, ordinal, transcript_id, "
+            "span_start, span_end) VALUES (%s, %s, %s, %s, %s)",
+            [(memory_id, i, t, start, end) for i, (t, start, end) in enumerate(spans)])
+
+
+async def citations(conn: Conn, memory_id: uuid.UUID) -> list[Citation]:
+    """The spans ``memory_id`` cites, in its order, each with its transcript's row."""
+    cols = ", ".join(f"t.{c.strip()}" for c in _COLUMNS.split(","))
+    cur = await conn.execute(
+        f"SELECT l.ordinal, l.span_start, l.span_end, {cols} FROM memory_transcript_links l "
+        "JOIN transcripts t ON t.id = l.transcript_id WHERE l.memory_id = %s "
+        "ORDER BY l.ordinal", (memory_id,))
+    return [Citation(row["ordinal"], _transcript(row), int(row["span_start"]),
+                     int(row["span_end"])) for row in await cur.fetchall()]
+
+
+async def live_namespaces(conn: Conn) -> list[str]:
+    """Namespaces holding transcripts not archived yet (what the sweeper walks)."""
+    cur = await conn.execute(
+        "SELECT DISTINCT namespace FROM transcripts WHERE archived_at IS NULL")
+    return [row["namespace"] for row in await cur.fetchall()]
+
+
+async def archive(conn: Conn, *, namespaces: Sequence[str], created_before: datetime,
+                  now: datetime, limit: int) -> int:
+    """Archive at most ``limit`` transcripts of ``namespaces`` created before the cut-off."""
+    cur = await conn.execute(
+        "UPDATE transcripts SET archived_at = %s WHERE id IN (SELECT id FROM transcripts "
+        "WHERE archived_at IS NULL AND namespace = ANY(%s) AND created_at < %s "
+        "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED)",
+        (now, list(namespaces), created_before, limit))
+    return cur.rowcount
+
+
+async def prune(conn: Conn, *, archived_before: datetime, now: datetime, limit: int) -> int:
+    """Drop the frames of at most ``limit`` transcripts archived before the cut-off."""
+    cur = await conn.execute(
+        "UPDATE transcripts SET frame = NULL, pruned_at = %s WHERE id IN (SELECT id FROM "
+        "transcripts WHERE pruned_at IS NULL AND archived_at < %s ORDER BY archived_at "
+        "LIMIT %s FOR UPDATE SKIP LOCKED)", (now, archived_before, limit))
+    return cur.rowcount
+
+
+async def counts(conn: Conn) -> dict[str, int]:
+    """How many transcripts are stored (live), archived and pruned, and their stored bytes."""
+    cur = await conn.execute(
+        "SELECT count(*) FILTER (WHERE archived_at IS NULL) AS stored, "
+        "count(*) FILTER (WHERE archived_at IS NOT NULL AND pruned_at IS NULL) AS archived, "
+        "count(*) FILTER (WHERE pruned_at IS NOT NULL) AS pruned, "
+        "coalesce(sum(stored_bytes) FILTER (WHERE pruned_at IS NULL), 0) AS stored_bytes, "
+        "coalesce(sum(raw_bytes) FILTER (WHERE pruned_at IS NULL), 0) AS raw_bytes "
+        "FROM transcripts")
+    row = await cur.fetchone()
+    assert row is not None
+    return {k: int(v) for k, v in row.items()}
