@@ -52,6 +52,18 @@ def test_exec_hook_on_the_hot_read_path_is_refused_naming_the_hook() -> None:
     assert problem is not None
     assert "'rerank'" in problem and "post_recall" in problem
     assert check_hooks(bad.spec.hooks) == problem
+    assert "mode: Daemon" in problem and "allowExecOnHotPath: true" in problem  # CRD words
+    assert "allow_exec_on_hot_path" not in problem
+
+
+def test_allow_exec_on_hot_path_lets_an_exec_hook_read() -> None:
+    reads = chain("reads", [exec_hook("rerank", events=["post_recall"],
+                                      allowExecOnHotPath=True)])
+    assert validate_chains([reads]) == {"reads": None}
+    entry = hook_entry(reads.spec.hooks[0])
+    assert entry["allow_exec_on_hot_path"] is True
+    assert parse_settings(render_hooks_file(reads.spec.hooks)).hooks[0].name == "rerank"
+    assert "allow_exec_on_hot_path" not in hook_entry(chain("w", [exec_hook("t")]).spec.hooks[0])
 
 
 def test_invalid_chain_keeps_its_accepted_hooks_in_force() -> None:

@@ -39,7 +39,15 @@ def hook_entry(hook: Hook) -> Object:
         entry |= {"mode": "remote", "address": socket_address(hook.name)}
     else:
         entry |= {"mode": "exec", "command": list(hook.command or [])}
+        if hook.allow_exec_on_hot_path:
+            entry["allow_exec_on_hot_path"] = True
     return entry
+
+
+#: The loader speaks the hook file's words; a HookChain author reads the CRD's.
+CRD_WORDS: Final = (("allow_exec_on_hot_path", "allowExecOnHotPath"),
+                    ("mode: daemon", "mode: Daemon"), ("mode: exec", "mode: Exec"),
+                    ("timeout_ms", "timeoutMs"), ("fail_mode", "failMode"))
 
 
 def check_hooks(hooks: Sequence[Hook]) -> str | None:
@@ -47,7 +55,10 @@ def check_hooks(hooks: Sequence[Hook]) -> str | None:
     try:
         parse_settings({"version": 1, "hooks": [hook_entry(h) for h in hooks]})
     except HookConfigError as exc:
-        return exc.message
+        message = exc.message
+        for file_word, crd_word in CRD_WORDS:
+            message = message.replace(file_word, crd_word)
+        return message
     return None
 
 

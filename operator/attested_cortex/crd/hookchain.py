@@ -130,6 +130,11 @@ class Hook(CrdModel):
         max_length=64,
     )
     sidecar: Sidecar | None = Field(default=None, description="Daemon mode: the sidecar container.")
+    allow_exec_on_hot_path: bool = Field(
+        default=False,
+        description="Exec mode on read events (pre/post_recall, search, kg_*) starts a process "
+        "per read and is refused unless this is true; prefer Daemon there.",
+    )
 
 
 class HookChainSpec(CrdModel):
