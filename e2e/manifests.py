@@ -14,6 +14,7 @@ PLANNER: Final = "e2e-planner"        # custody Cortex: the server signs for it
 RESEARCHER: Final = "e2e-researcher"  # custody Agent: holds its own key
 DENY_MARK: Final = "DENY-ME"
 GROUP: Final = "cortex.attested.dev/v1alpha1"
+SERVER_IMAGE: Final = "attested-cortex/cortex:0.1.0"  # built by hack/images/build.sh
 
 # An Exec hook as a one-line program (the protocol of examples/hooks/minimal_hook.py).
 DENY_HOOK: Final = (
@@ -47,7 +48,7 @@ def resources(namespace: str) -> list[dict[str, Any]]:
               "failMode": "Closed"},
              {"name": "auto-link", "events": ["post_store"], "mode": "Daemon",
               "timeoutMs": 500, "sidecar": {
-                  "image": "attested-cortex/cortex:0.1.0",
+                  "image": SERVER_IMAGE,
                   "command": ["cortexctl", "hookd", "--listen",
                               "unix:///var/run/cortex/hooks/auto-link.sock", "--",
                               "python3", "-m", "attested_cortex.hooks.reference.autolink"]}},

@@ -215,6 +215,40 @@ def test_a_rule_decides(planner: Agent) -> None:
     assert status == 403
 
 
+def _server_ready(namespace: str) -> dict[str, str]:
+    conditions = kubectl_json("get", f"memorycortex/{CORTEX}", "-n", namespace)["status"][
+        "conditions"]
+    return next(c for c in conditions if c["type"] == "ServerReady")
+
+
+def test_a_sidecar_that_cannot_run_is_named_and_the_old_pod_keeps_serving(
+        cortex: str, forward: Forward, planner: Agent, written: list[str]) -> None:
+    """A Daemon hook whose container exits: the rollout never completes, ServerReady says
+    which container of which pod, the old pod answers all along; removing the hook heals."""
+    crashing = {"apiVersion": "cortex.attested.dev/v1alpha1", "kind": "HookChain",
+                "metadata": {"name": "crashing", "namespace": cortex},
+                "spec": {"cortexRef": {"name": CORTEX}, "hooks": [{
+                    "name": "crasher", "mode": "Daemon", "events": ["post_store"],
+                    "failMode": "Open", "timeoutMs": 500,
+                    "sidecar": {"image": manifests.SERVER_IMAGE,
+                                "command": ["sh", "-c", "exit 3"]}}]}}
+    ok(kubectl("apply", "-f", "-", input=json.dumps(crashing)))
+    eventually(lambda: _server_ready(cortex)["reason"] == "ServerPodsFailing",
+               what="ServerReady=False (ServerPodsFailing)")
+    message = _server_ready(cortex)["message"]
+    assert "container hook-crasher of pod" in message and "exit code 3" in message, message
+    assert "still running" in message
+    written.append(planner.store("team/ops", "stored while a rollout was failing")["id"])
+    ok(kubectl("delete", "hookchain/crashing", "-n", cortex))
+    ready = kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
+                    f"memorycortex/{CORTEX}")
+    assert ready.returncode == 0, _server_ready(cortex)
+    ok(kubectl("rollout", "status", "-n", cortex, f"deployment/{CORTEX}-server",
+               f"--timeout={WAIT}"))
+    forward.start()  # the forward ended with the pod it pointed at
+    eventually(lambda: _all_there(planner, written), what="every acknowledged write")
+
+
 def _verify(public_key: bytes, link: dict[str, Any]) -> None:
     until = link.get("valid_until")
     payload = link_payload(

@@ -176,9 +176,11 @@ async def _child_changed(namespace: str | None, labels: Mapping[str, str], memo:
         rt.enqueue("MemoryCortex", namespace, labels[n.INSTANCE_LABEL])
 
 
+# Pods too: a crash-looping server container changes no Deployment field, and ServerReady
+# names it (builders/rollout.py).
 for _group_version, _plural in (("apps/v1", "statefulsets"), ("apps/v1", "deployments"),
                                 ("batch/v1", "jobs"), ("v1", "secrets"), ("v1", "configmaps"),
-                                ("v1", "services")):
+                                ("v1", "services"), ("v1", "pods")):
     _group, _, _version = _group_version.rpartition("/")
     kopf.on.event(_group, _version, _plural, registry=REGISTRY, labels=CHILD_LABELS,
                   id=f"child_{_plural}")(_child_changed)

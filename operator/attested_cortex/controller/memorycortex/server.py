@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from attested_cortex.builders import access, configmaps, deployments, services
+from attested_cortex.builders import access, configmaps, deployments, rollout, services
 from attested_cortex.builders import names as n
 from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.conditions import Observation
@@ -50,24 +50,6 @@ async def _disruption_budget(rt: Runtime, cortex: Cortex) -> None:
                                n.server_name(cortex.meta.name))
 
 
-def _readiness(deployment: Object | None, replicas: int) -> Observation:
-    if deployment is None:
-        return Observation.of("ServerReady", False, "WaitingForSchema",
-                              "the server starts once the schema is ready")
-    status = deployment.get("status") or {}
-    generation = deployment["metadata"].get("generation", 0)
-    current = int(status.get("observedGeneration") or 0) >= generation
-    updated = int(status.get("updatedReplicas") or 0)
-    available = int(status.get("availableReplicas") or 0)
-    if replicas == 0 and current:
-        return Observation.of("ServerReady", True, "ScaledToZero", "spec.server.replicas is 0")
-    if current and updated >= replicas and available >= replicas:
-        return Observation.of("ServerReady", True, "ServerAvailable",
-                              f"{available}/{replicas} server pods available")
-    return Observation.of("ServerReady", False, "ServerRollingOut",
-                          f"{available}/{replicas} available, {updated} up to date")
-
-
 async def prepare(rt: Runtime, cortex: Cortex, satellites: Satellites) -> None:
     """Everything but the Deployment, applied concurrently (they are independent)."""
     await together(
@@ -89,4 +71,9 @@ async def ensure(rt: Runtime, cortex: Cortex, satellites: Satellites, *,
             _disruption_budget(rt, cortex))
     else:
         deployment = await rt.writer.get("apps/v1", "Deployment", cortex.meta.namespace, name)
-    return _readiness(deployment, cortex.spec.server.replicas)
+    replicas = cortex.spec.server.replicas
+    pods: list[Object] = []
+    if deployment is not None and not rollout.is_complete(deployment, replicas):
+        selector = ",".join(f"{k}={v}" for k, v in n.selector(cortex.meta.name, "server").items())
+        pods = await rt.writer.list("v1", "Pod", cortex.meta.namespace, selector)
+    return rollout.server_readiness(deployment, replicas, pods)
