@@ -126,13 +126,15 @@ def test_config_map_holds_settings_the_server_loads(operated: Operated,
 
 def test_a_change_kubernetes_refuses_is_reported_not_retried(operated: Operated,
                                                             operator: OperatorProcess) -> None:
-    operated.apply(cortex("fixed"))
-    operated.kubectl("wait", "--for=condition=Ready", "mcx/fixed", "--timeout=120s")
-    operated.kubectl("patch", "mcx/fixed", "--type=merge", "-p", json.dumps(
-        {"spec": {"database": {"managed": {"storage": {"size": "2Gi"}}}}}))
-    cond = operated.wait_condition("MemoryCortex", "fixed", "Ready", "False",
+    operated.apply(cortex("refused"))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/refused", "--timeout=120s")
+    # Valid for the CRD, refused by the API server's validation of the Deployment.
+    operated.kubectl("patch", "mcx/refused", "--type=merge", "-p", json.dumps(
+        {"spec": {"server": {"resources": {"requests": {"cpu": "2"},
+                                           "limits": {"cpu": "1"}}}}}))
+    cond = operated.wait_condition("MemoryCortex", "refused", "Ready", "False",
                                    reason="ApplyRefused")
-    assert "fixed-db" in cond["message"]
+    assert "refused-server" in cond["message"]
     errors = operator.metric("cortex_operator_reconciles_total", kind="MemoryCortex",
                              outcome="error")
     assert errors >= 1
