@@ -14,11 +14,15 @@ a read of the memory and of every cited transcript's namespace (scopes and rules
 each) and, like a change, is the memory author's unless a scope or rule grants more.
 Stored frames are inflated within the size recorded at store time, so a frame altered in
 the database never inflates past what was stored: its citations read ``unreadable``.
+A store counts its compressed frame and metadata against the owner's storage quota (the
+frame is made before the quota step, once the hooks are done with the content) and appends
+its ``transcript.stored`` write record in its transaction (:mod:`.write_records`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +32,7 @@ from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.policy.decisions import ALLOW, Decision
 from attested_cortex.service import operations as ops
+from attested_cortex.service import write_records
 from attested_cortex.service.commands import Cite
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.hooking import revalidate
@@ -82,6 +87,8 @@ class StoreCall(Call[Transcript]):
     spec = ops.TRANSCRIPT_STORE
     cmd: StoreTranscript
     owner: str = ""
+    # The frame of the content as it stands (made for the quota step, reused by execute).
+    framed: tuple[str, bytes] | None = None
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         if self.cmd.content is None:  # an imported frame: inflate it once, within the bound
@@ -92,7 +99,21 @@ class StoreCall(Call[Transcript]):
             self.cmd = self.cmd.model_copy(update={"content": text, "frame": None})
         assert self.cmd.content is not None
         _encoded(self.cmd.content, retention_of(svc).max_bytes)
-        return Target((self.cmd.namespace,), caller.agent_id)
+        # What the store adds to the owner's quota: the frame at rest and the metadata (as
+        # the memory store counts metadata). Called again after a hook's Modify.
+        adds = len(await self._frame(svc)) + len(json.dumps(self.cmd.metadata).encode())
+        return Target((self.cmd.namespace,), caller.agent_id, adds)
+
+    async def _frame(self, svc: Services) -> bytes:
+        """The zstd frame of the current content (compressed once per distinct content)."""
+        content = self.cmd.content
+        assert content is not None
+        if self.framed is None or self.framed[0] is not content:
+            raw = _encoded(content, retention_of(svc).max_bytes)
+            frame = (await asyncio.to_thread(framing.compress, content)
+                     if len(raw) > _THREAD_BYTES else framing.compress(content))
+            self.framed = (content, frame)
+        return self.framed[1]
 
     def check(self, svc: Services, caller: Caller, target: Target) -> Decision:
         if retention_of(svc).rule_for(self.cmd.namespace) is not None:
@@ -114,13 +135,16 @@ class StoreCall(Call[Transcript]):
     async def execute(self, svc: Services, caller: Caller) -> Transcript:
         assert self.cmd.content is not None
         raw = _encoded(self.cmd.content, retention_of(svc).max_bytes)
-        frame = (await asyncio.to_thread(framing.compress, self.cmd.content)
-                 if len(raw) > _THREAD_BYTES else framing.compress(self.cmd.content))
-        async with svc.db.connection() as conn:
-            return await rows.insert(
+        frame = await self._frame(svc)
+        async with svc.db.transaction() as conn:
+            stored = await rows.insert(
                 conn, transcript_id=uuid.uuid4(), namespace=self.cmd.namespace,
                 owner=caller.agent_id, metadata=self.cmd.metadata, frame=frame,
                 raw_bytes=len(raw), raw_chars=len(self.cmd.content))
+            # The record covers the row the database returned (its normalised metadata).
+            await write_records.record_transcript(svc, conn, caller, "transcript.stored",
+                                                  stored)
+        return stored.transcript
 
     def post_payload(self, event: EventName, result: Transcript) -> dict[str, Any]:
         return payload(event, id=str(result.id), namespace=result.namespace,
