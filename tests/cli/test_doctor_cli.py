@@ -5,6 +5,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -79,12 +80,12 @@ def test_doctor_reports_where_transcripts_are_kept_and_what_is_held(
 
 
 def test_doctor_says_off_in_one_line() -> None:
-    caps = {"enabled": False, "namespaces": [], "default_retention_days": None,
-            "counts": {"stored": 0, "archived": 0, "pruned": 0, "stored_bytes": 0,
-                       "raw_bytes": 0},
-            "sweeper": {"running": False, "interval_seconds": 60, "last": None}}
+    counts = {"stored": 0, "archived": 0, "pruned": 0, "stored_bytes": 0, "raw_bytes": 0}
+    caps: dict[str, Any] = {
+        "enabled": False, "namespaces": [], "default_retention_days": None, "counts": counts,
+        "sweeper": {"running": False, "interval_seconds": 60, "last": None}}
     assert transcript_lines(caps) == ["transcripts      off"]
     held = {**caps, "default_retention_days": 30,
-            "counts": {**caps["counts"], "archived": 2, "stored_bytes": 80, "raw_bytes": 400}}
+            "counts": {**counts, "archived": 2, "stored_bytes": 80, "raw_bytes": 400}}
     assert [line.split()[0] for line in transcript_lines(held)] == [
         "transcripts", "retention", "counts"]  # off, but old ones still age out

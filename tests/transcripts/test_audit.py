@@ -52,10 +52,13 @@ def records(dsn: str, transcript_id: str) -> list[tuple[str, str, dict[str, Any]
         found = conn.execute("SELECT event_type, agent_id, payload, signature IS NOT NULL "
                              "FROM signed_events WHERE event_type LIKE 'transcript.%%' "
                              "ORDER BY sequence").fetchall()
-    decoded = [(kind, agent, decode(bytes(payload)), signed)
-               for kind, agent, payload, signed in found]
-    return [r for r in decoded if isinstance(r[2], dict) and r[2]["transcript_id"] ==
-            transcript_id]  # type: ignore[misc]
+    trail = []
+    for kind, agent, payload, signed in found:
+        record = decode(bytes(payload))
+        assert isinstance(record, dict)
+        if record["transcript_id"] == transcript_id:
+            trail.append((kind, agent, dict(record), signed))
+    return trail
 
 
 async def deep(client: CortexClient) -> dict[str, Any]:
