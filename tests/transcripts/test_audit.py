@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +21,7 @@ from attested_cortex.attest.decoding import decode
 from attested_cortex.attest.keyfiles import write_identity
 from attested_cortex.attest.keys import generate_key
 from attested_cortex.service.write_records import SWEEPER_AGENT
+from attested_cortex.store.events import CHAIN_LOCK_KEY
 from attested_cortex.store.migrating import migrate
 from attested_cortex.types import AgentId
 from tests.support.cortex import CortexClient, MakeCortex
@@ -167,3 +169,35 @@ async def test_records_are_signed_by_the_owner_and_the_audit_signer(
         ("dev:tester", True), ("cortex:auditor", True), ("cortex:auditor", True)]
     report = await deep(client)
     assert report["ok"] and report["signatures_checked"] >= 3, report
+
+
+async def test_a_citing_store_waits_for_a_sweep_batch_instead_of_deadlocking(
+    client: CortexClient,
+) -> None:
+    cited = await store_transcript(client)
+    # Play a sweep batch: lock the transcript's row (its UPDATE), then the chain (its records).
+    async with await psycopg.AsyncConnection.connect(client.dsn) as sweeper:
+        await sweeper.execute("SELECT id FROM transcripts WHERE id = %s FOR UPDATE",
+                              (cited["id"],))
+        store = asyncio.create_task(client.call("POST", "/v1/memories", {
+            "namespace": "support/acme", "content": "why staging failed",
+            "citations": [{"transcript_id": cited["id"], "start": 0, "end": 20}]}))
+        deadline = time.monotonic() + 10
+        while not await _blocked_by(sweeper):  # the store waits on the row lock
+            assert time.monotonic() < deadline and not store.done(), "the store never waited"
+            await asyncio.sleep(0.02)
+        # A store holding the chain lock while it waits would deadlock here (or time out).
+        await sweeper.execute("SET lock_timeout = '5s'")
+        await sweeper.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK_KEY,))
+        await sweeper.commit()
+        reply = await store
+    assert reply.status == 201, reply.text
+
+
+async def _blocked_by(conn: psycopg.AsyncConnection[Any]) -> bool:
+    async with await psycopg.AsyncConnection.connect(conn.info.dsn, autocommit=True) as probe:
+        cur = await probe.execute("SELECT count(*) FROM pg_stat_activity "
+                                  "WHERE %s = ANY(pg_blocking_pids(pid))",
+                                  (conn.info.backend_pid,))
+        found = await cur.fetchone()
+    return found is not None and found[0] > 0

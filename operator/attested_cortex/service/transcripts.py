@@ -236,13 +236,15 @@ def _citation_view(c: Citation, texts: dict[uuid.UUID, str]) -> dict[str, Any]:
     return view
 
 
-async def cite(svc: Services, caller: Caller, conn: Conn, memory_id: uuid.UUID,
-               citations: list[Cite]) -> None:
-    """Check and record the spans a new memory cites, in its write's transaction: each
-    transcript exists, is the caller's, is readable by the caller and not archived, and
+async def check_citations(svc: Services, caller: Caller, conn: Conn,
+                          citations: list[Cite]) -> list[spans.Span]:
+    """Check the spans a new memory cites, in its write's transaction and before the write
+    (which takes the chain lock: the sweeper locks transcript rows, then the chain, so a
+    store must lock them in that order too): each transcript exists, is the caller's, is
+    readable by the caller and not archived (locked FOR SHARE until the store commits), and
     the spans fall inside it without overlapping."""
     if not citations:
-        return
+        return []
     wanted = [spans.Span(c.transcript_id, c.start, c.end) for c in citations]
     found = await rows.get_many(conn, [s.transcript_id for s in wanted], for_share=True)
     for index, span in enumerate(wanted):
@@ -261,7 +263,12 @@ async def cite(svc: Services, caller: Caller, conn: Conn, memory_id: uuid.UUID,
                                     "retention) and can no longer be cited", field=field,
                                     code="transcript_archived")
     spans.check_spans(wanted, {tid: t.raw_chars for tid, t in found.items()})
-    await rows.cite(conn, memory_id, [(s.transcript_id, s.start, s.end) for s in wanted])
+    return wanted
+
+
+async def cite(conn: Conn, memory_id: uuid.UUID, checked: list[spans.Span]) -> None:
+    """Record the spans :func:`check_citations` accepted, once the memory is written."""
+    await rows.cite(conn, memory_id, [(s.transcript_id, s.start, s.end) for s in checked])
 
 
 async def store_transcript(svc: Services, caller: Caller, cmd: StoreTranscript) -> Transcript:
