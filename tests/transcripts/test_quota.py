@@ -92,3 +92,15 @@ async def test_a_redacting_hook_is_charged_for_what_is_stored(
     stored = await store_transcript(client)  # the whole dialogue would not fit; "hi" does
     assert stored["raw_bytes"] == len("user: hi")
     assert (await usage(client))["stored_bytes"] == stored["stored_bytes"] + 2
+
+
+async def test_metadata_is_bounded_like_a_memory_s(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts=POLICY)
+    refused = await client.call("POST", "/v1/transcripts", {
+        "namespace": "support/acme", "content": DIALOGUE, "metadata": {"k": "v" * 20_000}})
+    assert refused.status == 413, refused.text
+    assert refused.body["error"]["details"] == {"field": "metadata", "limit": 16 * 1024}
+    assert count(client.dsn, "transcripts") == 0
+    await store_transcript(client, metadata={"k": "v" * 16_000})

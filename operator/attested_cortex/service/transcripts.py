@@ -33,7 +33,7 @@ from attested_cortex.hooks.payloads import payload
 from attested_cortex.policy.decisions import ALLOW, Decision
 from attested_cortex.service import operations as ops
 from attested_cortex.service import write_records
-from attested_cortex.service.commands import Cite
+from attested_cortex.service.commands import Cite, check_sizes
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.hooking import revalidate
 from attested_cortex.service.pipeline import Call, Target, run
@@ -99,6 +99,7 @@ class StoreCall(Call[Transcript]):
             self.cmd = self.cmd.model_copy(update={"content": text, "frame": None})
         assert self.cmd.content is not None
         _encoded(self.cmd.content, retention_of(svc).max_bytes)
+        check_sizes(svc.limits, content=None, metadata=self.cmd.metadata)  # as for memories
         # What the store adds to the owner's quota: the frame at rest and the metadata (as
         # the memory store counts metadata). Called again after a hook's Modify.
         adds = len(await self._frame(svc)) + len(json.dumps(self.cmd.metadata).encode())
