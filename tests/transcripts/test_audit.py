@@ -201,3 +201,12 @@ async def _blocked_by(conn: psycopg.AsyncConnection[Any]) -> bool:
                                   (conn.info.backend_pid,))
         found = await cur.fetchone()
     return found is not None and found[0] > 0
+
+
+async def test_deep_audit_of_a_database_before_transcripts(pg15_dsn: str) -> None:
+    await migrate(pg15_dsn, target=7)
+    result = await asyncio.to_thread(
+        subprocess.run, [*CORTEXCTL, "audit", "verify", "--database-url", pg15_dsn, "--deep"],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result
+    assert "0 transcripts" in result.stdout

@@ -56,7 +56,13 @@ async def links(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Link]:
 
 async def transcripts(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Recorded]:
     """Every transcript row, with the digest of its frame (hashed by the database, so frames
-    never cross the wire)."""
+    never cross the wire); none in a database not migrated to 0008 yet."""
+    with translating():
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute("SELECT to_regclass('transcripts') IS NOT NULL AS present")
+        found = await cur.fetchone()
+    if found is None or not found["present"]:
+        return
     query = f"SELECT {TRANSCRIPT_COLUMNS} FROM transcripts"
     async for row in _scan(conn, "sweep_transcripts", query):
         yield recorded(row)
