@@ -3,10 +3,13 @@
 import json
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from attested_cortex.cli.doctor import transcript_lines
 from tests.support.served import CORTEXCTL, serve
 
 
@@ -42,3 +45,47 @@ def test_doctor_errors_are_clear() -> None:
     assert down.returncode == 1 and "cannot reach" in down.stderr
     scheme = cortexctl("doctor", "--server", "file:///etc/passwd")
     assert scheme.returncode == 1 and "http(s) URL" in scheme.stderr
+
+
+def test_doctor_reports_where_transcripts_are_kept_and_what_is_held(
+    migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    config = tmp_path / "cortex.yaml"
+    config.write_text(yaml.safe_dump({"transcripts": {
+        "enabled": True, "retention_days": 30, "prune_after_days": 3,
+        "namespaces": [{"namespace": "support/**", "retention_days": 90},
+                       {"namespace": "scratch/*", "retention_days": 1}]}}))
+    with serve(migrated_pg15_dsn, tmp_path, "--config", str(config)) as served:
+        request = urllib.request.Request(
+            f"{served.base}/v1/transcripts", method="POST",
+            data=json.dumps({"namespace": "support/acme", "content": "user: hi\n" * 50}).encode(),
+            headers={"X-Agent-Id": "dev:tester", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            stored = json.load(reply)
+        result = cortexctl("doctor", "--server", served.base)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("transcripts"))
+    assert lines[start] == (
+        "transcripts      on: zstd level 3, at most 1048576 bytes each")
+    assert lines[start + 1].split() == ["support/**", "kept", "90", "days"]
+    assert lines[start + 2].split() == ["scratch/*", "kept", "1", "day"]
+    assert lines[start + 3].split() == [
+        "retention", "30", "days", "cortex-wide;", "archived", "transcripts", "pruned",
+        "after", "3", "days"]
+    assert lines[start + 4].split() == [
+        "counts", "1", "stored,", "0", "archived,", "0", "pruned;",
+        str(stored["stored_bytes"]), "bytes", "at", "rest", "(450", "raw)"]
+    assert lines[start + 5].split()[:5] == ["sweeper", "running,", "every", "60", "s;"]
+
+
+def test_doctor_says_off_in_one_line() -> None:
+    counts = {"stored": 0, "archived": 0, "pruned": 0, "stored_bytes": 0, "raw_bytes": 0}
+    caps: dict[str, Any] = {
+        "enabled": False, "namespaces": [], "default_retention_days": None, "counts": counts,
+        "sweeper": {"running": False, "interval_seconds": 60, "last": None}}
+    assert transcript_lines(caps) == ["transcripts      off"]
+    held = {**caps, "default_retention_days": 30,
+            "counts": {**counts, "archived": 2, "stored_bytes": 80, "raw_bytes": 400}}
+    assert [line.split()[0] for line in transcript_lines(held)] == [
+        "transcripts", "retention", "counts"]  # off, but old ones still age out

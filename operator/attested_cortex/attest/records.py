@@ -1,30 +1,38 @@
 """Write records: what the audit chain keeps about every memory and link write. Pure.
 
 Built by :mod:`attested_cortex.service.write_records` after each write (the payload of a
-``memory.*`` or ``link.*`` record event) and rebuilt from the current rows by
+``memory.*``, ``link.*`` or ``transcript.*`` record event; the transcript sweeper builds
+those of its archives and prunes) and rebuilt from the current rows by
 :mod:`.sweeping` (``cortexctl audit verify --deep``): a row whose rebuilt record differs from
 its latest event was changed behind the server; one without any event was written behind it.
 
 A record is a deterministic CBOR map (docs/attestation.md, "Write records"). Texts that may
 be large or private (content, title, tags) are carried as SHA-256 digests; ``metadata`` is
-not covered (PostgreSQL's jsonb normalises numbers, so its bytes do not survive a round trip).
+not covered for memories and links (PostgreSQL's jsonb normalises numbers, so the bytes a
+client sent do not survive a round trip). A transcript's record covers its metadata as the
+database returns it (:func:`json_sha256`: written from the row the INSERT returned, so both
+sides hash the same normalised value) and its frame by digest, NULL once pruned.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
 
 from attested_cortex.attest import cbor
 from attested_cortex.store.links import Link
 from attested_cortex.store.memories import Memory
+from attested_cortex.store.transcripts import Recorded
 
 RECORD_VERSION: Final = 1
 MemoryEvent = Literal["memory.stored", "memory.updated", "memory.deleted"]
 LinkEvent = Literal["link.recorded", "link.invalidated"]
 MEMORY_EVENTS: Final = ("memory.stored", "memory.updated", "memory.deleted")
 LINK_EVENTS: Final = ("link.recorded", "link.invalidated")
+TranscriptEvent = Literal["transcript.stored", "transcript.archived", "transcript.pruned"]
+TRANSCRIPT_EVENTS: Final = ("transcript.stored", "transcript.archived", "transcript.pruned")
 #: How much a link's attestation claims: a drop between event and row is a downgrade.
 LEVEL_RANK: Final = {"unsigned": 0, "self_signed": 1, "peer_attested": 2}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -69,6 +77,31 @@ def link_record(link: Link) -> dict[str, cbor.CborValue]:
         "signed_by": link.signed_by,
         "signature_sha256": None if link.signature is None else sha256(link.signature),
     }
+
+
+def transcript_record(row: Recorded) -> dict[str, cbor.CborValue]:
+    """The record of a transcript's state after a write (store, archive, prune)."""
+    t = row.transcript
+    return {
+        "v": RECORD_VERSION,
+        "transcript_id": str(t.id),
+        "namespace": t.namespace,
+        "owner": t.owner,
+        "raw_bytes": t.raw_bytes,
+        "raw_chars": t.raw_chars,
+        "stored_bytes": t.stored_bytes,
+        "created_at": unix_ms(t.created_at),
+        "archived_at": None if t.archived_at is None else unix_ms(t.archived_at),
+        "pruned_at": None if t.pruned_at is None else unix_ms(t.pruned_at),
+        "metadata_sha256": json_sha256(t.metadata),
+        "frame_sha256": row.frame_sha256,
+    }
+
+
+def json_sha256(value: object) -> bytes:
+    """SHA-256 of a JSON value with sorted keys, no spaces, ASCII only (as parsed from
+    jsonb: the same normalised value gives the same digest on every read)."""
+    return sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True))
 
 
 def unix_ms(moment: datetime) -> int:

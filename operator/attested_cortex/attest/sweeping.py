@@ -1,4 +1,5 @@
-"""The deep audit: every memory and link row against its latest write record in the chain.
+"""The deep audit: every memory, link and transcript row against its latest write record in
+the chain.
 
 Called by ``cortexctl audit verify --deep`` and ``GET /v1/audit/verify?deep=true`` after the
 chain itself verified. The chain says which writes the server made; this module says whether
@@ -11,6 +12,10 @@ the rows still hold what those writes left. A mismatch is reported by id:
                    migration 0006 added write records)
 ``missing_row``    a record whose row is gone
 ``unreadable``     a record event whose payload is not a record (forged by hand)
+
+A transcript's latest record is its store, archive or prune: a frame the sweeper pruned
+matches its ``transcript.pruned`` record (frame digest null), one dropped behind the server
+does not.
 """
 
 from __future__ import annotations
@@ -25,15 +30,24 @@ from attested_cortex.attest.decoding import decode
 from attested_cortex.attest.records import (
     LINK_EVENTS,
     MEMORY_EVENTS,
+    TRANSCRIPT_EVENTS,
     differing,
     downgraded,
     link_record,
     memory_record,
+    transcript_record,
 )
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.store import scanning
 
 Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable"]
+Kind = Literal["memory", "link", "transcript"]
+#: Each kind's record events and the record field naming its row.
+_KEYS: dict[str, tuple[Kind, str]] = {
+    **{e: ("memory", "memory_id") for e in MEMORY_EVENTS},
+    **{e: ("link", "link_id") for e in LINK_EVENTS},
+    **{e: ("transcript", "transcript_id") for e in TRANSCRIPT_EVENTS},
+}
 #: Mismatches listed in a report; the counts always cover all of them.
 MAX_LISTED = 1000
 
@@ -42,7 +56,7 @@ MAX_LISTED = 1000
 class Mismatch:
     """One row (or record) that does not match."""
 
-    kind: Literal["memory", "link"]
+    kind: Kind
     id: str
     problem: Problem
     fields: tuple[str, ...] = ()
@@ -59,6 +73,7 @@ class SweepReport:
 
     memories: int = 0
     links: int = 0
+    transcripts: int = 0
     records: int = 0
     mismatch_count: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
@@ -74,7 +89,8 @@ class SweepReport:
 
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "memories": self.memories, "links": self.links,
-                "records": self.records, "mismatch_count": self.mismatch_count,
+                "transcripts": self.transcripts, "records": self.records,
+                "mismatch_count": self.mismatch_count,
                 "mismatches": [m.as_json() for m in self.mismatches],
                 "truncated": self.mismatch_count > len(self.mismatches)}
 
@@ -86,42 +102,42 @@ async def sweep(conn: psycopg.AsyncConnection[Any]) -> SweepReport:
     """Compare every row with its latest record, in one consistent snapshot."""
     report = SweepReport()
     async with scanning.snapshot(conn):
-        memories, links = await _latest_records(conn, report)
+        latest = await _latest_records(conn, report)
         async for memory, signature in scanning.memories(conn):
             report.memories += 1
             _compare(report, "memory", str(memory.id), memory_record(memory, signature),
-                     memories)
+                     latest["memory"])
         async for link in scanning.links(conn):
             report.links += 1
-            _compare(report, "link", str(link.id), link_record(link), links)
-    for kind, left in (("memory", memories), ("link", links)):
+            _compare(report, "link", str(link.id), link_record(link), latest["link"])
+        async for transcript in scanning.transcripts(conn):
+            report.transcripts += 1
+            _compare(report, "transcript", str(transcript.transcript.id),
+                     transcript_record(transcript), latest["transcript"])
+    for kind, left in latest.items():
         for key, (sequence, _) in sorted(left.items(), key=lambda item: item[1][0]):
-            report.add(Mismatch(kind, key, "missing_row", sequence=sequence))  # type: ignore[arg-type]
+            report.add(Mismatch(kind, key, "missing_row", sequence=sequence))
     return report
 
 
 async def _latest_records(conn: psycopg.AsyncConnection[Any],
-                          report: SweepReport) -> tuple[Latest, Latest]:
-    memories: Latest = {}
-    links: Latest = {}
-    async for sequence, event_type, payload in scanning.records(conn,
-                                                                (*MEMORY_EVENTS, *LINK_EVENTS)):
+                          report: SweepReport) -> dict[Kind, Latest]:
+    latest: dict[Kind, Latest] = {"memory": {}, "link": {}, "transcript": {}}
+    async for sequence, event_type, payload in scanning.records(conn, tuple(_KEYS)):
         report.records += 1
-        is_memory = event_type in MEMORY_EVENTS
-        key_field = "memory_id" if is_memory else "link_id"
+        kind, key_field = _KEYS[event_type]
         try:
             value = decode(payload)
         except InvalidInputError:
             value = None
         if not isinstance(value, dict) or not isinstance(value.get(key_field), str):
-            report.add(Mismatch("memory" if is_memory else "link", f"event:{sequence}",
-                                "unreadable", sequence=sequence))
+            report.add(Mismatch(kind, f"event:{sequence}", "unreadable", sequence=sequence))
             continue
-        (memories if is_memory else links)[str(value[key_field])] = (sequence, value)
-    return memories, links
+        latest[kind][str(value[key_field])] = (sequence, value)
+    return latest
 
 
-def _compare(report: SweepReport, kind: Literal["memory", "link"], key: str,
+def _compare(report: SweepReport, kind: Kind, key: str,
              expected: dict[str, CborValue], latest: Latest) -> None:
     found = latest.pop(key, None)
     if found is None:

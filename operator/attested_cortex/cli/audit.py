@@ -1,10 +1,10 @@
 """``cortexctl audit verify``: check the whole signed_events chain of a database.
 
 Exit 0 when every event links to its predecessor (and, with ``--keys``, every event of a
-known agent carries a valid signature, and with ``--deep`` every memory and link row matches
-its latest write record); exit 1 with the first bad sequence number or the mismatches, by id,
-when not; exit 2 when the check could not run (database unreachable, unreadable keys).
-Called by :mod:`attested_cortex.cli.main`.
+known agent carries a valid signature, and with ``--deep`` every memory, link and transcript
+row matches its latest write record); exit 1 with the first bad sequence number or the
+mismatches, by id, when not; exit 2 when the check could not run (database unreachable,
+unreadable keys). Called by :mod:`attested_cortex.cli.main`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def register(subparsers: Any) -> None:
     )
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
     verify.add_argument("--deep", action="store_true",
-                        help="also check every memory and link row against its write record")
+                        help="also check every memory, link and transcript row against its "
+                        "write record")
     verify.add_argument(
         "--timeout", type=float, default=10.0, help="seconds to wait for the database"
     )
@@ -71,8 +72,9 @@ def _print(report: Any, swept: dict[str, Any] | None) -> None:
               f"({report.events} events verified before it)")
     if swept is None:
         return
-    print(f"deep: {swept['memories']} memories, {swept['links']} links, {swept['records']} "
-          f"write records; {swept['mismatch_count']} mismatches")
+    print(f"deep: {swept['memories']} memories, {swept['links']} links, "
+          f"{swept['transcripts']} transcripts, {swept['records']} write records; "
+          f"{swept['mismatch_count']} mismatches")
     for m in swept["mismatches"]:
         fields = f" ({', '.join(m['fields'])})" if m["fields"] else ""
         at = f" [event {m['sequence']}]" if m["sequence"] is not None else ""

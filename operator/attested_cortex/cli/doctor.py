@@ -1,5 +1,6 @@
 """``cortexctl doctor``: what is configured and live, asked of a running server or worked
-out from a configuration exactly as ``serve`` would (schema, graph backend, hooks, rules).
+out from a configuration exactly as ``serve`` would (schema, graph backend, hooks, rules,
+where transcripts are kept and for how long, with their live counts and sweeper).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def render(caps: dict[str, Any], *, hooks: bool) -> str:
         f"permissions      {caps['permissions'].get('mode')}, "
         f"{caps['permissions'].get('rules', 0)} rule(s)",
         f"attestation      {caps['attestation']}",
-        f"transcripts      {'on' if caps['transcripts'].get('enabled') else 'off'}",
+        *transcript_lines(caps.get("transcripts", {})),
     ]
     description = caps.get("hooks", {})
     by_event: dict[str, Any] = description.get("by_event", {})
@@ -68,6 +69,41 @@ def render(caps: dict[str, Any], *, hooks: bool) -> str:
 
         lines.append(render_hooks(description))
     return "\n".join(lines)
+
+
+def _days(days: object) -> str:
+    return "forever" if days is None else f"{days} day{'' if days == 1 else 's'}"
+
+
+def transcript_lines(state: dict[str, Any]) -> list[str]:
+    """Where transcripts are kept and how long, what the database holds, what the sweeper
+    did: the ``transcripts`` section of capabilities."""
+    enabled = bool(state.get("enabled"))
+    lines = [f"transcripts      {'on' if enabled else 'off'}"]
+    if enabled:
+        compression = state.get("compression") or {}
+        lines[0] += (f": {compression.get('codec', 'zstd')} level {compression.get('level')}, "
+                     f"at most {state.get('max_bytes')} bytes each")
+        lines += [f"  {rule['namespace']:<22} kept {_days(rule.get('retention_days'))}"
+                  for rule in state.get("namespaces", [])]
+    if enabled or state.get("default_retention_days") is not None:
+        lines.append(f"  {'retention':<22} {_days(state.get('default_retention_days'))} "
+                     "cortex-wide; archived transcripts pruned after "
+                     f"{_days(state.get('prune_after_days'))}")
+    counts = state.get("counts")
+    if counts and (enabled or any(counts.values())):
+        lines.append(f"  {'counts':<22} {counts['stored']} stored, {counts['archived']} "
+                     f"archived, {counts['pruned']} pruned; {counts['stored_bytes']} bytes at "
+                     f"rest ({counts['raw_bytes']} raw)")
+    sweeper = state.get("sweeper")
+    if sweeper and (enabled or sweeper.get("running")):
+        last = sweeper.get("last")
+        done = (f"; last {last['at']}: {last['archived']} archived, {last['pruned']} pruned"
+                if last else "; no sweep yet")
+        lines.append(f"  {'sweeper':<22} "
+                     f"{'running' if sweeper.get('running') else 'stopped'}, every "
+                     f"{sweeper.get('interval_seconds'):g} s{done}")
+    return lines
 
 
 def _remote(args: argparse.Namespace) -> dict[str, Any]:

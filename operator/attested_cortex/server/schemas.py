@@ -198,7 +198,7 @@ class MemoryVerifyOut(BaseModel):
 class MismatchOut(BaseModel):
     """A row that no longer matches its write record (or a record without its row)."""
 
-    kind: str = Field(description="memory or link")
+    kind: str = Field(description="memory, link or transcript")
     id: str
     problem: str = Field(description="changed, downgraded, missing_event, missing_row, "
                          "unreadable")
@@ -207,11 +207,12 @@ class MismatchOut(BaseModel):
 
 
 class DeepAuditOut(BaseModel):
-    """Every memory and link row against its latest write record."""
+    """Every memory, link and transcript row against its latest write record."""
 
     ok: bool
     memories: int
     links: int
+    transcripts: int
     records: int
     mismatch_count: int
     mismatches: list[MismatchOut]

@@ -14,6 +14,7 @@ import functools
 import gc
 import logging
 import signal
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -21,6 +22,7 @@ import psycopg
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.choosing import build_embedder
@@ -132,19 +134,25 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         metrics_registry=registry, keys=keys, policy=policy, approvals=approvals,
         extras=extras, vectors=vectors, transcripts=transcripts,
     )
-    transcripts.start()
-    stack.push_async_callback(transcripts.aclose)
     if settings.audit_signer is not None:
         if keys is None or AgentId(settings.audit_signer) not in keys.snapshot().signing_keys:
             raise InvalidInputError(
                 f"audit_signer {settings.audit_signer!r} needs its private key in keys_dir "
                 "(an AgentIdentity with keyCustody: Cortex)", field="audit_signer")
         extras["audit_sink"] = recording.chain_sink(services, settings.audit_signer)
+        transcripts.audit_key = _key_of(keys, AgentId(settings.audit_signer))
+    transcripts.start()  # after its audit key: the first sweep runs at once
+    stack.push_async_callback(transcripts.aclose)
     if approvals is not None:
         approvals.record = recording.approval_recorder(services)
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)
     return services
+
+
+def _key_of(keys: KeySource, agent_id: AgentId) -> Callable[[], AgentKey | None]:
+    """Look ``agent_id``'s private key up in the current key snapshot (keys rotate)."""
+    return lambda: keys.snapshot().signing_keys.get(agent_id)
 
 
 def approvals_from(settings: ServerSettings, db: Database, policy: Policy) -> Approvals | None:

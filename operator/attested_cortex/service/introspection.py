@@ -96,13 +96,16 @@ async def quotas(svc: Services, caller: Caller | None) -> dict[str, Any]:
         "rate_scope": "per replica", "storage_scope": "global",
     }
     if caller is not None:
+        used = await usage.stored(svc, caller.agent_id)
         answer["you"] = {
             "agent_id": caller.agent_id,
             "requests_per_second": policy.buckets.rate_of(caller.agent_id)
             if policy.buckets else None,
             "tokens_left": round(policy.buckets.level(caller.agent_id, now=time.monotonic()), 3)
             if policy.buckets else None,
-            "stored_bytes": await usage.stored(svc, caller.agent_id),
+            "stored_bytes": used.total,
+            "stored_bytes_by_kind": {"memories": used.memories,
+                                     "transcripts": used.transcripts},
             "storage_limit_bytes": policy.storage_limit(caller.agent_id),
             "scopes": [str(s) for s in caller.scopes.scopes],
         }

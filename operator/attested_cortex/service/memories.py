@@ -7,8 +7,9 @@ had sent it. Every write appends its chain record (:mod:`.write_records`) in its
 transaction (a plain store: in its own INSERT statement); an agent-signed store or update
 (``signature``, ``signed_at``, checked after the hooks, over what is written) also keeps the
 signature for ``GET /v1/memories/{id}/verify``.
-A store may cite spans of the caller's transcripts (``citations``, checked and recorded in
-its transaction by :func:`.transcripts.cite`; ``GET /v1/memories/{id}/replay`` reads them).
+A store may cite spans of the caller's transcripts (``citations``, checked before the INSERT
+and recorded after it, in its transaction, by :mod:`.transcripts`;
+``GET /v1/memories/{id}/replay`` reads them).
 A store or update then gives the memory its vector for hybrid recall (:mod:`.embedding`):
 after the write committed, within ``timeout_ms``, else left to the backfill; a delete drops the
 vector in the tombstoning transaction.
@@ -113,6 +114,7 @@ class StoreCall(Call[Memory]):
         # and COMMIT round trips (make bench: HTTP stores 236.9 -> 391.8/s).
         one_statement = mirror is None and signed is None and not cmd.citations
         async with svc.db.connection() if one_statement else svc.db.transaction() as conn:
+            cited = await transcripts.check_citations(svc, caller, conn, cmd.citations)
             memory = await rows.insert(
                 conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                 tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
@@ -122,7 +124,7 @@ class StoreCall(Call[Memory]):
                 await mirror.on_memory_created(conn, memory.id, memory.namespace)
             if signed is not None:
                 await write_records.record_signed_memory(conn, caller, memory, signed)
-            await transcripts.cite(svc, caller, conn, memory.id, cmd.citations)
+            await transcripts.cite(conn, memory.id, cited)
         # After the write committed (it never waits on the embedder), bounded by timeout_ms.
         await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory

@@ -6,7 +6,10 @@ and kept in ``Services.transcripts``. Its sweeper is one bounded background task
 namespace's retention, then prunes the frames of those archived ``prune_after_days`` ago,
 each step at most ``sweep_batch`` rows per run so one pass never holds a long transaction.
 The clock is injectable (``clock``), so tests drive the lifecycle across days without
-waiting; :meth:`Transcripts.sweep` is also callable directly.
+waiting; :meth:`Transcripts.sweep` is also callable directly. Every archive and prune appends
+its ``transcript.archived``/``transcript.pruned`` write record in the batch's transaction
+(signed by the server's ``audit_signer`` when it has one: ``audit_key``), so the deep audit
+tells a pruned frame from one removed behind the server.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from datetime import UTC, datetime
 
 import psycopg
 
+from attested_cortex.attest.keys import AgentKey
 from attested_cortex.errors import CortexError
+from attested_cortex.service.write_records import record_sweep
 from attested_cortex.store import transcripts as rows
 from attested_cortex.store.database import Database
 from attested_cortex.transcripts.retention import Retention
@@ -53,13 +58,14 @@ class Transcripts:
     db: Database
     retention: Retention
     clock: Callable[[], datetime] = utc_now
+    #: The key that signs sweep records (the ``audit_signer``'s, looked up at each sweep).
+    audit_key: Callable[[], AgentKey | None] | None = None
     last_sweep: SweepReport | None = None
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     async def sweep(self) -> SweepReport:
         """Archive what outlived its retention, then prune what was archived long enough."""
         now, batch = self.clock(), self.retention.sweep_batch
-        archived = 0
         async with self.db.connection() as conn:
             namespaces = await rows.live_namespaces(conn)
         cutoffs: dict[datetime, list[str]] = {}
@@ -67,13 +73,19 @@ class Transcripts:
             cutoff = self.retention.archive_before(namespace, now)
             if cutoff is not None:
                 cutoffs.setdefault(cutoff, []).append(namespace)
+        key = self.audit_key() if self.audit_key is not None else None
         async with self.db.transaction() as conn:
+            done: list[rows.Recorded] = []
             for cutoff, group in cutoffs.items():
-                archived += await rows.archive(conn, namespaces=group, created_before=cutoff,
-                                               now=now, limit=batch)
+                done += await rows.archive(conn, namespaces=group, created_before=cutoff,
+                                           now=now, limit=batch)
+            await record_sweep(conn, "transcript.archived", done, key)  # last: the chain lock
+            archived = len(done)
         async with self.db.transaction() as conn:
-            pruned = await rows.prune(conn, archived_before=self.retention.prune_before(now),
-                                      now=now, limit=batch)
+            done = await rows.prune(conn, archived_before=self.retention.prune_before(now),
+                                    now=now, limit=batch)
+            await record_sweep(conn, "transcript.pruned", done, key)
+            pruned = len(done)
         self.last_sweep = SweepReport(now, archived, pruned)
         if archived or pruned:
             log.info("transcripts swept", extra={"archived": archived, "pruned": pruned})

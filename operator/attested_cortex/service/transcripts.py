@@ -14,11 +14,15 @@ a read of the memory and of every cited transcript's namespace (scopes and rules
 each) and, like a change, is the memory author's unless a scope or rule grants more.
 Stored frames are inflated within the size recorded at store time, so a frame altered in
 the database never inflates past what was stored: its citations read ``unreadable``.
+A store counts its compressed frame and metadata against the owner's storage quota (the
+frame is made before the quota step, once the hooks are done with the content) and appends
+its ``transcript.stored`` write record in its transaction (:mod:`.write_records`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +32,8 @@ from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.policy.decisions import ALLOW, Decision
 from attested_cortex.service import operations as ops
-from attested_cortex.service.commands import Cite
+from attested_cortex.service import write_records
+from attested_cortex.service.commands import Cite, check_sizes
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.hooking import revalidate
 from attested_cortex.service.pipeline import Call, Target, run
@@ -82,6 +87,8 @@ class StoreCall(Call[Transcript]):
     spec = ops.TRANSCRIPT_STORE
     cmd: StoreTranscript
     owner: str = ""
+    # The frame of the content as it stands (made for the quota step, reused by execute).
+    framed: tuple[str, bytes] | None = None
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         if self.cmd.content is None:  # an imported frame: inflate it once, within the bound
@@ -92,7 +99,22 @@ class StoreCall(Call[Transcript]):
             self.cmd = self.cmd.model_copy(update={"content": text, "frame": None})
         assert self.cmd.content is not None
         _encoded(self.cmd.content, retention_of(svc).max_bytes)
-        return Target((self.cmd.namespace,), caller.agent_id)
+        check_sizes(svc.limits, content=None, metadata=self.cmd.metadata)  # as for memories
+        # What the store adds to the owner's quota: the frame at rest and the metadata (as
+        # the memory store counts metadata). Called again after a hook's Modify.
+        adds = len(await self._frame(svc)) + len(json.dumps(self.cmd.metadata).encode())
+        return Target((self.cmd.namespace,), caller.agent_id, adds)
+
+    async def _frame(self, svc: Services) -> bytes:
+        """The zstd frame of the current content (compressed once per distinct content)."""
+        content = self.cmd.content
+        assert content is not None
+        if self.framed is None or self.framed[0] is not content:
+            raw = _encoded(content, retention_of(svc).max_bytes)
+            frame = (await asyncio.to_thread(framing.compress, content)
+                     if len(raw) > _THREAD_BYTES else framing.compress(content))
+            self.framed = (content, frame)
+        return self.framed[1]
 
     def check(self, svc: Services, caller: Caller, target: Target) -> Decision:
         if retention_of(svc).rule_for(self.cmd.namespace) is not None:
@@ -114,13 +136,16 @@ class StoreCall(Call[Transcript]):
     async def execute(self, svc: Services, caller: Caller) -> Transcript:
         assert self.cmd.content is not None
         raw = _encoded(self.cmd.content, retention_of(svc).max_bytes)
-        frame = (await asyncio.to_thread(framing.compress, self.cmd.content)
-                 if len(raw) > _THREAD_BYTES else framing.compress(self.cmd.content))
-        async with svc.db.connection() as conn:
-            return await rows.insert(
+        frame = await self._frame(svc)
+        async with svc.db.transaction() as conn:
+            stored = await rows.insert(
                 conn, transcript_id=uuid.uuid4(), namespace=self.cmd.namespace,
                 owner=caller.agent_id, metadata=self.cmd.metadata, frame=frame,
                 raw_bytes=len(raw), raw_chars=len(self.cmd.content))
+            # The record covers the row the database returned (its normalised metadata).
+            await write_records.record_transcript(svc, conn, caller, "transcript.stored",
+                                                  stored)
+        return stored.transcript
 
     def post_payload(self, event: EventName, result: Transcript) -> dict[str, Any]:
         return payload(event, id=str(result.id), namespace=result.namespace,
@@ -212,13 +237,15 @@ def _citation_view(c: Citation, texts: dict[uuid.UUID, str]) -> dict[str, Any]:
     return view
 
 
-async def cite(svc: Services, caller: Caller, conn: Conn, memory_id: uuid.UUID,
-               citations: list[Cite]) -> None:
-    """Check and record the spans a new memory cites, in its write's transaction: each
-    transcript exists, is the caller's, is readable by the caller and not archived, and
+async def check_citations(svc: Services, caller: Caller, conn: Conn,
+                          citations: list[Cite]) -> list[spans.Span]:
+    """Check the spans a new memory cites, in its write's transaction and before the write
+    (which takes the chain lock: the sweeper locks transcript rows, then the chain, so a
+    store must lock them in that order too): each transcript exists, is the caller's, is
+    readable by the caller and not archived (locked FOR SHARE until the store commits), and
     the spans fall inside it without overlapping."""
     if not citations:
-        return
+        return []
     wanted = [spans.Span(c.transcript_id, c.start, c.end) for c in citations]
     found = await rows.get_many(conn, [s.transcript_id for s in wanted], for_share=True)
     for index, span in enumerate(wanted):
@@ -237,7 +264,12 @@ async def cite(svc: Services, caller: Caller, conn: Conn, memory_id: uuid.UUID,
                                     "retention) and can no longer be cited", field=field,
                                     code="transcript_archived")
     spans.check_spans(wanted, {tid: t.raw_chars for tid, t in found.items()})
-    await rows.cite(conn, memory_id, [(s.transcript_id, s.start, s.end) for s in wanted])
+    return wanted
+
+
+async def cite(conn: Conn, memory_id: uuid.UUID, checked: list[spans.Span]) -> None:
+    """Record the spans :func:`check_citations` accepted, once the memory is written."""
+    await rows.cite(conn, memory_id, [(s.transcript_id, s.start, s.end) for s in checked])
 
 
 async def store_transcript(svc: Services, caller: Caller, cmd: StoreTranscript) -> Transcript:

@@ -13,7 +13,7 @@ states (agent, type, payload, signature, key) and reads back what the database m
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -128,6 +128,17 @@ async def append(
         raise domain from exc
     assert row is not None
     return _row(row)
+
+
+async def append_many(conn: psycopg.AsyncConnection[Any], pending: Sequence[PendingEvent]
+                      ) -> None:
+    """Append events in order, pipelined (one round trip for the batch; the trigger places
+    and hashes each in turn)."""
+    if not pending:
+        return
+    with translating_events(pending[0]):
+        async with conn.cursor() as cur:
+            await cur.executemany(APPEND_VALUES, [event.params() for event in pending])
 
 
 async def insert_event(conn: psycopg.AsyncConnection[Any], event: EventRow) -> None:

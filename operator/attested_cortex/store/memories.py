@@ -172,13 +172,17 @@ def _like_prefix(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+#: What a live memory counts against its author's storage quota.
+MEMORY_BYTES = ("coalesce(sum(octet_length(content) + octet_length(title) "
+                "+ octet_length(metadata::text)), 0)")
+
+
 async def stored_bytes(conn: Conn, *, author: str) -> int:
     """Bytes of text, title and metadata the author's live memories hold (the storage quota
     counts these; tombstones hold none)."""
     cur = await conn.execute(
-        "SELECT coalesce(sum(octet_length(content) + octet_length(title) "
-        "+ octet_length(metadata::text)), 0) AS used "
-        "FROM memories WHERE author = %s AND deleted_at IS NULL", (author,))
+        f"SELECT {MEMORY_BYTES} AS used FROM memories WHERE author = %s AND deleted_at IS NULL",
+        (author,))
     row = await cur.fetchone()
     return int(row["used"]) if row is not None else 0
 

@@ -1,4 +1,5 @@
-"""Whole-table scans for the deep audit: memory rows, link rows and write-record events.
+"""Whole-table scans for the deep audit: memory, link and transcript rows and write-record
+events.
 
 Called only by :mod:`attested_cortex.attest.sweeping`, inside one read-only REPEATABLE READ
 transaction it opens with :func:`snapshot`, so rows and events come from the same moment and
@@ -20,6 +21,8 @@ from attested_cortex.store.links import COLUMNS as LINK_COLUMNS
 from attested_cortex.store.links import Link, link_from_row
 from attested_cortex.store.memories import COLUMNS as MEMORY_COLUMNS
 from attested_cortex.store.memories import Memory, memory_from_row
+from attested_cortex.store.transcripts import RECORD_COLUMNS as TRANSCRIPT_COLUMNS
+from attested_cortex.store.transcripts import Recorded, recorded
 
 _BATCH = 2000
 
@@ -49,6 +52,20 @@ async def links(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Link]:
     """Every link row."""
     async for row in _scan(conn, "sweep_links", f"SELECT {LINK_COLUMNS} FROM links"):
         yield link_from_row(row)
+
+
+async def transcripts(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Recorded]:
+    """Every transcript row, with the digest of its frame (hashed by the database, so frames
+    never cross the wire); none in a database not migrated to 0008 yet."""
+    with translating():
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute("SELECT to_regclass('transcripts') IS NOT NULL AS present")
+        found = await cur.fetchone()
+    if found is None or not found["present"]:
+        return
+    query = f"SELECT {TRANSCRIPT_COLUMNS} FROM transcripts"
+    async for row in _scan(conn, "sweep_transcripts", query):
+        yield recorded(row)
 
 
 async def records(

@@ -1,9 +1,12 @@
 """Transcript rows and the spans memories cite: insert, read, archive, prune, count.
 
 Called by :mod:`attested_cortex.service.transcripts` (store, replay, capabilities, the
-sweeper) and :mod:`attested_cortex.service.memories` (a store that cites spans). Every
-function takes a connection the caller holds; the sweeper's updates are bounded batches.
-Table definitions: ``migrations/0008_transcripts.sql``.
+sweeper), :mod:`attested_cortex.service.memories` (a store that cites spans),
+:mod:`attested_cortex.store.usage` (the storage quota) and
+:mod:`attested_cortex.store.scanning` (the deep audit). Every function takes a connection
+the caller holds; the sweeper's updates are bounded batches. Writes return each row as the
+audit chain records it (:class:`Recorded`: with the SHA-256 of its frame, computed by the
+database). Table definitions: ``migrations/0008_transcripts.sql``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from attested_cortex.store.database import Conn
 
 _COLUMNS = ("id, namespace, owner, metadata, raw_bytes, raw_chars, stored_bytes, created_at, "
             "archived_at, pruned_at")
+#: A row as its write record covers it: the frame's digest (NULL once pruned), not its bytes.
+RECORD_COLUMNS = f"{_COLUMNS}, sha256(frame) AS frame_sha256"
+#: What one transcript counts against its owner's storage quota: the frame at rest and the
+#: metadata, until it is pruned (then nothing: the owner cannot delete one, retention frees it).
+OWNED_BYTES = ("coalesce(sum(stored_bytes + octet_length(metadata::text)) FILTER "
+               "(WHERE pruned_at IS NULL), 0)")
 
 
 @dataclass(frozen=True)
@@ -48,22 +57,37 @@ class Citation:
     end: int
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A transcript row and the digest of its frame (None once pruned): what the audit
+    chain's record of a transcript write covers."""
+
+    transcript: Transcript
+    frame_sha256: bytes | None
+
+
 def _transcript(row: dict[str, Any]) -> Transcript:
     return Transcript(**{k: row[k] for k in Transcript.__dataclass_fields__})
 
 
+def recorded(row: dict[str, Any]) -> Recorded:
+    """A row read with :data:`RECORD_COLUMNS`."""
+    digest = row["frame_sha256"]
+    return Recorded(_transcript(row), None if digest is None else bytes(digest))
+
+
 async def insert(conn: Conn, *, transcript_id: uuid.UUID, namespace: str, owner: str,
                  metadata: dict[str, Any], frame: bytes, raw_bytes: int,
-                 raw_chars: int) -> Transcript:
+                 raw_chars: int) -> Recorded:
     """Store one transcript (its frame already compressed)."""
     cur = await conn.execute(
         "INSERT INTO transcripts (id, namespace, owner, metadata, frame, raw_bytes, raw_chars, "
-        f"stored_bytes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+        f"stored_bytes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {RECORD_COLUMNS}",
         (transcript_id, namespace, owner, Jsonb(metadata), frame, raw_bytes, raw_chars,
          len(frame)))
     row = await cur.fetchone()
     assert row is not None
-    return _transcript(row)
+    return recorded(row)
 
 
 async def get_many(conn: Conn, ids: Sequence[uuid.UUID], *,
@@ -115,23 +139,27 @@ async def live_namespaces(conn: Conn) -> list[str]:
 
 
 async def archive(conn: Conn, *, namespaces: Sequence[str], created_before: datetime,
-                  now: datetime, limit: int) -> int:
-    """Archive at most ``limit`` transcripts of ``namespaces`` created before the cut-off."""
+                  now: datetime, limit: int) -> list[Recorded]:
+    """Archive at most ``limit`` transcripts of ``namespaces`` created before the cut-off;
+    the archived rows, for their write records."""
     cur = await conn.execute(
         "UPDATE transcripts SET archived_at = %s WHERE id IN (SELECT id FROM transcripts "
         "WHERE archived_at IS NULL AND namespace = ANY(%s) AND created_at < %s "
-        "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED)",
+        f"ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {RECORD_COLUMNS}",
         (now, list(namespaces), created_before, limit))
-    return cur.rowcount
+    return [recorded(row) for row in await cur.fetchall()]
 
 
-async def prune(conn: Conn, *, archived_before: datetime, now: datetime, limit: int) -> int:
-    """Drop the frames of at most ``limit`` transcripts archived before the cut-off."""
+async def prune(conn: Conn, *, archived_before: datetime, now: datetime,
+                limit: int) -> list[Recorded]:
+    """Drop the frames of at most ``limit`` transcripts archived before the cut-off; the
+    pruned rows, for their write records."""
     cur = await conn.execute(
         "UPDATE transcripts SET frame = NULL, pruned_at = %s WHERE id IN (SELECT id FROM "
         "transcripts WHERE pruned_at IS NULL AND archived_at < %s ORDER BY archived_at "
-        "LIMIT %s FOR UPDATE SKIP LOCKED)", (now, archived_before, limit))
-    return cur.rowcount
+        f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {RECORD_COLUMNS}",
+        (now, archived_before, limit))
+    return [recorded(row) for row in await cur.fetchall()]
 
 
 async def counts(conn: Conn) -> dict[str, int]:
@@ -146,3 +174,4 @@ async def counts(conn: Conn) -> dict[str, int]:
     row = await cur.fetchone()
     assert row is not None
     return {k: int(v) for k, v in row.items()}
+
