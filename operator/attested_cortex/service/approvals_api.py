@@ -1,7 +1,8 @@
 """The approval API's operations (``/v1/approvals``), each a pipeline Call.
 
 Deciding needs the ``approvals.decide`` scope *and* a request signed with the cortex's
-approval secret (checked by the route before anything is read into a command); it fires
+approval secret (verified by the route before anything is read into a command; spent, as
+replay protection, in the decision's own transaction); it fires
 ``pre_approval`` (a hook may refuse the decision) and ``post_approval``.
 """
 
@@ -69,6 +70,7 @@ class DecideCall(Call[Action]):
     spec = ops.APPROVAL_DECIDE
     approval_id: str
     cmd: DecideApproval
+    signature: str
     action: Action | None = None
 
     async def target(self, svc: Services, caller: Caller) -> Any:
@@ -83,7 +85,8 @@ class DecideCall(Call[Action]):
     async def execute(self, svc: Services, caller: Caller) -> Action:
         return await enabled(svc).decide(
             self.approval_id, approve=self.cmd.decision == "approve",
-            remember=self.cmd.remember == "forever", decided_by=caller.agent_id)
+            remember=self.cmd.remember == "forever", decided_by=caller.agent_id,
+            signature=self.signature)
 
     def post_payload(self, event: EventName, result: Action) -> dict[str, Any]:
         return payload(event, approval_id=self.approval_id, operation=result.operation,
@@ -103,7 +106,8 @@ async def subscribe(
     return await run(svc, caller, StreamCall())
 
 
-async def decide(svc: Services, caller: Caller, approval_id: str,
-                 cmd: DecideApproval) -> dict[str, Any]:
-    """Decide one action."""
-    return action_view(await run(svc, caller, DecideCall(approval_id, cmd)))
+async def decide(svc: Services, caller: Caller, approval_id: str, cmd: DecideApproval,
+                 *, signature: str) -> dict[str, Any]:
+    """Decide one action; ``signature`` (verified by the route) is spent only if the
+    decision is made."""
+    return action_view(await run(svc, caller, DecideCall(approval_id, cmd, signature)))

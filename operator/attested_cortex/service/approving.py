@@ -25,7 +25,13 @@ from typing import Any, Final
 
 import psycopg
 
-from attested_cortex.errors import ConflictError, CortexError, DeniedError, NotFoundError
+from attested_cortex.errors import (
+    ConflictError,
+    CortexError,
+    DeniedError,
+    NotFoundError,
+    UnauthenticatedError,
+)
 from attested_cortex.policy.decisions import Decision
 from attested_cortex.policy.patterns import parse_pattern
 from attested_cortex.policy.rules import Rule, RuleSet
@@ -153,16 +159,17 @@ class Approvals:
             raise NotFoundError(f"no approval {approval_id}", approval_id=approval_id)
         return action
 
-    async def use_signature(self, signature: str) -> bool:
-        """Record a decision's signature; False for a replay."""
-        async with self.db.connection() as conn:
-            return await rows.use_signature(conn, signature)
-
     async def decide(self, approval_id: str, *, approve: bool, remember: bool,
-                     decided_by: str) -> Action:
-        """Approve or reject once (409 when already decided or expired)."""
+                     decided_by: str, signature: str) -> Action:
+        """Approve or reject once (409 when already decided or expired), spending the
+        decision's ``signature`` in the same transaction (401 for a replay): a decision
+        refused before this step (scope, rules, hooks) or here (404, 409) leaves the
+        signature unspent, so a caller without the right to decide cannot burn it."""
         action_id = _uuid(approval_id)
         async with self.db.transaction() as conn:
+            if not await rows.use_signature(conn, signature):
+                raise UnauthenticatedError("this approval signature was used before (a replay)",
+                                           code="approval_signature_replayed")
             action = await rows.decide(conn, action_id, decided_by=decided_by,
                                        status="approved" if approve else "rejected",
                                        remember=remember and approve)

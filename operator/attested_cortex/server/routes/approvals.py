@@ -8,7 +8,6 @@ import time
 
 from aiohttp import web
 
-from attested_cortex.errors import UnauthenticatedError
 from attested_cortex.policy.signatures import verify
 from attested_cortex.server.body import parse, read_json
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
@@ -64,12 +63,9 @@ async def decide_approval(request: web.Request) -> web.Response:
     signature = verify(approvals.secret, timestamp=request.headers.get("X-Cortex-Timestamp"),
                        signature=request.headers.get("X-Cortex-Signature"),
                        method=request.method, path=request.path, body=body, now=time.time())
-    if not await approvals.use_signature(signature):
-        raise UnauthenticatedError("this approval signature was used before (a replay)",
-                                   code="approval_signature_replayed")
     cmd = parse(DecideApproval, await read_json(request, max_bytes=svc.limits.max_body_bytes))
-    return web.json_response(await approvals_api.decide(svc, caller(request),
-                                                        request.match_info["id"], cmd))
+    return web.json_response(await approvals_api.decide(
+        svc, caller(request), request.match_info["id"], cmd, signature=signature))
 
 
 async def read_body(request: web.Request, *, max_bytes: int) -> bytes:

@@ -1,0 +1,296 @@
+"""The authorization matrix, derived from the live OpenAPI document: every mutating operation
+(POST, PUT, PATCH, DELETE) is classified here, and a route nobody classified fails
+:func:`test_every_mutating_operation_is_classified` by name.
+
+For each operation agent ``bob`` (every scope a token grants by default, so all write
+scopes, but not the owner) attacks agent ``alice``'s objects (memories, the link between
+them, her transcript, her approval); each answer is the 4xx docs/permissions.md documents,
+and alice's objects read back unchanged: content, revision, links, the replay of her
+transcript, the approval's state, and the audit chain verifies (deeply) with no record added.
+A token without write scopes mutates nothing on any route, and ``X-Agent-Id`` is ignored
+under tokens authentication (kubernetes: tests/operator/test_kubernetes_auth.py).
+
+Agents authenticate with real generated tokens (``--auth tokens``) so scopes are real.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from tests.server.test_permissions_api import Agents, agents
+from tests.server.test_pipeline import approval_settings, signed
+from tests.support.cortex import MakeCortex, Reply
+
+MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+
+#: Every mutating operation of the OpenAPI document, and what it acts on. ``own``: it
+#: creates an object of the caller's (the attack is to reach the victim's through it);
+#: ``victim``: it changes an existing object, the owner's alone; ``read``: a POST that
+#: writes nothing (a query with a body).
+CLASSIFIED: dict[tuple[str, str], str] = {
+    ("POST", "/v1/memories"): "own",
+    ("PATCH", "/v1/memories/{id}"): "victim",
+    ("DELETE", "/v1/memories/{id}"): "victim",
+    ("POST", "/v1/links"): "own",
+    ("POST", "/v1/kg/invalidate"): "victim",
+    ("POST", "/v1/kg/query"): "read",
+    ("POST", "/v1/kg/paths"): "read",
+    ("POST", "/v1/recall"): "read",
+    ("POST", "/v1/approvals/{id}"): "victim",
+    ("POST", "/v1/transcripts"): "own",
+}
+
+#: The scopes of a token that may read everything but write nothing.
+READ_ONLY = "memory.read,graph.read,audit.read"
+
+
+@dataclass
+class World:
+    """Alice's objects, and the team of agents."""
+
+    team: Agents
+    dsn: str
+    memory: dict[str, Any]
+    other: dict[str, Any]
+    link: dict[str, Any]
+    transcript: dict[str, Any]
+    approval: str
+
+
+async def world(make_cortex: MakeCortex, dsn: str, tmp_path: Path) -> World:
+    settings = approval_settings(tmp_path)  # enforce, an AskUser rule on held/**, transcripts
+    team = await agents(make_cortex, dsn, tmp_path,
+                        {"alice": "", "bob": "", "reader": READ_ONLY}, **settings)
+    trail = await team.call("alice", "POST", "/v1/transcripts",
+                            {"namespace": "proj", "content": "user: hi\nagent: hello there"})
+    assert trail.status == 201, trail.text
+    memory = (await team.call("alice", "POST", "/v1/memories", {
+        "namespace": "proj", "content": "alice's memory", "citations": [
+            {"transcript_id": trail.body["id"], "start": 0, "end": 8}]})).body
+    other = await team.store("alice", "proj", "alice's second memory")
+    link = await team.call("alice", "POST", "/v1/links", {
+        "src_id": memory["id"], "dst_id": other["id"], "relation": "related_to"})
+    assert link.status == 201, link.text
+    held = await team.call("alice", "POST", "/v1/memories", {"namespace": "held/x",
+                                                             "content": "needs a yes"})
+    assert held.status == 202, held.text
+    return World(team, dsn, memory, other, link.body, trail.body,
+                 held.body["error"]["details"]["approval_id"])
+
+
+async def snapshot(w: World) -> dict[str, Any]:
+    """Everything alice (and the database) would notice changing."""
+    seen: dict[str, Any] = {}
+    for key, path in [("memory", f"/v1/memories/{w.memory['id']}"),
+                      ("other", f"/v1/memories/{w.other['id']}"),
+                      ("links", f"/v1/memories/{w.memory['id']}/links"),
+                      ("replay", f"/v1/memories/{w.memory['id']}/replay?full=true"),
+                      ("listing", "/v1/memories?namespace=proj")]:
+        reply = await w.team.call("alice", "GET", path)
+        assert reply.status == 200, (path, reply.text)
+        seen[key] = reply.body
+    audit = await w.team.call("alice", "GET", "/v1/audit/verify?deep=true")
+    assert audit.status == 200 and audit.body["ok"] and audit.body["deep"]["ok"], audit.text
+    seen["audit_events"] = audit.body["events"]
+    with psycopg.connect(w.dsn) as conn:
+        for table in ("memories", "links", "transcripts", "signed_events",
+                      "memory_transcript_links", "remembered_rules", "approval_signatures"):
+            seen[f"rows:{table}"] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        seen["approval"] = conn.execute(
+            "SELECT status, decided_at, consumed_at FROM pending_actions WHERE id = %s",
+            (w.approval,)).fetchone()
+    return seen
+
+
+async def send_raw(w: World, who: str, path: str, body: bytes, **headers: str) -> Reply:
+    """POST exact bytes (a signed body must be sent as signed)."""
+    return await w.team.client.call("POST", path, raw=body, agent=None, headers={
+        "Authorization": f"Bearer {w.team.tokens[who]}", **headers})
+
+
+Attack = Callable[[World, str], Awaitable[list[tuple[Reply, int, set[str]]]]]
+
+
+async def _attack_store(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    t = w.transcript["id"]
+    cite = await w.team.call(who, "POST", "/v1/memories", {
+        "namespace": "proj", "content": "mine now",
+        "citations": [{"transcript_id": t, "start": 0, "end": 8}]})
+    # spending alice's approval on her exact request, as someone else
+    spend = await w.team.call(who, "POST", "/v1/memories",
+                              {"namespace": "held/x", "content": "needs a yes"},
+                              **{"X-Cortex-Approval": w.approval})
+    return [(cite, 400, {"unknown_transcript"}), (spend, 403, {"approval_mismatch"})]
+
+
+async def _attack_update(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    path = f"/v1/memories/{w.memory['id']}"
+    reply = await w.team.call(who, "PATCH", path, {"content": "bob was here", "tags": ["x"]})
+    return [(reply, 403, {"not_owner"})]
+
+
+async def _attack_delete(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    reply = await w.team.call(who, "DELETE", f"/v1/memories/{w.memory['id']}")
+    return [(reply, 403, {"not_owner"})]
+
+
+async def _attack_link(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    # a client-chosen id that is alice's link: never overwrites it
+    reply = await w.team.call(who, "POST", "/v1/links", {
+        "id": w.link["id"], "src_id": w.other["id"], "dst_id": w.memory["id"],
+        "relation": "contradicts"})
+    return [(reply, 409, {"replay"})]
+
+
+async def _attack_invalidate(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    reply = await w.team.call(who, "POST", "/v1/kg/invalidate", {"link_id": w.link["id"]})
+    return [(reply, 403, {"not_owner"})]
+
+
+async def _attack_decide(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    path = f"/v1/approvals/{w.approval}"
+    body = json.dumps({"decision": "approve", "remember": "forever"}).encode()
+    unsigned = await send_raw(w, who, path, body)
+    forged = await send_raw(w, who, path, body, **signed(
+        "POST", path, body, secret=b"not the cortex secret at all"))
+    return [(unsigned, 401, {"approval_signature_missing", "unauthenticated"}),
+            (forged, 401, {"approval_signature_invalid", "unauthenticated"})]
+
+
+async def _attack_transcript(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    # a transcript carries no id the client chooses: the attack is an owner field
+    reply = await w.team.call(who, "POST", "/v1/transcripts", {
+        "namespace": "proj", "content": "x", "owner": "alice"})
+    return [(reply, 400, {"invalid_input"})]
+
+
+ATTACKS: dict[tuple[str, str], Attack] = {
+    ("POST", "/v1/memories"): _attack_store,
+    ("PATCH", "/v1/memories/{id}"): _attack_update,
+    ("DELETE", "/v1/memories/{id}"): _attack_delete,
+    ("POST", "/v1/links"): _attack_link,
+    ("POST", "/v1/kg/invalidate"): _attack_invalidate,
+    ("POST", "/v1/approvals/{id}"): _attack_decide,
+    ("POST", "/v1/transcripts"): _attack_transcript,
+}
+
+
+def check(answers: list[tuple[Reply, int, set[str]]], route: tuple[str, str]) -> None:
+    for reply, status, codes in answers:
+        assert reply.status == status, (route, reply.status, reply.text)
+        assert reply.body["error"]["code"] in codes, (route, reply.text)
+
+
+async def mutating_operations(w: World) -> set[tuple[str, str]]:
+    document = (await w.team.client.call("GET", "/v1/openapi.json", agent=None)).body
+    return {(method.upper(), path) for path, item in document["paths"].items()
+            for method in item if method.upper() in MUTATING}
+
+
+async def test_every_mutating_operation_is_classified(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    w = await world(make_cortex, migrated_pg15_dsn, tmp_path)
+    live = await mutating_operations(w)
+    unclassified = sorted(live - set(CLASSIFIED))
+    assert not unclassified, f"classify these mutating operations here: {unclassified}"
+    assert not set(CLASSIFIED) - live, "a classified operation left the OpenAPI document"
+    assert {k for k, v in CLASSIFIED.items() if v != "read"} == set(ATTACKS)
+
+
+async def test_another_agent_changes_nothing_of_the_owners(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    w = await world(make_cortex, migrated_pg15_dsn, tmp_path)
+    before = await snapshot(w)
+    for route in sorted(await mutating_operations(w)):
+        if CLASSIFIED[route] == "read":
+            continue
+        check(await ATTACKS[route](w, "bob"), route)
+        assert await snapshot(w) == before, f"{route}: bob changed alice's objects"
+
+
+async def test_another_agent_cannot_replay_or_cite_the_owners_transcript(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    w = await world(make_cortex, migrated_pg15_dsn, tmp_path)
+    for query in ("", "?full=true", "?full=false"):
+        replay = await w.team.call("bob", "GET", f"/v1/memories/{w.memory['id']}/replay{query}")
+        assert replay.status == 403 and replay.body["error"]["code"] == "not_owner", replay.text
+        assert "hello there" not in replay.text and "user: hi" not in replay.text
+    # nor through a memory of his own that cites her transcript (refused at the store)
+    cite = await w.team.call("bob", "POST", "/v1/memories", {
+        "namespace": "proj", "content": "c", "citations": [
+            {"transcript_id": w.transcript["id"], "start": 0, "end": 8}]})
+    assert cite.status == 400 and cite.body["error"]["code"] == "unknown_transcript", cite.text
+    # the owner still can
+    mine = await w.team.call("alice", "GET", f"/v1/memories/{w.memory['id']}/replay?full=true")
+    assert mine.status == 200 and mine.body["citations"][0]["text"] == "user: hi"
+
+
+async def test_a_token_without_write_scopes_mutates_nothing(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    w = await world(make_cortex, migrated_pg15_dsn, tmp_path)
+    before = await snapshot(w)
+    m, other, link = w.memory["id"], w.other["id"], w.link["id"]
+    body = json.dumps({"decision": "approve"}).encode()
+    attempts: dict[tuple[str, str], tuple[str, Any, dict[str, str]]] = {
+        ("POST", "/v1/memories"): ("/v1/memories", {"namespace": "proj", "content": "r"}, {}),
+        ("PATCH", "/v1/memories/{id}"): (f"/v1/memories/{m}", {"content": "r"}, {}),
+        ("DELETE", "/v1/memories/{id}"): (f"/v1/memories/{m}", None, {}),
+        ("POST", "/v1/links"): ("/v1/links", {"src_id": m, "dst_id": other,
+                                              "relation": "supersedes"}, {}),
+        ("POST", "/v1/kg/invalidate"): ("/v1/kg/invalidate", {"link_id": link}, {}),
+        ("POST", "/v1/transcripts"): ("/v1/transcripts", {"namespace": "proj",
+                                                          "content": "r"}, {}),
+        # even validly signed: deciding needs the approvals.decide scope as well
+        ("POST", "/v1/approvals/{id}"): (
+            f"/v1/approvals/{w.approval}", None,
+            signed("POST", f"/v1/approvals/{w.approval}", body)),
+    }
+    live = {r for r in await mutating_operations(w) if CLASSIFIED[r] != "read"}
+    assert set(attempts) == live, "a mutating route was added: attempt it here"
+    for route, (path, payload, headers) in sorted(attempts.items()):
+        if route == ("POST", "/v1/approvals/{id}"):
+            reply = await send_raw(w, "reader", path, body, **headers)
+        else:
+            reply = await w.team.call("reader", route[0], path, payload)
+        assert reply.status == 403, (route, reply.text)
+        assert reply.body["error"]["code"] == "scope_denied", (route, reply.text)
+        assert await snapshot(w) == before, f"{route}: a read-only token changed something"
+    # the read-side POSTs still answer it
+    for path, payload in [("/v1/recall", {"query": "alice"}),
+                          ("/v1/kg/query", {"start_id": m, "depth": 1}),
+                          ("/v1/kg/paths", {"src_id": m, "dst_id": other})]:
+        assert (await w.team.call("reader", "POST", path, payload)).status == 200
+    assert await snapshot(w) == before
+
+
+async def test_x_agent_id_is_ignored_under_tokens_auth(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    w = await world(make_cortex, migrated_pg15_dsn, tmp_path)
+    before = await snapshot(w)
+    path = f"/v1/memories/{w.memory['id']}"
+    alone = await w.team.client.call("PATCH", path, {"content": "spoofed"}, agent="alice")
+    assert alone.status == 401 and alone.body["error"]["code"] == "unauthenticated", alone.text
+    # bob's token with alice's name beside it is still bob
+    spoof = await w.team.call("bob", "PATCH", path, {"content": "spoofed"},
+                              **{"X-Agent-Id": "alice"})
+    assert spoof.status == 403 and spoof.body["error"]["code"] == "not_owner", spoof.text
+    mine = await w.team.call("bob", "POST", "/v1/memories", {"namespace": "proj",
+                                                              "content": "who am i"},
+                             **{"X-Agent-Id": "alice"})
+    assert mine.status == 201 and mine.body["author"] == "bob", mine.text
+    after = await snapshot(w)
+    assert after.pop("rows:memories") != before.pop("rows:memories")
+    for key in ("listing", "rows:signed_events", "audit_events"):
+        after.pop(key), before.pop(key)
+    assert after == before
