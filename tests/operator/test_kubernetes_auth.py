@@ -31,6 +31,11 @@ async def test_service_account_token_is_the_agent(
     assert forged.status == 401 and token not in forged.text
     spoofed = await client.call("GET", "/v1/capabilities", agent="k8s:other/admin")
     assert spoofed.status == 401
+    # a valid token with another agent's id beside it is still the token's agent
+    beside = await client.call("POST", "/v1/memories", {"namespace": "n", "content": "d"},
+                               agent=None, headers={"Authorization": f"Bearer {token}",
+                                                    "X-Agent-Id": "k8s:other/admin"})
+    assert beside.status == 201 and beside.body["author"] == f"k8s:{kube_namespace}/planner"
 
 
 async def test_the_config_maps_service_accounts_to_agents_and_scopes(

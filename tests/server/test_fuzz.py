@@ -4,13 +4,16 @@ Hypothesis builds bodies schemathesis does not (its generators follow the OpenAP
 JSON nested past any limit, integers past the parser's digit limit, NaN and overflowing
 floats, lone surrogate escapes, instants at both ends of the calendar in every offset,
 Content-Types other than JSON; and a stateful run that stores, updates, links, invalidates,
-walks and deletes with those values in any order. The property: never a 5xx, every error in
-the envelope, and what a 2xx wrote reads back unchanged. Example counts are fixed (see
-``docs/PERFORMANCE.md``) so ``make test`` stays bounded.
+walks and deletes with those values in any order; transcripts (on here) stored from those
+fragments and from arbitrary or truncated zstd frames, and memories citing hostile spans of
+them. The property: never a 5xx, every error in the envelope, and what a 2xx wrote reads back
+unchanged (a transcript through the replay of a memory citing all of it). Example counts
+are fixed (see ``docs/PERFORMANCE.md``) so ``make test`` stays bounded.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Iterator
@@ -20,7 +23,8 @@ from typing import Any
 import hypothesis.strategies as st
 import pytest
 import requests
-from hypothesis import HealthCheck, given, settings
+import zstandard
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 from psycopg import sql
 
@@ -29,6 +33,7 @@ from tests.support.served import serve
 
 #: Example counts: the fixed budget of this suite.
 EXAMPLES = 150
+TRANSCRIPT_EXAMPLES = 60
 STATEFUL_RUNS = 25
 STATEFUL_STEPS = 25
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -51,7 +56,7 @@ def base(pg15_server: PgServer, pg15_template: str,
     # A fuzz run sends hundreds of requests a second as one agent: the rate quota (on by
     # default since issue 12) would answer 429 and hide what is fuzzed here.
     config = workdir / "serve.yaml"
-    config.write_text("quotas:\n  enabled: false\n")
+    config.write_text("quotas:\n  enabled: false\ntranscripts:\n  enabled: true\n")
     with serve(pg15_server.dsn(name), workdir, "--graph-backend", "CTE",
                "--config", str(config)) as served:
         yield served.base
@@ -136,6 +141,108 @@ def test_update_never_fails_the_server(base: str, http: requests.Session, memory
     after = send(http, "GET", url).json()
     if response.status_code != 200:
         assert after == before  # a refused update changed nothing
+
+
+# -- transcripts and citations ------------------------------------------------------------
+
+DIALOGUE = "user: the deploy failed\nagent: a lock; I cancelled the query\nuser: thanks\n"
+frames = st.one_of(
+    st.binary(max_size=64),  # not zstd at all
+    st.text(max_size=200).map(lambda t: zstandard.compress(t.encode("utf-8", "surrogatepass"))),
+    st.binary(max_size=200).map(zstandard.compress),  # a frame of bytes that may not be UTF-8
+    st.tuples(st.text(min_size=1, max_size=200), st.integers(1, 40)).map(
+        lambda tc: zstandard.compress(tc[0].encode("utf-8", "surrogatepass"))[:-tc[1]]),
+).map(lambda raw: json.dumps(base64.b64encode(raw).decode()))
+TRANSCRIPT_FIELDS = ["content", "metadata", "namespace", "frame"]
+plain_object = st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8),
+                               max_size=3).map(json.dumps)
+#: About half plain text or a well-formed frame (stores that succeed and are read back),
+#: the rest hostile values in any field.
+transcript_fields = st.one_of(
+    st.fixed_dictionaries({"content": st.text(min_size=1, max_size=300).map(json.dumps)},
+                          optional={"metadata": plain_object}),
+    st.fixed_dictionaries({"frame": frames}),
+    st.dictionaries(st.sampled_from(TRANSCRIPT_FIELDS), st.one_of(fragment, frames),
+                    min_size=1, max_size=3),
+)
+
+
+def replayed_whole(http: requests.Session, base: str, transcript: dict[str, Any]) -> str:
+    """The text of ``transcript``, through a memory citing all of it (``?full=true``)."""
+    cite = {"transcript_id": transcript["id"], "start": 0, "end": transcript["raw_chars"]}
+    memory = send(http, "POST", f"{base}/v1/memories", json.dumps({
+        "namespace": transcript["namespace"], "content": "cites",
+        "citations": [cite]}).encode())
+    assert memory.status_code == 201, memory.text
+    replay = send(http, "GET", f"{base}/v1/memories/{memory.json()['id']}/replay?full=true")
+    assert replay.status_code == 200, replay.text
+    body = replay.json()
+    assert body["citations"][0]["text"] == body["transcripts"][0]["content"]
+    return str(body["transcripts"][0]["content"])
+
+
+@settings(FUZZ, max_examples=TRANSCRIPT_EXAMPLES)
+@given(fields=transcript_fields)
+def test_transcript_store_never_fails_the_server(base: str, http: requests.Session,
+                                                 fields: dict[str, str]) -> None:
+    parts = {"namespace": '"fuzz/t"', **({} if "frame" in fields else {"content": '"x"'}),
+             **fields}
+    raw = ("{" + ", ".join(f'"{k}": {v}' for k, v in parts.items()) + "}").encode()
+    response = send(http, "POST", f"{base}/v1/transcripts", raw)
+    event(f"transcript store: {response.status_code}")
+    if response.status_code == 201:
+        stored = response.json()
+        sent = json.loads(raw)
+        expected = sent["content"] if "content" in sent and "frame" not in sent else \
+            zstandard.ZstdDecompressor().decompressobj().decompress(
+                base64.b64decode(sent["frame"])).decode()
+        assert stored["raw_chars"] == len(expected)
+        if expected:
+            assert replayed_whole(http, base, stored) == expected
+
+
+@pytest.fixture(scope="module")
+def transcript(base: str, http: requests.Session) -> dict[str, Any]:
+    reply = send(http, "POST", f"{base}/v1/transcripts",
+                 json.dumps({"namespace": "fuzz/c", "content": DIALOGUE}).encode())
+    assert reply.status_code == 201, reply.text
+    return dict(reply.json())
+
+
+offsets_ = st.one_of(st.integers(-3, len(DIALOGUE) + 3), st.integers(-2**63, 2**63),
+                     st.sampled_from([2**31 - 1, 2**31, 2**53 + 1]))
+#: Disjoint spans inside the dialogue (what a store accepts), from sorted cut points.
+disjoint = st.lists(st.integers(0, len(DIALOGUE)), min_size=2, max_size=6, unique=True).map(
+    lambda cuts: [(True, a, b) for a, b in zip(sorted(cuts)[::2], sorted(cuts)[1::2],
+                                               strict=False)])
+hostile_spans = st.lists(st.tuples(st.booleans(), offsets_, offsets_), min_size=1, max_size=5)
+
+
+@settings(FUZZ, max_examples=TRANSCRIPT_EXAMPLES)
+@given(spans_=st.one_of(disjoint, hostile_spans),
+       extra=st.one_of(st.none(), st.none(), fragment))
+def test_citations_never_fail_the_server(base: str, http: requests.Session,
+                                         transcript: dict[str, Any],
+                                         spans_: list[tuple[bool, int, int]],
+                                         extra: str | None) -> None:
+    cites = [{"transcript_id": transcript["id"] if ours else str(uuid.uuid4()),
+              "start": start, "end": end} for ours, start, end in spans_]
+    body = json.dumps({"namespace": "fuzz/c", "content": "cites", "citations": cites})
+    if extra is not None:  # a hostile value in place of the last span's end
+        body = body[:body.rindex('"end": ') + 7] + extra + "}]}"
+    listed = f"{base}/v1/memories?namespace=fuzz/c&limit=500"
+    before = len(send(http, "GET", listed).json()["memories"])
+    response = send(http, "POST", f"{base}/v1/memories", body.encode())
+    after = len(send(http, "GET", listed).json()["memories"])
+    event(f"citing store: {response.status_code}")
+    if response.status_code != 201:
+        assert after == before  # a refused citation stores nothing, not even the memory
+        return
+    assert after == before + 1
+    replay = send(http, "GET", f"{base}/v1/memories/{response.json()['id']}/replay")
+    got = sorted((c["start"], c["end"], c["text"]) for c in replay.json()["citations"])
+    assert got == sorted((c["start"], c["end"], DIALOGUE[c["start"]:c["end"]])
+                         for c in json.loads(body)["citations"])
 
 
 # -- instants ------------------------------------------------------------------------------

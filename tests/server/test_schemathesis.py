@@ -2,16 +2,20 @@
 document and finds no 5xx and no response that breaks the documented schema.
 
 The example count is bounded so the suite stays fast; the server runs as a real
-``cortexctl serve`` subprocess (schemathesis' client is synchronous).
+``cortexctl serve`` subprocess (schemathesis' client is synchronous), with transcripts on, so
+``POST /v1/transcripts``, ``GET /v1/memories/{id}/replay`` and a memory store's
+``citations`` run their real code rather than the ``transcripts_disabled`` refusal.
 """
 
 import itertools
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
+from psycopg import sql
 from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
@@ -25,19 +29,24 @@ from tests.support.served import serve
 
 
 @pytest.fixture(scope="module")
-def api_schema(
-    pg15_server: PgServer, pg15_template: str, tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[schemathesis.BaseSchema]:
-    import psycopg
-    from psycopg import sql
-
+def schemathesis_dsn(pg15_server: PgServer, pg15_template: str) -> str:
     name = "schemathesis_db"
     with psycopg.connect(pg15_server.admin_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
             sql.Identifier(name), sql.Identifier(pg15_template)))
-    with serve(pg15_server.dsn(name), tmp_path_factory.mktemp("served")) as served:
+    return pg15_server.dsn(name)
+
+
+@pytest.fixture(scope="module")
+def api_schema(
+    schemathesis_dsn: str, tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[schemathesis.BaseSchema]:
+    workdir = tmp_path_factory.mktemp("served")
+    config = workdir / "serve.yaml"
+    config.write_text("transcripts:\n  enabled: true\n")
+    with serve(schemathesis_dsn, workdir, "--config", str(config)) as served:
         yield schemathesis.openapi.from_url(f"{served.base}/v1/openapi.json")
 
 
@@ -45,7 +54,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
 
 
-def test_api_conforms(api_schema: schemathesis.BaseSchema) -> None:
+def test_api_conforms(api_schema: schemathesis.BaseSchema, schemathesis_dsn: str) -> None:
     """Every documented operation, with generated (valid and invalid) inputs."""
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) >= 9
@@ -64,3 +73,7 @@ def test_api_conforms(api_schema: schemathesis.BaseSchema) -> None:
             # an operation without inputs has no invalid input to generate
             assert mode is GenerationMode.NEGATIVE and not operation.definition.raw.get(
                 "parameters") and "requestBody" not in operation.definition.raw
+    # transcripts were on: generated stores reached the real code and wrote rows
+    with psycopg.connect(schemathesis_dsn) as conn:
+        stored = conn.execute("SELECT count(*) FROM transcripts").fetchone()
+    assert stored is not None and stored[0] > 0

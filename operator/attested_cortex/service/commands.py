@@ -12,10 +12,10 @@ import json
 import uuid
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from attested_cortex.errors import TooLargeError
-from attested_cortex.namespaces import namespace_problem
+from attested_cortex.namespaces import PATTERN, namespace_problem
 from attested_cortex.service.graph_commands import Instant
 from attested_cortex.service.limits import Limits
 
@@ -53,6 +53,10 @@ Text = Annotated[str, AfterValidator(_without_nul)]
 Json = Annotated[dict[str, Any], AfterValidator(_without_nul)]
 
 
+#: How a namespace field is documented in the API's schemas (validated by check_namespace).
+NAMESPACE_SCHEMA: dict[str, JsonValue] = {"pattern": PATTERN, "maxLength": 512}
+
+
 def check_namespace(value: str) -> str:
     """A validator body: the namespace, or ValueError naming the problem."""
     problem = namespace_problem(value)
@@ -85,7 +89,8 @@ class StoreMemory(BaseModel):
 
     model_config = _STRICT
 
-    namespace: str = Field(description="`/`-separated path, at most 512 characters / 8 levels")
+    namespace: str = Field(description="`/`-separated path, at most 512 characters / 8 levels",
+                           json_schema_extra=NAMESPACE_SCHEMA)
     content: Text = Field(description="The memory text (searchable)")
     title: Text = Field("", max_length=512, description="A short title (searchable, ranks higher)")
     tags: list[Tag] = Field(default_factory=list, max_length=64, description="At most 64 tags")

@@ -13,7 +13,7 @@ from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from attested_cortex.service.commands import Json, Text, check_namespace
+from attested_cortex.service.commands import NAMESPACE_SCHEMA, Json, Text, check_namespace
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -24,7 +24,8 @@ class StoreTranscript(BaseModel):
 
     model_config = _STRICT
 
-    namespace: str = Field(description="`/`-separated path; transcripts must be enabled there")
+    namespace: str = Field(description="`/`-separated path; transcripts must be enabled there",
+                           json_schema_extra=NAMESPACE_SCHEMA)
     content: Text | None = Field(None, description="The transcript text (stored zstd-compressed)")
     frame: str | None = Field(
         None, max_length=16 * 1024 * 1024,
