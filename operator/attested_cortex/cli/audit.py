@@ -99,8 +99,11 @@ async def _verify(database_url: str, keyring: Any, *, wait_seconds: float,
     from attested_cortex.attest.sweeping import sweep
     from attested_cortex.store.database import Database
 
+    # An operator's audit of a large chain may run long statements: an hour, not the
+    # server's 30 s (it still never waits on a lock longer than the server does).
     database = await Database.open(
-        database_url, min_size=1, max_size=1, wait_seconds=wait_seconds
+        database_url, min_size=1, max_size=1, wait_seconds=wait_seconds,
+        statement_timeout_s=3600.0,
     )
     try:
         async with database.connection() as conn:

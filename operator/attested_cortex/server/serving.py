@@ -114,7 +114,9 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         await vector_session(conn)
 
     db = await Database.open(settings.database_url, max_size=settings.pool_max_size,
-                             configure=configure)
+                             configure=configure,
+                             lock_timeout_s=settings.db_lock_timeout_ms / 1000,
+                             statement_timeout_s=settings.db_statement_timeout_ms / 1000)
     stack.push_async_callback(db.close)
     registry = CollectorRegistry()
     hooks = await open_pipeline(settings.hooks_file, registry=registry)

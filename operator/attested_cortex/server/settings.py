@@ -167,6 +167,9 @@ class ServerSettings(BaseModel):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     log_level: str = "INFO"
     pool_max_size: int = Field(10, ge=1, le=200)
+    # Every wait in the database is bounded: on a lock (409) and on a statement (503).
+    db_lock_timeout_ms: int = Field(5000, ge=10, le=600_000)
+    db_statement_timeout_ms: int = Field(30_000, ge=100, le=3_600_000)
 
 
 def load_settings(path: Path | None, overrides: dict[str, Any]) -> ServerSettings:

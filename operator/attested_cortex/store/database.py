@@ -10,12 +10,14 @@ on checkout, so a restarted database costs no request.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 
 from attested_cortex.errors import NotReadyError
@@ -37,7 +39,8 @@ class Database:
     async def open(
         cls, dsn: str, *, min_size: int = 2, max_size: int = 10,
         configure: ConfigureFn | None = None, wait_seconds: float = 10.0,
-        settings: PoolSettings | None = None,
+        settings: PoolSettings | None = None, lock_timeout_s: float | None = None,
+        statement_timeout_s: float | None = None,
     ) -> Database:
         """Open the pool and wait until ``min_size`` connections work (or raise
         NotReadyError after ``wait_seconds``)."""
@@ -53,6 +56,12 @@ class Database:
                 # Instants are read back in UTC, whatever the server's TimeZone: every
                 # stored instant is within years 1..9999 in UTC, not always in a local zone.
                 await conn.execute("SET TIME ZONE 'UTC'")
+                # No wait inside the database without a deadline: a lock held by another
+                # session (a row, the audit chain) is a 409, a runaway statement a 503.
+                await conn.execute(sql.SQL("SET lock_timeout = {}").format(
+                    _ms(chosen.lock_timeout_s)))
+                await conn.execute(sql.SQL("SET statement_timeout = {}").format(
+                    _ms(chosen.statement_timeout_s)))
                 if configure is not None:
                     await configure(conn)
             except BaseException:
@@ -61,6 +70,10 @@ class Database:
             return conn
 
         chosen = settings or PoolSettings(max_size=max_size)
+        if lock_timeout_s is not None or statement_timeout_s is not None:
+            chosen = dataclasses.replace(
+                chosen, lock_timeout_s=lock_timeout_s or chosen.lock_timeout_s,
+                statement_timeout_s=statement_timeout_s or chosen.statement_timeout_s)
         pool = Pool(connect, chosen)
         await _fill_within(pool, min_size, wait_seconds)
         return cls(pool)
@@ -88,6 +101,11 @@ class Database:
         async with self.connection() as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchone()
+
+
+def _ms(seconds: float) -> sql.Literal:
+    """A duration as a PostgreSQL setting in milliseconds (at least 1: 0 would mean none)."""
+    return sql.Literal(f"{max(1, round(seconds * 1000))}ms")
 
 
 async def _fill_within(pool: Pool, count: int, wait_seconds: float) -> None:

@@ -45,6 +45,10 @@ def translate(exc: psycopg.Error) -> CortexError | None:
             f"the database schema lacks what this operation needs ({exc.diag.message_primary});"
             " run cortexctl migrate to bring it to this build's version"
         )
+    if isinstance(exc, pg.QueryCanceled):
+        # statement_timeout (store/pooling.py): the database is too slow, not unreachable
+        return NotReadyError("the database did not finish within the statement timeout; "
+                             "retry shortly", code="database_timeout")
     if isinstance(exc, psycopg.OperationalError):
         # "unreachable" alone hid a refused password (a data volume kept from an earlier
         # cortex): the driver's first line says which, and never holds the password.

@@ -19,6 +19,10 @@ figure of issue 13 (docs/PERFORMANCE.md has the measurements):
 
 Concurrency is bounded by ``max_size`` checkout slots; waiting for a slot is bounded by
 :attr:`PoolSettings.checkout_timeout_s` (then 503: the server is overloaded, not broken).
+Inside the database, every session waits at most :attr:`PoolSettings.lock_timeout_s` for a
+lock (a row or the audit chain held by another session: 409, retry) and runs a statement at
+most :attr:`PoolSettings.statement_timeout_s` (503); :class:`Database` sets both on each new
+connection, so no request waits on the database without a deadline.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class PoolSettings:
     checkout_timeout_s: float = 5.0
     retry_initial_s: float = 0.05
     retry_max_s: float = 0.5
+    lock_timeout_s: float = 5.0  # the write class deadline: a held lock is a 409, not a hang
+    statement_timeout_s: float = 30.0
 
 
 class Pool:

@@ -1,0 +1,117 @@
+"""Every wait inside the database is bounded: a lock held by another session (a memory's
+row, a cited transcript's row, the audit chain, a whole table) answers 409 within the
+server's ``db_lock_timeout_ms``, a statement past ``db_statement_timeout_ms`` answers 503
+``database_timeout``; never a request that does not return. Nothing is written meanwhile,
+and the same request succeeds once the lock is gone.
+
+Before, a session holding a row lock (an operator's ``SELECT ... FOR UPDATE``, a stuck
+migration, an analytics query with ``LOCK TABLE``) made every write of that row, and with
+the chain lock every write at all, wait as long as it was held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
+from attested_cortex.store.events import CHAIN_LOCK_KEY
+from tests.support.cortex import CortexClient, MakeCortex, Reply
+from tests.transcripts.common import count, store_transcript
+
+#: The bound each request is given here: the lock timeout and slack for HTTP and the hooks.
+BOUND_S = 5.0
+
+
+@contextmanager
+def held(dsn: str, *statements: str, params: Any = None) -> Iterator[None]:
+    """Another session holding what ``statements`` lock, until the block ends."""
+    with psycopg.connect(dsn) as conn:
+        for statement in statements:
+            conn.execute(statement, params)
+        try:
+            yield
+        finally:
+            conn.rollback()
+
+
+async def bounded(client: CortexClient, method: str, path: str, body: Any = None) -> Reply:
+    async with asyncio.timeout(BOUND_S):
+        return await client.call(method, path, body)
+
+
+async def test_a_held_row_lock_is_a_409_not_a_hang(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, db_lock_timeout_ms=300)
+    memory = await client.store("n", "before")
+    path = f"/v1/memories/{memory['id']}"
+    with held(migrated_pg15_dsn, "SELECT 1 FROM memories WHERE id = %s FOR UPDATE",
+              params=(memory["id"],)):
+        for method, body in [("PATCH", {"content": "after"}), ("DELETE", None)]:
+            reply = await bounded(client, method, path, body)
+            assert reply.status == 409 and reply.body["error"]["code"] == "conflict", reply.text
+        assert (await bounded(client, "GET", path)).body["content"] == "before"
+    assert (await bounded(client, "PATCH", path, {"content": "after"})).status == 200
+
+
+async def test_a_held_audit_chain_is_a_409_and_stores_nothing(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, db_lock_timeout_ms=300)
+    with held(migrated_pg15_dsn, "SELECT pg_advisory_xact_lock(%s)", params=(CHAIN_LOCK_KEY,)):
+        reply = await bounded(client, "POST", "/v1/memories", {"namespace": "n",
+                                                               "content": "c"})
+        assert reply.status == 409, reply.text
+        assert count(migrated_pg15_dsn, "memories") == 0
+    assert (await bounded(client, "POST", "/v1/memories", {"namespace": "n",
+                                                           "content": "c"})).status == 201
+
+
+async def test_a_held_transcript_row_bounds_a_citing_store(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, db_lock_timeout_ms=300,
+                               transcripts={"enabled": True})
+    trail = await store_transcript(client)
+    body = {"namespace": "support/acme", "content": "cites", "citations": [
+        {"transcript_id": trail["id"], "start": 0, "end": 10}]}
+    with held(migrated_pg15_dsn, "SELECT 1 FROM transcripts WHERE id = %s FOR UPDATE",
+              params=(trail["id"],)):
+        reply = await bounded(client, "POST", "/v1/memories", body)
+        assert reply.status == 409, reply.text
+        assert count(migrated_pg15_dsn, "memories") == 0
+    assert (await bounded(client, "POST", "/v1/memories", body)).status == 201
+
+
+async def test_a_locked_table_bounds_reads_too(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, db_lock_timeout_ms=300)
+    memory = await client.store("n", "c")
+    with held(migrated_pg15_dsn, "LOCK TABLE memories IN ACCESS EXCLUSIVE MODE"):
+        for method, path, body in [("GET", f"/v1/memories/{memory['id']}", None),
+                                   ("GET", "/v1/memories?namespace=n", None),
+                                   ("POST", "/v1/recall", {"query": "c"})]:
+            reply = await bounded(client, method, path, body)
+            assert reply.status in (409, 503), (path, reply.text)
+    assert (await bounded(client, "GET", f"/v1/memories/{memory['id']}")).status == 200
+
+
+async def test_a_statement_past_its_timeout_is_a_503(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, db_lock_timeout_ms=60_000,
+                               db_statement_timeout_ms=300)
+    memory = await client.store("n", "before")
+    path = f"/v1/memories/{memory['id']}"
+    with held(migrated_pg15_dsn, "SELECT 1 FROM memories WHERE id = %s FOR UPDATE",
+              params=(memory["id"],)):
+        reply = await bounded(client, "PATCH", path, {"content": "after"})
+        assert reply.status == 503, reply.text
+        assert reply.body["error"]["code"] == "database_timeout", reply.text
+        assert "unreachable" not in reply.body["error"]["message"]
+    assert (await bounded(client, "GET", path)).body["content"] == "before"
