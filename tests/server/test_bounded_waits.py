@@ -1,7 +1,8 @@
 """Every wait inside the database is bounded: a lock held by another session (a memory's
 row, a cited transcript's row, the audit chain, a whole table) answers 409 within the
 server's ``db_lock_timeout_ms``, a statement past ``db_statement_timeout_ms`` answers 503
-``database_timeout``; never a request that does not return. Nothing is written meanwhile,
+``database_timeout``; never a request that does not return. So is the wait on the
+Kubernetes API server reviewing a token. Nothing is written meanwhile,
 and the same request succeeds once the lock is gone.
 
 Before, a session holding a row lock (an operator's ``SELECT ... FOR UPDATE``, a stuck
@@ -12,12 +13,17 @@ the chain lock every write at all, wait as long as it was held.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
+import yaml
 
+from attested_cortex.server.auth_kubernetes import REVIEW_TIMEOUT_S, KubernetesAuth, client_review
 from attested_cortex.store.events import CHAIN_LOCK_KEY
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 from tests.transcripts.common import count, store_transcript
@@ -115,3 +121,45 @@ async def test_a_statement_past_its_timeout_is_a_503(
         assert reply.body["error"]["code"] == "database_timeout", reply.text
         assert "unreachable" not in reply.body["error"]["message"]
     assert (await bounded(client, "GET", path)).body["content"] == "before"
+
+
+async def test_an_api_server_that_trickles_its_answer_is_a_503(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    """``--auth kubernetes`` against an API server that answers one byte a second: the
+    client's read timeout restarts with every byte, so the review never ended; now the
+    request answers 503 within the review's bound."""
+    stop = asyncio.Event()
+
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            for byte in itertools.cycle(b"HTTP/1.1 200 OK\r\nX-Slow: "):
+                writer.write(bytes([byte]))
+                await writer.drain()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.5):
+                        await stop.wait()  # a paced writer, ended with the test
+                if stop.is_set():
+                    break
+        writer.close()
+
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "slow",
+        "clusters": [{"name": "slow", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "unused"}}],
+        "contexts": [{"name": "slow", "context": {"cluster": "slow", "user": "u"}}]}))
+    client = await make_cortex(migrated_pg15_dsn, migrated=False,
+                               auth=KubernetesAuth(client_review(kubeconfig=kubeconfig)))
+    try:
+        async with asyncio.timeout(REVIEW_TIMEOUT_S + BOUND_S):
+            reply = await client.call("GET", "/v1/capabilities", agent=None,
+                                      headers={"Authorization": "Bearer some.jwt.value"})
+        assert reply.status == 503 and reply.body["error"]["code"] == "not_ready", reply.text
+        assert "some.jwt.value" not in reply.text
+    finally:
+        stop.set()
+        server.close()
+        await server.wait_closed()

@@ -120,6 +120,14 @@ def client_review(*, kubeconfig: Path | None, audiences: Sequence[str] = ()) -> 
         return bool(status and status.authenticated), user or ""
 
     async def review(token: str) -> tuple[bool, str]:
-        return await asyncio.to_thread(review_sync, token)
+        # The client's timeout bounds each socket read, not the answer: an API server that
+        # sends one byte a second held the request (and an executor thread) for ever. The
+        # thread ends when the server does; the request answers 503 now.
+        try:
+            async with asyncio.timeout(REVIEW_TIMEOUT_S + 1):
+                return await asyncio.to_thread(review_sync, token)
+        except TimeoutError:
+            raise NotReadyError("the Kubernetes API server did not answer the TokenReview "
+                                f"within {REVIEW_TIMEOUT_S + 1:.0f} s") from None
 
     return review
