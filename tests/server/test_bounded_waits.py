@@ -1,8 +1,10 @@
 """Every wait inside the database is bounded: a lock held by another session (a memory's
 row, a cited transcript's row, the audit chain, a whole table) answers 409 within the
 server's ``db_lock_timeout_ms``, a statement past ``db_statement_timeout_ms`` answers 503
-``database_timeout``; never a request that does not return. So is the wait on the
-Kubernetes API server reviewing a token. Nothing is written meanwhile,
+``database_timeout``; never a request that does not return. So are the wait on the
+Kubernetes API server reviewing a token and on a remote hook that never answers, on every
+route. (A slow embedder: ``test_slow_endpoint_never_holds_a_write`` in
+tests/recall/test_hybrid.py.) Nothing is written meanwhile,
 and the same request succeeds once the lock is gone.
 
 Before, a session holding a row lock (an operator's ``SELECT ... FOR UPDATE``, a stuck
@@ -23,8 +25,10 @@ from typing import Any
 import psycopg
 import yaml
 
+from attested_cortex.hooks.events import EVENTS
 from attested_cortex.server.auth_kubernetes import REVIEW_TIMEOUT_S, KubernetesAuth, client_review
 from attested_cortex.store.events import CHAIN_LOCK_KEY
+from tests.server.test_hooks_api import hooks_file
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 from tests.transcripts.common import count, store_transcript
 
@@ -161,5 +165,59 @@ async def test_an_api_server_that_trickles_its_answer_is_a_503(
         assert "some.jwt.value" not in reply.text
     finally:
         stop.set()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_remote_hook_that_never_answers_bounds_every_route(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    """A remote hook on every event that accepts the connection, reads every request and
+    never answers: each route answers (fail open) within the hook's budget per event."""
+    silent: list[asyncio.StreamWriter] = []
+
+    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        silent.append(writer)
+        with contextlib.suppress(ConnectionError):
+            while await reader.read(65536):
+                pass  # read and drop: the hook is there, and silent
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    hook = {"name": "silent", "events": list(EVENTS), "mode": "remote",
+            "address": f"tcp://127.0.0.1:{port}", "timeout_ms": 300}
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, graph_backend="CTE",
+                               hooks_file=hooks_file(tmp_path, hook),
+                               transcripts={"enabled": True})
+    try:
+        trail = await bounded(client, "POST", "/v1/transcripts",
+                              {"namespace": "n", "content": "user: hi\nagent: hello"})
+        assert trail.status == 201, trail.text
+        a = await bounded(client, "POST", "/v1/memories", {"namespace": "n", "content": "a",
+                          "citations": [{"transcript_id": trail.body["id"], "start": 0,
+                                         "end": 8}]})
+        b = await bounded(client, "POST", "/v1/memories", {"namespace": "n", "content": "b"})
+        assert a.status == b.status == 201, (a.text, b.text)
+        ids = {"src_id": a.body["id"], "dst_id": b.body["id"]}
+        link = await bounded(client, "POST", "/v1/links", {**ids, "relation": "related_to"})
+        assert link.status == 201, link.text
+        for method, path, body in [
+            ("PATCH", f"/v1/memories/{a.body['id']}", {"title": "t"}),
+            ("POST", "/v1/recall", {"query": "a"}),
+            ("POST", "/v1/kg/query", {"start_id": a.body["id"], "depth": 1}),
+            ("POST", "/v1/kg/paths", ids),
+            ("GET", f"/v1/memories/{a.body['id']}/replay", None),
+            ("POST", "/v1/kg/invalidate", {"link_id": link.body["id"]}),
+            ("DELETE", f"/v1/memories/{b.body['id']}", None),
+        ]:
+            reply = await bounded(client, method, path, body)
+            assert reply.status == 200, (path, reply.text)
+        assert silent, "the hook was never reached"
+        metrics = (await client.call("GET", "/metrics")).text
+        # the first calls time out; then the silent connection is reset and backs off
+        assert 'cause="timeout"' in metrics and 'cause="unavailable"' in metrics
+    finally:
+        for writer in silent:
+            writer.close()
         server.close()
         await server.wait_closed()
