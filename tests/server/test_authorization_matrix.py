@@ -16,16 +16,19 @@ Agents authenticate with real generated tokens (``--auth tokens``) so scopes are
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import requests
 
 from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import approval_settings, signed
 from tests.support.cortex import MakeCortex, Reply
+from tests.support.served import CORTEXCTL, serve
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -294,3 +297,32 @@ async def test_x_agent_id_is_ignored_under_tokens_auth(
     for key in ("listing", "rows:signed_events", "audit_events"):
         after.pop(key), before.pop(key)
     assert after == before
+
+
+def test_the_real_cli_and_server_ignore_x_agent_id(migrated_pg15_dsn: str,
+                                                    tmp_path: Path) -> None:
+    """``cortexctl tokens generate`` and ``cortexctl serve --auth tokens`` as processes:
+    bob's token beside alice's name writes as bob, and cannot touch alice's memory."""
+    tokens_file = tmp_path / "tokens"
+    tokens = {}
+    for who in ("alice", "bob"):
+        made = subprocess.run([*CORTEXCTL, "tokens", "generate", "--agent-id", who,
+                               "--tokens-file", str(tokens_file)],
+                              check=True, capture_output=True, text=True, timeout=60)
+        tokens[who] = made.stdout.strip()
+    with serve(migrated_pg15_dsn, tmp_path, "--auth", "tokens", "--tokens-file",
+               str(tokens_file)) as served, requests.Session() as http:
+        def call(who: str, method: str, path: str, body: Any = None) -> requests.Response:
+            return http.request(method, served.base + path, json=body, timeout=30, headers={
+                "Authorization": f"Bearer {tokens[who]}", "X-Agent-Id": "alice"})
+
+        mine = call("alice", "POST", "/v1/memories", {"namespace": "n", "content": "a"})
+        assert mine.status_code == 201 and mine.json()["author"] == "alice"
+        path = f"/v1/memories/{mine.json()['id']}"
+        spoof = call("bob", "PATCH", path, {"content": "b"})
+        assert spoof.status_code == 403 and spoof.json()["error"]["code"] == "not_owner"
+        theirs = call("bob", "POST", "/v1/memories", {"namespace": "n", "content": "b"})
+        assert theirs.status_code == 201 and theirs.json()["author"] == "bob"
+        alone = http.get(served.base + path, headers={"X-Agent-Id": "alice"}, timeout=30)
+        assert alone.status_code == 401
+        assert call("alice", "GET", path).json()["content"] == "a"
