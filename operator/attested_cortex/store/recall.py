@@ -62,19 +62,8 @@ or_c AS (
       AND m.deleted_at IS NULL AND m.search @@ {or_query} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
-st AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
-    FROM pg_stats s
-    WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search'
-    LIMIT 1
-),
 lex AS MATERIALIZED (
-    SELECT q.lexeme,
-           ln(1.0 / greatest(coalesce(
-               st.freqs[array_position(st.elems, q.lexeme)],
-               st.freqs[cardinality(st.elems) + 1] / 2,
-               0.01), 1e-9)) AS idf
-    FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
+    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS l(lexeme, idf)
 ),
 fts AS (
     SELECT c.id,
@@ -147,6 +136,26 @@ _EMBEDDED = (
     "EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = t.id "
     "AND e.model = %(model)s AND e.dim = {dim} AND e.revision = t.revision)"
 )
+
+
+#: The query's lexemes and their rarity weights, from the planner's statistics of the search
+#: column. A statement of its own, prepared once per connection: inside the recall statement
+#: the ``pg_stats`` view (five catalogs and a privilege check) was planned anew with every
+#: recall, 2 of its 8 ms at 10k (docs/adr/0014).
+_LEXEMES = """
+WITH st AS (
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
+    FROM pg_stats s
+    WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search'
+    LIMIT 1
+)
+SELECT q.lexeme,
+       ln(1.0 / greatest(coalesce(
+           st.freqs[array_position(st.elems, q.lexeme)],
+           st.freqs[cardinality(st.elems) + 1] / 2,
+           0.01), 1e-9))::float8 AS idf
+FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
+"""
 
 
 #: The AND query's lexemes joined by OR (the relaxed form). Written inline, not in a CTE,
@@ -224,6 +233,10 @@ async def recall(
         ns_filter = "AND m.namespace = ANY(%(namespaces)s)"
         params["namespaces"] = ancestors(namespace)
         params["qdepth"] = depth(namespace)
+    cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
+    lex = await cur.fetchall()
+    params["lexemes"] = [r["lexeme"] for r in lex]
+    params["idfs"] = [r["idf"] for r in lex]
     parts = ["WITH", _FTS.format(ns_filter=ns_filter, or_query=_OR_QUERY,
                                  coverage=COVERAGE_WEIGHT, density=1 - COVERAGE_WEIGHT)]
     embedded = "NULL::boolean"
