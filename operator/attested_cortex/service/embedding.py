@@ -56,7 +56,7 @@ class VectorSettings:
     pause_s: float = 0.05
     idle_s: float = 30.0
     min_similarity: float = 0.0
-    vector_pool: int = 100
+    vector_pool: int = 50
     #: Memories waiting for the write-behind embedder; 0 embeds inline after each write.
     write_queue: int = 4096
 
