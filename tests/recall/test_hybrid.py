@@ -15,6 +15,7 @@ from psycopg import sql
 
 from attested_cortex.server.auth import TokenAuth
 from attested_cortex.server.tokens import generate
+from attested_cortex.store import recall as store_recall
 from attested_cortex.store.migrating import migrate
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
 from tests.recall.embedserver import embed_server
@@ -98,6 +99,31 @@ async def test_explain_gives_each_score_part(age_database: Database,
     assert first["score"] == pytest.approx(expected, abs=1e-5)
     plain = await recall(cortex, "password rotation")
     assert "explain" not in plain["results"][0]
+
+
+@pytest.mark.parametrize("exact_max", [2000, 0], ids=["exact", "planner"])
+async def test_namespace_filter_searches_its_vectors(age_database: Database,
+                                                     make_cortex: MakeCortex, exact_max: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recall with a namespace searches the vectors of that namespace and its ancestors
+    (a small namespace exactly, by primary key; a large one as the planner chooses:
+    docs/adr/0014), never those of others."""
+    monkeypatch.setattr(store_recall, "EXACT_MAX", exact_max)
+    cortex = await make_cortex(age_database.dsn)
+    inside = await cortex.store("org/team", DEPLOY)
+    parent = await cortex.store("org", "Kubernetes operators watch custom resources")
+    outside = await cortex.store("other/team", DEPLOY + " (other team)")
+    for i, text in enumerate(OTHERS):
+        await cortex.store("org/team", text)
+        await cortex.store("other/team", f"{text} ({i})")
+    await cortex.embedded_behind()
+    body = await recall(cortex, "when do we stop shipping?", namespace="org/team/sub",
+                        explain=True)
+    ids = [r["id"] for r in body["results"]]
+    assert body["mode"] == "hybrid" and ids[0] == inside["id"]
+    assert parent["id"] in ids and outside["id"] not in ids
+    assert body["results"][0]["explain"]["vector"]["rank"] == 1
+    assert {r["namespace"] for r in body["results"]} <= {"org/team", "org"}
 
 
 async def test_budget_still_holds_in_hybrid_mode(age_database: Database,

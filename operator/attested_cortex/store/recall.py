@@ -47,6 +47,9 @@ DEFAULT_POOL = 200
 #: docs/adr/0014: 50 lost nothing against 100 on the quality set, at 1.6 ms less per recall.
 DEFAULT_VECTOR_POOL = 50
 RRF_K = 60
+#: Namespaces the planner expects at most this many memories in are searched exactly
+#: (``_VEC_EXACT``).
+EXACT_MAX = 2000
 #: Weights of the full-text score: rarity-weighted word coverage, then cover density.
 COVERAGE_WEIGHT = 0.85
 
@@ -93,6 +96,31 @@ vec_r AS (
     WHERE dist <= 1 - %(min_similarity)s
 )
 """
+
+#: The vector candidates of a recall in a small namespace (the planner expects at most
+#: :data:`EXACT_MAX` memories there): exact, each of its memories' vectors read by primary
+#: key. For such a filter the planner otherwise hash-joins the namespace with a scan of every
+#: vector, or walks the HNSW index with the filter (approximate, and no faster at 10k:
+#: docs/adr/0014). A larger namespace keeps ``_VEC``, the planner's choice.
+_VEC_EXACT = """,
+vec AS (
+    SELECT m.id, e.dist FROM memories m CROSS JOIN LATERAL (
+        SELECT (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}))::float8 AS dist
+        FROM memory_embeddings e
+        WHERE e.memory_id = m.id AND e.dim = {dim} AND e.model = %(model)s
+          AND e.revision = m.revision
+        LIMIT 1) e
+    WHERE m.deleted_at IS NULL AND m.namespace = ANY(%(namespaces)s)
+    ORDER BY e.dist LIMIT %(vector_pool)s
+),
+vec_r AS (
+    SELECT id, dist, rank() OVER (ORDER BY dist) AS r FROM vec
+    WHERE dist <= 1 - %(min_similarity)s
+)
+"""
+
+#: The planner's estimate of the memories in the query's namespaces (no rows are read).
+_NS_ROWS = "EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE m.namespace = ANY(%s)"
 
 _HYBRID_SELECT = """
 , ranked AS (
@@ -234,7 +262,16 @@ async def recall(
         ns_filter = "AND m.namespace = ANY(%(namespaces)s)"
         params["namespaces"] = ancestors(namespace)
         params["qdepth"] = depth(namespace)
-    cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
+    exact = False
+    if namespace is not None and vector is not None and vector.search:
+        async with conn.pipeline():  # one round trip for both
+            cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
+            plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],), prepare=False)
+        plan = await plan_cur.fetchone()
+        exact = plan is not None and \
+            plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
+    else:
+        cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
     lex = await cur.fetchall()
     params["lexemes"] = [r["lexeme"] for r in lex]
     params["idfs"] = [r["idf"] for r in lex]
@@ -248,7 +285,8 @@ async def recall(
     if vector is not None and vector.search:
         params.update(qvec=vector_literal(vector.vector), vector_pool=vector.vector_pool,
                       min_similarity=vector.min_similarity)
-        parts += [_VEC.format(dim=dim, ns_filter=ns_filter), _HYBRID_SELECT.format(k=RRF_K)]
+        vec = _VEC_EXACT.format(dim=dim) if exact else _VEC.format(dim=dim, ns_filter=ns_filter)
+        parts += [vec, _HYBRID_SELECT.format(k=RRF_K)]
     else:
         parts.append(_FTS_SELECT)
     parts.append(_FINAL.format(embedded=embedded))
