@@ -382,6 +382,11 @@ async def _write_behind(db: Database, vectors: Vectors) -> None:
             log.warning("write-behind embedding left to the backfill",
                         extra={"memories": len(batch), "error": str(exc)})
             vectors.wake()
+        except Exception:  # a defect must not end the embedder: the backfill covers the batch
+            behind.failed += len(batch)
+            metrics.failures.labels("write").inc(len(batch))
+            log.exception("write-behind batch failed", extra={"memories": len(batch)})
+            vectors.wake()
         finally:
             behind.in_flight = 0
 

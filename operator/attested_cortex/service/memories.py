@@ -116,7 +116,7 @@ class StoreCall(Call[Memory]):
                 await mirror.on_memory_created(conn, memory.id, memory.namespace)
             if signed is not None:
                 await write_records.record_signed_memory(conn, caller, memory, signed)
-        # After the write committed (it never waits on the embedder), bounded by timeout_ms.
+        # After the write committed: queued for the write-behind embedder (never waited on).
         await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory
 
