@@ -48,8 +48,9 @@ DEFAULT_POOL = 200
 DEFAULT_VECTOR_POOL = 50
 RRF_K = 60
 #: Namespaces the planner expects at most this many memories in are searched exactly
-#: (``_VEC_EXACT``).
-EXACT_MAX = 2000
+#: (``_VEC_EXACT``): about 8 us a memory at 100k, so 7000 took 58 ms where the planner's
+#: choice took 22 ms; at 10k the bench's 500-700 took 4.4 ms against 6.1 (docs/adr/0014).
+EXACT_MAX = 1500
 #: Weights of the full-text score: rarity-weighted word coverage, then cover density.
 COVERAGE_WEIGHT = 0.85
 
