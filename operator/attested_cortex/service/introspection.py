@@ -69,7 +69,8 @@ def recall_capabilities(svc: Services) -> dict[str, Any]:
     """Recall mode, embedder and backfill progress, as the server runs them now."""
     if svc.vectors is None:
         return {"mode": "fulltext", "reason": "vector state not opened", "embedder": None,
-                "vector_extension": False, "vector_index": None, "backfill": None}
+                "vector_extension": False, "vector_index": None, "backfill": None,
+                "write_behind": None}
     described: dict[str, Any] = svc.vectors.describe()
     return described
 
