@@ -42,6 +42,8 @@ def build_app(
     for module in route_modules:
         app.router.add_routes(module.routes)
         operations.extend(module.operations)
+    if mcp:
+        operations.extend(mcp_endpoint.operations)
     app[OPENAPI_KEY] = openapi.build(operations)
     if mcp:
         endpoint = McpEndpoint(services)

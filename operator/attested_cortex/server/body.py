@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import hdrs, web
+from pydantic import ValidationError
 
 from attested_cortex.errors import TooLargeError, UnsupportedMediaTypeError
 from attested_cortex.jsonbounds import (
@@ -27,7 +28,7 @@ from attested_cortex.jsonbounds import (
 )
 
 __all__ = ["MAX_JSON_DEPTH", "check_content_type", "check_value", "decode_json", "parse",
-           "read_json", "read_model", "validation_error"]
+           "read_json", "read_model", "read_query", "validation_error"]
 
 
 async def read_json(request: web.Request, *, max_bytes: int) -> Any:
@@ -62,3 +63,13 @@ def check_content_type(header: str | None) -> None:
 async def read_model(request: web.Request, model: type[M], *, max_bytes: int) -> M:
     """Read, decode, parse and validate a request body as ``model``."""
     return parse(model, await read_json(request, max_bytes=max_bytes))
+
+
+def read_query(request: web.Request, model: type[M]) -> M:
+    """The query string as ``model`` (the parameters it names; others are ignored). Values
+    are text, so they are converted as pydantic's lax mode does ("50" -> 50, "true")."""
+    data = {name: request.query[name] for name in model.model_fields if name in request.query}
+    try:
+        return model.model_validate(data, strict=False)
+    except ValidationError as exc:
+        raise validation_error(exc) from exc

@@ -20,10 +20,25 @@ from aiohttp import web
 from starlette.types import Message
 
 from attested_cortex.mcp.serving import PATH, McpEndpoint, scope_values
+from attested_cortex.server.openapi import Operation
 from attested_cortex.server.state import caller
 
 ENDPOINT_KEY = web.AppKey("cortex_mcp", McpEndpoint)
 _READ_CHUNK = 64 * 1024
+#: What the transport answers besides success (JSON-RPC error bodies; docs/mcp.md).
+_TRANSPORT = {400: "Not a valid JSON-RPC message, or a request without a session",
+              404: "Unknown or expired Mcp-Session-Id", 405: "Method not allowed in this era",
+              406: "Accept must name application/json and text/event-stream",
+              413: "The message is larger than max_body_bytes plus the JSON-RPC envelope",
+              415: "Content-Type must be application/json", 422: "Unprocessable message",
+              503: "Too many open sessions"}
+_SUMMARY = ("Model Context Protocol, Streamable HTTP (JSON-RPC; the memory tools through the "
+            "same pipeline as these routes; docs/mcp.md)")
+operations = [
+    Operation(method, PATH, _SUMMARY, 200, None, errors=(401,),
+              extra_responses={202: "Notification or response accepted", **_TRANSPORT})
+    for method in ("POST", "GET", "DELETE")
+]
 
 
 def mount(app: web.Application, endpoint: McpEndpoint) -> None:
