@@ -12,7 +12,7 @@ import sys
 
 from bench.summary import write_performance
 
-AREAS = ("hooks", "attest", "recall", "policy", "kg", "operator", "recovery", "quality")
+AREAS = ("hooks", "attest", "recall", "policy", "kg", "operator", "recovery", "quality", "mcp")
 
 
 def main(argv: list[str]) -> int:
