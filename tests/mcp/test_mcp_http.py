@@ -398,3 +398,35 @@ async def test_capabilities_without_the_endpoint_say_so(
     from attested_cortex.service.introspection import mcp
 
     assert mcp(cortex.services.__class__(db=cortex.services.db))["enabled"] is False
+
+
+async def test_held_for_approval_decided_over_mcp_with_the_approvers_hmac(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    from attested_cortex.service.approvals_api import DecideApproval, canonical_body
+    from tests.server.test_pipeline import approval_settings, signed
+
+    cortex = await make_cortex(migrated_pg15_dsn, migrated=False, **approval_settings(tmp_path))
+    body = {"namespace": "held/x", "content": "needs a yes"}
+    async with mcp_client(cortex) as client:
+        held = error(await client.call_tool("memory_store", body))
+        assert (held["status"], held["error"]["code"]) == (202, "held_for_approval")
+        approval = held["error"]["details"]["approval_id"]
+        pending = ok(await client.call_tool("approvals_list", {}))
+        assert [a["id"] for a in pending["approvals"]] == [approval]
+        decision = {"id": approval, "decision": "approve"}
+        unsigned = error(await client.call_tool("approval_decide", {
+            **decision, "timestamp": "1", "signature": "sha256=00"}))
+        assert (unsigned["status"], unsigned["error"]["code"]) == (
+            401, "approval_signature_stale")
+        path = f"/v1/approvals/{approval}"
+        headers = signed("POST", path, canonical_body(DecideApproval(decision="approve")))
+        arguments = {**decision, "timestamp": headers["X-Cortex-Timestamp"],
+                     "signature": headers["X-Cortex-Signature"]}
+        decided = ok(await client.call_tool("approval_decide", arguments))
+        assert decided["status"] == "approved"
+        replay = error(await client.call_tool("approval_decide", arguments))
+        assert replay["error"]["code"] == "approval_signature_replayed"
+    async with mcp_client(cortex, headers={"X-Cortex-Approval": approval}) as client:
+        stored = ok(await client.call_tool("memory_store", body))
+    assert stored["namespace"] == "held/x" and count_memories(migrated_pg15_dsn) == 1
