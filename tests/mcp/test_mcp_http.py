@@ -430,3 +430,28 @@ async def test_held_for_approval_decided_over_mcp_with_the_approvers_hmac(
     async with mcp_client(cortex, headers={"X-Cortex-Approval": approval}) as client:
         stored = ok(await client.call_tool("memory_store", body))
     assert stored["namespace"] == "held/x" and count_memories(migrated_pg15_dsn) == 1
+
+
+async def test_quotas_and_audit_hold_for_mcp_calls(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    cortex = await make_cortex(migrated_pg15_dsn, migrated=False,
+                               quotas={"requests_per_second": 3,
+                                       "storage_per_agent_bytes": 100},
+                               permissions={"mode": "advisory", "rules": [deny_rule()]})
+    async with mcp_client(cortex, agent="dev:busy") as client:
+        answers = [await client.call_tool("memory_list", {}) for _ in range(8)]
+        limited = [error(r) for r in answers if r.is_error]
+        assert limited and all(e["status"] == 429 for e in limited)
+        assert all(e["error"]["code"] == "quota_exceeded" and e["error"]["details"]["retry_after"]
+                   >= 1 for e in limited)
+    async with mcp_client(cortex, agent="dev:writer") as client:
+        big = error(await client.call_tool("memory_store", {"namespace": "t",
+                                                            "content": "x" * 200}))
+        assert (big["status"], big["error"]["code"]) == (413, "storage_quota_exceeded")
+        # advisory mode: the rule's denial is let through, and recorded by the audit step
+        ok(await client.call_tool("memory_store", {"namespace": "secret/k", "content": "k"}))
+    metrics = (await cortex.call("GET", "/metrics")).text
+    assert 'cortex_policy_decisions_total{effect="advisory",operation="memory.store",' \
+        'source="rule",verdict="deny"} 1.0' in metrics
+    assert 'route="/mcp",status="200"' in metrics
