@@ -455,3 +455,21 @@ async def test_quotas_and_audit_hold_for_mcp_calls(
     assert 'cortex_policy_decisions_total{effect="advisory",operation="memory.store",' \
         'source="rule",verdict="deny"} 1.0' in metrics
     assert 'route="/mcp",status="200"' in metrics
+
+
+async def test_another_origin_is_refused_and_answers_are_single_json(
+    cortex: CortexClient,
+) -> None:
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    evil = await cortex.call("POST", "/mcp", hello,
+                             headers={**accept, "Origin": "http://evil.example"})
+    assert (evil.status, evil.body["error"]["code"]) == (403, "origin_not_allowed")
+    same = await cortex.call("POST", "/mcp", hello,
+                             headers={**accept, "Origin": cortex.base})
+    assert same.status == 200, same.text
+    assert same.headers.getall("Content-Type") == ["application/json"]
+    assert same.body["result"]["protocolVersion"] == "2025-11-25"
+    assert same.headers["X-Request-Id"]

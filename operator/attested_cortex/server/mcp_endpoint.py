@@ -3,12 +3,13 @@ application through a small ASGI bridge (ADR 0012).
 
 The request has passed the same middleware as every route (request id, access log, metrics,
 authentication: a bearer token, a service-account token, or ``X-Agent-Id`` with ``--auth
-dev``; 401 in the envelope otherwise). The handler then serves it with the SDK's ASGI
-application: the scope carries the method, path, headers and the authenticated caller, the
-body is streamed to it as it arrives (the SDK refuses one past ``max_body_bytes`` plus the
-JSON-RPC envelope with 413), and its answer is written back, buffered when it is one body (a
-JSON response) and streamed when it is not (server-sent events). Called by
-:func:`attested_cortex.server.app.build_app`.
+dev``; 401 in the envelope otherwise), and a browser's request from another origin is 403
+(``Origin``, as the transport requires against DNS rebinding). The handler then serves it
+with the SDK's ASGI application: the scope carries the method, path, headers and the
+authenticated caller, the body is streamed to it as it arrives (the SDK refuses one past
+``max_body_bytes`` plus the JSON-RPC envelope with 413), and its answer is written back,
+buffered when it is one body (a JSON response) and streamed when it is not (server-sent
+events). Called by :func:`attested_cortex.server.app.build_app`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from aiohttp import web
 from starlette.types import Message
 
+from attested_cortex.errors import DeniedError
 from attested_cortex.mcp.serving import PATH, McpEndpoint, scope_values
 from attested_cortex.server.openapi import Operation
 from attested_cortex.server.state import caller
@@ -35,7 +37,7 @@ _TRANSPORT = {400: "Not a valid JSON-RPC message, or a request without a session
 _SUMMARY = ("Model Context Protocol, Streamable HTTP (JSON-RPC; the memory tools through the "
             "same pipeline as these routes; docs/mcp.md)")
 operations = [
-    Operation(method, PATH, _SUMMARY, 200, None, errors=(401,),
+    Operation(method, PATH, _SUMMARY, 200, None, errors=(401, 403),
               extra_responses={202: "Notification or response accepted", **_TRANSPORT})
     for method in ("POST", "GET", "DELETE")
 ]
@@ -66,6 +68,7 @@ async def _wait(app: web.Application) -> None:
 
 async def handle(request: web.Request) -> web.StreamResponse:
     """One MCP HTTP request, answered by the SDK."""
+    check_origin(request)
     endpoint = request.app[ENDPOINT_KEY]
     peer = request.transport.get_extra_info("peername") if request.transport else None
     scope: dict[str, Any] = {
@@ -81,6 +84,15 @@ async def handle(request: web.Request) -> web.StreamResponse:
     bridge = _Bridge(request)
     await endpoint(scope, bridge.receive, bridge.send)
     return await bridge.finish()
+
+
+def check_origin(request: web.Request) -> None:
+    """The transport's Origin rule (against DNS rebinding): a browser page may only call
+    /mcp from the server's own origin. MCP clients outside browsers send no Origin."""
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        raise DeniedError("requests from another origin may not use /mcp",
+                          code="origin_not_allowed", origin=origin[:200])
 
 
 class _Bridge:
