@@ -11,7 +11,9 @@ a rotating order (paired, interleaved: host noise lands on all of them):
   response), the same aiohttp client: what the server adds;
 * ``mcp_sdk_modern`` / ``mcp_sdk_session``: the official SDK's client, 2026-07-28
   per-request envelope / handshake-era session: what an agent host built on the SDK sees
-  (the client's own validation included).
+  (the client's own validation included);
+* ``http_httpx2``: ``POST /v1/recall`` with the HTTP client library the SDK's client uses
+  (``httpx2``), which separates that library's cost from MCP's.
 
 The mount comparison serves a 2k-memory database three ways in subprocesses (the SDK's
 manager behind this project's ASGI bridge with JSON responses, the same with SSE responses,
@@ -89,13 +91,15 @@ async def paired_recalls(base: str, gen: TextGenerator, *, queries: int = QUERIE
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     url = f"{base}/mcp"
-    names = ("http", "mcp_session", "mcp_sdk_modern", "mcp_sdk_session")
+    names = ("http", "mcp_session", "mcp_sdk_modern", "mcp_sdk_session", "http_httpx2")
     samples: dict[str, list[float]] = {n: [] for n in names}
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(
             aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}))
         session = await open_session(http, url)
         clients = {}
+        plain = await stack.enter_async_context(
+            create_mcp_http_client(headers={"X-Agent-Id": "bench"}))
         for name, mode in (("mcp_sdk_modern", "auto"), ("mcp_sdk_session", "legacy")):
             pool = await stack.enter_async_context(
                 create_mcp_http_client(headers={"X-Agent-Id": "bench"}))
@@ -107,6 +111,10 @@ async def paired_recalls(base: str, gen: TextGenerator, *, queries: int = QUERIE
                 async with http.post(f"{base}/v1/recall", json=body) as response:
                     payload = await response.json()
                     assert response.status == 200, payload
+            elif name == "http_httpx2":
+                reply = await plain.post(f"{base}/v1/recall", json=body)
+                assert reply.status_code == 200, reply.text
+                reply.json()
             elif name == "mcp_session":
                 await session_call(http, url, session, body, n)
             else:
@@ -125,8 +133,13 @@ async def paired_recalls(base: str, gen: TextGenerator, *, queries: int = QUERIE
                     samples[name].append((time.perf_counter() - started) * 1000)
     out: dict[str, Any] = {name: percentiles(values) for name, values in samples.items()}
     for name in names[1:]:
+        if name == "http_httpx2":
+            continue
         out[f"{name}_p50_delta_ms"] = round(out[name]["p50"] - out["http"]["p50"], 3)
         out[f"{name}_p95_delta_ms"] = round(out[name]["p95"] - out["http"]["p95"], 3)
+    for name in ("mcp_sdk_modern", "mcp_sdk_session"):  # the SDK client against its own
+        out[f"{name}_vs_httpx2_p95_delta_ms"] = round(  # HTTP library: MCP's share
+            out[name]["p95"] - out["http_httpx2"]["p95"], 3)
     out["load_average"] = load()
     return out
 

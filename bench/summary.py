@@ -206,8 +206,11 @@ def mcp_rows(d: dict[str, Any]) -> list[Row]:
                          "/v1/recall (paired runs)",
                          f"{paired[name]['p50']} / {paired[name]['p95']} ms vs "
                          f"{paired['http']['p50']} / {paired['http']['p95']} ms "
-                         f"(p95 {paired[name + '_p95_delta_ms']:+} ms; load "
-                         f"{paired.get('load_average')})",
+                         f"(p95 {paired[name + '_p95_delta_ms']:+} ms"
+                         + (f"; {paired[name + '_vs_httpx2_p95_delta_ms']:+} ms vs the same "
+                            "route through the SDK's HTTP library"
+                            if name + "_vs_httpx2_p95_delta_ms" in paired else "")
+                         + f"; load {paired.get('load_average')})",
                          "p95 overhead <= 2 ms" if name == "mcp_session" else "recorded"))
     mounts = d.get("mounts_2k") or {}
     parts = [f"{name} {mounts[name]['p50']} / {mounts[name]['p95']}"
