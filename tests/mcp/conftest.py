@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
-import httpx2
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -30,10 +28,3 @@ async def mcp_client(cortex: CortexClient, *, agent: str | None = None, mode: st
         async with Client(transport, mode=mode) as client:
             yield client
 
-
-def structured(result: Any) -> Any:
-    """A tool result's structured content (the JSON the HTTP route answers)."""
-    return result.structured_content
-
-
-__all__ = ["httpx2", "mcp_client", "structured"]

@@ -385,19 +385,18 @@ async def test_capabilities_report_the_mounted_endpoint(cortex: CortexClient) ->
         (await cortex.call("GET", "/v1/capabilities")).body["schema_version"]
 
 
-async def test_capabilities_without_the_endpoint_say_so(
-    make_cortex: MakeCortex, migrated_pg15_dsn: str,
-) -> None:
+async def test_capabilities_without_the_endpoint_say_so(cortex: CortexClient) -> None:
     from attested_cortex.server.app import build_app
-
-    cortex = await make_cortex(migrated_pg15_dsn, migrated=False)
-    bare = build_app(cortex.services.__class__(db=cortex.services.db), auth=None,  # type: ignore[arg-type]
-                     mcp=False)
-    assert ("POST", "/mcp") not in {(r.method, r.resource.canonical)
-                                    for r in bare.router.routes() if r.resource is not None}
+    from attested_cortex.server.auth import DevAuth
+    from attested_cortex.service.context import Services
     from attested_cortex.service.introspection import mcp
 
-    assert mcp(cortex.services.__class__(db=cortex.services.db))["enabled"] is False
+    bare = Services(db=cortex.services.db)
+    app = build_app(bare, auth=DevAuth(), mcp=False)
+    assert ("POST", "/mcp") not in {(r.method, r.resource.canonical)
+                                    for r in app.router.routes() if r.resource is not None}
+    assert mcp(bare) == {"enabled": False,
+                         "reason": "no MCP endpoint is mounted in this process"}
 
 
 async def test_held_for_approval_decided_over_mcp_with_the_approvers_hmac(
