@@ -212,6 +212,12 @@ def mcp_rows(d: dict[str, Any]) -> list[Row]:
                             if name + "_vs_httpx2_p95_delta_ms" in paired else "")
                          + f"; load {paired.get('load_average')})",
                          "p95 overhead <= 2 ms" if name == "mcp_session" else "recorded"))
+    cpu = d.get("server_cpu_per_recall_10k")
+    if cpu:
+        rows.append(("server CPU per memory_recall at 10k: POST /v1/recall vs tools/call on a "
+                     "session (best of rounds)",
+                     f"{cpu['http_ms']} vs {cpu['mcp_session_ms']} ms "
+                     f"(MCP adds {cpu['mcp_added_ms']} ms)", "recorded"))
     mounts = d.get("mounts_2k") or {}
     parts = [f"{name} {mounts[name]['p50']} / {mounts[name]['p95']}"
              for name in ("bridge_json", "bridge_sse", "aiohttp_asgi_json", "http")
