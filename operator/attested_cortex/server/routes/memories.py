@@ -28,20 +28,6 @@ def path_uuid(request: web.Request, name: str = "id") -> uuid.UUID:
         raise InvalidInputError(f"{name} must be a UUID", field=name) from exc
 
 
-def query_int(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
-    """An integer query parameter within ``low..high`` (400 otherwise)."""
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise InvalidInputError(f"{name} must be an integer", field=name) from exc
-    if not low <= value <= high:
-        raise InvalidInputError(f"{name} must be within {low}..{high}", field=name)
-    return value
-
-
 @routes.post("/v1/memories")
 async def store_memory(request: web.Request) -> web.Response:
     """Store a memory; 201 with the stored memory."""
