@@ -137,6 +137,9 @@ async def paired_recalls(base: str, gen: TextGenerator, *, queries: int = QUERIE
             continue
         out[f"{name}_p50_delta_ms"] = round(out[name]["p50"] - out["http"]["p50"], 3)
         out[f"{name}_p95_delta_ms"] = round(out[name]["p95"] - out["http"]["p95"], 3)
+        # the same query's two round trips, sent back to back: the overhead per call
+        out[f"{name}_paired_difference_ms"] = percentiles(
+            [m - h for m, h in zip(samples[name], samples["http"], strict=True)])
     for name in ("mcp_sdk_modern", "mcp_sdk_session"):  # the SDK client against its own
         out[f"{name}_vs_httpx2_p95_delta_ms"] = round(  # HTTP library: MCP's share
             out[name]["p95"] - out["http_httpx2"]["p95"], 3)

@@ -212,6 +212,11 @@ def mcp_rows(d: dict[str, Any]) -> list[Row]:
                             if name + "_vs_httpx2_p95_delta_ms" in paired else "")
                          + f"; load {paired.get('load_average')})",
                          "p95 overhead <= 2 ms" if name == "mcp_session" else "recorded"))
+    diff = _get(paired, "mcp_session_paired_difference_ms")
+    if diff:
+        rows.append(("memory_recall at 10k, MCP minus HTTP for the same query sent back to "
+                     "back (tools/call on a session): p50 / p95 of the difference",
+                     f"{diff['p50']} / {diff['p95']} ms", "p95 overhead <= 2 ms"))
     cpu = d.get("server_cpu_per_recall_10k")
     if cpu:
         rows.append(("server CPU per memory_recall at 10k: POST /v1/recall vs tools/call on a "
