@@ -472,3 +472,18 @@ async def test_another_origin_is_refused_and_answers_are_single_json(
     assert same.headers.getall("Content-Type") == ["application/json"]
     assert same.body["result"]["protocolVersion"] == "2025-11-25"
     assert same.headers["X-Request-Id"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_calls_leave_no_task_behind(cortex: CortexClient, mode: str) -> None:
+    async with mcp_client(cortex, mode=mode) as client:  # warm: the endpoint's own tasks
+        ok(await client.call_tool("memory_list", {}))
+    before = len(asyncio.all_tasks())
+    async with mcp_client(cortex, mode=mode) as client:
+        for _ in range(200):
+            ok(await client.call_tool("memory_list", {}))
+    for _ in range(500):  # bounded wait (5 s) for the session's tasks to wind down
+        if len(asyncio.all_tasks()) <= before:
+            break
+        await asyncio.sleep(0.01)
+    assert len(asyncio.all_tasks()) <= before

@@ -142,6 +142,7 @@ class McpEndpoint:
             "protocol_versions": [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS],
             "latest_protocol_version": MODERN_PROTOCOL_VERSIONS[-1],
             "latest_handshake_version": HANDSHAKE_PROTOCOL_VERSIONS[-1],
+            # the SDK keeps no public count of open sessions: its own table is the live truth
             "sessions": {"open": len(self.manager._server_instances),
                          "idle_timeout_seconds": SESSION_IDLE_S, "max": MAX_SESSIONS},
             "responses": "json" if self.json_response else "sse",
