@@ -179,4 +179,15 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "quotas": await quotas(svc, caller),
         "approval": await approval(svc),
         "limits": svc.limits.as_dict(),
+        "mcp": mcp(svc),
     }
+
+
+def mcp(svc: Services) -> dict[str, Any]:
+    """The MCP endpoint as the server mounted it (path, transport, protocol versions, open
+    sessions), or disabled when this process serves none."""
+    describe = svc.extras.get("mcp")
+    if describe is None:
+        return {"enabled": False, "reason": "no MCP endpoint is mounted in this process"}
+    described: dict[str, Any] = describe()
+    return described
