@@ -27,12 +27,13 @@ from tests.server.test_attestation_api import SELF_SIGNER, client_signature
 from tests.server.test_hooks_api import count_memories, hooks_file, recorded, recorder
 from tests.server.test_permissions_api import deny_rule
 from tests.support.cortex import CortexClient, MakeCortex
+from tests.transcripts.common import DIALOGUE
 
 EXPECTED_TOOLS = {
     "memory_store", "memory_get", "memory_update", "memory_forget", "memory_list",
     "memory_recall", "memory_verify", "link_create", "link_invalidate", "link_verify",
     "kg_query", "kg_paths", "kg_timeline", "audit_verify", "capabilities", "approvals_list",
-    "approval_decide",
+    "approval_decide", "transcript_store", "memory_replay",
 }
 
 
@@ -62,7 +63,10 @@ async def test_tools_listed_with_schemas_from_the_api_models(
     assert set(tools) == EXPECTED_TOOLS
     openapi = (await cortex.call("GET", "/v1/openapi.json")).body["components"]["schemas"]
     store = tools["memory_store"].input_schema
-    assert store["properties"] == openapi["StoreMemory"]["properties"]
+    # A tool's schema is self-contained: nested models under its own $defs, not components.
+    assert store["$defs"]["Cite"] == openapi["Cite"]
+    assert json.loads(json.dumps(store["properties"]).replace(
+        "#/$defs/", "#/components/schemas/")) == openapi["StoreMemory"]["properties"]
     assert store["additionalProperties"] is False and store["required"] == ["namespace",
                                                                              "content"]
     recall = tools["memory_recall"].input_schema["properties"]
@@ -487,3 +491,46 @@ async def test_calls_leave_no_task_behind(cortex: CortexClient, mode: str) -> No
             break
         await asyncio.sleep(0.01)
     assert len(asyncio.all_tasks()) <= before
+
+
+def strings(value: Any) -> list[str]:
+    """Every string anywhere in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return []
+
+
+async def test_transcripts_stored_cited_and_replayed_over_mcp(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str) -> None:
+    """transcript_store and memory_replay run the transcript pipeline as the HTTP routes do:
+    spans replayed, another agent refused, a closed namespace refused with the same codes."""
+    cortex = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts={
+        "enabled": True, "namespaces": [{"namespace": "support/**"}]})
+    async with mcp_client(cortex) as client:
+        trail = ok(await client.call_tool("transcript_store", {
+            "namespace": "support/acme", "content": DIALOGUE}))
+        start = DIALOGUE.index("A long analytics query")
+        end = DIALOGUE.index("\n", start)
+        memory = ok(await client.call_tool("memory_store", {
+            "namespace": "support/acme", "content": "the reporting role held the lock",
+            "citations": [{"transcript_id": trail["id"], "start": start, "end": end}]}))
+        replayed = ok(await client.call_tool("memory_replay", {"memory_id": memory["id"]}))
+        http = await cortex.call("GET", f"/v1/memories/{memory['id']}/replay")
+        assert replayed == http.body
+        assert DIALOGUE[start:end] in strings(replayed)
+        whole = ok(await client.call_tool("memory_replay", {"memory_id": memory["id"],
+                                                            "full": True}))
+        assert DIALOGUE in strings(whole)
+        closed = error(await client.call_tool("transcript_store", {
+            "namespace": "proj/x", "content": "not kept here"}))
+        closed_http = await cortex.call("POST", "/v1/transcripts",
+                                        {"namespace": "proj/x", "content": "not kept here"})
+        assert (closed["status"], closed["error"]["code"]) == (
+            closed_http.status, closed_http.body["error"]["code"]) == (403, "transcripts_disabled")
+    async with mcp_client(cortex, agent="dev:mallory") as other:
+        refused = error(await other.call_tool("memory_replay", {"memory_id": memory["id"]}))
+    assert refused["status"] == 403 and refused["error"]["code"] == "not_owner"

@@ -8,9 +8,8 @@ schema and the OpenAPI document come from one definition. Its ``run`` calls the 
 function the route calls, which runs the operation pipeline (scope, rules, hooks, quota,
 audit); nothing here decides anything.
 
-Adding a tool is one entry: ``Tool("transcript_store", "what it does", StoreTranscript,
-lambda svc, caller, a: transcripts.store(svc, caller, a))`` where ``run`` answers a JSON
-object (wrap a list in an object). Callers: :mod:`.calling` (tools/call) and
+Adding a tool is one entry: ``Tool("name", "what it does", ArgumentModel, run)`` where
+``run`` answers a JSON object (wrap a list in an object). Callers: :mod:`.calling` (tools/call) and
 :mod:`.serving` (tools/list).
 """
 
@@ -32,6 +31,7 @@ from attested_cortex.service import (
     links,
     memories,
     recall,
+    transcripts,
 )
 from attested_cortex.service.approvals_api import SignedDecision
 from attested_cortex.service.commands import RecallQuery, StoreMemory
@@ -46,6 +46,7 @@ from attested_cortex.service.queries import (
     TimelineQuery,
     UpdateMemoryById,
 )
+from attested_cortex.service.transcript_commands import ReplayMemory, StoreTranscript
 from attested_cortex.service.views import memory_view
 
 A = TypeVar("A", bound=BaseModel)
@@ -79,6 +80,14 @@ class Tool(Generic[A]):
 
 async def _store(svc: Services, caller: Caller, a: StoreMemory) -> Answer:
     return memory_view(await memories.store(svc, caller, a))
+
+
+async def _transcript_store(svc: Services, caller: Caller, a: StoreTranscript) -> Answer:
+    return transcripts.transcript_view(await transcripts.store_transcript(svc, caller, a), svc)
+
+
+async def _replay(svc: Services, caller: Caller, a: ReplayMemory) -> Answer:
+    return await transcripts.replay(svc, caller, a)
 
 
 async def _get(svc: Services, caller: Caller, a: MemoryRef) -> Answer:
@@ -186,6 +195,13 @@ TOOLS: tuple[Tool[Any], ...] = (
     Tool("capabilities", "What this cortex is and does now: schema, recall mode, graph "
          "backend, permissions, hooks, quotas and your usage, limits, the MCP endpoint.",
          NoArguments, _capabilities, read_only=True),
+    Tool("transcript_store", "Store a conversation or reasoning trail (zstd at rest) in a "
+         "namespace where transcripts are enabled; cite its spans from memory_store's "
+         "`citations` ({transcript_id, start, end}, characters, end exclusive).",
+         StoreTranscript, _transcript_store),
+    Tool("memory_replay", "The transcript spans a memory cites (full: each cited transcript "
+         "whole); only its author may, and pruned transcripts say so.", ReplayMemory,
+         _replay, read_only=True),
     Tool("approvals_list", "Actions held for a human's approval (AskUser), oldest first "
          "(needs the approvals.decide scope).", NoArguments, _approvals, read_only=True),
     Tool("approval_decide", "Approve or reject a held action. The decision carries the "
