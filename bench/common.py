@@ -42,7 +42,8 @@ def write_result(area: str, data: dict[str, Any]) -> Path:
         "area": area,
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
+                    "platform": platform.platform(),
+                    "load_average_at_write": [round(x, 2) for x in os.getloadavg()]},
         "command": f"make bench (python -m bench {area})",
         **data,
     }
@@ -70,6 +71,26 @@ def create_database(server: Any, name: str) -> str:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
     dsn: str = server.dsn(name)
     return dsn
+
+
+def embedded_behind(base: str, *, seconds: float = 600) -> float:
+    """Wait (bounded) until the server's write-behind embedder holds nothing more (every
+    memory written so far has its vector, or was left to the backfill); seconds waited."""
+    import time
+    import urllib.request
+
+    started = time.perf_counter()
+    while True:
+        request = urllib.request.Request(f"{base}/v1/capabilities",
+                                         headers={"X-Agent-Id": "bench"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            behind = json.load(response)["recall"].get("write_behind")
+        waited = time.perf_counter() - started
+        if behind is None or behind["queued"] == 0:
+            return waited
+        if waited > seconds:
+            raise TimeoutError(f"write-behind still holds {behind} after {seconds}s")
+        time.sleep(0.02)  # polling interval of a bounded wait
 
 
 def unthrottled_config(directory: Path) -> Path:

@@ -28,7 +28,13 @@ from tests.support.served import serve
 from attested_cortex.embedding.default import DefaultEmbedder
 from attested_cortex.store.embeddings import vector_literal
 from attested_cortex.store.migrating import migrate
-from bench.common import age_server, create_database, unthrottled_config, write_result
+from bench.common import (
+    age_server,
+    create_database,
+    embedded_behind,
+    unthrottled_config,
+    write_result,
+)
 from bench.qualityset import Memory, Query, build
 
 LIMIT = 10
@@ -152,6 +158,7 @@ def measure(server: Any, tmp: Path, *, memories: int, lexical: int, paraphrase: 
     config = str(unthrottled_config(tmp))
     with serve(dsn, tmp, "--config", config) as hybrid:
         ids = asyncio.run(store_all(hybrid.base, mems))
+        embedded_behind(hybrid.base)  # the write-behind embedder has stored every vector
     spread_times(dsn, seed=memories)
     dropped = shares_a_word(dsn, queries, ids)
     kept = [q for i, q in enumerate(queries) if i not in dropped]

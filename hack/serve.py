@@ -52,6 +52,8 @@ def walkthrough(base: str, dsn: str, workdir: Path) -> str:
 
       API         {base}   (auth: dev, send X-Agent-Id)
       OpenAPI     {base}/v1/openapi.json
+      MCP         {base}/mcp   (header X-Agent-Id; stdio: cortexctl mcp --server {base}
+                  --agent-id dev:alice; docs/mcp.md)
       metrics     {base}/metrics
       database    {dsn}   (PostgreSQL 17 + Apache AGE)
       logs        {workdir}

@@ -15,6 +15,7 @@ from psycopg import sql
 
 from attested_cortex.server.auth import TokenAuth
 from attested_cortex.server.tokens import generate
+from attested_cortex.store import recall as store_recall
 from attested_cortex.store.migrating import migrate
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
 from tests.recall.embedserver import embed_server
@@ -66,6 +67,7 @@ async def test_default_embedder_finds_a_paraphrase(age_database: Database,
     target = await cortex.store("kb", DEPLOY)
     for text in OTHERS:
         await cortex.store("kb", text)
+    await cortex.embedded_behind()
     body = await recall(cortex, "when do we stop shipping?")
     assert body["mode"] == "hybrid"
     assert body["results"][0]["id"] == target["id"]
@@ -83,6 +85,7 @@ async def test_explain_gives_each_score_part(age_database: Database,
     target = await cortex.store("kb", "database password rotation policy",
                                 title="password rotation")
     await cortex.store("kb", "the lunch menu")
+    await cortex.embedded_behind()
     body = await recall(cortex, "password rotation", explain=True)
     first = body["results"][0]
     assert first["id"] == target["id"]
@@ -96,6 +99,31 @@ async def test_explain_gives_each_score_part(age_database: Database,
     assert first["score"] == pytest.approx(expected, abs=1e-5)
     plain = await recall(cortex, "password rotation")
     assert "explain" not in plain["results"][0]
+
+
+@pytest.mark.parametrize("exact_max", [2000, 0], ids=["exact", "planner"])
+async def test_namespace_filter_searches_its_vectors(age_database: Database,
+                                                     make_cortex: MakeCortex, exact_max: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recall with a namespace searches the vectors of that namespace and its ancestors
+    (a small namespace exactly, by primary key; a large one as the planner chooses:
+    docs/adr/0014), never those of others."""
+    monkeypatch.setattr(store_recall, "EXACT_MAX", exact_max)
+    cortex = await make_cortex(age_database.dsn)
+    inside = await cortex.store("org/team", DEPLOY)
+    parent = await cortex.store("org", "Kubernetes operators watch custom resources")
+    outside = await cortex.store("other/team", DEPLOY + " (other team)")
+    for i, text in enumerate(OTHERS):
+        await cortex.store("org/team", text)
+        await cortex.store("other/team", f"{text} ({i})")
+    await cortex.embedded_behind()
+    body = await recall(cortex, "when do we stop shipping?", namespace="org/team/sub",
+                        explain=True)
+    ids = [r["id"] for r in body["results"]]
+    assert body["mode"] == "hybrid" and ids[0] == inside["id"]
+    assert parent["id"] in ids and outside["id"] not in ids
+    assert body["results"][0]["explain"]["vector"]["rank"] == 1
+    assert {r["namespace"] for r in body["results"]} <= {"org/team", "org"}
 
 
 async def test_budget_still_holds_in_hybrid_mode(age_database: Database,
@@ -128,6 +156,7 @@ async def test_updates_re_embed_and_deletes_forget_the_vector(age_database: Data
     await cortex.store("kb", "Rotate the database password every ninety days")
     patched = await cortex.call("PATCH", f"/v1/memories/{memory['id']}", {"content": DEPLOY})
     assert patched.status == 200
+    await cortex.embedded_behind()
     first = (await recall(cortex, "when do we stop shipping?"))["results"][0]
     assert first["id"] == memory["id"] and first["embedded"] is True
     assert (await cortex.call("DELETE", f"/v1/memories/{memory['id']}")).status == 200
@@ -197,6 +226,7 @@ async def test_openai_compatible_endpoint(age_database: Database,
         cortex = await make_cortex(age_database.dsn, embedder=endpoint.url)
         target = await cortex.store("kb", DEPLOY)
         await cortex.store("kb", "The cafeteria serves lunch at noon")
+        await cortex.embedded_behind()
         body = await recall(cortex, "when do we stop shipping")
         assert body["mode"] == "hybrid" and body["results"][0]["id"] == target["id"]
         caps = await capabilities(cortex)
@@ -233,6 +263,47 @@ async def test_slow_endpoint_never_holds_a_write(age_database: Database,
         await eventually(embedded)
         metrics = (await cortex.call("GET", "/metrics")).text
         assert metric(metrics, 'cortex_embedding_failures_total{stage="write"}') >= 1
+
+
+async def test_a_full_write_queue_leaves_the_rest_to_the_backfill(
+    age_database: Database, make_cortex: MakeCortex,
+) -> None:
+    """Writes never wait for the write-behind embedder, not even when it is busy and its
+    queue is full: what it could not take is embedded by the backfill, nothing is lost."""
+    async with embed_server() as endpoint:
+        cortex = await make_cortex(age_database.dsn, embedder=endpoint.url,
+                                   embedding={"write_queue": 2})
+        await eventually(lambda: _mode_is(cortex, "hybrid"))
+        endpoint.delay_s = 0.6  # the first batch holds the embedder while the rest arrive
+        started = time.monotonic()
+        ids = [(await cortex.store("kb", f"{DEPLOY} ({i})"))["id"] for i in range(8)]
+        assert time.monotonic() - started < 0.6 * 8 / 2  # no write waited for the embedder
+        behind = (await capabilities(cortex))["write_behind"]
+        assert behind["limit"] == 2 and behind["overflowed"] >= 1, behind
+        endpoint.delay_s = 0.0
+        await cortex.embedded_behind()
+        cortex.services.vectors.wake()
+
+        async def all_embedded() -> bool:
+            with psycopg.connect(age_database.dsn) as conn:
+                row = conn.execute("SELECT count(*) FROM memory_embeddings "
+                                   "WHERE memory_id = ANY(%s)", (ids,)).fetchone()
+            return row == (len(ids),)
+
+        await eventually(all_embedded)
+        body = await recall(cortex, "deploys freeze", limit=20)
+        assert {r["id"] for r in body["results"]} == set(ids)
+        assert all(r["embedded"] for r in body["results"])
+
+
+async def test_write_queue_zero_embeds_inline(age_database: Database,
+                                              make_cortex: MakeCortex) -> None:
+    cortex = await make_cortex(age_database.dsn, embedding={"write_queue": 0})
+    target = await cortex.store("kb", DEPLOY)
+    await cortex.store("kb", OTHERS[0])
+    body = await recall(cortex, "when do we stop shipping?")  # no wait: embedded on write
+    assert body["results"][0]["id"] == target["id"] and body["results"][0]["embedded"] is True
+    assert (await capabilities(cortex))["write_behind"] is None
 
 
 async def _mode_is(cortex: CortexClient, mode: str) -> bool:
@@ -380,6 +451,8 @@ async def test_scopes_filter_vector_hits(age_database: Database, make_cortex: Ma
     hidden = await as_("writer", "POST", "/v1/memories", {"namespace": "team-b", "content": DEPLOY})
     mine = [await as_("writer", "POST", "/v1/memories", {"namespace": "team-a", "content": text})
             for text in OTHERS]
+    await cortex.embedded_behind(agent=None,
+                                 headers={"Authorization": f"Bearer {tokens['writer']}"})
     query = {"query": "when do we stop shipping?", "explain": True}
     everything = await as_("writer", "POST", "/v1/recall", query)
     assert everything["mode"] == "hybrid"

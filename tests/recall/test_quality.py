@@ -33,6 +33,7 @@ async def test_hybrid_beats_fulltext_on_paraphrases_and_keeps_lexical(
     memories, queries = build(memories=400, lexical=40, paraphrase=60, seed=7)
     hybrid = await make_cortex(age_database.dsn)
     ids = {m.key: (await hybrid.store("quality", m.content))["id"] for m in memories}
+    await hybrid.embedded_behind()
     fulltext = await make_cortex(age_database.dsn, migrated=False, embedder="none")
     by_kind = {kind: [(q.text, ids[q.target]) for q in queries if q.kind == kind]
                for kind in ("lexical", "paraphrase")}

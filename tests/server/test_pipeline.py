@@ -23,7 +23,7 @@ from attested_cortex.policy.signatures import sign
 from attested_cortex.service.operations import OPERATIONS
 from attested_cortex.service.pipeline import STEPS
 from tests.server.test_hooks_api import RECORDER, recorded
-from tests.support.cortex import CortexClient, MakeCortex
+from tests.support.cortex import CortexClient, MakeCortex, Reply
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 HELD = {"source": "t/held", "namespace": "held/**", "agents": ["*"], "operations": ["store"],
@@ -123,7 +123,25 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
     assert done.status == 201, done.text
     assert (await first_event_line(client)).startswith(": subscribed")
     answers[("GET", "/v1/approvals/stream")] = done
+    answers.update(await exercise_mcp(client))
     return answers
+
+
+async def exercise_mcp(client: CortexClient) -> dict[tuple[str, str], Any]:
+    """/mcp's three methods at the HTTP level (tests/mcp drive its tools with the SDK):
+    an initialize opens a session, its GET stream answers, DELETE ends it."""
+    accept = {"Accept": "application/json, text/event-stream", "X-Agent-Id": client.agent}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}
+    opened = await client.call("POST", "/mcp", hello, headers=accept)
+    session = {**accept, "Mcp-Session-Id": opened.headers["Mcp-Session-Id"],
+               "MCP-Protocol-Version": "2025-11-25"}
+    async with client.session.get(client.base + "/mcp", headers=session) as stream:
+        assert stream.headers["Content-Type"].startswith("text/event-stream")
+        streamed = Reply(stream.status, stream.headers, None, "")
+    ended = await client.call("DELETE", "/mcp", headers=session)
+    return {("POST", "/mcp"): opened, ("GET", "/mcp"): streamed, ("DELETE", "/mcp"): ended}
 
 
 async def test_every_route_runs_every_step(

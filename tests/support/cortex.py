@@ -82,6 +82,20 @@ class CortexClient:
         assert reply.status == 201, reply.text
         return reply.body
 
+    async def embedded_behind(self, *, seconds: float = 30, **call: Any) -> None:
+        """Wait (bounded) until the write-behind embedder holds nothing more: every memory
+        written so far has its vector, or was left to the backfill (capabilities say so)."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while True:
+            reply = await self.call("GET", "/v1/capabilities", **call)
+            assert reply.status == 200, reply.text
+            behind = reply.body["recall"].get("write_behind")
+            if behind is None or behind["queued"] == 0:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"write-behind still holds {behind} after {seconds}s")
+            await asyncio.sleep(0.02)  # polling interval of a bounded wait
+
 
 MakeCortex = Callable[..., Awaitable[CortexClient]]
 

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "audit": "verify the signed_events chain",
     "doctor": "show what is configured and live",
     "hookd": "serve a stdio hook program on a socket (sidecar entry point)",
+    "mcp": "stdio MCP server forwarding to a running cortex",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)
 

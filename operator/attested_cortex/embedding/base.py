@@ -37,8 +37,10 @@ class Embedder(Protocol):
         """False for client vectors: the server never embeds text itself."""
         ...
 
-    async def embed(self, texts: Sequence[str], *, timeout_s: float) -> list[list[float]]:
-        """Vectors for ``texts`` in order; raises :class:`EmbeddingError`."""
+    async def embed(self, texts: Sequence[str], *, timeout_s: float,
+                    background: bool = False) -> list[list[float]]:
+        """Vectors for ``texts`` in order; raises :class:`EmbeddingError`. ``background``:
+        nobody waits for the answer, so keep the work off the event loop where it can."""
         ...
 
     async def aclose(self) -> None: ...

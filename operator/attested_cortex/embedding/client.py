@@ -25,7 +25,8 @@ class ClientVectors:
     def embeds(self) -> bool:
         return False
 
-    async def embed(self, texts: Sequence[str], *, timeout_s: float) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, timeout_s: float,
+                    background: bool = False) -> list[list[float]]:
         raise EmbeddingError("client vectors: the server does not embed text itself")
 
     async def aclose(self) -> None:

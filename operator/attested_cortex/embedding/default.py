@@ -4,7 +4,8 @@ Its weights and tokenizer ship inside the PyPI wheel, so it loads with ``cache_d
 package's own directory and ``disable_download=True``: it never reaches the network. Loading
 takes about half a second (once per process: the model is shared by every server in it) and a
 query embeds in well under a millisecond, so it runs on the event loop for a few texts and in
-a worker thread for backfill batches.
+a worker thread for batches and for the write-behind embedder (``background``: the tokenizer
+and numpy leave the lock to the loop meanwhile).
 """
 
 from __future__ import annotations
@@ -54,10 +55,11 @@ class DefaultEmbedder:
         if not texts:
             return []
         array = self._model.embed(list(texts), norm=True)
-        return [[float(x) for x in row] for row in array]
+        return [row.tolist() for row in array]
 
-    async def embed(self, texts: Sequence[str], *, timeout_s: float) -> list[list[float]]:
-        if len(texts) <= INLINE_TEXTS:
+    async def embed(self, texts: Sequence[str], *, timeout_s: float,
+                    background: bool = False) -> list[list[float]]:
+        if len(texts) <= INLINE_TEXTS and not background:
             return self.embed_now(texts)
         try:
             return await asyncio.wait_for(asyncio.to_thread(self.embed_now, texts), timeout_s)

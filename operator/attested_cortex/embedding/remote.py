@@ -59,7 +59,8 @@ class RemoteEmbedder:
         """Whether model and dimension are known (the endpoint has answered once)."""
         return bool(self._info.model) and self._info.dimension is not None
 
-    async def embed(self, texts: Sequence[str], *, timeout_s: float) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, timeout_s: float,
+                    background: bool = False) -> list[list[float]]:
         if not texts:
             return []
         if self._session is None:

@@ -10,7 +10,8 @@ from typing import Any
 
 from aiohttp import web
 
-from attested_cortex.server import errors, middleware, openapi
+from attested_cortex.mcp.serving import McpEndpoint
+from attested_cortex.server import errors, mcp_endpoint, middleware, openapi
 from attested_cortex.server.auth import Authenticator
 from attested_cortex.server.metrics import HttpMetrics
 from attested_cortex.server.routes import (
@@ -32,9 +33,9 @@ OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
 
 def build_app(
     services: Services, *, auth: Authenticator, metrics: HttpMetrics | None = None,
-    route_modules: Sequence[ModuleType] = ROUTE_MODULES,
+    route_modules: Sequence[ModuleType] = ROUTE_MODULES, mcp: bool = True,
 ) -> web.Application:
-    """The application: middleware, routes and the OpenAPI document."""
+    """The application: middleware, routes, the MCP endpoint and the OpenAPI document."""
     app = web.Application(
         middlewares=[middleware.context_middleware, errors.error_middleware,
                      middleware.auth_middleware],
@@ -50,7 +51,15 @@ def build_app(
     for module in route_modules:
         app.router.add_routes(module.routes)
         operations.extend(module.operations)
+    if mcp:
+        operations.extend(mcp_endpoint.operations)
     app[OPENAPI_KEY] = openapi.build(operations)
+    if mcp:
+        endpoint = McpEndpoint(services)
+        mcp_endpoint.mount(app, endpoint)
+        # What capabilities report about MCP comes from the mounted endpoint itself.
+        if isinstance(services.extras, dict):
+            services.extras["mcp"] = endpoint.describe
     app.on_shutdown.append(_end_streams)
     app.router.add_get("/v1/openapi.json", _openapi)
     return app

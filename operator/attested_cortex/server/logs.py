@@ -47,3 +47,6 @@ def setup_logging(level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    # The MCP SDK logs every session it opens with its id at INFO: a line per agent session
+    # (the access log already has each /mcp request), and a session id is not for logs.
+    logging.getLogger("mcp").setLevel(logging.WARNING)

@@ -33,8 +33,8 @@ async def context_middleware(request: web.Request, handler: Any) -> web.StreamRe
     rid = given if _GOOD_ID.match(given) else uuid.uuid4().hex
     token = request_id.set(rid)
     started = time.perf_counter()
-    route = request.match_info.route.resource.canonical if request.match_info.route.resource \
-        else "unmatched"
+    resource = getattr(request.match_info.route, "resource", None)  # None: an adapter's
+    route = resource.canonical if resource is not None else "unmatched"
     status = 500
     try:
         response: web.StreamResponse = await handler(request)

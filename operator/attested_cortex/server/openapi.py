@@ -48,6 +48,26 @@ class Operation:
     extra_responses: dict[int, str] = field(default_factory=dict)
 
 
+def params_of(model: type[BaseModel], where: str) -> list[Param]:
+    """The parameters of a path or query model (:mod:`attested_cortex.service.queries`),
+    so the document and the MCP tools read one definition. An optional value is a parameter
+    that may be absent, not one that may be null."""
+    schema = model.model_json_schema(mode="validation")
+    required = set(schema.get("required", ()))
+    params = []
+    for name, prop in schema.get("properties", {}).items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        description = prop.pop("description", "")
+        branches = [b for b in prop.pop("anyOf", []) if b.get("type") != "null"]
+        if len(branches) == 1:
+            prop = {**branches[0], **prop}
+        if prop.get("default", 0) is None:
+            del prop["default"]
+        params.append(Param(name, where, prop, required=name in required,
+                            description=description))
+    return params
+
+
 def _models(operations: Iterable[Operation]) -> list[type[BaseModel]]:
     seen: dict[str, type[BaseModel]] = {"ErrorOut": ErrorOut}
     for op in operations:

@@ -52,7 +52,8 @@ class HitOut(MemoryOut):
     score: float
     embedded: bool | None = Field(
         None, description="Hybrid mode: whether the memory has a current vector (else it "
-        "was found by its words only, and the backfill will embed it)")
+        "was found by its words only, and the write-behind embedder or the backfill will "
+        "embed it)")
     explain: dict[str, Any] | None = Field(
         None, description="With `explain: true`: full-text and vector rank and score, "
         "relevance (RRF), recency, proximity")

@@ -231,7 +231,7 @@ async def _open_vectors(
     tuning = VectorSettings(
         timeout_s=e.timeout_ms / 1000, batch=e.backfill_batch,
         pause_s=e.backfill_pause_ms / 1000, min_similarity=e.min_similarity,
-        vector_pool=e.vector_pool,
+        vector_pool=e.vector_pool, write_queue=e.write_queue,
     )
     return await open_vectors(db, embedder, settings=tuning, registry=registry)
 

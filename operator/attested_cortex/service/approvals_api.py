@@ -9,6 +9,8 @@ replay protection, in the decision's own transaction); it fires
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from attested_cortex.errors import NotFoundError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
+from attested_cortex.policy.signatures import verify
 from attested_cortex.service import operations as ops
 from attested_cortex.service.approving import Approvals, action_view
 from attested_cortex.service.context import Caller, Services
@@ -108,6 +111,49 @@ async def subscribe(
 
 async def decide(svc: Services, caller: Caller, approval_id: str, cmd: DecideApproval,
                  *, signature: str) -> dict[str, Any]:
-    """Decide one action; ``signature`` (verified by the route) is spent only if the
-    decision is made."""
+    """Decide one action; ``signature`` (verified by :func:`check_signature`) is spent only
+    if the decision is made."""
     return action_view(await run(svc, caller, DecideCall(approval_id, cmd, signature)))
+
+
+class SignedDecision(DecideApproval):
+    """A decision that carries its approver's HMAC itself (the ``approval_decide`` MCP tool):
+    the same signature as ``POST /v1/approvals/{id}``'s headers, over that request with
+    :func:`canonical_body` as its body."""
+
+    id: str = Field(max_length=64, description="Approval id")
+    timestamp: str = Field(max_length=12, description="Unix seconds of the signature "
+                           "(X-Cortex-Timestamp)")
+    signature: str = Field(max_length=100, description="sha256=<hex HMAC(secret, "
+                           "'{timestamp}.POST./v1/approvals/{id}.{canonical body}')>")
+
+    def decision_only(self) -> DecideApproval:
+        """The decision without its signature."""
+        return DecideApproval(decision=self.decision, remember=self.remember)
+
+
+def canonical_body(cmd: DecideApproval) -> bytes:
+    """The body a :class:`SignedDecision` is signed over: compact JSON, sorted keys, no
+    ``remember`` when unset (``{"decision":"approve"}``)."""
+    return json.dumps(cmd.model_dump(exclude_none=True), separators=(",", ":"),
+                      sort_keys=True).encode()
+
+
+async def check_signature(svc: Services, *, timestamp: str | None, signature: str | None,
+                          method: str, path: str, body: bytes) -> str:
+    """The approver's HMAC over one decision request, verified (401 otherwise); it is spent
+    (a second use is 401) in the decision's own transaction, so a decision refused before
+    it is made (scope, rules, hooks, 404, 409) does not burn it."""
+    approvals = enabled(svc)
+    assert approvals.secret is not None
+    return verify(approvals.secret, timestamp=timestamp, signature=signature,
+                  method=method, path=path, body=body, now=time.time())
+
+
+async def decide_signed(svc: Services, caller: Caller, cmd: SignedDecision) -> dict[str, Any]:
+    """Decide one action with a decision that carries its own signature."""
+    decision = cmd.decision_only()
+    signature = await check_signature(svc, timestamp=cmd.timestamp, signature=cmd.signature,
+                                      method="POST", path=f"/v1/approvals/{cmd.id}",
+                                      body=canonical_body(decision))
+    return await decide(svc, caller, cmd.id, decision, signature=signature)

@@ -3,9 +3,13 @@ and the bounded background backfill. Called by the memory and recall pipelines, 
 capabilities, and started by ``cortexctl serve`` (:func:`open_vectors`).
 
 Recall is ``hybrid`` when the database has the embeddings table (pgvector), an embedder is
-configured and its model and dimension are known; otherwise ``fulltext``. A write embeds its
-memory after the row is stored, within ``timeout_ms``: an embedding that fails or is late
-leaves the memory without a vector, and the backfill embeds it afterwards. The backfill also
+configured and its model and dimension are known; otherwise ``fulltext``. A write never
+embeds (docs/adr/0014): it queues its memory for the write-behind embedder, which embeds
+what has gathered in batches (a worker thread for the embedded default, one endpoint call
+for a remote one) and stores the vectors in one round trip, off the request path. A full
+queue, or an embedding that fails or is late (``timeout_ms``), leaves the memory without a
+vector until the backfill embeds it. Client vectors carry no embedding cost and are stored
+by the write itself. ``write_queue: 0`` embeds inline after each write instead. The backfill also
 re-embeds every vector made by another model, of another dimension or from an older revision
 (a model change), in batches with a pause between them, so it never starves requests and
 never blocks start-up.
@@ -38,6 +42,10 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "fulltext"]
 
+#: How long the write-behind embedder lets writes gather before it embeds them: a single
+#: write has its vector within about this, a burst of writes becomes one batch.
+GATHER_S = 0.025
+
 
 @dataclass(frozen=True)
 class VectorSettings:
@@ -48,7 +56,9 @@ class VectorSettings:
     pause_s: float = 0.05
     idle_s: float = 30.0
     min_similarity: float = 0.0
-    vector_pool: int = 100
+    vector_pool: int = 50
+    #: Memories waiting for the write-behind embedder; 0 embeds inline after each write.
+    write_queue: int = 4096
 
 
 @dataclass
@@ -93,6 +103,50 @@ class VectorMetrics:
 
 
 @dataclass
+class WriteBehind:
+    """Memories stored but not embedded yet: one entry per memory (its newest revision),
+    bounded; filled by writes, drained by :func:`_write_behind` only."""
+
+    limit: int
+    waiting: dict[uuid.UUID, rows.Pending] = field(default_factory=dict)
+    in_flight: int = 0
+    embedded: int = 0
+    overflowed: int = 0
+    failed: int = 0
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def offer(self, memory: Memory) -> bool:
+        """Queue ``memory``; False when the queue is full (the backfill will find it)."""
+        if memory.id not in self.waiting and len(self.waiting) >= self.limit:
+            self.overflowed += 1
+            return False
+        self.waiting[memory.id] = rows.Pending(
+            memory.id, memory.revision, rows.embedding_text(memory.title, memory.content),
+            memory.updated_at)
+        self._ready.set()
+        return True
+
+    def take(self, count: int) -> list[rows.Pending]:
+        """Up to ``count`` queued memories, oldest first."""
+        batch = []
+        for key in list(self.waiting)[:count]:
+            batch.append(self.waiting.pop(key))
+        if not self.waiting:
+            self._ready.clear()
+        self.in_flight = len(batch)
+        return batch
+
+    @property
+    def queued(self) -> int:
+        """Memories stored and not embedded yet (the batch being embedded included)."""
+        return len(self.waiting) + self.in_flight
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"queued": self.queued, "embedded": self.embedded,
+                "overflowed": self.overflowed, "failed": self.failed, "limit": self.limit}
+
+
+@dataclass
 class Vectors:
     """The server's embedding state (one per server; the backfill updates ``progress``)."""
 
@@ -102,8 +156,10 @@ class Vectors:
     settings: VectorSettings
     metrics: VectorMetrics
     progress: Progress = field(default_factory=Progress)
+    behind: WriteBehind | None = None
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
+    _behind_task: asyncio.Task[None] | None = None
 
     @property
     def ready(self) -> bool:
@@ -126,6 +182,7 @@ class Vectors:
             "vector_extension": self.table,
             "vector_index": self.progress.index,
             "backfill": self.progress.as_dict() if self.table and self.embedder else None,
+            "write_behind": None if self.behind is None else self.behind.as_dict(),
             "fusion": "rrf(k=60) then recency and namespace proximity",
         }
 
@@ -166,21 +223,29 @@ async def open_vectors(
     vectors = Vectors(embedder, True, None, settings, VectorMetrics.create(registry))
     if embedder is not None and embedder.embeds:
         vectors._task = asyncio.create_task(_backfill(db, vectors), name="embedding-backfill")
+        if settings.write_queue > 0:
+            vectors.behind = WriteBehind(settings.write_queue)
+            vectors._behind_task = asyncio.create_task(_write_behind(db, vectors),
+                                                       name="embedding-write-behind")
     elif embedder is not None:
         vectors.progress.state = "client"  # the client sends vectors: nothing to compute
     return vectors
 
 
 async def close_vectors(vectors: Vectors) -> None:
-    """Stop the backfill and close the embedder."""
-    if vectors._task is not None:
-        vectors._task.cancel()
+    """Stop the backfill and the write-behind embedder (what it still held is stale and
+    the next backfill embeds it), then close the embedder."""
+    for task in (vectors._behind_task, vectors._task):
+        if task is None:
+            continue
+        task.cancel()
         try:
-            await vectors._task
+            await task
         except asyncio.CancelledError:
             pass
         except Exception:  # a task that died already must not break shutdown
-            log.exception("the embedding backfill had stopped with an error")
+            log.exception("an embedding task had stopped with an error", extra={
+                "task": task.get_name()})
     if vectors.embedder is not None:
         await vectors.embedder.aclose()
 
@@ -212,13 +277,19 @@ def check_vector(vectors: Vectors | None, vector: Sequence[float] | None) -> Non
 async def after_write(
     vectors: Vectors | None, db: Database, memory: Memory, client_vector: Sequence[float] | None,
 ) -> None:
-    """Give a just-written memory its vector, or leave it to the backfill."""
+    """Give a just-written memory its vector: store the client's, queue the memory for the
+    write-behind embedder, or (``write_queue: 0``) embed it now; else leave it to the
+    backfill."""
     if vectors is None or not vectors.table or vectors.embedder is None or memory.deleted:
         return
     embedder = vectors.embedder
     if client_vector is not None:
         vector: Sequence[float] = client_vector
     elif not embedder.embeds:
+        return
+    elif vectors.behind is not None:
+        if not vectors.behind.offer(memory):
+            vectors.wake()  # the queue is full: the backfill finds what it could not take
         return
     else:
         started = time.perf_counter()
@@ -280,6 +351,44 @@ async def plan_query(
                          degraded)
     return QueryPlan(QueryVector(info.model, tuple(vector), min_similarity=s.min_similarity,
                                  vector_pool=s.vector_pool))
+
+
+async def _write_behind(db: Database, vectors: Vectors) -> None:
+    """Embed queued memories in batches and store their vectors, for as long as the server
+    runs. It waits :data:`GATHER_S` after the first memory arrives, so a burst of writes
+    becomes one batch (and the event loop stays with the requests meanwhile); a failed batch
+    is left to the backfill."""
+    behind, s, metrics = vectors.behind, vectors.settings, vectors.metrics
+    assert behind is not None and vectors.embedder is not None
+    embedder = vectors.embedder
+    while True:
+        await behind._ready.wait()
+        await asyncio.sleep(GATHER_S)  # a burst of writes becomes one batch
+        batch = behind.take(s.batch)
+        if not batch:
+            continue
+        started = time.perf_counter()
+        try:
+            made = await embedder.embed([p.text for p in batch], timeout_s=s.timeout_s,
+                                        background=True)
+            metrics.seconds.labels("write").observe(time.perf_counter() - started)
+            async with db.connection() as conn:
+                await rows.put_many(conn, model=embedder.info.model, rows=[
+                    (p.id, p.revision, v) for p, v in zip(batch, made, strict=True)])
+            behind.embedded += len(batch)
+        except (EmbeddingError, psycopg.Error, OSError, CortexError) as exc:
+            behind.failed += len(batch)
+            metrics.failures.labels("write").inc(len(batch))
+            log.warning("write-behind embedding left to the backfill",
+                        extra={"memories": len(batch), "error": str(exc)})
+            vectors.wake()
+        except Exception:  # a defect must not end the embedder: the backfill covers the batch
+            behind.failed += len(batch)
+            metrics.failures.labels("write").inc(len(batch))
+            log.exception("write-behind batch failed", extra={"memories": len(batch)})
+            vectors.wake()
+        finally:
+            behind.in_flight = 0
 
 
 async def _backfill(db: Database, vectors: Vectors) -> None:

@@ -69,7 +69,8 @@ def recall_capabilities(svc: Services) -> dict[str, Any]:
     """Recall mode, embedder and backfill progress, as the server runs them now."""
     if svc.vectors is None:
         return {"mode": "fulltext", "reason": "vector state not opened", "embedder": None,
-                "vector_extension": False, "vector_index": None, "backfill": None}
+                "vector_extension": False, "vector_index": None, "backfill": None,
+                "write_behind": None}
     described: dict[str, Any] = svc.vectors.describe()
     return described
 
@@ -178,4 +179,15 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "quotas": await quotas(svc, caller),
         "approval": await approval(svc),
         "limits": svc.limits.as_dict(),
+        "mcp": mcp(svc),
     }
+
+
+def mcp(svc: Services) -> dict[str, Any]:
+    """The MCP endpoint as the server mounted it (path, transport, protocol versions, open
+    sessions), or disabled when this process serves none."""
+    describe = svc.extras.get("mcp")
+    if describe is None:
+        return {"enabled": False, "reason": "no MCP endpoint is mounted in this process"}
+    described: dict[str, Any] = describe()
+    return described

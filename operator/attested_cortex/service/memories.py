@@ -125,7 +125,7 @@ class StoreCall(Call[Memory]):
             if signed is not None:
                 await write_records.record_signed_memory(conn, caller, memory, signed)
             await transcripts.cite(conn, memory.id, cited)
-        # After the write committed (it never waits on the embedder), bounded by timeout_ms.
+        # After the write committed: queued for the write-behind embedder (never waited on).
         await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory
 

@@ -44,8 +44,13 @@ from attested_cortex.store.embeddings import vector_literal
 from attested_cortex.store.memories import Memory, memory_from_row
 
 DEFAULT_POOL = 200
-DEFAULT_VECTOR_POOL = 100
+#: docs/adr/0014: 50 lost nothing against 100 on the quality set, at 1.6 ms less per recall.
+DEFAULT_VECTOR_POOL = 50
 RRF_K = 60
+#: Namespaces the planner expects at most this many memories in are searched exactly
+#: (``_VEC_EXACT``): about 8 us a memory at 100k, so 7000 took 58 ms where the planner's
+#: choice took 22 ms; at 10k the bench's 500-700 took 4.4 ms against 6.1 (docs/adr/0014).
+EXACT_MAX = 1500
 #: Weights of the full-text score: rarity-weighted word coverage, then cover density.
 COVERAGE_WEIGHT = 0.85
 
@@ -62,19 +67,8 @@ or_c AS (
       AND m.deleted_at IS NULL AND m.search @@ {or_query} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
-st AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
-    FROM pg_stats s
-    WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search'
-    LIMIT 1
-),
 lex AS MATERIALIZED (
-    SELECT q.lexeme,
-           ln(1.0 / greatest(coalesce(
-               st.freqs[array_position(st.elems, q.lexeme)],
-               st.freqs[cardinality(st.elems) + 1] / 2,
-               0.01), 1e-9)) AS idf
-    FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
+    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS l(lexeme, idf)
 ),
 fts AS (
     SELECT c.id,
@@ -103,6 +97,31 @@ vec_r AS (
     WHERE dist <= 1 - %(min_similarity)s
 )
 """
+
+#: The vector candidates of a recall in a small namespace (the planner expects at most
+#: :data:`EXACT_MAX` memories there): exact, each of its memories' vectors read by primary
+#: key. For such a filter the planner otherwise hash-joins the namespace with a scan of every
+#: vector, or walks the HNSW index with the filter (approximate, and no faster at 10k:
+#: docs/adr/0014). A larger namespace keeps ``_VEC``, the planner's choice.
+_VEC_EXACT = """,
+vec AS (
+    SELECT m.id, e.dist FROM memories m CROSS JOIN LATERAL (
+        SELECT (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}))::float8 AS dist
+        FROM memory_embeddings e
+        WHERE e.memory_id = m.id AND e.dim = {dim} AND e.model = %(model)s
+          AND e.revision = m.revision
+        LIMIT 1) e
+    WHERE m.deleted_at IS NULL AND m.namespace = ANY(%(namespaces)s)
+    ORDER BY e.dist LIMIT %(vector_pool)s
+),
+vec_r AS (
+    SELECT id, dist, rank() OVER (ORDER BY dist) AS r FROM vec
+    WHERE dist <= 1 - %(min_similarity)s
+)
+"""
+
+#: The planner's estimate of the memories in the query's namespaces (no rows are read).
+_NS_ROWS = "EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE m.namespace = ANY(%s)"
 
 _HYBRID_SELECT = """
 , ranked AS (
@@ -147,6 +166,26 @@ _EMBEDDED = (
     "EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = t.id "
     "AND e.model = %(model)s AND e.dim = {dim} AND e.revision = t.revision)"
 )
+
+
+#: The query's lexemes and their rarity weights, from the planner's statistics of the search
+#: column. A statement of its own, prepared once per connection: inside the recall statement
+#: the ``pg_stats`` view (five catalogs and a privilege check) was planned anew with every
+#: recall, 2 of its 8 ms at 10k (docs/adr/0014).
+_LEXEMES = """
+WITH st AS (
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
+    FROM pg_stats s
+    WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search'
+    LIMIT 1
+)
+SELECT q.lexeme,
+       ln(1.0 / greatest(coalesce(
+           st.freqs[array_position(st.elems, q.lexeme)],
+           st.freqs[cardinality(st.elems) + 1] / 2,
+           0.01), 1e-9))::float8 AS idf
+FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
+"""
 
 
 #: The AND query's lexemes joined by OR (the relaxed form). Written inline, not in a CTE,
@@ -224,6 +263,19 @@ async def recall(
         ns_filter = "AND m.namespace = ANY(%(namespaces)s)"
         params["namespaces"] = ancestors(namespace)
         params["qdepth"] = depth(namespace)
+    exact = False
+    if namespace is not None and vector is not None and vector.search:
+        async with conn.pipeline():  # one round trip for both
+            cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
+            plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],), prepare=False)
+        plan = await plan_cur.fetchone()
+        exact = plan is not None and \
+            plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
+    else:
+        cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
+    lex = await cur.fetchall()
+    params["lexemes"] = [r["lexeme"] for r in lex]
+    params["idfs"] = [r["idf"] for r in lex]
     parts = ["WITH", _FTS.format(ns_filter=ns_filter, or_query=_OR_QUERY,
                                  coverage=COVERAGE_WEIGHT, density=1 - COVERAGE_WEIGHT)]
     embedded = "NULL::boolean"
@@ -234,7 +286,8 @@ async def recall(
     if vector is not None and vector.search:
         params.update(qvec=vector_literal(vector.vector), vector_pool=vector.vector_pool,
                       min_similarity=vector.min_similarity)
-        parts += [_VEC.format(dim=dim, ns_filter=ns_filter), _HYBRID_SELECT.format(k=RRF_K)]
+        vec = _VEC_EXACT.format(dim=dim) if exact else _VEC.format(dim=dim, ns_filter=ns_filter)
+        parts += [vec, _HYBRID_SELECT.format(k=RRF_K)]
     else:
         parts.append(_FTS_SELECT)
     parts.append(_FINAL.format(embedded=embedded))

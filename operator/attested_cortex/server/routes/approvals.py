@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 from aiohttp import web
 
-from attested_cortex.policy.signatures import verify
 from attested_cortex.server.body import parse, read_json
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
 from attested_cortex.server.schemas import ApprovalListOut, ApprovalOut
@@ -57,12 +55,12 @@ async def stream_approvals(request: web.Request) -> web.StreamResponse:
 async def decide_approval(request: web.Request) -> web.Response:
     """Approve or reject; the request must be signed with the approval secret."""
     svc = state(request).services
-    approvals = approvals_api.enabled(svc)
+    approvals_api.enabled(svc)
     body = await read_body(request, max_bytes=svc.limits.max_body_bytes)
-    assert approvals.secret is not None
-    signature = verify(approvals.secret, timestamp=request.headers.get("X-Cortex-Timestamp"),
-                       signature=request.headers.get("X-Cortex-Signature"),
-                       method=request.method, path=request.path, body=body, now=time.time())
+    signature = await approvals_api.check_signature(
+        svc, timestamp=request.headers.get("X-Cortex-Timestamp"),
+        signature=request.headers.get("X-Cortex-Signature"), method=request.method,
+        path=request.path, body=body)
     cmd = parse(DecideApproval, await read_json(request, max_bytes=svc.limits.max_body_bytes))
     return web.json_response(await approvals_api.decide(
         svc, caller(request), request.match_info["id"], cmd, signature=signature))

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-
 from aiohttp import web
 
-from attested_cortex.errors import InvalidInputError
-from attested_cortex.server.body import read_model
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.body import read_model, read_query
+from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
 from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.schemas import (
     LinkListOut,
@@ -22,6 +19,7 @@ from attested_cortex.server.state import caller, state
 from attested_cortex.service import kg, links
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
 from attested_cortex.service.graph_views import link_view
+from attested_cortex.service.queries import LinkRef, MemoryRef, TimelineQuery
 
 routes = web.RouteTableDef()
 
@@ -67,13 +65,9 @@ async def kg_paths(request: web.Request) -> web.Response:
 @routes.get("/v1/kg/timeline")
 async def kg_timeline(request: web.Request) -> web.Response:
     """A memory's links ordered by validity (``?memory_id=``)."""
-    raw = request.query.get("memory_id", "")
-    try:
-        memory_id = uuid.UUID(raw)
-    except ValueError as exc:
-        raise InvalidInputError("memory_id must be a UUID", field="memory_id") from exc
+    query = read_query(request, TimelineQuery)
     return web.json_response(await kg.timeline(state(request).services, caller(request),
-                                               memory_id))
+                                               query.memory_id))
 
 
 @routes.post("/v1/kg/invalidate")
@@ -89,19 +83,16 @@ operations = [
     Operation("POST", "/v1/links", "Link two memories", 201, LinkOut, CreateLink,
               errors=(*_MISSING, 409)),
     Operation("GET", "/v1/links/{id}/verify", "Re-verify a link's signature", 200,
-              LinkVerifyOut, params=[Param("id", "path", {"type": "string", "format": "uuid"})],
+              LinkVerifyOut, params=params_of(LinkRef, "path"),
               errors=_MISSING),
     Operation("GET", "/v1/memories/{id}/links", "Links of a memory", 200, LinkListOut,
-              params=[Param("id", "path", {"type": "string", "format": "uuid"})],
-              errors=_MISSING),
+              params=params_of(MemoryRef, "path"), errors=_MISSING),
     Operation("POST", "/v1/kg/query", "Traverse from a memory (depth 1..5)", 200, SubgraphOut,
               KgQuery, errors=_MISSING),
     Operation("POST", "/v1/kg/paths", "Simple paths between two memories (1..7 hops)", 200,
               PathsOut, KgPaths, errors=_MISSING),
     Operation("GET", "/v1/kg/timeline", "Links of a memory ordered by validity", 200,
-              TimelineOut, params=[Param("memory_id", "query", {"type": "string",
-                                                                "format": "uuid"},
-                                         required=True)], errors=_MISSING),
+              TimelineOut, params=params_of(TimelineQuery, "query"), errors=_MISSING),
     Operation("POST", "/v1/kg/invalidate", "Close a link's validity window", 200, LinkOut,
               InvalidateLink, errors=(*_MISSING, 409)),
 ]

@@ -8,12 +8,13 @@ from aiohttp import web
 
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.server.body import read_model
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.body import read_model, read_query
+from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
 from attested_cortex.server.schemas import MemoryListOut, MemoryOut, MemoryVerifyOut
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import memories
 from attested_cortex.service.commands import StoreMemory, UpdateMemory
+from attested_cortex.service.queries import ListMemories, MemoryRef
 from attested_cortex.service.views import memory_view
 
 routes = web.RouteTableDef()
@@ -25,20 +26,6 @@ def path_uuid(request: web.Request, name: str = "id") -> uuid.UUID:
         return uuid.UUID(request.match_info[name])
     except ValueError as exc:
         raise InvalidInputError(f"{name} must be a UUID", field=name) from exc
-
-
-def query_int(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
-    """An integer query parameter within ``low..high`` (400 otherwise)."""
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise InvalidInputError(f"{name} must be an integer", field=name) from exc
-    if not low <= value <= high:
-        raise InvalidInputError(f"{name} must be within {low}..{high}", field=name)
-    return value
 
 
 @routes.post("/v1/memories")
@@ -54,10 +41,9 @@ async def store_memory(request: web.Request) -> web.Response:
 async def list_memories(request: web.Request) -> web.Response:
     """Live memories of ``?namespace=`` (and its children), newest first."""
     svc = state(request).services
-    raw_ns = request.query.get("namespace")
-    namespace = parse_namespace(raw_ns) if raw_ns is not None else None
-    limit = query_int(request, "limit", default=50, low=1, high=500)
-    found = await memories.search(svc, caller(request), namespace=namespace, limit=limit)
+    query = read_query(request, ListMemories)
+    namespace = parse_namespace(query.namespace) if query.namespace is not None else None
+    found = await memories.search(svc, caller(request), namespace=namespace, limit=query.limit)
     return web.json_response({"memories": [memory_view(m) for m in found]})
 
 
@@ -92,15 +78,12 @@ async def verify_memory(request: web.Request) -> web.Response:
                                                    path_uuid(request)))
 
 
-_ID = Param("id", "path", {"type": "string", "format": "uuid"}, description="Memory id")
+_ID = params_of(MemoryRef, "path")[0]
 operations = [
     Operation("POST", "/v1/memories", "Store a memory", 201, MemoryOut, StoreMemory),
     Operation(
         "GET", "/v1/memories", "List live memories of a namespace subtree", 200, MemoryListOut,
-        params=[
-            Param("namespace", "query", {"type": "string", "maxLength": 512}),
-            Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
-        ],
+        params=params_of(ListMemories, "query"),
     ),
     Operation("GET", "/v1/memories/{id}", "Read a memory", 200, MemoryOut, params=[_ID],
               errors=(*COMMON_ERRORS, 404)),

@@ -1,0 +1,214 @@
+"""The MCP tools, declared once: name, description, argument model, service call.
+
+Every tool is one :class:`Tool` entry in :data:`TOOLS`. Its argument model is the pydantic
+model the HTTP API validates the same operation's input with (the request bodies of
+:mod:`attested_cortex.service.commands` and :mod:`~attested_cortex.service.graph_commands`,
+the path and query models of :mod:`~attested_cortex.service.queries`), so the tool's JSON
+schema and the OpenAPI document come from one definition. Its ``run`` calls the same service
+function the route calls, which runs the operation pipeline (scope, rules, hooks, quota,
+audit); nothing here decides anything.
+
+Adding a tool is one entry: ``Tool("name", "what it does", ArgumentModel, run)`` where
+``run`` answers a JSON object (wrap a list in an object). Callers: :mod:`.calling` (tools/call) and
+:mod:`.serving` (tools/list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from attested_cortex.namespaces import parse_namespace
+from attested_cortex.service import (
+    approvals_api,
+    auditing,
+    introspection,
+    kg,
+    links,
+    memories,
+    recall,
+    transcripts,
+)
+from attested_cortex.service.approvals_api import SignedDecision
+from attested_cortex.service.commands import RecallQuery, StoreMemory
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
+from attested_cortex.service.graph_views import link_view
+from attested_cortex.service.queries import (
+    AuditQuery,
+    LinkRef,
+    ListMemories,
+    MemoryRef,
+    TimelineQuery,
+    UpdateMemoryById,
+)
+from attested_cortex.service.transcript_commands import ReplayMemory, StoreTranscript
+from attested_cortex.service.views import memory_view
+
+A = TypeVar("A", bound=BaseModel)
+#: A tool's answer: a JSON object (MCP structured content must be an object).
+Answer = dict[str, Any]
+
+
+class NoArguments(BaseModel):
+    """A tool without arguments."""
+
+    model_config = {"extra": "forbid", "strict": True, "frozen": True}
+
+
+@dataclass(frozen=True)
+class Tool(Generic[A]):
+    """One MCP tool: what it is called, what it takes, which service call it makes."""
+
+    name: str
+    description: str
+    arguments: type[A]
+    run: Callable[[Services, Caller, A], Awaitable[Answer]]
+    read_only: bool = False
+
+    @cached_property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (what tools/list advertises)."""
+        schema = self.arguments.model_json_schema(mode="validation")
+        schema.setdefault("properties", {})
+        return schema
+
+
+async def _store(svc: Services, caller: Caller, a: StoreMemory) -> Answer:
+    return memory_view(await memories.store(svc, caller, a))
+
+
+async def _transcript_store(svc: Services, caller: Caller, a: StoreTranscript) -> Answer:
+    return transcripts.transcript_view(await transcripts.store_transcript(svc, caller, a), svc)
+
+
+async def _replay(svc: Services, caller: Caller, a: ReplayMemory) -> Answer:
+    return await transcripts.replay(svc, caller, a)
+
+
+async def _get(svc: Services, caller: Caller, a: MemoryRef) -> Answer:
+    return memory_view(await memories.get(svc, caller, a.id))
+
+
+async def _update(svc: Services, caller: Caller, a: UpdateMemoryById) -> Answer:
+    return memory_view(await memories.update(svc, caller, a.id, a.fields()))
+
+
+async def _forget(svc: Services, caller: Caller, a: MemoryRef) -> Answer:
+    return memory_view(await memories.delete(svc, caller, a.id))
+
+
+async def _list(svc: Services, caller: Caller, a: ListMemories) -> Answer:
+    namespace = parse_namespace(a.namespace) if a.namespace is not None else None
+    found = await memories.search(svc, caller, namespace=namespace, limit=a.limit)
+    return {"memories": [memory_view(m) for m in found]}
+
+
+async def _recall(svc: Services, caller: Caller, a: RecallQuery) -> Answer:
+    return recall.result_view(await recall.recall(svc, caller, a))
+
+
+async def _link(svc: Services, caller: Caller, a: CreateLink) -> Answer:
+    return link_view(await links.create(svc, caller, a))
+
+
+async def _invalidate(svc: Services, caller: Caller, a: InvalidateLink) -> Answer:
+    return link_view(await links.invalidate(svc, caller, a))
+
+
+async def _kg_query(svc: Services, caller: Caller, a: KgQuery) -> Answer:
+    return await kg.query(svc, caller, a)
+
+
+async def _kg_paths(svc: Services, caller: Caller, a: KgPaths) -> Answer:
+    return await kg.paths(svc, caller, a)
+
+
+async def _kg_timeline(svc: Services, caller: Caller, a: TimelineQuery) -> Answer:
+    return await kg.timeline(svc, caller, a.memory_id)
+
+
+async def _link_verify(svc: Services, caller: Caller, a: LinkRef) -> Answer:
+    return await links.verify(svc, caller, a.id)
+
+
+async def _memory_verify(svc: Services, caller: Caller, a: MemoryRef) -> Answer:
+    return await memories.verify(svc, caller, a.id)
+
+
+async def _audit_verify(svc: Services, caller: Caller, a: AuditQuery) -> Answer:
+    return await auditing.verify(svc, caller, deep=a.deep)
+
+
+async def _capabilities(svc: Services, caller: Caller, a: NoArguments) -> Answer:
+    return await introspection.describe(svc, caller)
+
+
+async def _approvals(svc: Services, caller: Caller, a: NoArguments) -> Answer:
+    return {"approvals": await approvals_api.pending(svc, caller)}
+
+
+async def _approval_decide(svc: Services, caller: Caller, a: SignedDecision) -> Answer:
+    return await approvals_api.decide_signed(svc, caller, a)
+
+
+#: Every tool, in the order tools/list shows them.
+TOOLS: tuple[Tool[Any], ...] = (
+    Tool("memory_store", "Store a memory: text in a `/`-separated namespace, with an "
+         "optional title, tags and metadata. Answers the stored memory (its id).",
+         StoreMemory, _store),
+    Tool("memory_recall", "Recall the memories that best match a natural-language query, "
+         "best first; `budget_tokens` fills results greedily up to that many tokens "
+         "(about 4 characters each), `namespace` searches it and its ancestors.",
+         RecallQuery, _recall, read_only=True),
+    Tool("memory_get", "Read one memory by id.", MemoryRef, _get, read_only=True),
+    Tool("memory_update", "Change a memory's content, title, tags or metadata (only its "
+         "author may); omitted fields stay. `expected_revision` refuses a concurrent change.",
+         UpdateMemoryById, _update),
+    Tool("memory_forget", "Delete a memory (a tombstone stays; only its author may).",
+         MemoryRef, _forget),
+    Tool("memory_list", "List the live memories of a namespace and its children, newest "
+         "first.", ListMemories, _list, read_only=True),
+    Tool("memory_verify", "Re-verify the agent signature of a memory's current revision.",
+         MemoryRef, _memory_verify, read_only=True),
+    Tool("link_create", "Link two memories with a relation (related_to, supersedes, "
+         "contradicts, derived_from or x-<name>), optionally valid from/until an instant and "
+         "signed by the agent's Ed25519 key.", CreateLink, _link),
+    Tool("link_invalidate", "Close a link's validity window (only the agent that observed "
+         "it may).", InvalidateLink, _invalidate),
+    Tool("link_verify", "Re-verify a stored link's signature from its row.", LinkRef,
+         _link_verify, read_only=True),
+    Tool("kg_query", "Memories reachable from a start memory within `depth` (1..5) links, "
+         "optionally only some relations, as valid at an instant.", KgQuery, _kg_query,
+         read_only=True),
+    Tool("kg_paths", "Simple paths between two memories (1..7 hops), shortest first.",
+         KgPaths, _kg_paths, read_only=True),
+    Tool("kg_timeline", "A memory's links ordered by validity (history included).",
+         TimelineQuery, _kg_timeline, read_only=True),
+    Tool("audit_verify", "Verify the whole signed audit chain (and, with deep, every memory "
+         "and link row against its write record).", AuditQuery, _audit_verify,
+         read_only=True),
+    Tool("capabilities", "What this cortex is and does now: schema, recall mode, graph "
+         "backend, permissions, hooks, quotas and your usage, limits, the MCP endpoint.",
+         NoArguments, _capabilities, read_only=True),
+    Tool("transcript_store", "Store a conversation or reasoning trail (zstd at rest) in a "
+         "namespace where transcripts are enabled; cite its spans from memory_store's "
+         "`citations` ({transcript_id, start, end}, characters, end exclusive).",
+         StoreTranscript, _transcript_store),
+    Tool("memory_replay", "The transcript spans a memory cites (full: each cited transcript "
+         "whole); only its author may, and pruned transcripts say so.", ReplayMemory,
+         _replay, read_only=True),
+    Tool("approvals_list", "Actions held for a human's approval (AskUser), oldest first "
+         "(needs the approvals.decide scope).", NoArguments, _approvals, read_only=True),
+    Tool("approval_decide", "Approve or reject a held action. The decision carries the "
+         "approver's HMAC (the approval secret signs "
+         "'{timestamp}.POST./v1/approvals/{id}.{\"decision\":...}'), so an agent alone "
+         "cannot approve itself.", SignedDecision, _approval_decide),
+)
+
+#: The tools by name.
+BY_NAME: Mapping[str, Tool[Any]] = {tool.name: tool for tool in TOOLS}

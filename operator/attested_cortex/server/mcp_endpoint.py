@@ -1,0 +1,155 @@
+"""``/mcp``: the MCP endpoint (:mod:`attested_cortex.mcp.serving`) mounted on the aiohttp
+application through a small ASGI bridge (ADR 0012).
+
+The request has passed the same middleware as every route (request id, access log, metrics,
+authentication: a bearer token, a service-account token, or ``X-Agent-Id`` with ``--auth
+dev``; 401 in the envelope otherwise), and a browser's request from another origin is 403
+(``Origin``, as the transport requires against DNS rebinding). The handler then serves it
+with the SDK's ASGI application: the scope carries the method, path, headers and the
+authenticated caller, the body is streamed to it as it arrives (the SDK refuses one past
+``max_body_bytes`` plus the JSON-RPC envelope with 413), and its answer is written back,
+buffered when it is one body (a JSON response) and streamed when it is not (server-sent
+events). Called by :func:`attested_cortex.server.app.build_app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+from starlette.types import Message
+
+from attested_cortex.errors import DeniedError
+from attested_cortex.mcp.serving import PATH, McpEndpoint, scope_values
+from attested_cortex.server.openapi import Operation
+from attested_cortex.server.state import caller
+
+ENDPOINT_KEY = web.AppKey("cortex_mcp", McpEndpoint)
+_READ_CHUNK = 64 * 1024
+#: What the transport answers besides success (JSON-RPC error bodies; docs/mcp.md).
+_TRANSPORT = {400: "Not a valid JSON-RPC message, or a request without a session",
+              404: "Unknown or expired Mcp-Session-Id", 405: "Method not allowed in this era",
+              406: "Accept must name application/json and text/event-stream",
+              413: "The message is larger than max_body_bytes plus the JSON-RPC envelope",
+              415: "Content-Type must be application/json", 422: "Unprocessable message",
+              503: "Too many open sessions"}
+_SUMMARY = ("Model Context Protocol, Streamable HTTP (JSON-RPC; the memory tools through the "
+            "same pipeline as these routes; docs/mcp.md)")
+operations = [
+    Operation(method, PATH, _SUMMARY, 200, None, errors=(401, 403),
+              extra_responses={202: "Notification or response accepted", **_TRANSPORT})
+    for method in ("POST", "GET", "DELETE")
+]
+
+
+def mount(app: web.Application, endpoint: McpEndpoint) -> None:
+    """Serve ``endpoint`` at ``/mcp`` (POST, GET, DELETE) for the application's lifetime."""
+    app[ENDPOINT_KEY] = endpoint
+    app.router.add_route("POST", PATH, handle)
+    app.router.add_route("GET", PATH, handle)
+    app.router.add_route("DELETE", PATH, handle)
+    app.on_startup.append(_start)
+    app.on_shutdown.append(_stop)  # before the server waits for open GET streams
+    app.on_cleanup.append(_wait)
+
+
+async def _start(app: web.Application) -> None:
+    await app[ENDPOINT_KEY].start()
+
+
+async def _stop(app: web.Application) -> None:
+    app[ENDPOINT_KEY].stop()
+
+
+async def _wait(app: web.Application) -> None:
+    await app[ENDPOINT_KEY].wait_stopped()
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    """One MCP HTTP request, answered by the SDK."""
+    check_origin(request)
+    endpoint = request.app[ENDPOINT_KEY]
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    scope: dict[str, Any] = {
+        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method, "scheme": request.scheme, "path": request.path,
+        "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1"),
+        "query_string": request.query_string.encode("latin-1"), "root_path": "",
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+        "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
+        "server": None, "state": {}, **scope_values(caller(request)),
+    }
+    bridge = _Bridge(request)
+    await endpoint(scope, bridge.receive, bridge.send)
+    return await bridge.finish()
+
+
+def check_origin(request: web.Request) -> None:
+    """The transport's Origin rule (against DNS rebinding): a browser page may only call
+    /mcp from the server's own origin. MCP clients outside browsers send no Origin."""
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        raise DeniedError("requests from another origin may not use /mcp",
+                          code="origin_not_allowed", origin=origin[:200])
+
+
+class _Bridge:
+    """ASGI receive/send over one aiohttp request and its response."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.body_done = False
+        self.status = 500
+        self.headers: list[tuple[str, str]] = []
+        self.buffered: web.Response | None = None
+        self.stream: web.StreamResponse | None = None
+
+    async def receive(self) -> Message:
+        if not self.body_done:
+            chunk = await self.request.content.read(_READ_CHUNK)
+            if chunk:
+                return {"type": "http.request", "body": chunk, "more_body": True}
+            self.body_done = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        # The body is read: the next event is the client going away. aiohttp reports it by
+        # failing the writes, which ends the SDK's stream; waiting here is what ASGI expects.
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.status = int(message["status"])
+            self.headers = [(k.decode("latin-1"), v.decode("latin-1"))
+                            for k, v in message.get("headers", [])]
+            return
+        if kind != "http.response.body":
+            return
+        body: bytes = message.get("body", b"")
+        more = bool(message.get("more_body", False))
+        if self.stream is None and self.buffered is None and not more:
+            response = web.Response(status=self.status, body=body)
+            for name, value in self.headers:
+                if name.lower() != "content-length":
+                    response.headers.add(name, value)
+            self.buffered = response
+            return
+        if self.stream is None:
+            self.stream = web.StreamResponse(status=self.status)
+            for name, value in self.headers:
+                if name.lower() != "content-length":
+                    self.stream.headers.add(name, value)
+            await self.stream.prepare(self.request)
+        if body:
+            await self.stream.write(body)
+        if not more:
+            await self.stream.write_eof()
+
+    async def finish(self) -> web.StreamResponse:
+        if self.buffered is not None:
+            return self.buffered
+        if self.stream is not None:
+            return self.stream
+        return web.Response(status=self.status)

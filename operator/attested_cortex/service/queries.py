@@ -1,0 +1,80 @@
+"""Inputs of the operations whose HTTP form carries them in the path or the query string
+(``GET /v1/memories/{id}``, ``GET /v1/memories?namespace=&limit=``, ...), as pydantic models.
+
+The OpenAPI document derives those routes' parameters from these models
+(:func:`attested_cortex.server.openapi.params_of`) and the MCP tools take them as their
+arguments (:mod:`attested_cortex.mcp.tools`), so each wire shape has one typed definition.
+Bodies keep their models in :mod:`.commands` and :mod:`.graph_commands`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from attested_cortex.namespaces import namespace_problem
+from attested_cortex.service.commands import UpdateMemory
+from attested_cortex.service.graph_commands import Id
+
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class MemoryRef(BaseModel):
+    """One memory by id (read, delete, verify)."""
+
+    model_config = _STRICT
+
+    id: Id = Field(description="Memory id (UUID)")
+
+
+class LinkRef(BaseModel):
+    """One link by id (verify)."""
+
+    model_config = _STRICT
+
+    id: Id = Field(description="Link id (UUID)")
+
+
+class ListMemories(BaseModel):
+    """Live memories of a namespace subtree, newest first."""
+
+    model_config = _STRICT
+
+    namespace: str | None = Field(None, max_length=512,
+                                  description="This namespace and its children (all when absent)")
+    limit: int = Field(50, ge=1, le=500, description="At most this many memories")
+
+    @field_validator("namespace")
+    @classmethod
+    def _valid_namespace(cls, value: str | None) -> str | None:
+        problem = None if value is None else namespace_problem(value)
+        if problem is not None:
+            raise ValueError(f"namespace {problem}")
+        return value
+
+
+class TimelineQuery(BaseModel):
+    """A memory's links ordered by validity."""
+
+    model_config = _STRICT
+
+    memory_id: Id = Field(description="Memory id (UUID)")
+
+
+class AuditQuery(BaseModel):
+    """Verify the signed_events chain."""
+
+    model_config = _STRICT
+
+    deep: bool = Field(False, description="Also sweep every memory and link row against its "
+                       "latest write record")
+
+
+class UpdateMemoryById(UpdateMemory):
+    """``PATCH /v1/memories/{id}`` as one object: the id and the fields to change."""
+
+    id: Id = Field(description="Memory id (UUID)")
+
+    def fields(self) -> UpdateMemory:
+        """The update without its id (what the service takes)."""
+        return UpdateMemory.model_validate(self.model_dump(exclude={"id"}, exclude_unset=True),
+                                           strict=False)
