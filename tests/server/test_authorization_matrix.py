@@ -4,7 +4,8 @@
 
 For each operation agent ``bob`` (every scope a token grants by default, so all write
 scopes, but not the owner) attacks agent ``alice``'s objects (memories, the link between
-them, her transcript, her approval); each answer is the 4xx docs/permissions.md documents,
+them, her transcript, her approval, her MCP session), over HTTP routes and as MCP tool
+calls; each answer is the 4xx docs/permissions.md (and docs/mcp.md) documents,
 and alice's objects read back unchanged: content, revision, links, the replay of her
 transcript, the approval's state, and the audit chain verifies (deeply) with no record added.
 A token without write scopes mutates nothing on any route, and ``X-Agent-Id`` is ignored
@@ -47,6 +48,10 @@ CLASSIFIED: dict[tuple[str, str], str] = {
     ("POST", "/v1/recall"): "read",
     ("POST", "/v1/approvals/{id}"): "victim",
     ("POST", "/v1/transcripts"): "own",
+    # JSON-RPC: each tool call is one of the operations above, through the same pipeline
+    ("POST", "/mcp"): "victim",
+    # ends an MCP session: the agent's that opened it alone
+    ("DELETE", "/mcp"): "victim",
 }
 
 #: The scopes of a token that may read everything but write nothing.
@@ -173,7 +178,83 @@ async def _attack_transcript(w: World, who: str) -> list[tuple[Reply, int, set[s
     return [(reply, 400, {"invalid_input"})]
 
 
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+async def mcp_session(w: World, who: str) -> dict[str, str]:
+    """Open a handshake-era MCP session as ``who``; the headers that use it."""
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "matrix", "version": "0"}}}
+    opened = await w.team.call(who, "POST", "/mcp", hello, **MCP_ACCEPT)
+    assert opened.status == 200, opened.text
+    session = {**MCP_ACCEPT, "Mcp-Session-Id": opened.headers["Mcp-Session-Id"],
+               "MCP-Protocol-Version": "2025-11-25"}
+    done = await w.team.call(who, "POST", "/mcp", {"jsonrpc": "2.0",
+                                                   "method": "notifications/initialized"},
+                             **session)
+    assert done.status == 202, done.text
+    return session
+
+
+async def tool(w: World, who: str, session: dict[str, str], name: str,
+               arguments: dict[str, Any]) -> Reply:
+    """One tools/call; a tool error as a Reply with its HTTP status and envelope."""
+    reply = await w.team.call(who, "POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}}, **session)
+    assert reply.status == 200, reply.text
+    result = reply.body["result"]
+    if not result.get("isError"):
+        return Reply(200, reply.headers, result.get("structuredContent"), reply.text)
+    envelope = result["structuredContent"]
+    return Reply(envelope["status"], reply.headers, envelope, json.dumps(envelope))
+
+
+async def _attack_mcp(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    mine = await mcp_session(w, who)
+    m, link, t = w.memory["id"], w.link["id"], w.transcript["id"]
+    stamp = signed("POST", f"/v1/approvals/{w.approval}", b'{"decision":"approve"}',
+                   secret=b"not the cortex secret at all")
+    answers = [
+        (await tool(w, who, mine, "memory_update", {"id": m, "content": "bob was here"}),
+         403, {"not_owner"}),
+        (await tool(w, who, mine, "memory_forget", {"id": m}), 403, {"not_owner"}),
+        (await tool(w, who, mine, "link_invalidate", {"link_id": link}), 403, {"not_owner"}),
+        (await tool(w, who, mine, "memory_replay", {"memory_id": m, "full": True}),
+         403, {"not_owner"}),
+        (await tool(w, who, mine, "memory_store", {
+            "namespace": "proj", "content": "c",
+            "citations": [{"transcript_id": t, "start": 0, "end": 8}]}),
+         400, {"unknown_transcript"}),
+        (await tool(w, who, mine, "approval_decide", {
+            "id": w.approval, "decision": "approve",
+            "timestamp": stamp["X-Cortex-Timestamp"],
+            "signature": stamp["X-Cortex-Signature"]}),
+         401, {"approval_signature_invalid"}),
+    ]
+    # alice's session, presented by someone else, does not exist
+    theirs = await mcp_session(w, "alice")
+    stolen = await w.team.call(who, "POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "memory_get", "arguments": {"id": m}}}, **theirs)
+    assert stolen.status == 404, stolen.text
+    return answers
+
+
+async def _attack_mcp_end(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    theirs = await mcp_session(w, "alice")
+    ended = await w.team.call(who, "DELETE", "/mcp", None, **theirs)
+    assert ended.status == 404, ended.text  # as if it did not exist
+    still = await w.team.call("alice", "POST", "/mcp",
+                              {"jsonrpc": "2.0", "id": 9, "method": "ping"}, **theirs)
+    assert still.status == 200, still.text  # and alice's session lives on
+    return []
+
+
 ATTACKS: dict[tuple[str, str], Attack] = {
+    ("POST", "/mcp"): _attack_mcp,
+    ("DELETE", "/mcp"): _attack_mcp_end,
     ("POST", "/v1/memories"): _attack_store,
     ("PATCH", "/v1/memories/{id}"): _attack_update,
     ("DELETE", "/v1/memories/{id}"): _attack_delete,
@@ -259,7 +340,29 @@ async def test_a_token_without_write_scopes_mutates_nothing(
             signed("POST", f"/v1/approvals/{w.approval}", body)),
     }
     live = {r for r in await mutating_operations(w) if CLASSIFIED[r] != "read"}
-    assert set(attempts) == live, "a mutating route was added: attempt it here"
+    assert set(attempts) | {("POST", "/mcp"), ("DELETE", "/mcp")} == live, \
+        "a mutating route was added: attempt it here"
+    # the same writes as MCP tools
+    session = await mcp_session(w, "reader")
+    stamp = signed("POST", f"/v1/approvals/{w.approval}", b'{"decision":"approve"}')
+    for name, arguments in [
+        ("memory_store", {"namespace": "proj", "content": "r"}),
+        ("memory_update", {"id": m, "content": "r"}),
+        ("memory_forget", {"id": m}),
+        ("link_create", {"src_id": m, "dst_id": other, "relation": "supersedes"}),
+        ("link_invalidate", {"link_id": link}),
+        ("transcript_store", {"namespace": "proj", "content": "r"}),
+        ("approval_decide", {"id": w.approval, "decision": "approve",
+                             "timestamp": stamp["X-Cortex-Timestamp"],
+                             "signature": stamp["X-Cortex-Signature"]}),
+    ]:
+        reply = await tool(w, "reader", session, name, arguments)
+        assert reply.status == 403, (name, reply.text)
+        assert reply.body["error"]["code"] == "scope_denied", (name, reply.text)
+        assert await snapshot(w) == before, f"MCP {name}: a read-only token changed something"
+    # ending its own session is not a write of anyone's data
+    ended = await w.team.call("reader", "DELETE", "/mcp", None, **session)
+    assert ended.status in (200, 204), ended.text
     for route, (path, payload, headers) in sorted(attempts.items()):
         if route == ("POST", "/v1/approvals/{id}"):
             reply = await send_raw(w, "reader", path, body, **headers)
