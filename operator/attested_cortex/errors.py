@@ -12,6 +12,7 @@ translated here with ``raise ... from``.
     ├── UnauthenticatedError         401  missing or bad credentials
     ├── DeniedError                  403  a rule or hook denied the operation
     ├── NotFoundError                404
+    ├── BodyTimeoutError             408  the client sent its body too slowly
     ├── ConflictError                409  duplicate, replay, or a concurrent change
     ├── TooLargeError                413
     ├── UnsupportedMediaTypeError    415  the body is not declared as JSON
@@ -81,6 +82,14 @@ class ConflictError(CortexError):
 
     code = "conflict"
     http_status = 409
+
+
+class BodyTimeoutError(CortexError):
+    """The request body did not arrive within ``limits.body_read_timeout_s``: a client that
+    trickles its body must not hold a handler (and its memory) for ever."""
+
+    code = "body_timeout"
+    http_status = 408
 
 
 class TooLargeError(CortexError):

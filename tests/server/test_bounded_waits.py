@@ -221,3 +221,40 @@ async def test_a_remote_hook_that_never_answers_bounds_every_route(
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+async def _trickle(base: str, path: str, body: bytes, *, agent: str) -> tuple[int, bytes]:
+    """Send the headers and the first byte of ``body``, then nothing: the answer."""
+    host, port = base.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    head = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"X-Agent-Id: {agent}\r\nContent-Length: {len(body)}\r\n\r\n")
+    writer.write(head.encode() + body[:1])
+    await writer.drain()
+    try:
+        async with asyncio.timeout(BOUND_S):
+            status_line = await reader.readline()
+            rest = await reader.read(4096)
+    finally:
+        writer.close()
+    return int(status_line.split()[1]), rest
+
+
+async def test_a_body_that_never_arrives_is_a_408_not_a_held_handler(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    """A client that sends its headers and then trickles (or stops sending) its body: the
+    route answers 408 ``body_timeout`` after ``limits.body_read_timeout_s``, on the JSON
+    routes and on /mcp alike, and nothing is written."""
+    client = await make_cortex(migrated_pg15_dsn, migrated=False,
+                               limits={"body_read_timeout_s": 1})
+    store = b'{"namespace": "n", "content": "never finished"}'
+    status, rest = await _trickle(client.base, "/v1/memories", store, agent=client.agent)
+    assert status == 408 and b"body_timeout" in rest, rest
+    call = (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+            b'"memory_store", "arguments": {"namespace": "n", "content": "x"}}}')
+    status, rest = await _trickle(client.base, "/mcp", call, agent=client.agent)
+    assert status == 408 and b"body_timeout" in rest, rest
+    assert count(migrated_pg15_dsn, "memories") == 0
+    assert (await client.store("n", "the server still serves"))["content"]

@@ -12,12 +12,13 @@ encoded as UTF-8 for the database (:mod:`attested_cortex.jsonbounds`, shared wit
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp import hdrs, web
 from pydantic import ValidationError
 
-from attested_cortex.errors import TooLargeError, UnsupportedMediaTypeError
+from attested_cortex.errors import BodyTimeoutError, TooLargeError, UnsupportedMediaTypeError
 from attested_cortex.jsonbounds import (
     MAX_JSON_DEPTH,
     M,
@@ -26,6 +27,7 @@ from attested_cortex.jsonbounds import (
     parse,
     validation_error,
 )
+from attested_cortex.server.state import state
 
 __all__ = ["MAX_JSON_DEPTH", "check_content_type", "check_value", "decode_json", "parse",
            "read_json", "read_model", "read_query", "validation_error"]
@@ -36,8 +38,13 @@ async def read_json(request: web.Request, *, max_bytes: int) -> Any:
     check_content_type(request.headers.get(hdrs.CONTENT_TYPE))
     if request.content_length is not None and request.content_length > max_bytes:
         raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes)
+    timeout = state(request).services.limits.body_read_timeout_s
     try:
-        raw = await request.read()  # bounded by the application's client_max_size
+        async with asyncio.timeout(timeout):  # a trickling client holds no handler for ever
+            raw = await request.read()  # bounded by the application's client_max_size
+    except TimeoutError as exc:
+        raise BodyTimeoutError(f"the body did not arrive within {timeout} s",
+                               limit_s=timeout) from exc
     except web.HTTPRequestEntityTooLarge as exc:
         raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes) from exc
     if len(raw) > max_bytes:

@@ -6,7 +6,8 @@ authentication: a bearer token, a service-account token, or ``X-Agent-Id`` with 
 dev``; 401 in the envelope otherwise), and a browser's request from another origin is 403
 (``Origin``, as the transport requires against DNS rebinding). The handler then serves it
 with the SDK's ASGI application: the scope carries the method, path, headers and the
-authenticated caller, the body is streamed to it as it arrives (the SDK refuses one past
+authenticated caller, the body is read first within ``limits.body_read_timeout_s`` (408
+otherwise, as on every route) and handed over whole (the SDK refuses one past
 ``max_body_bytes`` plus the JSON-RPC envelope with 413), and its answer is written back,
 buffered when it is one body (a JSON response) and streamed when it is not (server-sent
 events). Called by :func:`attested_cortex.server.app.build_app`.
@@ -20,10 +21,10 @@ from typing import Any
 from aiohttp import web
 from starlette.types import Message
 
-from attested_cortex.errors import DeniedError
-from attested_cortex.mcp.serving import PATH, McpEndpoint, scope_values
+from attested_cortex.errors import BodyTimeoutError, DeniedError
+from attested_cortex.mcp.serving import ENVELOPE_BYTES, PATH, McpEndpoint, scope_values
 from attested_cortex.server.openapi import Operation
-from attested_cortex.server.state import caller
+from attested_cortex.server.state import caller, state
 
 ENDPOINT_KEY = web.AppKey("cortex_mcp", McpEndpoint)
 _READ_CHUNK = 64 * 1024
@@ -81,7 +82,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
         "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
         "server": None, "state": {}, **scope_values(caller(request)),
     }
+    limits = state(request).services.limits
     bridge = _Bridge(request)
+    await bridge.read_body(timeout_s=limits.body_read_timeout_s,
+                           cap=limits.max_body_bytes + ENVELOPE_BYTES)
     await endpoint(scope, bridge.receive, bridge.send)
     return await bridge.finish()
 
@@ -100,19 +104,36 @@ class _Bridge:
 
     def __init__(self, request: web.Request) -> None:
         self.request = request
+        self.body = b""
         self.body_done = False
         self.status = 500
         self.headers: list[tuple[str, str]] = []
         self.buffered: web.Response | None = None
         self.stream: web.StreamResponse | None = None
 
+    async def read_body(self, *, timeout_s: float, cap: int) -> None:
+        """The whole body, within ``limits.body_read_timeout_s`` as on every route (a client
+        that trickles it gets 408 before the SDK sees anything); at most ``cap`` + 1 bytes
+        are kept, which the SDK refuses with its own 413."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(timeout_s):
+                while size <= cap:
+                    chunk = await self.request.content.read(_READ_CHUNK)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+        except TimeoutError as exc:
+            raise BodyTimeoutError(f"the body did not arrive within {timeout_s:g} s",
+                                   limit_s=timeout_s) from exc
+        self.body = b"".join(chunks)
+
     async def receive(self) -> Message:
         if not self.body_done:
-            chunk = await self.request.content.read(_READ_CHUNK)
-            if chunk:
-                return {"type": "http.request", "body": chunk, "more_body": True}
             self.body_done = True
-            return {"type": "http.request", "body": b"", "more_body": False}
+            return {"type": "http.request", "body": self.body, "more_body": False}
         # The body is read: the next event is the client going away. aiohttp reports it by
         # failing the writes, which ends the SDK's stream; waiting here is what ASGI expects.
         await asyncio.Event().wait()

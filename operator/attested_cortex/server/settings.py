@@ -122,6 +122,7 @@ class LimitsSettings(BaseModel):
     max_content_chars: int = Field(256 * 1024, ge=1, le=16 * 1024 * 1024)
     max_metadata_bytes: int = Field(16 * 1024, ge=2, le=1024 * 1024)
     recall_pool: int = Field(200, ge=10, le=10_000)
+    body_read_timeout_s: int = Field(30, ge=1, le=3600)
 
 
 class EmbeddingSettings(BaseModel):

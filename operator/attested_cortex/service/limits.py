@@ -23,6 +23,7 @@ class Limits:
     recall_pool: int = 200
     max_kg_depth: int = MAX_QUERY_DEPTH
     max_kg_path_hops: int = MAX_PATH_DEPTH
+    body_read_timeout_s: int = 30
 
     def as_dict(self) -> dict[str, int]:
         """The limits as plain JSON."""
