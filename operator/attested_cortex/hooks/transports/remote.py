@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Final
 
 from attested_cortex.hooks.addresses import TcpAddress, parse_address
 from attested_cortex.hooks.rpc import RpcConnection
@@ -18,6 +19,11 @@ from attested_cortex.hooks.supervising import (
     SupervisedTransport,
     Supervisor,
 )
+
+#: A connect that gets no answer (an address that drops packets, a full accept queue) fails
+#: after this long, so the hook is reported down and retried with backoff instead of
+#: staying "starting" while every call waits out its budget.
+CONNECT_TIMEOUT_S: Final = 5.0
 
 
 class _SocketLink:
@@ -38,6 +44,7 @@ class RemoteTransport(SupervisedTransport):
         backoff: Backoff = DEFAULT_BACKOFF, on_restart: Callable[[], None] | None = None,
     ) -> None:
         self._address = parse_address(address)
+        self.connect_timeout_s = CONNECT_TIMEOUT_S
         self._max_in_flight = max_in_flight
         self._limit = max_output_bytes
         self._supervisor = Supervisor(
@@ -46,11 +53,16 @@ class RemoteTransport(SupervisedTransport):
 
     async def _connect(self) -> _SocketLink:
         address = self._address
-        if isinstance(address, TcpAddress):
-            reader, writer = await asyncio.open_connection(
-                address.host, address.port, limit=self._limit
-            )
-        else:
-            reader, writer = await asyncio.open_unix_connection(address.path, limit=self._limit)
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                if isinstance(address, TcpAddress):
+                    reader, writer = await asyncio.open_connection(
+                        address.host, address.port, limit=self._limit
+                    )
+                else:
+                    reader, writer = await asyncio.open_unix_connection(address.path,
+                                                                        limit=self._limit)
+        except TimeoutError as exc:
+            raise OSError(f"no answer within {self.connect_timeout_s:g} s") from exc
         return _SocketLink(RpcConnection(reader, writer, max_in_flight=self._max_in_flight))
 
