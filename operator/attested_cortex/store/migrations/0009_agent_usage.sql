@@ -30,35 +30,44 @@ CREATE TABLE agent_usage (
     transcripts bigint NOT NULL DEFAULT 0
 );
 
--- Add a delta to one agent's row. INSERT ... ON CONFLICT DO UPDATE adds to the row as it is
--- committed (it waits for a concurrent writer's row lock, then re-reads), so two writes of
--- one agent at once both count.
-CREATE FUNCTION agent_usage_add(who text, memory_delta bigint, transcript_delta bigint)
-    RETURNS void LANGUAGE sql AS $$
-    INSERT INTO agent_usage AS u (agent, memories, transcripts)
-        VALUES (who, memory_delta, transcript_delta)
-        ON CONFLICT (agent) DO UPDATE
-        SET memories = u.memories + EXCLUDED.memories,
-            transcripts = u.transcripts + EXCLUDED.transcripts
-$$;
-
--- The triggers are deferred constraint triggers: they run at COMMIT, after every statement of
--- the write, so after its audit record took the chain lock (store/events.py; the record is the
--- last statement of every server write). Counter rows are therefore only touched under the
--- chain lock, which serialises writers: no lock order of their own, hence no deadlock with the
--- chain lock or between a sweeper batch (many owners) and a store. They are SECURITY DEFINER
--- (owned by the migrating role) so the server's role only reads agent_usage: it cannot set a
--- counter except by writing the rows it counts.
+-- Statement-level triggers over the statement's transition tables: one counter update per
+-- agent per statement (a bulk COPY or a sweeper batch sums its rows first; a per-row trigger
+-- would update one counter row once per row, each update walking the versions the earlier
+-- ones left). INSERT ... ON CONFLICT DO UPDATE adds to the row as committed (it waits for a
+-- concurrent writer's row lock, then re-reads), so two writes of one agent at once both count.
+--
+-- Lock order: a server write changes one memory or transcript per transaction, so it locks
+-- its agent's counter row at the end of that statement, then the chain lock with its write
+-- record, the transaction's last statement (store/events.py): counter rows are always taken
+-- before the chain lock, never after. A statement touching several agents (a sweeper batch)
+-- takes their rows in agent order (ORDER BY), so two such batches cannot deadlock.
+--
+-- SECURITY DEFINER (owned by the migrating role): the server's role only reads agent_usage,
+-- so it cannot set a counter except by writing the rows it counts.
 CREATE FUNCTION agent_usage_memories() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
 BEGIN
-    IF TG_OP <> 'INSERT' THEN
-        PERFORM agent_usage_add(OLD.author, -cortex_memory_bytes(OLD.content, OLD.title,
-                                OLD.metadata, OLD.deleted_at), 0);
-    END IF;
-    IF TG_OP <> 'DELETE' THEN
-        PERFORM agent_usage_add(NEW.author, cortex_memory_bytes(NEW.content, NEW.title,
-                                NEW.metadata, NEW.deleted_at), 0);
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO agent_usage AS u (agent, memories)
+            SELECT author, sum(cortex_memory_bytes(content, title, metadata, deleted_at))
+            FROM new_rows GROUP BY author ORDER BY author
+            ON CONFLICT (agent) DO UPDATE SET memories = u.memories + EXCLUDED.memories;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO agent_usage AS u (agent, memories)
+            SELECT author, -sum(cortex_memory_bytes(content, title, metadata, deleted_at))
+            FROM old_rows GROUP BY author ORDER BY author
+            ON CONFLICT (agent) DO UPDATE SET memories = u.memories + EXCLUDED.memories;
+    ELSE
+        INSERT INTO agent_usage AS u (agent, memories)
+            SELECT agent, sum(bytes) FROM (
+                SELECT author AS agent,
+                       cortex_memory_bytes(content, title, metadata, deleted_at) AS bytes
+                    FROM new_rows
+                UNION ALL
+                SELECT author, -cortex_memory_bytes(content, title, metadata, deleted_at)
+                    FROM old_rows) AS delta
+            GROUP BY agent HAVING sum(bytes) <> 0 ORDER BY agent
+            ON CONFLICT (agent) DO UPDATE SET memories = u.memories + EXCLUDED.memories;
     END IF;
     RETURN NULL;
 END
@@ -67,42 +76,69 @@ $$;
 CREATE FUNCTION agent_usage_transcripts() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
 BEGIN
-    IF TG_OP <> 'INSERT' THEN
-        PERFORM agent_usage_add(OLD.owner, 0, -cortex_transcript_bytes(OLD.stored_bytes,
-                                OLD.metadata, OLD.pruned_at));
-    END IF;
-    IF TG_OP <> 'DELETE' THEN
-        PERFORM agent_usage_add(NEW.owner, 0, cortex_transcript_bytes(NEW.stored_bytes,
-                                NEW.metadata, NEW.pruned_at));
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO agent_usage AS u (agent, transcripts)
+            SELECT owner, sum(cortex_transcript_bytes(stored_bytes, metadata, pruned_at))
+            FROM new_rows GROUP BY owner ORDER BY owner
+            ON CONFLICT (agent) DO UPDATE
+            SET transcripts = u.transcripts + EXCLUDED.transcripts;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO agent_usage AS u (agent, transcripts)
+            SELECT owner, -sum(cortex_transcript_bytes(stored_bytes, metadata, pruned_at))
+            FROM old_rows GROUP BY owner ORDER BY owner
+            ON CONFLICT (agent) DO UPDATE
+            SET transcripts = u.transcripts + EXCLUDED.transcripts;
+    ELSE  -- archiving changes nothing that counts (no row); pruning and metadata edits do
+        INSERT INTO agent_usage AS u (agent, transcripts)
+            SELECT agent, sum(bytes) FROM (
+                SELECT owner AS agent,
+                       cortex_transcript_bytes(stored_bytes, metadata, pruned_at) AS bytes
+                    FROM new_rows
+                UNION ALL
+                SELECT owner, -cortex_transcript_bytes(stored_bytes, metadata, pruned_at)
+                    FROM old_rows) AS delta
+            GROUP BY agent HAVING sum(bytes) <> 0 ORDER BY agent
+            ON CONFLICT (agent) DO UPDATE
+            SET transcripts = u.transcripts + EXCLUDED.transcripts;
     END IF;
     RETURN NULL;
 END
 $$;
 
-CREATE CONSTRAINT TRIGGER agent_usage_memories_insert_delete AFTER INSERT OR DELETE
-    ON memories DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+CREATE TRIGGER agent_usage_memories_insert AFTER INSERT ON memories
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION agent_usage_memories();
--- An update counts only when it changes what counts (not a tag, validity or revision edit).
-CREATE CONSTRAINT TRIGGER agent_usage_memories_update
-    AFTER UPDATE OF content, title, metadata, deleted_at, author
-    ON memories DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-    WHEN (cortex_memory_bytes(OLD.content, OLD.title, OLD.metadata, OLD.deleted_at)
-          IS DISTINCT FROM cortex_memory_bytes(NEW.content, NEW.title, NEW.metadata,
-                                                NEW.deleted_at)
-          OR OLD.author IS DISTINCT FROM NEW.author)
+CREATE TRIGGER agent_usage_memories_update AFTER UPDATE ON memories
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION agent_usage_memories();
-CREATE CONSTRAINT TRIGGER agent_usage_transcripts_insert_delete AFTER INSERT OR DELETE
-    ON transcripts DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+CREATE TRIGGER agent_usage_memories_delete AFTER DELETE ON memories
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION agent_usage_memories();
+CREATE TRIGGER agent_usage_transcripts_insert AFTER INSERT ON transcripts
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION agent_usage_transcripts();
--- Archiving changes nothing that counts; pruning and a metadata change do.
-CREATE CONSTRAINT TRIGGER agent_usage_transcripts_update
-    AFTER UPDATE OF stored_bytes, metadata, pruned_at, owner
-    ON transcripts DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-    WHEN (cortex_transcript_bytes(OLD.stored_bytes, OLD.metadata, OLD.pruned_at)
-          IS DISTINCT FROM cortex_transcript_bytes(NEW.stored_bytes, NEW.metadata,
-                                                    NEW.pruned_at)
-          OR OLD.owner IS DISTINCT FROM NEW.owner)
+CREATE TRIGGER agent_usage_transcripts_update AFTER UPDATE ON transcripts
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION agent_usage_transcripts();
+CREATE TRIGGER agent_usage_transcripts_delete AFTER DELETE ON transcripts
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION agent_usage_transcripts();
+-- TRUNCATE fires no row-level work: it empties every agent's count of that kind.
+CREATE FUNCTION agent_usage_truncated() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'memories' THEN
+        UPDATE agent_usage SET memories = 0 WHERE memories <> 0;
+    ELSE
+        UPDATE agent_usage SET transcripts = 0 WHERE transcripts <> 0;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER agent_usage_memories_truncate AFTER TRUNCATE ON memories
+    FOR EACH STATEMENT EXECUTE FUNCTION agent_usage_truncated();
+CREATE TRIGGER agent_usage_transcripts_truncate AFTER TRUNCATE ON transcripts
+    FOR EACH STATEMENT EXECUTE FUNCTION agent_usage_truncated();
 
 -- Backfill from the rows as they are (the migration runs in one transaction).
 INSERT INTO agent_usage (agent, memories, transcripts)
