@@ -1,5 +1,5 @@
 """The deep audit: every memory, link and transcript row against its latest write record in
-the chain.
+the chain, and every agent's stored-bytes counter against the sum of its rows.
 
 Called by ``cortexctl audit verify --deep`` and ``GET /v1/audit/verify?deep=true`` after the
 chain itself verified. The chain says which writes the server made; this module says whether
@@ -12,6 +12,9 @@ the rows still hold what those writes left. A mismatch is reported by id:
                    migration 0006 added write records)
 ``missing_row``    a record whose row is gone
 ``unreadable``     a record event whose payload is not a record (forged by hand)
+``miscounted``     (kind ``usage``, id the agent) an agent's stored-bytes counter differs from
+                   the recomputed sum of its rows (``fields``: ``memories``, ``transcripts``):
+                   the counter table or a row was edited behind the server's triggers
 
 A transcript's latest record is its store, archive or prune: a frame the sweeper pruned
 matches its ``transcript.pruned`` record (frame digest null), one dropped behind the server
@@ -38,10 +41,11 @@ from attested_cortex.attest.records import (
     transcript_record,
 )
 from attested_cortex.errors import InvalidInputError
-from attested_cortex.store import scanning
+from attested_cortex.store import scanning, usage
 
-Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable"]
-Kind = Literal["memory", "link", "transcript"]
+Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable",
+                  "miscounted"]
+Kind = Literal["memory", "link", "transcript", "usage"]
 #: Each kind's record events and the record field naming its row.
 _KEYS: dict[str, tuple[Kind, str]] = {
     **{e: ("memory", "memory_id") for e in MEMORY_EVENTS},
@@ -75,6 +79,7 @@ class SweepReport:
     links: int = 0
     transcripts: int = 0
     records: int = 0
+    agents: int = 0
     mismatch_count: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
 
@@ -90,6 +95,7 @@ class SweepReport:
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "memories": self.memories, "links": self.links,
                 "transcripts": self.transcripts, "records": self.records,
+                "agents": self.agents,
                 "mismatch_count": self.mismatch_count,
                 "mismatches": [m.as_json() for m in self.mismatches],
                 "truncated": self.mismatch_count > len(self.mismatches)}
@@ -114,6 +120,11 @@ async def sweep(conn: psycopg.AsyncConnection[Any]) -> SweepReport:
             report.transcripts += 1
             _compare(report, "transcript", str(transcript.transcript.id),
                      transcript_record(transcript), latest["transcript"])
+        report.agents, miscounts = await usage.recounted(conn)
+        for wrong in miscounts:
+            fields = tuple(kind for kind in ("memories", "transcripts")
+                           if getattr(wrong.counted, kind) != getattr(wrong.recounted, kind))
+            report.add(Mismatch("usage", wrong.agent, "miscounted", fields))
     for kind, left in latest.items():
         for key, (sequence, _) in sorted(left.items(), key=lambda item: item[1][0]):
             report.add(Mismatch(kind, key, "missing_row", sequence=sequence))

@@ -73,7 +73,8 @@ def _print(report: Any, swept: dict[str, Any] | None) -> None:
     if swept is None:
         return
     print(f"deep: {swept['memories']} memories, {swept['links']} links, "
-          f"{swept['transcripts']} transcripts, {swept['records']} write records; "
+          f"{swept['transcripts']} transcripts, {swept['records']} write records, "
+          f"{swept['agents']} usage counters; "
           f"{swept['mismatch_count']} mismatches")
     for m in swept["mismatches"]:
         fields = f" ({', '.join(m['fields'])})" if m["fields"] else ""

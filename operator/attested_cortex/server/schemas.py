@@ -199,10 +199,10 @@ class MemoryVerifyOut(BaseModel):
 class MismatchOut(BaseModel):
     """A row that no longer matches its write record (or a record without its row)."""
 
-    kind: str = Field(description="memory, link or transcript")
+    kind: str = Field(description="memory, link, transcript or usage (id: the agent)")
     id: str
     problem: str = Field(description="changed, downgraded, missing_event, missing_row, "
-                         "unreadable")
+                         "unreadable, miscounted")
     fields: list[str]
     sequence: int | None = Field(description="The record event compared")
 
@@ -215,6 +215,7 @@ class DeepAuditOut(BaseModel):
     links: int
     transcripts: int
     records: int
+    agents: int = Field(description="Agents whose stored-bytes counter was recounted")
     mismatch_count: int
     mismatches: list[MismatchOut]
     truncated: bool

@@ -6,7 +6,8 @@ read the schema version, read and write memories and links, and *append* to
 since an owner could disable the append-only triggers). Where the AGE graph exists, the
 role may use its schema to keep the mirror in step. Where the embeddings table exists, the
 role reads and writes it (the background backfill replaces stale rows). Transcripts are
-read, written, archived and pruned; a memory's citations are appended only.
+read, written, archived and pruned; a memory's citations are appended only. Per-agent
+stored bytes (``agent_usage``) are read only: the database's own triggers keep them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     # The sweeper archives (UPDATE) and prunes (UPDATE frame to NULL); rows are never deleted.
     ("SELECT, INSERT, UPDATE", "transcripts"),
     ("SELECT, INSERT", "memory_transcript_links"),
+    # Read only: the triggers of migration 0009 (SECURITY DEFINER) keep the counters.
+    ("SELECT", "agent_usage"),
 )
 
 

@@ -172,9 +172,9 @@ def _like_prefix(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-#: What a live memory counts against its author's storage quota.
-MEMORY_BYTES = ("coalesce(sum(octet_length(content) + octet_length(title) "
-                "+ octet_length(metadata::text)), 0)")
+#: What an author's memories count against its storage quota: text, title and metadata of
+#: the live ones (the SQL function of migration 0009, which the usage triggers also call).
+MEMORY_BYTES = "coalesce(sum(cortex_memory_bytes(content, title, metadata, deleted_at)), 0)"
 
 
 async def stored_bytes(conn: Conn, *, author: str) -> int:

@@ -27,8 +27,8 @@ _COLUMNS = ("id, namespace, owner, metadata, raw_bytes, raw_chars, stored_bytes,
 RECORD_COLUMNS = f"{_COLUMNS}, sha256(frame) AS frame_sha256"
 #: What one transcript counts against its owner's storage quota: the frame at rest and the
 #: metadata, until it is pruned (then nothing: the owner cannot delete one, retention frees it).
-OWNED_BYTES = ("coalesce(sum(stored_bytes + octet_length(metadata::text)) FILTER "
-               "(WHERE pruned_at IS NULL), 0)")
+#: The SQL function of migration 0009, which the usage triggers also call.
+OWNED_BYTES = "coalesce(sum(cortex_transcript_bytes(stored_bytes, metadata, pruned_at)), 0)"
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,28 @@
 """Bytes an agent stores, for the storage quota and ``quotas.you`` in capabilities: its live
 memories' text, title and metadata, and its transcripts' frames and metadata until they are
-pruned. One statement, so the quota step of every write costs one round trip.
+pruned.
 
-Called by :mod:`attested_cortex.service.usage`. The two sums are defined next to their tables
-(:data:`.memories.MEMORY_BYTES`, :data:`.transcripts.OWNED_BYTES`).
+:func:`stored` reads the agent's row of ``agent_usage``, which triggers on memories and
+transcripts keep in step in every write's transaction (migration 0009): the quota step of a
+write costs one primary-key lookup, whatever the agent stores. :func:`recounted` sums the
+rows themselves with the same definitions (:data:`.memories.MEMORY_BYTES`,
+:data:`.transcripts.OWNED_BYTES`, both the SQL functions the triggers call), for the deep
+audit to name a counter that disagrees.
+
+Called by :mod:`attested_cortex.service.usage` (stored) and
+:mod:`attested_cortex.attest.sweeping` (recounted, inside its snapshot).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
 
 from attested_cortex.store.database import Conn
+from attested_cortex.store.errors import translating
 from attested_cortex.store.memories import MEMORY_BYTES
 from attested_cortex.store.transcripts import OWNED_BYTES
 
@@ -28,13 +40,48 @@ class Usage:
         return self.memories + self.transcripts
 
 
+@dataclass(frozen=True)
+class Miscount:
+    """An agent whose counter row disagrees with the sum of its rows."""
+
+    agent: str
+    counted: Usage
+    recounted: Usage
+
+
 async def stored(conn: Conn, *, agent: str) -> Usage:
-    """What ``agent`` stores now (memories it authored, transcripts it owns)."""
+    """What ``agent`` stores now (memories it authored, transcripts it owns): its counter."""
     cur = await conn.execute(
-        f"SELECT (SELECT {MEMORY_BYTES} FROM memories WHERE author = %s "
-        "AND deleted_at IS NULL) AS memories, "
-        f"(SELECT {OWNED_BYTES} FROM transcripts WHERE owner = %s) AS transcripts",
-        (agent, agent))
+        "SELECT memories, transcripts FROM agent_usage WHERE agent = %s", (agent,))
     row = await cur.fetchone()
-    assert row is not None
+    if row is None:  # never wrote anything that counts
+        return Usage(0, 0)
     return Usage(int(row["memories"]), int(row["transcripts"]))
+
+
+async def recounted(conn: psycopg.AsyncConnection[Any]) -> tuple[int, list[Miscount]]:
+    """Every agent's counter against the recomputed sums of its rows: how many agents were
+    compared, and those that disagree (an agent without a counter row counts zero)."""
+    query = (
+        "WITH m AS (SELECT author AS agent, " + MEMORY_BYTES + " AS bytes FROM memories "
+        "GROUP BY author), t AS (SELECT owner AS agent, " + OWNED_BYTES + " AS bytes "
+        "FROM transcripts GROUP BY owner), "
+        "sums AS (SELECT coalesce(m.agent, t.agent) AS agent, coalesce(m.bytes, 0) AS m, "
+        "coalesce(t.bytes, 0) AS t FROM m FULL JOIN t ON t.agent = m.agent) "
+        "SELECT coalesce(s.agent, u.agent) AS agent, coalesce(u.memories, 0) AS counted_m, "
+        "coalesce(u.transcripts, 0) AS counted_t, coalesce(s.m, 0) AS m, "
+        "coalesce(s.t, 0) AS t FROM sums s FULL JOIN agent_usage u ON u.agent = s.agent "
+        "ORDER BY 1")
+    with translating():
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute("SELECT to_regclass('agent_usage') IS NOT NULL AS present")
+        found = await cur.fetchone()
+        if found is None or not found["present"]:  # not migrated to 0009 yet: no counters
+            return 0, []
+        await cur.execute(query)
+        rows = await cur.fetchall()
+    wrong = [Miscount(str(r["agent"]), Usage(int(r["counted_m"]), int(r["counted_t"])),
+                      Usage(int(r["m"]), int(r["t"])))
+             for r in rows
+             if (r["counted_m"], r["counted_t"]) != (r["m"], r["t"])]
+    return len(rows), wrong
