@@ -310,8 +310,14 @@ def fuzz_lines() -> list[str]:
         f"| {per_property} |",
         f"| tests/server/test_fuzz.py | stateful: store/update/delete/link/invalidate/walk in any "
         f"order | {test_fuzz.STATEFUL_RUNS} runs x {test_fuzz.STATEFUL_STEPS} steps |",
+        f"| tests/server/test_fuzz.py | transcripts (on): stores of plain text, well-formed, "
+        f"truncated and non-UTF-8 zstd frames and hostile fragments; what a 201 stored replays "
+        f"whole | {test_fuzz.TRANSCRIPT_EXAMPLES} |",
+        f"| tests/server/test_fuzz.py | memory stores citing disjoint, overlapping, negative, "
+        f"2^31..2^63 and foreign spans; a refusal stores nothing, a 201 replays each span's "
+        f"text | {test_fuzz.TRANSCRIPT_EXAMPLES} |",
         "| tests/server/test_schemathesis.py | every OpenAPI operation, positive and negative "
-        "generation | 25 per operation and mode |",
+        "generation, transcripts on | 25 per operation and mode |",
     ]
 
 
