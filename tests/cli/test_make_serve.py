@@ -47,7 +47,7 @@ def test_walkthrough_then_ctrl_c_cleans_up(age_server: object) -> None:
         request = urllib.request.Request(
             f"{base[1]}/v1/memories", data=body[1].encode(), method="POST",
             headers={"X-Agent-Id": "dev:alice", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request) as reply:
+        with urllib.request.urlopen(request, timeout=15) as reply:
             assert json.load(reply)["namespace"] == "org/team"
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0

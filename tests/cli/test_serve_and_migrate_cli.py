@@ -57,7 +57,7 @@ def test_logs_are_json_with_request_ids_and_no_token(
         request = urllib.request.Request(
             f"{served.base}/v1/capabilities", headers={"Authorization": f"Bearer {token}",
                                                        "X-Request-Id": "req-42"})
-        with urllib.request.urlopen(request) as response:
+        with urllib.request.urlopen(request, timeout=15) as response:
             assert json.load(response)["auth"]["mode"] == "tokens"
     lines = [json.loads(line) for line in served.log.read_text().splitlines() if line.strip()]
     assert any(e.get("request_id") == "req-42" and e.get("status") == 200 for e in lines)

@@ -24,7 +24,7 @@ def test_operator_starts_ready_and_stops_cleanly(kube: Kube, kube_namespace: str
     )
     try:
         wait_until_up(f"http://127.0.0.1:{health}/readyz", process, seconds=60)
-        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics") as reply:
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=15) as reply:
             assert b"cortex_operator_ready 1.0" in reply.read()
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=60)
