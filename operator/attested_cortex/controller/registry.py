@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import kopf
 
+from attested_cortex import tasks
 from attested_cortex.builders import names as n
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Defaults, parse_meta
@@ -216,9 +217,7 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
 async def stop(memo: kopf.Memo, **_: Any) -> None:
     """Stop the workers and close the client."""
     task: asyncio.Task[None] | None = memo.get("workers")
-    if task is not None:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    await tasks.stop((task,))
     api: KubeApi | None = memo.get("api")
     if api is not None:
         await api.close()

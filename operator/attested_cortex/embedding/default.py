@@ -62,7 +62,8 @@ class DefaultEmbedder:
         if len(texts) <= INLINE_TEXTS and not background:
             return self.embed_now(texts)
         try:
-            return await asyncio.wait_for(asyncio.to_thread(self.embed_now, texts), timeout_s)
+            async with asyncio.timeout(timeout_s):  # not wait_for: see attested_cortex.tasks
+                return await asyncio.to_thread(self.embed_now, texts)
         except TimeoutError as exc:
             raise EmbeddingError(f"embedding {len(texts)} texts took over {timeout_s}s") from exc
 

@@ -15,6 +15,7 @@ import json
 import logging
 from typing import Any, Final
 
+from attested_cortex import tasks
 from attested_cortex.hooks.addresses import TcpAddress, parse_address
 from attested_cortex.hooks.settings import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_OUTPUT_BYTES
 from attested_cortex.hooks.transports.daemon import DaemonTransport
@@ -85,8 +86,7 @@ class Sidecar:
         """Stop listening and stop the program."""
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
+        await tasks.stop(list(self._tasks))
         await self._daemon.aclose()
 
 

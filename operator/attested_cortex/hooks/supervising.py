@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from attested_cortex import tasks
 from attested_cortex.hooks.rpc import RpcConnection
 from attested_cortex.hooks.wire import HookFailure, RawHookRequest, TransportState
 
@@ -142,10 +143,7 @@ class Supervisor:
     async def aclose(self) -> None:
         """Stop reconnecting and release the link; pending calls fail ``crash``."""
         self._state = "closed"
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await tasks.stop((self._task,))
         self._settled.set()
 
 

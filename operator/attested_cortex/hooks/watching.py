@@ -10,13 +10,13 @@ logs it, counts it and shows it in ``describe()``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import os
 from pathlib import Path
 from typing import Protocol
 
+from attested_cortex import tasks
 from attested_cortex.hooks.loading import parse_settings_text
 from attested_cortex.hooks.settings import HookConfigError, HooksSettings
 
@@ -80,10 +80,7 @@ class ConfigWatcher:
 
     async def aclose(self) -> None:
         """Stop polling."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await tasks.stop((self._task,))
 
 
 def _fingerprint(path: Path) -> Fingerprint | None:

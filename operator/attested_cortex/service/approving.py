@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import psycopg
 
+from attested_cortex import tasks
 from attested_cortex.errors import (
     ConflictError,
     CortexError,
@@ -203,11 +204,7 @@ class Approvals:
 
     async def aclose(self) -> None:
         """Stop the background tasks."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await tasks.stop(self._tasks)
 
     async def sweep(self) -> list[Action]:
         """Expire overdue actions (denied), refresh remembered rules, prune signatures."""

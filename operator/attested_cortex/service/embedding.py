@@ -31,6 +31,7 @@ from typing import Any, Literal
 import psycopg
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from attested_cortex import tasks
 from attested_cortex.embedding.base import Embedder, EmbeddingError
 from attested_cortex.errors import CortexError, InvalidInputError
 from attested_cortex.store import embeddings as rows
@@ -235,17 +236,7 @@ async def open_vectors(
 async def close_vectors(vectors: Vectors) -> None:
     """Stop the backfill and the write-behind embedder (what it still held is stale and
     the next backfill embeds it), then close the embedder."""
-    for task in (vectors._behind_task, vectors._task):
-        if task is None:
-            continue
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
-        except Exception:  # a task that died already must not break shutdown
-            log.exception("an embedding task had stopped with an error", extra={
-                "task": task.get_name()})
+    await tasks.stop((vectors._behind_task, vectors._task))
     if vectors.embedder is not None:
         await vectors.embedder.aclose()
 
@@ -412,7 +403,8 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
             wait, backoff = backoff, min(backoff * 2, 60.0)
         vectors._wake.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(vectors._wake.wait(), wait)
+            async with asyncio.timeout(wait):  # not wait_for: it can lose a cancel (tasks.py)
+                await vectors._wake.wait()
 
 
 async def _ensure_ready(db: Database, vectors: Vectors) -> None:

@@ -15,7 +15,6 @@ tells a pruned frame from one removed behind the server.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
+from attested_cortex import tasks
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.errors import CortexError
 from attested_cortex.service.write_records import record_sweep
@@ -105,11 +105,8 @@ class Transcripts:
 
     async def aclose(self) -> None:
         """Stop the sweeper."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await tasks.stop((self._task,))
+        self._task = None
 
     async def _sweep_forever(self) -> None:
         while True:

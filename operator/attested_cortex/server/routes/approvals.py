@@ -38,7 +38,8 @@ async def stream_approvals(request: web.Request) -> web.StreamResponse:
             await response.write(b": subscribed\n\n")
             while True:
                 try:
-                    event = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                    async with asyncio.timeout(KEEPALIVE_S):  # wait_for can lose a cancel
+                        event = await queue.get()
                 except TimeoutError:
                     await response.write(b": keep-alive\n\n")
                     continue
