@@ -17,6 +17,7 @@ import kopf
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 
+from attested_cortex import tasks
 from attested_cortex.controller.metrics import METRICS, READY
 from attested_cortex.controller.registry import REGISTRY
 
@@ -79,10 +80,15 @@ async def run_operator(settings: OperatorSettings) -> None:
             clusterwide=settings.clusterwide,
             namespaces=settings.namespaces, ready_flag=ready, stop_flag=stop,
         ))
-        await ready.wait() if not operator.done() else None
-        READY.set(1)
-        log.info("operator ready", extra={"namespaces": list(settings.namespaces),
-                                          "clusterwide": settings.clusterwide})
+        # Either kopf becomes ready or it ends first (a failed start-up): never wait for a
+        # flag that an ended operator can no longer set.
+        flag = asyncio.create_task(ready.wait(), name="operator-ready")
+        await asyncio.wait({flag, operator}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.is_set():
+            READY.set(1)
+            log.info("operator ready", extra={"namespaces": list(settings.namespaces),
+                                              "clusterwide": settings.clusterwide})
+        await tasks.stop((flag,))
         await operator
     finally:
         for runner in runners:
