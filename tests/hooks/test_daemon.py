@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
@@ -75,6 +79,28 @@ async def test_crash_restarts_with_backoff(
     assert metric(registry, "cortex_hook_daemon_restarts_total", hook="d") == 1
     later = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert later.records[0].failure is None
+
+
+async def test_an_exit_is_a_crash_and_a_restart_though_a_grandchild_holds_stdout(
+    make_pipeline: PipelineFactory, tmp_path: Path,
+) -> None:
+    # Before: the pending fire waited out its whole budget (timeout, not crash), and the
+    # hook was never restarted: the supervisor waited on Process.wait, which waits for the
+    # stdout the orphan holds for 300 s.
+    pipeline = await make_pipeline(daemon("d", ["pre_store"], timeout_ms=3000))
+    first = pid_of(pipeline, "pre_store")
+    pid_file = tmp_path / "orphan.pid"
+    try:
+        exited = await pipeline.fire("pre_store", {"behave": {"orphan": str(pid_file)}},
+                                     agent_id="a", namespace="n")
+        assert exited.records[0].failure == "crash", exited.records[0]
+        await eventually(lambda: pid_of(pipeline, "pre_store") not in (None, first))
+        later = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+        assert later.records[0].failure is None
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
 
 async def test_fires_during_backoff_follow_fail_mode(make_pipeline: PipelineFactory) -> None:
