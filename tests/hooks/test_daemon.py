@@ -123,6 +123,36 @@ async def test_garbage_on_stdout_fails_pending_and_restarts(
     await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 1)
 
 
+async def test_a_reply_with_a_huge_integer_fails_only_its_own_call(
+    make_pipeline: PipelineFactory,
+) -> None:
+    # Before: the line was taken for garbage, so the call beside it failed malformed too
+    # and the daemon was restarted.
+    pipeline = await make_pipeline(daemon("d", ["pre_store"]))
+    huge = '{"decision": "modify", "delta": {"n": ' + "9" * 5000 + "}}"
+    beside, hostile = await asyncio.gather(
+        pipeline.fire("pre_store", {"behave": {"sleep": 0.3}}, agent_id="a", namespace="n"),
+        pipeline.fire("pre_store", {"behave": {"raw_result": huge}}, agent_id="a",
+                      namespace="n"))
+    assert hostile.records[0].failure == "malformed"
+    assert beside.records[0].failure is None, beside.records[0]
+    assert pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 0
+
+
+async def test_a_reply_whose_id_is_true_answers_no_call(make_pipeline: PipelineFactory) -> None:
+    # Before: Python's True == 1, so the forged Deny answered the first call.
+    pipeline = await make_pipeline(daemon("d", ["pre_store"]))
+    forged = '{"decision": "deny", "reason": "forged"}'
+    first = asyncio.create_task(pipeline.fire("pre_store", {"behave": {"sleep": 0.3}},
+                                              agent_id="a", namespace="n"))
+    await eventually(lambda: pipeline.describe()["config"]["in_flight"] == 1)
+    await pipeline.fire("pre_store", {"behave": {"raw_result": forged, "reply_id": True}},
+                        agent_id="a", namespace="n")
+    result = await first
+    assert result.decision == "allow" and result.reason is None
+    assert result.records[0].failure == "malformed"
+
+
 async def test_oversized_reply(make_pipeline: PipelineFactory) -> None:
     pipeline = await make_pipeline(daemon("d", ["pre_store"], max_output_bytes=4096))
     result = await pipeline.fire("pre_store", {"behave": {"oversized": 100_000}}, agent_id="a",

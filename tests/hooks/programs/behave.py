@@ -10,7 +10,9 @@ payload's ``seen`` list; ``crash``: exit 3; ``garbage``: print non-JSON; ``empty
 nothing; ``oversized``: pad the answer to that many bytes; ``grandchild``: start a
 ``sleep 300`` grandchild, write its pid to that path, then hang; ``orphan``: start a
 grandchild in a session of its own that keeps stdout open for 300 s, write its pid to that
-path, then exit 3 (only the first ``orphan`` request of a daemon's life).
+path, then exit 3 (only the first ``orphan`` request of a daemon's life). Daemon only:
+``raw_result``: reply with this JSON text as the result, verbatim, and ``reply_id`` as the
+id (default the request's).
 """
 
 import json
@@ -62,6 +64,14 @@ def decide(request):
 
 def serve_daemon():
     def handle(message):
+        behave = {**DEFAULT, **message["params"]["payload"].get("behave", {})}
+        if "raw_result" in behave:
+            rid = json.dumps(behave.get("reply_id", message["id"]))
+            with WRITE:
+                sys.stdout.write(f'{{"jsonrpc": "2.0", "id": {rid}, '
+                                 f'"result": {behave["raw_result"]}}}\n')
+                sys.stdout.flush()
+            return
         text = decide(message["params"])
         if text and text[0] == "{":
             reply = {"jsonrpc": "2.0", "id": message["id"], "result": json.loads(text)}
