@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -190,6 +191,20 @@ async def test_close_stops_the_child(make_pipeline: PipelineFactory) -> None:
     assert pipeline.describe()["by_event"]["pre_store"][0]["state"] == "closed"
     assert pid is not None
     assert not alive(pid)
+
+
+async def test_close_kills_a_child_that_ignores_its_closed_stdin(
+    make_pipeline: PipelineFactory,
+) -> None:
+    # Before: the shutdown's second cancel (tasks.stop, after 0.5 s) landed in the grace
+    # wait for the child's own exit and skipped the kill: the child outlived the server.
+    deaf = [sys.executable, "-c", "import signal, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)"]
+    pipeline = await make_pipeline(daemon("d", ["pre_store"], command=deaf))
+    pid = pid_of(pipeline, "pre_store")
+    assert pid is not None
+    await pipeline.aclose()
+    await eventually(lambda: not alive(pid), timeout_s=5)
 
 
 async def test_doctor_rendering_lists_hooks_by_event(make_pipeline: PipelineFactory) -> None:

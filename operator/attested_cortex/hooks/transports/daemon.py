@@ -63,15 +63,23 @@ class _ChildLink:
             stdout.close()  # the reader sees EOF: run() ends and pending calls fail crash
 
     async def close(self) -> None:
-        await self.connection.aclose()
-        await asyncio.wait([self._exited], timeout=_GRACE_S)
-        if not self._exited.done():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._transport.get_pid(), signal.SIGKILL)
+        # Each step in a ``finally``: a shutdown cancels the supervisor, and again after
+        # half a second (attested_cortex.tasks.stop), which used to land in the grace wait
+        # and skip the kill, so a daemon that ignored its closed stdin outlived the server.
+        try:
+            await self.connection.aclose()
             await asyncio.wait([self._exited], timeout=_GRACE_S)
-        # Our ends of the pipes close here, whoever else still holds theirs; a child not
-        # reaped yet (only a stuck kernel keeps one past SIGKILL) is left to the watcher.
-        self._transport.close()
+        finally:
+            if not self._exited.done():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self._transport.get_pid(), signal.SIGKILL)
+            try:
+                await asyncio.wait([self._exited], timeout=_GRACE_S)
+            finally:
+                # Our ends of the pipes close here, whoever else still holds theirs; a child
+                # not reaped yet (only a stuck kernel keeps one past SIGKILL) is left to the
+                # child watcher.
+                self._transport.close()
 
 
 class DaemonTransport(SupervisedTransport):
