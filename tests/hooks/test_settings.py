@@ -80,6 +80,12 @@ REJECTIONS = [
     (one(address="tcp://h:1"), "only for mode: remote"),
     (one(namespaces="team-a"), "'namespaces' must be a list"),
     (one(env={"A": 1}), "'env' must map strings to strings"),
+    # Each used to load, then fail every fire with ValueError (a 500) or kill the daemon's
+    # supervisor; refused with the file, the old configuration stays live.
+    (one(command=["tr\x00ue"]), "'command' must not contain NUL"),
+    (one(env={"A=B": "c"}), "not a valid environment variable"),
+    (one(env={"": "c"}), "not a valid environment variable"),
+    (one(env={"A": "b\x00"}), "not a valid environment variable"),
     (one(max_in_flight=0), "'max_in_flight' must be at least 1"),
     (one(colour="blue"), "unknown keys ['colour']"),
 ]

@@ -21,7 +21,7 @@ from attested_cortex.hooks.supervising import (
     SupervisedTransport,
     Supervisor,
 )
-from attested_cortex.hooks.wire import MODE_ENV
+from attested_cortex.hooks.wire import MODE_ENV, HookFailure
 
 #: How long a child may take to exit after its stdin closes before it is killed.
 _GRACE_S = 0.5
@@ -100,10 +100,13 @@ class DaemonTransport(SupervisedTransport):
 
     async def _spawn(self) -> _ChildLink:
         loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _ChildProtocol(self._limit, loop), *self._command,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
-            env=self._env, start_new_session=True,
-        )
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ChildProtocol(self._limit, loop), *self._command,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
+                env=self._env, start_new_session=True,
+            )
+        except ValueError as exc:  # an argument the OS cannot take: down, and said why
+            raise HookFailure("crash", f"cannot start {self._command[0]!r}: {exc}") from exc
         return _ChildLink(transport, protocol, max_in_flight=self._max_in_flight)
 
