@@ -78,6 +78,9 @@ REJECTIONS = [
     (one(mode="remote", command=None, address="tcp://host"), "tcp://HOST:PORT"),
     (one(mode="remote", command=None, address="unix://relative"), "absolute path"),
     (one(address="tcp://h:1"), "only for mode: remote"),
+    # Used to load, then end the supervisor on the resolver's UnicodeError: "starting" for ever.
+    (one(mode="remote", command=None, address="tcp://a..b:80"), "bad host name"),
+    (one(mode="remote", command=None, address=f"tcp://{'a' * 64}.x:80"), "bad host name"),
     (one(namespaces="team-a"), "'namespaces' must be a list"),
     (one(env={"A": 1}), "'env' must map strings to strings"),
     # Each used to load, then fail every fire with ValueError (a 500) or kill the daemon's
