@@ -120,3 +120,20 @@ async def test_a_modify_nested_past_the_body_bound_is_an_invalid_modify(
     assert reply.body["error"]["code"] == "hook_invalid_modify"
     assert count(migrated_pg15_dsn, "memories") == 0
 
+
+
+async def test_a_hostile_answer_to_an_mcp_tool_call_is_refused_like_http(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    from tests.mcp.conftest import mcp_client
+
+    hooks = answering(tmp_path, HOSTILE["lone_surrogate_content"], events=["pre_store"])
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, graph_backend="CTE",
+                               hooks_file=hooks)
+    async with mcp_client(client) as mcp:
+        result = await mcp.call_tool("memory_store", {"namespace": "kb", "content": "c"})
+    assert result.is_error
+    refused = result.structured_content
+    assert refused["status"] == 403, refused
+    assert refused["error"]["details"]["hook_code"] == "hook_failed"
+    assert count(migrated_pg15_dsn, "memories") == 0
