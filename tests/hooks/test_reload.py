@@ -72,6 +72,39 @@ async def test_invalid_new_file_keeps_old_config(
     assert pipeline.describe()["by_event"] == {}
 
 
+@pytest.mark.parametrize(("content", "message"), [
+    (b"\xff\xfehooks: []", "not UTF-8"),
+    (b"[" * 3000 + b"]" * 3000, "nests too deeply"),
+])
+async def test_a_new_file_no_parser_can_read_is_reported(
+    tmp_path: Path, watched: Any, registry: CollectorRegistry, content: bytes, message: str,
+) -> None:
+    # Before: the watcher's loop logged the exception and went on, while describe() still
+    # said the configuration was valid and no reload error was counted.
+    path = tmp_path / "hooks.yaml"
+    path.write_text(config(hook("guard", ["pre_store"], behave=DENY)))
+    pipeline = await watched(path)
+    path.write_bytes(content)
+    await eventually(lambda: not pipeline.describe()["config"]["valid"])
+    assert message in (pipeline.describe()["config"]["last_error"] or "")
+    assert metric(registry, "cortex_hook_config_reloads_total", result="error") == 1
+    result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+    assert result.decision == "deny"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"\xff\xfehooks: []", "not UTF-8"),
+    (b"[" * 3000 + b"]" * 3000, "nests too deeply"),
+])
+async def test_a_file_no_parser_can_read_at_startup_is_a_config_error(
+    tmp_path: Path, registry: CollectorRegistry, content: bytes, message: str,
+) -> None:
+    path = tmp_path / "hooks.yaml"
+    path.write_bytes(content)
+    with pytest.raises(HookConfigError, match=message):
+        await open_pipeline(path, registry=registry)
+
+
 async def test_configmap_symlink_swap(tmp_path: Path, watched: Any) -> None:
     # The kubelet layout: hooks.yaml -> ..data/hooks.yaml, ..data -> ..<timestamp> (swapped).
     mount = tmp_path / "mount"

@@ -47,6 +47,8 @@ def load_settings(path: Path) -> HooksSettings:
         return HooksSettings()
     except OSError as exc:
         raise HookConfigError(f"cannot read hook config {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise HookConfigError(f"hook config {path} is not UTF-8 (byte {exc.start})") from exc
     return parse_settings_text(text)
 
 
@@ -56,6 +58,8 @@ def parse_settings_text(text: str) -> HooksSettings:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise HookConfigError(f"hook config is not valid YAML/JSON: {exc}") from exc
+    except RecursionError as exc:  # PyYAML composes recursively
+        raise HookConfigError("hook config nests too deeply to parse") from exc
     return parse_settings(document)
 
 
