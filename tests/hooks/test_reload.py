@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from attested_cortex.hooks import HookConfigError, HookPipeline, open_pipeline
 from tests.hooks.conftest import alive, eventually, hook, metric
+from tests.hooks.test_remote_connect import unaccepting  # noqa: F401 - a fixture
 
 DENY = {"answer": {"decision": "deny", "reason": "v2"}}
 
@@ -103,6 +104,29 @@ async def test_a_file_no_parser_can_read_at_startup_is_a_config_error(
     path.write_bytes(content)
     with pytest.raises(HookConfigError, match=message):
         await open_pipeline(path, registry=registry)
+
+
+async def test_a_shutdown_during_a_reload_stops_the_new_daemons(
+    tmp_path: Path, registry: CollectorRegistry, unaccepting: int,  # noqa: F811
+) -> None:
+    # Before: the watcher, cancelled while the new generation waited for its remote hook to
+    # connect, dropped that generation with its daemon running: the child outlived aclose().
+    path = tmp_path / "hooks.yaml"
+    path.write_text(config())
+    pipeline = await open_pipeline(path, registry=registry, watch_interval_s=0.02)
+    pid_file = tmp_path / "daemon.pid"
+    writes_pid = ["python3", "-c", "import os, sys, time\n"
+                  f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                  "sys.stdin.read()"]
+    path.write_text(config(
+        {"name": "local", "events": ["pre_store"], "mode": "daemon", "command": writes_pid},
+        {"name": "far", "events": ["post_store"], "mode": "remote",
+         "address": f"tcp://127.0.0.1:{unaccepting}"}))
+    await eventually(lambda: pid_file.exists() and pid_file.read_text() != "")
+    pid = int(pid_file.read_text())
+    assert pipeline.describe()["config"]["generation"] == 1  # still connecting the remote
+    await pipeline.aclose()
+    await eventually(lambda: not alive(pid), timeout_s=5)
 
 
 async def test_configmap_symlink_swap(tmp_path: Path, watched: Any) -> None:
