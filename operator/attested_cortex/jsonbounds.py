@@ -64,36 +64,38 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _too_deep(cause: BaseException | None = None) -> NoReturn:
+def _too_deep(cause: BaseException | None = None, *, limit: int = MAX_JSON_DEPTH) -> NoReturn:
     raise InvalidInputError(
-        f"the body nests arrays or objects deeper than {MAX_JSON_DEPTH} levels",
-        code="too_deep", limit=MAX_JSON_DEPTH,
+        f"the body nests arrays or objects deeper than {limit} levels",
+        code="too_deep", limit=limit,
     ) from cause
 
 
-def check_value(value: Any, *, surrogates: bool) -> None:
-    """Depth, finite floats (1e999 parses as inf) and, when an escape could have made one,
-    lone surrogates in keys and strings. Iterative: the depth is not bounded yet."""
+def check_value(value: Any, *, surrogates: bool, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Depth (below ``max_depth``), finite floats (1e999 parses as inf) and, when an escape
+    could have made one, lone surrogates in keys and strings. Iterative: the depth is not
+    bounded yet."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            if depth >= MAX_JSON_DEPTH:
-                _too_deep()
+            if depth >= max_depth:
+                _too_deep(limit=max_depth)
             if surrogates:
                 for key in item:
                     _check_text(key)
             stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
-            if depth >= MAX_JSON_DEPTH:
-                _too_deep()
+            if depth >= max_depth:
+                _too_deep(limit=max_depth)
             stack.extend((v, depth + 1) for v in item)
         elif isinstance(item, int) and abs(item) >= _INT_LIMIT:
             raise InvalidInputError("the body holds an integer of more than 4300 digits",
                                     code="bad_json")
         elif isinstance(item, float) and not math.isfinite(item):
-            raise InvalidInputError("the body holds a number too large for a float",
-                                    code="bad_json")
+            raise InvalidInputError(
+                "the body holds NaN, Infinity or a number too large for a float",
+                code="bad_json")
         elif surrogates and isinstance(item, str):
             _check_text(item)
 

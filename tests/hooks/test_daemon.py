@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
@@ -77,6 +82,28 @@ async def test_crash_restarts_with_backoff(
     assert later.records[0].failure is None
 
 
+async def test_an_exit_is_a_crash_and_a_restart_though_a_grandchild_holds_stdout(
+    make_pipeline: PipelineFactory, tmp_path: Path,
+) -> None:
+    # Before: the pending fire waited out its whole budget (timeout, not crash), and the
+    # hook was never restarted: the supervisor waited on Process.wait, which waits for the
+    # stdout the orphan holds for 300 s.
+    pipeline = await make_pipeline(daemon("d", ["pre_store"], timeout_ms=3000))
+    first = pid_of(pipeline, "pre_store")
+    pid_file = tmp_path / "orphan.pid"
+    try:
+        exited = await pipeline.fire("pre_store", {"behave": {"orphan": str(pid_file)}},
+                                     agent_id="a", namespace="n")
+        assert exited.records[0].failure == "crash", exited.records[0]
+        await eventually(lambda: pid_of(pipeline, "pre_store") not in (None, first))
+        later = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+        assert later.records[0].failure is None
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
 async def test_fires_during_backoff_follow_fail_mode(make_pipeline: PipelineFactory) -> None:
     pipeline = await make_pipeline(
         daemon("d", ["pre_store"], fail_mode="closed", command=["/bin/false"])
@@ -95,6 +122,36 @@ async def test_garbage_on_stdout_fails_pending_and_restarts(
                                  namespace="n")
     assert result.records[0].failure == "malformed"
     await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 1)
+
+
+async def test_a_reply_with_a_huge_integer_fails_only_its_own_call(
+    make_pipeline: PipelineFactory,
+) -> None:
+    # Before: the line was taken for garbage, so the call beside it failed malformed too
+    # and the daemon was restarted.
+    pipeline = await make_pipeline(daemon("d", ["pre_store"]))
+    huge = '{"decision": "modify", "delta": {"n": ' + "9" * 5000 + "}}"
+    beside, hostile = await asyncio.gather(
+        pipeline.fire("pre_store", {"behave": {"sleep": 0.3}}, agent_id="a", namespace="n"),
+        pipeline.fire("pre_store", {"behave": {"raw_result": huge}}, agent_id="a",
+                      namespace="n"))
+    assert hostile.records[0].failure == "malformed"
+    assert beside.records[0].failure is None, beside.records[0]
+    assert pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 0
+
+
+async def test_a_reply_whose_id_is_true_answers_no_call(make_pipeline: PipelineFactory) -> None:
+    # Before: Python's True == 1, so the forged Deny answered the first call.
+    pipeline = await make_pipeline(daemon("d", ["pre_store"]))
+    forged = '{"decision": "deny", "reason": "forged"}'
+    first = asyncio.create_task(pipeline.fire("pre_store", {"behave": {"sleep": 0.3}},
+                                              agent_id="a", namespace="n"))
+    await eventually(lambda: pipeline.describe()["config"]["in_flight"] == 1)
+    await pipeline.fire("pre_store", {"behave": {"raw_result": forged, "reply_id": True}},
+                        agent_id="a", namespace="n")
+    result = await first
+    assert result.decision == "allow" and result.reason is None
+    assert result.records[0].failure == "malformed"
 
 
 async def test_oversized_reply(make_pipeline: PipelineFactory) -> None:
@@ -134,6 +191,20 @@ async def test_close_stops_the_child(make_pipeline: PipelineFactory) -> None:
     assert pipeline.describe()["by_event"]["pre_store"][0]["state"] == "closed"
     assert pid is not None
     assert not alive(pid)
+
+
+async def test_close_kills_a_child_that_ignores_its_closed_stdin(
+    make_pipeline: PipelineFactory,
+) -> None:
+    # Before: the shutdown's second cancel (tasks.stop, after 0.5 s) landed in the grace
+    # wait for the child's own exit and skipped the kill: the child outlived the server.
+    deaf = [sys.executable, "-c", "import signal, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)"]
+    pipeline = await make_pipeline(daemon("d", ["pre_store"], command=deaf))
+    pid = pid_of(pipeline, "pre_store")
+    assert pid is not None
+    await pipeline.aclose()
+    await eventually(lambda: not alive(pid), timeout_s=5)
 
 
 async def test_doctor_rendering_lists_hooks_by_event(make_pipeline: PipelineFactory) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from attested_cortex.hooks.decisions import (
+    MAX_ANSWER_DEPTH,
     Allow,
     AskUser,
     Deny,
@@ -27,6 +28,19 @@ def test_each_variant() -> None:
     ) == AskUser(prompt="p", options=("a", "b"), default="b")
 
 
+def nested(levels: int) -> dict[str, Any]:
+    """An object nested ``levels`` deep inside the answer (the delta is level 1)."""
+    value: dict[str, Any] = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+def test_an_answer_may_nest_to_its_bound() -> None:
+    delta = nested(MAX_ANSWER_DEPTH - 1)
+    assert parse_decision({"decision": "modify", "delta": delta}) == Modify(delta=delta)
+
+
 @pytest.mark.parametrize(("raw", "message"), [
     ("allow", "must be a JSON object"),
     ({}, "unknown decision None"),
@@ -40,6 +54,13 @@ def test_each_variant() -> None:
     ({"decision": "ask_user", "prompt": "p", "options": []}, "non-empty list"),
     ({"decision": "ask_user", "prompt": "p", "options": [1]}, "non-empty list"),
     ({"decision": "ask_user", "prompt": "p", "default": "x"}, "not one of the options"),
+    ({"decision": "modify", "delta": {"m": {"x": float("nan")}}}, "NaN, Infinity"),
+    ({"decision": "modify", "delta": {"m": [float("inf")]}}, "NaN, Infinity"),
+    ({"decision": "modify", "delta": {"content": "a\ud800"}}, "lone UTF-16 surrogate"),
+    ({"decision": "modify", "delta": {"\udfff": 1}}, "lone UTF-16 surrogate"),
+    ({"decision": "modify", "delta": nested(MAX_ANSWER_DEPTH)}, "deeper than 66 levels"),
+    ({"decision": "deny", "reason": "r\x00"}, "without NUL"),
+    ({"decision": "ask_user", "prompt": "p", "options": ["a\x00"]}, "non-empty list"),
 ])
 def test_malformed(raw: object, message: str) -> None:
     with pytest.raises(MalformedDecisionError, match=message):

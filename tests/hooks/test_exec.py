@@ -180,6 +180,34 @@ async def test_missing_program_is_a_crash(make_pipeline: PipelineFactory) -> Non
     assert result.decision == "allow" and result.records[0].failure == "crash"
 
 
+#: Loads (no NUL), but no process can be started with it: a lone surrogate has no bytes.
+UNSTARTABLE = ["tr\ud800ue"]
+
+
+async def test_a_command_the_os_cannot_take_is_a_crash(make_pipeline: PipelineFactory) -> None:
+    # Before: the spawn's ValueError came out of fire(): a 500 for every request it fired on.
+    pipeline = await make_pipeline(
+        {"name": "odd", "events": ["pre_store"], "command": UNSTARTABLE, "fail_mode": "closed"}
+    )
+    result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+    assert result.decision == "deny" and result.records[0].failure == "crash"
+
+
+async def test_a_daemon_the_os_cannot_start_is_down_and_retried(
+    make_pipeline: PipelineFactory,
+) -> None:
+    # Before: the spawn's ValueError ended the supervisor: "starting" for ever, and every
+    # fire waited its whole budget for a start that would never come.
+    pipeline = await make_pipeline(
+        {"name": "odd", "events": ["pre_store"], "mode": "daemon", "command": UNSTARTABLE}
+    )
+    state = pipeline.describe()["by_event"]["pre_store"][0]
+    assert state["state"] in ("backoff", "starting") and "cannot start" in state["last_error"]
+    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] >= 2)
+    result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+    assert result.records[0].failure in ("unavailable", "crash")
+
+
 async def test_class_deadline_bounds_the_whole_chain(make_pipeline: PipelineFactory) -> None:
     # index class: 1000 ms. Two hooks of 800 ms each cannot both have their full slice.
     pipeline = await make_pipeline(

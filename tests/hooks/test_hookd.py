@@ -121,3 +121,14 @@ def test_hookd_rejects_bad_arguments() -> None:
                                  capture_output=True, text=True)
     assert no_command.returncode == 2 and "after --" in no_command.stderr
     assert bad_address.returncode == 2 and "tcp:// or unix://" in bad_address.stderr
+
+
+async def test_an_infinite_deadline_is_an_invalid_request() -> None:
+    from attested_cortex.hooks.sidecar import Sidecar
+
+    sidecar = Sidecar(tuple(BEHAVE), listen=f"tcp://127.0.0.1:{free_port()}")
+    line = (b'{"jsonrpc": "2.0", "id": 7, "method": "hook.fire", "params": {"hook": "h", '
+            b'"event": "pre_store", "agent_id": "a", "namespace": null, "payload": {}, '
+            b'"deadline_ms": 1e400}}')
+    reply = await sidecar.handle(line)
+    assert reply["error"]["code"] == -32600

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from attested_cortex.hooks import HookConfigError, HookPipeline, open_pipeline
 from tests.hooks.conftest import alive, eventually, hook, metric
+from tests.hooks.test_remote_connect import unaccepting  # noqa: F401 - a fixture
 
 DENY = {"answer": {"decision": "deny", "reason": "v2"}}
 
@@ -70,6 +71,62 @@ async def test_invalid_new_file_keeps_old_config(
     path.write_text(config())
     await eventually(lambda: pipeline.describe()["config"]["valid"])
     assert pipeline.describe()["by_event"] == {}
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"\xff\xfehooks: []", "not UTF-8"),
+    (b"[" * 3000 + b"]" * 3000, "nests too deeply"),
+])
+async def test_a_new_file_no_parser_can_read_is_reported(
+    tmp_path: Path, watched: Any, registry: CollectorRegistry, content: bytes, message: str,
+) -> None:
+    # Before: the watcher's loop logged the exception and went on, while describe() still
+    # said the configuration was valid and no reload error was counted.
+    path = tmp_path / "hooks.yaml"
+    path.write_text(config(hook("guard", ["pre_store"], behave=DENY)))
+    pipeline = await watched(path)
+    path.write_bytes(content)
+    await eventually(lambda: not pipeline.describe()["config"]["valid"])
+    assert message in (pipeline.describe()["config"]["last_error"] or "")
+    assert metric(registry, "cortex_hook_config_reloads_total", result="error") == 1
+    result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
+    assert result.decision == "deny"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"\xff\xfehooks: []", "not UTF-8"),
+    (b"[" * 3000 + b"]" * 3000, "nests too deeply"),
+])
+async def test_a_file_no_parser_can_read_at_startup_is_a_config_error(
+    tmp_path: Path, registry: CollectorRegistry, content: bytes, message: str,
+) -> None:
+    path = tmp_path / "hooks.yaml"
+    path.write_bytes(content)
+    with pytest.raises(HookConfigError, match=message):
+        await open_pipeline(path, registry=registry)
+
+
+async def test_a_shutdown_during_a_reload_stops_the_new_daemons(
+    tmp_path: Path, registry: CollectorRegistry, unaccepting: int,  # noqa: F811
+) -> None:
+    # Before: the watcher, cancelled while the new generation waited for its remote hook to
+    # connect, dropped that generation with its daemon running: the child outlived aclose().
+    path = tmp_path / "hooks.yaml"
+    path.write_text(config())
+    pipeline = await open_pipeline(path, registry=registry, watch_interval_s=0.02)
+    pid_file = tmp_path / "daemon.pid"
+    writes_pid = ["python3", "-c", "import os, sys, time\n"
+                  f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                  "sys.stdin.read()"]
+    path.write_text(config(
+        {"name": "local", "events": ["pre_store"], "mode": "daemon", "command": writes_pid},
+        {"name": "far", "events": ["post_store"], "mode": "remote",
+         "address": f"tcp://127.0.0.1:{unaccepting}"}))
+    await eventually(lambda: pid_file.exists() and pid_file.read_text() != "")
+    pid = int(pid_file.read_text())
+    assert pipeline.describe()["config"]["generation"] == 1  # still connecting the remote
+    await pipeline.aclose()
+    await eventually(lambda: not alive(pid), timeout_s=5)
 
 
 async def test_configmap_symlink_swap(tmp_path: Path, watched: Any) -> None:

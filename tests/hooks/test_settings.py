@@ -78,8 +78,17 @@ REJECTIONS = [
     (one(mode="remote", command=None, address="tcp://host"), "tcp://HOST:PORT"),
     (one(mode="remote", command=None, address="unix://relative"), "absolute path"),
     (one(address="tcp://h:1"), "only for mode: remote"),
+    # Used to load, then end the supervisor on the resolver's UnicodeError: "starting" for ever.
+    (one(mode="remote", command=None, address="tcp://a..b:80"), "bad host name"),
+    (one(mode="remote", command=None, address=f"tcp://{'a' * 64}.x:80"), "bad host name"),
     (one(namespaces="team-a"), "'namespaces' must be a list"),
     (one(env={"A": 1}), "'env' must map strings to strings"),
+    # Each used to load, then fail every fire with ValueError (a 500) or kill the daemon's
+    # supervisor; refused with the file, the old configuration stays live.
+    (one(command=["tr\x00ue"]), "'command' must not contain NUL"),
+    (one(env={"A=B": "c"}), "not a valid environment variable"),
+    (one(env={"": "c"}), "not a valid environment variable"),
+    (one(env={"A": "b\x00"}), "not a valid environment variable"),
     (one(max_in_flight=0), "'max_in_flight' must be at least 1"),
     (one(colour="blue"), "unknown keys ['colour']"),
 ]

@@ -51,5 +51,9 @@ def parse_address(text: str) -> Address:
             raise ValueError(f"{text!r}: bad port") from exc
         if not parts.hostname or port is None or parts.path not in ("", "/"):
             raise ValueError(f"{text!r}: a tcp address is tcp://HOST:PORT")
+        try:  # what the resolver will do: an empty or 64+ character label cannot be looked up
+            parts.hostname.encode("idna")
+        except UnicodeError as exc:
+            raise ValueError(f"{text!r}: bad host name ({exc})") from exc
         return TcpAddress(host=parts.hostname, port=port)
     raise ValueError(f"{text!r}: the address must start with tcp:// or unix://")

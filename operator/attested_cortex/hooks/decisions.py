@@ -10,7 +10,12 @@ Wire form (one JSON object; ``decision`` picks the variant)::
     {"decision": "deny", "reason": "why", "code": "machine_code"}
     {"decision": "ask_user", "prompt": "question", "options": ["a", "b"], "default": "a"}
 
-Anything else (unknown variant, missing or mistyped field, unknown key) is malformed.
+Anything else (unknown variant, missing or mistyped field, unknown key) is malformed, and so
+is a value a client could not send either (:mod:`attested_cortex.jsonbounds`): ``NaN`` or
+``Infinity``, a lone UTF-16 surrogate, nesting past :data:`MAX_ANSWER_DEPTH`; a Deny's or
+AskUser's text may not hold NUL. Those reach the database, the audit record and every
+encoder on the way out, where they used to fail as a 500 or be stored past the client's
+bounds.
 """
 
 from __future__ import annotations
@@ -19,10 +24,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.jsonbounds import MAX_JSON_DEPTH, check_value
+
 DecisionKind = Literal["allow", "modify", "deny", "ask_user"]
 
 #: The ``code`` a Deny carries when the hook gave none.
 DEFAULT_DENY_CODE: Final = "hook_denied"
+#: Deepest nesting of an answer: a client body's bound plus the two levels a delta wraps
+#: around it (``{"delta": {"changes": {"metadata": ...}}}`` for a PATCH body's metadata).
+MAX_ANSWER_DEPTH: Final = MAX_JSON_DEPTH + 2
 
 
 class MalformedDecisionError(ValueError):
@@ -83,13 +94,22 @@ def parse_decision(raw: object) -> Decision:
     extra = set(raw) - _ALLOWED_KEYS[kind]
     if extra:
         raise MalformedDecisionError(f"unknown keys for {kind}: {sorted(extra)}")
+    if kind != "allow":
+        _check_bounds(raw)
     return _BUILDERS[kind](raw)
+
+
+def _check_bounds(raw: Mapping[str, Any]) -> None:
+    try:
+        check_value(raw, surrogates=True, max_depth=MAX_ANSWER_DEPTH)
+    except InvalidInputError as exc:
+        raise MalformedDecisionError(str(exc).replace("the body", "the answer")) from exc
 
 
 def _text(raw: Mapping[str, Any], key: str, *, default: str | None = None) -> str:
     value = raw.get(key, default)
-    if not isinstance(value, str) or not value:
-        raise MalformedDecisionError(f"{key!r} must be a non-empty string")
+    if not isinstance(value, str) or not value or "\x00" in value:
+        raise MalformedDecisionError(f"{key!r} must be a non-empty string without NUL")
     return value
 
 
@@ -112,7 +132,8 @@ def _ask_user(raw: Mapping[str, Any]) -> Decision:
     options = raw.get("options", ["approve", "deny"])
     if not isinstance(options, list) or not options:
         raise MalformedDecisionError("'options' must be a non-empty list of strings")
-    if not all(isinstance(option, str) and option for option in options):
+    if not all(isinstance(option, str) and option and "\x00" not in option
+               for option in options):
         raise MalformedDecisionError("'options' must be a non-empty list of strings")
     default = _text(raw, "default", default=options[-1])
     if default not in options:

@@ -47,6 +47,8 @@ def load_settings(path: Path) -> HooksSettings:
         return HooksSettings()
     except OSError as exc:
         raise HookConfigError(f"cannot read hook config {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise HookConfigError(f"hook config {path} is not UTF-8 (byte {exc.start})") from exc
     return parse_settings_text(text)
 
 
@@ -56,6 +58,8 @@ def parse_settings_text(text: str) -> HooksSettings:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise HookConfigError(f"hook config is not valid YAML/JSON: {exc}") from exc
+    except RecursionError as exc:  # PyYAML composes recursively
+        raise HookConfigError("hook config nests too deeply to parse") from exc
     return parse_settings(document)
 
 
@@ -153,6 +157,8 @@ class _Parser:
             value = shlex.split(value)
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise self.fail(f"{mode} hooks need 'command': a non-empty list of strings")
+        if any("\x00" in v for v in value):  # no process can be started with one
+            raise self.fail("'command' must not contain NUL (\\u0000)")
         return tuple(value)
 
     def address(self, mode: Mode) -> str | None:
@@ -174,6 +180,10 @@ class _Parser:
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
             raise self.fail("'env' must map strings to strings")
+        for key, item in value.items():  # what execve refuses, refused here
+            if not key or "=" in key or "\x00" in key or "\x00" in item:
+                raise self.fail(f"'env' name {key!r} or its value is not a valid environment "
+                                "variable (empty, '=' or NUL)")
         return dict(value)
 
     def strings(self, key: str) -> tuple[str, ...]:

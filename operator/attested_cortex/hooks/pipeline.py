@@ -89,7 +89,13 @@ class HookPipeline:
     async def reload(self, settings: HooksSettings) -> None:
         """Swap in ``settings``: new fires use it, in-flight fires finish on the old one."""
         new = self._build(settings, number=self._current.number + 1)
-        await new.start()
+        try:
+            await new.start()
+        except BaseException:
+            # Cancelled (a shutdown stops the watcher mid-reload) or failed: nobody else
+            # holds this generation, so its daemons would outlive the server.
+            await new.retire()
+            raise
         old, self._current = self._current, new
         self._last_error = None
         self.metrics.reloads.labels("ok").inc()

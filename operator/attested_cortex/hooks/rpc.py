@@ -7,6 +7,11 @@ their own deadline, then fail ``overloaded``). A call past its deadline is aband
 its late reply discarded; after :data:`MAX_CONSECUTIVE_TIMEOUTS` timeouts with no reply in
 between the peer is taken as hung and the stream is ended (the supervisor restarts it).
 When the stream ends, every pending call fails ``crash``.
+
+A reply line is matched to its call by an integer ``id`` (JSON ``true`` is not one, though
+Python's ``True == 1``: it answered call 1). A reply that is valid JSON but carries an
+integer Python refuses to convert (more than 4300 digits) fails only its own call
+(``malformed``, as infinite): it is not garbage, and the other calls on the stream go on.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import asyncio
 import contextlib
 import itertools
 import json
+import math
+import sys
 from typing import Any, cast, get_args
 
 from attested_cortex.hooks.wire import RPC_METHOD, FailureCause, HookFailure, RawHookRequest
@@ -108,11 +115,11 @@ class RpcConnection:
 
     def _dispatch(self, line: bytes) -> None:
         try:
-            reply = json.loads(line)
+            reply = json.loads(line, parse_int=_int_or_inf)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser
             # stdout is the protocol channel: garbage there means the stream is out of step
             raise HookFailure("malformed", f"the hook wrote a non-JSON line: {exc}") from exc
-        if not isinstance(reply, dict) or not isinstance(reply.get("id"), int):
+        if not isinstance(reply, dict) or type(reply.get("id")) is not int:
             raise HookFailure("malformed", "the hook wrote a reply without an integer id")
         self._timeouts = 0
         future = self._pending.get(reply["id"])
@@ -137,6 +144,13 @@ class RpcConnection:
         with contextlib.suppress(ConnectionError):
             self._writer.close()
             await self._writer.wait_closed()
+
+
+def _int_or_inf(text: str) -> int | float:
+    """An integer, or infinity past Python's digit limit (the decision parser refuses it)."""
+    if len(text.lstrip("-")) > sys.get_int_max_str_digits() > 0:
+        return math.inf
+    return int(text)
 
 
 def _rpc_failure(reply: dict[str, Any]) -> HookFailure:

@@ -73,7 +73,9 @@ class Sidecar:
             message = json.loads(line)
             call_id, params = message["id"], message["params"]
             timeout_s = int(params.get("deadline_ms", _DEFAULT_DEADLINE_MS)) / 1000
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
+            # OverflowError: deadline_ms 1e400 (infinite); it went unanswered, the task's
+            # exception unretrieved, and the caller waited out its own budget
             return _error(None, _INVALID_REQUEST, "not a JSON-RPC hook.fire request", None)
         try:
             request: RawHookRequest = params

@@ -3,8 +3,9 @@
 Started by :func:`attested_cortex.hooks.pipeline.open_pipeline`. Polling ``stat`` through
 symlinks sees the way Kubernetes updates a mounted ConfigMap (the ``..data`` symlink is
 swapped atomically) as well as an in-place edit. An unchanged content hash is not a reload.
-An invalid new file, or the file disappearing, keeps the live configuration; the pipeline
-logs it, counts it and shows it in ``describe()``.
+An invalid new file (not UTF-8, not YAML, nested past the parser, or breaking the rules), or
+the file disappearing, keeps the live configuration; the pipeline logs it, counts it and
+shows it in ``describe()``.
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ class ConfigWatcher:
             settings = parse_settings_text(self._path.read_text(encoding="utf-8"))
         except (HookConfigError, OSError) as exc:
             self._target.report_error(str(exc))
+            return
+        except UnicodeDecodeError as exc:  # was logged by the loop, while describe() said valid
+            self._target.report_error(f"hook config {self._path} is not UTF-8 (byte {exc.start})")
             return
         await self._target.reload(settings)
 

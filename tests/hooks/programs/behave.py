@@ -8,7 +8,11 @@ Behaviours (keys of the behave object, combined): ``sleep`` seconds first; ``ans
 decision to return (default allow); ``append``: Modify that appends the hook's name to the
 payload's ``seen`` list; ``crash``: exit 3; ``garbage``: print non-JSON; ``empty``: print
 nothing; ``oversized``: pad the answer to that many bytes; ``grandchild``: start a
-``sleep 300`` grandchild, write its pid to that path, then hang.
+``sleep 300`` grandchild, write its pid to that path, then hang; ``orphan``: start a
+grandchild in a session of its own that keeps stdout open for 300 s, write its pid to that
+path, then exit 3 (only the first ``orphan`` request of a daemon's life). Daemon only:
+``raw_result``: reply with this JSON text as the result, verbatim, and ``reply_id`` as the
+id (default the request's).
 """
 
 import json
@@ -32,6 +36,16 @@ def decide(request):
         return "this is not json"
     if behave.get("empty"):
         return ""
+    if "orphan" in behave and not os.environ.get("ORPHANED"):
+        os.environ["ORPHANED"] = "1"
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()  # out of the hook's process group: the group kill misses it
+            time.sleep(300)
+            os._exit(0)
+        with open(behave["orphan"], "w") as handle:
+            handle.write(str(pid))
+        os._exit(3)
     if "grandchild" in behave:
         child = subprocess.Popen(["sleep", "300"])
         with open(behave["grandchild"], "w") as handle:
@@ -50,6 +64,14 @@ def decide(request):
 
 def serve_daemon():
     def handle(message):
+        behave = {**DEFAULT, **message["params"]["payload"].get("behave", {})}
+        if "raw_result" in behave:
+            rid = json.dumps(behave.get("reply_id", message["id"]))
+            with WRITE:
+                sys.stdout.write(f'{{"jsonrpc": "2.0", "id": {rid}, '
+                                 f'"result": {behave["raw_result"]}}}\n')
+                sys.stdout.flush()
+            return
         text = decide(message["params"])
         if text and text[0] == "{":
             reply = {"jsonrpc": "2.0", "id": message["id"], "result": json.loads(text)}

@@ -21,27 +21,65 @@ from attested_cortex.hooks.supervising import (
     SupervisedTransport,
     Supervisor,
 )
-from attested_cortex.hooks.wire import MODE_ENV
+from attested_cortex.hooks.wire import MODE_ENV, HookFailure
 
 #: How long a child may take to exit after its stdin closes before it is killed.
 _GRACE_S = 0.5
 
 
+class _ChildProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's stream protocol for a child, plus a future set when the child exits."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
 class _ChildLink:
-    def __init__(self, proc: asyncio.subprocess.Process, *, max_in_flight: int) -> None:
+    def __init__(
+        self, transport: asyncio.SubprocessTransport, protocol: _ChildProtocol, *,
+        max_in_flight: int,
+    ) -> None:
+        proc = asyncio.subprocess.Process(transport, protocol, asyncio.get_running_loop())
         assert proc.stdout is not None and proc.stdin is not None
-        self.proc = proc
+        self._transport = transport
+        self._exited = protocol.exited
         self.pid: int | None = proc.pid
         self.connection = RpcConnection(proc.stdout, proc.stdin, max_in_flight=max_in_flight)
+        self._exited.add_done_callback(self._on_exit)
+
+    def _on_exit(self, _: object) -> None:
+        # Normally stdout closes with the exit; a grandchild may hold it open forever.
+        asyncio.get_running_loop().call_later(_GRACE_S, self._drop_stdout)
+
+    def _drop_stdout(self) -> None:
+        stdout = self._transport.get_pipe_transport(1)
+        if stdout is not None and not stdout.is_closing():
+            stdout.close()  # the reader sees EOF: run() ends and pending calls fail crash
 
     async def close(self) -> None:
-        await self.connection.aclose()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_GRACE_S):
-                await self.proc.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        await self.proc.wait()
+        # Each step in a ``finally``: a shutdown cancels the supervisor, and again after
+        # half a second (attested_cortex.tasks.stop), which used to land in the grace wait
+        # and skip the kill, so a daemon that ignored its closed stdin outlived the server.
+        try:
+            await self.connection.aclose()
+            await asyncio.wait([self._exited], timeout=_GRACE_S)
+        finally:
+            if not self._exited.done():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self._transport.get_pid(), signal.SIGKILL)
+            try:
+                await asyncio.wait([self._exited], timeout=_GRACE_S)
+            finally:
+                # Our ends of the pipes close here, whoever else still holds theirs; a child
+                # not reaped yet (only a stuck kernel keeps one past SIGKILL) is left to the
+                # child watcher.
+                self._transport.close()
 
 
 class DaemonTransport(SupervisedTransport):
@@ -61,9 +99,14 @@ class DaemonTransport(SupervisedTransport):
         )
 
     async def _spawn(self) -> _ChildLink:
-        proc = await asyncio.create_subprocess_exec(
-            *self._command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env=self._env, start_new_session=True, limit=self._limit,
-        )
-        return _ChildLink(proc, max_in_flight=self._max_in_flight)
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ChildProtocol(self._limit, loop), *self._command,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
+                env=self._env, start_new_session=True,
+            )
+        except ValueError as exc:  # an argument the OS cannot take: down, and said why
+            raise HookFailure("crash", f"cannot start {self._command[0]!r}: {exc}") from exc
+        return _ChildLink(transport, protocol, max_in_flight=self._max_in_flight)
 

@@ -74,7 +74,7 @@ class ExecTransport:
                     stdout=asyncio.subprocess.PIPE, stderr=None, env=self._env,
                     start_new_session=True,
                 )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: an argument the OS cannot take
             raise HookFailure("crash", f"cannot start {self._command[0]!r}: {exc}") from exc
         except TimeoutError as exc:
             raise HookFailure("timeout", "the hook did not start within its budget") from exc
