@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
+from multidict import CIMultiDict
 
 from attested_cortex.attest.keyfiles import PRIVATE_FILE, write_identity
 from attested_cortex.attest.keys import AgentKey, generate_key
@@ -357,6 +358,51 @@ async def test_a_session_belongs_to_the_agent_that_opened_it(cortex: CortexClien
     assert stolen.status == 404  # as if the session did not exist
     anonymous = await cortex.call("POST", "/mcp", listing, headers=session, agent=None)
     assert anonymous.status == 401 and anonymous.body["error"]["code"] == "unauthenticated"
+
+
+async def test_one_agent_cannot_hold_every_session(cortex: CortexClient) -> None:
+    """A client that initializes in a loop and never ends its sessions stops at its own cap
+    (429, the HTTP envelope) instead of taking all 10 000 for 30 minutes from every agent;
+    ending one frees a place, and neither other agents nor the per-request era are held up.
+    Before the cap, the 101st initialize of one agent was a 200 like the 10 000th."""
+    from attested_cortex.mcp.serving import MAX_SESSIONS_PER_AGENT
+
+    accept = {"Accept": "application/json, text/event-stream"}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}
+
+    async def initialize(agent: str, **extra: str) -> Any:
+        return await cortex.call("POST", "/mcp", hello, headers={**accept, **extra},
+                                 agent=agent)
+
+    # concurrently, so the cap is checked against openings still in flight too
+    opened = await asyncio.gather(*(initialize("dev:greedy")
+                                    for _ in range(MAX_SESSIONS_PER_AGENT + 20)))
+    assert sorted(r.status for r in opened) == \
+        [200] * MAX_SESSIONS_PER_AGENT + [429] * 20
+    refused = next(r for r in opened if r.status == 429)
+    assert refused.body["error"]["code"] == "too_many_sessions"
+    assert refused.body["error"]["details"]["limit"] == MAX_SESSIONS_PER_AGENT
+    # a repeated version header counts as the SDK reads it (the first): no way around
+    repeated = CIMultiDict([*accept.items(), ("X-Agent-Id", "dev:greedy"),
+                            ("MCP-Protocol-Version", "2025-11-25"),
+                            ("MCP-Protocol-Version", "2026-07-28")])
+    async with cortex.session.post(f"{cortex.base}/mcp", json=hello,
+                                   headers=repeated) as sneaky:
+        assert sneaky.status == 429
+    assert (await initialize("dev:other")).status == 200
+    async with mcp_client(cortex, agent="dev:greedy", mode="auto") as client:
+        assert ok(await client.call_tool("memory_list", {}))["memories"] == []
+    caps = (await cortex.call("GET", "/v1/capabilities")).body["mcp"]["sessions"]
+    assert (caps["open"], caps["max_per_agent"]) == (MAX_SESSIONS_PER_AGENT + 1,
+                                                     MAX_SESSIONS_PER_AGENT)
+    first = next(r for r in opened if r.status == 200)
+    ended = await cortex.call("DELETE", "/mcp", agent="dev:greedy", headers={
+        **accept, "Mcp-Session-Id": first.headers["Mcp-Session-Id"],
+        "MCP-Protocol-Version": "2025-11-25"})
+    assert ended.status == 200, ended.text
+    assert (await initialize("dev:greedy")).status == 200
 
 
 async def test_bearer_tokens_authenticate_mcp(make_cortex: MakeCortex, pg15_dsn: str,

@@ -17,6 +17,7 @@ clean-up hooks do not guarantee.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any, Final
 
 import mcp_types as types
@@ -29,6 +30,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from starlette.types import Receive, Scope, Send
 
 from attested_cortex import __version__
+from attested_cortex.errors import TooManySessionsError
 from attested_cortex.mcp import calling
 from attested_cortex.mcp.tools import TOOLS
 from attested_cortex.service.context import Caller, Services
@@ -43,6 +45,10 @@ ENVELOPE_BYTES: Final = 64 * 1024
 #: A handshake-era session idle this long is closed (the client initializes again).
 SESSION_IDLE_S: Final = 30 * 60
 MAX_SESSIONS: Final = 10_000
+#: Open sessions one agent may hold: one agent's client that initializes in a loop and never
+#: ends its sessions would otherwise take all of :data:`MAX_SESSIONS` (every other agent
+#: refused for :data:`SESSION_IDLE_S`) and about 46 kB of server memory each.
+MAX_SESSIONS_PER_AGENT: Final = 100
 
 INSTRUCTIONS = (
     "attested-cortex: shared, attested memory for agents. memory_store saves a memory in a "
@@ -61,6 +67,20 @@ def tool_list() -> list[types.Tool]:
                                                      open_world_hint=False))
         for t in TOOLS
     ]
+
+
+def opens_session(scope: Scope) -> bool:
+    """Whether the SDK would open a handshake-era session for this request: a POST without
+    ``Mcp-Session-Id`` in the handshake era (no ``MCP-Protocol-Version``, or one of those
+    versions), as the session manager routes it."""
+    if scope.get("method") != "POST":
+        return False
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    if any(name == b"mcp-session-id" for name, _ in headers):
+        return False
+    # the first of repeated headers, as the SDK reads them
+    version = next((v for name, v in headers if name == b"mcp-protocol-version"), None)
+    return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 def scope_values(caller: Caller) -> dict[str, Any]:
@@ -103,6 +123,9 @@ class McpEndpoint:
         )
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Requests that may open a session and have not been answered yet, per agent: with
+        # the sessions already open, what the per-agent cap counts (exact under concurrency).
+        self._opening: Counter[str] = Counter()
 
     async def start(self) -> None:
         """Run the session manager until :meth:`stop`."""
@@ -131,7 +154,31 @@ class McpEndpoint:
             await self._task
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.manager.handle_request(scope, receive, send)
+        caller = scope.get(CALLER_KEY)
+        if not isinstance(caller, Caller) or not opens_session(scope):
+            await self.manager.handle_request(scope, receive, send)
+            return
+        agent = caller.agent_id
+        held = self.open_sessions(agent) + self._opening[agent]
+        if held >= MAX_SESSIONS_PER_AGENT:
+            raise TooManySessionsError(
+                f"agent {agent} has {held} open MCP sessions, the most one agent may hold: "
+                "end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id) or "
+                f"wait for idle ones to close ({SESSION_IDLE_S // 60} minutes)",
+                limit=MAX_SESSIONS_PER_AGENT)
+        self._opening[agent] += 1
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            self._opening[agent] -= 1
+            if self._opening[agent] <= 0:
+                del self._opening[agent]
+
+    def open_sessions(self, agent: str) -> int:
+        """The handshake-era sessions ``agent`` holds open now."""
+        # the SDK keeps each session's owner (what it answers 404 to others by) privately
+        owners = self.manager._session_owners.values()
+        return sum(1 for owner in owners if owner["client_id"] == agent)
 
     def describe(self) -> dict[str, Any]:
         """The endpoint as ``/v1/capabilities`` reports it (only while mounted)."""
@@ -144,7 +191,8 @@ class McpEndpoint:
             "latest_handshake_version": HANDSHAKE_PROTOCOL_VERSIONS[-1],
             # the SDK keeps no public count of open sessions: its own table is the live truth
             "sessions": {"open": len(self.manager._server_instances),
-                         "idle_timeout_seconds": SESSION_IDLE_S, "max": MAX_SESSIONS},
+                         "idle_timeout_seconds": SESSION_IDLE_S, "max": MAX_SESSIONS,
+                         "max_per_agent": MAX_SESSIONS_PER_AGENT},
             "responses": "json" if self.json_response else "sse",
             "tools": [t.name for t in TOOLS],
             "sdk": "mcp (official Python SDK)",

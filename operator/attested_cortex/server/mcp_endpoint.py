@@ -34,6 +34,7 @@ _TRANSPORT = {400: "Not a valid JSON-RPC message, or a request without a session
               406: "Accept must name application/json and text/event-stream",
               413: "The message is larger than max_body_bytes plus the JSON-RPC envelope",
               415: "Content-Type must be application/json", 422: "Unprocessable message",
+              429: "The agent holds the most open sessions one agent may (too_many_sessions)",
               503: "Too many open sessions"}
 _SUMMARY = ("Model Context Protocol, Streamable HTTP (JSON-RPC; the memory tools through the "
             "same pipeline as these routes; docs/mcp.md)")
