@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 import warnings
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from mcp.shared.exceptions import MCPError
 from multidict import CIMultiDict
@@ -403,6 +405,35 @@ async def test_one_agent_cannot_hold_every_session(cortex: CortexClient) -> None
         "MCP-Protocol-Version": "2025-11-25"})
     assert ended.status == 200, ended.text
     assert (await initialize("dev:greedy")).status == 200
+
+
+async def test_a_session_stream_opens_at_once_and_a_dropped_one_can_be_reopened(
+    cortex: CortexClient, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """GET /mcp answers its headers at once, not with the first keep-alive ping 15 s on;
+    a client that drops its stream can open the session's one stream again within a
+    second or two (before: 409 until a ping failed, 15-30 s, then an error logged)."""
+    session = {**await raw_session(cortex), "X-Agent-Id": cortex.agent}
+    async with aiohttp.ClientSession() as http:
+        async with asyncio.timeout(10):
+            dropped = await http.get(f"{cortex.base}/mcp", headers=session)
+        assert dropped.status == 200
+        assert dropped.headers["Content-Type"].startswith("text/event-stream")
+        async with http.get(f"{cortex.base}/mcp", headers=session) as second:
+            assert second.status == 409  # one stream per session
+        dropped.close()  # the client goes away without a word
+    async with asyncio.timeout(10):  # bounded wait for the server to notice
+        while True:
+            reopened = await cortex.session.get(f"{cortex.base}/mcp", headers=session)
+            if reopened.status == 200:
+                break
+            assert reopened.status == 409, await reopened.text()
+            reopened.release()
+            await asyncio.sleep(0.1)  # polling interval of a bounded wait
+    reopened.close()
+    ended = await cortex.call("DELETE", "/mcp", headers=session)
+    assert ended.status == 200, ended.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_bearer_tokens_authenticate_mcp(make_cortex: MakeCortex, pg15_dsn: str,
