@@ -14,10 +14,11 @@ relay. Called by :mod:`attested_cortex.cli.mcp`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import httpx2
 import mcp_types as types
@@ -35,6 +36,14 @@ from attested_cortex.mcp.calling import failure
 from attested_cortex.mcp.serving import INSTRUCTIONS
 
 log = logging.getLogger(__name__)
+#: How long the start-up probe (initialize, tools/list) may take. The agent host waits on it,
+#: and the SDK's HTTP client would wait 300 s for each answer of a cortex (or anything else
+#: on that port) that accepted the connection and never answered.
+STARTUP_TIMEOUT_S: Final = 15.0
+
+
+class UpstreamTimeoutError(Exception):
+    """The cortex did not answer the start-up probe in time."""
 
 
 @dataclass(frozen=True)
@@ -104,9 +113,13 @@ async def serve_stdio(target: Upstream) -> None:
     """
     async with create_mcp_http_client(headers=dict(target.headers)) as http:
         transport = streamable_http_client(target.url, http_client=http)
-        async with Client(transport, mode="auto") as probe:  # reachable, authenticated?
-            tools = (await probe.list_tools()).tools
-            version = probe.protocol_version
+        try:
+            async with asyncio.timeout(STARTUP_TIMEOUT_S):
+                async with Client(transport, mode="auto") as probe:  # reachable, authenticated?
+                    tools = (await probe.list_tools()).tools
+                    version = probe.protocol_version
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"no answer within {STARTUP_TIMEOUT_S:g} s") from exc
         relay = build_relay(Forwarder(target.url, http, version), tools)
         async with stdio_server() as (read, write):
             await relay.run(read, write, relay.create_initialization_options())
