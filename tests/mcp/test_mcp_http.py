@@ -436,6 +436,39 @@ async def test_a_session_stream_opens_at_once_and_a_dropped_one_can_be_reopened(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+async def test_concurrent_requests_of_a_session_sharing_an_id_all_get_an_answer(
+    cortex: CortexClient,
+) -> None:
+    """The SDK routes a session's answers by request id: two requests in flight with one
+    id lost an answer (one POST waited for ever, another got a different tool's result).
+    Each now gets its own answer or 409 request_id_in_use at once, the id is free again
+    after, and another agent presenting the session still learns nothing (404)."""
+    session = await raw_session(cortex)
+    for i in range(30):
+        await cortex.store("t", f"note {i} " * 50)
+    calls = [("audit_verify", {"deep": True}, "ok"), ("memory_list", {"limit": 1}, "memories"),
+             ("capabilities", {}, "mcp"), ("memory_recall", {"query": "note"}, "results")]
+
+    async def call(name: str, arguments: dict[str, Any], agent: str = "") -> Any:
+        message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                   "params": {"name": name, "arguments": arguments}}
+        async with asyncio.timeout(10):
+            return await cortex.call("POST", "/mcp", message, headers=session, agent=agent)
+
+    answers = await asyncio.gather(*(call(name, arguments) for name, arguments, _ in calls))
+    for (name, _, key), reply in zip(calls, answers, strict=True):
+        assert reply.status in (200, 409), (name, reply.text)
+        if reply.status == 200:
+            assert key in reply.body["result"]["structuredContent"], (name, reply.text[:200])
+        else:
+            assert reply.body["error"]["code"] == "request_id_in_use"
+    assert any(reply.status == 409 for reply in answers)  # they did overlap
+    again = await call("memory_list", {"limit": 1})
+    assert again.status == 200 and len(again.body["result"]["structuredContent"]["memories"]) == 1
+    stranger = await call("memory_list", {"limit": 1}, agent="dev:mallory")
+    assert stranger.status == 404
+
+
 async def test_bearer_tokens_authenticate_mcp(make_cortex: MakeCortex, pg15_dsn: str,
                                               tmp_path: Path) -> None:
     token, digest = generate()

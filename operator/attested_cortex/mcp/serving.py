@@ -17,7 +17,10 @@ clean-up hooks do not guarantee.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 import mcp_types as types
@@ -30,7 +33,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from starlette.types import Receive, Scope, Send
 
 from attested_cortex import __version__
-from attested_cortex.errors import TooManySessionsError
+from attested_cortex.errors import ConflictError, TooManySessionsError
 from attested_cortex.mcp import calling
 from attested_cortex.mcp.tools import TOOLS
 from attested_cortex.service.context import Caller, Services
@@ -83,6 +86,29 @@ def opens_session(scope: Scope) -> bool:
     return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
 
 
+def _session_request(scope: Scope, body: bytes) -> tuple[str, str, str] | None:
+    """(agent, session id, request id as the SDK keys it) of a request in a session, else
+    None. The agent is part of it so that another agent presenting the session id learns
+    nothing from a 409: the SDK answers it 404."""
+    caller = scope.get(CALLER_KEY)
+    if scope.get("method") != "POST" or not isinstance(caller, Caller):
+        return None
+    session = next((v for name, v in scope.get("headers", []) if name == b"mcp-session-id"),
+                   None)
+    if session is None:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # the SDK answers what it cannot parse
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None  # a notification or a response: nothing is answered
+    rid = message.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, int | str):
+        return None
+    return caller.agent_id, session.decode("latin-1"), str(rid)
+
+
 def scope_values(caller: Caller) -> dict[str, Any]:
     """What the HTTP layer adds to the ASGI scope of an authenticated MCP request."""
     token = AccessToken(token="", client_id=caller.agent_id, subject=caller.agent_id,
@@ -126,6 +152,8 @@ class McpEndpoint:
         # Requests that may open a session and have not been answered yet, per agent: with
         # the sessions already open, what the per-agent cap counts (exact under concurrency).
         self._opening: Counter[str] = Counter()
+        # (agent, session, request id) of the requests being answered now: see in_flight.
+        self._in_flight: set[tuple[str, str, str]] = set()
 
     async def start(self) -> None:
         """Run the session manager until :meth:`stop`."""
@@ -173,6 +201,26 @@ class McpEndpoint:
             self._opening[agent] -= 1
             if self._opening[agent] <= 0:
                 del self._opening[agent]
+
+    @contextmanager
+    def in_flight(self, scope: Scope, body: bytes) -> Iterator[None]:
+        """Hold the request id of a session's request while it is answered: a second
+        request of the session with an id still in flight is 409 ``request_id_in_use``.
+        The SDK routes each answer by the session and the id (as text), so two at once
+        lost an answer: the first request waited for ever and another got its answer."""
+        key = _session_request(scope, body)
+        if key is None:
+            yield
+            return
+        if key in self._in_flight:
+            raise ConflictError(f"request id {key[2][:100]!r} is already in flight in this "
+                                "session: give every concurrent request its own id",
+                                code="request_id_in_use")
+        self._in_flight.add(key)
+        try:
+            yield
+        finally:
+            self._in_flight.discard(key)
 
     def open_sessions(self, agent: str) -> int:
         """The handshake-era sessions ``agent`` holds open now."""

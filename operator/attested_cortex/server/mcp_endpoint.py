@@ -35,6 +35,7 @@ _DISCONNECT_POLL_S = 1.0
 _TRANSPORT = {400: "Not a valid JSON-RPC message, or a request without a session",
               404: "Unknown or expired Mcp-Session-Id", 405: "Method not allowed in this era",
               406: "Accept must name application/json and text/event-stream",
+              409: "The request id is in flight in this session (request_id_in_use)",
               413: "The message is larger than max_body_bytes plus the JSON-RPC envelope",
               415: "Content-Type must be application/json", 422: "Unprocessable message",
               429: "The agent holds the most open sessions one agent may (too_many_sessions)",
@@ -90,7 +91,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     bridge = _Bridge(request)
     await bridge.read_body(timeout_s=limits.body_read_timeout_s,
                            cap=limits.max_body_bytes + ENVELOPE_BYTES)
-    await endpoint(scope, bridge.receive, bridge.send)
+    with endpoint.in_flight(scope, bridge.body):
+        await endpoint(scope, bridge.receive, bridge.send)
     return await bridge.finish()
 
 
