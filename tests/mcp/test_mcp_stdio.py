@@ -50,6 +50,11 @@ async def test_stdio_relays_the_tools_as_the_dev_agent(
         refused = error(await client.call_tool("memory_store", {"namespace": "secret/k",
                                                                 "content": "k"}))
         bad = error(await client.call_tool("memory_get", {"id": "x"}))
+        # past the cortex's message bound: its 413, not 503 upstream_unavailable (before)
+        huge = error(await client.call_tool("memory_store", {
+            "namespace": "local", "content": "z" * (3 * 1024 * 1024)}))
+        assert (huge["status"], huge["error"]["code"]) == (413, "too_large")
+        assert ok(await client.call_tool("memory_list", {}))["memories"][0]["id"] == stored["id"]
     http = await cortex.call("POST", "/v1/memories", {"namespace": "secret/k", "content": "k"})
     assert (refused["status"], refused["error"]) == (http.status, http.body["error"])
     assert (bad["status"], bad["error"]["code"]) == (400, "invalid_input")
