@@ -114,6 +114,16 @@ async def test_an_imported_frame_is_stored_like_text(client: CortexClient) -> No
                                                            "frame": frame.decode()})
     assert reply.status == 201, reply.text
     assert reply.body["raw_chars"] == len(DIALOGUE)
+    # refused as the same text sent as content is (before: a frame with NUL was a 201)
+    nul = base64.b64encode(zstandard.ZstdCompressor().compress(b"a\x00b")).decode()
+    framed = await client.call("POST", "/v1/transcripts", {"namespace": "support/a",
+                                                            "frame": nul})
+    text = await client.call("POST", "/v1/transcripts", {"namespace": "support/a",
+                                                          "content": "a\x00b"})
+    assert framed.status == text.status == 400, framed.text
+    assert framed.body["error"]["details"]["field"] == text.body["error"]["details"]["field"] \
+        == "content"
+    assert count(client.dsn, "transcripts") == 1
 
 
 @pytest.mark.parametrize("bomb", [streamed_bomb, declared_bomb])

@@ -30,6 +30,7 @@ from typing import Any, Final
 from attested_cortex.errors import DeniedError, InvalidInputError, NotFoundError, TooLargeError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
+from attested_cortex.jsonbounds import parse
 from attested_cortex.policy.decisions import ALLOW, Decision
 from attested_cortex.service import operations as ops
 from attested_cortex.service import write_records
@@ -112,7 +113,10 @@ class StoreCall(Call[Transcript]):
             assert frame is not None
             text = await asyncio.to_thread(framing.inflate_text, frame,
                                            max_bytes=retention_of(svc).max_bytes)
-            self.cmd = self.cmd.model_copy(update={"content": text, "frame": None})
+            # validated as text sent as content would be (NUL is refused there, and a hook's
+            # Modify re-validates it: it was a 201 without a hook, a hook_invalid_modify with)
+            self.cmd = parse(StoreTranscript, {"namespace": self.cmd.namespace, "content": text,
+                                               "metadata": self.cmd.metadata})
         assert self.cmd.content is not None
         _encoded(self.cmd.content, retention_of(svc).max_bytes)
         check_sizes(svc.limits, content=None, metadata=self.cmd.metadata)  # as for memories
