@@ -117,6 +117,14 @@ class QuotaExceededError(CortexError):
         self.retry_after = retry_after
 
 
+class TooManySessionsError(CortexError):
+    """The agent holds as many open MCP sessions as one agent may; end one (DELETE /mcp)
+    or use the per-request protocol version, which opens none."""
+
+    code = "too_many_sessions"
+    http_status = 429
+
+
 class HeldForApprovalError(CortexError):
     """AskUser: the operation is held until a human decides; carries the approval id."""
 

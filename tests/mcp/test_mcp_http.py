@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 import warnings
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from mcp.shared.exceptions import MCPError
+from multidict import CIMultiDict
 
 from attested_cortex.attest.keyfiles import PRIVATE_FILE, write_identity
 from attested_cortex.attest.keys import AgentKey, generate_key
@@ -357,6 +360,113 @@ async def test_a_session_belongs_to_the_agent_that_opened_it(cortex: CortexClien
     assert stolen.status == 404  # as if the session did not exist
     anonymous = await cortex.call("POST", "/mcp", listing, headers=session, agent=None)
     assert anonymous.status == 401 and anonymous.body["error"]["code"] == "unauthenticated"
+
+
+async def test_one_agent_cannot_hold_every_session(cortex: CortexClient) -> None:
+    """A client that initializes in a loop and never ends its sessions stops at its own cap
+    (429, the HTTP envelope) instead of taking all 10 000 for 30 minutes from every agent;
+    ending one frees a place, and neither other agents nor the per-request era are held up.
+    Before the cap, the 101st initialize of one agent was a 200 like the 10 000th."""
+    from attested_cortex.mcp.serving import MAX_SESSIONS_PER_AGENT
+
+    accept = {"Accept": "application/json, text/event-stream"}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}
+
+    async def initialize(agent: str, **extra: str) -> Any:
+        return await cortex.call("POST", "/mcp", hello, headers={**accept, **extra},
+                                 agent=agent)
+
+    # concurrently, so the cap is checked against openings still in flight too
+    opened = await asyncio.gather(*(initialize("dev:greedy")
+                                    for _ in range(MAX_SESSIONS_PER_AGENT + 20)))
+    assert sorted(r.status for r in opened) == \
+        [200] * MAX_SESSIONS_PER_AGENT + [429] * 20
+    refused = next(r for r in opened if r.status == 429)
+    assert refused.body["error"]["code"] == "too_many_sessions"
+    assert refused.body["error"]["details"]["limit"] == MAX_SESSIONS_PER_AGENT
+    # a repeated version header counts as the SDK reads it (the first): no way around
+    repeated = CIMultiDict([*accept.items(), ("X-Agent-Id", "dev:greedy"),
+                            ("MCP-Protocol-Version", "2025-11-25"),
+                            ("MCP-Protocol-Version", "2026-07-28")])
+    async with cortex.session.post(f"{cortex.base}/mcp", json=hello,
+                                   headers=repeated) as sneaky:
+        assert sneaky.status == 429
+    assert (await initialize("dev:other")).status == 200
+    async with mcp_client(cortex, agent="dev:greedy", mode="auto") as client:
+        assert ok(await client.call_tool("memory_list", {}))["memories"] == []
+    caps = (await cortex.call("GET", "/v1/capabilities")).body["mcp"]["sessions"]
+    assert (caps["open"], caps["max_per_agent"]) == (MAX_SESSIONS_PER_AGENT + 1,
+                                                     MAX_SESSIONS_PER_AGENT)
+    first = next(r for r in opened if r.status == 200)
+    ended = await cortex.call("DELETE", "/mcp", agent="dev:greedy", headers={
+        **accept, "Mcp-Session-Id": first.headers["Mcp-Session-Id"],
+        "MCP-Protocol-Version": "2025-11-25"})
+    assert ended.status == 200, ended.text
+    assert (await initialize("dev:greedy")).status == 200
+
+
+async def test_a_session_stream_opens_at_once_and_a_dropped_one_can_be_reopened(
+    cortex: CortexClient, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """GET /mcp answers its headers at once, not with the first keep-alive ping 15 s on;
+    a client that drops its stream can open the session's one stream again within a
+    second or two (before: 409 until a ping failed, 15-30 s, then an error logged)."""
+    session = {**await raw_session(cortex), "X-Agent-Id": cortex.agent}
+    async with aiohttp.ClientSession() as http:
+        async with asyncio.timeout(10):
+            dropped = await http.get(f"{cortex.base}/mcp", headers=session)
+        assert dropped.status == 200
+        assert dropped.headers["Content-Type"].startswith("text/event-stream")
+        async with http.get(f"{cortex.base}/mcp", headers=session) as second:
+            assert second.status == 409  # one stream per session
+        dropped.close()  # the client goes away without a word
+    async with asyncio.timeout(10):  # bounded wait for the server to notice
+        while True:
+            reopened = await cortex.session.get(f"{cortex.base}/mcp", headers=session)
+            if reopened.status == 200:
+                break
+            assert reopened.status == 409, await reopened.text()
+            reopened.release()
+            await asyncio.sleep(0.1)  # polling interval of a bounded wait
+    reopened.close()
+    ended = await cortex.call("DELETE", "/mcp", headers=session)
+    assert ended.status == 200, ended.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_concurrent_requests_of_a_session_sharing_an_id_all_get_an_answer(
+    cortex: CortexClient,
+) -> None:
+    """The SDK routes a session's answers by request id: two requests in flight with one
+    id lost an answer (one POST waited for ever, another got a different tool's result).
+    Each now gets its own answer or 409 request_id_in_use at once, the id is free again
+    after, and another agent presenting the session still learns nothing (404)."""
+    session = await raw_session(cortex)
+    for i in range(30):
+        await cortex.store("t", f"note {i} " * 50)
+    calls = [("audit_verify", {"deep": True}, "ok"), ("memory_list", {"limit": 1}, "memories"),
+             ("capabilities", {}, "mcp"), ("memory_recall", {"query": "note"}, "results")]
+
+    async def call(name: str, arguments: dict[str, Any], agent: str = "") -> Any:
+        message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                   "params": {"name": name, "arguments": arguments}}
+        async with asyncio.timeout(10):
+            return await cortex.call("POST", "/mcp", message, headers=session, agent=agent)
+
+    answers = await asyncio.gather(*(call(name, arguments) for name, arguments, _ in calls))
+    for (name, _, key), reply in zip(calls, answers, strict=True):
+        assert reply.status in (200, 409), (name, reply.text)
+        if reply.status == 200:
+            assert key in reply.body["result"]["structuredContent"], (name, reply.text[:200])
+        else:
+            assert reply.body["error"]["code"] == "request_id_in_use"
+    assert any(reply.status == 409 for reply in answers)  # they did overlap
+    again = await call("memory_list", {"limit": 1})
+    assert again.status == 200 and len(again.body["result"]["structuredContent"]["memories"]) == 1
+    stranger = await call("memory_list", {"limit": 1}, agent="dev:mallory")
+    assert stranger.status == 404
 
 
 async def test_bearer_tokens_authenticate_mcp(make_cortex: MakeCortex, pg15_dsn: str,

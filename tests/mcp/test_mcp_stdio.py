@@ -5,8 +5,10 @@ failed call stays a tool error."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -48,6 +50,11 @@ async def test_stdio_relays_the_tools_as_the_dev_agent(
         refused = error(await client.call_tool("memory_store", {"namespace": "secret/k",
                                                                 "content": "k"}))
         bad = error(await client.call_tool("memory_get", {"id": "x"}))
+        # past the cortex's message bound: its 413, not 503 upstream_unavailable (before)
+        huge = error(await client.call_tool("memory_store", {
+            "namespace": "local", "content": "z" * (3 * 1024 * 1024)}))
+        assert (huge["status"], huge["error"]["code"]) == (413, "too_large")
+        assert ok(await client.call_tool("memory_list", {}))["memories"][0]["id"] == stored["id"]
     http = await cortex.call("POST", "/v1/memories", {"namespace": "secret/k", "content": "k"})
     assert (refused["status"], refused["error"]) == (http.status, http.body["error"])
     assert (bad["status"], bad["error"]["code"]) == (400, "invalid_input")
@@ -90,3 +97,24 @@ def test_the_relay_refuses_to_start_without_its_cortex_or_credentials() -> None:
                                check=False, env={k: v for k, v in os.environ.items()
                                                  if not k.startswith("CORTEX_")})
     assert anonymous.returncode == 2 and b"--token-file" in anonymous.stderr
+
+
+def test_a_cortex_that_never_answers_ends_the_start_up_in_bounded_time() -> None:
+    """A port that accepts connections and never answers (a hung cortex, a wrong port): the
+    relay exits 1 naming it after its start-up bound, not after the HTTP client's 300 s per
+    answer (before: still waiting when this test's 60 s ran out)."""
+    from attested_cortex.mcp.relay import STARTUP_TIMEOUT_S
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel accepts; nobody ever reads or answers
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        hung = subprocess.run([*CORTEXCTL, "mcp", "--server", f"http://127.0.0.1:{port}",
+                               "--agent-id", "dev:x"], input=b"", capture_output=True,
+                              timeout=60, check=False)
+        waited = time.monotonic() - started
+    assert hung.returncode == 1, hung.stderr
+    assert f"cannot serve http://127.0.0.1:{port}/mcp".encode() in hung.stderr
+    assert b"no answer within" in hung.stderr
+    assert waited >= STARTUP_TIMEOUT_S

@@ -114,6 +114,16 @@ async def test_an_imported_frame_is_stored_like_text(client: CortexClient) -> No
                                                            "frame": frame.decode()})
     assert reply.status == 201, reply.text
     assert reply.body["raw_chars"] == len(DIALOGUE)
+    # refused as the same text sent as content is (before: a frame with NUL was a 201)
+    nul = base64.b64encode(zstandard.ZstdCompressor().compress(b"a\x00b")).decode()
+    framed = await client.call("POST", "/v1/transcripts", {"namespace": "support/a",
+                                                            "frame": nul})
+    text = await client.call("POST", "/v1/transcripts", {"namespace": "support/a",
+                                                          "content": "a\x00b"})
+    assert framed.status == text.status == 400, framed.text
+    assert framed.body["error"]["details"]["field"] == text.body["error"]["details"]["field"] \
+        == "content"
+    assert count(client.dsn, "transcripts") == 1
 
 
 @pytest.mark.parametrize("bomb", [streamed_bomb, declared_bomb])
@@ -357,3 +367,48 @@ async def test_a_hook_modify_is_checked_like_a_request(
     assert reply.status == status, reply.text
     assert reply.body["error"]["code"] == code
     assert count(migrated_pg15_dsn, "transcripts") == 0
+
+
+async def test_what_one_memory_cites_and_one_replay_inflates_is_bounded(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    """A replay inflates every cited transcript whole: 64 citations of 1 MiB transcripts
+    (stored as small frames, next to nothing against the quota) were one 64 MB answer and
+    over 1 GB of server memory over MCP. A memory may cite at most replay_budget bytes of
+    transcripts (413 citations_too_large, nothing stored), and a memory that cites more
+    (stored before the bound) is 413 replay_too_large before anything is inflated. Before
+    the bound, the citing store below was a 201."""
+    from attested_cortex.service.transcripts import REPLAY_MIN_BYTES
+    from tests.mcp.conftest import mcp_client
+
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts=ON)
+    mib = ("x" * 1023 + "\n") * 1024
+    frame = base64.b64encode(zstandard.ZstdCompressor().compress(mib.encode())).decode()
+    fits = REPLAY_MIN_BYTES // len(mib)
+    stored = [await store_transcript(client, content=None, frame=frame)
+              for _ in range(fits + 1)]
+    too_much = await client.call("POST", "/v1/memories", {
+        "namespace": "support/acme", "content": "c",
+        "citations": [cite(t, 0, 1) for t in stored]})
+    assert too_much.status == 413, too_much.text
+    assert too_much.body["error"]["code"] == "citations_too_large"
+    assert too_much.body["error"]["details"]["limit"] == REPLAY_MIN_BYTES
+    assert count(client.dsn, "memories") == 0
+    memory = await client.call("POST", "/v1/memories", {
+        "namespace": "support/acme", "content": "c",
+        "citations": [cite(t, 0, 1) for t in stored[:fits]]})
+    assert memory.status == 201, memory.text
+    whole = await client.call("GET", f"/v1/memories/{memory.body['id']}/replay?full=true")
+    assert whole.status == 200 and len(whole.body["transcripts"]) == fits
+    with psycopg.connect(client.dsn, autocommit=True) as conn:  # as cited before the bound
+        conn.execute("INSERT INTO memory_transcript_links (memory_id, ordinal, transcript_id, "
+                     "span_start, span_end) VALUES (%s, %s, %s, 0, 1)",
+                     (memory.body["id"], fits, stored[fits]["id"]))
+    refused = await client.call("GET", f"/v1/memories/{memory.body['id']}/replay")
+    assert refused.status == 413, refused.text
+    assert refused.body["error"]["code"] == "replay_too_large"
+    async with mcp_client(client) as mcp:
+        tool = await mcp.call_tool("memory_replay", {"memory_id": memory.body["id"]})
+    assert tool.is_error
+    assert (tool.structured_content["status"],
+            tool.structured_content["error"]["code"]) == (413, "replay_too_large")

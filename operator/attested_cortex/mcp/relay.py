@@ -14,10 +14,11 @@ relay. Called by :mod:`attested_cortex.cli.mcp`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import httpx2
 import mcp_types as types
@@ -31,10 +32,19 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from attested_cortex import __version__
-from attested_cortex.mcp.calling import failure
+from attested_cortex.errors import CortexError
+from attested_cortex.mcp.calling import check_arguments, failure
 from attested_cortex.mcp.serving import INSTRUCTIONS
 
 log = logging.getLogger(__name__)
+#: How long the start-up probe (initialize, tools/list) may take. The agent host waits on it,
+#: and the SDK's HTTP client would wait 300 s for each answer of a cortex (or anything else
+#: on that port) that accepted the connection and never answered.
+STARTUP_TIMEOUT_S: Final = 15.0
+
+
+class UpstreamTimeoutError(Exception):
+    """The cortex did not answer the start-up probe in time."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,8 @@ class Forwarder:
     url: str
     http: httpx2.AsyncClient
     version: str
+    #: The cortex's ``limits.max_body_bytes`` (None: unknown): the arguments' bound.
+    max_argument_bytes: int | None = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         mode = self.version if self.version in MODERN_PROTOCOL_VERSIONS else "legacy"
@@ -76,8 +88,17 @@ def build_relay(upstream: Forwarder, tools: list[types.Tool]) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        if upstream.max_argument_bytes is not None:
+            # The bounds the cortex holds arguments to, checked here: past them its transport
+            # refuses the whole message (413), which reached the host as a 503
+            # upstream_unavailable instead of the cortex's own 413 too_large.
+            try:
+                check_arguments(arguments, max_bytes=upstream.max_argument_bytes)
+            except CortexError as exc:
+                return failure(exc.http_status, exc.code, exc.message, exc.details)
         try:
-            result = await upstream.call_tool(params.name, dict(params.arguments or {}))
+            result = await upstream.call_tool(params.name, arguments)
         except MCPError as exc:
             return failure(503, "upstream_unavailable",
                            f"the cortex refused or lost the call: {exc.error.message}",
@@ -104,12 +125,25 @@ async def serve_stdio(target: Upstream) -> None:
     """
     async with create_mcp_http_client(headers=dict(target.headers)) as http:
         transport = streamable_http_client(target.url, http_client=http)
-        async with Client(transport, mode="auto") as probe:  # reachable, authenticated?
-            tools = (await probe.list_tools()).tools
-            version = probe.protocol_version
-        relay = build_relay(Forwarder(target.url, http, version), tools)
+        try:
+            async with asyncio.timeout(STARTUP_TIMEOUT_S):
+                async with Client(transport, mode="auto") as probe:  # reachable, authenticated?
+                    tools = (await probe.list_tools()).tools
+                    version = probe.protocol_version
+                    limits = await probe.call_tool("capabilities", {})
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"no answer within {STARTUP_TIMEOUT_S:g} s") from exc
+        relay = build_relay(Forwarder(target.url, http, version, _max_body(limits)), tools)
         async with stdio_server() as (read, write):
             await relay.run(read, write, relay.create_initialization_options())
+
+
+def _max_body(capabilities: Any) -> int | None:
+    """``limits.max_body_bytes`` from the capabilities tool's answer, if it gave one."""
+    body = getattr(capabilities, "structured_content", None)
+    limits = body.get("limits") if isinstance(body, dict) and not capabilities.is_error else None
+    value = limits.get("max_body_bytes") if isinstance(limits, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _innermost(exc: BaseException) -> BaseException:

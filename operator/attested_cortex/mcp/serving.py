@@ -17,6 +17,10 @@ clean-up hooks do not guarantee.
 from __future__ import annotations
 
 import asyncio
+import json
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 import mcp_types as types
@@ -29,6 +33,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from starlette.types import Receive, Scope, Send
 
 from attested_cortex import __version__
+from attested_cortex.errors import ConflictError, TooManySessionsError
 from attested_cortex.mcp import calling
 from attested_cortex.mcp.tools import TOOLS
 from attested_cortex.service.context import Caller, Services
@@ -43,6 +48,10 @@ ENVELOPE_BYTES: Final = 64 * 1024
 #: A handshake-era session idle this long is closed (the client initializes again).
 SESSION_IDLE_S: Final = 30 * 60
 MAX_SESSIONS: Final = 10_000
+#: Open sessions one agent may hold: one agent's client that initializes in a loop and never
+#: ends its sessions would otherwise take all of :data:`MAX_SESSIONS` (every other agent
+#: refused for :data:`SESSION_IDLE_S`) and about 46 kB of server memory each.
+MAX_SESSIONS_PER_AGENT: Final = 100
 
 INSTRUCTIONS = (
     "attested-cortex: shared, attested memory for agents. memory_store saves a memory in a "
@@ -61,6 +70,43 @@ def tool_list() -> list[types.Tool]:
                                                      open_world_hint=False))
         for t in TOOLS
     ]
+
+
+def opens_session(scope: Scope) -> bool:
+    """Whether the SDK would open a handshake-era session for this request: a POST without
+    ``Mcp-Session-Id`` in the handshake era (no ``MCP-Protocol-Version``, or one of those
+    versions), as the session manager routes it."""
+    if scope.get("method") != "POST":
+        return False
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    if any(name == b"mcp-session-id" for name, _ in headers):
+        return False
+    # the first of repeated headers, as the SDK reads them
+    version = next((v for name, v in headers if name == b"mcp-protocol-version"), None)
+    return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _session_request(scope: Scope, body: bytes) -> tuple[str, str, str] | None:
+    """(agent, session id, request id as the SDK keys it) of a request in a session, else
+    None. The agent is part of it so that another agent presenting the session id learns
+    nothing from a 409: the SDK answers it 404."""
+    caller = scope.get(CALLER_KEY)
+    if scope.get("method") != "POST" or not isinstance(caller, Caller):
+        return None
+    session = next((v for name, v in scope.get("headers", []) if name == b"mcp-session-id"),
+                   None)
+    if session is None:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # the SDK answers what it cannot parse
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None  # a notification or a response: nothing is answered
+    rid = message.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, int | str):
+        return None
+    return caller.agent_id, session.decode("latin-1"), str(rid)
 
 
 def scope_values(caller: Caller) -> dict[str, Any]:
@@ -103,6 +149,11 @@ class McpEndpoint:
         )
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Requests that may open a session and have not been answered yet, per agent: with
+        # the sessions already open, what the per-agent cap counts (exact under concurrency).
+        self._opening: Counter[str] = Counter()
+        # (agent, session, request id) of the requests being answered now: see in_flight.
+        self._in_flight: set[tuple[str, str, str]] = set()
 
     async def start(self) -> None:
         """Run the session manager until :meth:`stop`."""
@@ -131,7 +182,51 @@ class McpEndpoint:
             await self._task
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.manager.handle_request(scope, receive, send)
+        caller = scope.get(CALLER_KEY)
+        if not isinstance(caller, Caller) or not opens_session(scope):
+            await self.manager.handle_request(scope, receive, send)
+            return
+        agent = caller.agent_id
+        held = self.open_sessions(agent) + self._opening[agent]
+        if held >= MAX_SESSIONS_PER_AGENT:
+            raise TooManySessionsError(
+                f"agent {agent} has {held} open MCP sessions, the most one agent may hold: "
+                "end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id) or "
+                f"wait for idle ones to close ({SESSION_IDLE_S // 60} minutes)",
+                limit=MAX_SESSIONS_PER_AGENT)
+        self._opening[agent] += 1
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            self._opening[agent] -= 1
+            if self._opening[agent] <= 0:
+                del self._opening[agent]
+
+    @contextmanager
+    def in_flight(self, scope: Scope, body: bytes) -> Iterator[None]:
+        """Hold the request id of a session's request while it is answered: a second
+        request of the session with an id still in flight is 409 ``request_id_in_use``.
+        The SDK routes each answer by the session and the id (as text), so two at once
+        lost an answer: the first request waited for ever and another got its answer."""
+        key = _session_request(scope, body)
+        if key is None:
+            yield
+            return
+        if key in self._in_flight:
+            raise ConflictError(f"request id {key[2][:100]!r} is already in flight in this "
+                                "session: give every concurrent request its own id",
+                                code="request_id_in_use")
+        self._in_flight.add(key)
+        try:
+            yield
+        finally:
+            self._in_flight.discard(key)
+
+    def open_sessions(self, agent: str) -> int:
+        """The handshake-era sessions ``agent`` holds open now."""
+        # the SDK keeps each session's owner (what it answers 404 to others by) privately
+        owners = self.manager._session_owners.values()
+        return sum(1 for owner in owners if owner["client_id"] == agent)
 
     def describe(self) -> dict[str, Any]:
         """The endpoint as ``/v1/capabilities`` reports it (only while mounted)."""
@@ -144,7 +239,8 @@ class McpEndpoint:
             "latest_handshake_version": HANDSHAKE_PROTOCOL_VERSIONS[-1],
             # the SDK keeps no public count of open sessions: its own table is the live truth
             "sessions": {"open": len(self.manager._server_instances),
-                         "idle_timeout_seconds": SESSION_IDLE_S, "max": MAX_SESSIONS},
+                         "idle_timeout_seconds": SESSION_IDLE_S, "max": MAX_SESSIONS,
+                         "max_per_agent": MAX_SESSIONS_PER_AGENT},
             "responses": "json" if self.json_response else "sse",
             "tools": [t.name for t in TOOLS],
             "sdk": "mcp (official Python SDK)",

@@ -10,7 +10,8 @@ authenticated caller, the body is read first within ``limits.body_read_timeout_s
 otherwise, as on every route) and handed over whole (the SDK refuses one past
 ``max_body_bytes`` plus the JSON-RPC envelope with 413), and its answer is written back,
 buffered when it is one body (a JSON response) and streamed when it is not (server-sent
-events). Called by :func:`attested_cortex.server.app.build_app`.
+events: their headers go out at once, and a client that goes away is reported to the SDK as
+``http.disconnect``). Called by :func:`attested_cortex.server.app.build_app`.
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ from attested_cortex.server.state import caller, state
 
 ENDPOINT_KEY = web.AppKey("cortex_mcp", McpEndpoint)
 _READ_CHUNK = 64 * 1024
+#: How often an open stream looks whether its client went away.
+_DISCONNECT_POLL_S = 1.0
 #: What the transport answers besides success (JSON-RPC error bodies; docs/mcp.md).
 _TRANSPORT = {400: "Not a valid JSON-RPC message, or a request without a session",
               404: "Unknown or expired Mcp-Session-Id", 405: "Method not allowed in this era",
               406: "Accept must name application/json and text/event-stream",
+              409: "The request id is in flight in this session (request_id_in_use)",
               413: "The message is larger than max_body_bytes plus the JSON-RPC envelope",
               415: "Content-Type must be application/json", 422: "Unprocessable message",
+              429: "The agent holds the most open sessions one agent may (too_many_sessions)",
               503: "Too many open sessions"}
 _SUMMARY = ("Model Context Protocol, Streamable HTTP (JSON-RPC; the memory tools through the "
             "same pipeline as these routes; docs/mcp.md)")
@@ -86,7 +91,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     bridge = _Bridge(request)
     await bridge.read_body(timeout_s=limits.body_read_timeout_s,
                            cap=limits.max_body_bytes + ENVELOPE_BYTES)
-    await endpoint(scope, bridge.receive, bridge.send)
+    with endpoint.in_flight(scope, bridge.body):
+        await endpoint(scope, bridge.receive, bridge.send)
     return await bridge.finish()
 
 
@@ -134,10 +140,19 @@ class _Bridge:
         if not self.body_done:
             self.body_done = True
             return {"type": "http.request", "body": self.body, "more_body": False}
-        # The body is read: the next event is the client going away. aiohttp reports it by
-        # failing the writes, which ends the SDK's stream; waiting here is what ASGI expects.
-        await asyncio.Event().wait()
+        # The body is read: the next event is the client going away, which an SSE response
+        # (a session's GET stream) listens for to end its stream. aiohttp has no callback for
+        # it (nor cancels the handler), so the transport is looked at every second; without
+        # this only a failed keep-alive ping noticed, up to 30 s in which the session's one
+        # stream could not be reopened (409), then an error logged per dropped stream.
+        while not self.disconnected():  # noqa: ASYNC110 - aiohttp offers no event to await
+            await asyncio.sleep(_DISCONNECT_POLL_S)
         return {"type": "http.disconnect"}
+
+    def disconnected(self) -> bool:
+        """Whether the client's connection is gone (or going)."""
+        transport = self.request.transport
+        return transport is None or transport.is_closing()
 
     async def send(self, message: Message) -> None:
         kind = message["type"]
@@ -145,6 +160,11 @@ class _Bridge:
             self.status = int(message["status"])
             self.headers = [(k.decode("latin-1"), v.decode("latin-1"))
                             for k, v in message.get("headers", [])]
+            if any(name.lower() == "content-type" and value.startswith("text/event-stream")
+                   for name, value in self.headers):
+                # A stream's first event may be long in coming (a GET stream's is the
+                # keep-alive ping, 15 s on): its headers go out now, not with that event.
+                await self._open_stream()
             return
         if kind != "http.response.body":
             return
@@ -157,16 +177,21 @@ class _Bridge:
                     response.headers.add(name, value)
             self.buffered = response
             return
-        if self.stream is None:
-            self.stream = web.StreamResponse(status=self.status)
-            for name, value in self.headers:
-                if name.lower() != "content-length":
-                    self.stream.headers.add(name, value)
-            await self.stream.prepare(self.request)
+        stream = self.stream or await self._open_stream()
         if body:
-            await self.stream.write(body)
+            await stream.write(body)
         if not more:
-            await self.stream.write_eof()
+            await stream.write_eof()
+
+    async def _open_stream(self) -> web.StreamResponse:
+        """Start the streamed response: status and headers are sent at once."""
+        stream = web.StreamResponse(status=self.status)
+        for name, value in self.headers:
+            if name.lower() != "content-length":
+                stream.headers.add(name, value)
+        await stream.prepare(self.request)
+        self.stream = stream
+        return stream
 
     async def finish(self) -> web.StreamResponse:
         if self.buffered is not None:

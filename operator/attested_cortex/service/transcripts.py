@@ -25,11 +25,12 @@ import asyncio
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from attested_cortex.errors import DeniedError, InvalidInputError, NotFoundError, TooLargeError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
+from attested_cortex.jsonbounds import parse
 from attested_cortex.policy.decisions import ALLOW, Decision
 from attested_cortex.service import operations as ops
 from attested_cortex.service import write_records
@@ -49,6 +50,22 @@ from attested_cortex.transcripts.retention import Retention, state_of
 #: Compress or inflate off the event loop past this many bytes (zstd level 3 compresses
 #: about 200 MB/s on one core: docs/benchmarks/transcripts.json).
 _THREAD_BYTES = 256 * 1024
+#: The most text the transcripts one memory cites may hold together (their sizes when
+#: stored): a replay inflates each of them whole, and 64 citations of 1 MiB transcripts were
+#: one 64 MB answer and over 1 GB of server memory asked over MCP. At least one whole
+#: transcript of ``max_bytes`` always fits (:func:`replay_budget`).
+REPLAY_MIN_BYTES: Final = 8 * 1024 * 1024
+
+
+def replay_budget(svc: Services) -> int:
+    """The bytes of cited transcript text one memory may cite and one replay inflates."""
+    return max(REPLAY_MIN_BYTES, retention_of(svc).max_bytes)
+
+
+def _cited_bytes(transcripts: list[Transcript]) -> int:
+    """What a replay inflates for these transcripts: each distinct, not pruned one whole."""
+    distinct = {t.id: t for t in transcripts}
+    return sum(t.raw_bytes for t in distinct.values() if t.pruned_at is None)
 
 
 def retention_of(svc: Services) -> Retention:
@@ -96,7 +113,10 @@ class StoreCall(Call[Transcript]):
             assert frame is not None
             text = await asyncio.to_thread(framing.inflate_text, frame,
                                            max_bytes=retention_of(svc).max_bytes)
-            self.cmd = self.cmd.model_copy(update={"content": text, "frame": None})
+            # validated as text sent as content would be (NUL is refused there, and a hook's
+            # Modify re-validates it: it was a 201 without a hook, a hook_invalid_modify with)
+            self.cmd = parse(StoreTranscript, {"namespace": self.cmd.namespace, "content": text,
+                                               "metadata": self.cmd.metadata})
         assert self.cmd.content is not None
         _encoded(self.cmd.content, retention_of(svc).max_bytes)
         check_sizes(svc.limits, content=None, metadata=self.cmd.metadata)  # as for memories
@@ -177,6 +197,11 @@ class ReplayCall(Call[dict[str, Any]]):
         if memory.deleted:
             raise NotFoundError(f"memory {memory.id} is deleted; its citations went with it",
                                 id=str(memory.id), code="memory_deleted")
+        cited = _cited_bytes([c.transcript for c in self.cited])
+        if cited > replay_budget(svc):  # cited before the bound held at store time
+            raise TooLargeError(f"memory {memory.id} cites {cited} bytes of transcripts; one "
+                                f"replay inflates at most {replay_budget(svc)}",
+                                code="replay_too_large", limit=replay_budget(svc))
         texts = await _texts(svc, {c.transcript.id: c.transcript for c in self.cited})
         answer: dict[str, Any] = {
             "memory_id": str(memory.id), "namespace": memory.namespace, "full": self.cmd.full,
@@ -264,6 +289,12 @@ async def check_citations(svc: Services, caller: Caller, conn: Conn,
                                     "retention) and can no longer be cited", field=field,
                                     code="transcript_archived")
     spans.check_spans(wanted, {tid: t.raw_chars for tid, t in found.items()})
+    cited = _cited_bytes(list(found.values()))
+    if cited > replay_budget(svc):
+        raise TooLargeError(f"the cited transcripts hold {cited} bytes together; a memory may "
+                            f"cite at most {replay_budget(svc)} (a replay inflates them whole)",
+                            field="citations", code="citations_too_large",
+                            limit=replay_budget(svc))
     return wanted
 
 
