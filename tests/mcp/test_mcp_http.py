@@ -588,6 +588,26 @@ async def test_another_origin_is_refused_and_answers_are_single_json(
     assert same.headers["X-Request-Id"]
 
 
+async def test_a_body_that_is_not_json_is_415_and_one_without_a_type_is_json(
+    cortex: CortexClient,
+) -> None:
+    """As on every route: the SDK answered both with a plain-text 400."""
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for content_type in ("text/plain", "application/json; charset=latin-1"):
+        wrong = await cortex.call("POST", "/mcp", hello,
+                                  headers={**accept, "Content-Type": content_type})
+        assert (wrong.status, wrong.body["error"]["code"]) == (415, "unsupported_media_type")
+    async with cortex.session.post(cortex.base + "/mcp", data=json.dumps(hello).encode(),
+                                   headers={**accept, "X-Agent-Id": cortex.agent},
+                                   skip_auto_headers=["Content-Type"]) as untyped:
+        assert "Content-Type" not in untyped.request_info.headers
+        assert untyped.status == 200, await untyped.text()
+        assert (await untyped.json())["result"]["protocolVersion"] == "2025-11-25"
+
+
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_calls_leave_no_task_behind(cortex: CortexClient, mode: str) -> None:
     async with mcp_client(cortex, mode=mode) as client:  # warm: the endpoint's own tasks

@@ -24,6 +24,7 @@ from starlette.types import Message
 
 from attested_cortex.errors import BodyTimeoutError, DeniedError
 from attested_cortex.mcp.serving import ENVELOPE_BYTES, PATH, McpEndpoint, scope_values
+from attested_cortex.server.body import check_content_type
 from attested_cortex.server.openapi import Operation
 from attested_cortex.server.state import caller, state
 
@@ -87,6 +88,13 @@ async def handle(request: web.Request) -> web.StreamResponse:
         "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
         "server": None, "state": {}, **scope_values(caller(request)),
     }
+    if request.method == "POST":
+        # As on every route: JSON in UTF-8, a missing Content-Type taken as JSON (the SDK
+        # answered both a missing and a wrong one with a plain-text 400, not the 415 the
+        # documents promise)
+        check_content_type(request.headers.get("Content-Type"))
+        if "Content-Type" not in request.headers:
+            scope["headers"].append((b"content-type", b"application/json"))
     limits = state(request).services.limits
     bridge = _Bridge(request)
     await bridge.read_body(timeout_s=limits.body_read_timeout_s,

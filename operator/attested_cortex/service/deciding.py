@@ -59,8 +59,9 @@ def _ownership(svc: Services, spec: OperationSpec, caller: Caller, target: Targe
     ):
         return ALLOW
     return Decision("deny", "ownership",
-                    f"only {target.owner} may {spec.rule_operation or spec.name} this object; "
-                    "a memory.override scope or a rule naming the agent grants more",
+                    f"{spec.rule_operation or spec.name!r} on this object is for its owner "
+                    f"{target.owner} only; a memory.override scope or a rule naming the "
+                    "agent grants more",
                     "not_owner")
 
 
