@@ -570,13 +570,17 @@ async def test_quotas_and_audit_hold_for_mcp_calls(
     assert 'route="/mcp",status="200"' in metrics
 
 
+#: An initialize of the handshake era, and the Accept header the transport asks for.
+HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "t", "version": "0"}}}
+ACCEPT_BOTH = {"Accept": "application/json, text/event-stream"}
+
+
 async def test_another_origin_is_refused_and_answers_are_single_json(
     cortex: CortexClient,
 ) -> None:
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"}}}
-    accept = {"Accept": "application/json, text/event-stream"}
+    hello, accept = HELLO, ACCEPT_BOTH
     evil = await cortex.call("POST", "/mcp", hello,
                              headers={**accept, "Origin": "http://evil.example"})
     assert (evil.status, evil.body["error"]["code"]) == (403, "origin_not_allowed")
@@ -592,10 +596,7 @@ async def test_a_body_that_is_not_json_is_415_and_one_without_a_type_is_json(
     cortex: CortexClient,
 ) -> None:
     """As on every route: the SDK answered both with a plain-text 400."""
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"}}}
-    accept = {"Accept": "application/json, text/event-stream"}
+    hello, accept = HELLO, ACCEPT_BOTH
     for content_type in ("text/plain", "application/json; charset=latin-1"):
         wrong = await cortex.call("POST", "/mcp", hello,
                                   headers={**accept, "Content-Type": content_type})
