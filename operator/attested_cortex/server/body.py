@@ -13,6 +13,8 @@ encoded as UTF-8 for the database (:mod:`attested_cortex.jsonbounds`, shared wit
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import hdrs, web
@@ -29,8 +31,8 @@ from attested_cortex.jsonbounds import (
 )
 from attested_cortex.server.state import state
 
-__all__ = ["MAX_JSON_DEPTH", "check_content_type", "check_value", "decode_json", "parse",
-           "read_json", "read_model", "read_query", "validation_error"]
+__all__ = ["MAX_JSON_DEPTH", "body_deadline", "check_content_type", "check_value",
+           "decode_json", "parse", "read_json", "read_model", "read_query", "validation_error"]
 
 
 async def read_json(request: web.Request, *, max_bytes: int) -> Any:
@@ -38,18 +40,28 @@ async def read_json(request: web.Request, *, max_bytes: int) -> Any:
     check_content_type(request.headers.get(hdrs.CONTENT_TYPE))
     if request.content_length is not None and request.content_length > max_bytes:
         raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes)
-    timeout = state(request).services.limits.body_read_timeout_s
     try:
-        async with asyncio.timeout(timeout):  # a trickling client holds no handler for ever
+        async with body_deadline(request):
             raw = await request.read()  # bounded by the application's client_max_size
-    except TimeoutError as exc:
-        raise BodyTimeoutError(f"the body did not arrive within {timeout} s",
-                               limit_s=timeout) from exc
     except web.HTTPRequestEntityTooLarge as exc:
         raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes) from exc
     if len(raw) > max_bytes:
         raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes)
     return decode_json(raw)
+
+
+@contextlib.asynccontextmanager
+async def body_deadline(request: web.Request) -> AsyncIterator[None]:
+    """Read the body within ``limits.body_read_timeout_s``, else 408 ``body_timeout``: a
+    client that trickles its body holds no handler for ever. Every body reader (the routes,
+    the MCP bridge) goes through this one bound."""
+    timeout = state(request).services.limits.body_read_timeout_s
+    try:
+        async with asyncio.timeout(timeout):
+            yield
+    except TimeoutError as exc:
+        raise BodyTimeoutError(f"the body did not arrive within {timeout:g} s",
+                               limit_s=timeout) from exc
 
 
 def check_content_type(header: str | None) -> None:

@@ -22,9 +22,9 @@ from typing import Any
 from aiohttp import web
 from starlette.types import Message
 
-from attested_cortex.errors import BodyTimeoutError, DeniedError
+from attested_cortex.errors import DeniedError
 from attested_cortex.mcp.serving import ENVELOPE_BYTES, PATH, McpEndpoint, scope_values
-from attested_cortex.server.body import check_content_type
+from attested_cortex.server.body import body_deadline, check_content_type
 from attested_cortex.server.openapi import Operation
 from attested_cortex.server.state import caller, state
 
@@ -95,10 +95,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         check_content_type(request.headers.get("Content-Type"))
         if "Content-Type" not in request.headers:
             scope["headers"].append((b"content-type", b"application/json"))
-    limits = state(request).services.limits
     bridge = _Bridge(request)
-    await bridge.read_body(timeout_s=limits.body_read_timeout_s,
-                           cap=limits.max_body_bytes + ENVELOPE_BYTES)
+    await bridge.read_body(cap=state(request).services.limits.max_body_bytes + ENVELOPE_BYTES)
     with endpoint.in_flight(scope, bridge.body):
         await endpoint(scope, bridge.receive, bridge.send)
     return await bridge.finish()
@@ -125,23 +123,19 @@ class _Bridge:
         self.buffered: web.Response | None = None
         self.stream: web.StreamResponse | None = None
 
-    async def read_body(self, *, timeout_s: float, cap: int) -> None:
+    async def read_body(self, *, cap: int) -> None:
         """The whole body, within ``limits.body_read_timeout_s`` as on every route (a client
         that trickles it gets 408 before the SDK sees anything); at most ``cap`` + 1 bytes
         are kept, which the SDK refuses with its own 413."""
         chunks: list[bytes] = []
         size = 0
-        try:
-            async with asyncio.timeout(timeout_s):
-                while size <= cap:
-                    chunk = await self.request.content.read(_READ_CHUNK)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    size += len(chunk)
-        except TimeoutError as exc:
-            raise BodyTimeoutError(f"the body did not arrive within {timeout_s:g} s",
-                                   limit_s=timeout_s) from exc
+        async with body_deadline(self.request):
+            while size <= cap:
+                chunk = await self.request.content.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
         self.body = b"".join(chunks)
 
     async def receive(self) -> Message:
