@@ -76,14 +76,17 @@ def opens_session(scope: Scope) -> bool:
     """Whether the SDK would open a handshake-era session for this request: a POST without
     ``Mcp-Session-Id`` in the handshake era (no ``MCP-Protocol-Version``, or one of those
     versions), as the session manager routes it."""
-    if scope.get("method") != "POST":
+    if scope.get("method") != "POST" or _header(scope, b"mcp-session-id") is not None:
         return False
-    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    if any(name == b"mcp-session-id" for name, _ in headers):
-        return False
-    # the first of repeated headers, as the SDK reads them
-    version = next((v for name, v in headers if name == b"mcp-protocol-version"), None)
+    version = _header(scope, b"mcp-protocol-version")
     return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    """The first of a request's headers called ``name`` (lower case), as the SDK reads
+    repeated ones."""
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    return next((value for key, value in headers if key == name), None)
 
 
 def _session_request(scope: Scope, body: bytes) -> tuple[str, str, str] | None:
@@ -93,8 +96,7 @@ def _session_request(scope: Scope, body: bytes) -> tuple[str, str, str] | None:
     caller = scope.get(CALLER_KEY)
     if scope.get("method") != "POST" or not isinstance(caller, Caller):
         return None
-    session = next((v for name, v in scope.get("headers", []) if name == b"mcp-session-id"),
-                   None)
+    session = _header(scope, b"mcp-session-id")
     if session is None:
         return None
     try:
