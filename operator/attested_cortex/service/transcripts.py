@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -62,10 +63,9 @@ def replay_budget(svc: Services) -> int:
     return max(REPLAY_MIN_BYTES, retention_of(svc).max_bytes)
 
 
-def _cited_bytes(transcripts: list[Transcript]) -> int:
-    """What a replay inflates for these transcripts: each distinct, not pruned one whole."""
-    distinct = {t.id: t for t in transcripts}
-    return sum(t.raw_bytes for t in distinct.values() if t.pruned_at is None)
+def _cited_bytes(distinct: Iterable[Transcript]) -> int:
+    """What a replay inflates for these (distinct) transcripts: each not pruned one whole."""
+    return sum(t.raw_bytes for t in distinct if t.pruned_at is None)
 
 
 def retention_of(svc: Services) -> Retention:
@@ -197,12 +197,13 @@ class ReplayCall(Call[dict[str, Any]]):
         if memory.deleted:
             raise NotFoundError(f"memory {memory.id} is deleted; its citations went with it",
                                 id=str(memory.id), code="memory_deleted")
-        cited = _cited_bytes([c.transcript for c in self.cited])
-        if cited > replay_budget(svc):  # cited before the bound held at store time
+        distinct = {c.transcript.id: c.transcript for c in self.cited}
+        cited, budget = _cited_bytes(distinct.values()), replay_budget(svc)
+        if cited > budget:  # cited before the bound held at store time
             raise TooLargeError(f"memory {memory.id} cites {cited} bytes of transcripts; one "
-                                f"replay inflates at most {replay_budget(svc)}",
-                                code="replay_too_large", limit=replay_budget(svc))
-        texts = await _texts(svc, {c.transcript.id: c.transcript for c in self.cited})
+                                f"replay inflates at most {budget}",
+                                code="replay_too_large", limit=budget)
+        texts = await _texts(svc, distinct)
         answer: dict[str, Any] = {
             "memory_id": str(memory.id), "namespace": memory.namespace, "full": self.cmd.full,
             "citations": [_citation_view(c, texts) for c in self.cited],
@@ -289,12 +290,11 @@ async def check_citations(svc: Services, caller: Caller, conn: Conn,
                                     "retention) and can no longer be cited", field=field,
                                     code="transcript_archived")
     spans.check_spans(wanted, {tid: t.raw_chars for tid, t in found.items()})
-    cited = _cited_bytes(list(found.values()))
-    if cited > replay_budget(svc):
+    cited, budget = _cited_bytes(found.values()), replay_budget(svc)
+    if cited > budget:
         raise TooLargeError(f"the cited transcripts hold {cited} bytes together; a memory may "
-                            f"cite at most {replay_budget(svc)} (a replay inflates them whole)",
-                            field="citations", code="citations_too_large",
-                            limit=replay_budget(svc))
+                            f"cite at most {budget} (a replay inflates them whole)",
+                            field="citations", code="citations_too_large", limit=budget)
     return wanted
 
 
