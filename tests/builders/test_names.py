@@ -66,3 +66,36 @@ def test_two_cortexes_share_no_names() -> None:
 def test_kinds_of_one_cortex_have_distinct_names() -> None:
     seen = [(o["kind"], o["metadata"]["name"]) for o in children(cortex())]
     assert len(seen) == len(set(seen))
+
+
+def test_the_name_families_are_those_the_builders_use() -> None:
+    c = cortex(name="fam")
+    built = {(o["kind"], o["metadata"]["name"]) for o in children(c) if o["kind"] != "Job"}
+    declared = {(kind, f"fam{suffix}") for kind, suffixes in names.FAMILIES.items()
+                for suffix in suffixes}
+    assert built == declared
+
+
+def test_the_only_pair_of_names_two_cortexes_can_share_is_the_service_one() -> None:
+    # Two families of one kind collide exactly when one suffix ends with the other.
+    clashes = {(kind, a, b) for kind, suffixes in names.FAMILIES.items()
+               for a in suffixes for b in suffixes if a != b and b.endswith(a)}
+    assert clashes == {("Service", "", "-db")}
+    # ...and cortex "a"'s database Service is cortex "a-db"'s API Service.
+    a_db = {(o["kind"], o["metadata"]["name"]) for o in children(cortex(name="a-db"))}
+    a = {(o["kind"], o["metadata"]["name"]) for o in children(cortex(name="a"))}
+    assert a & a_db == {("Service", "a-db")}
+
+
+def test_claimants_are_every_cortex_whose_names_include_the_object() -> None:
+    assert names.claimants("Service", "a-db") == {"a", "a-db"}
+    assert names.claimants("Service", "a") == {"a"}
+    assert names.claimants("Secret", "a-db-credentials") == {"a"}
+    assert names.claimants("Deployment", "a-db") == set()
+    assert names.claimants("Pod", "a-server-0") == set()
+
+
+def test_container_and_volume_names_of_dotted_names_do_not_collide() -> None:
+    dotted, dashed = names.dns_label("key-", "a.b"), names.dns_label("key-", "a-b")
+    assert dashed == "key-a-b" and dotted != dashed
+    assert DNS_LABEL.match(dotted) and len(dotted) <= 63

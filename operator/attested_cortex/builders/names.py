@@ -36,10 +36,10 @@ KEY_CREATED_ANNOTATION: Final = f"{GROUP}/key-created-at"
 
 def dns_label(prefix: str, name: str) -> str:
     """``prefix + name`` as a DNS-1123 label (container and volume names): dots become
-    dashes, and a name too long for 63 characters is cut and given a hash of the whole, so
-    two long names never collide."""
+    dashes, and a name with a dot or too long for 63 characters is cut if need be and given
+    a hash of the whole, so two names never collide (``a.b`` and ``a-b`` included)."""
     label = f"{prefix}{name}".replace(".", "-")
-    if len(label) <= 63 and label[-1].isalnum():
+    if len(label) <= 63 and label[-1].isalnum() and "." not in name:
         return label
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     return f"{label[:54].rstrip('-')}-{digest}"
@@ -120,3 +120,24 @@ def key_secret_name(identity: str) -> str:
 def staged_key_secret_name(identity: str) -> str:
     """A rotation's next key, staged before it is swapped in."""
     return f"{identity}-agent-key-next"
+
+
+#: Every name family of a cortex's namespaced children, by kind: the suffix the family
+#: appends to the cortex's name (the migration Jobs, ``-migrate-v<N>``, are one family of
+#: their own kind). Two families of one kind collide exactly when one suffix ends with the
+#: other; the only such pair is the Service's ``""`` and ``"-db"`` (cortex ``a``'s database
+#: Service is cortex ``a-db``'s API Service). Both names are public and immutable in
+#: practice (ADR 0023), so that pair is guarded at apply time: an object controlled by
+#: another owner is never adopted or patched.
+FAMILIES: Final[dict[str, tuple[str, ...]]] = {
+    "Service": ("", "-db"), "StatefulSet": ("-db",), "NetworkPolicy": ("-db",),
+    "Secret": ("-db-credentials", "-approval-hmac"), "ConfigMap": ("-config",),
+    "ServiceAccount": ("-server",), "Deployment": ("-server",),
+    "PodDisruptionBudget": ("-server",)}
+
+
+def claimants(kind: str, name: str) -> set[str]:
+    """The cortex names whose name families yield ``name`` for a child of ``kind``: the
+    cortexes that must look again when that object changes (one may be waiting for it)."""
+    return {name[: len(name) - len(suffix)] for suffix in FAMILIES.get(kind, ())
+            if name.endswith(suffix) and len(name) > len(suffix)}

@@ -5,6 +5,11 @@ Errors stay in the :mod:`.kubeapi` tree; the registry's dispatch sorts them: an 
 API server refuses (:class:`~.kubeapi.InvalidError`) is permanent (reported as
 ``ApplyRefused``, retried only when the spec changes); everything else is temporary (the
 work queue retries with capped backoff, the last error in ``Ready``).
+
+An object is never adopted or patched while another owner controls it: an apply of a child
+(an object with a controller reference) reads the live object first and raises
+:class:`CollisionError` when its controller is someone else (reported as ``NameCollision``,
+or ``WaitingForGarbageCollection`` when it is a deleted predecessor of the same name).
 """
 
 from __future__ import annotations
@@ -69,6 +74,36 @@ async def together(*steps: Awaitable[Any]) -> list[Any]:
     return list(results)
 
 
+class CollisionError(RuntimeError):
+    """A child's name is held by an object another owner controls: left alone."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def controller_of(obj: Object) -> Object | None:
+    """The controller owner reference of an object, if any."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((ref for ref in refs if ref.get("controller")), None)
+
+
+def check_controller(live: Object, mine: Object) -> None:
+    """Raise :class:`CollisionError` unless ``live`` is uncontrolled or controlled by
+    ``mine`` (an owner reference: kind, name, uid)."""
+    theirs = controller_of(live)
+    if theirs is None or theirs.get("uid") == mine.get("uid"):
+        return
+    what = f"{live.get('kind', 'object')} {live['metadata']['name']}"
+    if (theirs.get("kind"), theirs.get("name")) == (mine.get("kind"), mine.get("name")):
+        raise CollisionError(f"{what} still belongs to an earlier {theirs['kind']} "
+                             f"{theirs['name']} (uid {theirs.get('uid')}); waiting for its "
+                             "garbage collection", reason="WaitingForGarbageCollection")
+    raise CollisionError(f"{what} is controlled by {theirs.get('kind')} {theirs.get('name')}, "
+                         f"not by {mine.get('kind')} {mine.get('name')}: not adopted, not "
+                         "changed; rename or delete one of them", reason="NameCollision")
+
+
 class Writer:
     """The operator's reads and writes (one instance, shared by all controllers)."""
 
@@ -92,7 +127,15 @@ class Writer:
         return items
 
     async def apply(self, obj: Object, subresource: str | None = None) -> Object:
-        """Server-side apply, taking ownership of the fields ``obj`` sets (force)."""
+        """Server-side apply, taking ownership of the fields ``obj`` sets (force); a child
+        whose live object another owner controls is left alone (:class:`CollisionError`)."""
+        mine = controller_of(obj) if subresource is None else None
+        if mine is not None:
+            meta = obj["metadata"]
+            live = await self.get(obj["apiVersion"], obj["kind"], meta.get("namespace"),
+                                  meta["name"])
+            if live is not None:
+                check_controller(live, mine)
         API_WRITES.labels("apply", obj["kind"]).inc()
         return await self.api.request(
             "PATCH", _object_path(obj, subresource), body=obj, content_type=APPLY,

@@ -25,7 +25,7 @@ from attested_cortex.builders import names as n
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Defaults, parse_meta
 from attested_cortex.controller import agentidentity, hookchain, memorycortex, permissionrule
-from attested_cortex.controller.applying import Writer
+from attested_cortex.controller.applying import CollisionError, Writer
 from attested_cortex.controller.kubeapi import ApiError, InvalidError, KubeApi, login
 from attested_cortex.controller.metrics import RECONCILES
 from attested_cortex.controller.queueing import Key, WorkQueue
@@ -71,6 +71,14 @@ async def _reconcile(rt: Runtime, key: Key) -> float | None:
     """
     try:
         delay = await PASSES[key.kind](rt, key)
+    except CollisionError as exc:  # the other owner's changes (or its deletion) wake us up
+        RECONCILES.labels(key.kind, "error").inc()
+        body = rt.views.get(key.kind, key.namespace, key.name)
+        if body is not None:
+            await write_status(rt.writer, kind=key.kind, meta=parse_meta(body),
+                               current=body.get("status") or {},
+                               observed=[Observation.of("Ready", False, exc.reason, str(exc))])
+        return None
     except ApiError as exc:
         RECONCILES.labels(key.kind, "error").inc()
         refused = isinstance(exc, InvalidError)
@@ -167,7 +175,8 @@ for _kind in SATELLITES:
 
 async def _child_changed(namespace: str | None, labels: Mapping[str, str], memo: Any,
                    **kwargs: Any) -> None:
-    """A child changed (status, drift, deletion): its owner takes another pass."""
+    """A child changed (status, drift, deletion): its owner takes another pass, and so does
+    every other cortex whose names include it (one may be waiting for the name to free)."""
     rt = _runtime(memo, kwargs)
     namespace = namespace or ""
     identity = labels.get(n.IDENTITY_LABEL)
@@ -175,6 +184,10 @@ async def _child_changed(namespace: str | None, labels: Mapping[str, str], memo:
         rt.enqueue("AgentIdentity", namespace, identity)
     elif labels.get(n.INSTANCE_LABEL):
         rt.enqueue("MemoryCortex", namespace, labels[n.INSTANCE_LABEL])
+    body = kwargs.get("body") or {}
+    for cortex in n.claimants(str(body.get("kind", "")), str(kwargs.get("name", ""))):
+        if rt.views.get("MemoryCortex", namespace, cortex) is not None:
+            rt.enqueue("MemoryCortex", namespace, cortex)
 
 
 # Pods too: a crash-looping server container changes no Deployment field, and ServerReady

@@ -60,7 +60,7 @@ async def report_unparsable(writer: Writer, *, kind: str, body: Mapping[str, Any
 #: Reasons that mean "still on its way", not "something is wrong".
 PROGRESSING: Final = frozenset({
     "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
-    "ServerRollingOut", "Reconciling", "Resizing"})
+    "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection"})
 
 
 def summarise(changed: Sequence[Object]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from attested_cortex.controller.agentidentity.keys import (
     new_key_files,
     read_public,
 )
+from attested_cortex.controller.applying import check_controller
 from attested_cortex.controller.eventing import now
 from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.queueing import Key
@@ -30,10 +31,12 @@ Object = dict[str, Any]
 
 
 async def ensure_secret(rt: Runtime, identity: Identity) -> tuple[Object, bool]:
-    """The key Secret: read, or created once (a lost create race adopts the winner's)."""
+    """The key Secret: read, or created once (a lost create race adopts the winner's); one
+    another owner controls is never taken (:class:`CollisionError`)."""
     ns, name = identity.meta.namespace, n.key_secret_name(identity.meta.name)
     secret = await rt.writer.get("v1", "Secret", ns, name)
     if secret is not None:
+        check_controller(secret, n.owner_reference(KIND, identity.meta))
         return secret, False
     if identity.status.key_revision:
         raise KeyLostError(f"Secret {name} held key revision {identity.status.key_revision} and "
@@ -47,6 +50,7 @@ async def ensure_secret(rt: Runtime, identity: Identity) -> tuple[Object, bool]:
         again = await rt.writer.get("v1", "Secret", ns, name)
         if again is None:
             raise
+        check_controller(again, n.owner_reference(KIND, identity.meta))
         return again, False
 
 

@@ -3,7 +3,8 @@
 Every step is safe to repeat and to interrupt: the staged Secret (create-only) holds the
 next key and the retiring key's public half; the swap replaces the key Secret only if it is
 unchanged since read (resourceVersion); a staged Secret whose revision is already in force
-is just removed. A pass killed anywhere ends, on the next pass, with the same keys.
+is just removed; one controlled by another owner (an earlier identity of the same name) is
+never swapped in. A pass killed anywhere ends, on the next pass, with the same keys.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.inputs import Identity
 from attested_cortex.builders.schedules import next_fire, parse_schedule
 from attested_cortex.controller.agentidentity.keys import new_key_files, read_public
+from attested_cortex.controller.applying import check_controller
 from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.crd import GROUP
@@ -53,6 +55,7 @@ async def _staged(rt: Runtime, identity: Identity, current: Object, stamp: str) 
     name = n.staged_key_secret_name(identity.meta.name)
     staged = await rt.writer.get("v1", "Secret", identity.meta.namespace, name)
     if staged is not None:
+        check_controller(staged, n.owner_reference("AgentIdentity", identity.meta))
         return staged
     retiring = read_public(current)
     obj = secret_builders.build_key_secret(
@@ -89,4 +92,5 @@ async def finish_interrupted(rt: Runtime, identity: Identity, current: Object) -
     staged = await rt.writer.get("v1", "Secret", identity.meta.namespace, name)
     if staged is None:
         return current
+    check_controller(staged, n.owner_reference("AgentIdentity", identity.meta))
     return await rotate(rt, identity, current, stamp="")

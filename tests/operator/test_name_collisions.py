@@ -1,0 +1,54 @@
+"""Two cortexes whose generated names meet (cortex ``col``'s database Service is cortex
+``col-db``'s API Service): the object stays with the cortex that holds it, the other one
+says so in Ready, and takes the name when it frees (issue 21, item 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.operator.conftest import Object, Operated, OperatorProcess, cortex, wait_for
+
+pytestmark = pytest.mark.kube
+
+
+def _service(operated: Operated, name: str) -> Object | None:
+    return operated.get("service", name)
+
+
+def _held_by(operated: Operated, name: str, owner: str) -> Object | None:
+    service = _service(operated, name)
+    refs = (service or {}).get("metadata", {}).get("ownerReferences") or [{}]
+    return service if refs[0].get("name") == owner else None
+
+
+def test_a_service_another_cortex_controls_is_never_taken(operated: Operated,
+                                                         operator: OperatorProcess) -> None:
+    operated.apply(cortex("col"))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/col", "--timeout=120s")
+    operated.apply(cortex("col-db"))
+    refused = operated.wait_condition("MemoryCortex", "col-db", "Ready", "False",
+                                      reason="NameCollision")
+    assert "Service col-db" in refused["message"] and "MemoryCortex col," in refused["message"]
+    held = _held_by(operated, "col-db", "col")
+    assert held is not None, _service(operated, "col-db")
+    assert [p["port"] for p in held["spec"]["ports"]] == [5432]
+    assert held["spec"]["selector"]["app.kubernetes.io/instance"] == "col"
+    assert operated.condition("MemoryCortex", "col", "Ready")["status"] == "True"
+
+    # The name frees: the waiting cortex takes it without any unrelated event.
+    operated.kubectl("delete", "mcx/col", "--wait=true")
+    taken = wait_for("col-db's API Service", lambda: _held_by(operated, "col-db", "col-db"),
+                     seconds=90)
+    assert [p["port"] for p in taken["spec"]["ports"]] == [8080]
+
+    # The other way round: the cortex that lost its database Service is not Ready.
+    operated.apply(cortex("col"))
+    lost = operated.wait_condition("MemoryCortex", "col", "Ready", "False",
+                                   reason="NameCollision")
+    assert "controlled by MemoryCortex col-db" in lost["message"]
+    assert _held_by(operated, "col-db", "col-db") is not None
+    operated.kubectl("delete", "mcx/col-db", "--wait=true")
+    back = wait_for("col's database Service back", lambda: _held_by(operated, "col-db", "col"),
+                    seconds=90)
+    assert [p["port"] for p in back["spec"]["ports"]] == [5432]
+    operated.wait_condition("MemoryCortex", "col", "Ready", "True", seconds=120)
