@@ -1,11 +1,18 @@
 """Public keys of AgentIdentities as keyring documents the server trusts."""
 
 import base64
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from attested_cortex.attest.keyring import parse_keyring_file
-from attested_cortex.builders.inputs import parse_identity
-from attested_cortex.builders.keyrings import agent_id, keyring_file, keyring_files
+from attested_cortex.builders.inputs import Identity, parse_identity
+from attested_cortex.builders.keyrings import (
+    admitted,
+    agent_id,
+    keyring_file,
+    keyring_files,
+    rival_of,
+)
 from tests.builders.specs import CORTEX, NAMESPACE, body, identity, public_key
 
 
@@ -57,3 +64,33 @@ def test_no_private_material() -> None:
     text = str(keyring_files([identity("planner", revision=2,
                                        retired=[datetime(2026, 1, 1, tzinfo=UTC)])]))
     assert "PRIVATE" not in text and "private" not in text
+
+
+def _created(name: str, at: str, agent: str = "bob") -> Identity:
+    made = identity(name, agent_id=agent)
+    return replace(made, meta=replace(made.meta, created=at))
+
+
+def test_one_agent_id_one_identity_the_first_created_holds_it() -> None:
+    first = _created("zed", "2026-01-01T00:00:00Z")
+    later = _created("amy", "2026-01-02T00:00:00Z")
+    other = _created("cat", "2026-01-03T00:00:00Z", agent="cat")
+    assert rival_of(later, [first, later, other]) == (first, "agent id bob")
+    assert rival_of(first, [first, later, other]) is None
+    assert admitted([later, other, first]) == [other, first]
+    files = keyring_files([later, first, other])
+    assert sorted(files) == ["keyring-cat.json", "keyring-zed.json"]
+
+
+def test_one_agent_id_created_in_the_same_second_goes_to_the_first_name() -> None:
+    a, b = _created("a", "2026-01-01T00:00:00Z"), _created("b", "2026-01-01T00:00:00Z")
+    assert admitted([b, a]) == [a]
+
+
+def test_one_service_account_one_identity() -> None:
+    first = replace(identity("p", service_account="sa"),
+                    meta=replace(identity("p").meta, created="2026-01-01T00:00:00Z"))
+    later = replace(identity("q", service_account="sa"),
+                    meta=replace(identity("q").meta, created="2026-01-02T00:00:00Z"))
+    assert rival_of(later, [first, later]) == (first, f"service account {NAMESPACE}/sa")
+    assert admitted([later, first]) == [first]

@@ -42,6 +42,8 @@ class Meta:
     namespace: str
     uid: str
     generation: int
+    #: ``creationTimestamp`` (RFC 3339, so it sorts as text): who came first.
+    created: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ def parse_meta(body: Mapping[str, Any]) -> Meta:
     """``metadata`` of a watched object."""
     meta = body.get("metadata") or {}
     return Meta(name=str(meta.get("name", "")), namespace=str(meta.get("namespace", "")),
-                uid=str(meta.get("uid", "")), generation=int(meta.get("generation") or 0))
+                uid=str(meta.get("uid", "")), generation=int(meta.get("generation") or 0),
+                created=str(meta.get("creationTimestamp") or ""))
 
 
 def _model(model: type[SpecT], data: object, where: str) -> SpecT:

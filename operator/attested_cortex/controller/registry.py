@@ -162,7 +162,8 @@ def _satellite_changed(kind: str) -> Callable[..., Awaitable[None]]:
         cortex = str((spec or {}).get("cortexRef", {}).get("name", ""))
         rt.enqueue(kind, namespace, name)
         rt.enqueue("MemoryCortex", namespace, cortex)
-        if kind == "HookChain":  # a name clash is decided across the chains of a cortex
+        # Name clashes (hook names, agent ids) are decided across the satellites of a cortex.
+        if kind in ("HookChain", "AgentIdentity"):
             for body in rt.views.of_cortex(kind, namespace, cortex):
                 rt.enqueue(kind, namespace, body["metadata"]["name"])
     return handler

@@ -1,5 +1,8 @@
 """The AgentIdentity pass: the key Secret (created once, adopted, rotated when due) and
 status (public key, fingerprint, revision, Secret name, previous keys; never private data).
+
+Before any key work, the refusals of :mod:`.checking`: a duplicate agent id or
+ServiceAccount, and a key Secret edited away from the key status recorded (ADR 0023).
 """
 
 from __future__ import annotations
@@ -14,6 +17,13 @@ from attested_cortex.builders.inputs import Identity, InvalidSpecError, parse_id
 from attested_cortex.builders.keyrings import agent_id
 from attested_cortex.builders.schedules import ScheduleError
 from attested_cortex.controller.agentidentity import rotating
+from attested_cortex.controller.agentidentity.checking import (
+    DuplicateAgentIdError,
+    DuplicateServiceAccountError,
+    KeyMismatchError,
+    check_recorded,
+    check_unique,
+)
 from attested_cortex.controller.agentidentity.keys import (
     UnreadableKeyError,
     new_key_files,
@@ -60,7 +70,10 @@ class KeyLostError(RuntimeError):
 
 REASONS: dict[type[Exception], str] = {
     InvalidSpecError: "InvalidSpec", KeyLostError: "KeyLost",
-    UnreadableKeyError: "UnreadableKey", ScheduleError: "InvalidSchedule"}
+    UnreadableKeyError: "UnreadableKey", ScheduleError: "InvalidSchedule",
+    DuplicateAgentIdError: "DuplicateAgentId",
+    DuplicateServiceAccountError: "DuplicateServiceAccount", KeyMismatchError: "KeyMismatch"}
+REFUSALS = tuple(REASONS)
 
 
 def previous_keys(identity: Identity, secret: Object) -> list[Object]:
@@ -94,7 +107,9 @@ async def _follow_template(rt: Runtime, identity: Identity, secret: Object) -> N
 
 
 async def _key_pass(rt: Runtime, identity: Identity) -> tuple[Object, float | None]:
+    check_unique(rt, identity)
     secret, _ = await ensure_secret(rt, identity)
+    check_recorded(identity, secret)
     await _follow_template(rt, identity, secret)
     secret = await rotating.finish_interrupted(rt, identity, secret)
     due = rotating.due_at(identity, secret)
@@ -117,7 +132,7 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
         identity = parse_identity(body)
         secret, retry = await _key_pass(rt, identity)
         public = read_public(secret)
-    except (InvalidSpecError, KeyLostError, UnreadableKeyError, ScheduleError) as exc:
+    except REFUSALS as exc:
         failed = Observation.of("KeyReady", False, REASONS[type(exc)], str(exc))
         await write_status(rt.writer, kind=KIND, meta=parse_meta(body), current=status,
                            observed=[failed, ready([failed])])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attested_cortex.builders import hookfiles, rules
+from attested_cortex.builders import hookfiles, keyrings, rules
 from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import (
     Cortex,
@@ -15,7 +15,8 @@ from attested_cortex.controller.runtime import Views
 
 
 def gather(views: Views, cortex: Cortex) -> Satellites:
-    """Identities with a key, the hooks in force and the rules that compile."""
+    """Identities with a key (one per agent id), the hooks in force and the rules that
+    compile."""
     ns, name = cortex.meta.namespace, cortex.meta.name
     identities, chains, accepted = [], [], []
     for body in views.of_cortex("AgentIdentity", ns, name):
@@ -35,7 +36,7 @@ def gather(views: Views, cortex: Cortex) -> Satellites:
             continue
         if rules.validate_rule(rule, cortex) is None:
             accepted.append(rule)
-    keyed = [i for i in identities if i.status.public_key]
+    keyed = [i for i in keyrings.admitted(identities) if i.status.public_key]
     return Satellites(identities=tuple(sorted(keyed, key=lambda i: i.meta.name)),
                       hooks=tuple(hookfiles.hooks_in_force(chains)),
                       rules=tuple(rules.ordered(accepted)))
