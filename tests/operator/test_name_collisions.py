@@ -52,3 +52,22 @@ def test_a_service_another_cortex_controls_is_never_taken(operated: Operated,
                     seconds=90)
     assert [p["port"] for p in back["spec"]["ports"]] == [5432]
     operated.wait_condition("MemoryCortex", "col", "Ready", "True", seconds=120)
+
+
+def test_a_cortex_recreated_at_once_takes_its_children_back(operated: Operated,
+                                                            operator: OperatorProcess) -> None:
+    """The children of the deleted cortex (same name, another uid) are not adopted while
+    they wait for garbage collection; the new cortex gets its own and becomes Ready."""
+    operated.apply(cortex("again"))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/again", "--timeout=120s")
+    operated.kubectl("delete", "mcx/again", "--wait=false")
+    operated.apply(cortex("again"))
+    uid = wait_for("the new cortex", lambda: (operated.get("MemoryCortex", "again") or {}).get(
+        "metadata", {}).get("uid"))
+    operated.wait_condition("MemoryCortex", "again", "Ready", "True", seconds=150)
+    for kind, name in (("service", "again"), ("service", "again-db"),
+                       ("statefulset", "again-db"), ("configmap", "again-config")):
+        owner = wait_for(f"{kind}/{name} owned by the new cortex", lambda k=kind, m=name: (
+            ref := ((operated.get(k, m) or {}).get("metadata", {}).get("ownerReferences")
+                    or [{}])[0]).get("uid") == uid and ref)
+        assert owner["name"] == "again"
