@@ -9,6 +9,7 @@ from attested_cortex.builders.inputs import Identity, parse_identity
 from attested_cortex.builders.keyrings import (
     admitted,
     agent_id,
+    key_holder_of,
     keyring_file,
     keyring_files,
     rival_of,
@@ -94,3 +95,12 @@ def test_one_service_account_one_identity() -> None:
                     meta=replace(identity("q").meta, created="2026-01-02T00:00:00Z"))
     assert rival_of(later, [first, later]) == (first, f"service account {NAMESPACE}/sa")
     assert admitted([later, first]) == [first]
+
+
+def test_a_key_recorded_by_an_earlier_identity_is_not_another_ones() -> None:
+    first = _created("p", "2026-01-01T00:00:00Z", "p")
+    later = _created("q", "2026-01-02T00:00:00Z", "q")
+    fingerprint = first.status.fingerprint
+    assert fingerprint and key_holder_of(later, fingerprint, [first, later]) == first
+    assert key_holder_of(first, fingerprint, [first, later]) is None
+    assert key_holder_of(later, public_key(9)[1], [first, later]) is None

@@ -115,3 +115,23 @@ def test_a_second_identity_for_one_service_account_is_refused(
     mapped = [a["agent_id"] for a in config["agents"]
               if a["service_account"] == f"{operated.namespace}/shared-sa"]
     assert mapped == [f"k8s:{operated.namespace}/first"]
+
+
+def test_a_key_secret_placed_by_hand_with_another_identitys_key_is_refused(
+        operated: Operated, operator: OperatorProcess) -> None:
+    operated.apply(cortex("copy", database=EXTERNAL),
+                   satellite("AgentIdentity", "orig", "copy"))
+    operated.wait_condition("AgentIdentity", "orig", "Ready")
+    recorded = operated.get("AgentIdentity", "orig")["status"]
+    operated.apply({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                    "metadata": {"name": "twin-agent-key"},
+                    "data": _secret_files(operated, "orig-agent-key")})
+    operated.apply(satellite("AgentIdentity", "twin", "copy"))
+    refused = operated.wait_condition("AgentIdentity", "twin", "KeyReady", "False",
+                                      reason="DuplicateKey")
+    assert recorded["fingerprint"] in refused["message"] and "AgentIdentity orig" in \
+        refused["message"]
+    assert not (operated.get("AgentIdentity", "twin").get("status") or {}).get("fingerprint")
+    operated.apply(satellite("AgentIdentity", "other", "copy"))
+    wait_for("other's keyring", lambda: "keyring-other.json" in _keyrings(operated, "copy"))
+    assert "keyring-twin.json" not in _keyrings(operated, "copy")

@@ -9,7 +9,9 @@ One agent id, one identity: of the identities of a cortex that name the same age
 map the same ServiceAccount), the one created first (then the first by name) holds it, and
 only its keys and mapping are trusted; the others are refused by their controller
 (``DuplicateAgentId``, ``DuplicateServiceAccount``), so a cortex never trusts two current
-keys for one agent, or two agents for one ServiceAccount, from two objects (ADR 0023).
+keys for one agent, or two agents for one ServiceAccount, from two objects (ADR 0023). A
+key Secret placed by hand with an earlier identity's key is refused too (``DuplicateKey``,
+:func:`key_holder_of`) before its key is ever recorded.
 """
 
 from __future__ import annotations
@@ -50,6 +52,16 @@ def rival_of(identity: Identity, others: Iterable[Identity]) -> tuple[Identity, 
         if other.meta.uid != identity.meta.uid and _precedence(other) < rank and shared:
             return other, shared[0]
     return None
+
+
+def key_holder_of(identity: Identity, fingerprint: str,
+                  others: Iterable[Identity]) -> Identity | None:
+    """An identity created before ``identity`` whose recorded key is ``fingerprint`` (a key
+    Secret placed by hand with another identity's key)."""
+    rank = _precedence(identity)
+    return next((o for o in sorted(others, key=_precedence)
+                 if o.meta.uid != identity.meta.uid and _precedence(o) < rank
+                 and o.status.fingerprint == fingerprint), None)
 
 
 def admitted(identities: Iterable[Identity]) -> list[Identity]:

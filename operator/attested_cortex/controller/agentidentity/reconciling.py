@@ -19,8 +19,10 @@ from attested_cortex.builders.schedules import ScheduleError
 from attested_cortex.controller.agentidentity import rotating
 from attested_cortex.controller.agentidentity.checking import (
     DuplicateAgentIdError,
+    DuplicateKeyError,
     DuplicateServiceAccountError,
     KeyMismatchError,
+    check_own_key,
     check_recorded,
     check_unique,
 )
@@ -72,7 +74,8 @@ REASONS: dict[type[Exception], str] = {
     InvalidSpecError: "InvalidSpec", KeyLostError: "KeyLost",
     UnreadableKeyError: "UnreadableKey", ScheduleError: "InvalidSchedule",
     DuplicateAgentIdError: "DuplicateAgentId",
-    DuplicateServiceAccountError: "DuplicateServiceAccount", KeyMismatchError: "KeyMismatch"}
+    DuplicateServiceAccountError: "DuplicateServiceAccount", DuplicateKeyError: "DuplicateKey",
+    KeyMismatchError: "KeyMismatch"}
 REFUSALS = tuple(REASONS)
 
 
@@ -110,6 +113,7 @@ async def _key_pass(rt: Runtime, identity: Identity) -> tuple[Object, float | No
     check_unique(rt, identity)
     secret, _ = await ensure_secret(rt, identity)
     check_recorded(identity, secret)
+    check_own_key(rt, identity, secret)
     await _follow_template(rt, identity, secret)
     secret = await rotating.finish_interrupted(rt, identity, secret)
     due = rotating.due_at(identity, secret)
