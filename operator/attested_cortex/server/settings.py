@@ -199,6 +199,6 @@ def load_settings(path: Path | None, overrides: dict[str, Any]) -> ServerSetting
 def split_listen(address: str) -> tuple[str, int]:
     """``HOST:PORT`` (IPv6 in brackets) as a pair; a clear error otherwise."""
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
+    if not sep or not (port.isascii() and port.isdigit()) or not host or not 0 < int(port) < 65536:
         raise InvalidInputError(f"--listen {address!r} must be HOST:PORT", field="listen")
     return host.strip("[]"), int(port)
