@@ -100,12 +100,15 @@ async def get_many(conn: Conn, ids: Sequence[uuid.UUID], *,
     return {row["id"]: _transcript(row) for row in await cur.fetchall()}
 
 
-async def frames(conn: Conn, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, bytes]:
-    """The frames of the transcripts among ``ids`` that still hold one."""
-    cur = await conn.execute(
-        "SELECT id, frame FROM transcripts WHERE id = ANY(%s) AND frame IS NOT NULL",
-        (list(ids),))
-    return {row["id"]: bytes(row["frame"]) for row in await cur.fetchall()}
+async def with_frames(conn: Conn, ids: Sequence[uuid.UUID],
+                      ) -> dict[uuid.UUID, tuple[Transcript, bytes | None]]:
+    """The rows among ``ids`` and their frames (None once pruned), read in one statement:
+    one snapshot, so a row and its frame always agree (a replay that read the row before a
+    prune and the frame after took a pruned transcript for an altered one)."""
+    cur = await conn.execute(f"SELECT {_COLUMNS}, frame FROM transcripts WHERE id = ANY(%s)",
+                             (list(ids),))
+    return {row["id"]: (_transcript(row), None if row["frame"] is None else bytes(row["frame"]))
+            for row in await cur.fetchall()}
 
 
 async def cite(conn: Conn, memory_id: uuid.UUID,
