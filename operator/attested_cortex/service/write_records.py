@@ -7,6 +7,11 @@ The record (:mod:`attested_cortex.attest.records`) carries the digests of what w
 the acting agent; it is signed with that agent's key when the cortex holds it (Cortex
 custody), so forging one takes the key, not just the database role. ``cortexctl audit verify
 --deep`` rebuilds records from the rows and names every row that no longer matches.
+
+A writer that builds its record from a row it did not just write (the transcript sweeper
+builds ``transcript.archived`` from the stored row) first checks that row against the chain
+(:func:`split_recorded`): extending a row changed behind the server would sign the change
+into the chain and launder it, so such a row is refused and reported instead.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from attested_cortex.attest.records import (
     TranscriptEvent,
     link_record,
     memory_record,
+    sha256,
     transcript_record,
 )
 from attested_cortex.attest.signing import sign
@@ -100,3 +106,18 @@ async def record_sweep(conn: Conn, event: TranscriptEvent, swept: list[Recorded]
         pending.append(PendingEvent(agent_id, event, payload) if key is None else PendingEvent(
             agent_id, event, payload, sign(key, payload), key.public.fingerprint))
     await events.append_many(conn, pending)
+
+
+async def split_recorded(conn: Conn, previous: tuple[TranscriptEvent, ...],
+                         rows: list[Recorded]) -> tuple[list[Recorded], list[Recorded]]:
+    """``rows`` split into those whose record, rebuilt from the row as it is, the chain
+    holds as one of the ``previous`` events (unchanged since it was written), and the rest
+    (changed behind the server). A transcript moves one way (stored, archived, pruned), so a
+    row matching any of its records matches its latest one."""
+    if not rows:
+        return [], []
+    digests = {r.transcript.id: sha256(cbor.encode(transcript_record(r))) for r in rows}
+    held = await events.recorded_statements(conn, event_types=previous,
+                                            payload_hashes=list(digests.values()))
+    unchanged = [r for r in rows if digests[r.transcript.id] in held]
+    return unchanged, [r for r in rows if digests[r.transcript.id] not in held]
