@@ -197,7 +197,8 @@ TOOLS: tuple[Tool[Any], ...] = (
          NoArguments, _capabilities, read_only=True),
     Tool("transcript_store", "Store a conversation or reasoning trail (zstd at rest) in a "
          "namespace where transcripts are enabled; cite its spans from memory_store's "
-         "`citations` ({transcript_id, start, end}, characters, end exclusive).",
+         "`citations` ({transcript_id, start, end}: Unicode code points, not UTF-16 "
+         "units; end exclusive).",
          StoreTranscript, _transcript_store),
     Tool("memory_replay", "The transcript spans a memory cites (full: each cited transcript "
          "whole); only its author may, and pruned transcripts say so.", ReplayMemory,

@@ -250,19 +250,28 @@ async def close_vectors(vectors: Vectors) -> None:
         await vectors.embedder.aclose()
 
 
-def check_vector(vectors: Vectors | None, vector: Sequence[float] | None) -> None:
-    """Refuse a client vector this server cannot use (400, before anything is written)."""
+def check_vector(vectors: Vectors | None, vector: Sequence[float] | None, *,
+                 query: bool = False) -> None:
+    """Refuse a client vector this server cannot use (400, before anything is written).
+    Without pgvector a query's vector is not refused: recall answers by full text."""
     if vector is None:
         return
+    if vectors is not None and not vectors.table:
+        if query:
+            return
+        # before the embedder: without pgvector the server runs with none, whatever was
+        # configured, and "embedder: none" sent the operator of --embedder client astray
+        raise InvalidInputError(
+            "this database has no vector support (pgvector is not installed, or the "
+            "migrating role could not create it), so it stores no vectors and recall is "
+            "full text: omit embedding, or install pgvector and run `cortexctl migrate`",
+            field="embedding")
     if vectors is None or vectors.embedder is None or vectors.embedder.embeds:
         source = "none" if vectors is None or vectors.embedder is None \
             else vectors.embedder.info.source
         raise InvalidInputError(
             f"this server does not take client vectors (embedder: {source}); omit embedding",
             field="embedding")
-    if not vectors.table:
-        raise InvalidInputError("this database has no vector support (pgvector); omit "
-                                "embedding", field="embedding")
     info = vectors.embedder.info
     if len(vector) != info.dimension:
         raise InvalidInputError(

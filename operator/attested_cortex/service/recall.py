@@ -90,7 +90,7 @@ class RecallCall(Call[RecallResult]):
     query: RecallQuery
 
     async def target(self, svc: Services, caller: Caller) -> Target:
-        embedding.check_vector(svc.vectors, self.query.embedding)
+        embedding.check_vector(svc.vectors, self.query.embedding, query=True)
         ns = self.query.namespace
         return Target((ns,) if ns is not None else ())
 
