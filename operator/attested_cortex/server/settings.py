@@ -123,6 +123,7 @@ class LimitsSettings(BaseModel):
     max_metadata_bytes: int = Field(16 * 1024, ge=2, le=1024 * 1024)
     recall_pool: int = Field(200, ge=10, le=10_000)
     body_read_timeout_s: int = Field(30, ge=1, le=3600)
+    max_answer_bytes: int = Field(4 * 1024 * 1024, ge=64 * 1024, le=256 * 1024 * 1024)
 
 
 class EmbeddingSettings(BaseModel):

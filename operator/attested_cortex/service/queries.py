@@ -35,13 +35,17 @@ class LinkRef(BaseModel):
 
 
 class ListMemories(BaseModel):
-    """Live memories of a namespace subtree, newest first."""
+    """Live memories of a namespace subtree, newest first by creation, one page at a time
+    (``next`` in the answer is the next page's ``cursor``)."""
 
     model_config = _STRICT
 
     namespace: str | None = Field(None, max_length=512,
                                   description="This namespace and its children (all when absent)")
     limit: int = Field(50, ge=1, le=500, description="At most this many memories")
+    cursor: str | None = Field(None, max_length=200,
+                               description="The `next` of the previous page (absent: the "
+                               "newest memories)")
 
     @field_validator("namespace")
     @classmethod
