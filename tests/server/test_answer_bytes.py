@@ -90,3 +90,28 @@ async def test_the_bound_is_a_setting_and_capabilities_report_it(
 async def test_a_cursor_the_server_did_not_give_is_400(cortex: CortexClient) -> None:
     reply = await cortex.call("GET", "/v1/memories?cursor=bm90LWEtY3Vyc29y")
     assert (reply.status, reply.body["error"]["code"]) == (400, "bad_cursor")
+
+
+async def test_a_memorys_links_page_on_by_cursor_each_link_once(cortex: CortexClient) -> None:
+    hub = await cortex.store("team", "hub")
+
+    async def link_to_new(i: int) -> str:
+        other = await cortex.store("team", f"spoke {i}")
+        reply = await cortex.call("POST", "/v1/links", {
+            "src_id": hub["id"], "dst_id": other["id"], "relation": "related_to"})
+        assert reply.status == 201, reply.text
+        return str(reply.body["id"])
+
+    made = [await link_to_new(i) for i in range(25)]
+    seen: list[str] = []
+    cursor = ""
+    while True:
+        reply = await cortex.call("GET", f"/v1/memories/{hub['id']}/links?limit=10{cursor}")
+        assert reply.status == 200, reply.text
+        seen += [link["id"] for link in reply.body["links"]]
+        if reply.body["next"] is None:
+            break
+        assert reply.body["truncated"] is True and len(reply.body["links"]) == 10
+        cursor = f"&cursor={reply.body['next']}"
+        made.append(await link_to_new(len(made)))  # a link made during the walk comes last
+    assert seen == made  # oldest first, each exactly once

@@ -56,6 +56,18 @@ class ListMemories(BaseModel):
         return value
 
 
+class LinksPage(BaseModel):
+    """One page of a memory's links, oldest first by creation (``next`` in the answer is the
+    next page's ``cursor``)."""
+
+    model_config = _STRICT
+
+    limit: int = Field(100, ge=1, le=1000, description="At most this many links")
+    cursor: str | None = Field(None, max_length=200,
+                               description="The `next` of the previous page (absent: the "
+                               "oldest links)")
+
+
 class TimelineQuery(BaseModel):
     """A memory's links ordered by validity."""
 
