@@ -73,3 +73,23 @@ async def test_an_answer_of_many_network_reads_is_read_whole(
     assert max(endpoint.sizes) >= 16
     backfill = (await capabilities(cortex))["backfill"]
     assert backfill["last_error"] is None and backfill["refused"]["count"] == 0
+
+
+async def test_an_endpoint_refusing_every_text_is_an_outage_not_a_poisoned_window(
+    age_database: Database, make_cortex: MakeCortex,
+) -> None:
+    """A wrong model name or key makes the endpoint refuse everything: the backfill backs
+    off as for an outage and blames no memory."""
+    plain = await make_cortex(age_database.dsn, embedder="none")
+    await store_all(plain, [f"note {i}" for i in range(5)])
+    async with embed_server(refuse="note") as endpoint:
+        cortex = await make_cortex(age_database.dsn, migrated=False, embedder=endpoint.url,
+                                   embedding={"dimension": 16, "model": "concepts-test"})
+
+        async def failing() -> dict[str, Any] | None:
+            backfill = (await capabilities(cortex))["backfill"]
+            return backfill if backfill and backfill["state"] == "failing" else None
+
+        backfill = await eventually(failing)
+    assert "refused every text" in backfill["last_error"]
+    assert backfill["refused"]["count"] == 0 and vector_count(age_database.dsn) == 0

@@ -494,6 +494,11 @@ async def _backfill_batch(db: Database, vectors: Vectors, batch: list[rows.Pendi
         progress.failed += len(batch)
         raise
     vectors.metrics.seconds.labels("backfill").observe(time.perf_counter() - started)
+    if refused and not made and len(batch) > 1:
+        # every text refused: the endpoint (a wrong model name, a bad key) rather than the
+        # memories; back off as for an outage instead of blaming each of them
+        progress.failed += len(batch)
+        raise EmbeddingError(f"the embedder refused every text of a batch: {refused[0][1]}")
     for pending, reason in refused:
         progress.refused[pending.id] = pending.revision
         progress.refused_reason = reason
