@@ -223,6 +223,7 @@ class UpdateCall(Call[Memory]):
         changes = {k: v for k, v in changes.items() if v is not None}
         async with svc.db.transaction() as conn:
             locked = await rows.get(conn, self.memory_id, for_update=True)
+            await write_records.require_recorded_memory(conn, locked)  # ADR 0020
             memory = await rows.update(
                 conn, locked, changes=changes, expected_revision=cmd.expected_revision
             )
@@ -262,6 +263,8 @@ class DeleteCall(Call[Memory]):
         assert self.current is not None
         async with svc.db.transaction() as conn:
             locked = await rows.get(conn, self.memory_id, for_update=True)
+            if not locked.deleted:
+                await write_records.require_recorded_memory(conn, locked)  # ADR 0020
             memory = await rows.tombstone(conn, locked)
             if svc.graph is not None and not locked.deleted:
                 await svc.graph.on_memory_tombstoned(conn, memory.id)
