@@ -14,7 +14,7 @@ from attested_cortex.types import Namespace
 
 MAX_LENGTH = 512
 MAX_LEVELS = 8
-_SEGMENT = re.compile(r"^[A-Za-z0-9_\-.:@]{1,64}$")
+_SEGMENT = re.compile(r"[A-Za-z0-9_\-.:@]{1,64}")
 #: The shape as a JSON-schema ``pattern`` for API documents (``.`` and ``..`` segments, and
 #: the 512-character bound, are checked by :func:`namespace_problem` only).
 PATTERN = r"^[A-Za-z0-9_\-.:@]{1,64}(/[A-Za-z0-9_\-.:@]{1,64}){0,7}$"
@@ -32,7 +32,7 @@ def namespace_problem(value: str) -> str | None:
     for segment in segments:
         if segment in ("", ".", ".."):
             return "must not contain empty, '.' or '..' segments"
-        if not _SEGMENT.match(segment):
+        if not _SEGMENT.fullmatch(segment):
             return (
                 f"segment {segment[:70]!r} must be 1..64 characters of letters, digits "
                 "and _ - . : @"

@@ -3,7 +3,9 @@
 Its "model" maps each word to a concept (a tiny synonym table) and each concept to one of
 ``dimension`` axes, so texts sharing no word but a concept get alike vectors: enough to show
 that recall follows the endpoint's meaning. ``delay_s`` slows every answer, ``dimension`` can
-change between calls, ``calls`` counts them.
+change between calls, ``calls`` counts them. ``refuse`` answers 413 to any batch holding a
+text with that word, ``poison`` maps a word to the bad vector the endpoint gives for it
+(``"nan"``, ``"inf"`` or ``"zero"``).
 """
 
 from __future__ import annotations
@@ -37,8 +39,15 @@ class EmbedServer:
     calls: int = 0
     texts: list[str] = field(default_factory=list)
     url: str = ""
+    refuse: str | None = None
+    sizes: list[int] = field(default_factory=list)
+    poison: dict[str, str] = field(default_factory=dict)
 
     def vector(self, text: str) -> list[float]:
+        for word, kind in self.poison.items():
+            if word in text:
+                bad = {"nan": math.nan, "inf": math.inf, "zero": 0.0}[kind]
+                return [bad] * self.dimension
         axes = [0.0] * self.dimension
         for word in re.findall(r"[a-z0-9]+", text.lower()):
             concept = CONCEPTS.get(word, word)
@@ -54,6 +63,9 @@ class EmbedServer:
             await asyncio.sleep(self.delay_s)  # the slow embedder under test, not a sync wait
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         self.texts.extend(texts)
+        self.sizes.append(len(texts))
+        if self.refuse is not None and any(self.refuse in t for t in texts):
+            return web.json_response({"error": "input too large"}, status=413)
         return web.json_response({
             "object": "list", "model": self.model,
             "data": [{"object": "embedding", "index": i, "embedding": self.vector(t)}

@@ -347,6 +347,9 @@ async def test_model_change_re_embeds_in_the_background(age_database: Database,
     first = await make_cortex(age_database.dsn)
     ids = [(await first.store("kb", f"{text} ({i})"))["id"]
            for i in range(10) for text in (DEPLOY, *OTHERS)]
+    # the first server's write-behind must be done, or (on a loaded machine) it writes its
+    # model's vectors over the second server's after the second's backfill has finished
+    await first.embedded_behind()
     async with embed_server() as endpoint:
         second = await make_cortex(age_database.dsn, embedder=endpoint.url,
                                    embedding={"backfill_batch": 7})

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.served import CORTEXCTL
@@ -100,10 +101,16 @@ async def test_counters_equal_the_recount_after_a_random_mix_of_writes(
     sweeper.clock = lambda: first + timedelta(days=2)
     assert (await sweeper.sweep()).archived > 0
     assert await counted(client) == recounted(client.dsn)  # archived frames still count
+    oldest = "(SELECT id FROM transcripts ORDER BY created_at LIMIT 1)"
     with psycopg.connect(client.dsn) as conn:  # a metadata edit (no API does one) counts too
+        (kept,) = conn.execute(f"SELECT metadata FROM transcripts WHERE id = {oldest}")\
+            .fetchone() or (None,)
         conn.execute("UPDATE transcripts SET metadata = '{\"k\": \"a longer value\"}' "
-                     "WHERE id = (SELECT id FROM transcripts ORDER BY created_at LIMIT 1)")
+                     f"WHERE id = {oldest}")
     assert await counted(client) == recounted(client.dsn)
+    with psycopg.connect(client.dsn) as conn:  # put back: the sweeper skips a changed row
+        conn.execute(f"UPDATE transcripts SET metadata = %s WHERE id = {oldest}",
+                     (Jsonb(kept),))
     sweeper.clock = lambda: first + timedelta(days=10)
     assert (await sweeper.sweep()).pruned > 0
     after = await counted(client)

@@ -41,11 +41,16 @@ class Schedule:
         return dom or dow
 
 
+def _digits(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also takes ``²``, which ``int`` refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _field(text: str, low: int, high: int) -> frozenset[int]:
     values: set[int] = set()
     for part in text.split(","):
         base, _, step_text = part.partition("/")
-        step = int(step_text) if step_text.isdigit() and int(step_text) > 0 else (
+        step = int(step_text) if _digits(step_text) and int(step_text) > 0 else (
             1 if not step_text else -1)
         if step < 0:
             raise ScheduleError(f"bad step in {part!r}")
@@ -53,7 +58,7 @@ def _field(text: str, low: int, high: int) -> frozenset[int]:
             start, stop = low, high
         else:
             first, _, last = base.partition("-")
-            if not first.isdigit() or (last and not last.isdigit()):
+            if not _digits(first) or (last and not _digits(last)):
                 raise ScheduleError(f"bad field {part!r}")
             start, stop = int(first), int(last) if last else (high if step_text else int(first))
         if not low <= start <= stop <= high:

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Generate one token."""
-    if not AGENT_ID.match(args.agent_id):
+    if not AGENT_ID.fullmatch(args.agent_id):
         raise InvalidInputError("--agent-id is not a valid agent id", field="agent_id")
     scopes = ScopeSet.parse(args.scope)
     token, hashed = generate()

@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_NAME = re.compile(r"([0-9]{4})_[a-z0-9_]+\.sql")
 
 
 def newest_schema_version() -> int:
     """The highest NNNN among the shipped migration files."""
     folder = resources.files("attested_cortex") / "store" / "migrations"
     versions = [int(m.group(1)) for entry in folder.iterdir()
-                if (m := _NAME.match(entry.name))]
+                if (m := _NAME.fullmatch(entry.name))]
     return max(versions, default=0)

@@ -13,6 +13,13 @@ class EmbeddingError(Exception):
     """An embedder could not produce vectors (unreachable, too slow, malformed answer)."""
 
 
+class EmbeddingRefusedError(EmbeddingError):
+    """The embedder answered, but not with a usable vector for these texts: it refused them
+    (an HTTP 4xx about the request, such as 413) or gave a vector that is not finite or is
+    all zeros. Another text may well succeed: the backfill bisects the batch to find the
+    text at fault instead of retrying the whole window forever."""
+
+
 @dataclass(frozen=True)
 class EmbedderInfo:
     """Which vectors an embedder makes: recorded with every vector it makes."""

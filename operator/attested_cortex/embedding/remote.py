@@ -17,12 +17,32 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from attested_cortex.embedding.base import EmbedderInfo, EmbeddingError
+from attested_cortex.embedding.base import EmbedderInfo, EmbeddingError, EmbeddingRefusedError
+from attested_cortex.embedding.vectors import check_vectors
 
 #: Bound on one answer: 64 texts of 4096 floats as JSON stay far below it.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: Bound on one text sent: endpoints truncate or refuse long inputs anyway.
 MAX_TEXT_CHARS = 8192
+#: HTTP statuses that are about the endpoint or the caller, not about the texts sent: the
+#: same texts may succeed later, so they are never blamed on one memory.
+_NOT_ABOUT_THE_TEXTS = frozenset({401, 403, 404, 405, 407, 408, 429})
+
+
+async def read_bounded(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """The whole body, or :class:`EmbeddingError` once it passes ``limit`` bytes.
+
+    ``content.read(n)`` answers what is buffered (one network read), not ``n`` bytes: an
+    answer of a few hundred kilobytes came back cut, and was "not an embeddings list".
+    """
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in content.iter_chunked(256 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise EmbeddingError(f"the embedder's answer is larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class RemoteEmbedder:
@@ -71,16 +91,17 @@ class RemoteEmbedder:
         try:
             async with self._session.post(self._url, data=json.dumps(body), timeout=timeout,
                                           headers=self._headers) as response:
-                raw = await response.content.read(MAX_RESPONSE_BYTES + 1)
                 status = response.status
+                raw = await read_bounded(response.content, MAX_RESPONSE_BYTES) \
+                    if status == 200 else b""
         except TimeoutError as exc:
             raise EmbeddingError(f"the embedder did not answer within {timeout_s}s") from exc
         except aiohttp.ClientError as exc:
             raise EmbeddingError(f"the embedder is unreachable: {exc}") from exc
+        if 400 <= status < 500 and status not in _NOT_ABOUT_THE_TEXTS:
+            raise EmbeddingRefusedError(f"the embedder refused the texts: HTTP {status}")
         if status != 200:
             raise EmbeddingError(f"the embedder answered HTTP {status}")
-        if len(raw) > MAX_RESPONSE_BYTES:
-            raise EmbeddingError("the embedder's answer is too large")
         return self._vectors(raw, len(texts))
 
     def _vectors(self, raw: bytes, count: int) -> list[list[float]]:
@@ -96,6 +117,7 @@ class RemoteEmbedder:
         dims = {len(v) for v in vectors}
         if len(dims) != 1 or 0 in dims:
             raise EmbeddingError(f"the embedder returned vectors of dimensions {sorted(dims)}")
+        check_vectors(vectors)
         (dim,) = dims
         if self._info.dimension is not None and dim != self._info.dimension:
             raise EmbeddingError(

@@ -31,7 +31,7 @@ from attested_cortex.hooks.settings import (
 
 #: post_recall and post_search run on every read: they default to daemon mode.
 DAEMON_BY_DEFAULT: Final = frozenset({"post_recall", "post_search"})
-_NAME: Final = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
+_NAME: Final = re.compile(r"[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?")
 _HOOK_KEYS: Final = frozenset({
     "name", "events", "mode", "priority", "timeout_ms", "fail_mode", "command", "namespaces",
     "address", "allow_exec_on_hot_path", "max_in_flight", "max_output_bytes", "env",
@@ -85,7 +85,7 @@ def parse_hook(raw: object, *, index: int) -> HookSpec:
     if not isinstance(raw, dict):
         raise HookConfigError(f"hooks[{index}] must be an object")
     name = raw.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise HookConfigError(f"hooks[{index}]: 'name' must be a DNS-like name", hook=name)
     return _Parser(name=name, raw=raw).spec()
 

@@ -104,8 +104,9 @@ async def _forget(svc: Services, caller: Caller, a: MemoryRef) -> Answer:
 
 async def _list(svc: Services, caller: Caller, a: ListMemories) -> Answer:
     namespace = parse_namespace(a.namespace) if a.namespace is not None else None
-    found = await memories.search(svc, caller, namespace=namespace, limit=a.limit)
-    return {"memories": [memory_view(m) for m in found]}
+    page = await memories.search(svc, caller, namespace=namespace, limit=a.limit,
+                                 cursor=a.cursor)
+    return page.view()
 
 
 async def _recall(svc: Services, caller: Caller, a: RecallQuery) -> Answer:
@@ -172,7 +173,8 @@ TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_forget", "Delete a memory (a tombstone stays; only its author may).",
          MemoryRef, _forget),
     Tool("memory_list", "List the live memories of a namespace and its children, newest "
-         "first.", ListMemories, _list, read_only=True),
+         "first by creation, one page at a time: pass the answer's `next` as `cursor`.",
+         ListMemories, _list, read_only=True),
     Tool("memory_verify", "Re-verify the agent signature of a memory's current revision.",
          MemoryRef, _memory_verify, read_only=True),
     Tool("link_create", "Link two memories with a relation (related_to, supersedes, "
@@ -197,7 +199,8 @@ TOOLS: tuple[Tool[Any], ...] = (
          NoArguments, _capabilities, read_only=True),
     Tool("transcript_store", "Store a conversation or reasoning trail (zstd at rest) in a "
          "namespace where transcripts are enabled; cite its spans from memory_store's "
-         "`citations` ({transcript_id, start, end}, characters, end exclusive).",
+         "`citations` ({transcript_id, start, end}: Unicode code points, not UTF-16 "
+         "units; end exclusive).",
          StoreTranscript, _transcript_store),
     Tool("memory_replay", "The transcript spans a memory cites (full: each cited transcript "
          "whole); only its author may, and pruned transcripts say so.", ReplayMemory,

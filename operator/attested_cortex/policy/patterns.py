@@ -15,7 +15,7 @@ from functools import lru_cache
 from attested_cortex.errors import InvalidInputError
 
 #: A literal segment: what a memory namespace segment may hold (see ``namespaces.py``).
-_LITERAL = re.compile(r"^[A-Za-z0-9_\-.:@]{1,64}$")
+_LITERAL = re.compile(r"[A-Za-z0-9_\-.:@]{1,64}")
 MAX_LEVELS = 8
 
 
@@ -28,7 +28,7 @@ def parse_pattern(text: str) -> tuple[str, ...]:
     for segment in segments:
         if segment in ("*", "**"):
             continue
-        if segment in (".", "..") or not _LITERAL.match(segment):
+        if segment in (".", "..") or not _LITERAL.fullmatch(segment):
             raise InvalidInputError(
                 f"namespace pattern {text[:80]!r}: segment {segment[:70]!r} must be '*', "
                 "'**' or 1..64 characters of letters, digits and _ - . : @", field="namespace")

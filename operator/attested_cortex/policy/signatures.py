@@ -20,6 +20,13 @@ MAX_AGE_S: Final = 300
 MAX_SKEW_S: Final = 60
 
 
+def _unix_seconds(timestamp: str) -> bool:
+    """Whether the header is 1-12 ASCII digits: ``str.isdigit`` alone also takes ``²``
+    (which ``int`` refuses: a 500) and Arabic-Indic or fullwidth digits (which ``int``
+    reads: a second spelling of one timestamp)."""
+    return 0 < len(timestamp) <= 12 and timestamp.isascii() and timestamp.isdigit()
+
+
 def sign(secret: bytes, *, timestamp: str, method: str, path: str, body: bytes) -> str:
     """The hex signature of one request (what an approver computes)."""
     message = f"{timestamp}.{method.upper()}.{path}.".encode() + body
@@ -32,7 +39,7 @@ def verify(secret: bytes, *, timestamp: str | None, signature: str | None, metho
     if not timestamp or not signature:
         raise UnauthenticatedError("send X-Cortex-Timestamp and X-Cortex-Signature "
                                    "(sha256=<hex HMAC>)", code="approval_signature_missing")
-    if not timestamp.isdigit() or len(timestamp) > 12:
+    if not _unix_seconds(timestamp):
         raise UnauthenticatedError("X-Cortex-Timestamp must be unix seconds",
                                    code="approval_signature_invalid")
     age = now - int(timestamp)

@@ -28,8 +28,8 @@ from attested_cortex.server import tokens
 from attested_cortex.service.context import Caller
 from attested_cortex.types import AgentId
 
-AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/\-]{0,199}$")
-_HASH_LINE = re.compile(r"^([0-9a-f]{64})\s+(\S+)(?:\s+(\S+))?$")
+AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@/\-]{0,199}")
+_HASH_LINE = re.compile(r"([0-9a-f]{64})\s+(\S+)(?:\s+(\S+))?")
 
 
 class Authenticator(Protocol):
@@ -51,7 +51,7 @@ def bearer_token(headers: Mapping[str, str]) -> str:
 
 def parse_agent_id(value: str) -> AgentId:
     """Validate an agent id (letters, digits and ``_ . : @ / -``, at most 200 characters)."""
-    if not AGENT_ID.match(value):
+    if not AGENT_ID.fullmatch(value):
         raise UnauthenticatedError("the agent id is not valid", code="bad_agent_id")
     return AgentId(value)
 
@@ -101,9 +101,9 @@ class TokenAuth:
             line = raw.split("#", 1)[0].strip()
             if not line:
                 continue
-            match = _HASH_LINE.match(line)
+            match = _HASH_LINE.fullmatch(line)
             where = f"{path}:{number}"
-            if not match or not AGENT_ID.match(match[2]):
+            if not match or not AGENT_ID.fullmatch(match[2]):
                 raise InvalidInputError(
                     f"{where}: expected '<sha256 hex of the token> <agent-id> [scopes]'",
                     field="tokens_file",

@@ -23,14 +23,14 @@ log = logging.getLogger("attested_cortex.access")
 #: Completing an approved request: the approval id it spends.
 APPROVAL_HEADER = "X-Cortex-Approval"
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/v1/openapi.json"})
-_GOOD_ID = re.compile(r"^[A-Za-z0-9._\-]{1,64}$")
+_GOOD_ID = re.compile(r"[A-Za-z0-9._\-]{1,64}")
 
 
 @web.middleware
 async def context_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Assign a request id, log the request and record its metrics."""
     given = request.headers.get("X-Request-Id", "")
-    rid = given if _GOOD_ID.match(given) else uuid.uuid4().hex
+    rid = given if _GOOD_ID.fullmatch(given) else uuid.uuid4().hex
     token = request_id.set(rid)
     started = time.perf_counter()
     resource = getattr(request.match_info.route, "resource", None)  # None: an adapter's

@@ -41,9 +41,13 @@ class MemoryOut(BaseModel):
 
 
 class MemoryListOut(BaseModel):
-    """Live memories of a namespace subtree, newest first."""
+    """One page of the live memories of a namespace subtree, newest first by creation."""
 
     memories: list[MemoryOut]
+    truncated: bool = Field(False, description="Whether the limit or the answer's byte bound "
+                            "(limits.max_answer_bytes) cut the page")
+    next: str | None = Field(None, description="The cursor of the next page (`?cursor=`); "
+                             "null at the end")
 
 
 class HitOut(MemoryOut):
@@ -63,7 +67,10 @@ class RecallOut(BaseModel):
     """Recall results, best first."""
 
     results: list[HitOut]
-    truncated: bool = Field(description="Whether the token budget dropped any result")
+    truncated: bool = Field(description="Whether the token budget or the answer's byte "
+                            "bound dropped any result")
+    omitted_ids: list[str] = Field(default_factory=list, description="Ranked results past "
+                                   "the answer's byte bound, by id, in rank order")
     tokens: int = Field(description="Estimated tokens of the returned results")
     mode: str = Field("fulltext", description="`hybrid` (words and meaning) or `fulltext`")
     degraded: str | None = Field(
@@ -112,9 +119,13 @@ class LinkOut(BaseModel):
 
 
 class LinkListOut(BaseModel):
-    """Every link of a memory, history included."""
+    """One page of a memory's links, history included, oldest first by creation."""
 
     links: list[LinkOut]
+    truncated: bool = Field(False, description="Whether the limit or the answer's byte bound "
+                            "cut the page")
+    next: str | None = Field(None, description="The cursor of the next page (`?cursor=`); "
+                             "null at the end")
 
 
 class NodeOut(BaseModel):

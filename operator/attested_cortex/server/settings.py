@@ -123,6 +123,7 @@ class LimitsSettings(BaseModel):
     max_metadata_bytes: int = Field(16 * 1024, ge=2, le=1024 * 1024)
     recall_pool: int = Field(200, ge=10, le=10_000)
     body_read_timeout_s: int = Field(30, ge=1, le=3600)
+    max_answer_bytes: int = Field(4 * 1024 * 1024, ge=64 * 1024, le=256 * 1024 * 1024)
 
 
 class EmbeddingSettings(BaseModel):
@@ -199,6 +200,6 @@ def load_settings(path: Path | None, overrides: dict[str, Any]) -> ServerSetting
 def split_listen(address: str) -> tuple[str, int]:
     """``HOST:PORT`` (IPv6 in brackets) as a pair; a clear error otherwise."""
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
+    if not sep or not (port.isascii() and port.isdigit()) or not host or not 0 < int(port) < 65536:
         raise InvalidInputError(f"--listen {address!r} must be HOST:PORT", field="listen")
     return host.strip("[]"), int(port)

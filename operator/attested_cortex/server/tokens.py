@@ -20,7 +20,7 @@ from typing import Final
 
 PREFIX: Final = "ctx_"
 MARK_BITS: Final = 12
-SHAPE: Final = re.compile(r"^ctx_[A-Za-z0-9_-]{43}$")
+SHAPE: Final = re.compile(r"ctx_[A-Za-z0-9_-]{43}")
 
 
 def digest(token: str) -> bytes:
@@ -44,4 +44,4 @@ def generate() -> tuple[str, str]:
 
 def well_formed(token: str) -> bool:
     """Whether a presented token has the generated shape (hand-chosen ones do not)."""
-    return SHAPE.match(token) is not None
+    return SHAPE.fullmatch(token) is not None

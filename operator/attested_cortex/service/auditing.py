@@ -1,12 +1,23 @@
 """Verifying the audit chain for ``GET /v1/audit/verify`` (the CLI does the same offline),
 through the operation pipeline (scope ``audit.read``); ``?deep=true`` adds the sweep of rows
-against write records (:mod:`~attested_cortex.attest.sweeping`)."""
+against write records (:mod:`~attested_cortex.attest.sweeping`).
+
+A verification costs a walk of the whole chain (and, deep, of every row), so one server runs
+at most one of each kind at a time (docs/adr/0021): a request that arrives while one runs
+waits for it and gets its report, instead of starting another. Forty concurrent deep
+verifies used to take forty connections and forty walks, and starved every other request.
+Authentication and scopes are still checked per request (the pipeline runs before
+:meth:`VerifyChainCall.execute`); only the walk is shared.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from attested_cortex.attest.auditing import verify_chain
 from attested_cortex.attest.sweeping import sweep
@@ -14,6 +25,11 @@ from attested_cortex.service import attesting
 from attested_cortex.service import operations as ops
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.pipeline import Call, run
+from attested_cortex.store.database import Database
+
+Report = dict[str, Any]
+#: The verification running now on each server's database, by kind (deep or not).
+_RUNNING: WeakKeyDictionary[Database, dict[bool, asyncio.Task[Report]]] = WeakKeyDictionary()
 
 
 @dataclass
@@ -25,16 +41,42 @@ class VerifyChainCall(Call[dict[str, Any]]):
     spec = ops.AUDIT_VERIFY
     deep: bool = False
 
-    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
-        keyring = attesting.snapshot(svc.keys).keyring
-        async with svc.db.connection() as conn:
-            report = dataclasses.asdict(await verify_chain(conn, keyring=keyring))
-            await conn.rollback()
-            if self.deep:
-                swept = (await sweep(conn)).as_json()
-                report["deep"] = swept
-                report["ok"] = bool(report["ok"] and swept["ok"])
-        return report
+    async def execute(self, svc: Services, caller: Caller) -> Report:
+        return copy.deepcopy(await shared(svc, deep=self.deep))
+
+
+async def shared(svc: Services, *, deep: bool) -> Report:
+    """The report of the verification of this kind running now, or of a new one. A waiter
+    that goes away (a client that disconnects) does not cancel it for the others."""
+    running = _RUNNING.setdefault(svc.db, {})
+    task = running.get(deep)
+    if task is None:
+        task = asyncio.create_task(_verify(svc, deep=deep), name=f"audit-verify-deep={deep}")
+        running[deep] = task
+        task.add_done_callback(lambda done: _finished(running, deep, done))
+    return await asyncio.shield(task)
+
+
+def _finished(running: dict[bool, asyncio.Task[Report]], deep: bool,
+              task: asyncio.Task[Report]) -> None:
+    """Forget a finished run (the next request starts a fresh one); its error is its
+    waiters' (retrieved here too, for a run every waiter left)."""
+    if running.get(deep) is task:
+        del running[deep]
+    if not task.cancelled():
+        task.exception()
+
+
+async def _verify(svc: Services, *, deep: bool) -> Report:
+    keyring = attesting.snapshot(svc.keys).keyring
+    async with svc.db.connection() as conn:
+        report = dataclasses.asdict(await verify_chain(conn, keyring=keyring))
+        await conn.rollback()
+        if deep:
+            swept = (await sweep(conn)).as_json()
+            report["deep"] = swept
+            report["ok"] = bool(report["ok"] and swept["ok"])
+    return report
 
 
 async def verify(svc: Services, caller: Caller, *, deep: bool = False) -> dict[str, Any]:

@@ -70,13 +70,15 @@ MAX_OFFSET = 2**31 - 1
 
 
 class Cite(BaseModel):
-    """One span of a transcript a memory comes from: ``[start, end)`` in characters."""
+    """One span of a transcript a memory comes from: ``[start, end)`` in Unicode code
+    points (not UTF-16 code units: docs/transcripts.md gives the conversion)."""
 
     model_config = _STRICT
 
     transcript_id: Annotated[uuid.UUID, Field(strict=False, description="UUID")]
-    start: int = Field(ge=0, le=MAX_OFFSET, description="First cited character (from 0)")
-    end: int = Field(ge=1, le=MAX_OFFSET, description="One past the last cited character")
+    start: int = Field(ge=0, le=MAX_OFFSET, description="First cited code point (from 0; "
+                       "not a UTF-16 offset)")
+    end: int = Field(ge=1, le=MAX_OFFSET, description="One past the last cited code point")
 
 
 _SIGNATURE = ("Agent custody: base64 Ed25519 signature over the canonical CBOR of the "

@@ -32,7 +32,8 @@ import psycopg
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from attested_cortex import tasks
-from attested_cortex.embedding.base import Embedder, EmbeddingError
+from attested_cortex.embedding.base import Embedder, EmbeddingError, EmbeddingRefusedError
+from attested_cortex.embedding.vectors import check_vectors
 from attested_cortex.errors import CortexError, InvalidInputError
 from attested_cortex.store import embeddings as rows
 from attested_cortex.store.database import Database
@@ -46,6 +47,8 @@ Mode = Literal["hybrid", "fulltext"]
 #: How long the write-behind embedder lets writes gather before it embeds them: a single
 #: write has its vector within about this, a burst of writes becomes one batch.
 GATHER_S = 0.025
+#: How many refused memory ids capabilities name (the count is always whole).
+REFUSED_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,16 @@ class Progress:
     failed: int = 0
     last_error: str | None = None
     index: bool | None = None
+    #: Memories (id -> revision) the embedder refused: skipped until they change or the
+    #: server restarts, so one of them never blocks the rest (a poison pill).
+    refused: dict[uuid.UUID, int] = field(default_factory=dict)
+    refused_reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"state": self.state, "pending": self.pending, "embedded": self.embedded,
-                "failed": self.failed, "last_error": self.last_error}
+                "failed": self.failed, "last_error": self.last_error,
+                "refused": {"count": len(self.refused), "reason": self.refused_reason,
+                            "ids": sorted(str(i) for i in self.refused)[:REFUSED_SHOWN]}}
 
 
 @dataclass(frozen=True)
@@ -241,19 +250,28 @@ async def close_vectors(vectors: Vectors) -> None:
         await vectors.embedder.aclose()
 
 
-def check_vector(vectors: Vectors | None, vector: Sequence[float] | None) -> None:
-    """Refuse a client vector this server cannot use (400, before anything is written)."""
+def check_vector(vectors: Vectors | None, vector: Sequence[float] | None, *,
+                 query: bool = False) -> None:
+    """Refuse a client vector this server cannot use (400, before anything is written).
+    Without pgvector a query's vector is not refused: recall answers by full text."""
     if vector is None:
         return
+    if vectors is not None and not vectors.table:
+        if query:
+            return
+        # before the embedder: without pgvector the server runs with none, whatever was
+        # configured, and "embedder: none" sent the operator of --embedder client astray
+        raise InvalidInputError(
+            "this database has no vector support (pgvector is not installed, or the "
+            "migrating role could not create it), so it stores no vectors and recall is "
+            "full text: omit embedding, or install pgvector and run `cortexctl migrate`",
+            field="embedding")
     if vectors is None or vectors.embedder is None or vectors.embedder.embeds:
         source = "none" if vectors is None or vectors.embedder is None \
             else vectors.embedder.info.source
         raise InvalidInputError(
             f"this server does not take client vectors (embedder: {source}); omit embedding",
             field="embedding")
-    if not vectors.table:
-        raise InvalidInputError("this database has no vector support (pgvector); omit "
-                                "embedding", field="embedding")
     info = vectors.embedder.info
     if len(vector) != info.dimension:
         raise InvalidInputError(
@@ -285,8 +303,9 @@ async def after_write(
     else:
         started = time.perf_counter()
         try:
-            (vector,) = await embedder.embed([rows.embedding_text(memory.title, memory.content)],
-                                             timeout_s=vectors.settings.timeout_s)
+            (vector,) = await embed_checked(
+                embedder, [rows.embedding_text(memory.title, memory.content)],
+                timeout_s=vectors.settings.timeout_s)
         except EmbeddingError as exc:
             vectors.metrics.failures.labels("write").inc()
             log.warning("embedding deferred to the backfill", extra={"error": str(exc)})
@@ -360,8 +379,8 @@ async def _write_behind(db: Database, vectors: Vectors) -> None:
             continue
         started = time.perf_counter()
         try:
-            made = await embedder.embed([p.text for p in batch], timeout_s=s.timeout_s,
-                                        background=True)
+            made = await embed_checked(embedder, [p.text for p in batch],
+                                       timeout_s=s.timeout_s, background=True)
             metrics.seconds.labels("write").observe(time.perf_counter() - started)
             async with db.connection() as conn:
                 await rows.put_many(conn, model=embedder.info.model, rows=[
@@ -440,37 +459,87 @@ async def _drain(db: Database, vectors: Vectors) -> None:
         progress.pending = await rows.count_stale(conn, model=info.model, dim=info.dimension)
     vectors.metrics.pending.set(progress.pending)
     after: tuple[datetime, uuid.UUID] | None = None
+    skipped = 0  # refused memories met in this pass: still stale, never retried in it
     while True:
         async with db.connection() as conn:
             window = await rows.stale(conn, model=info.model, dim=info.dimension,
                                       window=s.batch, after=after)
-            if window.next is None and not window.stale:
-                # end of a pass: what was written meanwhile needs another
+        batch = [p for p in window.stale if progress.refused.get(p.id) != p.revision]
+        skipped += len(window.stale) - len(batch)
+        if batch:
+            skipped += await _backfill_batch(db, vectors, batch)
+            await asyncio.sleep(s.pause_s)  # leave the pool and the loop to requests
+        after = window.next
+        if after is None:
+            # end of a pass: what was written meanwhile needs another
+            async with db.connection() as conn:
                 progress.pending = await rows.count_stale(conn, model=info.model,
                                                           dim=info.dimension)
-        after = window.next
-        if not window.stale:
-            if after is None:
-                vectors.metrics.pending.set(progress.pending or 0)
-                if not progress.pending:
-                    return
-            continue
-        batch = window.stale
-        progress.state = "running"
-        started = time.perf_counter()
-        try:
-            made = await embedder.embed([p.text for p in batch],
-                                        timeout_s=max(s.timeout_s, 5.0))
-        except EmbeddingError:
-            progress.failed += len(batch)
-            raise
-        vectors.metrics.seconds.labels("backfill").observe(time.perf_counter() - started)
+            vectors.metrics.pending.set(progress.pending)
+            if progress.pending <= skipped:
+                return
+            skipped = 0
+
+
+async def _backfill_batch(db: Database, vectors: Vectors, batch: list[rows.Pending]) -> int:
+    """Embed and store one window's stale memories; the number the embedder refused."""
+    assert vectors.embedder is not None
+    embedder, progress = vectors.embedder, vectors.progress
+    progress.state = "running"
+    started = time.perf_counter()
+    try:
+        made, refused = await _isolating(embedder, batch,
+                                         timeout_s=max(vectors.settings.timeout_s, 5.0))
+    except EmbeddingError:
+        progress.failed += len(batch)
+        raise
+    vectors.metrics.seconds.labels("backfill").observe(time.perf_counter() - started)
+    if refused and not made and len(batch) > 1:
+        # every text refused: the endpoint (a wrong model name, a bad key) rather than the
+        # memories; back off as for an outage instead of blaming each of them
+        progress.failed += len(batch)
+        raise EmbeddingError(f"the embedder refused every text of a batch: {refused[0][1]}")
+    for pending, reason in refused:
+        progress.refused[pending.id] = pending.revision
+        progress.refused_reason = reason
+        log.warning("the embedder refused a memory; the backfill goes on without it",
+                    extra={"memory_id": str(pending.id), "error": reason})
+    progress.failed += len(refused)
+    if made:
         async with db.connection() as conn:
-            await rows.put_many(conn, model=info.model,
-                                rows=[(p.id, p.revision, v) for p, v in zip(batch, made,
-                                                                            strict=True)])
-        progress.embedded += len(batch)
-        progress.pending = max(0, (progress.pending or 0) - len(batch))
-        vectors.metrics.backfilled.inc(len(batch))
-        vectors.metrics.pending.set(progress.pending)
-        await asyncio.sleep(s.pause_s)  # leave the pool and the loop to requests
+            await rows.put_many(conn, model=embedder.info.model,
+                                rows=[(p.id, p.revision, v) for p, v in made])
+    progress.embedded += len(made)
+    progress.pending = max(0, (progress.pending or 0) - len(made))
+    vectors.metrics.backfilled.inc(len(made))
+    vectors.metrics.pending.set(progress.pending)
+    return len(refused)
+
+
+Made = list[tuple[rows.Pending, list[float]]]
+
+
+async def _isolating(embedder: Embedder, batch: list[rows.Pending], *,
+                     timeout_s: float) -> tuple[Made, list[tuple[rows.Pending, str]]]:
+    """Vectors for ``batch``; when the embedder refuses it, bisect it until the memories
+    at fault stand alone (a refused batch of n costs about 2 log2(n) more calls per bad
+    memory). Any other failure (unreachable, late) is the caller's to back off from."""
+    try:
+        made = await embed_checked(embedder, [p.text for p in batch], timeout_s=timeout_s)
+        return list(zip(batch, made, strict=True)), []
+    except EmbeddingRefusedError as exc:
+        if len(batch) == 1:
+            return [], [(batch[0], str(exc))]
+    half = len(batch) // 2
+    first, first_refused = await _isolating(embedder, batch[:half], timeout_s=timeout_s)
+    second, second_refused = await _isolating(embedder, batch[half:], timeout_s=timeout_s)
+    return first + second, first_refused + second_refused
+
+
+async def embed_checked(embedder: Embedder, texts: Sequence[str], *, timeout_s: float,
+                        background: bool = False) -> list[list[float]]:
+    """``embedder.embed``, refusing a vector that is not finite or is all zeros (the write
+    path stores what it gets; the query path checks on its own)."""
+    made = await embedder.embed(texts, timeout_s=timeout_s, background=background)
+    check_vectors(made)
+    return made

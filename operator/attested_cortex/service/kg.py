@@ -16,6 +16,7 @@ from typing import Any
 from attested_cortex.errors import NotReadyError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
+from attested_cortex.service import answers, cursors
 from attested_cortex.service import operations as ops
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_commands import KgPaths, KgQuery
@@ -30,6 +31,7 @@ from attested_cortex.service.operations import OperationSpec
 from attested_cortex.service.pipeline import Call, Target, run, visible
 from attested_cortex.store import links as link_rows
 from attested_cortex.store import memories as memory_rows
+from attested_cortex.store.links import Link
 
 
 def backend(svc: Services) -> Any:
@@ -162,22 +164,33 @@ class TimelineCall(Call[dict[str, Any]]):
 
 
 @dataclass
-class LinksOfCall(Call[list[dict[str, Any]]]):
-    """``GET /v1/memories/{id}/links``: every link of a memory, history included."""
+class LinksOfCall(Call[dict[str, Any]]):
+    """``GET /v1/memories/{id}/links``: a memory's links, history included, one page after
+    ``cursor`` (oldest first by creation), bounded in count and bytes (ADR 0022)."""
 
     spec = ops.MEMORY_LINKS
     memory_id: uuid.UUID
+    limit: int = 100
+    cursor: str | None = None
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         return await memories_target(svc, [self.memory_id])
 
-    async def execute(self, svc: Services, caller: Caller) -> list[dict[str, Any]]:
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        after = cursors.decode(self.cursor) if self.cursor is not None else None
         async with svc.db.connection() as conn:
-            found = [link_view(x) for x in await link_rows.list_links(conn,
-                                                                       memory_id=self.memory_id)]
-        ends = {e for link in found for e in (link["src_id"], link["dst_id"])}
+            found, more = await link_rows.page_links(conn, memory_id=self.memory_id,
+                                                     limit=self.limit, after=after)
+        ends = {str(e) for link in found for e in (link.src_id, link.dst_id)}
         hidden = await hidden_ids(svc, caller, self.spec, ends)
-        return [x for x in found if x["src_id"] not in hidden and x["dst_id"] not in hidden]
+        shown = [x for x in found if str(x.src_id) not in hidden and str(x.dst_id) not in hidden]
+        views = answers.fitting(shown, link_view, max_bytes=svc.limits.max_answer_bytes)
+        if len(views) < len(shown):
+            last: Link | None = shown[len(views) - 1]
+        else:
+            last = found[-1] if more and found else None
+        return {"links": views, "truncated": last is not None,
+                "next": None if last is None else cursors.encode((last.created_at, last.id))}
 
 
 async def query(svc: Services, caller: Caller, cmd: KgQuery) -> dict[str, Any]:
@@ -195,6 +208,7 @@ async def timeline(svc: Services, caller: Caller, memory_id: uuid.UUID) -> dict[
     return await run(svc, caller, TimelineCall(memory_id))
 
 
-async def links_of(svc: Services, caller: Caller, memory_id: uuid.UUID) -> list[dict[str, Any]]:
-    """Every link of a memory, history included."""
-    return await run(svc, caller, LinksOfCall(memory_id))
+async def links_of(svc: Services, caller: Caller, memory_id: uuid.UUID, *, limit: int = 100,
+                   cursor: str | None = None) -> dict[str, Any]:
+    """One page of a memory's links, history included: ``{links, truncated, next}``."""
+    return await run(svc, caller, LinksOfCall(memory_id, limit, cursor))

@@ -163,6 +163,9 @@ class InvalidateCall(Call[Link]):
         if not check.allows:  # a hook moved valid_until into the past
             raise InvalidInputError(check.reason or "retroactive", code=check.code)
         async with svc.db.transaction() as conn:
+            current = await link_rows.get_link(conn, link_id=self.cmd.link_id)
+            if current.valid_until is None:  # an invalidated one is refused as before
+                await write_records.require_recorded_link(conn, current)  # ADR 0020
             link = await link_rows.invalidate_link(conn, graph=backend(svc),
                                                    link_id=self.cmd.link_id,
                                                    valid_until=self.cmd.valid_until)

@@ -26,7 +26,14 @@ from typing import Any
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service import attesting, embedding, transcripts, write_records
+from attested_cortex.service import (
+    answers,
+    attesting,
+    cursors,
+    embedding,
+    transcripts,
+    write_records,
+)
 from attested_cortex.service import operations as ops
 from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.context import Caller, Services
@@ -216,6 +223,7 @@ class UpdateCall(Call[Memory]):
         changes = {k: v for k, v in changes.items() if v is not None}
         async with svc.db.transaction() as conn:
             locked = await rows.get(conn, self.memory_id, for_update=True)
+            await write_records.require_recorded_memory(conn, locked)  # ADR 0020
             memory = await rows.update(
                 conn, locked, changes=changes, expected_revision=cmd.expected_revision
             )
@@ -255,6 +263,8 @@ class DeleteCall(Call[Memory]):
         assert self.current is not None
         async with svc.db.transaction() as conn:
             locked = await rows.get(conn, self.memory_id, for_update=True)
+            if not locked.deleted:
+                await write_records.require_recorded_memory(conn, locked)  # ADR 0020
             memory = await rows.tombstone(conn, locked)
             if svc.graph is not None and not locked.deleted:
                 await svc.graph.on_memory_tombstoned(conn, memory.id)
@@ -288,14 +298,35 @@ class VerifyCall(Call[dict[str, Any]]):
                                              attesting.snapshot(svc.keys))
 
 
+def _cursor(memory: Memory) -> str:
+    return cursors.encode((memory.created_at, memory.id))
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    """One page of a listing: its memories (the caller may read), whether more may follow,
+    and the cursor of the next page (None at the end)."""
+
+    memories: tuple[Memory, ...]
+    next: str | None
+    truncated: bool
+
+    def view(self) -> dict[str, Any]:
+        """The ``GET /v1/memories`` answer."""
+        return {"memories": [memory_view(m) for m in self.memories],
+                "truncated": self.truncated, "next": self.next}
+
+
 @dataclass
-class ListCall(Call[list[Memory]]):
-    """``GET /v1/memories``: live memories of a namespace subtree, newest first. Memories in
-    namespaces the caller may not read are left out."""
+class ListCall(Call[MemoryPage]):
+    """``GET /v1/memories``: live memories of a namespace subtree, newest first by creation,
+    one page after ``cursor``. Memories in namespaces the caller may not read are left out;
+    the page also stops at the answer's byte bound (ADR 0022) and says so."""
 
     spec = ops.MEMORY_LIST
     namespace: str | None
     limit: int
+    cursor: str | None = None
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         return Target((self.namespace,) if self.namespace is not None else ())
@@ -307,15 +338,25 @@ class ListCall(Call[list[Memory]]):
         namespace = changed.get("namespace", self.namespace)
         self.namespace = None if namespace is None else parse_namespace(str(namespace))
 
-    async def execute(self, svc: Services, caller: Caller) -> list[Memory]:
+    async def execute(self, svc: Services, caller: Caller) -> MemoryPage:
+        before = cursors.decode(self.cursor) if self.cursor is not None else None
+        budget = svc.limits.max_answer_bytes
         async with svc.db.connection() as conn:
-            found = await rows.list_namespace(conn, namespace=self.namespace, limit=self.limit)
-        return [m for m in found if visible(svc, caller, self.spec, m.namespace)]
+            listed = await rows.list_namespace(conn, namespace=self.namespace,
+                                               limit=self.limit, before=before,
+                                               max_bytes=budget)
+        shown = [m for m in listed.memories if visible(svc, caller, self.spec, m.namespace)]
+        kept = len(answers.fitting(shown, memory_view, max_bytes=budget))
+        if kept < len(shown):  # cut by the answer's bytes: go on after the last one shown
+            return MemoryPage(tuple(shown[:kept]), _cursor(shown[kept - 1]), True)
+        if listed.more:  # go on after the last row read (shown or not)
+            return MemoryPage(tuple(shown), _cursor(listed.memories[-1]), True)
+        return MemoryPage(tuple(shown), None, False)
 
-    def post_payload(self, event: EventName, result: list[Memory]) -> dict[str, Any]:
+    def post_payload(self, event: EventName, result: MemoryPage) -> dict[str, Any]:
         return payload(event, query=None, namespace=self.namespace, limit=self.limit,
-                       results=[memory_view(m) for m in result],
-                       truncated=len(result) >= self.limit)
+                       results=[memory_view(m) for m in result.memories],
+                       truncated=result.truncated)
 
 
 async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:
@@ -344,7 +385,8 @@ async def verify(svc: Services, caller: Caller, memory_id: uuid.UUID) -> dict[st
 
 
 async def search(
-    svc: Services, caller: Caller, *, namespace: str | None, limit: int
-) -> list[Memory]:
-    """List live memories of a namespace subtree, newest first."""
-    return await run(svc, caller, ListCall(namespace, limit))
+    svc: Services, caller: Caller, *, namespace: str | None, limit: int,
+    cursor: str | None = None,
+) -> MemoryPage:
+    """One page of the live memories of a namespace subtree, newest first by creation."""
+    return await run(svc, caller, ListCall(namespace, limit, cursor))

@@ -35,13 +35,17 @@ class LinkRef(BaseModel):
 
 
 class ListMemories(BaseModel):
-    """Live memories of a namespace subtree, newest first."""
+    """Live memories of a namespace subtree, newest first by creation, one page at a time
+    (``next`` in the answer is the next page's ``cursor``)."""
 
     model_config = _STRICT
 
     namespace: str | None = Field(None, max_length=512,
                                   description="This namespace and its children (all when absent)")
     limit: int = Field(50, ge=1, le=500, description="At most this many memories")
+    cursor: str | None = Field(None, max_length=200,
+                               description="The `next` of the previous page (absent: the "
+                               "newest memories)")
 
     @field_validator("namespace")
     @classmethod
@@ -50,6 +54,18 @@ class ListMemories(BaseModel):
         if problem is not None:
             raise ValueError(f"namespace {problem}")
         return value
+
+
+class LinksPage(BaseModel):
+    """One page of a memory's links, oldest first by creation (``next`` in the answer is the
+    next page's ``cursor``)."""
+
+    model_config = _STRICT
+
+    limit: int = Field(100, ge=1, le=1000, description="At most this many links")
+    cursor: str | None = Field(None, max_length=200,
+                               description="The `next` of the previous page (absent: the "
+                               "oldest links)")
 
 
 class TimelineQuery(BaseModel):

@@ -12,7 +12,7 @@ from typing import Any
 
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
-from attested_cortex.service import embedding
+from attested_cortex.service import answers, embedding
 from attested_cortex.service import operations as ops
 from attested_cortex.service.commands import RecallQuery
 from attested_cortex.service.context import Caller, Services
@@ -25,7 +25,8 @@ from attested_cortex.store.recall import Hit
 
 @dataclass(frozen=True)
 class RecallResult:
-    """Ranked hits and whether the token budget cut any of them."""
+    """Ranked hits and whether the token budget or the answer's bytes cut any of them
+    (``omitted``: the ids of ranked hits past the byte bound, in rank order)."""
 
     hits: tuple[Hit, ...]
     truncated: bool
@@ -33,6 +34,7 @@ class RecallResult:
     mode: str = "fulltext"
     degraded: str | None = None
     explain: bool = False
+    omitted: tuple[str, ...] = ()
 
 
 def estimate_tokens(hit: Hit) -> int:
@@ -68,11 +70,25 @@ def hit_view(hit: Hit, *, explain: bool = False) -> dict[str, Any]:
     return view
 
 
+def bound_bytes(result: RecallResult, max_bytes: int) -> RecallResult:
+    """Keep the leading hits whose JSON fits ``max_bytes`` (ADR 0022); the rest are named by
+    id in ``omitted_ids`` (``GET /v1/memories/{id}`` reads each)."""
+    kept = len(answers.fitting(result.hits, lambda h: hit_view(h, explain=result.explain),
+                               max_bytes=max_bytes))
+    if kept == len(result.hits):
+        return result
+    hits = result.hits[:kept]
+    return replace(result, hits=hits, truncated=True,
+                   tokens=sum(estimate_tokens(h) for h in hits),
+                   omitted=tuple(str(h.memory.id) for h in result.hits[kept:]))
+
+
 def result_view(result: RecallResult) -> dict[str, Any]:
     """The ``POST /v1/recall`` answer."""
     body: dict[str, Any] = {
         "results": [hit_view(h, explain=result.explain) for h in result.hits],
         "truncated": result.truncated,
+        "omitted_ids": list(result.omitted),
         "tokens": result.tokens,
         "mode": result.mode,
     }
@@ -90,7 +106,7 @@ class RecallCall(Call[RecallResult]):
     query: RecallQuery
 
     async def target(self, svc: Services, caller: Caller) -> Target:
-        embedding.check_vector(svc.vectors, self.query.embedding)
+        embedding.check_vector(svc.vectors, self.query.embedding, query=True)
         ns = self.query.namespace
         return Target((ns,) if ns is not None else ())
 
@@ -118,9 +134,10 @@ class RecallCall(Call[RecallResult]):
             )
         hits = [h for h in hits if visible(svc, caller, self.spec, h.memory.namespace)]
         searched = plan.vector is not None and plan.vector.search
-        return replace(apply_budget(hits, query.budget_tokens),
-                       mode="hybrid" if searched else "fulltext", degraded=plan.degraded,
-                       explain=query.explain)
+        ranked = replace(apply_budget(hits, query.budget_tokens),
+                         mode="hybrid" if searched else "fulltext", degraded=plan.degraded,
+                         explain=query.explain)
+        return bound_bytes(ranked, svc.limits.max_answer_bytes)
 
     def post_payload(self, event: EventName, result: RecallResult) -> dict[str, Any]:
         return payload(event, **self._hooked(),

@@ -9,13 +9,18 @@ The clock is injectable (``clock``), so tests drive the lifecycle across days wi
 waiting; :meth:`Transcripts.sweep` is also callable directly. Every archive and prune appends
 its ``transcript.archived``/``transcript.pruned`` write record in the batch's transaction
 (signed by the server's ``audit_signer`` when it has one: ``audit_key``), so the deep audit
-tells a pruned frame from one removed behind the server.
+tells a pruned frame from one removed behind the server. A row that no longer matches its
+previous record (changed behind the server) is neither archived nor pruned: its new record
+would sign the change into the chain and launder it. The sweeper skips it from then on,
+logs it and lists it in capabilities (``transcripts.sweeper.last.refused``); the deep audit
+keeps naming it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,10 +29,11 @@ import psycopg
 
 from attested_cortex import tasks
 from attested_cortex.attest.keys import AgentKey
+from attested_cortex.attest.records import TranscriptEvent
 from attested_cortex.errors import CortexError
-from attested_cortex.service.write_records import record_sweep
+from attested_cortex.service.write_records import record_sweep, split_recorded
 from attested_cortex.store import transcripts as rows
-from attested_cortex.store.database import Database
+from attested_cortex.store.database import Conn, Database
 from attested_cortex.transcripts.retention import Retention
 
 log = logging.getLogger(__name__)
@@ -38,6 +44,10 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+#: How many refused transcript ids capabilities list.
+REFUSED_SHOWN = 20
+
+
 @dataclass(frozen=True)
 class SweepReport:
     """What one sweep did, and when (by the sweeper's clock)."""
@@ -45,10 +55,14 @@ class SweepReport:
     at: datetime
     archived: int
     pruned: int
+    #: Every transcript the sweeper refused since start-up: changed behind the server.
+    refused: tuple[uuid.UUID, ...] = ()
 
     def as_json(self) -> dict[str, object]:
-        """For capabilities."""
-        return {"at": self.at.isoformat(), "archived": self.archived, "pruned": self.pruned}
+        """For capabilities (at most :data:`REFUSED_SHOWN` ids; the count is whole)."""
+        shown = sorted(str(i) for i in self.refused)[:REFUSED_SHOWN]
+        return {"at": self.at.isoformat(), "archived": self.archived, "pruned": self.pruned,
+                "refused": {"count": len(self.refused), "ids": shown}}
 
 
 @dataclass
@@ -61,6 +75,8 @@ class Transcripts:
     #: The key that signs sweep records (the ``audit_signer``'s, looked up at each sweep).
     audit_key: Callable[[], AgentKey | None] | None = None
     last_sweep: SweepReport | None = None
+    #: Transcripts changed behind the server: never archived or pruned by this sweeper.
+    refused: set[uuid.UUID] = field(default_factory=set)
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     async def sweep(self) -> SweepReport:
@@ -75,21 +91,37 @@ class Transcripts:
                 cutoffs.setdefault(cutoff, []).append(namespace)
         key = self.audit_key() if self.audit_key is not None else None
         async with self.db.transaction() as conn:
-            done: list[rows.Recorded] = []
+            found: list[rows.Recorded] = []
             for cutoff, group in cutoffs.items():
-                done += await rows.archive(conn, namespaces=group, created_before=cutoff,
-                                           now=now, limit=batch)
+                found += await rows.to_archive(conn, namespaces=group, created_before=cutoff,
+                                               limit=batch, skip=list(self.refused))
+            due = await self._unchanged(conn, ("transcript.stored",), found)
+            done = await rows.archive(conn, due, now=now) if due else []
             await record_sweep(conn, "transcript.archived", done, key)  # last: the chain lock
             archived = len(done)
         async with self.db.transaction() as conn:
-            done = await rows.prune(conn, archived_before=self.retention.prune_before(now),
-                                    now=now, limit=batch)
+            found = await rows.to_prune(conn, archived_before=self.retention.prune_before(now),
+                                        limit=batch, skip=list(self.refused))
+            due = await self._unchanged(conn, ("transcript.archived",), found)
+            done = await rows.prune(conn, due, now=now) if due else []
             await record_sweep(conn, "transcript.pruned", done, key)
             pruned = len(done)
-        self.last_sweep = SweepReport(now, archived, pruned)
+        self.last_sweep = SweepReport(now, archived, pruned, tuple(self.refused))
         if archived or pruned:
             log.info("transcripts swept", extra={"archived": archived, "pruned": pruned})
         return self.last_sweep
+
+    async def _unchanged(self, conn: Conn, previous: tuple[TranscriptEvent, ...],
+                         found: list[rows.Recorded]) -> list[uuid.UUID]:
+        """The ids of ``found`` that still match their previous record; the others are
+        refused (skipped from now on) and logged."""
+        unchanged, changed = await split_recorded(conn, previous, found)
+        for row in changed:
+            self.refused.add(row.transcript.id)
+            log.warning("transcript changed behind the server: not swept, its record not "
+                        "extended (see cortexctl audit verify --deep)",
+                        extra={"transcript_id": str(row.transcript.id)})
+        return [r.transcript.id for r in unchanged]
 
     def start(self) -> None:
         """Run the sweeper in the background (where anything can expire: transcripts on, or a

@@ -25,7 +25,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from attested_cortex.errors import DeniedError, InvalidInputError, NotFoundError, TooLargeError
@@ -203,30 +203,38 @@ class ReplayCall(Call[dict[str, Any]]):
             raise TooLargeError(f"memory {memory.id} cites {cited} bytes of transcripts; one "
                                 f"replay inflates at most {budget}",
                                 code="replay_too_large", limit=budget)
-        texts = await _texts(svc, distinct)
+        distinct, texts = await _current(svc, distinct)
+        cited_now = [replace(c, transcript=distinct.get(c.transcript.id, c.transcript))
+                     for c in self.cited]
         answer: dict[str, Any] = {
             "memory_id": str(memory.id), "namespace": memory.namespace, "full": self.cmd.full,
-            "citations": [_citation_view(c, texts) for c in self.cited],
+            "citations": [_citation_view(c, texts) for c in cited_now],
         }
-        seen = {c.transcript.id: c.transcript for c in self.cited}
         answer["transcripts"] = [
             {**transcript_view(t, svc), "readable": texts.get(t.id) is not None,
              **({"content": texts.get(t.id)} if self.cmd.full else {})}
-            for t in seen.values()]
+            for t in distinct.values()]
         return answer
 
 
-async def _texts(svc: Services, cited: dict[uuid.UUID, Transcript]) -> dict[uuid.UUID, str]:
-    """The text of every cited transcript that still has a readable frame. Each frame is
-    inflated within the size recorded when it was stored: one altered since (a bomb) stops
-    at that bound and reads as unreadable instead of exhausting memory."""
+Current = tuple[dict[uuid.UUID, Transcript], dict[uuid.UUID, str]]
+
+
+async def _current(svc: Services, cited: dict[uuid.UUID, Transcript]) -> Current:
+    """Each cited transcript as it is now, and the text of every one that still has a
+    readable frame: state and frame come from one statement, so a transcript pruned since
+    the citations were read says ``pruned``, never ``unreadable``. Each frame is inflated
+    within the size recorded when it was stored: one altered since (a bomb) stops at that
+    bound and reads as unreadable instead of exhausting memory."""
     if not cited:
-        return {}
+        return {}, {}
     async with svc.db.connection() as conn:
-        frames = await rows.frames(conn, list(cited))
-    if sum(cited[tid].raw_bytes for tid in frames) > _THREAD_BYTES:
-        return await asyncio.to_thread(_inflate_all, frames, cited)
-    return _inflate_all(frames, cited)
+        rows_now = await rows.with_frames(conn, list(cited))
+    now = {tid: rows_now[tid][0] if tid in rows_now else t for tid, t in cited.items()}
+    frames = {tid: frame for tid, (_, frame) in rows_now.items() if frame is not None}
+    if sum(now[tid].raw_bytes for tid in frames) > _THREAD_BYTES:
+        return now, await asyncio.to_thread(_inflate_all, frames, now)
+    return now, _inflate_all(frames, now)
 
 
 def _inflate_all(frames: dict[uuid.UUID, bytes],

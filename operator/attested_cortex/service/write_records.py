@@ -7,22 +7,35 @@ The record (:mod:`attested_cortex.attest.records`) carries the digests of what w
 the acting agent; it is signed with that agent's key when the cortex holds it (Cortex
 custody), so forging one takes the key, not just the database role. ``cortexctl audit verify
 --deep`` rebuilds records from the rows and names every row that no longer matches.
+
+A writer that builds its record from a row it did not just write (the transcript sweeper
+builds ``transcript.archived`` from the stored row) first checks that row against the chain
+(:func:`split_recorded`), and so does every write that changes an existing memory or link
+(:func:`require_recorded_memory`, :func:`require_recorded_link`): extending a row changed
+behind the server would sign the change into the chain and launder it, so such a row is
+refused (409 ``changed_behind_the_server``) and reported instead.
 """
 
 from __future__ import annotations
+
+import logging
 
 from attested_cortex.attest import cbor
 from attested_cortex.attest.auditing import append_event, record_event
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.records import (
+    LINK_EVENTS,
+    MEMORY_EVENTS,
     LinkEvent,
     MemoryEvent,
     TranscriptEvent,
     link_record,
     memory_record,
+    sha256,
     transcript_record,
 )
 from attested_cortex.attest.signing import sign
+from attested_cortex.errors import ConflictError
 from attested_cortex.service.attesting import SignedMemoryPlan, snapshot
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.store import events, signatures
@@ -32,6 +45,8 @@ from attested_cortex.store.links import Link
 from attested_cortex.store.memories import Memory
 from attested_cortex.store.signatures import MemorySignature
 from attested_cortex.store.transcripts import Recorded
+
+log = logging.getLogger(__name__)
 
 #: The acting agent of the records of transcript sweeps (archive, prune) when the server has
 #: no ``audit_signer``: the server itself, on no agent's behalf.
@@ -100,3 +115,47 @@ async def record_sweep(conn: Conn, event: TranscriptEvent, swept: list[Recorded]
         pending.append(PendingEvent(agent_id, event, payload) if key is None else PendingEvent(
             agent_id, event, payload, sign(key, payload), key.public.fingerprint))
     await events.append_many(conn, pending)
+
+
+async def split_recorded(conn: Conn, previous: tuple[TranscriptEvent, ...],
+                         rows: list[Recorded]) -> tuple[list[Recorded], list[Recorded]]:
+    """``rows`` split into those whose record, rebuilt from the row as it is, the chain
+    holds as one of the ``previous`` events (unchanged since it was written), and the rest
+    (changed behind the server). A transcript moves one way (stored, archived, pruned), so a
+    row matching any of its records matches its latest one."""
+    if not rows:
+        return [], []
+    digests = {r.transcript.id: sha256(cbor.encode(transcript_record(r))) for r in rows}
+    held = await events.recorded_statements(conn, event_types=previous,
+                                            payload_hashes=list(digests.values()))
+    unchanged = [r for r in rows if digests[r.transcript.id] in held]
+    return unchanged, [r for r in rows if digests[r.transcript.id] not in held]
+
+
+async def require_recorded_memory(conn: Conn, memory: Memory) -> None:
+    """409 unless ``memory`` (read in the write's transaction, before the write) still
+    matches one of its records: an update or a delete would extend a change made behind the
+    server into the chain. A memory record names its revision, so matching any is matching
+    the one of this revision."""
+    signed = await signatures.for_revision(conn, memory.id, memory.revision)
+    record = memory_record(memory, signed.signature if signed is not None else None)
+    await _require(conn, "memory", str(memory.id), sha256(cbor.encode(record)), MEMORY_EVENTS)
+
+
+async def require_recorded_link(conn: Conn, link: Link) -> None:
+    """409 unless ``link`` still matches one of its records (before an invalidation)."""
+    await _require(conn, "link", str(link.id), sha256(cbor.encode(link_record(link))),
+                   LINK_EVENTS)
+
+
+async def _require(conn: Conn, kind: str, key: str, digest: bytes,
+                   previous: tuple[str, ...]) -> None:
+    if await events.recorded_statements(conn, event_types=previous, payload_hashes=[digest]):
+        return
+    log.warning("row changed behind the server: write refused, record not extended",
+                extra={"kind": kind, "id": key})
+    raise ConflictError(
+        f"{kind} {key} no longer matches its audit record (it was changed behind the "
+        "server, or written before records existed): it is not written to until an "
+        "operator has looked; `cortexctl audit verify --deep` names it",
+        code="changed_behind_the_server", **{f"{kind}_id": key})

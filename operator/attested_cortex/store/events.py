@@ -173,6 +173,18 @@ async def statement_recorded(
         return await cur.fetchone() is not None
 
 
+async def recorded_statements(
+    conn: psycopg.AsyncConnection[Any], *, event_types: Sequence[str],
+    payload_hashes: Sequence[bytes],
+) -> set[bytes]:
+    """Which of ``payload_hashes`` the chain holds as an event of ``event_types``."""
+    with translating():
+        cur = await conn.execute(
+            "SELECT payload_hash FROM signed_events WHERE event_type = ANY(%s) "
+            "AND payload_hash = ANY(%s)", (list(event_types), list(payload_hashes)))
+        return {bytes(row["payload_hash"]) for row in await cur.fetchall()}
+
+
 async def stream_events(
     conn: psycopg.AsyncConnection[Any], *, batch: int = 5000
 ) -> AsyncGenerator[list[EventRow], None]:

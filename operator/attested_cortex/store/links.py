@@ -216,6 +216,28 @@ async def list_links(conn: psycopg.AsyncConnection[Any], *, memory_id: uuid.UUID
         return [link_from_row(row) for row in await cur.fetchall()]
 
 
+async def page_links(
+    conn: psycopg.AsyncConnection[Any], *, memory_id: uuid.UUID, limit: int,
+    after: tuple[datetime, uuid.UUID] | None = None,
+) -> tuple[list[Link], bool]:
+    """Up to ``limit`` links with ``memory_id`` at either end (history included), oldest
+    first by ``(created_at, id)`` after ``after`` (a listing cursor), and whether more
+    follow."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute("SELECT 1 FROM memories WHERE id = %s", (memory_id,))
+        if await cur.fetchone() is None:
+            raise NotFoundError(f"no memory with id {memory_id}", memory_id=str(memory_id))
+        since = "" if after is None else " AND (created_at, id) > (%(at)s, %(id)s)"
+        at, ident = after if after is not None else (None, None)
+        await cur.execute(
+            f"SELECT {COLUMNS} FROM links WHERE (src_id = %(m)s OR dst_id = %(m)s){since}"
+            " ORDER BY created_at, id LIMIT %(n)s",
+            {"m": memory_id, "at": at, "id": ident, "n": limit + 1},
+        )
+        found = [link_from_row(row) for row in await cur.fetchall()]
+    return found[:limit], len(found) > limit
+
+
 async def invalidate_link(
     conn: psycopg.AsyncConnection[Any],
     *,

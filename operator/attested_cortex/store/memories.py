@@ -137,10 +137,26 @@ async def tombstone(conn: Conn, current: Memory) -> Memory:
     return memory_from_row(row)
 
 
+#: What one row weighs in an answer, in UTF-8 bytes (JSON spells it at least as long).
+_ROW_BYTES = ("octet_length(content) + octet_length(title) + octet_length(metadata::text) "
+              "+ octet_length(array_to_string(tags, ''))")
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One page of a listing and whether rows follow it (past ``limit`` or the bytes)."""
+
+    memories: list[Memory]
+    more: bool
+
+
 async def list_namespace(
     conn: Conn, *, namespace: str | None, limit: int, include_children: bool = True,
-) -> list[Memory]:
-    """Live memories of a namespace (and its children), newest first."""
+    before: tuple[datetime, uuid.UUID] | None = None, max_bytes: int | None = None,
+) -> Listed:
+    """Live memories of a namespace (and its children), newest first by creation, after
+    ``before`` (a listing cursor). With ``max_bytes`` the rows stop once their text passes
+    it (the first row always comes), so a page of large memories is never read whole."""
     where = ["deleted_at IS NULL"]
     params: list[Any] = []
     if namespace is not None:
@@ -150,13 +166,23 @@ async def list_namespace(
         else:
             where.append("namespace = %s")
             params.append(namespace)
-    params.append(limit)
+    if before is not None:
+        where.append("(created_at, id) < (%s, %s)")
+        params += list(before)
+    # the windows run over the page only (after LIMIT): the bytes ahead of each row, and
+    # how many rows the page had before the byte cut (limit + 1: whether more follow)
     cur = await conn.execute(
-        f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
-        "ORDER BY updated_at DESC, id LIMIT %s",
-        params,
+        "SELECT * FROM (SELECT *, sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC) "
+        "- row_bytes AS ahead, count(*) OVER () AS page_rows "
+        f"FROM (SELECT {_COLUMNS}, {_ROW_BYTES} AS row_bytes FROM memories "
+        f"WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT %s) page) "
+        "weighed WHERE %s::bigint IS NULL OR ahead = 0 OR ahead < %s::bigint "
+        "ORDER BY created_at DESC, id DESC LIMIT %s",
+        [*params, limit + 1, max_bytes, max_bytes, limit],
     )
-    return [memory_from_row(r) for r in await cur.fetchall()]
+    found = await cur.fetchall()
+    more = bool(found) and int(found[0]["page_rows"]) > len(found)
+    return Listed([memory_from_row(r) for r in found], more)
 
 
 async def count_by_author(conn: Conn, author: str) -> int:

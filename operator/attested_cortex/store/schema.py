@@ -19,7 +19,7 @@ from attested_cortex.errors import (
     SchemaTooNewError,
 )
 
-_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_NAME = re.compile(r"([0-9]{4})_([a-z0-9_]+)\.sql")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def shipped_migrations() -> tuple[Migration, ...]:
     """Every migration file in the package, ordered by version."""
     found: list[Migration] = []
     for entry in resources.files("attested_cortex.store.migrations").iterdir():
-        match = _NAME.match(entry.name)
+        match = _NAME.fullmatch(entry.name)
         if match:
             found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
     found.sort(key=lambda m: m.version)

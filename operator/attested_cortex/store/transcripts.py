@@ -100,12 +100,15 @@ async def get_many(conn: Conn, ids: Sequence[uuid.UUID], *,
     return {row["id"]: _transcript(row) for row in await cur.fetchall()}
 
 
-async def frames(conn: Conn, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, bytes]:
-    """The frames of the transcripts among ``ids`` that still hold one."""
-    cur = await conn.execute(
-        "SELECT id, frame FROM transcripts WHERE id = ANY(%s) AND frame IS NOT NULL",
-        (list(ids),))
-    return {row["id"]: bytes(row["frame"]) for row in await cur.fetchall()}
+async def with_frames(conn: Conn, ids: Sequence[uuid.UUID],
+                      ) -> dict[uuid.UUID, tuple[Transcript, bytes | None]]:
+    """The rows among ``ids`` and their frames (None once pruned), read in one statement:
+    one snapshot, so a row and its frame always agree (a replay that read the row before a
+    prune and the frame after took a pruned transcript for an altered one)."""
+    cur = await conn.execute(f"SELECT {_COLUMNS}, frame FROM transcripts WHERE id = ANY(%s)",
+                             (list(ids),))
+    return {row["id"]: (_transcript(row), None if row["frame"] is None else bytes(row["frame"]))
+            for row in await cur.fetchall()}
 
 
 async def cite(conn: Conn, memory_id: uuid.UUID,
@@ -138,27 +141,44 @@ async def live_namespaces(conn: Conn) -> list[str]:
     return [row["namespace"] for row in await cur.fetchall()]
 
 
-async def archive(conn: Conn, *, namespaces: Sequence[str], created_before: datetime,
-                  now: datetime, limit: int) -> list[Recorded]:
-    """Archive at most ``limit`` transcripts of ``namespaces`` created before the cut-off;
-    the archived rows, for their write records."""
+async def to_archive(conn: Conn, *, namespaces: Sequence[str], created_before: datetime,
+                     limit: int, skip: Sequence[uuid.UUID] = ()) -> list[Recorded]:
+    """At most ``limit`` transcripts of ``namespaces`` created before the cut-off, oldest
+    first, locked until the caller's transaction ends (``skip``: rows the sweeper refused)."""
     cur = await conn.execute(
-        "UPDATE transcripts SET archived_at = %s WHERE id IN (SELECT id FROM transcripts "
-        "WHERE archived_at IS NULL AND namespace = ANY(%s) AND created_at < %s "
-        f"ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {RECORD_COLUMNS}",
-        (now, list(namespaces), created_before, limit))
+        f"SELECT {RECORD_COLUMNS} FROM transcripts WHERE archived_at IS NULL "
+        "AND namespace = ANY(%s) AND created_at < %s AND id <> ALL(%s) "
+        "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED",
+        (list(namespaces), created_before, list(skip), limit))
     return [recorded(row) for row in await cur.fetchall()]
 
 
-async def prune(conn: Conn, *, archived_before: datetime, now: datetime,
-                limit: int) -> list[Recorded]:
-    """Drop the frames of at most ``limit`` transcripts archived before the cut-off; the
-    pruned rows, for their write records."""
+async def archive(conn: Conn, ids: Sequence[uuid.UUID], *, now: datetime) -> list[Recorded]:
+    """Archive these transcripts (locked by :func:`to_archive`); the rows, for their write
+    records."""
     cur = await conn.execute(
-        "UPDATE transcripts SET frame = NULL, pruned_at = %s WHERE id IN (SELECT id FROM "
-        "transcripts WHERE pruned_at IS NULL AND archived_at < %s ORDER BY archived_at "
-        f"LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING {RECORD_COLUMNS}",
-        (now, archived_before, limit))
+        f"UPDATE transcripts SET archived_at = %s WHERE id = ANY(%s) RETURNING {RECORD_COLUMNS}",
+        (now, list(ids)))
+    return [recorded(row) for row in await cur.fetchall()]
+
+
+async def to_prune(conn: Conn, *, archived_before: datetime, limit: int,
+                   skip: Sequence[uuid.UUID] = ()) -> list[Recorded]:
+    """At most ``limit`` transcripts archived before the cut-off whose frames remain, locked
+    until the caller's transaction ends (``skip``: rows the sweeper refused)."""
+    cur = await conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM transcripts WHERE pruned_at IS NULL "
+        "AND archived_at < %s AND id <> ALL(%s) ORDER BY archived_at LIMIT %s "
+        "FOR UPDATE SKIP LOCKED", (archived_before, list(skip), limit))
+    return [recorded(row) for row in await cur.fetchall()]
+
+
+async def prune(conn: Conn, ids: Sequence[uuid.UUID], *, now: datetime) -> list[Recorded]:
+    """Drop the frames of these transcripts (locked by :func:`to_prune`); the rows, for
+    their write records."""
+    cur = await conn.execute(
+        "UPDATE transcripts SET frame = NULL, pruned_at = %s WHERE id = ANY(%s) "
+        f"RETURNING {RECORD_COLUMNS}", (now, list(ids)))
     return [recorded(row) for row in await cur.fetchall()]
 
 

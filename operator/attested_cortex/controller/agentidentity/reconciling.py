@@ -85,7 +85,8 @@ def previous_keys(identity: Identity, secret: Object) -> list[Object]:
             for k in identity.status.previous_keys or []]
     annotations = secret["metadata"].get("annotations") or {}
     revision = str(annotations.get(rotating.PREVIOUS_REVISION, ""))
-    if revision.isdigit() and all(k["keyRevision"] != int(revision) for k in keys):
+    known = revision.isascii() and revision.isdigit()  # isdigit alone also takes '²'
+    if known and all(k["keyRevision"] != int(revision) for k in keys):
         keys.insert(0, {"keyRevision": int(revision),
                         "publicKey": annotations[rotating.PREVIOUS_KEY],
                         "fingerprint": annotations[rotating.PREVIOUS_FINGERPRINT],

@@ -32,7 +32,7 @@ def revision_of(secret: Object) -> int:
     """The key revision a Secret holds (1 for a Secret without the annotation)."""
     annotations = secret["metadata"].get("annotations") or {}
     value = str(annotations.get(n.KEY_REVISION_ANNOTATION, "1"))
-    return int(value) if value.isdigit() else 1
+    return int(value) if value.isascii() and value.isdigit() else 1
 
 
 def created_at(secret: Object) -> datetime:

@@ -19,7 +19,7 @@ from attested_cortex.server.state import caller, state
 from attested_cortex.service import kg, links
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
 from attested_cortex.service.graph_views import link_view
-from attested_cortex.service.queries import LinkRef, MemoryRef, TimelineQuery
+from attested_cortex.service.queries import LinkRef, LinksPage, MemoryRef, TimelineQuery
 
 routes = web.RouteTableDef()
 
@@ -41,9 +41,11 @@ async def verify_link(request: web.Request) -> web.Response:
 
 @routes.get("/v1/memories/{id}/links")
 async def memory_links(request: web.Request) -> web.Response:
-    """Every link of a memory."""
-    found = await kg.links_of(state(request).services, caller(request), path_uuid(request))
-    return web.json_response({"links": found})
+    """A memory's links, one page after ``?cursor=``: ``{links, truncated, next}``."""
+    query = read_query(request, LinksPage)
+    return web.json_response(await kg.links_of(state(request).services, caller(request),
+                                               path_uuid(request), limit=query.limit,
+                                               cursor=query.cursor))
 
 
 @routes.post("/v1/kg/query")
@@ -86,7 +88,8 @@ operations = [
               LinkVerifyOut, params=params_of(LinkRef, "path"),
               errors=_MISSING),
     Operation("GET", "/v1/memories/{id}/links", "Links of a memory", 200, LinkListOut,
-              params=params_of(MemoryRef, "path"), errors=_MISSING),
+              params=[*params_of(MemoryRef, "path"), *params_of(LinksPage, "query")],
+              errors=_MISSING),
     Operation("POST", "/v1/kg/query", "Traverse from a memory (depth 1..5)", 200, SubgraphOut,
               KgQuery, errors=_MISSING),
     Operation("POST", "/v1/kg/paths", "Simple paths between two memories (1..7 hops)", 200,

@@ -39,12 +39,14 @@ async def store_memory(request: web.Request) -> web.Response:
 
 @routes.get("/v1/memories")
 async def list_memories(request: web.Request) -> web.Response:
-    """Live memories of ``?namespace=`` (and its children), newest first."""
+    """Live memories of ``?namespace=`` (and its children), newest first by creation, one
+    page after ``?cursor=``: ``{memories, truncated, next}``."""
     svc = state(request).services
     query = read_query(request, ListMemories)
     namespace = parse_namespace(query.namespace) if query.namespace is not None else None
-    found = await memories.search(svc, caller(request), namespace=namespace, limit=query.limit)
-    return web.json_response({"memories": [memory_view(m) for m in found]})
+    page = await memories.search(svc, caller(request), namespace=namespace, limit=query.limit,
+                                 cursor=query.cursor)
+    return web.json_response(page.view())
 
 
 @routes.get("/v1/memories/{id}")
