@@ -153,7 +153,8 @@ def _satellite_changed(kind: str) -> Callable[..., Awaitable[None]]:
         rt = _runtime(memo, kwargs)
         cortex = str((spec or {}).get("cortexRef", {}).get("name", ""))
         rt.enqueue(kind, namespace, name)
-        rt.enqueue("MemoryCortex", namespace, cortex)
+        # Settled: one apply of many satellites (and their status writes) rolls once.
+        rt.settle("MemoryCortex", namespace, cortex)
         if kind == "HookChain":  # a name clash is decided across the chains of a cortex
             for body in rt.views.of_cortex(kind, namespace, cortex):
                 rt.enqueue(kind, namespace, body["metadata"]["name"])
