@@ -66,6 +66,6 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     served = await server.ensure(rt, cortex, satellites,
                                  schema_ready=migrated.condition.status == "True")
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
-                           server=served)
-    delays = [d for d in (db.retry_in, migrated.retry_in) if d is not None]
+                           server=served.condition)
+    delays = [d for d in (db.retry_in, migrated.retry_in, served.retry_in) if d is not None]
     return min(delays, default=None)
