@@ -1,10 +1,12 @@
-"""A HookChain is in force only while a serving pod of the current template runs it.
+"""A HookChain or PermissionRule is in force only while the serving pods of the cortex's
+current template run it.
 
 Found on the real node (issue 21, item 5): with a sidecar image that does not exist the
 cortex said ``ServerPodsFailing`` and the old pod served, but the HookChain said
 ``Ready=True HooksInForce``. kwok runs every scheduled pod, so the test keeps the new pod
 unscheduled (the kwok nodes cordoned) and writes its status as the kubelet would after a
-failed pull.
+failed pull. The PermissionRule said ``RuleInForce`` as soon as it compiled, though the
+server reads its rules only at start (the same flaw in another kind).
 """
 
 from __future__ import annotations
@@ -75,3 +77,21 @@ def test_a_sidecar_that_cannot_run_is_not_in_force(operated: Operated,
         running = operated.wait_condition("HookChain", "broken", "Ready", "True",
                                           reason="HooksInForce")
         assert running["message"] == "hooks run in the cortex's serving pods"
+
+
+def test_a_rule_is_in_force_only_once_the_pods_that_load_it_serve(
+        operated: Operated, operator: OperatorProcess) -> None:
+    operated.apply(cortex("ruling"))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/ruling", "--timeout=120s")
+    with cordoned(operated) as nodes:
+        operated.apply(satellite("PermissionRule", "deny-all", "ruling", namespace="x/**",
+                                 agents=["*"], operations=["store"], decision="Deny"))
+        operated.wait_condition("PermissionRule", "deny-all", "Accepted", "True")
+        pending = operated.wait_condition("PermissionRule", "deny-all", "Ready", "False",
+                                          reason="NotRunning")
+        assert "not yet" in pending["message"]
+        for node in nodes:
+            operated.kube.kubectl("uncordon", node)
+        ready = operated.wait_condition("PermissionRule", "deny-all", "Ready", "True",
+                                        reason="RuleInForce", seconds=120)
+        assert ready["message"] == "rule in force"

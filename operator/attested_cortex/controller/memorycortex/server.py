@@ -17,7 +17,9 @@ which identity the cortex cannot sign for.
 
 While the cortex's satellites are still changing (a burst settling, controller/queueing.py)
 a pass brought by another event leaves the Deployment as it is: the settled pass renders
-every change of the burst into one rollout.
+every change of the burst into one rollout. Meanwhile (and while a new schema migrates)
+ServerReady is not True but ``ChangesPending``: the status's ``ruleSummary`` already lists
+what the pods do not run yet, and PermissionRules read "in force" from ServerReady.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex
-from attested_cortex.builders.podstates import required_secrets
+from attested_cortex.builders.podstates import required_secrets, template_hash
 from attested_cortex.controller.applying import together
 from attested_cortex.controller.runtime import Runtime
 
@@ -109,7 +111,17 @@ async def _missing(rt: Runtime, namespace: str, deployment: Object) -> list[str]
             if not await _exists(rt, namespace, name)]
 
 
-def _verdict(observed: Observation, missing: list[str], lost: dict[str, str]) -> Observation:
+def _pending(deployment: Object | None, built: Object, *, held: bool,
+             schema_ready: bool) -> str | None:
+    """Why the live pod template is not the one just rendered, if it is not."""
+    if deployment is None or template_hash(deployment) == template_hash(built):
+        return None
+    return "satellite changes are settling" if held else (
+        "waiting for the schema" if not schema_ready else None)
+
+
+def _verdict(observed: Observation, missing: list[str], lost: dict[str, str],
+             pending: str | None) -> Observation:
     message = observed.message
     if lost:
         message += "; cannot sign for " + ", ".join(
@@ -119,6 +131,10 @@ def _verdict(observed: Observation, missing: list[str], lost: dict[str, str]) ->
         return Observation.of("ServerReady", False, "SecretMissing",
                               f"{', '.join(missing)} does not exist; the server is not rolled "
                               f"until it does; {message}"[:1024])
+    if pending and observed.status == "True":  # what ruleSummary lists is not served yet
+        return Observation.of("ServerReady", False, "ChangesPending",
+                              f"the serving pods run an older template ({pending}); "
+                              f"{message}"[:1024])
     return Observation.of("ServerReady", observed.status == "True", observed.reason,
                           message[:1024])
 
@@ -143,5 +159,6 @@ async def ensure(rt: Runtime, cortex: Cortex, satellites: Satellites, *,
     observed = rollout.server_readiness(
         deployment, cortex.spec.server.replicas, pods,
         exists=lambda secret: rt.views.get("Secret", ns, secret) is not None)
-    return ServerOutcome(_verdict(observed, missing, lost),
+    pending = _pending(deployment, built, held=held, schema_ready=schema_ready)
+    return ServerOutcome(_verdict(observed, missing, lost, pending),
                          SECRET_RETRY_S if missing else None)
