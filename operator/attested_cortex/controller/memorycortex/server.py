@@ -139,23 +139,33 @@ def _verdict(observed: Observation, missing: list[str], lost: dict[str, str],
                           message[:1024])
 
 
+async def _roll_or_read(rt: Runtime, cortex: Cortex, built: Object, *,
+                        roll: bool) -> Object | None:
+    """Apply the Deployment (and the PDB) when ``roll``; else read the live one."""
+    if roll:
+        deployment, _ = await together(rt.writer.apply(built), _disruption_budget(rt, cortex))
+        return dict(deployment)
+    return await rt.writer.get("apps/v1", "Deployment", cortex.meta.namespace,
+                               n.server_name(cortex.meta.name))
+
+
+async def _pods(rt: Runtime, cortex: Cortex) -> list[Object]:
+    selector = ",".join(f"{k}={v}" for k, v in n.selector(cortex.meta.name, "server").items())
+    return await rt.writer.list("v1", "Pod", cortex.meta.namespace, selector)
+
+
 async def ensure(rt: Runtime, cortex: Cortex, satellites: Satellites, *,
                  schema_ready: bool) -> ServerOutcome:
-    """The Deployment (only when ``schema_ready`` and its Secrets exist) and the PDB."""
-    ns, name = cortex.meta.namespace, n.server_name(cortex.meta.name)
+    """The Deployment (only when ``schema_ready``, its Secrets exist and no burst of
+    satellite changes is settling) and the PDB; ServerReady from what runs."""
+    ns = cortex.meta.namespace
     lost = await _lost_keys(rt, cortex, satellites)
     built = deployments.build_deployment(cortex, rt.defaults, satellites, frozenset(lost))
     missing = await _missing(rt, ns, built) if schema_ready else []
-    deployment: Object | None
     held = rt.settling("MemoryCortex", ns, cortex.meta.name)  # the settled pass rolls
-    if schema_ready and not missing and not held:
-        deployment, _ = await together(rt.writer.apply(built), _disruption_budget(rt, cortex))
-    else:
-        deployment = await rt.writer.get("apps/v1", "Deployment", ns, name)
-    pods: list[Object] = []
-    if deployment is not None:
-        selector = ",".join(f"{k}={v}" for k, v in n.selector(cortex.meta.name, "server").items())
-        pods = await rt.writer.list("v1", "Pod", ns, selector)
+    deployment = await _roll_or_read(rt, cortex, built,
+                                     roll=schema_ready and not missing and not held)
+    pods = await _pods(rt, cortex) if deployment is not None else []
     observed = rollout.server_readiness(
         deployment, cortex.spec.server.replicas, pods,
         exists=lambda secret: rt.views.get("Secret", ns, secret) is not None)
