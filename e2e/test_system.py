@@ -238,6 +238,9 @@ def test_a_sidecar_that_cannot_run_is_named_and_the_old_pod_keeps_serving(
     message = _server_ready(cortex)["message"]
     assert "container hook-crasher of pod" in message and "exit code 3" in message, message
     assert "still running" in message
+    eventually(lambda: next(c for c in kubectl_json("get", "hookchain/crashing", "-n", cortex)[
+        "status"]["conditions"] if c["type"] == "Ready")["reason"] == "NotRunning",
+               what="HookChain Ready=False (NotRunning): accepted is not running")
     written.append(planner.store("team/ops", "stored while a rollout was failing")["id"])
     ok(kubectl("delete", "hookchain/crashing", "-n", cortex))
     ready = kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",

@@ -6,8 +6,10 @@ each step says how long it took last time), starts the one-node cluster (hack/k8
 realnode.py), installs charts/attested-cortex with Helm into a namespace enforcing the
 restricted Pod Security Standard, applies examples/cortex/ (a MemoryCortex with a managed
 database, two AgentIdentities and their ServiceAccounts, a HookChain, PermissionRules),
-waits for the cortex to be Ready, port-forwards its Service to 127.0.0.1 and prints how to
-reach it: the kubeconfig, ``kubectl get mcx``, the API URL and curl lines. The curl lines
+waits for the cortex to be Ready, port-forwards its Service to 127.0.0.1 (hack/forwarding.py:
+restarted on the same port whenever a pod deletion or a rollout ends it, so the printed URL
+outlives pod churn, and a lost forward never stops the node) and prints how to reach it:
+the kubeconfig, ``kubectl get mcx``, the API URL and curl lines. The curl lines
 read a token minted for the ``planner`` ServiceAccount from a file (mode 0600) in the run's
 working directory; the token itself is never printed. Ctrl-C (or SIGTERM) stops the
 port-forward and the node (which removes every process, mount and network piece it made)
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -32,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from hack.forwarding import Forward  # noqa: E402
 from hack.k8s.localkube import binaries  # noqa: E402
 from hack.k8s.localkube.realnode import RealNode  # noqa: E402
 from hack.k8s.localkube.realnode_cli import IMAGES_SCRIPT, images_dir  # noqa: E402
@@ -103,22 +105,15 @@ def install(cluster: Cluster) -> None:
                     f"--timeout={READY_TIMEOUT}")
 
 
-def port_forward(cluster: Cluster, log: Path) -> tuple[subprocess.Popen[str], str]:
-    """``kubectl port-forward`` of the cortex Service to a free port on 127.0.0.1."""
-    process = subprocess.Popen(
-        ["kubectl", "port-forward", "-n", NAMESPACE, f"svc/{CORTEX}", "0:8080",
-         "--address", "127.0.0.1"], stdout=subprocess.PIPE, stderr=log.open("w"), text=True,
-        env=cluster.env)
-    assert process.stdout is not None
-    line = process.stdout.readline()  # kubectl prints the port, or exits
-    found = re.search(r"127\.0\.0\.1:(\d+)", line)
-    if not found:
-        process.kill()
-        raise RuntimeError(f"port-forward failed: {line.strip() or log.read_text()}")
-    # Drain the rest (one line per connection) so the pipe never fills.
-    threading.Thread(target=lambda: process.stdout and process.stdout.read(),
-                     daemon=True).start()
-    return process, f"http://127.0.0.1:{found.group(1)}"
+def port_forward(cluster: Cluster, log: Path) -> Forward:
+    """``kubectl port-forward`` of the cortex Service to one port on 127.0.0.1, kept up."""
+    forward = Forward(lambda port: ["kubectl", "port-forward", "-n", NAMESPACE, f"svc/{CORTEX}",
+                                    f"{port}:8080", "--address", "127.0.0.1"],
+                      log=log, env=cluster.env).start()
+    if not forward.wait_listening(timeout=60):
+        forward.stop()
+        raise RuntimeError(f"port-forward failed: {log.read_text()[-2000:]}")
+    return forward
 
 
 def walkthrough(kubeconfig: Path, mcx: str, base: str, token_file: Path, logs: Path) -> str:
@@ -130,7 +125,8 @@ def walkthrough(kubeconfig: Path, mcx: str, base: str, token_file: Path, logs: P
 
       kubeconfig  {kubeconfig}
       namespace   {NAMESPACE}   (chart release {RELEASE}, examples/cortex/ applied)
-      API         {base}   (kubectl port-forward svc/{CORTEX}; auth: Kubernetes)
+      API         {base}   (kubectl port-forward svc/{CORTEX}, restarted when pods change;
+                  auth: Kubernetes)
       token       {token_file}   (kubectl create token {AGENT} -n {NAMESPACE})
       node logs   {logs}
 
@@ -162,14 +158,15 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="cortex-run-"))
     bin_dir = binaries.bin_dir()
     node = RealNode(bin_dir=bin_dir, images_dir=images_dir())
-    forward: subprocess.Popen[str] | None = None
+    forward: Forward | None = None
     try:
         print("make run: starting the one-node cluster ...", flush=True)
         node.start()
         print(f"make run: node started in {sum(node.timings.values()):.1f}s", flush=True)
         cluster = Cluster(node.kubeconfig, bin_dir, workdir)
         install(cluster)
-        forward, base = port_forward(cluster, workdir / "port-forward.log")
+        forward = port_forward(cluster, workdir / "port-forward.log")
+        base = forward.url
         token_file = workdir / "planner.token"
         token = cluster.run("kubectl", "create", "token", AGENT, "-n", NAMESPACE,
                             "--duration", "24h").strip()
@@ -178,19 +175,17 @@ def main() -> int:
         mcx = cluster.run("kubectl", "get", "mcx", "-n", NAMESPACE)
         print(walkthrough(node.kubeconfig, mcx, base, token_file, node.layout.run / "logs"),
               flush=True)
-        while not interrupted.wait(0.5) and forward.poll() is None:
-            pass  # woken by Ctrl-C / SIGTERM, or the port-forward ended
-        if forward.poll() is not None and not interrupted.is_set():
-            print("make run: the port-forward ended", file=sys.stderr)
-            return 1
+        # Only Ctrl-C / SIGTERM end the run: a pod deletion or a rollout ends a kubectl
+        # port-forward, and the Forward restarts it on the same port.
+        while not interrupted.wait(0.5):
+            pass  # woken by Ctrl-C / SIGTERM
     except (ControlPlaneError, RuntimeError, subprocess.SubprocessError, OSError) as error:
         print(f"make run: {error}", file=sys.stderr)
         return 1
     finally:
         print("\nstopping ...", flush=True)
-        if forward is not None and forward.poll() is None:
-            forward.terminate()
-            forward.wait(timeout=30)
+        if forward is not None:
+            forward.stop()
         node.stop()
         shutil.rmtree(workdir, ignore_errors=True)
         print("stopped.", flush=True)

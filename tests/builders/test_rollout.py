@@ -4,19 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from attested_cortex.builders.names import CONFIG_HASH_ANNOTATION
 from attested_cortex.builders.rollout import failing_container, is_complete, server_readiness
+
+HASH = CONFIG_HASH_ANNOTATION
 
 
 def deployment(*, generation: int = 3, observed: int = 3, replicas: int = 1, updated: int = 1,
                available: int = 1, conditions: list[dict[str, str]] | None = None) -> Any:
     return {"metadata": {"name": "notes-server", "generation": generation},
+            "spec": {"template": {"metadata": {"annotations": {HASH: "new"}}}},
             "status": {"observedGeneration": observed, "replicas": replicas,
                        "updatedReplicas": updated, "availableReplicas": available,
                        "conditions": conditions or []}}
 
 
-def pod(name: str, *containers: dict[str, Any]) -> Any:
-    return {"metadata": {"name": name}, "status": {"containerStatuses": list(containers)}}
+def pod(name: str, *containers: dict[str, Any], template: str | None = None,
+        terminating: bool = False, volumes: list[dict[str, Any]] | None = None) -> Any:
+    """A pod as the kubelet reports it; Ready when every container runs."""
+    template = template or ("old" if name.endswith("old") else "new")
+    meta: dict[str, Any] = {"name": name, "annotations": {HASH: template}}
+    if terminating:
+        meta["deletionTimestamp"] = "2026-12-02T04:00:00Z"
+    ready = all("running" in c["state"] for c in containers)
+    return {"metadata": meta, "spec": {"volumes": volumes or []},
+            "status": {"containerStatuses": list(containers),
+                       "conditions": [{"type": "Ready", "status": str(ready)}]}}
 
 
 def waiting(name: str, reason: str, *, exit_code: int | None = None,
@@ -58,7 +71,8 @@ def test_a_crash_looping_sidecar_is_named_while_the_old_pod_serves() -> None:
     verdict = server_readiness(deployment(replicas=2, updated=1, available=1), 1, pods)
     assert (verdict.status, verdict.reason) == ("False", "ServerPodsFailing")
     assert verdict.message == (
-        "1/1 available, 1 up to date, 1 of the previous template still running; container "
+        "0/1 of the current template ready, 1 starting, 1 of an older template still running; "
+        "container "
         "hook-crasher of pod notes-server-new: CrashLoopBackOff, last exit code 3: back-off "
         "40s restarting failed container")
 
@@ -68,7 +82,7 @@ def test_a_rollout_in_progress_is_progressing_not_failing() -> None:
                                    "state": {"waiting": {"reason": "ContainerCreating"}}})]
     verdict = server_readiness(deployment(updated=1, available=0), 1, pods)
     assert (verdict.status, verdict.reason) == ("False", "ServerRollingOut")
-    assert verdict.message == "0/1 available, 1 up to date"
+    assert verdict.message == "0/1 of the current template ready, 1 starting"
 
 
 def test_past_the_progress_deadline_is_stuck() -> None:
@@ -91,3 +105,37 @@ def test_failing_init_containers_count_and_the_first_pod_by_name_is_named() -> N
     assert failing_container([other, init]) == (
         'container init of pod b: CreateContainerConfigError: secret "x" not found')
     assert failing_container([pod("a", RUNNING)]) is None
+
+
+def test_old_pods_still_terminating_keep_the_server_not_ready() -> None:
+    # Found with kubectl wait: Ready while three older pods were still Terminating.
+    pods = [pod("notes-server-a", RUNNING), pod("notes-server-old", RUNNING, terminating=True)]
+    verdict = server_readiness(deployment(), 1, pods)
+    assert (verdict.status, verdict.reason, verdict.message) == (
+        "False", "ServerRollingOut", "1/1 of the current template ready, 1 terminating")
+    assert server_readiness(deployment(), 1, pods[:1]).reason == "ServerAvailable"
+
+
+def test_the_message_counts_only_the_current_template_as_ready() -> None:
+    # The Deployment counts the old pod as available: "2/2 available" while 1 of 2 new ran.
+    pods = [pod("notes-server-a", RUNNING), pod("notes-server-b", waiting("server", "Pulling")),
+            pod("notes-server-old", RUNNING)]
+    verdict = server_readiness(deployment(replicas=3, updated=2, available=2), 2, pods)
+    assert verdict.message == ("1/2 of the current template ready, 1 starting, 1 of an older "
+                               "template still running")
+
+
+def test_a_pod_that_cannot_mount_a_missing_secret_is_named() -> None:
+    key = {"name": "key-bob", "secret": {"secretName": "bob-agent-key"}}
+    spare = {"name": "spare", "secret": {"secretName": "gone", "optional": True}}
+    stuck = pod("notes-server-new", waiting("server", "ContainerCreating"), volumes=[spare, key])
+    verdict = server_readiness(deployment(replicas=2, updated=1, available=1), 1,
+                               [pod("notes-server-old", RUNNING), stuck],
+                               exists=lambda name: name not in {"bob-agent-key", "gone"})
+    assert (verdict.status, verdict.reason) == ("False", "ServerPodsFailing")
+    assert verdict.message.endswith(
+        "pod notes-server-new: ContainerCreating, cannot mount Secret bob-agent-key "
+        "(volume key-bob): not found")
+    present = server_readiness(deployment(replicas=2, updated=1, available=1), 1,
+                               [pod("notes-server-old", RUNNING), stuck])
+    assert present.reason == "ServerRollingOut"

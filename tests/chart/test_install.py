@@ -115,3 +115,20 @@ def test_notes_say_how_to_start(kube: Kube) -> None:
     ).stdout
     assert "kind: MemoryCortex" in out
     assert "kubectl -n ns rollout status deployment/rel-attested-cortex-operator" in out
+
+
+def test_notes_say_what_is_not_watched_and_how_an_upgrade_can_strand_the_operator(
+        kube: Kube) -> None:
+    # Issue 21: a MemoryCortex applied outside the release namespace got no status at all,
+    # and `helm upgrade --set image.tag=<missing>` left no operator running until a rollback.
+    out = kube.helm(
+        "install", "rel", str(CHART), "--dry-run=client", "--take-ownership", "-n", "ns"
+    ).stdout
+    assert "applied in any other namespace is\nignored and gets no status at all" in out
+    assert "the Recreate strategy stops this operator before the new one starts" in out
+    everywhere = kube.helm(
+        "install", "rel", str(CHART), "--dry-run=client", "--take-ownership", "-n", "ns",
+        "--set", "operator.watchAllNamespaces=true"
+    ).stdout
+    assert "read and write every Secret in the cluster" in everywhere
+    assert "no status at all" not in everywhere

@@ -5,6 +5,7 @@ full rule list the API server reports for it holds no extra resource permission.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
@@ -166,3 +167,33 @@ def test_clusterwide_operator_reaches_every_namespace(clusterwide: Release) -> N
     assert can(clusterwide, "list", "memorycortexes.cortex.attested.dev", "--all-namespaces")
     assert can(clusterwide, "watch", "customresourcedefinitions.apiextensions.k8s.io")
     assert not can(clusterwide, "delete", "customresourcedefinitions.apiextensions.k8s.io")
+
+
+def _binding(name: str) -> str:
+    return json.dumps({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                       "metadata": {"name": name}, "roleRef": {
+                           "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "view"}, "subjects": []})
+
+
+def test_operator_cannot_delete_bindings_it_does_not_own(namespaced: Release,
+                                                         clusterwide: Release) -> None:
+    # Found with kubectl (issue 21, item 6): RBAC let the operator delete cluster-admin.
+    kube = namespaced.kube
+    for release in (namespaced, clusterwide):
+        refused = kube.impersonate_kubectl(release.user, "delete", "clusterrolebinding",
+                                           "cluster-admin", "--dry-run=server", check=False)
+        assert refused.returncode != 0, refused.stdout
+        assert "may write only its own ClusterRoleBindings" in refused.stderr
+        assert "not cluster-admin" in refused.stderr
+    other = f"attested-cortex:{namespaced.namespace}x:someone"  # another namespace's binding
+    kube.kubectl("create", "-f", "-", input=_binding(other))
+    try:
+        refused = kube.impersonate_kubectl(namespaced.user, "delete", "clusterrolebinding", other,
+                                           "--dry-run=server", check=False)
+        assert refused.returncode != 0 and "may write only its own" in refused.stderr
+        allowed = kube.impersonate_kubectl(clusterwide.user, "delete", "clusterrolebinding",
+                                           other, "--dry-run=server", check=False)
+        assert allowed.returncode == 0, allowed.stderr
+    finally:
+        kube.kubectl("delete", "clusterrolebinding", other, check=False)

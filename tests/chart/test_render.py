@@ -52,6 +52,8 @@ def test_default_render_is_namespaced_and_single_replica() -> None:
             "ClusterRole",  # the operator's cluster-scoped needs (clusterAlways)
             "ClusterRoleBinding",
             "ClusterRole",  # the TokenReview role it binds to each cortex's server
+            "ValidatingAdmissionPolicy",  # its ClusterRoleBinding writes: its own only
+            "ValidatingAdmissionPolicyBinding",
             "Deployment",
             "Service",
             *["CustomResourceDefinition"] * 4,

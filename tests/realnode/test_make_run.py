@@ -19,6 +19,7 @@ import pytest
 from hack.k8s.localkube import nodehost
 
 from tests.cli.test_make_serve import read_until
+from tests.support.kube import poll_until
 from tests.support.realnode import RealCluster, repository_root
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
@@ -39,6 +40,14 @@ def _curl(line: str) -> tuple[int, str]:
                           text=True, timeout=60, check=True)
     body, _, status = done.stdout.rpartition(" ")
     return int(status), body
+
+
+def _curl_or_none(line: str) -> int | None:
+    """The status of one printed curl line, or None while nothing answers."""
+    try:
+        return _curl(line)[0]
+    except (subprocess.CalledProcessError, ValueError):
+        return None
 
 
 def test_make_run_then_ctrl_c_stops_everything(node_free: RealCluster) -> None:
@@ -64,6 +73,16 @@ def test_make_run_then_ctrl_c_stops_everything(node_free: RealCluster) -> None:
         assert stored[0] == 201 and recalled[0] == 200 and denied[0] == 403, text
         assert '"ok": true' in audit[1] and audit[0] == 200
         assert shlex.split(curls[0])  # a well-formed shell line
+        # Deleting the server pod ends kubectl's port-forward; the printed URL must come back
+        # (the forward restarts on the same port) and make run must keep running.
+        kubectl = [str(node_free.node.bin_dir / "kubectl"), f"--kubeconfig={kubeconfig[1]}",
+                   "-n", "attested-cortex"]
+        subprocess.run([*kubectl, "delete", "pod", "-l", "app.kubernetes.io/instance=team-memory,"
+                        "app.kubernetes.io/component=server", "--wait=true"], check=True,
+                       capture_output=True, timeout=120)
+        poll_until(lambda: _curl_or_none(curls[1]) == 200, what="the API URL after a pod "
+                   "deletion", timeout_s=180)
+        assert process.poll() is None, "make run ended when the server pod went"
         workdir = Path(token[1]).parent
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=180) == 0

@@ -80,3 +80,26 @@ async def test_a_pass_can_ask_to_come_back_and_an_earlier_add_wins() -> None:
     await _until(lambda: len(passes) == 2)
     task.cancel()
     assert passes[1] - passes[0] < 5
+
+
+async def test_a_burst_settles_into_one_pass_and_never_waits_past_the_longest() -> None:
+    # One apply of 300 PermissionRules enqueued the cortex 300 times and rolled it ~65 times.
+    passes: list[Key] = []
+
+    async def reconcile(key: Key) -> None:
+        passes.append(key)
+
+    queue = WorkQueue(reconcile, workers=2)
+    task = asyncio.create_task(queue.run())
+    for _ in range(300):
+        queue.settle(A, quiet=0.05, longest=60)
+    assert queue.settling(A)
+    await _until(lambda: not queue.settling(A) and queue.idle() and passes == [A])
+    # A steady trickle that never goes quiet still gets its pass within ``longest``.
+    for _ in range(500):  # a settle call every 10 ms for up to 5 s, never 10 s quiet
+        queue.settle(B, quiet=10, longest=0.2)
+        await asyncio.sleep(0.01)
+        if B in passes:
+            break
+    task.cancel()
+    assert passes.count(A) == 1 and B in passes

@@ -4,7 +4,10 @@ What needs a restart (the images, the sidecars, the mounts, the auth mode and
 ``config.yaml``, which the server reads once) is hashed into the pod template's config-hash
 annotation, so such a change rolls the pods. The hook file and the keyring are hot-reloaded
 from the mounted ConfigMap, and a key Secret's new content reaches the pods without a
-restart, so those changes roll nothing. Pure.
+restart, so those changes roll nothing. A Cortex-custody identity whose key Secret is gone
+(``lost_keys``) is not mounted: a required Secret volume that does not exist leaves every new
+pod in ``ContainerCreating`` (found on the real node: a rollout after ``KeyLost`` stranded
+the server), and a cortex that cannot sign for one agent must still serve the others. Pure.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def cortex_custody(identities: Iterable[Identity]) -> list[Identity]:
                   key=lambda i: i.meta.name)
 
 
-def _volumes(cortex: Cortex, satellites: Satellites) -> tuple[list[Object], list[Object]]:
+def _volumes(cortex: Cortex, satellites: Satellites,
+             lost_keys: frozenset[str]) -> tuple[list[Object], list[Object]]:
     config = names.config_name(cortex.meta.name)
     volumes: list[Object] = [
         {"name": "config", "configMap": {"name": config, "items": [
@@ -58,6 +62,8 @@ def _volumes(cortex: Cortex, satellites: Satellites) -> tuple[list[Object], list
     volumes.append({"name": "keyring", "configMap": {"name": config}})
     mounts.append({"name": "keyring", "readOnly": True, "mountPath": KEYRING_DIR})
     for identity in cortex_custody(satellites.identities):
+        if identity.status.secret_name in lost_keys:
+            continue
         volume = names.dns_label("key-", identity.meta.name)
         volumes.append({"name": volume, "secret": {
             "secretName": identity.status.secret_name, "defaultMode": 0o440,
@@ -103,10 +109,12 @@ def _server_container(cortex: Cortex, defaults: Defaults, mounts: list[Object]) 
     }
 
 
-def build_deployment(cortex: Cortex, defaults: Defaults, satellites: Satellites) -> Object:
-    """The server Deployment, its pod template hashed into ``config-hash``."""
+def build_deployment(cortex: Cortex, defaults: Defaults, satellites: Satellites,
+                     lost_keys: frozenset[str] = frozenset()) -> Object:
+    """The server Deployment, its pod template hashed into ``config-hash``; the key Secrets
+    named in ``lost_keys`` are not mounted."""
     name = cortex.meta.name
-    volumes, mounts = _volumes(cortex, satellites)
+    volumes, mounts = _volumes(cortex, satellites, lost_keys)
     kubernetes_auth = cortex.spec.server.auth.mode == "Kubernetes"
     containers = [_server_container(cortex, defaults, mounts),
                   *sidecars.build_sidecars(satellites.hooks, defaults.image_pull_policy,

@@ -6,6 +6,12 @@ once more afterwards (events arriving together coalesce into one pass). A pass t
 is retried with capped exponential backoff; a pass may ask to come back after a delay
 (a rotation due, an external Secret still missing). Nothing here polls: an idle queue
 sleeps, so an idle operator sends nothing to the API server.
+
+A key can also *settle* (:meth:`WorkQueue.settle`): its pass waits until no change has
+arrived for a quiet interval, and at most a bounded time after the first, and
+:meth:`WorkQueue.settling` tells a pass that came early (from another event) that more
+changes are on the way. The cortex settles on changes of its satellites: one ``kubectl
+apply`` of 300 PermissionRules rolled the server about 65 times in two minutes.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class WorkQueue:
         self._again: set[Key] = set()
         self._failures: dict[Key, int] = {}
         self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self._bursts: dict[Key, float] = {}
         self.passes = 0
 
     def add(self, key: Key, delay: float = 0.0) -> None:
@@ -69,8 +76,24 @@ class WorkQueue:
             self._queued.add(key)
             self._ready.put_nowait(key)
 
+    def settle(self, key: Key, *, quiet: float, longest: float) -> None:
+        """Reconcile ``key`` once no call has come for ``quiet`` seconds, and no later than
+        ``longest`` seconds after the first call of the burst."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        first = self._bursts.setdefault(key, now)
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._timers[key] = loop.call_at(min(now + quiet, first + longest), self._fire, key)
+
+    def settling(self, key: Key) -> bool:
+        """Whether a burst of changes to ``key`` is still arriving (its pass is to come)."""
+        return key in self._bursts
+
     def _fire(self, key: Key) -> None:
         self._timers.pop(key, None)
+        self._bursts.pop(key, None)
         self.add(key)
 
     def idle(self) -> bool:

@@ -130,14 +130,16 @@ def _runtime(memo: Any, indices: dict[str, Any]) -> Runtime:
             rt.views.by_name[kind] = indices[f"{kind}_by_name"]
         for kind in SATELLITES:
             rt.views.by_cortex[kind] = indices[f"{kind}_by_cortex"]
-        memo["sweep"] = asyncio.create_task(_sweep(rt))
+        watched = None if memo.get("clusterwide") else frozenset(memo.get("namespaces") or ())
+        memo["sweep"] = asyncio.create_task(_sweep(rt, watched))
     return rt
 
 
-async def _sweep(rt: Runtime) -> None:
-    """Remove what cortexes deleted while the operator was down left behind."""
+async def _sweep(rt: Runtime, watched: frozenset[str] | None) -> None:
+    """Remove what cortexes deleted while the operator was down left behind (in the
+    namespaces it watches only: ``watched`` is None when it watches every namespace)."""
     try:
-        gone = await memorycortex.cleanup_orphans(rt)
+        gone = await memorycortex.cleanup_orphans(rt, watched)
     except ApiError as exc:
         log.warning("orphan sweep failed", extra={"error": str(exc)})
         return
@@ -161,7 +163,8 @@ def _satellite_changed(kind: str) -> Callable[..., Awaitable[None]]:
         rt = _runtime(memo, kwargs)
         cortex = str((spec or {}).get("cortexRef", {}).get("name", ""))
         rt.enqueue(kind, namespace, name)
-        rt.enqueue("MemoryCortex", namespace, cortex)
+        # Settled: one apply of many satellites (and their status writes) rolls once.
+        rt.settle("MemoryCortex", namespace, cortex)
         # Name clashes (hook names, agent ids) are decided across the satellites of a cortex.
         if kind in ("HookChain", "AgentIdentity"):
             for body in rt.views.of_cortex(kind, namespace, cortex):

@@ -76,7 +76,8 @@ async def run_operator(settings: OperatorSettings) -> None:
                await _serve(_metrics_app(METRICS), settings.metrics)]
     try:
         operator = asyncio.create_task(kopf.operator(
-            registry=REGISTRY, memo=kopf.Memo(clusterwide=settings.clusterwide), standalone=True,
+            registry=REGISTRY, standalone=True,
+            memo=kopf.Memo(clusterwide=settings.clusterwide, namespaces=settings.namespaces),
             clusterwide=settings.clusterwide,
             namespaces=settings.namespaces, ready_flag=ready, stop_flag=stop,
         ))

@@ -18,6 +18,10 @@ from attested_cortex.controller.queueing import Key, WorkQueue
 Object = dict[str, Any]
 IndexKey = tuple[str, str]
 NAMESPACE_UID_TTL_S = 30.0
+#: A burst of satellite changes settles once none came for this long (seconds)...
+SETTLE_QUIET_S = 2.0
+#: ...and a cortex waits at most this long after the first (so a steady trickle still rolls).
+SETTLE_LONGEST_S = 20.0
 
 
 def snapshot(body: Mapping[str, Any]) -> Object:
@@ -85,3 +89,12 @@ class Runtime:
     def enqueue(self, kind: str, namespace: str, name: str, delay: float = 0.0) -> None:
         """Ask for a reconcile of one object."""
         self.queue.add(Key(kind, namespace, name), delay)
+
+    def settle(self, kind: str, namespace: str, name: str) -> None:
+        """Ask for one reconcile once a burst of changes settles (queueing.WorkQueue.settle)."""
+        self.queue.settle(Key(kind, namespace, name), quiet=SETTLE_QUIET_S,
+                          longest=SETTLE_LONGEST_S)
+
+    def settling(self, kind: str, namespace: str, name: str) -> bool:
+        """Whether changes that concern this object are still arriving."""
+        return self.queue.settling(Key(kind, namespace, name))

@@ -7,6 +7,7 @@ swept at start-up for cortexes deleted while it was down).
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Any
 
 from attested_cortex.builders import names as n
@@ -24,15 +25,20 @@ RBAC = "rbac.authorization.k8s.io/v1"
 Object = dict[str, Any]
 
 
-async def cleanup_orphans(rt: Runtime) -> int:
-    """Delete TokenReview bindings whose cortex no longer exists; how many went."""
+async def cleanup_orphans(rt: Runtime, watched: frozenset[str] | None = None) -> int:
+    """Delete TokenReview bindings whose cortex no longer exists; how many went.
+
+    Only bindings of the namespaces this operator watches (``watched``; None: all): another
+    operator's cortexes are absent from this one's views, and their bindings are not orphans.
+    """
     bindings = await rt.writer.list(RBAC, "ClusterRoleBinding", None,
                                     f"{n.MANAGED_BY_LABEL}={n.MANAGED_BY}")
     gone = 0
     for binding in bindings:
         labels = binding["metadata"].get("labels") or {}
         ns, name = labels.get(n.NAMESPACE_LABEL), labels.get(n.INSTANCE_LABEL)
-        if ns and name and rt.views.get(KIND, ns, name) is None:
+        mine = watched is None or any(fnmatchcase(ns or "", w) for w in watched)
+        if ns and name and mine and rt.views.get(KIND, ns, name) is None:
             gone += await rt.writer.delete(RBAC, "ClusterRoleBinding", None,
                                            binding["metadata"]["name"])
     return gone
@@ -66,6 +72,6 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     served = await server.ensure(rt, cortex, satellites,
                                  schema_ready=migrated.condition.status == "True")
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
-                           server=served)
-    delays = [d for d in (db.retry_in, migrated.retry_in) if d is not None]
+                           server=served.condition)
+    delays = [d for d in (db.retry_in, migrated.retry_in, served.retry_in) if d is not None]
     return min(delays, default=None)

@@ -1,0 +1,77 @@
+"""``make run``'s port-forward (hack/forwarding.py) with real processes and real sockets.
+
+Found on the real node (issue 20, item 16): ``kubectl delete pod`` of the server ended the
+``kubectl port-forward`` and ``make run`` then stopped the whole node. Here a real HTTP
+server process stands in for kubectl: killed as a pod deletion ends kubectl, it must come
+back on the same port, and a forward that cannot start keeps being retried without ending
+anything.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hack.forwarding import Forward
+
+
+def _server(directory: Path) -> list[str]:
+    return [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+            str(directory)]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/hello.txt", timeout=2) as reply:
+            return bool(reply.read() == b"hello")
+    except OSError:
+        return False
+
+
+def _until(what: str, condition: object, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.05)  # the interval of a bounded poll
+    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+
+
+@pytest.fixture
+def forward(tmp_path: Path) -> Iterator[Forward]:
+    (tmp_path / "hello.txt").write_text("hello")
+    running = Forward(lambda port: [*_server(tmp_path), str(port)],
+                      log=tmp_path / "forward.log").start()
+    yield running
+    running.stop()
+
+
+def test_a_forward_that_dies_comes_back_on_the_same_port(forward: Forward) -> None:
+    assert forward.wait_listening(timeout=30)
+    url = forward.url
+    assert _answers(url)
+    for round_ in range(1, 4):  # a pod deletion, then two rollouts
+        pid = forward.pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        _until("a new forward process", lambda old=pid: forward.pid() not in (None, old))
+        _until("the same URL answering again", lambda: _answers(url))
+        assert forward.url == url and forward.restarts == round_
+
+
+def test_a_forward_that_cannot_start_is_retried_and_stops_cleanly(tmp_path: Path) -> None:
+    failing = Forward(lambda port: [sys.executable, "-c", "raise SystemExit(1)"],
+                      log=tmp_path / "forward.log").start()
+    try:
+        _until("two restarts", lambda: failing.restarts >= 2)
+        assert not failing.wait_listening(timeout=0.5)
+    finally:
+        failing.stop(timeout=10)
+    assert "restarting on port" in (tmp_path / "forward.log").read_text()
+    assert not failing.supervising() and failing.pid() is not None

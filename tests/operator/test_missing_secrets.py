@@ -1,0 +1,79 @@
+"""Secrets the server pods need, on the real control plane: a lost Cortex-custody key never
+strands a rollout, and a missing referenced Secret stops the roll and is named in status.
+
+Found on the real node (issue 21, item 4): after ``bob-agent-key`` was deleted the server
+template still mounted it, so the next rollout left the new pod ``ContainerCreating``
+forever; a missing ``tokensSecretRef`` Secret did the same while the status said
+``ServerRollingOut``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+
+pytestmark = pytest.mark.kube
+
+
+def _secret_volumes(operated: Operated, name: str) -> list[str]:
+    deploy = operated.get("deployment", f"{name}-server") or {}
+    spec = ((deploy.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return [v["secret"]["secretName"] for v in spec.get("volumes") or [] if "secret" in v]
+
+
+def _server_ready(operated: Operated, name: str) -> dict[str, Any]:
+    return operated.condition("MemoryCortex", name, "ServerReady") or {}
+
+
+def test_a_lost_key_is_unmounted_and_the_server_still_scales(
+        operated: Operated, operator: OperatorProcess) -> None:
+    operated.apply(cortex("lost"),
+                   satellite("AgentIdentity", "bob", "lost", keyCustody="Cortex"),
+                   satellite("AgentIdentity", "carol", "lost", keyCustody="Cortex"))
+    operated.kubectl("wait", "--for=condition=Ready", "aid/bob", "aid/carol", "--timeout=120s")
+    wait_for("both keys mounted", lambda: {"bob-agent-key", "carol-agent-key"}
+             <= set(_secret_volumes(operated, "lost")), seconds=120)
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/lost", "--timeout=120s")
+
+    operated.kubectl("delete", "secret", "bob-agent-key")
+    operated.wait_condition("AgentIdentity", "bob", "KeyReady", "False", reason="KeyLost")
+    wait_for("the lost key unmounted",
+             lambda: "bob-agent-key" not in _secret_volumes(operated, "lost"), seconds=90)
+    assert "carol-agent-key" in _secret_volumes(operated, "lost")
+    operated.kubectl("patch", "mcx/lost", "--type=merge", "-p",
+                     json.dumps({"spec": {"server": {"replicas": 2}}}))
+    ready = operated.wait_condition("MemoryCortex", "lost", "ServerReady", "True", seconds=120)
+    assert "cannot sign for AgentIdentity bob (key Secret bob-agent-key is gone)" \
+        in ready["message"]
+
+
+def test_a_missing_tokens_secret_stops_the_roll_and_is_named(
+        operated: Operated, operator: OperatorProcess) -> None:
+    operated.apply(cortex("toks", server={"auth": {"mode": "Tokens", "tokensSecretRef": {
+        "name": "toks-tokens", "key": "tokens"}}}))
+    missing = operated.wait_condition("MemoryCortex", "toks", "ServerReady", "False",
+                                      reason="SecretMissing", seconds=120)
+    assert missing["message"].startswith(
+        "Secret toks-tokens (volume tokens) does not exist; the server is not rolled")
+    ready = operated.condition("MemoryCortex", "toks", "Ready") or {}
+    assert (ready.get("reason"), ready.get("status")) == ("SecretMissing", "False")
+    assert operated.get("deployment", "toks-server") is None  # no pod waits on a mount
+
+    operated.kubectl("create", "secret", "generic", "toks-tokens", "--from-literal=tokens={}")
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/toks", "--timeout=120s")
+    assert "toks-tokens" in _secret_volumes(operated, "toks")
+
+    # Deleted again under a running server: the next change is not rolled onto it.
+    operated.kubectl("delete", "secret", "toks-tokens")
+    generation = operated.get("deployment", "toks-server")["metadata"]["generation"]
+    operated.kubectl("patch", "mcx/toks", "--type=merge", "-p",
+                     json.dumps({"spec": {"server": {"replicas": 2}}}))
+    operated.wait_condition("MemoryCortex", "toks", "ServerReady", "False",
+                            reason="SecretMissing", seconds=90)
+    assert operated.get("deployment", "toks-server")["metadata"]["generation"] == generation
+    assert _server_ready(operated, "toks")["observedGeneration"] == \
+        operated.get("MemoryCortex", "toks")["metadata"]["generation"]
