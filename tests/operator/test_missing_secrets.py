@@ -77,3 +77,34 @@ def test_a_missing_tokens_secret_stops_the_roll_and_is_named(
     assert operated.get("deployment", "toks-server")["metadata"]["generation"] == generation
     assert _server_ready(operated, "toks")["observedGeneration"] == \
         operated.get("MemoryCortex", "toks")["metadata"]["generation"]
+
+
+def test_a_hand_edited_key_is_unmounted_until_restored(
+        operated: Operated, operator: OperatorProcess) -> None:
+    """A key Secret edited by hand (KeyMismatch) is not mounted: the server neither signs
+    with nor holds a key nobody rotated to; restoring the files mounts it again."""
+    operated.apply(cortex("edit"),
+                   satellite("AgentIdentity", "bob", "edit", keyCustody="Cortex"),
+                   satellite("AgentIdentity", "carol", "edit", keyCustody="Cortex"))
+    operated.kubectl("wait", "--for=condition=Ready", "aid/bob", "aid/carol", "--timeout=120s")
+    wait_for("both keys mounted", lambda: {"bob-agent-key", "carol-agent-key"}
+             <= set(_secret_volumes(operated, "edit")), seconds=120)
+    files = ("private.pem", "public.pem", "fingerprint")
+    original = {f: operated.get("secret", "bob-agent-key")["data"][f] for f in files}
+    carol = {f: operated.get("secret", "carol-agent-key")["data"][f] for f in files}
+
+    operated.kubectl("patch", "secret/bob-agent-key", "--type=merge", "-p",
+                     json.dumps({"data": carol}))
+    operated.wait_condition("AgentIdentity", "bob", "KeyReady", "False", reason="KeyMismatch")
+    wait_for("the edited key unmounted",
+             lambda: "bob-agent-key" not in _secret_volumes(operated, "edit"), seconds=90)
+    assert "carol-agent-key" in _secret_volumes(operated, "edit")
+    wait_for("the status says who cannot sign", lambda: (
+        "cannot sign for AgentIdentity bob (key Secret bob-agent-key was changed by hand: "
+        "KeyMismatch)" in _server_ready(operated, "edit").get("message", "")), seconds=90)
+
+    operated.kubectl("patch", "secret/bob-agent-key", "--type=merge", "-p",
+                     json.dumps({"data": original}))
+    operated.wait_condition("AgentIdentity", "bob", "KeyReady", reason="KeyInSecret")
+    wait_for("the restored key mounted again",
+             lambda: "bob-agent-key" in _secret_volumes(operated, "edit"), seconds=90)

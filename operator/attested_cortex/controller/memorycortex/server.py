@@ -12,8 +12,9 @@ roll and ServerReady says ``SecretMissing`` naming it, so the pods of the previo
 keep serving instead of new ones waiting in ``ContainerCreating`` forever (found on the
 real node with a missing ``tokensSecretRef``). Secrets a user creates carry no label the
 operator watches, so the pass comes back every :data:`SECRET_RETRY_S`. A Cortex-custody key
-Secret that is gone is not mounted at all (builders/deployments.py) and the message says
-which identity the cortex cannot sign for.
+Secret that is gone, or that its identity reports edited by hand (``KeyMismatch``: the server
+must neither sign with nor hold a key nobody rotated to), is not mounted at all
+(builders/deployments.py) and the message says which identity the cortex cannot sign for.
 
 While the cortex's satellites are still changing (a burst settling, controller/queueing.py)
 a pass brought by another event leaves the Deployment as it is: the settled pass renders
@@ -33,7 +34,7 @@ from attested_cortex.builders import names as n
 from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.configmaps import Satellites
-from attested_cortex.builders.inputs import Cortex
+from attested_cortex.builders.inputs import Cortex, Identity
 from attested_cortex.builders.podstates import required_secrets, template_hash
 from attested_cortex.controller.applying import together
 from attested_cortex.controller.runtime import Runtime
@@ -94,13 +95,22 @@ async def _exists(rt: Runtime, namespace: str, name: str) -> bool:
     return await rt.writer.get("v1", "Secret", namespace, name) is not None
 
 
+def _mismatched(identity: Identity) -> bool:
+    """The identity reports its key Secret edited by hand (``KeyMismatch``)."""
+    return any(c.type == "KeyReady" and c.status == "False" and c.reason == "KeyMismatch"
+               for c in identity.status.conditions or [])
+
+
 async def _lost_keys(rt: Runtime, cortex: Cortex, satellites: Satellites) -> dict[str, str]:
-    """Key Secret -> identity, for Cortex-custody identities whose key Secret is gone."""
+    """Key Secret -> why the server must not sign with it: gone, or edited by hand."""
     lost = {}
     for identity in deployments.cortex_custody(satellites.identities):
         secret = str(identity.status.secret_name)
-        if not await _exists(rt, cortex.meta.namespace, secret):
-            lost[secret] = identity.meta.name
+        who = f"AgentIdentity {identity.meta.name}"
+        if _mismatched(identity):
+            lost[secret] = f"{who} (key Secret {secret} was changed by hand: KeyMismatch)"
+        elif not await _exists(rt, cortex.meta.namespace, secret):
+            lost[secret] = f"{who} (key Secret {secret} is gone)"
     return lost
 
 
@@ -124,9 +134,7 @@ def _verdict(observed: Observation, missing: list[str], lost: dict[str, str],
              pending: str | None) -> Observation:
     message = observed.message
     if lost:
-        message += "; cannot sign for " + ", ".join(
-            f"AgentIdentity {who} (key Secret {secret} is gone)"
-            for secret, who in sorted(lost.items()))
+        message += "; cannot sign for " + ", ".join(why for _, why in sorted(lost.items()))
     if missing:
         return Observation.of("ServerReady", False, "SecretMissing",
                               f"{', '.join(missing)} does not exist; the server is not rolled "
