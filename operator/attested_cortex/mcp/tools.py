@@ -149,7 +149,7 @@ async def _capabilities(svc: Services, caller: Caller, a: NoArguments) -> Answer
 
 
 async def _approvals(svc: Services, caller: Caller, a: NoArguments) -> Answer:
-    return {"approvals": await approvals_api.pending(svc, caller)}
+    return await approvals_api.pending(svc, caller)
 
 
 async def _approval_decide(svc: Services, caller: Caller, a: SignedDecision) -> Answer:

@@ -172,14 +172,16 @@ def _like_prefix(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-#: What an author's memories count against its storage quota: text, title and metadata of
-#: the live ones (the SQL function of migration 0009, which the usage triggers also call).
-MEMORY_BYTES = "coalesce(sum(cortex_memory_bytes(content, title, metadata, deleted_at)), 0)"
+#: What an author's memories count against its storage quota: namespace, title, content,
+#: tags and (non-empty) metadata of the live ones (the SQL function of migration 0010, which
+#: the usage triggers also call).
+MEMORY_BYTES = ("coalesce(sum(cortex_memory_bytes(namespace, content, title, tags, metadata, "
+                "deleted_at)), 0)")
 
 
 async def stored_bytes(conn: Conn, *, author: str) -> int:
-    """Bytes of text, title and metadata the author's live memories hold (the storage quota
-    counts these; tombstones hold none)."""
+    """Bytes the author's live memories count against the storage quota (:data:`MEMORY_BYTES`;
+    tombstones hold none)."""
     cur = await conn.execute(
         f"SELECT {MEMORY_BYTES} AS used FROM memories WHERE author = %s AND deleted_at IS NULL",
         (author,))
