@@ -149,6 +149,10 @@ async def test_the_rate_quota_comes_before_any_lookup(
     replay = await until_not(404, lambda: client.call(
         "GET", f"/v1/memories/{uuid.uuid4()}/replay"))
     assert replay.status == 429
+    # nor is a body read or parsed first: a malformed one past the quota is 429, not 400
+    await until_not(200, lambda: client.call("GET", "/v1/capabilities"))
+    malformed = await client.call("POST", "/v1/memories", raw=b"{not json")
+    assert malformed.status == 429, malformed.text  # a2502ee: 400, parsed before the quota
 
 
 async def test_a_vector_pgvector_cannot_keep_is_refused_before_anything_is_written(

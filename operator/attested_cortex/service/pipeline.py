@@ -37,7 +37,7 @@ from attested_cortex.service.hook_steps import gate, post_hooks, pre_hooks
 from attested_cortex.service.operations import OperationSpec
 from attested_cortex.service.settling import Cap, Settlement
 
-__all__ = ["STEPS", "Call", "Outcome", "Step", "Target", "run", "visible"]
+__all__ = ["STEPS", "Call", "Outcome", "Step", "Target", "run", "take_rate", "visible"]
 log = logging.getLogger(__name__)
 
 
@@ -46,7 +46,8 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
     spec, outcome = call.spec, Outcome()
     try:
         _step(svc, spec, "authenticate")
-        _rate(svc, caller)  # before any database or CPU work the request asks for
+        if not caller.rated:  # the HTTP layer took it before reading the body
+            take_rate(svc, caller)  # before any database or CPU work the request asks for
         target = await call.target(svc, caller)
         _step(svc, spec, "scope")
         check_scope(spec, caller, target)
@@ -82,8 +83,9 @@ def _step(svc: Services, spec: OperationSpec, step: Step) -> None:
         svc.observe(spec.name, step)
 
 
-def _rate(svc: Services, caller: Caller) -> None:
-    """The request-rate quota: the first check of every request (429 with Retry-After)."""
+def take_rate(svc: Services, caller: Caller) -> None:
+    """The request-rate quota, the first check of every request (429 with Retry-After): the
+    HTTP middleware calls it right after authentication, :func:`run` for other callers."""
     buckets = svc.policy.buckets
     if buckets is None:
         return
