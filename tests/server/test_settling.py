@@ -7,11 +7,14 @@ lookup."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import psycopg
 
 from attested_cortex.store.database import Database
@@ -19,6 +22,7 @@ from tests.server.test_approvals_api import BODY, decide, hold, server
 from tests.server.test_hooks_api import count_memories
 from tests.server.test_pipeline import approval_settings
 from tests.support.cortex import CortexClient, MakeCortex, Reply
+from tests.support.served import serve
 
 
 def usage_of(dsn: str, agent: str) -> int:
@@ -170,3 +174,49 @@ async def test_a_vector_pgvector_cannot_keep_is_refused_before_anything_is_writt
     assert {r.body["error"]["details"]["field"] for r in replies} == {"embedding"}
     stored = await client.store("kb", "y", embedding=[3e38, 0.1, 0.1, 0.1])
     assert stored["id"]
+
+
+def lock_waiters(dsn: str) -> list[int]:
+    """Backends of this database waiting on a lock (the blocked write)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = "
+                            "current_database() AND wait_event_type = 'Lock'").fetchall()
+    return [int(r[0]) for r in rows]
+
+
+async def test_a_crash_during_the_completing_write_keeps_the_approval(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    client = await server(make_cortex, migrated_pg15_dsn, tmp_path)
+    approval = await hold(client)
+    assert (await decide(client, approval)).status == 200
+    settings = approval_settings(tmp_path)
+    config = tmp_path / "serve.yaml"
+    config.write_text(json.dumps(settings, default=str))
+    with psycopg.connect(migrated_pg15_dsn) as blocker:  # holds the author's usage row
+        blocker.execute("INSERT INTO agent_usage (agent) VALUES ('dev:tester') "
+                        "ON CONFLICT DO NOTHING")
+        blocker.execute("SELECT 1 FROM agent_usage WHERE agent = 'dev:tester' FOR UPDATE")
+        with serve(migrated_pg15_dsn, tmp_path, "--auth", "dev", "--config",
+                   str(config)) as served, contextlib.suppress(aiohttp.ClientError):
+            async with aiohttp.ClientSession() as http:
+
+                async def post() -> int:
+                    async with http.post(served.base + "/v1/memories", json=BODY, headers={
+                            "X-Agent-Id": "dev:tester", "X-Cortex-Approval": approval}) as r:
+                        return r.status
+
+                sent = asyncio.create_task(post())
+                deadline = time.monotonic() + 4  # within the server's 5 s lock_timeout
+                while not (waiting := lock_waiters(migrated_pg15_dsn)):
+                    assert time.monotonic() < deadline, "the write never reached the row"
+                    await asyncio.sleep(0.02)
+                served.process.kill()  # the server dies mid-write, and so does its session
+                with psycopg.connect(migrated_pg15_dsn, autocommit=True) as admin:
+                    for pid in waiting:
+                        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                await asyncio.gather(sent, return_exceptions=True)
+        blocker.rollback()
+    done = await resubmit(client, approval)
+    assert done.status == 201, done.text  # a2502ee: 409, spent before the write that died
+    assert count_memories(migrated_pg15_dsn) == 1
