@@ -11,13 +11,16 @@ import contextlib
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import psycopg
+from aiohttp import web
 
 from attested_cortex.store.database import Database
+from tests.recall.embedserver import EmbedServer
 from tests.server.test_approvals_api import BODY, decide, hold, server
 from tests.server.test_hooks_api import count_memories
 from tests.server.test_pipeline import approval_settings
@@ -220,3 +223,38 @@ async def test_a_crash_during_the_completing_write_keeps_the_approval(
     done = await resubmit(client, approval)
     assert done.status == 201, done.text  # a2502ee: 409, spent before the write that died
     assert count_memories(migrated_pg15_dsn) == 1
+
+
+@dataclass
+class Poisoned(EmbedServer):
+    """An endpoint whose vector of a text with "poison" is finite JSON but not a float4."""
+
+    def vector(self, text: str) -> list[float]:
+        found = super().vector(text)
+        return [1e39, *found[1:]] if "poison" in text else found
+
+
+async def test_an_embedder_vector_that_cannot_be_stored_never_fails_a_committed_write(
+    age_database: Database, make_cortex: MakeCortex, tmp_path: Path,
+) -> None:
+    endpoint = Poisoned()
+    app = web.Application()
+    app.router.add_post("/v1/embeddings", endpoint.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        client = await make_cortex(age_database.dsn, embedder=f"http://127.0.0.1:{port}/v1",
+                                   embedding={"write_queue": 0}, **approval_settings(tmp_path))
+        poisoned = {"namespace": "held/x", "content": "a poison pill"}
+        approval = await hold(client, poisoned)
+        assert (await decide(client, approval)).status == 200
+        replies = [await client.call("POST", "/v1/memories", poisoned,
+                                     headers={"X-Cortex-Approval": approval})
+                   for _ in range(3)]
+        assert [r.status for r in replies] == [201, 409, 409], [r.text for r in replies]
+        assert count_memories(age_database.dsn) == 1  # a2502ee: 400 x 3 and 3 memories
+    finally:
+        await runner.cleanup()
