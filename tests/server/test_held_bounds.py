@@ -103,3 +103,18 @@ async def test_the_list_pages_each_action_once_within_a_byte_budget(
     assert len(first["approvals"]) < 7 + pages - 1 + 5 and first["next"] is not None
     bad = await client.call("GET", "/v1/approvals?cursor=not-a-cursor")
     assert bad.status == 400 and bad.body["error"]["code"] == "bad_cursor"
+
+
+async def test_a_committed_decision_is_never_reported_as_failed(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    client = await served(make_cortex, migrated_pg15_dsn, tmp_path)
+    edited = await hold(client, body(1))
+    approval = await hold(client, body(2))
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # a rule row edited behind the server
+        conn.execute("INSERT INTO remembered_rules (approval_id, agent_id, operation, "
+                     "namespace) VALUES (%s, 'dev:tester', 'store', '')", (edited,))
+    decided = await decide(client, approval, remember="forever")
+    assert decided.status == 200, decided.text  # a2502ee: 400 after the decision committed
+    done = await client.call("POST", "/v1/memories", body(3))
+    assert done.status == 201, done.text  # the remembered rule of the decision applies

@@ -231,11 +231,25 @@ class Approvals:
             if action.remember:
                 await rows.remember(conn, action)
             await self._notify(conn, "decided", action)
-        if action.remember:
-            await self.refresh_rules()
-        if self.record is not None:
-            await self.record("decided", action)
+        await self._after_decision(action)
         return action
+
+    async def _after_decision(self, action: Action) -> None:
+        """What follows a committed decision never fails it (the caller would retry a
+        decision already made, and meet 409): a rule not loaded yet is loaded by the next
+        sweep, a lost audit record is logged loudly, as the pipeline's audit step does."""
+        if action.remember:
+            try:
+                await self.refresh_rules()
+            except (CortexError, psycopg.Error, OSError) as exc:
+                log.warning("remembered rules not refreshed yet (the sweeper retries): %s",
+                            type(exc).__name__)
+        if self.record is not None:
+            try:
+                await self.record("decided", action)
+            except Exception:  # the decision stands
+                log.exception("the audit record of a decision failed",
+                              extra={"approval_id": str(action.id)})
 
     # -- background ----------------------------------------------------------------------
     async def start(self, dsn: str) -> None:
@@ -273,9 +287,10 @@ class Approvals:
         """Add remembered rules written by any server since the last look."""
         async with self.db.connection() as conn:
             found = await rows.remembered(conn)
-        new = [remembered_rule(r) for r in found if str(r["approval_id"]) not in self._remembered]
+        unseen = [r for r in found if str(r["approval_id"]) not in self._remembered]
+        self._remembered.update(str(r["approval_id"]) for r in unseen)  # a bad row: once
+        new = [rule for r in unseen if (rule := _loaded(r)) is not None]
         if new:
-            self._remembered.update(r.source.removeprefix("approval/") for r in new)
             self.rules.add(new)
 
     async def _sweep_forever(self) -> None:
@@ -344,6 +359,17 @@ class Approvals:
             self._listening.clear()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0)
+
+
+def _loaded(row: dict[str, Any]) -> Rule | None:
+    """A remembered rule, or None (logged) for a row no rule can be made of (a table edited
+    behind the server): one bad row must not keep every other rule out."""
+    try:
+        return remembered_rule(row)
+    except CortexError as exc:
+        log.warning("a remembered rule cannot be loaded: %s", exc.message,
+                    extra={"approval_id": str(row["approval_id"])})
+        return None
 
 
 def _not_usable(action: Action) -> ConflictError:
