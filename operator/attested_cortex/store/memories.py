@@ -16,7 +16,6 @@ from psycopg.types.json import Jsonb
 
 from attested_cortex.errors import ConflictError, NotFoundError
 from attested_cortex.store.database import Conn
-from attested_cortex.store.events import APPEND_VALUES, PendingEvent, translating_events
 
 _COLUMNS = (
     "id, namespace, title, content, tags, metadata, author, revision, "
@@ -61,19 +60,14 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
 async def insert(
     conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
     metadata: dict[str, Any], author: str, memory_id: uuid.UUID | None = None,
-    event: PendingEvent | None = None,
 ) -> Memory:
-    """Insert a new memory and return it; with ``event``, append that audit event in the
-    same statement (one round trip, atomic without an explicit transaction)."""
-    insert = (f"INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
-              f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}")
-    params: tuple[Any, ...] = (memory_id or uuid.uuid4(), namespace, title, content, list(tags),
-                               Jsonb(metadata), author)
-    if event is not None:
-        insert = f"WITH m AS ({insert}), e AS ({APPEND_VALUES}) SELECT * FROM m"
-        params += event.params()
-    with translating_events(event):
-        cur = await conn.execute(insert, params)
+    """Insert a new memory and return it. Its audit record is appended after it, in the
+    same transaction (the chain lock last: docs/adr/0017)."""
+    cur = await conn.execute(
+        f"INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+        (memory_id or uuid.uuid4(), namespace, title, content, list(tags), Jsonb(metadata),
+         author))
     row = await cur.fetchone()
     assert row is not None
     return memory_from_row(row)
