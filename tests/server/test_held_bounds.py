@@ -60,6 +60,8 @@ async def test_one_agent_holds_a_bounded_number_of_bytes(
     assert held_rows(migrated_pg15_dsn) == 3
     other = await client.call("POST", "/v1/memories", body(4, 3000), agent="dev:other")
     assert other.status == 202  # per agent
+    caps = (await client.call("GET", "/v1/capabilities")).body["approval"]
+    assert (caps["max_held_per_agent"], caps["max_held_bytes_per_agent"]) == (100, 10_000)
 
 
 async def test_closed_actions_are_purged_after_the_retention(
