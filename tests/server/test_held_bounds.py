@@ -6,6 +6,7 @@ action once, within a byte budget."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,8 @@ async def test_the_rate_quota_applies_before_holding(
 ) -> None:
     client = await served(make_cortex, migrated_pg15_dsn, tmp_path,
                           quotas={"requests_per_second": 5})
-    replies = [await client.call("POST", "/v1/memories", body(i)) for i in range(30)]
+    replies = await asyncio.gather(*(client.call("POST", "/v1/memories", body(i))
+                                     for i in range(30)))
     statuses = [r.status for r in replies]
     assert set(statuses) == {202, 429}, statuses  # a2502ee: 30 x 202
     assert held_rows(migrated_pg15_dsn) == statuses.count(202)
