@@ -276,11 +276,12 @@ class Approvals:
             for action in expired:
                 await self._notify(conn, "expired", action)
             await rows.prune_signatures(conn, older_than_s=MAX_AGE_S + MAX_SKEW_S + 60)
-            await rows.purge(conn, older_than_s=self.bounds.retention_s)
         for action in expired:
             if self.record is not None:
                 await self.record("expired", action)
         await self.refresh_rules()
+        async with self.db.transaction() as conn:  # last and apart: it never holds up expiry
+            await rows.purge(conn, older_than_s=self.bounds.retention_s)
         return expired
 
     async def refresh_rules(self) -> None:
