@@ -21,6 +21,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from attested_cortex.hooks.events import EventName
@@ -113,6 +114,12 @@ class StoreCall(Call[Memory]):
             keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id, namespace=cmd.namespace,
             title=cmd.title, content=cmd.content, signature=cmd.signature,
             signed_at=cmd.signed_at)
+        cap = self.settlement.cap
+        if (mirror is None and signed is None and not cmd.citations and cap is not None
+                and self.settlement.approval is None):
+            memory = await self._one_statement(svc, caller, cap)
+            await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
+            return memory
         # One transaction, its locks in the order of every write (ADR 0017): the approval,
         # the row and its author's usage row (the trigger), the chain lock last.
         async with svc.db.transaction() as conn:
@@ -135,8 +142,32 @@ class StoreCall(Call[Memory]):
         await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory
 
+    async def _one_statement(self, svc: Services, caller: Caller, cap: settling.Cap) -> Memory:
+        """The store with nothing else to write: one statement, in the same lock order (the
+        usage row locked and the cap checked first, the chain record last), without the
+        BEGIN and COMMIT round trips (the chain lock is held for the statement only)."""
+        cmd, memory_id, adds = self.cmd, uuid.uuid4(), self._bytes()
+        record = write_records.pending_memory(svc, caller, "memory.stored",
+                                              _as_stored(memory_id, cmd, caller))
+        try:
+            async with svc.db.connection() as conn:
+                return await rows.insert_recorded(
+                    conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
+                    tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
+                    memory_id=memory_id, event=record, adds=adds, cap=cap.limit)
+        except rows.CapReachedError as exc:
+            raise settling.over_cap(cap, used=exc.used, adds=adds) from exc
+
     def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
         return _post_write(event, result, "store")
+
+
+def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller) -> Memory:
+    """The row a store will write (what its record covers), before it is written."""
+    now = datetime.now(UTC)
+    return Memory(id=memory_id, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
+                  tags=tuple(cmd.tags), metadata=cmd.metadata, author=caller.agent_id,
+                  revision=1, created_at=now, updated_at=now, deleted_at=None)
 
 
 def _post_write(event: EventName, memory: Memory, reason: str) -> dict[str, Any]:

@@ -43,6 +43,17 @@ def signer(svc: Services, caller: Caller) -> AgentKey | None:
     return snapshot(svc.keys).signing_keys.get(caller.agent_id)
 
 
+def pending_memory(svc: Services, caller: Caller, event: MemoryEvent, memory: Memory,
+                   signature: bytes | None = None) -> PendingEvent:
+    """The record event of a memory write, to append in the write's own statement."""
+    payload = cbor.encode(memory_record(memory, signature))
+    key = signer(svc, caller)
+    if key is None:
+        return PendingEvent(caller.agent_id, event, payload)
+    return PendingEvent(caller.agent_id, event, payload, sign(key, payload),
+                        key.public.fingerprint)
+
+
 async def record_memory(svc: Services, conn: Conn, caller: Caller, event: MemoryEvent,
                         memory: Memory, signature: bytes | None = None) -> None:
     """Append the record of a memory write (update, delete) inside its transaction."""

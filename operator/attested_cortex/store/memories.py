@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
-from attested_cortex.errors import ConflictError, NotFoundError
+from attested_cortex.errors import ConflictError, NotFoundError, TooLargeError
 from attested_cortex.store.database import Conn
+from attested_cortex.store.events import PendingEvent, translating_events
 
 _COLUMNS = (
     "id, namespace, title, content, tags, metadata, author, revision, "
@@ -71,6 +73,48 @@ async def insert(
     row = await cur.fetchone()
     assert row is not None
     return memory_from_row(row)
+
+
+async def insert_recorded(
+    conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
+    metadata: dict[str, Any], author: str, memory_id: uuid.UUID, event: PendingEvent,
+    adds: int, cap: int,
+) -> Memory:
+    """Insert a new memory and append its audit ``event`` in one statement (one round trip,
+    atomic without an explicit transaction), in the lock order of every write: the author's
+    usage row first (locked, and the cap checked, by ``cortex_reserve_bytes``), the chain
+    lock last (the append, fed by the inserted row). Past ``cap``: :class:`CapReachedError`."""
+    query = (
+        "WITH u AS (SELECT cortex_reserve_bytes(%s, %s, %s) AS used), "
+        "m AS (INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
+        f"SELECT %s, %s, %s, %s, %s, %s, %s FROM u RETURNING {_COLUMNS}), "
+        "e AS (INSERT INTO signed_events (agent_id, event_type, payload, signature, "
+        "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m) SELECT * FROM m")
+    params = (author, adds, cap, memory_id, namespace, title, content, list(tags),
+              Jsonb(metadata), author, *event.params())
+    try:
+        with translating_events(event):
+            cur = await conn.execute(query, params)
+    except psycopg.Error as exc:  # the rest: the connection scope's translation
+        if exc.sqlstate == CAP_REACHED:
+            raise CapReachedError(int(exc.diag.message_detail or 0)) from exc
+        raise
+    row = await cur.fetchone()
+    assert row is not None
+    return memory_from_row(row)
+
+
+#: The SQLSTATE of ``cortex_reserve_bytes`` past the cap (migration 0010).
+CAP_REACHED = "CX413"
+
+
+class CapReachedError(TooLargeError):
+    """The author's stored bytes would pass the cap; ``used`` is what it stores now."""
+
+    def __init__(self, used: int) -> None:
+        super().__init__("the storage quota is exceeded", code="storage_quota_exceeded",
+                         used=used)
+        self.used = used
 
 
 async def get(conn: Conn, memory_id: uuid.UUID, *, for_update: bool = False) -> Memory:

@@ -70,3 +70,23 @@ CREATE INDEX pending_actions_open_pages ON pending_actions (created_at, id)
 -- Decided and expired actions are purged after the retention (the sweeper); this finds them.
 CREATE INDEX pending_actions_closed ON pending_actions (decided_at)
     WHERE status <> 'pending';
+
+-- The one-statement memory store (no approval, graph mirror, signature or citation to write
+-- with it) calls this first: it locks the author's usage row and checks the cap before the
+-- statement appends its chain record, so that statement too takes the usage row before the
+-- chain lock (docs/adr/0017). SQLSTATE CX413 carries the bytes used in its DETAIL.
+CREATE FUNCTION cortex_reserve_bytes(p_agent text, p_adds bigint, p_cap bigint) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+    used bigint;
+BEGIN
+    INSERT INTO agent_usage (agent) VALUES (p_agent) ON CONFLICT DO NOTHING;
+    SELECT u.memories + u.transcripts INTO used FROM agent_usage u
+        WHERE u.agent = p_agent FOR UPDATE;
+    IF used + p_adds > p_cap THEN
+        RAISE EXCEPTION 'the storage quota of % is exceeded', p_agent
+            USING ERRCODE = 'CX413', DETAIL = used::text;
+    END IF;
+    RETURN used;
+END
+$$;
