@@ -66,6 +66,18 @@ async def test_one_agent_holds_a_bounded_number_of_bytes(
     assert (caps["max_held_per_agent"], caps["max_held_bytes_per_agent"]) == (100, 10_000)
 
 
+async def test_one_agent_holds_a_bounded_number_of_actions(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    client = await served(make_cortex, migrated_pg15_dsn, tmp_path, max_held_per_agent=2)
+    first = await hold(client, body(0))
+    await hold(client, body(1))
+    refused = await client.call("POST", "/v1/memories", body(2))
+    assert refused.status == 429 and refused.body["error"]["code"] == "held_quota_exceeded"
+    assert (await decide(client, first, "reject")).status == 200  # a decision frees room
+    await hold(client, body(2))
+
+
 async def test_closed_actions_are_purged_after_the_retention(
     make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
 ) -> None:
