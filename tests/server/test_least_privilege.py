@@ -2,10 +2,14 @@
 server needs, everything works through HTTP, and the role still cannot rewrite the audit log.
 """
 
+from pathlib import Path
+
 import psycopg
 import pytest
 
 from attested_cortex.store.migrating import migrate
+from tests.server.test_approvals_api import decide, hold
+from tests.server.test_pipeline import approval_settings
 from tests.support.cortex import MakeCortex
 from tests.support.postgres import Database
 
@@ -39,3 +43,25 @@ async def test_unknown_app_role_is_a_clear_error(pg15_dsn: str) -> None:
 
     with pytest.raises(InvalidInputError, match="does not exist"):
         await migrate(pg15_dsn, app_role="nobody_here")
+
+
+async def test_the_approval_sweeper_expires_and_purges_as_the_app_role(
+    make_cortex: MakeCortex, any_database: Database, tmp_path: Path,
+) -> None:
+    await migrate(any_database.dsn, app_role="cortex_app")
+    app_dsn = any_database.server.app_dsn(any_database.name)
+    settings = approval_settings(tmp_path)
+    settings["approval"]["retention_seconds"] = 60
+    client = await make_cortex(app_dsn, migrated=False, **settings)
+    rejected = await hold(client, {"namespace": "held/x", "content": "one"})
+    overdue = await hold(client, {"namespace": "held/x", "content": "two"})
+    assert (await decide(client, rejected, "reject")).status == 200
+    with psycopg.connect(any_database.dsn) as conn:  # as the owner: time passes
+        conn.execute("UPDATE pending_actions SET decided_at = now() - interval '2 minutes' "
+                     "WHERE id = %s", (rejected,))
+        conn.execute("UPDATE pending_actions SET expires_at = now() WHERE id = %s", (overdue,))
+    expired = await client.services.approvals.sweep()
+    assert [str(a.id) for a in expired] == [overdue]
+    with psycopg.connect(any_database.dsn) as conn:
+        left = [str(r[0]) for r in conn.execute("SELECT id FROM pending_actions")]
+    assert left == [overdue]  # the rejected one purged by the app role

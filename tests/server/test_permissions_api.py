@@ -130,8 +130,8 @@ async def test_capabilities_report_mode_rules_and_quotas(
     ]
     you = caps["quotas"]["you"]
     assert caps["quotas"]["enabled"] and caps["quotas"]["requests_per_second"] == 50
-    # 5 bytes of content and 2 of metadata ({})
-    assert you["stored_bytes"] == 7 and you["storage_limit_bytes"] == 1000
+    # 1 byte of namespace and 5 of content (an empty metadata counts 0)
+    assert you["stored_bytes"] == 6 and you["storage_limit_bytes"] == 1000
     assert you["scopes"] == ["memory.read", "memory.write"]
 
 

@@ -44,7 +44,7 @@ async def test_storage_cap_is_global_and_names_the_limit(
     quotas = {"storage_per_agent_bytes": 100, "enabled": False}
     one = await make_cortex(migrated_pg15_dsn, migrated=False, quotas=quotas)
     two = await make_cortex(migrated_pg15_dsn, migrated=False, quotas=quotas)
-    await one.store("n", "x" * 60)  # 62 bytes with the empty metadata
+    await one.store("n", "x" * 60)  # 61 bytes: the namespace and the content
     refused = await two.call("POST", "/v1/memories", {"namespace": "n", "content": "y" * 60})
     assert refused.status == 413, refused.text
     error = refused.body["error"]

@@ -23,13 +23,15 @@ from tests.transcripts.common import DIALOGUE, row, store_transcript
 POLICY = {"enabled": True, "prune_after_days": 7, "sweep_interval_seconds": 86400,
           "namespaces": [{"namespace": "support/**", "retention_days": 1}]}
 AGENTS = ("dev:ada", "dev:bob", "dev:cy")
-#: What the storage quota counted before 0009, summed from the rows (independent of the SQL
-#: functions the triggers share with the recount).
+#: What the storage quota counts (0010: namespace, title, content, each tag, non-empty
+#: metadata), summed from the rows (independent of the SQL functions the triggers share with
+#: the recount).
 RECOUNT = (
     "SELECT a.agent, "
-    "(SELECT coalesce(sum(octet_length(content) + octet_length(title) "
-    " + octet_length(metadata::text)), 0) FROM memories "
-    " WHERE author = a.agent AND deleted_at IS NULL), "
+    "(SELECT coalesce(sum(octet_length(namespace) + octet_length(content) "
+    " + octet_length(title) + coalesce((SELECT sum(octet_length(t)) FROM unnest(tags) t), 0)"
+    " + CASE WHEN metadata = '{}' THEN 0 ELSE octet_length(metadata::text) END), 0)"
+    " FROM memories WHERE author = a.agent AND deleted_at IS NULL), "
     "(SELECT coalesce(sum(stored_bytes + octet_length(metadata::text)) "
     " FILTER (WHERE pruned_at IS NULL), 0) FROM transcripts WHERE owner = a.agent) "
     "FROM unnest(%s::text[]) AS a(agent)")
@@ -136,7 +138,8 @@ async def test_concurrent_stores_of_one_agent_lose_no_update(
     await asyncio.gather(*(one(i) for i in range(40)))
     # the transcripts were stored, at the same time, as the default agent
     expected = recounted(client.dsn)
-    assert expected["dev:ada"]["memories"] == sum(i + 1 + 2 for i in range(40) if i % 4)
+    assert expected["dev:ada"]["memories"] == sum(i + 1 + len("team/notes") for i in range(40)
+                                                  if i % 4)
     assert (await counted(client))["dev:ada"] == expected["dev:ada"]
     reply = await client.call("GET", "/v1/capabilities")
     (owned,) = row(client.dsn, "SELECT sum(stored_bytes + octet_length(metadata::text)) "

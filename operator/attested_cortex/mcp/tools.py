@@ -33,7 +33,7 @@ from attested_cortex.service import (
     recall,
     transcripts,
 )
-from attested_cortex.service.approvals_api import SignedDecision
+from attested_cortex.service.approvals_api import ListApprovals, SignedDecision
 from attested_cortex.service.commands import RecallQuery, StoreMemory
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
@@ -149,8 +149,8 @@ async def _capabilities(svc: Services, caller: Caller, a: NoArguments) -> Answer
     return await introspection.describe(svc, caller)
 
 
-async def _approvals(svc: Services, caller: Caller, a: NoArguments) -> Answer:
-    return {"approvals": await approvals_api.pending(svc, caller)}
+async def _approvals(svc: Services, caller: Caller, a: ListApprovals) -> Answer:
+    return await approvals_api.pending(svc, caller, a)
 
 
 async def _approval_decide(svc: Services, caller: Caller, a: SignedDecision) -> Answer:
@@ -205,8 +205,9 @@ TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_replay", "The transcript spans a memory cites (full: each cited transcript "
          "whole); only its author may, and pruned transcripts say so.", ReplayMemory,
          _replay, read_only=True),
-    Tool("approvals_list", "Actions held for a human's approval (AskUser), oldest first "
-         "(needs the approvals.decide scope).", NoArguments, _approvals, read_only=True),
+    Tool("approvals_list", "Actions held for a human's approval (AskUser), oldest first, one "
+         "page (`next` is the cursor of the following one; needs the approvals.decide "
+         "scope).", ListApprovals, _approvals, read_only=True),
     Tool("approval_decide", "Approve or reject a held action. The decision carries the "
          "approver's HMAC (the approval secret signs "
          "'{timestamp}.POST./v1/approvals/{id}.{\"decision\":...}'), so an agent alone "

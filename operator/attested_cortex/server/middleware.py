@@ -1,7 +1,8 @@
 """Request middleware: request id + access log + metrics, then authentication.
 
-Order (outermost first): request context -> errors -> authentication -> route. Public
-paths (health, readiness, metrics, OpenAPI) need no credentials.
+Order (outermost first): request context -> errors -> authentication and the rate quota ->
+route. Public paths (health, readiness, metrics, OpenAPI) need no credentials and cost no
+token.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any
 
 from aiohttp import web
 
+from attested_cortex.mcp.serving import PATH as MCP_PATH
 from attested_cortex.server.logs import request_id
 from attested_cortex.server.state import CALLER_KEY, state
+from attested_cortex.service.pipeline import take_rate
 
 log = logging.getLogger("attested_cortex.access")
 
@@ -55,12 +58,19 @@ async def context_middleware(request: web.Request, handler: Any) -> web.StreamRe
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Authenticate every non-public request (401 in the envelope on failure)."""
+    """Authenticate every non-public request (401 in the envelope on failure), then take its
+    rate-quota token (429) before the route reads a byte of its body or looks anything up.
+    ``/mcp`` is the exception: its tool calls take theirs in the pipeline, so a client over
+    its quota gets a tool error, as MCP clients expect (an HTTP 429 ends the SDK's session),
+    and the transport's own requests (handshake, event stream) cost none."""
     if request.path not in PUBLIC_PATHS:
         caller = await state(request).auth.authenticate(request.headers)
         approval = request.headers.get(APPROVAL_HEADER)
-        if approval is not None:
-            caller = dataclasses.replace(caller, approval=approval[:64])
+        rated = request.path != MCP_PATH
+        if rated:
+            take_rate(state(request).services, caller)
+        caller = dataclasses.replace(caller, approval=None if approval is None else approval[:64],
+                                     rated=rated)
         request[CALLER_KEY] = caller
     response: web.StreamResponse = await handler(request)
     return response

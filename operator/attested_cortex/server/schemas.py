@@ -265,9 +265,10 @@ class ApprovalOut(BaseModel):
 
 
 class ApprovalListOut(BaseModel):
-    """Pending actions."""
+    """One page of pending actions, oldest first."""
 
     approvals: list[ApprovalOut]
+    next: str | None = Field(None, description="The cursor of the next page (null: the last)")
 
 
 class TranscriptOut(BaseModel):

@@ -43,7 +43,7 @@ from attested_cortex.server.auth import (
 from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.service import recording
-from attested_cortex.service.approving import Approvals
+from attested_cortex.service.approving import Approvals, HeldBounds
 from attested_cortex.service.context import Policy, Services
 from attested_cortex.service.embedding import (
     Vectors,
@@ -173,7 +173,10 @@ def approvals_from(settings: ServerSettings, db: Database, policy: Policy) -> Ap
             raise InvalidInputError("the approval secret must be at least 16 bytes",
                                     field="approval.hmac_secret_file")
     return Approvals(db=db, secret=secret, timeout_s=config.timeout_seconds,
-                     rules=policy.rules, sweep_interval_s=config.sweep_interval_seconds)
+                     rules=policy.rules, sweep_interval_s=config.sweep_interval_seconds,
+                     bounds=HeldBounds(config.max_held_per_agent,
+                                       config.max_held_bytes_per_agent,
+                                       config.retention_seconds))
 
 
 def retention_from(settings: ServerSettings) -> Retention:

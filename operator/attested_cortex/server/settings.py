@@ -68,6 +68,12 @@ class ApprovalSettings(BaseModel):
     hmac_secret_file: Path | None = None
     #: How often overdue actions are expired and remembered rules refreshed.
     sweep_interval_seconds: float = Field(5.0, ge=0.05, le=300)
+    #: How many actions one agent may have waiting at once (past it: 429).
+    max_held_per_agent: int = Field(100, ge=1, le=10000)
+    #: How many bytes of requests one agent's waiting actions may hold (past it: 429).
+    max_held_bytes_per_agent: int = Field(4 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    #: How long decided and expired actions are kept before the sweeper deletes them.
+    retention_seconds: int = Field(7 * 86400, ge=60, le=366 * 86400)
 
 
 class TranscriptNamespaceSettings(BaseModel):

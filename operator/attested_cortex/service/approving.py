@@ -2,11 +2,15 @@
 
 The pipeline's approval gate (:func:`.pipeline._gate`) calls :meth:`Approvals.hold` for an
 AskUser decision in enforce mode (the client gets 202 and the approval id) and
-:meth:`Approvals.consume` when the client resubmits the same request with
-``X-Cortex-Approval: <id>``: **the client completes an approved operation**, and the
-conditional UPDATE of :func:`attested_cortex.store.approvals.consume` lets exactly one
-resubmission through, whichever server it reaches. A sweeper expires overdue actions (they
-are denied), refreshes ``remember: forever`` rules written by any server and prunes used
+:meth:`Approvals.check` when the client resubmits the same request with
+``X-Cortex-Approval: <id>``: **the client completes an approved operation**. The write spends
+the approval in its own transaction (:mod:`.settling`): the conditional UPDATE of
+:func:`attested_cortex.store.approvals.consume` lets exactly one resubmission through,
+whichever server it reaches, and a write that fails or never commits leaves it usable. A
+hold comes after the rate and storage quotas and within the agent's :class:`HeldBounds`
+(open actions and their request bytes, else 429); the list pages by ``(created_at, id)``. A
+sweeper purges actions closed longer than the retention, expires overdue actions (they are
+denied), refreshes ``remember: forever`` rules written by any server and prunes used
 signatures. Events (created, decided, expired) go through PostgreSQL NOTIFY so every
 server's ``GET /v1/approvals/stream`` subscribers see every event once.
 """
@@ -18,9 +22,11 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import psycopg
@@ -31,6 +37,7 @@ from attested_cortex.errors import (
     CortexError,
     DeniedError,
     NotFoundError,
+    QuotaExceededError,
     UnauthenticatedError,
 )
 from attested_cortex.policy.decisions import Decision
@@ -81,6 +88,32 @@ def remembered_rule(row: dict[str, Any]) -> Rule:
                 reason="remembered approval", order=-1)
 
 
+@dataclass(frozen=True)
+class HeldBounds:
+    """What one agent may hold at once, and how long closed actions are kept (ADR 0017)."""
+
+    max_actions: int = 100
+    max_request_bytes: int = 4 * 1024 * 1024
+    retention_s: int = 7 * 86400
+
+
+def held_refusal(agent_id: str, held: rows.Held, *, adds: int,
+                 bounds: HeldBounds) -> QuotaExceededError | None:
+    """The 429 of a hold past the agent's bounds (None: it fits). Retry-After: until the
+    agent's oldest open action expires, at the latest (a decision frees room sooner)."""
+    if held.count < bounds.max_actions and held.request_bytes + adds <= bounds.max_request_bytes:
+        return None
+    wait = 1 if held.next_expiry is None else max(
+        1, math.ceil((held.next_expiry - datetime.now(UTC)).total_seconds()))
+    return QuotaExceededError(
+        f"agent {agent_id} already waits on {held.count} approvals holding "
+        f"{held.request_bytes} bytes of requests; this one adds {adds} and the bounds are "
+        f"{bounds.max_actions} approvals and {bounds.max_request_bytes} bytes "
+        "(approval.max_held_per_agent, approval.max_held_bytes_per_agent): wait for a "
+        "decision or an expiry", retry_after=wait, limit="held_approvals",
+        code="held_quota_exceeded", held=held.count, held_bytes=held.request_bytes, adds=adds)
+
+
 @dataclass
 class Approvals:
     """The approval service of one server (state shared with others through the database)."""
@@ -91,6 +124,7 @@ class Approvals:
     rules: RuleSet
     record: Recorder | None = None
     sweep_interval_s: float = 1.0
+    bounds: HeldBounds = field(default_factory=lambda: HeldBounds())
     _subscribers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)
     _remembered: set[str] = field(default_factory=set)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -105,8 +139,13 @@ class Approvals:
     # -- the gate ------------------------------------------------------------------------
     async def hold(self, *, agent_id: str, operation: str, rule_operation: str | None,
                    namespace: str | None, request: dict[str, Any], decision: Decision) -> Action:
-        """Record a held operation and announce it."""
+        """Record a held operation and announce it (429 past the agent's bounds)."""
+        adds = len(json.dumps(request, default=str).encode())
         async with self.db.transaction() as conn:
+            refused = held_refusal(agent_id, await rows.held_by(conn, agent_id), adds=adds,
+                                   bounds=self.bounds)
+            if refused is not None:
+                raise refused
             action = await rows.insert(
                 conn, agent_id=agent_id, operation=operation, rule_operation=rule_operation,
                 namespace=namespace, request=request,
@@ -116,24 +155,32 @@ class Approvals:
             await self._notify(conn, "created", action)
         return action
 
-    async def consume(self, approval_id: str, *, agent_id: str, operation: str,
-                      request: dict[str, Any]) -> uuid.UUID:
-        """Spend an approval on this exact request (403 if it is for another, 409 if not
-        approved or already used)."""
+    async def check(self, approval_id: str, *, agent_id: str, operation: str,
+                    request: dict[str, Any]) -> uuid.UUID:
+        """The approval of this exact request, approved and not used yet (403 if it is for
+        another, 409 if not approved or already used); spent by the write that completes it
+        (:mod:`.settling`), or by :meth:`spend`."""
         action_id = _uuid(approval_id)
         async with self.db.connection() as conn:
             action = await rows.get(conn, action_id)
-            if action is None:
-                raise NotFoundError(f"no approval {approval_id}", approval_id=approval_id)
-            wanted = fingerprint(agent_id=agent_id, operation=operation, request=request)
-            if action.fingerprint != wanted:
-                raise DeniedError("this approval is for another agent, operation or request",
-                                  code="approval_mismatch", approval_id=approval_id)
+        if action is None:
+            raise NotFoundError(f"no approval {approval_id}", approval_id=approval_id)
+        wanted = fingerprint(agent_id=agent_id, operation=operation, request=request)
+        if action.fingerprint != wanted:
+            raise DeniedError("this approval is for another agent, operation or request",
+                              code="approval_mismatch", approval_id=approval_id)
+        if action.status != "approved" or action.consumed_at is not None:
+            raise _not_usable(action)
+        return action_id
+
+    async def spend(self, action_id: uuid.UUID) -> uuid.UUID:
+        """Spend a checked approval in its own statement (an operation that does not settle
+        it in its transaction): 409 when another request spent it first."""
+        async with self.db.connection() as conn:
             if not await rows.consume(conn, action_id):
-                raise ConflictError(
-                    f"approval {approval_id} is {action.status}"
-                    f"{' and already used' if action.consumed_at else ''}: it cannot "
-                    "complete this request", code="approval_not_usable", status=action.status)
+                action = await rows.get(conn, action_id)
+                assert action is not None  # actions are purged only once decided and old
+                raise _not_usable(action)
         return action_id
 
     async def release(self, action_id: uuid.UUID) -> None:
@@ -142,10 +189,11 @@ class Approvals:
             await rows.release(conn, action_id)
 
     # -- the API -------------------------------------------------------------------------
-    async def pending(self) -> list[Action]:
-        """Undecided actions."""
+    async def pending(self, *, after: tuple[datetime, uuid.UUID] | None,
+                      limit: int) -> list[Action]:
+        """Undecided actions, oldest first, after a page's last ``(created_at, id)``."""
         async with self.db.connection() as conn:
-            return await rows.pending(conn)
+            return await rows.pending(conn, after=after, limit=limit)
 
     async def count_pending(self) -> int:
         """How many actions wait."""
@@ -183,11 +231,25 @@ class Approvals:
             if action.remember:
                 await rows.remember(conn, action)
             await self._notify(conn, "decided", action)
-        if action.remember:
-            await self.refresh_rules()
-        if self.record is not None:
-            await self.record("decided", action)
+        await self._after_decision(action)
         return action
+
+    async def _after_decision(self, action: Action) -> None:
+        """What follows a committed decision never fails it (the caller would retry a
+        decision already made, and meet 409): a rule not loaded yet is loaded by the next
+        sweep, a lost audit record is logged loudly, as the pipeline's audit step does."""
+        if action.remember:
+            try:
+                await self.refresh_rules()
+            except (CortexError, psycopg.Error, OSError) as exc:
+                log.warning("remembered rules not refreshed yet (the sweeper retries): %s",
+                            type(exc).__name__)
+        if self.record is not None:
+            try:
+                await self.record("decided", action)
+            except Exception:  # the decision stands
+                log.exception("the audit record of a decision failed",
+                              extra={"approval_id": str(action.id)})
 
     # -- background ----------------------------------------------------------------------
     async def start(self, dsn: str) -> None:
@@ -207,7 +269,8 @@ class Approvals:
         await tasks.stop(self._tasks)
 
     async def sweep(self) -> list[Action]:
-        """Expire overdue actions (denied), refresh remembered rules, prune signatures."""
+        """Expire overdue actions (denied), refresh remembered rules, prune signatures,
+        purge actions closed for longer than the retention."""
         async with self.db.transaction() as conn:
             expired = await rows.expire(conn)
             for action in expired:
@@ -217,15 +280,18 @@ class Approvals:
             if self.record is not None:
                 await self.record("expired", action)
         await self.refresh_rules()
+        async with self.db.transaction() as conn:  # last and apart: it never holds up expiry
+            await rows.purge(conn, older_than_s=self.bounds.retention_s)
         return expired
 
     async def refresh_rules(self) -> None:
         """Add remembered rules written by any server since the last look."""
         async with self.db.connection() as conn:
             found = await rows.remembered(conn)
-        new = [remembered_rule(r) for r in found if str(r["approval_id"]) not in self._remembered]
+        unseen = [r for r in found if str(r["approval_id"]) not in self._remembered]
+        self._remembered.update(str(r["approval_id"]) for r in unseen)  # a bad row: once
+        new = [rule for r in unseen if (rule := _loaded(r)) is not None]
         if new:
-            self._remembered.update(r.source.removeprefix("approval/") for r in new)
             self.rules.add(new)
 
     async def _sweep_forever(self) -> None:
@@ -294,6 +360,24 @@ class Approvals:
             self._listening.clear()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0)
+
+
+def _loaded(row: dict[str, Any]) -> Rule | None:
+    """A remembered rule, or None (logged) for a row no rule can be made of (a table edited
+    behind the server): one bad row must not keep every other rule out."""
+    try:
+        return remembered_rule(row)
+    except CortexError as exc:
+        log.warning("a remembered rule cannot be loaded: %s", exc.message,
+                    extra={"approval_id": str(row["approval_id"])})
+        return None
+
+
+def _not_usable(action: Action) -> ConflictError:
+    return ConflictError(
+        f"approval {action.id} is {action.status}"
+        f"{' and already used' if action.consumed_at else ''}: it cannot complete this "
+        "request", code="approval_not_usable", status=action.status)
 
 
 def _uuid(value: str) -> uuid.UUID:

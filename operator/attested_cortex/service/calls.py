@@ -13,6 +13,7 @@ from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import ALLOW, Decision
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.operations import OperationSpec
+from attested_cortex.service.settling import NOTHING, Settlement
 
 R = TypeVar("R")
 
@@ -45,7 +46,8 @@ class Outcome:
     error: CortexError | None = None
     post_denied: Decision | None = None
     ask: Decision | None = None  # an AskUser to settle at the approval gate (enforce)
-    consumed: Any = None  # the approval this request spends
+    approved: Any = None  # the approval (checked, not yet spent) this request completes
+    consumed: Any = None  # the approval spent before a call that does not settle its own
     modified: bool = False  # a pre- hook changed the request
 
 
@@ -53,6 +55,11 @@ class Call(Generic[R]):
     """One operation request. Subclasses set ``spec`` and override what they use."""
 
     spec: ClassVar[OperationSpec]
+    #: Whether ``execute`` spends the approval and checks the cap in its own transaction
+    #: (:mod:`.settling`); else the pipeline spends the approval before it runs.
+    settles: ClassVar[bool] = False
+    #: What ``execute`` settles, set by the pipeline before it runs.
+    settlement: Settlement = NOTHING
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         """The namespaces and owner the operation touches (may read the database)."""

@@ -32,6 +32,9 @@ class Caller:
     auth: str
     scopes: ScopeSet = DEFAULT
     approval: str | None = None  # X-Cortex-Approval: completing an approved request
+    #: The request already took its rate-quota token (the HTTP layer takes it right after
+    #: authentication, before the body is read): the pipeline does not take another.
+    rated: bool = False
 
 
 class ChainOutcome(Protocol):

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import struct
 import time
 import uuid
 from collections.abc import Sequence
@@ -278,9 +279,25 @@ def check_vector(vectors: Vectors | None, vector: Sequence[float] | None, *,
             f"embedding has {len(vector)} dimensions; this server's vectors ({info.model}) "
             f"have {info.dimension}", field="embedding", expected=info.dimension,
             got=len(vector))
-    if not any(vector):
-        raise InvalidInputError("embedding is all zeros (no direction to compare)",
-                                field="embedding")
+    problem = stored_problem(vector)
+    if problem is not None:
+        raise InvalidInputError(f"embedding {problem}", field="embedding")
+
+
+def stored_problem(vector: Sequence[float]) -> str | None:
+    """Why ``vector`` cannot be stored and compared as pgvector keeps it (single precision:
+    finite and within about 3.4e38, not all zeros once rounded), or None. Checked before
+    anything is written: a value that is finite as a float64 but not as a float4 failed only
+    when its vector was stored, after the memory had committed (issue 20 item 1)."""
+    try:
+        rounded = struct.unpack(f"{len(vector)}f", struct.pack(f"{len(vector)}f", *vector))
+    except (OverflowError, struct.error):
+        return "holds a value outside single precision (about ±3.4e38)"
+    if not all(math.isfinite(x) for x in rounded):
+        return "holds a value that is not a finite number"
+    if not any(rounded):
+        return "is all zeros (no direction to compare)"
+    return None
 
 
 async def after_write(
@@ -312,9 +329,20 @@ async def after_write(
             vectors.wake()
             return
         vectors.metrics.seconds.labels("write").observe(time.perf_counter() - started)
-    async with db.connection() as conn:
-        await rows.put(conn, memory_id=memory.id, revision=memory.revision,
-                       model=embedder.info.model, vector=vector)
+    problem = stored_problem(vector)
+    if problem is not None:  # a remote embedder's NaN: the memory stands, without a vector
+        vectors.metrics.failures.labels("write").inc()
+        log.warning("embedding left out: the vector %s", problem,
+                    extra={"memory_id": str(memory.id)})
+        return
+    try:
+        async with db.connection() as conn:
+            await rows.put(conn, memory_id=memory.id, revision=memory.revision,
+                           model=embedder.info.model, vector=vector)
+    except CortexError as exc:  # the write committed: it is not a failure; backfill retries
+        vectors.metrics.failures.labels("write").inc()
+        log.warning("embedding deferred to the backfill", extra={"error": type(exc).__name__})
+        vectors.wake()
 
 
 async def forget(vectors: Vectors | None, conn: Any, memory_id: uuid.UUID) -> None:

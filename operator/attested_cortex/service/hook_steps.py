@@ -51,8 +51,9 @@ async def gate(
     svc: Services, spec: OperationSpec, caller: Caller, call: Call[Any], target: Target,
     outcome: Outcome,
 ) -> None:
-    """AskUser in enforce mode: spend the caller's approval of this exact request, or hold
-    it (202 with the approval id). Without the approval API it stays a 403."""
+    """AskUser in enforce mode: check the caller's approval of this exact request (the
+    operation spends it), or hold it (202 with the approval id). Without the approval API
+    it stays a 403."""
     if outcome.ask is None:
         return
     approvals = svc.approvals
@@ -60,7 +61,7 @@ async def gate(
         raise refusal(spec, outcome.ask)
     request = call.request()
     if caller.approval is not None:
-        outcome.consumed = await approvals.consume(
+        outcome.approved = await approvals.check(
             caller.approval, agent_id=caller.agent_id, operation=spec.name, request=request)
         return
     action = await approvals.hold(

@@ -123,6 +123,9 @@ async def approval(svc: Services) -> dict[str, Any]:
                 "be unauthenticated, so the API is off (AskUser in enforce mode is 403)"}
     return {"enabled": True, "pending": await approvals.count_pending(),
             "timeout_seconds": approvals.timeout_s, "subscribers": approvals.subscribers,
+            "max_held_per_agent": approvals.bounds.max_actions,
+            "max_held_bytes_per_agent": approvals.bounds.max_request_bytes,
+            "retention_seconds": approvals.bounds.retention_s,
             "completion": "resubmit the held request with X-Cortex-Approval: <id>",
             "signature": "X-Cortex-Signature: sha256=HMAC(secret, "
                          "'{timestamp}.{METHOD}.{path}.{body}'), X-Cortex-Timestamp"}

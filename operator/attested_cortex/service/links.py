@@ -23,7 +23,7 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.policy.decisions import ALLOW, Decision
-from attested_cortex.service import attesting, write_records
+from attested_cortex.service import attesting, settling, write_records
 from attested_cortex.service import operations as ops
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink
@@ -50,6 +50,7 @@ class CreateCall(Call[Link]):
     """``POST /v1/links``: a link observed by the calling agent."""
 
     spec = ops.LINK_CREATE
+    settles = True
     cmd: CreateLink
 
     async def target(self, svc: Services, caller: Caller) -> Target:
@@ -67,6 +68,7 @@ class CreateCall(Call[Link]):
         plan = _plan(svc, caller, cmd)
         outcome = plan.outcome
         async with svc.db.transaction() as conn:
+            await settling.spend(conn, self.settlement)
             link = await link_rows.create_link(
                 conn, graph=backend(svc), src_id=cmd.src_id, dst_id=cmd.dst_id,
                 relation=cmd.relation, observed_by=caller.agent_id, valid_from=plan.valid_from,
@@ -126,6 +128,7 @@ class InvalidateCall(Call[Link]):
     """``POST /v1/kg/invalidate``: close a link's validity window (never delete it)."""
 
     spec = ops.LINK_INVALIDATE
+    settles = True
     cmd: InvalidateLink
     link: Link | None = None
     now: datetime | None = None
@@ -163,6 +166,7 @@ class InvalidateCall(Call[Link]):
         if not check.allows:  # a hook moved valid_until into the past
             raise InvalidInputError(check.reason or "retroactive", code=check.code)
         async with svc.db.transaction() as conn:
+            await settling.spend(conn, self.settlement)
             current = await link_rows.get_link(conn, link_id=self.cmd.link_id)
             if current.valid_until is None:  # an invalidated one is refused as before
                 await write_records.require_recorded_link(conn, current)  # ADR 0020

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,7 @@ from attested_cortex.service import (
     attesting,
     cursors,
     embedding,
+    settling,
     transcripts,
     write_records,
 )
@@ -45,10 +47,15 @@ from attested_cortex.store import signatures
 from attested_cortex.store.memories import Memory
 
 
-def text_bytes(*, content: str | None, title: str | None, metadata: dict[str, Any] | None) -> int:
-    """What a memory's fields add to the storage quota (as ``stored_bytes`` counts them)."""
-    size = len((content or "").encode()) + len((title or "").encode())
-    return size + (len(json.dumps(metadata).encode()) if metadata is not None else 0)
+def memory_bytes(*, namespace: str, content: str | None, title: str | None,
+                 tags: Sequence[str] | None, metadata: dict[str, Any] | None) -> int:
+    """What a memory's fields add to the storage quota: every byte the client sent that the
+    row keeps (namespace, title, content, each tag, metadata unless empty), as the database's
+    ``cortex_memory_bytes`` counts them (migration 0010); metadata is estimated from its JSON
+    text (the database counts its ``jsonb`` text, which may differ by a few separators)."""
+    size = sum(len(text.encode()) for text in (namespace, content or "", title or ""))
+    size += sum(len(tag.encode()) for tag in tags or ())
+    return size + (len(json.dumps(metadata).encode()) if metadata else 0)
 
 
 async def _load(svc: Services, memory_id: uuid.UUID) -> Memory:
@@ -74,6 +81,7 @@ class StoreCall(Call[Memory]):
     """``POST /v1/memories``."""
 
     spec = ops.MEMORY_STORE
+    settles = True
     cmd: StoreMemory
     # The client's vector (--embedder client) stays out of hook payloads and survives a Modify.
     vector: list[float] | None = None
@@ -87,8 +95,9 @@ class StoreCall(Call[Memory]):
         return Target((self.cmd.namespace,), caller.agent_id, self._bytes())
 
     def _bytes(self) -> int:
-        return text_bytes(content=self.cmd.content, title=self.cmd.title,
-                          metadata=self.cmd.metadata)
+        cmd = self.cmd
+        return memory_bytes(namespace=cmd.namespace, content=cmd.content, title=cmd.title,
+                            tags=cmd.tags, metadata=cmd.metadata)
 
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         if event == "pre_index":
@@ -113,28 +122,49 @@ class StoreCall(Call[Memory]):
             keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id, namespace=cmd.namespace,
             title=cmd.title, content=cmd.content, signature=cmd.signature,
             signed_at=cmd.signed_at)
-        memory_id = uuid.uuid4()
-        record = write_records.pending_memory(svc, caller, "memory.stored", _as_stored(
-            memory_id, cmd, caller), signed.signature if signed else None)
-        # Without a mirror or a signature to write, the store is one statement (the INSERT and
-        # its audit record), atomic on its own: an explicit transaction would only add BEGIN
-        # and COMMIT round trips (make bench: HTTP stores 236.9 -> 391.8/s).
-        one_statement = mirror is None and signed is None and not cmd.citations
-        async with svc.db.connection() if one_statement else svc.db.transaction() as conn:
+        cap = self.settlement.cap
+        if (mirror is None and signed is None and not cmd.citations and cap is not None
+                and self.settlement.approval is None):
+            memory = await self._one_statement(svc, caller, cap)
+            await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
+            return memory
+        # One transaction, its locks in the order of every write (ADR 0017): the approval,
+        # the row and its author's usage row (the trigger), the chain lock last.
+        async with svc.db.transaction() as conn:
+            await settling.spend(conn, self.settlement)
             cited = await transcripts.check_citations(svc, caller, conn, cmd.citations)
             memory = await rows.insert(
                 conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                 tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
-                memory_id=memory_id, event=record,
+                memory_id=uuid.uuid4(),
             )
+            await settling.check_cap(conn, self.settlement, adds=self._bytes())
             if mirror is not None:
                 await mirror.on_memory_created(conn, memory.id, memory.namespace)
+            await transcripts.cite(conn, memory.id, cited)
+            await write_records.record_memory(svc, conn, caller, "memory.stored", memory,
+                                              signed.signature if signed else None)
             if signed is not None:
                 await write_records.record_signed_memory(conn, caller, memory, signed)
-            await transcripts.cite(conn, memory.id, cited)
         # After the write committed: queued for the write-behind embedder (never waited on).
         await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
         return memory
+
+    async def _one_statement(self, svc: Services, caller: Caller, cap: settling.Cap) -> Memory:
+        """The store with nothing else to write: one statement, in the same lock order (the
+        usage row locked and the cap checked first, the chain record last), without the
+        BEGIN and COMMIT round trips (the chain lock is held for the statement only)."""
+        cmd, memory_id, adds = self.cmd, uuid.uuid4(), self._bytes()
+        record = write_records.pending_memory(svc, caller, "memory.stored",
+                                              _as_stored(memory_id, cmd, caller))
+        try:
+            async with svc.db.connection() as conn:
+                return await rows.insert_recorded(
+                    conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
+                    tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
+                    memory_id=memory_id, event=record, adds=adds, cap=cap.limit)
+        except rows.CapReachedError as exc:
+            raise settling.over_cap(cap, used=exc.used, adds=adds) from exc
 
     def post_payload(self, event: EventName, result: Memory) -> dict[str, Any]:
         return _post_write(event, result, "store")
@@ -177,6 +207,7 @@ class UpdateCall(Call[Memory]):
     """``PATCH /v1/memories/{id}``: change fields and bump the revision."""
 
     spec = ops.MEMORY_UPDATE
+    settles = True
     memory_id: uuid.UUID
     cmd: UpdateMemory
     current: Memory | None = None
@@ -189,12 +220,17 @@ class UpdateCall(Call[Memory]):
         check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
         embedding.check_vector(svc.vectors, self.vector)
         self.current = current = await _load(svc, self.memory_id)
-        grows = text_bytes(content=self.cmd.content, title=self.cmd.title,
-                           metadata=self.cmd.metadata) - text_bytes(
-            content=current.content if self.cmd.content is not None else None,
-            title=current.title if self.cmd.title is not None else None,
-            metadata=current.metadata if self.cmd.metadata is not None else None)
-        return Target((current.namespace,), current.author, max(0, grows))
+        return Target((current.namespace,), current.author, max(0, self._grows(current)))
+
+    def _grows(self, current: Memory) -> int:
+        """What the update adds to the author's stored bytes (negative: frees)."""
+        cmd = self.cmd
+        return memory_bytes(namespace="", content=cmd.content, title=cmd.title, tags=cmd.tags,
+                            metadata=cmd.metadata) - memory_bytes(
+            namespace="", content=current.content if cmd.content is not None else None,
+            title=current.title if cmd.title is not None else None,
+            tags=current.tags if cmd.tags is not None else None,
+            metadata=current.metadata if cmd.metadata is not None else None)
 
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         assert self.current is not None
@@ -222,11 +258,13 @@ class UpdateCall(Call[Memory]):
                                           "embedding"})
         changes = {k: v for k, v in changes.items() if v is not None}
         async with svc.db.transaction() as conn:
+            await settling.spend(conn, self.settlement)
             locked = await rows.get(conn, self.memory_id, for_update=True)
             await write_records.require_recorded_memory(conn, locked)  # ADR 0020
             memory = await rows.update(
                 conn, locked, changes=changes, expected_revision=cmd.expected_revision
             )
+            await settling.check_cap(conn, self.settlement, adds=self._grows(locked))
             signed = attesting.plan_memory(
                 keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id,
                 namespace=memory.namespace, title=memory.title, content=memory.content,
@@ -247,6 +285,7 @@ class DeleteCall(Call[Memory]):
     """``DELETE /v1/memories/{id}``: the content goes, the row (and link history) stays."""
 
     spec = ops.MEMORY_DELETE
+    settles = True
     memory_id: uuid.UUID
     current: Memory | None = None
 
@@ -262,6 +301,7 @@ class DeleteCall(Call[Memory]):
     async def execute(self, svc: Services, caller: Caller) -> Memory:
         assert self.current is not None
         async with svc.db.transaction() as conn:
+            await settling.spend(conn, self.settlement)
             locked = await rows.get(conn, self.memory_id, for_update=True)
             if not locked.deleted:
                 await write_records.require_recorded_memory(conn, locked)  # ADR 0020

@@ -1,6 +1,7 @@
 """The operation pipeline: every operation runs the same declared steps, in one place.
 
-    authenticate -> scope -> rules -> pre_hooks -> quota -> operation -> post_hooks -> audit
+    authenticate (and the rate quota) -> scope -> rules -> pre_hooks -> quota (storage)
+        -> approval gate -> operation -> post_hooks -> audit
 
 An operation is a :class:`Call` (its request, how to find its target, its hook payloads and
 its execution) whose class carries an :class:`~.operations.OperationSpec` (name, event class,
@@ -34,8 +35,9 @@ from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.deciding import check_scope, enforce, recheck, rules, visible
 from attested_cortex.service.hook_steps import gate, post_hooks, pre_hooks
 from attested_cortex.service.operations import OperationSpec
+from attested_cortex.service.settling import Cap, Settlement
 
-__all__ = ["STEPS", "Call", "Outcome", "Step", "Target", "run", "visible"]
+__all__ = ["STEPS", "Call", "Outcome", "Step", "Target", "run", "take_rate", "visible"]
 log = logging.getLogger(__name__)
 
 
@@ -44,6 +46,8 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
     spec, outcome = call.spec, Outcome()
     try:
         _step(svc, spec, "authenticate")
+        if not caller.rated:  # the HTTP layer took it before reading the body
+            take_rate(svc, caller)  # before any database or CPU work the request asks for
         target = await call.target(svc, caller)
         _step(svc, spec, "scope")
         check_scope(spec, caller, target)
@@ -55,16 +59,11 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
             target = await call.target(svc, caller)
             check_scope(spec, caller, target)
             recheck(svc, spec, outcome, rules(svc, spec, caller, target, call))
-        await gate(svc, spec, caller, call, target, outcome)
         _step(svc, spec, "quota")
-        await _quota(svc, spec, caller, target)
+        cap = await _storage(svc, caller, target)
+        await gate(svc, spec, caller, call, target, outcome)
         _step(svc, spec, "operation")
-        try:
-            result = await call.execute(svc, caller)
-        except CortexError:
-            if outcome.consumed is not None:  # nothing was written: the approval stays usable
-                await svc.approvals.release(outcome.consumed)
-            raise
+        result = await _execute(svc, caller, call, outcome, cap)
         _step(svc, spec, "post_hooks")
         await post_hooks(svc, spec, caller, call, target, result, outcome)
         return result
@@ -84,16 +83,45 @@ def _step(svc: Services, spec: OperationSpec, step: Step) -> None:
         svc.observe(spec.name, step)
 
 
-async def _quota(svc: Services, spec: OperationSpec, caller: Caller, target: Target) -> None:
-    policy = svc.policy
-    if policy.buckets is not None:
-        wait = policy.buckets.take(caller.agent_id, now=time.monotonic())
-        if wait:
-            raise QuotaExceededError(
-                f"agent {caller.agent_id} exceeded "
-                f"{policy.buckets.rate_of(caller.agent_id):g} requests per second",
-                retry_after=wait, limit="requests_per_second")
-    if target.adds_bytes > 0:
-        from attested_cortex.service import usage  # the store query, only for writes
+def take_rate(svc: Services, caller: Caller) -> None:
+    """The request-rate quota, the first check of every request (429 with Retry-After): the
+    HTTP middleware calls it right after authentication, :func:`run` for other callers."""
+    buckets = svc.policy.buckets
+    if buckets is None:
+        return
+    wait = buckets.take(caller.agent_id, now=time.monotonic())
+    if wait:
+        raise QuotaExceededError(
+            f"agent {caller.agent_id} exceeded {buckets.rate_of(caller.agent_id):g} "
+            "requests per second", retry_after=wait, limit="requests_per_second")
 
-        await usage.check_storage(svc, caller, target.adds_bytes)
+
+async def _storage(svc: Services, caller: Caller, target: Target) -> Cap | None:
+    """The storage quota of a growing write: refused early (413) when the owner is already
+    past it, and the cap its transaction checks again (:mod:`.settling`)."""
+    if target.adds_bytes <= 0:
+        return None
+    owner = target.owner or caller.agent_id
+    cap = Cap(owner, svc.policy.storage_limit(owner))
+    from attested_cortex.service import usage  # the store query, only for writes
+
+    await usage.check_storage(svc, cap, target.adds_bytes)
+    return cap
+
+
+async def _execute(svc: Services, caller: Caller, call: Call[R], outcome: Outcome,
+                   cap: Cap | None) -> R:
+    """The operation, settling its approval and cap in its transaction when it can (an
+    approval is spent exactly when the write commits), else spending the approval first and
+    releasing it when the operation fails (a call that does not settle writes nothing)."""
+    if call.settles:
+        call.settlement = Settlement(outcome.approved, cap)
+        return await call.execute(svc, caller)
+    if outcome.approved is not None:
+        outcome.consumed = await svc.approvals.spend(outcome.approved)
+    try:
+        return await call.execute(svc, caller)
+    except CortexError:
+        if outcome.consumed is not None:  # nothing was written: the approval stays usable
+            await svc.approvals.release(outcome.consumed)
+        raise

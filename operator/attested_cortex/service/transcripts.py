@@ -34,7 +34,7 @@ from attested_cortex.hooks.payloads import payload
 from attested_cortex.jsonbounds import parse
 from attested_cortex.policy.decisions import ALLOW, Decision
 from attested_cortex.service import operations as ops
-from attested_cortex.service import write_records
+from attested_cortex.service import settling, write_records
 from attested_cortex.service.commands import Cite, check_sizes
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.hooking import revalidate
@@ -102,6 +102,7 @@ class StoreCall(Call[Transcript]):
     """``POST /v1/transcripts``."""
 
     spec = ops.TRANSCRIPT_STORE
+    settles = True
     cmd: StoreTranscript
     owner: str = ""
     # The frame of the content as it stands (made for the quota step, reused by execute).
@@ -158,10 +159,12 @@ class StoreCall(Call[Transcript]):
         raw = _encoded(self.cmd.content, retention_of(svc).max_bytes)
         frame = await self._frame(svc)
         async with svc.db.transaction() as conn:
+            await settling.spend(conn, self.settlement)
             stored = await rows.insert(
                 conn, transcript_id=uuid.uuid4(), namespace=self.cmd.namespace,
                 owner=caller.agent_id, metadata=self.cmd.metadata, frame=frame,
                 raw_bytes=len(raw), raw_chars=len(self.cmd.content))
+            await settling.check_cap(conn, self.settlement, adds=len(frame))
             # The record covers the row the database returned (its normalised metadata).
             await write_records.record_transcript(svc, conn, caller, "transcript.stored",
                                                   stored)

@@ -2,30 +2,26 @@
 
 What counts: a memory's text, title and metadata while it is live, and a transcript's
 compressed frame and metadata until it is pruned (:mod:`attested_cortex.store.usage`). The
-cap is global (every replica reads the same database); the check runs before the write it
-guards, so replicas racing one agent's writes may pass the cap by at most the writes in
-flight (``docs/adr/0010-quotas.md``).
+cap is global (every replica reads the same database). :func:`check_storage` is the quota
+step's early refusal (before the hooks' and the write's work, without a lock); the write
+itself checks again in its transaction, against the usage row its statement locked
+(:mod:`.settling`), so concurrent writes of one agent never pass the cap together
+(``docs/adr/0017-settling-writes-in-their-transaction.md``).
 """
 
 from __future__ import annotations
 
-from attested_cortex.errors import TooLargeError
-from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.context import Services
+from attested_cortex.service.settling import Cap, over_cap
 from attested_cortex.store import usage as rows
 from attested_cortex.store.usage import Usage
 
 
-async def check_storage(svc: Services, caller: Caller, adds: int) -> None:
-    """Refuse a write that would take the agent past its stored-bytes cap (413)."""
-    limit = svc.policy.storage_limit(caller.agent_id)
-    used = (await stored(svc, caller.agent_id)).total
-    if used + adds > limit:
-        raise TooLargeError(
-            f"agent {caller.agent_id} stores {used} bytes; this write adds {adds} and the "
-            f"storage quota (storage_per_agent_bytes) is {limit}: delete memories, let "
-            "transcript retention prune transcripts, or ask the operator to raise the quota",
-            code="storage_quota_exceeded", limit=limit, used=used, adds=adds,
-            quota="storage_per_agent_bytes")
+async def check_storage(svc: Services, cap: Cap, adds: int) -> None:
+    """Refuse a write that would take the owner past its stored-bytes cap (413)."""
+    used = (await stored(svc, cap.owner)).total
+    if used + adds > cap.limit:
+        raise over_cap(cap, used=used, adds=adds)
 
 
 async def stored(svc: Services, agent_id: str) -> Usage:

@@ -70,12 +70,49 @@ async def get(conn: Conn, action_id: uuid.UUID) -> Action | None:
     return _action(row) if row is not None else None
 
 
-async def pending(conn: Conn, *, limit: int = 500) -> list[Action]:
-    """Undecided, unexpired actions, oldest first."""
+async def pending(conn: Conn, *, after: tuple[datetime, uuid.UUID] | None,
+                  limit: int) -> list[Action]:
+    """Undecided, unexpired actions, oldest first, after the ``(created_at, id)`` of the last
+    one a page showed (a keyset page: each action once while others come and go)."""
+    keyset = "AND (created_at, id) > (%s, %s) " if after is not None else ""
     cur = await conn.execute(
         f"SELECT {_COLUMNS} FROM pending_actions WHERE status = 'pending' AND expires_at > now() "
-        "ORDER BY created_at LIMIT %s", (limit,))
+        f"{keyset}ORDER BY created_at, id LIMIT %s", (*(after or ()), limit))
     return [_action(row) for row in await cur.fetchall()]
+
+
+@dataclass(frozen=True)
+class Held:
+    """What one agent has held: its open actions, their request bytes, the next expiry."""
+
+    count: int
+    request_bytes: int
+    next_expiry: datetime | None
+
+
+async def held_by(conn: Conn, agent_id: str) -> Held:
+    """The agent's open actions, serialised with its other holds (an advisory lock of the
+    agent until the transaction ends: two holds at once cannot both pass the bound)."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                       (f"cortex_held:{agent_id}",))
+    cur = await conn.execute(
+        "SELECT count(*) AS n, coalesce(sum(octet_length(request::text)), 0) AS bytes, "
+        "min(expires_at) AS next FROM pending_actions "
+        "WHERE agent_id = %s AND status = 'pending' AND expires_at > now()", (agent_id,))
+    row = await cur.fetchone()
+    assert row is not None
+    return Held(int(row["n"]), int(row["bytes"]), row["next"])
+
+
+async def purge(conn: Conn, *, older_than_s: int) -> int:
+    """Delete decided and expired actions closed longer than ``older_than_s`` ago (those a
+    remembered rule names stay: the rule cites them); returns how many."""
+    cur = await conn.execute(
+        "DELETE FROM pending_actions p WHERE status <> 'pending' "
+        "AND decided_at < now() - make_interval(secs => %s) "
+        "AND NOT EXISTS (SELECT 1 FROM remembered_rules r WHERE r.approval_id = p.id)",
+        (older_than_s,))
+    return cur.rowcount
 
 
 async def count_pending(conn: Conn) -> int:

@@ -60,7 +60,7 @@ class EventRow:
 
 @dataclass(frozen=True, slots=True)
 class PendingEvent:
-    """An event to append in the same statement as a write (see ``memories.insert``)."""
+    """An event stated before it is appended (:func:`append_many`: the sweeper's batches)."""
 
     agent_id: str
     event_type: str

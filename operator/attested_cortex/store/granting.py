@@ -7,7 +7,8 @@ since an owner could disable the append-only triggers). Where the AGE graph exis
 role may use its schema to keep the mirror in step. Where the embeddings table exists, the
 role reads and writes it (the background backfill replaces stale rows). Transcripts are
 read, written, archived and pruned; a memory's citations are appended only. Per-agent
-stored bytes (``agent_usage``) are read only: the database's own triggers keep them.
+stored bytes (``agent_usage``) are read only: the database's own triggers keep them. Held
+actions (``pending_actions``) are deleted by the approval sweeper after their retention.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memories"),
     ("SELECT, INSERT, UPDATE", "links"),
     ("SELECT, INSERT", "signed_events"),
-    ("SELECT, INSERT, UPDATE", "pending_actions"),
+    ("SELECT, INSERT, UPDATE, DELETE", "pending_actions"),
     ("SELECT, INSERT, DELETE", "approval_signatures"),
     ("SELECT, INSERT", "remembered_rules"),
     ("SELECT, INSERT", "memory_signatures"),

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
-from attested_cortex.errors import ConflictError, NotFoundError
+from attested_cortex.errors import ConflictError, NotFoundError, TooLargeError
 from attested_cortex.store.database import Conn
-from attested_cortex.store.events import APPEND_VALUES, PendingEvent, translating_events
+from attested_cortex.store.events import PendingEvent, translating_events
 
 _COLUMNS = (
     "id, namespace, title, content, tags, metadata, author, revision, "
@@ -61,22 +62,59 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
 async def insert(
     conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
     metadata: dict[str, Any], author: str, memory_id: uuid.UUID | None = None,
-    event: PendingEvent | None = None,
 ) -> Memory:
-    """Insert a new memory and return it; with ``event``, append that audit event in the
-    same statement (one round trip, atomic without an explicit transaction)."""
-    insert = (f"INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
-              f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}")
-    params: tuple[Any, ...] = (memory_id or uuid.uuid4(), namespace, title, content, list(tags),
-                               Jsonb(metadata), author)
-    if event is not None:
-        insert = f"WITH m AS ({insert}), e AS ({APPEND_VALUES}) SELECT * FROM m"
-        params += event.params()
-    with translating_events(event):
-        cur = await conn.execute(insert, params)
+    """Insert a new memory and return it. Its audit record is appended after it, in the
+    same transaction (the chain lock last: docs/adr/0017)."""
+    cur = await conn.execute(
+        f"INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+        (memory_id or uuid.uuid4(), namespace, title, content, list(tags), Jsonb(metadata),
+         author))
     row = await cur.fetchone()
     assert row is not None
     return memory_from_row(row)
+
+
+async def insert_recorded(
+    conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
+    metadata: dict[str, Any], author: str, memory_id: uuid.UUID, event: PendingEvent,
+    adds: int, cap: int,
+) -> Memory:
+    """Insert a new memory and append its audit ``event`` in one statement (one round trip,
+    atomic without an explicit transaction), in the lock order of every write: the author's
+    usage row first (locked, and the cap checked, by ``cortex_reserve_bytes``), the chain
+    lock last (the append, fed by the inserted row). Past ``cap``: :class:`CapReachedError`."""
+    query = (
+        "WITH u AS (SELECT cortex_reserve_bytes(%s, %s, %s) AS used), "
+        "m AS (INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
+        f"SELECT %s, %s, %s, %s, %s, %s, %s FROM u RETURNING {_COLUMNS}), "
+        "e AS (INSERT INTO signed_events (agent_id, event_type, payload, signature, "
+        "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m) SELECT * FROM m")
+    params = (author, adds, cap, memory_id, namespace, title, content, list(tags),
+              Jsonb(metadata), author, *event.params())
+    try:
+        with translating_events(event):
+            cur = await conn.execute(query, params)
+    except psycopg.Error as exc:  # the rest: the connection scope's translation
+        if exc.sqlstate == CAP_REACHED:
+            raise CapReachedError(int(exc.diag.message_detail or 0)) from exc
+        raise
+    row = await cur.fetchone()
+    assert row is not None
+    return memory_from_row(row)
+
+
+#: The SQLSTATE of ``cortex_reserve_bytes`` past the cap (migration 0010).
+CAP_REACHED = "CX413"
+
+
+class CapReachedError(TooLargeError):
+    """The author's stored bytes would pass the cap; ``used`` is what it stores now."""
+
+    def __init__(self, used: int) -> None:
+        super().__init__("the storage quota is exceeded", code="storage_quota_exceeded",
+                         used=used)
+        self.used = used
 
 
 async def get(conn: Conn, memory_id: uuid.UUID, *, for_update: bool = False) -> Memory:
@@ -198,14 +236,16 @@ def _like_prefix(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-#: What an author's memories count against its storage quota: text, title and metadata of
-#: the live ones (the SQL function of migration 0009, which the usage triggers also call).
-MEMORY_BYTES = "coalesce(sum(cortex_memory_bytes(content, title, metadata, deleted_at)), 0)"
+#: What an author's memories count against its storage quota: namespace, title, content,
+#: tags and (non-empty) metadata of the live ones (the SQL function of migration 0010, which
+#: the usage triggers also call).
+MEMORY_BYTES = ("coalesce(sum(cortex_memory_bytes(namespace, content, title, tags, metadata, "
+                "deleted_at)), 0)")
 
 
 async def stored_bytes(conn: Conn, *, author: str) -> int:
-    """Bytes of text, title and metadata the author's live memories hold (the storage quota
-    counts these; tombstones hold none)."""
+    """Bytes the author's live memories count against the storage quota (:data:`MEMORY_BYTES`;
+    tombstones hold none)."""
     cur = await conn.execute(
         f"SELECT {MEMORY_BYTES} AS used FROM memories WHERE author = %s AND deleted_at IS NULL",
         (author,))

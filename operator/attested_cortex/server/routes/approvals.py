@@ -7,12 +7,12 @@ import json
 
 from aiohttp import web
 
-from attested_cortex.server.body import parse, read_json
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.body import parse, read_json, read_query
+from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param, params_of
 from attested_cortex.server.schemas import ApprovalListOut, ApprovalOut
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import approvals_api
-from attested_cortex.service.approvals_api import DecideApproval
+from attested_cortex.service.approvals_api import DecideApproval, ListApprovals
 from attested_cortex.service.approving import CLOSED
 
 routes = web.RouteTableDef()
@@ -21,9 +21,10 @@ KEEPALIVE_S = 15.0
 
 @routes.get("/v1/approvals")
 async def list_approvals(request: web.Request) -> web.Response:
-    """Pending actions, oldest first."""
-    found = await approvals_api.pending(state(request).services, caller(request))
-    return web.json_response({"approvals": found})
+    """One page of pending actions, oldest first: ``{approvals, next}``."""
+    query = read_query(request, ListApprovals)
+    return web.json_response(await approvals_api.pending(state(request).services,
+                                                         caller(request), query))
 
 
 @routes.get("/v1/approvals/stream")
@@ -75,7 +76,8 @@ async def read_body(request: web.Request, *, max_bytes: int) -> bytes:
 
 _ID = Param("id", "path", {"type": "string", "format": "uuid"}, description="Approval id")
 operations = [
-    Operation("GET", "/v1/approvals", "Pending AskUser actions", 200, ApprovalListOut,
+    Operation("GET", "/v1/approvals", "Pending AskUser actions, one page (cursor)", 200,
+              ApprovalListOut, params=params_of(ListApprovals, "query"),
               errors=(*COMMON_ERRORS, 404)),
     Operation("POST", "/v1/approvals/{id}",
               "Approve or reject (X-Cortex-Timestamp and X-Cortex-Signature: sha256=<HMAC>)",
