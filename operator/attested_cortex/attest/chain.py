@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from attested_cortex.attest import cbor
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.signing import verify
-from attested_cortex.store.events import ChainHead, EventRow
+from attested_cortex.store.events import EventRow
 
 HASH_VERSION = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -105,27 +105,6 @@ _NULL = b"\xf6"
 
 def _bytes_or_null(value: bytes | None) -> bytes:
     return _NULL if value is None else cbor.head(2, len(value)) + value
-
-
-def seal(head: ChainHead, statement: Statement) -> EventRow:
-    """The event that extends ``head`` with ``statement``."""
-    sequence = head.sequence + 1
-    payload_hash = hashlib.sha256(statement.payload).digest()
-    return EventRow(
-        sequence=sequence,
-        agent_id=statement.agent_id,
-        event_type=statement.event_type,
-        payload=statement.payload,
-        payload_hash=payload_hash,
-        signature=statement.signature,
-        key_fingerprint=statement.key_fingerprint,
-        prev_hash=head.hash,
-        hash=event_hash(
-            sequence=sequence, prev_hash=head.hash, created_at=head.now,
-            statement=statement, payload_hash=payload_hash,
-        ),
-        created_at=head.now,
-    )
 
 
 def chain_fault(event: EventRow, *, expected_sequence: int, expected_prev: bytes) -> str | None:

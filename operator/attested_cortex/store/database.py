@@ -14,11 +14,10 @@ import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import dict_row
 
 from attested_cortex.errors import NotReadyError
 from attested_cortex.store.errors import translating
@@ -96,11 +95,6 @@ class Database:
             async with self._pool.connection() as conn:
                 yield conn
 
-    async def fetch_one(self, sql: str, params: Any = None) -> DictRow | None:
-        """Run one read and return its first row."""
-        async with self.connection() as conn:
-            cur = await conn.execute(sql, params)
-            return await cur.fetchone()
 
 
 def _ms(seconds: float) -> sql.Literal:

@@ -1,4 +1,4 @@
-"""SQL for the signed_events audit chain: lock the head, insert, stream. No crypto here.
+"""SQL for the signed_events audit chain: append, look up, stream. No crypto here.
 
 Called only by :mod:`attested_cortex.attest.auditing`, which computes hashes and signatures
 (the store layer sits below attest and must not import it). Every function runs inside the
@@ -32,13 +32,6 @@ STATEMENT_INDEX = "signed_events_statement_idx"
 _COLUMNS = (
     "sequence, agent_id, event_type, payload, payload_hash, signature, key_fingerprint, "
     "prev_hash, hash, created_at"
-)
-_LOCK = "SELECT pg_advisory_xact_lock(%s)"
-# A separate statement after the lock: in READ COMMITTED its snapshot is taken once the lock
-# is held, so it sees the event the previous holder committed (one statement would not).
-_HEAD = (
-    "SELECT (SELECT sequence FROM signed_events ORDER BY sequence DESC LIMIT 1), "
-    "(SELECT hash FROM signed_events ORDER BY sequence DESC LIMIT 1), clock_timestamp()"
 )
 
 
@@ -81,34 +74,6 @@ APPEND_VALUES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ChainHead:
-    """The event a new one must follow (sequence 0 and zero hash on an empty chain)."""
-
-    sequence: int
-    hash: bytes
-    now: datetime
-
-
-async def lock_head(conn: psycopg.AsyncConnection[Any]) -> ChainHead:
-    """Take the chain lock for this transaction and read the head and the clock.
-
-    The caller's transaction must be READ COMMITTED (the default): under REPEATABLE READ the
-    head would come from a snapshot older than the lock, and the insert would be refused.
-    """
-    with translating():
-        # One network round trip; the server still runs the two statements in order, and
-        # the second one's snapshot is taken only once the first holds the lock.
-        cur = conn.cursor(row_factory=psycopg.rows.tuple_row)
-        async with conn.pipeline():
-            await conn.execute(_LOCK, (CHAIN_LOCK_KEY,))
-            await cur.execute(_HEAD)
-        row = await cur.fetchone()
-    assert row is not None
-    sequence, head_hash, now = row
-    return ChainHead(sequence or 0, bytes(head_hash) if head_hash else GENESIS_HASH, now)
-
-
 async def append(
     conn: psycopg.AsyncConnection[Any], *, agent_id: str, event_type: str, payload: bytes,
     signature: bytes | None, key_fingerprint: str | None,
@@ -139,26 +104,6 @@ async def append_many(conn: psycopg.AsyncConnection[Any], pending: Sequence[Pend
     with translating_events(pending[0]):
         async with conn.cursor() as cur:
             await cur.executemany(APPEND_VALUES, [event.params() for event in pending])
-
-
-async def insert_event(conn: psycopg.AsyncConnection[Any], event: EventRow) -> None:
-    """Insert an event sealed by the caller (tests and benchmarks); since migration 0006 the
-    database replaces its chain fields with its own. A repeated statement is a replay."""
-    values = (
-        event.sequence, event.agent_id, event.event_type, event.payload, event.payload_hash,
-        event.signature, event.key_fingerprint, event.prev_hash, event.hash, event.created_at,
-    )
-    try:
-        await conn.execute(
-            f"INSERT INTO signed_events ({_COLUMNS}) VALUES "
-            "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            values,
-        )
-    except psycopg.Error as exc:
-        domain = _insert_error(exc, event_type=event.event_type)
-        if domain is None:
-            raise
-        raise domain from exc
 
 
 async def statement_recorded(

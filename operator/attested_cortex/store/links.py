@@ -60,11 +60,6 @@ class Link:
     #: The window's end as created (and signed); invalidation changes only ``valid_until``.
     asserted_until: datetime | None = None
 
-    def is_valid_at(self, instant: datetime) -> bool:
-        """Whether the link holds at ``instant`` (window is half-open: [from, until))."""
-        return self.valid_from <= instant and (
-            self.valid_until is None or instant < self.valid_until
-        )
 
 
 def check_relation(relation: str) -> str:

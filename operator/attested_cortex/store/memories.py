@@ -223,15 +223,6 @@ async def list_namespace(
     return Listed([memory_from_row(r) for r in found], more)
 
 
-async def count_by_author(conn: Conn, author: str) -> int:
-    """How many live memories ``author`` holds (for quotas and capabilities)."""
-    cur = await conn.execute(
-        "SELECT count(*) AS n FROM memories WHERE author = %s AND deleted_at IS NULL", (author,)
-    )
-    row = await cur.fetchone()
-    return int(row["n"]) if row else 0
-
-
 def _like_prefix(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
