@@ -26,7 +26,6 @@ COMMANDS: dict[str, str] = {
     "hookd": "serve a stdio hook program on a socket (sidecar entry point)",
     "mcp": "stdio MCP server forwarding to a running cortex",
 }
-COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:

@@ -31,11 +31,6 @@ from attested_cortex.namespaces import ancestors
 from attested_cortex.policy.decisions import Decision, Verdict
 from attested_cortex.policy.patterns import matches, parse_pattern
 
-#: The operations a rule can name (the PermissionRule CRD's ``Operation``).
-RULE_OPERATIONS: Final = frozenset({
-    "store", "update", "delete", "link", "invalidate", "recall", "search", "kg_query",
-    "kg_paths", "transcript",
-})
 _RANK: Final[dict[Verdict, int]] = {"allow": 0, "ask_user": 1, "deny": 2}
 
 
