@@ -88,7 +88,8 @@ async def paired_recalls(base: str, gen: TextGenerator, *, queries: int = QUERIE
     """Every variant answers each query, in a rotating order; p50/p95 and deltas."""
     from mcp.client.client import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from attested_cortex.mcp.relay import http_client
 
     url = f"{base}/mcp"
     names = ("http", "mcp_session", "mcp_sdk_modern", "mcp_sdk_session", "http_httpx2")
@@ -99,10 +100,10 @@ async def paired_recalls(base: str, gen: TextGenerator, *, queries: int = QUERIE
         session = await open_session(http, url)
         clients = {}
         plain = await stack.enter_async_context(
-            create_mcp_http_client(headers={"X-Agent-Id": "bench"}))
+            http_client({"X-Agent-Id": "bench"}))
         for name, mode in (("mcp_sdk_modern", "auto"), ("mcp_sdk_session", "legacy")):
             pool = await stack.enter_async_context(
-                create_mcp_http_client(headers={"X-Agent-Id": "bench"}))
+                http_client({"X-Agent-Id": "bench"}))
             clients[name] = await stack.enter_async_context(
                 Client(streamable_http_client(url, http_client=pool), mode=mode))
 

@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
+from attested_cortex.mcp.relay import http_client
 from tests.support.cortex import CortexClient
 
 
@@ -23,7 +23,7 @@ async def mcp_client(cortex: CortexClient, *, agent: str | None = None, mode: st
     sent = dict(headers or {})
     if "Authorization" not in sent:
         sent["X-Agent-Id"] = agent or cortex.agent
-    async with create_mcp_http_client(headers=sent) as http:
+    async with http_client(sent) as http:
         transport = streamable_http_client(f"{cortex.base}/mcp", http_client=http)
         async with Client(transport, mode=mode) as client:
             yield client

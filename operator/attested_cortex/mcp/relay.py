@@ -27,7 +27,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -41,6 +40,10 @@ log = logging.getLogger(__name__)
 #: and the SDK's HTTP client would wait 300 s for each answer of a cortex (or anything else
 #: on that port) that accepted the connection and never answered.
 STARTUP_TIMEOUT_S: Final = 15.0
+#: The SDK transports' own defaults (30 s to connect, write or wait for the pool; 300 s per
+#: read, since an answer may be a held-open stream). Ours, not the SDK's private helper's
+#: (``mcp.shared._httpx_utils``), so that an SDK release may move that helper freely.
+HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 
 
 class UpstreamTimeoutError(Exception):
@@ -53,6 +56,12 @@ class Upstream:
 
     url: str  # the /mcp endpoint
     headers: Mapping[str, str]  # Authorization: Bearer ..., or X-Agent-Id (dev auth)
+
+
+def http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
+    """The pooled HTTP client an SDK transport sends through, with ``headers`` on every
+    request; use it as an async context manager."""
+    return httpx2.AsyncClient(headers=dict(headers), timeout=HTTP_TIMEOUT)
 
 
 def endpoint_url(server: str) -> str:
@@ -123,7 +132,7 @@ async def serve_stdio(target: Upstream) -> None:
     The cortex is reached with the 2026-07-28 per-request envelope when it speaks it (every
     call a plain POST, nothing to expire while the host idles) and with a session otherwise.
     """
-    async with create_mcp_http_client(headers=dict(target.headers)) as http:
+    async with http_client(target.headers) as http:
         transport = streamable_http_client(target.url, http_client=http)
         try:
             async with asyncio.timeout(STARTUP_TIMEOUT_S):
