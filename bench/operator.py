@@ -32,16 +32,15 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import kopf
 from hack.k8s.localkube import ControlPlane, binaries
 from tests.chart.conftest import install
 from tests.support.kube import Kube
 from tests.support.served import CORTEXCTL, free_port, stop
 
 from attested_cortex.builders import names as n
-from attested_cortex.controller.kubeapi import ssl_context
 from attested_cortex.controller.registry import WORKERS
 from attested_cortex.crd import GROUP, VERSION
+from attested_cortex.kubeclient import from_kubeconfig, ssl_context
 from bench.common import percentiles, write_result
 
 Object = dict[str, Any]
@@ -525,10 +524,8 @@ def control_plane(workdir: Path) -> Iterator[Kube]:
 
 async def run(kube: Kube, workdir: Path, *, steady_count: int, cold_count: int,
               idle_s: float) -> dict[str, Any]:
-    info = kopf.login_with_kubeconfig(settings=kopf.OperatorSettings())
-    if info is None:
-        raise SystemExit("cannot read the admin kubeconfig")
-    connector = aiohttp.TCPConnector(ssl=ssl_context(info), limit=0)
+    connector = aiohttp.TCPConnector(ssl=ssl_context(from_kubeconfig(kube.kubeconfig)),
+                                     limit=0)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout,
                                      read_bufsize=2**22) as session:

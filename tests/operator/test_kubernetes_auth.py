@@ -1,6 +1,8 @@
 """``--auth kubernetes`` against the real API server: a service-account token is reviewed
 (TokenReview) and becomes the agent ``k8s:<namespace>/<name>``; anything else is 401."""
 
+import base64
+import shutil
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,40 @@ async def test_an_unreachable_api_server_fails_closed_with_503(
                               headers={"Authorization": "Bearer some.jwt.value"})
     assert reply.status == 503 and reply.body["error"]["code"] == "not_ready"
     assert "some.jwt.value" not in reply.text
+
+
+#: A kubeconfig's file fields (section, key).
+FILE_FIELDS = (("cluster", "certificate-authority"), ("user", "client-certificate"),
+               ("user", "client-key"))
+
+
+def reshaped_kubeconfigs(kubeconfig: Path, directory: Path) -> list[Path]:
+    """``kubeconfig`` rewritten with its certificates inline as base64, and with them as
+    files beside it named by relative paths."""
+    written = []
+    for shape in ("inline", "relative"):
+        config = yaml.safe_load(kubeconfig.read_text())
+        for section, key in FILE_FIELDS:
+            entry = config[f"{section}s"][0][section]
+            source = Path(entry.pop(key))
+            if shape == "inline":
+                entry[f"{key}-data"] = base64.b64encode(source.read_bytes()).decode()
+            else:
+                shutil.copy(source, directory / source.name)
+                entry[key] = source.name
+        path = directory / f"{shape}.kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        written.append(path)
+    return written
+
+
+async def test_a_kubeconfig_with_embedded_certificates_or_relative_paths_works(
+    kube: Kube, kube_namespace: str, tmp_path: Path,
+) -> None:
+    """The kubeconfig shapes other tools write: certificates inline as base64 (kind,
+    minikube, cloud providers) or as files next to the kubeconfig; both review a token."""
+    kube.kubectl("-n", kube_namespace, "create", "serviceaccount", "indexer")
+    token = kube.kubectl("-n", kube_namespace, "create", "token", "indexer").stdout.strip()
+    for path in reshaped_kubeconfigs(kube.kubeconfig, tmp_path):
+        review = client_review(kubeconfig=path)
+        assert await review(token) == (True, f"system:serviceaccount:{kube_namespace}:indexer")

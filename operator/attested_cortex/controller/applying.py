@@ -1,10 +1,10 @@
 """Writes to the API server, all with one field manager: server-side apply, create-only,
 replace-if-unchanged and delete; plus the reads a reconcile needs.
 
-Errors stay in the :mod:`.kubeapi` tree; the registry's dispatch sorts them: an object the
-API server refuses (:class:`~.kubeapi.InvalidError`) is permanent (reported as
-``ApplyRefused``, retried only when the spec changes); everything else is temporary (the
-work queue retries with capped backoff, the last error in ``Ready``).
+Errors stay in the :mod:`attested_cortex.kubeclient` tree; the registry's dispatch sorts
+them: an object the API server refuses (:class:`~attested_cortex.kubeclient.InvalidError`) is
+permanent (reported as ``ApplyRefused``, retried only when the spec changes); everything
+else is temporary (the work queue retries with capped backoff, the last error in ``Ready``).
 
 An object is never adopted or patched while another owner controls it: an apply of a child
 (an object with a controller reference) reads the live object first and raises
@@ -19,9 +19,9 @@ from collections.abc import Awaitable
 from typing import Any, Final
 
 from attested_cortex.builders.names import FIELD_MANAGER
-from attested_cortex.controller.kubeapi import KubeApi, NotFoundError
 from attested_cortex.controller.metrics import API_WRITES
 from attested_cortex.crd import GROUP, VERSION
+from attested_cortex.kubeclient import KubeApi, NotFoundError
 
 Object = dict[str, Any]
 

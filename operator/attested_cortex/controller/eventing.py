@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from attested_cortex.builders.inputs import Meta
 from attested_cortex.builders.names import MANAGED_BY
 from attested_cortex.controller.applying import Writer
-from attested_cortex.controller.kubeapi import ApiError
 from attested_cortex.crd import GROUP, VERSION
+from attested_cortex.kubeclient import ApiError
 
 log = logging.getLogger(__name__)
 

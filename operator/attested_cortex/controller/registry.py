@@ -26,13 +26,14 @@ from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Defaults, parse_meta
 from attested_cortex.controller import agentidentity, hookchain, memorycortex, permissionrule
 from attested_cortex.controller.applying import CollisionError, Writer
-from attested_cortex.controller.kubeapi import ApiError, InvalidError, KubeApi, login
+from attested_cortex.controller.login import connection_info, login
 from attested_cortex.controller.metrics import RECONCILES
 from attested_cortex.controller.queueing import Key, WorkQueue
 from attested_cortex.controller.runtime import Runtime, Views, snapshot
 from attested_cortex.controller.statuses import write_status
 from attested_cortex.controller.versions import newest_schema_version
 from attested_cortex.crd import GROUP, VERSION
+from attested_cortex.kubeclient import ApiError, InvalidError, KubeApi
 
 log = logging.getLogger(__name__)
 REGISTRY = kopf.OperatorRegistry()
@@ -243,4 +244,4 @@ async def stop(memo: kopf.Memo, **_: Any) -> None:
 @kopf.on.login(registry=REGISTRY)
 def authenticate(**_: Any) -> kopf.ConnectionInfo:
     """The same credentials for kopf's watches as for the operator's writes."""
-    return login()
+    return connection_info()

@@ -12,8 +12,8 @@ from typing import Any
 
 from attested_cortex.builders.inputs import Defaults
 from attested_cortex.controller.applying import Writer
-from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.queueing import Key, WorkQueue
+from attested_cortex.kubeclient import ConflictError
 
 Object = dict[str, Any]
 IndexKey = tuple[str, str]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from attested_cortex.errors import InvalidInputError, NotReadyError, UnauthenticatedError
+from attested_cortex.kubeclient import (
+    ApiError,
+    ConnectionConfigError,
+    KubeApi,
+    from_kubeconfig,
+    in_cluster,
+)
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.server.auth import bearer_token, narrowed, parse_agent_id
 from attested_cortex.service.context import Caller
@@ -27,6 +35,7 @@ from attested_cortex.types import AgentId
 
 SA_PREFIX = "system:serviceaccount:"
 REVIEW_TIMEOUT_S = 5.0
+REVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 #: Who the API server says a token belongs to: (authenticated, username).
 Review = Callable[[str], Awaitable[tuple[bool, str]]]
 
@@ -84,50 +93,45 @@ class KubernetesAuth:
 
 
 def client_review(*, kubeconfig: Path | None, audiences: Sequence[str] = ()) -> Review:
-    """A :data:`Review` through the kubernetes client: in-cluster credentials, or
-    ``kubeconfig`` when given (outside a cluster, e.g. ``make run`` and the tests)."""
-    import urllib3
-    from kubernetes import client, config
-
+    """A :data:`Review` through :class:`~attested_cortex.kubeclient.KubeApi`: in-cluster
+    credentials, or ``kubeconfig`` when given (outside a cluster, e.g. ``make run`` and the
+    tests)."""
     try:
-        if kubeconfig is not None:
-            api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig))
-        else:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-            api_client = client.ApiClient()
-    except (config.ConfigException, OSError) as exc:
+        connection = from_kubeconfig(kubeconfig) if kubeconfig is not None else in_cluster()
+        api = KubeApi(connection)
+    except (ConnectionConfigError, OSError, ssl.SSLError, ValueError) as exc:
         raise InvalidInputError(
             f"--auth kubernetes needs in-cluster credentials or a readable --kubeconfig: {exc}",
             field="kubeconfig",
         ) from exc
-    api = client.AuthenticationV1Api(api_client)
-
-    def review_sync(token: str) -> tuple[bool, str]:
-        spec = client.V1TokenReviewSpec(token=token, audiences=list(audiences) or None)
-        try:
-            answer: Any = api.create_token_review(client.V1TokenReview(spec=spec),
-                                                  _request_timeout=REVIEW_TIMEOUT_S)
-        except client.ApiException as exc:
-            raise NotReadyError(f"TokenReview failed ({exc.status}); check the server's "
-                                "RBAC (tokenreviews: create)") from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            # Unreachable API server: fail closed, 503, and never cache.
-            raise NotReadyError("the Kubernetes API server is unreachable; cannot review "
-                                f"the token ({type(exc).__name__})") from None
-        status = answer.status
-        user = status.user.username if status and status.user else ""
-        return bool(status and status.authenticated), user or ""
+    spec: dict[str, Any] = {"audiences": list(audiences)} if audiences else {}
 
     async def review(token: str) -> tuple[bool, str]:
-        # The client's timeout bounds each socket read, not the answer: an API server that
-        # sends one byte a second held the request (and an executor thread) for ever. The
-        # thread ends when the server does; the request answers 503 now.
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                "spec": {**spec, "token": token}}
         try:
+            # One deadline for the whole answer: an API server that sends one byte a second
+            # would otherwise hold the request for ever.
             async with asyncio.timeout(REVIEW_TIMEOUT_S + 1):
-                return await asyncio.to_thread(review_sync, token)
+                answer = await api.request("POST", REVIEW_PATH, body=body)
         except TimeoutError:
             raise NotReadyError("the Kubernetes API server did not answer the TokenReview "
                                 f"within {REVIEW_TIMEOUT_S + 1:.0f} s") from None
+        except ApiError as exc:
+            raise _review_failed(exc) from None
+        status = answer.get("status") or {}
+        user = (status.get("user") or {}).get("username") or ""
+        return bool(status.get("authenticated")), str(user)
 
     return review
+
+
+def _review_failed(exc: ApiError) -> NotReadyError:
+    """Fail closed, 503, and never cache: the message names the status or the kind of
+    network failure, never the request (it holds the token)."""
+    if exc.status:
+        return NotReadyError(f"TokenReview failed ({exc.status}); check the server's "
+                             "RBAC (tokenreviews: create)")
+    cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "no answer"
+    return NotReadyError("the Kubernetes API server is unreachable; cannot review the token "
+                         f"({cause})")

@@ -33,10 +33,10 @@ from attested_cortex.controller.agentidentity.keys import (
 )
 from attested_cortex.controller.applying import check_controller
 from attested_cortex.controller.eventing import now
-from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.controller.statuses import write_status
+from attested_cortex.kubeclient import ConflictError
 
 KIND = "AgentIdentity"
 Object = dict[str, Any]

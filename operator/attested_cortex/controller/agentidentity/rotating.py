@@ -18,9 +18,9 @@ from attested_cortex.builders.inputs import Identity
 from attested_cortex.builders.schedules import next_fire, parse_schedule
 from attested_cortex.controller.agentidentity.keys import new_key_files, read_public
 from attested_cortex.controller.applying import check_controller
-from attested_cortex.controller.kubeapi import ConflictError
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.crd import GROUP
+from attested_cortex.kubeclient import ConflictError
 
 Object = dict[str, Any]
 PREVIOUS_REVISION: Final = f"{GROUP}/previous-revision"

@@ -22,8 +22,8 @@ from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.controller.applying import together
-from attested_cortex.controller.kubeapi import ForbiddenError, InvalidError
 from attested_cortex.controller.runtime import Runtime
+from attested_cortex.kubeclient import ForbiddenError, InvalidError
 
 #: While an external Secret is missing, look again this often (reads only).
 EXTERNAL_RETRY_S = 5.0

@@ -1,8 +1,12 @@
-"""A small async client of the Kubernetes API: the operator's only way to write.
+"""A small async client of the Kubernetes API: the one the package talks to it with.
 
-Built from the same :class:`kopf.ConnectionInfo` as kopf's own watches (service account in
-a pod, ``$KUBECONFIG`` outside), on aiohttp, with a deadline on every request. Errors form
-one tree, mapped from HTTP statuses here and nowhere else::
+The operator writes through it (:mod:`.controller.applying`, ``.statuses``, ``.eventing``;
+kopf's own watches aside) and the server reviews tokens through it
+(:mod:`.server.auth_kubernetes`), ADR 0024. On aiohttp, with a deadline on every request.
+It imports no kopf (the server does not load kopf): a :class:`Connection` says where and as
+whom; the operator makes one from kopf's login (:mod:`.controller.login`), the server from
+its pod's service account or a kubeconfig (:func:`in_cluster`, :func:`from_kubeconfig`).
+Errors form one tree, mapped from HTTP statuses here and nowhere else::
 
     ApiError
     ├── NotFoundError      404
@@ -11,7 +15,6 @@ one tree, mapped from HTTP statuses here and nowhere else::
     ├── ForbiddenError     401, 403 (RBAC: permanent until someone changes it)
     └── UnavailableError   timeouts, connection errors, 429, 5xx (come back later)
 
-Called by :mod:`.applying`, :mod:`.statuses` and :mod:`.eventing`.
 """
 
 from __future__ import annotations
@@ -22,16 +25,38 @@ import os
 import ssl
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
-import kopf
+import yaml
 
 Object = dict[str, Any]
 
 REQUEST_TIMEOUT_S: Final = 30.0
-TOKEN_PATH: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+TOKEN_PATH: Final = ACCOUNT_DIR / "token"
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One API server and the credentials to use there (kopf's ``ConnectionInfo`` fields
+    this client reads; ``*_data`` PEM or base64 PEM, ``*_path`` files)."""
+
+    server: str
+    ca_path: str | None = None
+    ca_data: str | bytes | None = None
+    insecure: bool = False
+    token: str | None = None
+    certificate_path: str | None = None
+    certificate_data: str | bytes | None = None
+    private_key_path: str | None = None
+    private_key_data: str | bytes | None = None
+
+
+class ConnectionConfigError(Exception):
+    """No usable service account or kubeconfig."""
 
 
 class ApiError(Exception):
@@ -75,29 +100,12 @@ def _error(status: int, text: str) -> ApiError:
     return table.get(status, UnavailableError)(status, message)
 
 
-def login() -> kopf.ConnectionInfo:
-    """In-cluster service account when there is one, else ``$KUBECONFIG``."""
-    settings = kopf.OperatorSettings()
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get(
-        "KUBERNETES_SERVICE_PORT", "443")
-    info = kopf.login_with_service_account(settings=settings) if host else None
-    if info is not None:
-        bracketed = f"[{host}]" if host and ":" in host else host
-        return kopf.ConnectionInfo(server=f"https://{bracketed}:{port}", ca_path=info.ca_path,
-                                   token=info.token, default_namespace=info.default_namespace,
-                                   priority=info.priority)
-    info = kopf.login_with_kubeconfig(settings=settings)
-    if info is None:
-        raise kopf.LoginError("no service account and no kubeconfig to reach the API server")
-    return info
-
-
 def _decoded(data: str | bytes) -> bytes:
     raw = data.encode() if isinstance(data, str) else data
     return raw if raw.lstrip().startswith(b"-----") else base64.b64decode(raw)
 
 
-def ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext:
+def ssl_context(info: Connection) -> ssl.SSLContext:
     """TLS: the cluster CA and, where the kubeconfig has them, a client certificate."""
     context = ssl.create_default_context(
         cafile=os.fspath(info.ca_path) if info.ca_path else None,
@@ -118,10 +126,57 @@ def ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext:
     return context
 
 
+def in_cluster() -> Connection:
+    """The pod's service account: ``KUBERNETES_SERVICE_HOST``/``_PORT``, its CA and token
+    (the token is re-read on every request: the kubelet rotates it)."""
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    if not host or not TOKEN_PATH.is_file():
+        raise ConnectionConfigError("not in a pod with a service account "
+                                    "(no KUBERNETES_SERVICE_HOST or no token)")
+    bracketed = f"[{host}]" if ":" in host else host
+    return Connection(server=f"https://{bracketed}:{port}", ca_path=str(ACCOUNT_DIR / "ca.crt"),
+                      token=TOKEN_PATH.read_text(encoding="utf-8").strip())
+
+
+def from_kubeconfig(path: Path) -> Connection:
+    """The current context of the kubeconfig at ``path``: its cluster's server and CA, its
+    user's token or client certificate (files relative to the kubeconfig's directory).
+    Exec and auth-provider plugins are not supported."""
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        context = _named(config, "contexts", config.get("current-context"))["context"]
+        cluster = _named(config, "clusters", context.get("cluster"))["cluster"]
+        user = _named(config, "users", context.get("user"))["user"] or {}
+    except (OSError, yaml.YAMLError, AttributeError, KeyError, TypeError) as exc:
+        raise ConnectionConfigError(f"{path}: not a usable kubeconfig ({exc})") from exc
+
+    def file(value: object) -> str | None:
+        return None if value is None else os.fspath(path.parent / str(value))
+
+    return Connection(
+        server=str(cluster["server"]), ca_path=file(cluster.get("certificate-authority")),
+        ca_data=cluster.get("certificate-authority-data"),
+        insecure=bool(cluster.get("insecure-skip-tls-verify")), token=user.get("token"),
+        certificate_path=file(user.get("client-certificate")),
+        certificate_data=user.get("client-certificate-data"),
+        private_key_path=file(user.get("client-key")),
+        private_key_data=user.get("client-key-data"),
+    )
+
+
+def _named(config: dict[str, Any], section: str, name: object) -> dict[str, Any]:
+    for entry in config.get(section) or []:
+        if entry.get("name") == name:
+            found: dict[str, Any] = entry
+            return found
+    raise KeyError(f"no {section[:-1]} named {name!r}")
+
+
 class KubeApi:
     """Requests to one API server; ``await close()`` when done."""
 
-    def __init__(self, info: kopf.ConnectionInfo) -> None:
+    def __init__(self, info: Connection) -> None:
         self.server = info.server.rstrip("/")
         self._info = info
         self._ssl = ssl_context(info) if self.server.startswith("https") else None
