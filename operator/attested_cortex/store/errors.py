@@ -6,9 +6,10 @@ cannot store, a lost connection, a table a later migration adds) become the spec
 :class:`~attested_cortex.errors.StoragePrivilegeError` and anything else
 :class:`~attested_cortex.errors.StorageError` (a 500, logged with the driver's exception as
 its cause). Every way out of the store (:class:`.database.Database`'s scopes,
-:mod:`.notifications`, :func:`.database.probe`) passes through :func:`translating`, so
-nothing above the store sees a psycopg exception; the import-linter contract "psycopg only
-in the store" (pyproject.toml) keeps the driver itself out of the other layers.
+:mod:`.notifications`, :func:`.database.single_connection`, :func:`.migrating.migrate`)
+passes through :func:`translating`, so nothing above the store sees a psycopg exception;
+the import-linter contract "psycopg only in the store" (pyproject.toml) keeps the driver
+itself out of the other layers.
 """
 
 from __future__ import annotations
