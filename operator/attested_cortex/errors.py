@@ -155,9 +155,19 @@ class StorageError(CortexError):
     code = "internal"
     http_status = 500
 
-    def __init__(self, message: str = "internal error; see the server log", **details: Any
-                 ) -> None:
+    def __init__(self, message: str = "internal error; see the server log", *,
+                 reason: str = "", **details: Any) -> None:
         super().__init__(message, **details)
+        #: The database's one-line reason, for operators only (never in an API answer).
+        self.reason = reason
+
+
+def operator_message(exc: CortexError) -> str:
+    """``exc``'s message for an operator's terminal (``cortexctl``): an unexpected database
+    error names the database's reason there, which no API client is ever shown."""
+    if isinstance(exc, StorageError) and exc.reason:
+        return f"unexpected database error: {exc.reason}"
+    return exc.message
 
 
 class StoragePrivilegeError(StorageError):

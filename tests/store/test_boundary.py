@@ -12,7 +12,12 @@ from collections.abc import AsyncIterator
 import psycopg
 import pytest
 
-from attested_cortex.errors import NotReadyError, StorageError, StoragePrivilegeError
+from attested_cortex.errors import (
+    NotReadyError,
+    StorageError,
+    StoragePrivilegeError,
+    operator_message,
+)
 from attested_cortex.store import embeddings, notifications
 from attested_cortex.store.database import Database, single_connection
 from attested_cortex.store.migrating import migrate
@@ -36,6 +41,7 @@ async def test_a_statement_the_store_does_not_expect_is_a_storage_error(
         assert caught.value.http_status == 500 and caught.value.code == "internal"
         assert "SELEC" not in caught.value.message  # the client sees no SQL
         assert isinstance(caught.value.__cause__, psycopg.errors.SyntaxError)  # the log does
+        assert "SyntaxError" in operator_message(caught.value)  # and so does cortexctl
     finally:
         await db.close()
 

@@ -74,7 +74,7 @@ def domain_error(exc: psycopg.Error) -> CortexError:
     if isinstance(exc, pg.InsufficientPrivilege):
         return StoragePrivilegeError(f"the database role lacks a privilege: "
                                      f"{exc.diag.message_primary}")
-    return StorageError()
+    return StorageError(reason=f"{type(exc).__name__}: {exc.diag.message_primary or exc}"[:200])
 
 
 def connection_reason(exc: BaseException) -> str:

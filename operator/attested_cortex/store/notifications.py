@@ -9,7 +9,7 @@ error is translated (:mod:`.errors`), so the service's reconnect loop catches do
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 
 import psycopg
@@ -38,7 +38,7 @@ async def listening(dsn: str, channel: str) -> AsyncIterator[AsyncIterator[str]]
                 yield payloads
 
 
-async def _payloads(conn: AnyConn) -> AsyncIterator[str]:
+async def _payloads(conn: AnyConn) -> AsyncGenerator[str, None]:
     with translating():
         async with aclosing(conn.notifies()) as notes:
             async for note in notes:
