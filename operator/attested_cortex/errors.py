@@ -3,7 +3,8 @@
 Storage, policy, hooks, attestation and the service layer raise these; the HTTP layer maps
 each class to a status code and the JSON error envelope, and the CLI to an exit message.
 psycopg and aiohttp exceptions never travel past the layer that owns them: they are
-translated here with ``raise ... from``.
+translated into this tree with ``raise ... from`` (the store translates every driver error
+it raises, an unexpected one into :class:`StorageError`).
 
 ::
 
@@ -19,6 +20,8 @@ translated here with ``raise ... from``.
     ├── QuotaExceededError           429  carries retry_after seconds
     ├── HeldForApprovalError         202  AskUser: the operation waits for an approval id
     ├── NotReadyError                503  database unreachable or schema not current
+    ├── StorageError                 500  an unexpected database error (a bug, a lost grant)
+    │   └── StoragePrivilegeError         the database role lacks a privilege
     └── SchemaError                  the database schema cannot be used by this build
         ├── SchemaTooNewError
         ├── MigrationChecksumError
@@ -141,6 +144,35 @@ class NotReadyError(CortexError):
 
     code = "not_ready"
     http_status = 503
+
+
+class StorageError(CortexError):
+    """A database error the store does not expect: a bug, or the database changed under the
+    server (a revoked grant). Answered 500 without internals and logged with its cause
+    (``__cause__`` holds the driver's exception); callers above the store catch this, never
+    a driver exception."""
+
+    code = "internal"
+    http_status = 500
+
+    def __init__(self, message: str = "internal error; see the server log", *,
+                 reason: str = "", **details: Any) -> None:
+        super().__init__(message, **details)
+        #: The database's one-line reason, for operators only (never in an API answer).
+        self.reason = reason
+
+
+def operator_message(exc: CortexError) -> str:
+    """``exc``'s message for an operator's terminal (``cortexctl``): an unexpected database
+    error names the database's reason there, which no API client is ever shown."""
+    if isinstance(exc, StorageError) and exc.reason:
+        return f"unexpected database error: {exc.reason}"
+    return exc.message
+
+
+class StoragePrivilegeError(StorageError):
+    """The database role lacks a privilege the statement needs (an index on a table it does
+    not own, a grant revoked by hand)."""
 
 
 class SchemaError(CortexError):

@@ -7,6 +7,7 @@ import psycopg
 import pytest
 
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
+from tests.support.postgres import Database
 from tests.support.served import CORTEXCTL
 
 
@@ -42,3 +43,10 @@ def test_migrate_with_a_negative_version_is_one_clear_line(migrated_pg15_dsn: st
     result = cortexctl("migrate", "--database-url", migrated_pg15_dsn)
     one_clear_line(result, "version -1")
     assert "newer than this build" not in result.stderr
+
+
+def test_migrate_as_a_role_without_create_is_one_clear_line(pg15_database: Database) -> None:
+    # PostgreSQL 15 grants CREATE on schema public to nobody: the store translates the
+    # refusal (StoragePrivilegeError) instead of letting the driver's exception out.
+    one_clear_line(cortexctl("migrate", "--database-url", pg15_database.app_dsn),
+                   "lacks a privilege", "permission denied")

@@ -13,9 +13,6 @@ import os
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
-
-import psycopg
 
 from attested_cortex.attest import cbor
 from attested_cortex.attest.chain import Statement, chain_fault, signature_fault
@@ -24,6 +21,7 @@ from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.store import events
+from attested_cortex.store.database import Conn
 from attested_cortex.store.events import GENESIS_HASH, EventRow
 
 _WORKERS = os.cpu_count() or 1
@@ -43,7 +41,7 @@ class ChainReport:
 
 
 async def append_event(
-    conn: psycopg.AsyncConnection[Any],
+    conn: Conn,
     *,
     agent_id: str,
     event_type: str,
@@ -69,7 +67,7 @@ async def append_event(
 
 
 async def record_event(
-    conn: psycopg.AsyncConnection[Any], *, agent_id: str, event_type: str,
+    conn: Conn, *, agent_id: str, event_type: str,
     payload: cbor.CborValue, signer: AgentKey | None = None,
 ) -> EventRow:
     """Record a write (docs/attestation.md, "Write records"): signed by ``signer`` when the
@@ -82,7 +80,7 @@ async def record_event(
     return await _append(conn, Statement(agent_id, event_type, body, None, None))
 
 
-async def _append(conn: psycopg.AsyncConnection[Any], statement: Statement) -> EventRow:
+async def _append(conn: Conn, statement: Statement) -> EventRow:
     return await events.append(
         conn, agent_id=statement.agent_id, event_type=statement.event_type,
         payload=statement.payload, signature=statement.signature,
@@ -91,7 +89,7 @@ async def _append(conn: psycopg.AsyncConnection[Any], statement: Statement) -> E
 
 
 async def verify_chain(
-    conn: psycopg.AsyncConnection[Any], *, keyring: Keyring | None = None, batch: int = 5000
+    conn: Conn, *, keyring: Keyring | None = None, batch: int = 5000
 ) -> ChainReport:
     """Walk the chain in sequence order; report the first event that breaks it.
 

@@ -26,8 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import psycopg
-
 from attested_cortex.attest.cbor import CborValue
 from attested_cortex.attest.decoding import decode
 from attested_cortex.attest.records import (
@@ -42,6 +40,7 @@ from attested_cortex.attest.records import (
 )
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.store import scanning, usage
+from attested_cortex.store.database import Conn
 
 Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable",
                   "miscounted"]
@@ -104,7 +103,7 @@ class SweepReport:
 Latest = dict[str, tuple[int, dict[str, CborValue]]]
 
 
-async def sweep(conn: psycopg.AsyncConnection[Any]) -> SweepReport:
+async def sweep(conn: Conn) -> SweepReport:
     """Compare every row with its latest record, in one consistent snapshot."""
     report = SweepReport()
     async with scanning.snapshot(conn):
@@ -131,7 +130,7 @@ async def sweep(conn: psycopg.AsyncConnection[Any]) -> SweepReport:
     return report
 
 
-async def _latest_records(conn: psycopg.AsyncConnection[Any],
+async def _latest_records(conn: Conn,
                           report: SweepReport) -> dict[Kind, Latest]:
     latest: dict[Kind, Latest] = {"memory": {}, "link": {}, "transcript": {}}
     async for sequence, event_type, payload in scanning.records(conn, tuple(_KEYS)):

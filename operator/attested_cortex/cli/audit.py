@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attested_cortex.errors import CortexError
+from attested_cortex.errors import CortexError, operator_message
 
 
 def register(subparsers: Any) -> None:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             _verify(args.database_url, keyring, wait_seconds=args.timeout, deep=args.deep)
         )
     except (CortexError, OSError) as exc:
-        message = exc.message if isinstance(exc, CortexError) else str(exc)
+        message = operator_message(exc) if isinstance(exc, CortexError) else str(exc)
         print(f"cortexctl audit verify: {message}", file=sys.stderr)
         return 2
     if args.json:

@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from attested_cortex.errors import CortexError
+from attested_cortex.errors import CortexError, operator_message
 
 
 def register(subparsers: Any) -> None:
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         caps = _remote(args) if args.server else asyncio.run(_local(args))
     except CortexError as exc:
-        print(f"cortexctl doctor: {exc.message}", file=sys.stderr)
+        print(f"cortexctl doctor: {operator_message(exc)}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(caps, indent=2))

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from attested_cortex.errors import CortexError
+from attested_cortex.errors import CortexError, operator_message
 
 
 def register(subparsers: Any) -> None:
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         report = asyncio.run(migrating.migrate(args.database_url, target=args.target,
                                                app_role=args.app_role))
     except CortexError as exc:
-        print(f"cortexctl migrate: {exc.message}", file=sys.stderr)
+        print(f"cortexctl migrate: {operator_message(exc)}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"cortexctl migrate: {exc}", file=sys.stderr)

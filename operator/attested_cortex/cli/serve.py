@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attested_cortex.errors import CortexError
+from attested_cortex.errors import CortexError, operator_message
 
 
 def register(subparsers: Any) -> None:
@@ -57,6 +57,6 @@ def run(args: argparse.Namespace) -> int:
         setup_logging(settings.log_level)
         asyncio.run(run_server(settings))
     except CortexError as exc:
-        print(f"cortexctl serve: {exc.message}", file=sys.stderr)
+        print(f"cortexctl serve: {operator_message(exc)}", file=sys.stderr)
         return 1
     return 0

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
-import psycopg
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
@@ -26,7 +25,7 @@ from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.choosing import build_embedder
-from attested_cortex.errors import InvalidInputError, NotReadyError
+from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.pipeline import open_pipeline
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.quotas import Buckets
@@ -54,7 +53,7 @@ from attested_cortex.service.embedding import (
 )
 from attested_cortex.service.limits import Limits
 from attested_cortex.service.transcript_sweeping import Transcripts
-from attested_cortex.store.database import Conn, Database
+from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
 from attested_cortex.store.graph.base import GraphBackend
@@ -99,11 +98,7 @@ def limits_from(settings: ServerSettings) -> Limits:
 
 async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Services:
     """Check the schema, pick the graph backend, open the pool; ``stack`` closes them."""
-    try:
-        first = await psycopg.AsyncConnection.connect(settings.database_url, autocommit=True)
-    except psycopg.Error as exc:
-        raise NotReadyError(f"cannot connect to the database: {exc}") from exc
-    async with first:
+    async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
     vector_session = session_settings(settings.embedding.vector_pool)
@@ -239,9 +234,7 @@ async def _open_vectors(
     return await open_vectors(db, embedder, settings=tuning, registry=registry)
 
 
-async def _select_graph(
-    conn: psycopg.AsyncConnection[Any], settings: ServerSettings
-) -> GraphBackend:
+async def _select_graph(conn: AnyConn, settings: ServerSettings) -> GraphBackend:
     if await age_available(conn):
         await configure_age_connection(conn)
     return await select_backend(conn, settings.graph_backend)

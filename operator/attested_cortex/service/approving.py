@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import psycopg
-
 from attested_cortex import tasks
 from attested_cortex.errors import (
     ConflictError,
@@ -45,6 +43,7 @@ from attested_cortex.policy.patterns import parse_pattern
 from attested_cortex.policy.rules import Rule, RuleSet
 from attested_cortex.policy.signatures import MAX_AGE_S, MAX_SKEW_S
 from attested_cortex.store import approvals as rows
+from attested_cortex.store import notifications
 from attested_cortex.store.approvals import Action
 from attested_cortex.store.database import Database
 
@@ -241,7 +240,7 @@ class Approvals:
         if action.remember:
             try:
                 await self.refresh_rules()
-            except (CortexError, psycopg.Error, OSError) as exc:
+            except (CortexError, OSError) as exc:
                 log.warning("remembered rules not refreshed yet (the sweeper retries): %s",
                             type(exc).__name__)
         if self.record is not None:
@@ -259,7 +258,7 @@ class Approvals:
             return
         try:
             await self.refresh_rules()
-        except (CortexError, psycopg.Error) as exc:
+        except CortexError as exc:
             log.warning("remembered rules not loaded yet: %s", type(exc).__name__)
         self._tasks = [asyncio.create_task(self._sweep_forever(), name="approvals-sweeper"),
                        asyncio.create_task(self._listen_forever(dsn), name="approvals-listen")]
@@ -298,7 +297,7 @@ class Approvals:
         while True:
             try:
                 await self.sweep()
-            except (CortexError, psycopg.Error, OSError) as exc:  # the database comes back
+            except (CortexError, OSError) as exc:  # the database comes back
                 log.warning("approval sweep failed: %s", type(exc).__name__)
             await asyncio.sleep(self.sweep_interval_s)
 
@@ -337,7 +336,7 @@ class Approvals:
         if len(text) > 7900:  # NOTIFY payloads stop at 8000 bytes: send the request by id
             event["approval"]["request"] = {"omitted": "too large; GET /v1/approvals"}
             text = json.dumps(event, default=str)
-        await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, text))
+        await notifications.notify(conn, CHANNEL, text)
 
     def _deliver(self, payload: str) -> None:
         event = json.loads(payload)
@@ -349,13 +348,12 @@ class Approvals:
         delay = 0.1
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
+                async with notifications.listening(dsn, CHANNEL) as payloads:
                     self._listening.set()
                     delay = 0.1
-                    async for note in conn.notifies():
-                        self._deliver(note.payload)
-            except (psycopg.Error, OSError) as exc:
+                    async for payload in payloads:
+                        self._deliver(payload)
+            except (CortexError, OSError) as exc:
                 log.warning("approval event listener reconnecting: %s", type(exc).__name__)
             self._listening.clear()
             await asyncio.sleep(delay)

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-import psycopg
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from attested_cortex import tasks
@@ -414,7 +413,7 @@ async def _write_behind(db: Database, vectors: Vectors) -> None:
                 await rows.put_many(conn, model=embedder.info.model, rows=[
                     (p.id, p.revision, v) for p, v in zip(batch, made, strict=True)])
             behind.embedded += len(batch)
-        except (EmbeddingError, psycopg.Error, OSError, CortexError) as exc:
+        except (EmbeddingError, OSError, CortexError) as exc:
             behind.failed += len(batch)
             metrics.failures.labels("write").inc(len(batch))
             log.warning("write-behind embedding left to the backfill",
@@ -443,8 +442,8 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
             progress.state, progress.last_error = "failing", str(exc)
             vectors.metrics.failures.labels("backfill").inc()
             wait, backoff = backoff, min(backoff * 2, 60.0)
-        except (psycopg.Error, OSError, CortexError) as exc:
-            # the pool translates driver errors (NotReadyError): an outage pauses the
+        except (OSError, CortexError) as exc:
+            # the store translates driver errors (NotReadyError): an outage pauses the
             # backfill, never ends it
             progress.state, progress.last_error = "failing", f"database: {exc}"
             wait, backoff = backoff, min(backoff * 2, 60.0)
@@ -471,10 +470,10 @@ async def _ensure_ready(db: Database, vectors: Vectors) -> None:
         try:
             await rows.create_index(conn, info.dimension)
             vectors.progress.index = True
-        except psycopg.Error as exc:  # not the table's owner: exact scans still work
-            vectors.progress.index = False
+        except CortexError as exc:  # not the table's owner, too many dimensions: exact
+            vectors.progress.index = False  # scans still work
             log.warning("no HNSW index for this dimension; vector search scans",
-                        extra={"dimension": info.dimension, "error": str(exc)})
+                        extra={"dimension": info.dimension, "error": str(exc.__cause__ or exc)})
 
 
 async def _drain(db: Database, vectors: Vectors) -> None:

@@ -25,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import psycopg
-
 from attested_cortex import tasks
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.records import TranscriptEvent
@@ -144,6 +142,6 @@ class Transcripts:
         while True:
             try:
                 await self.sweep()
-            except (CortexError, psycopg.Error, OSError) as exc:  # the database comes back
+            except (CortexError, OSError) as exc:  # the database comes back
                 log.warning("transcript sweep failed: %s", type(exc).__name__)
             await asyncio.sleep(self.retention.sweep_interval_s)

@@ -4,7 +4,9 @@ One :class:`Database` per process. ``transaction()`` and ``connection()`` yield 
 async connections with dict rows and translate expected database errors at the boundary.
 A ``configure`` callback (the AGE backend's) runs on every new connection. The pool
 (:mod:`.pooling`) fails fast while the database is away and checks each idle connection
-on checkout, so a restarted database costs no request.
+on checkout, so a restarted database costs no request. :func:`single_connection` is the one
+connection outside the pool (start-up checks that must run before it opens). Every psycopg
+error leaving these scopes is translated into the domain tree (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -24,8 +26,24 @@ from attested_cortex.store.errors import translating
 from attested_cortex.store.pooling import Conn, Pool, PoolSettings
 
 ConfigureFn = Callable[[Conn], Awaitable[None]]
+#: A connection with any row factory (tuple rows: :func:`single_connection`).
+AnyConn = psycopg.AsyncConnection[Any]
 
-__all__ = ["ConfigureFn", "Conn", "Database", "PoolSettings"]
+__all__ = ["AnyConn", "ConfigureFn", "Conn", "Database", "PoolSettings", "single_connection"]
+
+
+@asynccontextmanager
+async def single_connection(dsn: str) -> AsyncIterator[AnyConn]:
+    """One autocommit connection (tuple rows) outside any pool, closed on exit: for the
+    start-up checks that choose how the pool is configured. A refused connection is
+    NotReadyError; every other driver error is translated."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    except psycopg.Error as exc:
+        raise NotReadyError(f"cannot connect to the database: {exc}") from exc
+    with translating():
+        async with conn:
+            yield conn
 
 
 class Database:

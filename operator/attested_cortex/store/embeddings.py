@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from attested_cortex.store.database import Conn
+from attested_cortex.store.errors import translating
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,15 @@ async def has_index(conn: Conn, dim: int) -> bool:
 
 
 async def create_index(conn: Conn, dim: int) -> None:
-    """Create the partial HNSW index for ``dim`` (needs ownership of the table)."""
+    """Create the partial HNSW index for ``dim`` (needs ownership of the table: a role
+    without it gets StoragePrivilegeError, a dimension HNSW cannot index StorageError)."""
     d = int(dim)
-    await conn.execute(
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_embeddings_hnsw_{d} "
-        f"ON memory_embeddings USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
-        f"WHERE dim = {d}".encode()
-    )
+    with translating():
+        await conn.execute(
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_embeddings_hnsw_{d} "
+            f"ON memory_embeddings USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
+            f"WHERE dim = {d}".encode()
+        )
 
 
 _UPSERT = """

@@ -2,8 +2,14 @@
 
 Expected database errors (a duplicate key, a broken check constraint, text PostgreSQL
 cannot store, a lost connection, a table a later migration adds) become the specific
-:mod:`attested_cortex.errors` class; anything else propagates as a bug. Nothing above the
-store ever sees a psycopg exception.
+:mod:`attested_cortex.errors` class; a missing privilege becomes
+:class:`~attested_cortex.errors.StoragePrivilegeError` and anything else
+:class:`~attested_cortex.errors.StorageError` (a 500, logged with the driver's exception as
+its cause). Every way out of the store (:class:`.database.Database`'s scopes,
+:mod:`.notifications`, :func:`.database.single_connection`, :func:`.migrating.migrate`)
+passes through :func:`translating`, so nothing above the store sees a psycopg exception;
+the import-linter contract "psycopg only in the store" (pyproject.toml) keeps the driver
+itself out of the other layers.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from attested_cortex.errors import (
     NotFoundError,
     NotReadyError,
     SchemaMissingError,
+    StorageError,
+    StoragePrivilegeError,
 )
 
 
@@ -57,6 +65,18 @@ def translate(exc: psycopg.Error) -> CortexError | None:
     return None
 
 
+def domain_error(exc: psycopg.Error) -> CortexError:
+    """The domain error for any database error: the expected ones by :func:`translate`, a
+    missing privilege as StoragePrivilegeError, anything else as StorageError."""
+    domain = translate(exc)
+    if domain is not None:
+        return domain
+    if isinstance(exc, pg.InsufficientPrivilege):
+        return StoragePrivilegeError(f"the database role lacks a privilege: "
+                                     f"{exc.diag.message_primary}")
+    return StorageError(reason=f"{type(exc).__name__}: {exc.diag.message_primary or exc}"[:200])
+
+
 def connection_reason(exc: BaseException) -> str:
     """A one-line reason without the connection string (it may hold a password)."""
     if isinstance(exc, TimeoutError):
@@ -67,11 +87,8 @@ def connection_reason(exc: BaseException) -> str:
 
 @contextmanager
 def translating() -> Iterator[None]:
-    """Re-raise expected psycopg errors as domain errors (``raise ... from``)."""
+    """Re-raise every psycopg error as a domain error (``raise ... from``)."""
     try:
         yield
     except psycopg.Error as exc:
-        domain = translate(exc)
-        if domain is None:
-            raise
-        raise domain from exc
+        raise domain_error(exc) from exc
