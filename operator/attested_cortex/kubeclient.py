@@ -2,7 +2,7 @@
 
 The operator writes through it (:mod:`.controller.applying`, ``.statuses``, ``.eventing``;
 kopf's own watches aside) and the server reviews tokens through it
-(:mod:`.server.auth_kubernetes`), ADR 0024. On aiohttp, with a deadline on every request.
+(:mod:`.server.auth_kubernetes`), ADR 0022. On aiohttp, with a deadline on every request.
 It imports no kopf (the server does not load kopf): a :class:`Connection` says where and as
 whom; the operator makes one from kopf's login (:mod:`.controller.login`), the server from
 its pod's service account or a kubeconfig (:func:`in_cluster`, :func:`from_kubeconfig`).

@@ -1,5 +1,5 @@
 """Writes completed through the settling transaction (an approved resubmission; ADR 0017)
-leave records that the row checks before a later update or delete accept (ADR 0020), and the
+leave records that the row checks before a later update or delete accept (ADR 0018), and the
 deep audit stays clean: the two halves of issue 20 (a write's approval settled in its own
 transaction; a write refused when its row no longer matches its record) agree on what a
 record of a memory is."""

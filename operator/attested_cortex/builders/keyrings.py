@@ -9,7 +9,7 @@ One agent id, one identity: of the identities of a cortex that name the same age
 map the same ServiceAccount), the one created first (then the first by name) holds it, and
 only its keys and mapping are trusted; the others are refused by their controller
 (``DuplicateAgentId``, ``DuplicateServiceAccount``), so a cortex never trusts two current
-keys for one agent, or two agents for one ServiceAccount, from two objects (ADR 0023). A
+keys for one agent, or two agents for one ServiceAccount, from two objects (ADR 0021). A
 key Secret placed by hand with an earlier identity's key is refused too (``DuplicateKey``,
 :func:`key_holder_of`) before its key is ever recorded.
 """

@@ -127,7 +127,7 @@ def staged_key_secret_name(identity: str) -> str:
 #: their own kind). Two families of one kind collide exactly when one suffix ends with the
 #: other; the only such pair is the Service's ``""`` and ``"-db"`` (cortex ``a``'s database
 #: Service is cortex ``a-db``'s API Service). Both names are public and immutable in
-#: practice (ADR 0023), so that pair is guarded at apply time: an object controlled by
+#: practice (ADR 0021), so that pair is guarded at apply time: an object controlled by
 #: another owner is never adopted or patched.
 FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     "Service": ("", "-db"), "StatefulSet": ("-db",), "NetworkPolicy": ("-db",),

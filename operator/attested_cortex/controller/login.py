@@ -3,7 +3,7 @@ from kopf's own login, so that the writes and kopf's watches reach one API serve
 identity.
 
 kopf stays here: :mod:`attested_cortex.kubeclient` is shared with the server, which does not
-load kopf (ADR 0024). Called by :mod:`.registry`.
+load kopf (ADR 0022). Called by :mod:`.registry`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Byte bounds on answers that list stored text (recall, ``GET /v1/memories``): ADR 0022.
+"""Byte bounds on answers that list stored text (recall, ``GET /v1/memories``): ADR 0020.
 
 A memory may hold 256k characters, and JSON spells an emoji as a 12-byte escape, so 25
 memories were one 72 MiB recall answer and four concurrent listings of 500 took 1 GiB of

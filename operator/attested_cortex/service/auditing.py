@@ -3,7 +3,7 @@ through the operation pipeline (scope ``audit.read``); ``?deep=true`` adds the s
 against write records (:mod:`~attested_cortex.attest.sweeping`).
 
 A verification costs a walk of the whole chain (and, deep, of every row), so one server runs
-at most one of each kind at a time (docs/adr/0021): a request that arrives while one runs
+at most one of each kind at a time (docs/adr/0019): a request that arrives while one runs
 waits for it and gets its report, instead of starting another. Forty concurrent deep
 verifies used to take forty connections and forty walks, and starved every other request.
 Authentication and scopes are still checked per request (the pipeline runs before

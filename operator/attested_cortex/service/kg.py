@@ -166,7 +166,7 @@ class TimelineCall(Call[dict[str, Any]]):
 @dataclass
 class LinksOfCall(Call[dict[str, Any]]):
     """``GET /v1/memories/{id}/links``: a memory's links, history included, one page after
-    ``cursor`` (oldest first by creation), bounded in count and bytes (ADR 0022)."""
+    ``cursor`` (oldest first by creation), bounded in count and bytes (ADR 0020)."""
 
     spec = ops.MEMORY_LINKS
     memory_id: uuid.UUID

@@ -24,7 +24,7 @@ class Limits:
     max_kg_depth: int = MAX_QUERY_DEPTH
     max_kg_path_hops: int = MAX_PATH_DEPTH
     body_read_timeout_s: int = 30
-    #: JSON bytes of one recall or listing answer (ADR 0022): items past it are left for
+    #: JSON bytes of one recall or listing answer (ADR 0020): items past it are left for
     #: the next page (listings) or named by id (recall); never fewer than one.
     max_answer_bytes: int = 4 * 1024 * 1024
 

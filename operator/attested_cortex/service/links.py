@@ -169,7 +169,7 @@ class InvalidateCall(Call[Link]):
             await settling.spend(conn, self.settlement)
             current = await link_rows.get_link(conn, link_id=self.cmd.link_id)
             if current.valid_until is None:  # an invalidated one is refused as before
-                await write_records.require_recorded_link(conn, current)  # ADR 0020
+                await write_records.require_recorded_link(conn, current)  # ADR 0018
             link = await link_rows.invalidate_link(conn, graph=backend(svc),
                                                    link_id=self.cmd.link_id,
                                                    valid_until=self.cmd.valid_until)

@@ -260,7 +260,7 @@ class UpdateCall(Call[Memory]):
         async with svc.db.transaction() as conn:
             await settling.spend(conn, self.settlement)
             locked = await rows.get(conn, self.memory_id, for_update=True)
-            await write_records.require_recorded_memory(conn, locked)  # ADR 0020
+            await write_records.require_recorded_memory(conn, locked)  # ADR 0018
             memory = await rows.update(
                 conn, locked, changes=changes, expected_revision=cmd.expected_revision
             )
@@ -304,7 +304,7 @@ class DeleteCall(Call[Memory]):
             await settling.spend(conn, self.settlement)
             locked = await rows.get(conn, self.memory_id, for_update=True)
             if not locked.deleted:
-                await write_records.require_recorded_memory(conn, locked)  # ADR 0020
+                await write_records.require_recorded_memory(conn, locked)  # ADR 0018
             memory = await rows.tombstone(conn, locked)
             if svc.graph is not None and not locked.deleted:
                 await svc.graph.on_memory_tombstoned(conn, memory.id)
@@ -361,7 +361,7 @@ class MemoryPage:
 class ListCall(Call[MemoryPage]):
     """``GET /v1/memories``: live memories of a namespace subtree, newest first by creation,
     one page after ``cursor``. Memories in namespaces the caller may not read are left out;
-    the page also stops at the answer's byte bound (ADR 0022) and says so."""
+    the page also stops at the answer's byte bound (ADR 0020) and says so."""
 
     spec = ops.MEMORY_LIST
     namespace: str | None

@@ -71,7 +71,7 @@ def hit_view(hit: Hit, *, explain: bool = False) -> dict[str, Any]:
 
 
 def bound_bytes(result: RecallResult, max_bytes: int) -> RecallResult:
-    """Keep the leading hits whose JSON fits ``max_bytes`` (ADR 0022); the rest are named by
+    """Keep the leading hits whose JSON fits ``max_bytes`` (ADR 0020); the rest are named by
     id in ``omitted_ids`` (``GET /v1/memories/{id}`` reads each)."""
     kept = len(answers.fitting(result.hits, lambda h: hit_view(h, explain=result.explain),
                                max_bytes=max_bytes))

@@ -4,7 +4,7 @@ an earlier identity of the same cortex holds (``DuplicateAgentId``,
 placed by hand with another identity's key), and a key Secret that no longer
 holds the key status recorded (``KeyMismatch``: a hand edit; the recorded key stays in
 status and in the cortex's keyring, and nothing rotates, until the Secret holds it again).
-Called by :mod:`.reconciling`; ADR 0023.
+Called by :mod:`.reconciling`; ADR 0021.
 """
 
 from __future__ import annotations

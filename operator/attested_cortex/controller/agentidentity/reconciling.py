@@ -2,7 +2,7 @@
 status (public key, fingerprint, revision, Secret name, previous keys; never private data).
 
 Before any key work, the refusals of :mod:`.checking`: a duplicate agent id or
-ServiceAccount, and a key Secret edited away from the key status recorded (ADR 0023).
+ServiceAccount, and a key Secret edited away from the key status recorded (ADR 0021).
 """
 
 from __future__ import annotations
