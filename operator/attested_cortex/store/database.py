@@ -16,6 +16,7 @@ import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import psycopg
 from psycopg import sql
