@@ -68,7 +68,7 @@ def test_listed_exceptions_mean_not_yet_and_others_end_the_wait_at_once() -> Non
     with pytest.raises(WaitTimeout, match=r"last seen: ConnectionRefusedError\('refused'\)"):
         wait_until(connect, seconds=0, ignoring=(OSError,))
     with pytest.raises(KeyError):  # a broken probe is the test's failure, not a slow condition
-        wait_until(lambda: {}["missing"], seconds=60, ignoring=(OSError,))
+        wait_until(lambda: dict[str, int]()["missing"], seconds=60, ignoring=(OSError,))
 
 
 async def test_the_async_form_awaits_coroutine_probes_and_accepts_plain_ones() -> None:

@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -93,9 +93,21 @@ def wait_until(probe: Callable[[], T], *, seconds: float, what: str | None = Non
         time.sleep(interval_s)  # the interval of a bounded wait, not synchronisation
 
 
-async def await_until(probe: Callable[[], T | Awaitable[T]], *, seconds: float,
+@overload
+async def await_until(probe: Callable[[], Awaitable[T]], *, seconds: float,
                       what: str | None = None, interval_s: float = INTERVAL_S,
-                      ignoring: tuple[type[BaseException], ...] = ()) -> T:
+                      ignoring: tuple[type[BaseException], ...] = ()) -> T: ...
+
+
+@overload
+async def await_until(probe: Callable[[], T], *, seconds: float, what: str | None = None,
+                      interval_s: float = INTERVAL_S,
+                      ignoring: tuple[type[BaseException], ...] = ()) -> T: ...
+
+
+async def await_until(probe: Callable[[], Any], *, seconds: float, what: str | None = None,
+                      interval_s: float = INTERVAL_S,
+                      ignoring: tuple[type[BaseException], ...] = ()) -> Any:
     """``wait_until`` for the event loop: ``probe`` may be sync or return an awaitable."""
     deadline = time.monotonic() + seconds
     last: object = _Never()
@@ -108,7 +120,7 @@ async def await_until(probe: Callable[[], T | Awaitable[T]], *, seconds: float,
             last = error
         else:
             if value:
-                return value  # type: ignore[return-value]
+                return value
             last = value
         if time.monotonic() > deadline:
             raise _failure(what, probe, seconds, last)
