@@ -15,15 +15,15 @@ import base64
 import json
 import re
 import subprocess
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import pytest
 from nacl.signing import VerifyKey
+from tests.support.waiting import wait_until
 
 from attested_cortex.attest.keys import key_from_seed, seed_from_pem
 from attested_cortex.attest.payloads import link_payload
@@ -37,15 +37,6 @@ WAIT = "150s"
 KINDS = ("memorycortex", "agentidentity", "hookchain", "permissionrule")
 METRIC = re.compile(r'^cortex_hook_fires_total\{event="(\w+)",hook="([\w-]+)"\} ([0-9.e+]+)$',
                     re.M)
-
-
-def eventually(check: Callable[[], bool], *, seconds: float = 120, what: str = "") -> None:
-    """Bounded wait on a condition."""
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {seconds}s waiting for {what}")
-        time.sleep(0.5)  # polling interval of a bounded wait
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -195,16 +186,18 @@ def test_the_hooks_fire(forward: Forward, planner: Agent, written: list[str]) ->
     before = _fires(forward)
     stored = planner.store("team/ops", "billing database backups run nightly at 02:00 UTC")
     written.append(stored["id"])
-    eventually(lambda: _fires(forward).get(("post_store", "auto-link"), 0)
-               > before.get(("post_store", "auto-link"), 0), what="the daemon hook's counter")
+    wait_until(lambda: _fires(forward).get(("post_store", "auto-link"), 0)
+               > before.get(("post_store", "auto-link"), 0), what="the daemon hook's counter",
+               seconds=120, interval_s=0.5)
     after = _fires(forward)
     assert after[("pre_store", "deny-marked")] > before.get(("pre_store", "deny-marked"), 0)
     status, body = planner.call("POST", "/v1/memories",
                                 {"namespace": "team/ops", "content": f"please {DENY_MARK}"})
     assert status == 403, body
     # The sidecar did its work with the pod's own token: a related_to link to the first note.
-    eventually(lambda: bool(planner.call("GET", f"/v1/memories/{stored['id']}/links")[1]
-                            .get("links")), what="the auto-link sidecar's link")
+    wait_until(lambda: bool(planner.call("GET", f"/v1/memories/{stored['id']}/links")[1]
+                            .get("links")), what="the auto-link sidecar's link", seconds=120,
+               interval_s=0.5)
 
 
 def test_a_rule_decides(planner: Agent) -> None:
@@ -233,14 +226,15 @@ def test_a_sidecar_that_cannot_run_is_named_and_the_old_pod_keeps_serving(
                     "sidecar": {"image": manifests.SERVER_IMAGE,
                                 "command": ["sh", "-c", "exit 3"]}}]}}
     ok(kubectl("apply", "-f", "-", input=json.dumps(crashing)))
-    eventually(lambda: _server_ready(cortex)["reason"] == "ServerPodsFailing",
-               what="ServerReady=False (ServerPodsFailing)")
+    wait_until(lambda: _server_ready(cortex)["reason"] == "ServerPodsFailing",
+               what="ServerReady=False (ServerPodsFailing)", seconds=120, interval_s=0.5)
     message = _server_ready(cortex)["message"]
     assert "container hook-crasher of pod" in message and "exit code 3" in message, message
     assert "still running" in message
-    eventually(lambda: next(c for c in kubectl_json("get", "hookchain/crashing", "-n", cortex)[
+    wait_until(lambda: next(c for c in kubectl_json("get", "hookchain/crashing", "-n", cortex)[
         "status"]["conditions"] if c["type"] == "Ready")["reason"] == "NotRunning",
-               what="HookChain Ready=False (NotRunning): accepted is not running")
+               what="HookChain Ready=False (NotRunning): accepted is not running", seconds=120,
+               interval_s=0.5)
     written.append(planner.store("team/ops", "stored while a rollout was failing")["id"])
     ok(kubectl("delete", "hookchain/crashing", "-n", cortex))
     ready = kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
@@ -249,7 +243,8 @@ def test_a_sidecar_that_cannot_run_is_named_and_the_old_pod_keeps_serving(
     ok(kubectl("rollout", "status", "-n", cortex, f"deployment/{CORTEX}-server",
                f"--timeout={WAIT}"))
     forward.start()  # the forward ended with the pod it pointed at
-    eventually(lambda: _all_there(planner, written), what="every acknowledged write")
+    wait_until(lambda: _all_there(planner, written), what="every acknowledged write", seconds=120,
+               interval_s=0.5)
 
 
 def _verify(public_key: bytes, link: dict[str, Any]) -> None:
@@ -312,12 +307,13 @@ def test_deleting_the_server_pod_loses_no_acknowledged_write(
     for n in range(5):
         written.append(planner.store("team/ops", f"acknowledged before the restart {n}")["id"])
     ok(kubectl("delete", "pod", old, "-n", cortex, "--wait=true", "--timeout=120s"))
-    eventually(lambda: bool(_server_pods(cortex)) and old not in _server_pods(cortex),
-               what="a new server pod")
+    wait_until(lambda: bool(_server_pods(cortex)) and old not in _server_pods(cortex),
+               what="a new server pod", seconds=120, interval_s=0.5)
     ok(kubectl("wait", "-n", cortex, "--for=condition=Available", f"--timeout={WAIT}",
                f"deployment/{CORTEX}-server"))
     forward.start()  # the old forward ended with its pod
-    eventually(lambda: _all_there(planner, written), what="every acknowledged write")
+    wait_until(lambda: _all_there(planner, written), what="every acknowledged write", seconds=120,
+               interval_s=0.5)
 
 
 def test_deleting_the_database_pod_loses_no_committed_memory(
@@ -326,12 +322,13 @@ def test_deleting_the_database_pod_loses_no_committed_memory(
     uid = kubectl_json("get", "pod", pod, "-n", cortex)["metadata"]["uid"]
     claim = kubectl_json("get", "pvc", f"data-{pod}", "-n", cortex)["spec"]["volumeName"]
     ok(kubectl("delete", "pod", pod, "-n", cortex, "--wait=true", "--timeout=120s"))
-    eventually(lambda: kubectl("get", "pod", pod, "-n", cortex, "-o",
+    wait_until(lambda: kubectl("get", "pod", pod, "-n", cortex, "-o",
                                "jsonpath={.metadata.uid}").stdout not in ("", uid),
-               what="the StatefulSet's new database pod")
+               what="the StatefulSet's new database pod", seconds=120, interval_s=0.5)
     ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}", f"pod/{pod}"))
     assert kubectl_json("get", "pvc", f"data-{pod}", "-n", cortex)["spec"]["volumeName"] == claim
-    eventually(lambda: _all_there(planner, written), what="every committed memory")
+    wait_until(lambda: _all_there(planner, written), what="every committed memory", seconds=120,
+               interval_s=0.5)
     status, report = planner.call("GET", "/v1/audit/verify")
     assert status == 200 and report["ok"] is True, report
     written.append(planner.store("team/ops", "written after the database restart")["id"])
@@ -346,9 +343,9 @@ def test_deleting_and_recreating_the_cortex_keeps_its_memories(
     """
     claim = kubectl_json("get", "pvc", f"data-{CORTEX}-db-0", "-n", cortex)["spec"]["volumeName"]
     ok(kubectl("delete", f"memorycortex/{CORTEX}", "-n", cortex, "--wait=true", "--timeout=60s"))
-    eventually(lambda: not kubectl_json("get", "pods", "-n", cortex, "-l",
+    wait_until(lambda: not kubectl_json("get", "pods", "-n", cortex, "-l",
                                         f"app.kubernetes.io/instance={CORTEX}")["items"],
-               what="the cortex's pods to go")
+               what="the cortex's pods to go", seconds=120, interval_s=0.5)
     assert kubectl_json("get", "pvc", f"data-{CORTEX}-db-0", "-n", cortex)["spec"][
         "volumeName"] == claim, "the data volume claim is kept"
     ok(kubectl("apply", "-f", "-", input=manifests.as_input(manifests.resources(cortex))))
@@ -357,7 +354,8 @@ def test_deleting_and_recreating_the_cortex_keeps_its_memories(
     assert ready.returncode == 0, kubectl("get", "-n", cortex, f"memorycortex/{CORTEX}", "-o",
                                           "jsonpath={.status.conditions}").stdout
     forward.start()  # the old forward ended with the old Service
-    eventually(lambda: _all_there(planner, written), what="every memory of the first cortex")
+    wait_until(lambda: _all_there(planner, written), what="every memory of the first cortex",
+               seconds=120, interval_s=0.5)
     status, report = planner.call("GET", "/v1/audit/verify")
     assert status == 200 and report["ok"] is True, report
     written.append(planner.store("team/ops", "written after the cortex was re-created")["id"])
@@ -396,8 +394,8 @@ def test_helm_upgrade_rolls_the_operator_and_keeps_data_and_keys(
     # The new operator reconciles the cortex again: it stays Ready and nothing changes.
     ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
                f"memorycortex/{CORTEX}"))
-    eventually(lambda: "e2e-memory" in kubectl("logs", "-n", cortex, live[0]["metadata"]["name"])
-               .stdout, what="the new operator's pass over the cortex")
+    wait_until(lambda: "e2e-memory" in kubectl("logs", "-n", cortex, live[0]["metadata"]["name"])
+               .stdout, what="the new operator's pass over the cortex", seconds=120, interval_s=0.5)
     assert _keys(cortex) == keys
     again = kubectl_json("get", "deployment", f"{CORTEX}-server", "-n", cortex)["metadata"]
     assert again["generation"] == server["generation"]
@@ -409,8 +407,8 @@ def test_helm_uninstall_keeps_crds_and_data(cortex: str, planner: Agent,
     keys = _keys(cortex)
     removed = helm("uninstall", RELEASE, "--namespace", cortex, "--wait", "--timeout", "3m")
     assert removed.returncode == 0, removed.stderr
-    eventually(lambda: not kubectl_json("get", "pods", "-n", cortex, "-l", OPERATOR)["items"],
-               what="the operator pod to go")
+    wait_until(lambda: not kubectl_json("get", "pods", "-n", cortex, "-l", OPERATOR)["items"],
+               what="the operator pod to go", seconds=120, interval_s=0.5)
     for plural in ("memorycortexes", "hookchains", "permissionrules", "agentidentities"):
         ok(kubectl("get", "crd", f"{plural}.cortex.attested.dev"))
     ok(kubectl("get", f"memorycortex/{CORTEX}", "-n", cortex))

@@ -3,7 +3,6 @@ and a builder that starts a real pipeline (real subprocesses) from a config dict
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -28,13 +27,6 @@ def hook(name: str, events: list[str], **fields: Any) -> dict[str, Any]:
     default = fields.pop("behave", None)
     command = [*BEHAVE] if default is None else [*BEHAVE, json.dumps(default)]
     return {"name": name, "events": events, "command": command, **fields}
-
-
-async def eventually(predicate: Callable[[], bool], *, timeout_s: float = 10.0) -> None:
-    """Wait until ``predicate()`` holds; fail after ``timeout_s``."""
-    async with asyncio.timeout(timeout_s):
-        while not predicate():  # noqa: ASYNC110 - the condition is not an event we can await
-            await asyncio.sleep(0.01)
 
 
 @pytest.fixture

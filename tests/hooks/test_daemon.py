@@ -13,7 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from attested_cortex.hooks import HookPipeline
 from attested_cortex.hooks.reporting import render_hooks
-from tests.hooks.conftest import PipelineFactory, alive, eventually, hook, metric
+from tests.hooks.conftest import PipelineFactory, alive, hook, metric
+from tests.support.waiting import await_until
 
 
 def daemon(name: str, events: list[str], **fields: object) -> dict[str, object]:
@@ -73,7 +74,8 @@ async def test_crash_restarts_with_backoff(
     crashed = await pipeline.fire("pre_store", {"behave": {"crash": True}}, agent_id="a",
                                   namespace="n")
     assert crashed.decision == "allow" and crashed.records[0].failure == "crash"
-    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["state"] == "up")
+    await await_until(lambda: pipeline.describe()["by_event"]["pre_store"][0]["state"] == "up",
+                      seconds=10)
     state = pipeline.describe()["by_event"]["pre_store"][0]
     assert state["restarts"] == 1 and state["pid"] != first
     assert "closed its output" in (state["last_error"] or "")
@@ -95,7 +97,7 @@ async def test_an_exit_is_a_crash_and_a_restart_though_a_grandchild_holds_stdout
         exited = await pipeline.fire("pre_store", {"behave": {"orphan": str(pid_file)}},
                                      agent_id="a", namespace="n")
         assert exited.records[0].failure == "crash", exited.records[0]
-        await eventually(lambda: pid_of(pipeline, "pre_store") not in (None, first))
+        await await_until(lambda: pid_of(pipeline, "pre_store") not in (None, first), seconds=10)
         later = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
         assert later.records[0].failure is None
     finally:
@@ -108,7 +110,8 @@ async def test_fires_during_backoff_follow_fail_mode(make_pipeline: PipelineFact
     pipeline = await make_pipeline(
         daemon("d", ["pre_store"], fail_mode="closed", command=["/bin/false"])
     )
-    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] >= 3)
+    await await_until(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] >= 3,
+                      seconds=10)
     result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert result.decision == "deny"
     assert result.records[0].failure in ("unavailable", "crash")
@@ -121,7 +124,8 @@ async def test_garbage_on_stdout_fails_pending_and_restarts(
     result = await pipeline.fire("pre_store", {"behave": {"garbage": True}}, agent_id="a",
                                  namespace="n")
     assert result.records[0].failure == "malformed"
-    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 1)
+    await await_until(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 1,
+                      seconds=10)
 
 
 async def test_a_reply_with_a_huge_integer_fails_only_its_own_call(
@@ -146,7 +150,7 @@ async def test_a_reply_whose_id_is_true_answers_no_call(make_pipeline: PipelineF
     forged = '{"decision": "deny", "reason": "forged"}'
     first = asyncio.create_task(pipeline.fire("pre_store", {"behave": {"sleep": 0.3}},
                                               agent_id="a", namespace="n"))
-    await eventually(lambda: pipeline.describe()["config"]["in_flight"] == 1)
+    await await_until(lambda: pipeline.describe()["config"]["in_flight"] == 1, seconds=10)
     await pipeline.fire("pre_store", {"behave": {"raw_result": forged, "reply_id": True}},
                         agent_id="a", namespace="n")
     result = await first
@@ -204,7 +208,7 @@ async def test_close_kills_a_child_that_ignores_its_closed_stdin(
     pid = pid_of(pipeline, "pre_store")
     assert pid is not None
     await pipeline.aclose()
-    await eventually(lambda: not alive(pid), timeout_s=5)
+    await await_until(lambda: not alive(pid), seconds=5)
 
 
 async def test_doctor_rendering_lists_hooks_by_event(make_pipeline: PipelineFactory) -> None:
@@ -226,6 +230,7 @@ async def test_hung_daemon_is_restarted_after_consecutive_timeouts(
     for _ in range(3):
         result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
         assert result.records[0].failure == "timeout"
-    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 1)
-    await eventually(lambda: hung is not None and not alive(hung))
+    await await_until(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] == 1,
+                      seconds=10)
+    await await_until(lambda: hung is not None and not alive(hung), seconds=10)
     assert "hung" in (pipeline.describe()["by_event"]["pre_store"][0]["last_error"] or "")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hooks.conftest import PipelineFactory, alive, eventually, hook, metric
+from tests.hooks.conftest import PipelineFactory, alive, hook, metric
+from tests.support.waiting import await_until
 
 
 async def test_no_hooks_allows_unchanged(make_pipeline: PipelineFactory) -> None:
@@ -203,7 +204,8 @@ async def test_a_daemon_the_os_cannot_start_is_down_and_retried(
     )
     state = pipeline.describe()["by_event"]["pre_store"][0]
     assert state["state"] in ("backoff", "starting") and "cannot start" in state["last_error"]
-    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] >= 2)
+    await await_until(lambda: pipeline.describe()["by_event"]["pre_store"][0]["restarts"] >= 2,
+                      seconds=10)
     result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert result.records[0].failure in ("unavailable", "crash")
 
@@ -235,4 +237,4 @@ async def test_timeout_kills_the_whole_process_group(
     result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert result.records[0].failure == "timeout"
     grandchild = int(pidfile.read_text())
-    await eventually(lambda: not alive(grandchild))
+    await await_until(lambda: not alive(grandchild), seconds=10)

@@ -16,7 +16,8 @@ import pytest
 
 from attested_cortex.hooks import HookPipeline
 from attested_cortex.hooks.events import deadline_ms
-from tests.hooks.conftest import PipelineFactory, alive, eventually, hook
+from tests.hooks.conftest import PipelineFactory, alive, hook
+from tests.support.waiting import await_until
 
 #: The issue's reproduction: drain stdin, then print 3 MB.
 FLOOD = ["sh", "-c", "cat >/dev/null; head -c 3000000 /dev/zero"]
@@ -67,7 +68,7 @@ async def leaves_nothing(before: Baseline) -> None:
     """No new descriptor and no new child (running or unreaped) stays once the calls are
     done (the suite's own servers are children of this process too: they were there before)."""
     fds, kids = before
-    await eventually(lambda: open_fds() <= fds and set(children()) <= kids)
+    await await_until(lambda: open_fds() <= fds and set(children()) <= kids, seconds=10)
 
 
 @pytest.fixture
@@ -107,7 +108,7 @@ async def test_hangs_with_grandchildren_at_concurrency(
                          payload=lambda i: {"behave": {"grandchild": str(pidfiles[i])}})
     assert causes == ["timeout"] * 20
     grandchildren = [int(p.read_text()) for p in pidfiles]
-    await eventually(lambda: not any(alive(pid) for pid in grandchildren))
+    await await_until(lambda: not any(alive(pid) for pid in grandchildren), seconds=10)
     await leaves_nothing(fds)
 
 
@@ -130,7 +131,7 @@ async def test_grandchild_holding_stdout_cannot_hold_the_call(
     try:
         causes = await burst(pipeline, calls=1, concurrency=1, payload=lambda i: {})
         assert causes == ["timeout"]
-        await eventually(lambda: open_fds() <= fds[0])
+        await await_until(lambda: open_fds() <= fds[0], seconds=10)
     finally:
         escaped = int(pidfile.read_text())
         os.kill(escaped, 9)  # it left our session and group: only its pid can stop it

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hooks.conftest import BEHAVE, PipelineFactory, eventually
+from tests.hooks.conftest import BEHAVE, PipelineFactory
+from tests.support.waiting import await_until
 
 CORTEXCTL = [sys.executable, "-m", "attested_cortex"]
 
@@ -58,7 +59,7 @@ async def test_remote_hook_decides_through_hookd(
 ) -> None:
     address = addresses(tmp_path)[transport == "unix"]
     hookd(address, *BEHAVE)  # type: ignore[operator]
-    await eventually(lambda: reachable(address))
+    await await_until(lambda: reachable(address), seconds=10)
     pipeline = await make_pipeline(
         {"name": "side", "events": ["pre_store", "post_recall"], "mode": "remote",
          "address": address, "timeout_ms": 1500}
@@ -81,7 +82,7 @@ async def test_program_crash_behind_hookd_is_reported_and_recovers(
 ) -> None:
     address = addresses(tmp_path)[1]
     hookd(address, *BEHAVE)  # type: ignore[operator]
-    await eventually(lambda: reachable(address))
+    await await_until(lambda: reachable(address), seconds=10)
     pipeline = await make_pipeline(
         {"name": "side", "events": ["pre_store"], "mode": "remote", "address": address,
          "fail_mode": "closed"}
@@ -94,9 +95,7 @@ async def test_program_crash_behind_hookd_is_reported_and_recovers(
         result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
         return result.decision == "allow"
 
-    async with asyncio.timeout(10):
-        while not await recovered():  # noqa: ASYNC110 - each probe is a real fire
-            await asyncio.sleep(0.05)
+    await await_until(recovered, what="a fire allowed again", seconds=10)  # a real fire each
 
 
 async def test_remote_reconnects_when_hookd_comes_up_late(
@@ -109,7 +108,8 @@ async def test_remote_reconnects_when_hookd_comes_up_late(
     early = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert early.records[0].failure == "unavailable"
     hookd(address, *BEHAVE)  # type: ignore[operator]
-    await eventually(lambda: pipeline.describe()["by_event"]["pre_store"][0]["state"] == "up")
+    await await_until(lambda: pipeline.describe()["by_event"]["pre_store"][0]["state"] == "up",
+                      seconds=10)
     late = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert late.records[0].failure is None
 

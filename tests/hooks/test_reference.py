@@ -14,7 +14,8 @@ from aiohttp import web
 
 from attested_cortex.hooks.reference.autolink import CortexClient, cosine, propose, terms
 from attested_cortex.hooks.reference.redact import redact
-from tests.hooks.conftest import PipelineFactory, eventually
+from tests.hooks.conftest import PipelineFactory
+from tests.support.waiting import await_until
 
 REDACT = [sys.executable, "-m", "attested_cortex.hooks.reference.redact"]
 AUTOLINK = [sys.executable, "-m", "attested_cortex.hooks.reference.autolink"]
@@ -121,7 +122,7 @@ async def test_autolink_daemon_links_similar_memories(
               "content": "PostgreSQL backups run nightly with pg_dump to the archive bucket"}
     result = await pipeline.fire("post_store", memory, agent_id="a", namespace="ops")
     assert result.decision == "allow" and result.records[0].failure is None
-    await eventually(lambda: len(cortex_api["links"]) == 1)
+    await await_until(lambda: len(cortex_api["links"]) == 1, seconds=10)
     assert cortex_api["links"] == [{"src_id": "m-new", "dst_id": "m-old",
                                     "relation": "related_to"}]
     assert cortex_api["headers"] == ["autolink"]

@@ -12,8 +12,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from attested_cortex.hooks import HookConfigError, HookPipeline, open_pipeline
-from tests.hooks.conftest import alive, eventually, hook, metric
+from tests.hooks.conftest import alive, hook, metric
 from tests.hooks.test_remote_connect import unaccepting  # noqa: F401 - a fixture
+from tests.support.waiting import await_until
 
 DENY = {"answer": {"decision": "deny", "reason": "v2"}}
 
@@ -41,7 +42,7 @@ async def test_absent_file_means_no_hooks_then_appears(tmp_path: Path, watched: 
     pipeline = await watched(path)
     assert pipeline.describe()["by_event"] == {}
     path.write_text(config(hook("guard", ["pre_store"], behave=DENY)))
-    await eventually(lambda: pipeline.describe()["config"]["generation"] == 2)
+    await await_until(lambda: pipeline.describe()["config"]["generation"] == 2, seconds=10)
     result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert result.decision == "deny"
 
@@ -61,7 +62,7 @@ async def test_invalid_new_file_keeps_old_config(
     path.write_text(config(hook("guard", ["pre_store"], behave=DENY)))
     pipeline = await watched(path)
     path.write_text(config(hook("guard", ["pre_store"], timeout_ms=999_999)))
-    await eventually(lambda: not pipeline.describe()["config"]["valid"])
+    await await_until(lambda: not pipeline.describe()["config"]["valid"], seconds=10)
     described = pipeline.describe()["config"]
     assert "guard" in (described["last_error"] or "") and described["generation"] == 1
     assert metric(registry, "cortex_hook_config_reloads_total", result="error") == 1
@@ -69,7 +70,7 @@ async def test_invalid_new_file_keeps_old_config(
     result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert result.decision == "deny"
     path.write_text(config())
-    await eventually(lambda: pipeline.describe()["config"]["valid"])
+    await await_until(lambda: pipeline.describe()["config"]["valid"], seconds=10)
     assert pipeline.describe()["by_event"] == {}
 
 
@@ -86,7 +87,7 @@ async def test_a_new_file_no_parser_can_read_is_reported(
     path.write_text(config(hook("guard", ["pre_store"], behave=DENY)))
     pipeline = await watched(path)
     path.write_bytes(content)
-    await eventually(lambda: not pipeline.describe()["config"]["valid"])
+    await await_until(lambda: not pipeline.describe()["config"]["valid"], seconds=10)
     assert message in (pipeline.describe()["config"]["last_error"] or "")
     assert metric(registry, "cortex_hook_config_reloads_total", result="error") == 1
     result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
@@ -122,11 +123,11 @@ async def test_a_shutdown_during_a_reload_stops_the_new_daemons(
         {"name": "local", "events": ["pre_store"], "mode": "daemon", "command": writes_pid},
         {"name": "far", "events": ["post_store"], "mode": "remote",
          "address": f"tcp://127.0.0.1:{unaccepting}"}))
-    await eventually(lambda: pid_file.exists() and pid_file.read_text() != "")
+    await await_until(lambda: pid_file.exists() and pid_file.read_text() != "", seconds=10)
     pid = int(pid_file.read_text())
     assert pipeline.describe()["config"]["generation"] == 1  # still connecting the remote
     await pipeline.aclose()
-    await eventually(lambda: not alive(pid), timeout_s=5)
+    await await_until(lambda: not alive(pid), seconds=5)
 
 
 async def test_configmap_symlink_swap(tmp_path: Path, watched: Any) -> None:
@@ -143,7 +144,7 @@ async def test_configmap_symlink_swap(tmp_path: Path, watched: Any) -> None:
     pipeline = await watched(mount / "hooks.yaml")
     (mount / "..data_tmp").symlink_to(second.name)
     os.replace(mount / "..data_tmp", mount / "..data")
-    await eventually(lambda: "pre_store" in pipeline.describe()["by_event"])
+    await await_until(lambda: "pre_store" in pipeline.describe()["by_event"], seconds=10)
     result = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     assert result.decision == "deny"
 
@@ -157,14 +158,14 @@ async def test_in_flight_fire_finishes_on_old_config(tmp_path: Path, watched: An
         "pre_store", {"behave": {"sleep": 0.5, "answer": {"decision": "deny", "reason": "v1"}}},
         agent_id="a", namespace="n",
     ))
-    await eventually(lambda: pipeline.describe()["config"]["in_flight"] == 1)
+    await await_until(lambda: pipeline.describe()["config"]["in_flight"] == 1, seconds=10)
     path.write_text(config(hook("new", ["pre_store"], mode="daemon", behave=DENY)))
-    await eventually(lambda: pipeline.describe()["config"]["generation"] == 2)
+    await await_until(lambda: pipeline.describe()["config"]["generation"] == 2, seconds=10)
     fresh = await pipeline.fire("pre_store", {}, agent_id="a", namespace="n")
     old = await slow
     assert (old.reason, old.records[0].name, old.records[0].failure) == ("v1", "old", None)
     assert (fresh.reason, fresh.records[0].name) == ("v2", "new")
-    await eventually(lambda: old_pid is not None and not alive(old_pid))
+    await await_until(lambda: old_pid is not None and not alive(old_pid), seconds=10)
 
 
 async def test_reload_under_load_never_fails_a_fire(tmp_path: Path, watched: Any) -> None:
@@ -187,9 +188,10 @@ async def test_reload_under_load_never_fails_a_fire(tmp_path: Path, watched: Any
     workers = [asyncio.create_task(load()) for _ in range(3)]
     for generation in range(2, 6):
         path.write_text(variants[(generation + 1) % 2])
-        await eventually(lambda g=generation: pipeline.describe()["config"]["generation"] == g)
+        await await_until(lambda g=generation: pipeline.describe()["config"]["generation"] == g,
+                          seconds=10)
         served = len(results)
-        await eventually(lambda n=served: len(results) >= n + 30, timeout_s=30)
+        await await_until(lambda n=served: len(results) >= n + 30, seconds=30)
     stop.set()
     await asyncio.gather(*workers)
     assert all(r.records and r.records[0].failure is None for r in results)

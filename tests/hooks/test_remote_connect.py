@@ -14,7 +14,7 @@ import pytest
 
 from attested_cortex.hooks.transports.remote import RemoteTransport
 from attested_cortex.hooks.wire import HookFailure
-from tests.hooks.conftest import eventually
+from tests.support.waiting import await_until
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ async def test_a_connect_that_gets_no_answer_is_down_after_the_timeout(
     transport.connect_timeout_s = 0.5
     await transport.start()
     try:
-        await eventually(lambda: transport.state()["last_error"] is not None, timeout_s=10)
+        await await_until(lambda: transport.state()["last_error"] is not None, seconds=10)
         assert "no answer within 0.5 s" in str(transport.state()["last_error"])
         loop = asyncio.get_running_loop()
         started = loop.time()

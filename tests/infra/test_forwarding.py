@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hack.forwarding import Forward
+
+from tests.support.waiting import wait_until
 
 
 def _server(directory: Path) -> list[str]:
@@ -32,15 +33,6 @@ def _answers(url: str) -> bool:
             return bool(reply.read() == b"hello")
     except OSError:
         return False
-
-
-def _until(what: str, condition: object, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.05)  # the interval of a bounded poll
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
 
 
 @pytest.fixture
@@ -60,8 +52,9 @@ def test_a_forward_that_dies_comes_back_on_the_same_port(forward: Forward) -> No
         pid = forward.pid()
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        _until("a new forward process", lambda old=pid: forward.pid() not in (None, old))
-        _until("the same URL answering again", lambda: _answers(url))
+        wait_until(lambda old=pid: forward.pid() not in (None, old), what="a new forward process",
+                   seconds=30)
+        wait_until(lambda: _answers(url), what="the same URL answering again", seconds=30)
         assert forward.url == url and forward.restarts == round_
 
 
@@ -69,7 +62,7 @@ def test_a_forward_that_cannot_start_is_retried_and_stops_cleanly(tmp_path: Path
     failing = Forward(lambda port: [sys.executable, "-c", "raise SystemExit(1)"],
                       log=tmp_path / "forward.log").start()
     try:
-        _until("two restarts", lambda: failing.restarts >= 2)
+        wait_until(lambda: failing.restarts >= 2, what="two restarts", seconds=30)
         assert not failing.wait_listening(timeout=0.5)
     finally:
         failing.stop(timeout=10)

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.kube import manifests
-from tests.support.kube import Kube, poll_until
+from tests.support.kube import Kube
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 WAIT = "--timeout=120s"
@@ -54,7 +55,7 @@ def test_a_pod_stays_ready_past_the_node_monitor_grace_period(kube: Kube,
             renewals.append(renewed)
         return renewed - _time(pod_ready["lastTransitionTime"]) > HELD_FOR
 
-    poll_until(lease_renewed_long_after_pod_ready, timeout_s=120, interval_s=2,
+    wait_until(lease_renewed_long_after_pod_ready, seconds=120, interval_s=2,
                what=f"the {NODE} lease renewed {HELD_FOR.seconds}s after the pod became Ready")
     after = _get(kube, "pod", "-n", kube_namespace, pod["metadata"]["name"])
     assert _ready(after) == pod_ready  # still True, never flipped in between

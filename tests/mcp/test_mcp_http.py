@@ -30,6 +30,7 @@ from tests.server.test_attestation_api import SELF_SIGNER, client_signature
 from tests.server.test_hooks_api import count_memories, hooks_file, recorded, recorder
 from tests.server.test_permissions_api import deny_rule
 from tests.support.cortex import CortexClient, MakeCortex
+from tests.support.waiting import await_until
 from tests.transcripts.common import DIALOGUE
 
 EXPECTED_TOOLS = {
@@ -422,14 +423,17 @@ async def test_a_session_stream_opens_at_once_and_a_dropped_one_can_be_reopened(
         async with http.get(f"{cortex.base}/mcp", headers=session) as second:
             assert second.status == 409  # one stream per session
         dropped.close()  # the client goes away without a word
-    async with asyncio.timeout(10):  # bounded wait for the server to notice
-        while True:
-            reopened = await cortex.session.get(f"{cortex.base}/mcp", headers=session)
-            if reopened.status == 200:
-                break
-            assert reopened.status == 409, await reopened.text()
-            reopened.release()
-            await asyncio.sleep(0.1)  # polling interval of a bounded wait
+
+    async def reopen() -> aiohttp.ClientResponse | None:
+        reopened = await cortex.session.get(f"{cortex.base}/mcp", headers=session)
+        if reopened.status == 200:
+            return reopened
+        assert reopened.status == 409, await reopened.text()
+        reopened.release()
+        return None
+
+    reopened = await await_until(reopen, what="the server to notice the dropped stream",
+                                 seconds=10, interval_s=0.1)
     reopened.close()
     ended = await cortex.call("DELETE", "/mcp", headers=session)
     assert ended.status == 200, ended.text
@@ -617,11 +621,8 @@ async def test_calls_leave_no_task_behind(cortex: CortexClient, mode: str) -> No
     async with mcp_client(cortex, mode=mode) as client:
         for _ in range(200):
             ok(await client.call_tool("memory_list", {}))
-    for _ in range(500):  # bounded wait (5 s) for the session's tasks to wind down
-        if len(asyncio.all_tasks()) <= before:
-            break
-        await asyncio.sleep(0.01)
-    assert len(asyncio.all_tasks()) <= before
+    await await_until(lambda: len(asyncio.all_tasks()) <= before,
+                      what="the session's tasks to wind down", seconds=5, interval_s=0.01)
 
 
 def strings(value: Any) -> list[str]:

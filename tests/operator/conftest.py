@@ -13,10 +13,9 @@ import json
 import os
 import re
 import subprocess
-import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +26,7 @@ import yaml
 from tests.chart.conftest import install
 from tests.support.kube import Kube
 from tests.support.served import CORTEXCTL, free_port, stop, wait_until_up
+from tests.support.waiting import wait_until
 
 T = TypeVar("T")
 Object = dict[str, Any]
@@ -34,18 +34,6 @@ KINDS = {"MemoryCortex": "memorycortexes.cortex.attested.dev",
          "AgentIdentity": "agentidentities.cortex.attested.dev",
          "HookChain": "hookchains.cortex.attested.dev",
          "PermissionRule": "permissionrules.cortex.attested.dev"}
-
-
-def wait_for(what: str, probe: Callable[[], T | None], *, seconds: float = 60) -> T:
-    """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + seconds
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.2)  # the interval of a bounded poll, not synchronisation
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}; last: {last!r}")
 
 
 @dataclass
@@ -130,7 +118,8 @@ class Operated:
             if cond and cond["status"] == status and (reason is None or cond["reason"] == reason):
                 return cond
             return None
-        return wait_for(f"{kind}/{name} {type_}={status} {reason or ''}", probe, seconds=seconds)
+        return wait_until(probe, what=f"{kind}/{name} {type_}={status} {reason or ''}",
+                          seconds=seconds, interval_s=0.2)
 
 
 def start_operator(namespace: str, kubeconfig: Path, log: Path, *,

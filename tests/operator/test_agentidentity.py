@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from attested_cortex.attest.keyring import parse_keyring_file
-from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -37,9 +38,9 @@ def test_key_created_once_public_half_in_status(operated: Operated,
     # a spec change, a second operator start: the key stays
     operated.kubectl("patch", "aid/planner", "--type=merge", "-p", json.dumps(
         {"spec": {"revisionHistoryLimit": 5, "secretTemplate": {"labels": {"team": "b"}}}}))
-    relabelled = wait_for("the template's new label", lambda: (
+    relabelled = wait_until(lambda: (
         s := operated.get("secret", status["secretName"]))["metadata"]["labels"].get(
-            "team") == "b" and s)
+            "team") == "b" and s, what="the template's new label", seconds=60, interval_s=0.2)
     assert relabelled["data"] == secret["data"]
     assert files["private.pem"].splitlines()[1] not in operator.output()
 
@@ -62,7 +63,7 @@ def test_custody_decides_what_the_server_mounts(operated: Operated,
         secrets = [v["secret"]["secretName"] for v in volumes if "secret" in v]
         return secrets if "signer-agent-key" in secrets else None
 
-    secrets = wait_for("the signer's key mounted", mounted)
+    secrets = wait_until(mounted, what="the signer's key mounted", seconds=60, interval_s=0.2)
     assert "holder-agent-key" not in secrets
     config = operated.get("configmap", "custody-config")["data"]
     holder = operated.get("AgentIdentity", "holder")["status"]
@@ -87,7 +88,7 @@ def test_rotation_keeps_the_old_key_verifiable(operated: Operated,
         status = (operated.get("AgentIdentity", "rotor") or {}).get("status") or {}
         return status if (status.get("keyRevision") or 0) >= 2 else None
 
-    second = wait_for("a rotation", rotated, seconds=150)
+    second = wait_until(rotated, what="a rotation", seconds=150, interval_s=0.2)
     assert second["publicKey"] != first["publicKey"]
     assert second["previousKeys"][0]["publicKey"] == first["publicKey"]
     assert second["previousKeys"][0]["keyRevision"] == first["keyRevision"]
@@ -98,6 +99,7 @@ def test_rotation_keeps_the_old_key_verifiable(operated: Operated,
         ring = parse_keyring_file(json.loads(config["keyring-rotor.json"]))
         return ring if len(ring) >= 2 else None
 
-    ring = sorted(wait_for("both keys in the keyring", keyring), key=lambda r: r.revision)
+    ring = sorted(wait_until(keyring, what="both keys in the keyring", seconds=60,
+                             interval_s=0.2), key=lambda r: r.revision)
     assert ring[0].valid_until is not None and ring[0].valid_until == ring[1].valid_from
     assert base64.b64encode(ring[0].public_key).decode() == first["publicKey"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -28,13 +29,16 @@ def test_deleting_satellites_updates_the_cortex(operated: Operated,
                              agents=["*"], operations=["*"], decision="Deny"))
     operated.kubectl("wait", "--for=condition=Ready", "aid/leaver", "hc/leaving-hooks",
                      "prule/leaving-rule", "--timeout=90s")
-    wait_for("all three rendered", lambda: (c := _config(operated, "shrink"))["keyrings"] == [
-        "keyring-leaver.json"] and c["hooks"]["hooks"] and c["config"]["permissions"]["rules"])
+    wait_until(lambda: (c := _config(operated, "shrink"))["keyrings"] == [
+        "keyring-leaver.json"] and c["hooks"]["hooks"] and c["config"]["permissions"]["rules"],
+               what="all three rendered", seconds=60, interval_s=0.2)
     operated.kubectl("delete", "aid/leaver", "hc/leaving-hooks", "prule/leaving-rule")
-    wait_for("all three gone", lambda: (c := _config(operated, "shrink"))["keyrings"] == []
-             and not c["hooks"]["hooks"] and not c["config"]["permissions"]["rules"])
-    wait_for("the key Secret collected", lambda: operated.get("secret",
-                                                              "leaver-agent-key") is None)
+    wait_until(lambda: (c := _config(operated, "shrink"))["keyrings"] == []
+             and not c["hooks"]["hooks"] and not c["config"]["permissions"]["rules"],
+               what="all three gone", seconds=60, interval_s=0.2)
+    wait_until(lambda: operated.get("secret",
+                                                              "leaver-agent-key") is None,
+               what="the key Secret collected", seconds=60, interval_s=0.2)
     status = operated.get("MemoryCortex", "shrink")["status"]
     assert status["ruleSummary"] == [] and status["hookCount"] == 0
 
@@ -55,4 +59,4 @@ def test_deleting_a_cortex_removes_every_child(operated: Operated,
         gone = operated.kube.kubectl("get", "clusterrolebinding", binding, check=False)
         return out == "" and gone.returncode != 0
 
-    wait_for("every child of doomed to go", nothing_left, seconds=120)
+    wait_until(nothing_left, what="every child of doomed to go", seconds=120, interval_s=0.2)

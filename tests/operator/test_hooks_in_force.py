@@ -17,7 +17,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -58,7 +59,8 @@ def test_a_sidecar_that_cannot_run_is_not_in_force(operated: Operated,
     operated.kubectl("wait", "--for=condition=Ready", "mcx/inforce", "--timeout=120s")
     with cordoned(operated) as nodes:
         operated.apply(satellite("HookChain", "broken", "inforce", hooks=[BROKEN]))
-        pod = wait_for("the new server pod", lambda: _new_pod(operated), seconds=90)
+        pod = wait_until(lambda: _new_pod(operated), what="the new server pod", seconds=90,
+                         interval_s=0.2)
         operated.kubectl("patch", "pod", pod, "--subresource=status", "--type=merge",
                          "-p", json.dumps({"status": PULL_FAILED}))
         operated.wait_condition("MemoryCortex", "inforce", "ServerReady", "False",

@@ -9,7 +9,8 @@ import json
 import pytest
 import yaml
 
-from tests.operator.conftest import Object, Operated, OperatorProcess, cortex, satellite, wait_for
+from tests.operator.conftest import Object, Operated, OperatorProcess, cortex, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 EXTERNAL = {"external": {"secretRef": {"name": "no-such-secret", "key": "uri"}}}
@@ -41,7 +42,8 @@ def test_a_second_identity_for_one_agent_id_is_refused(operated: Operated,
     bob = operated.get("AgentIdentity", "bob")["status"]["publicKey"]
     # A third identity appears in the keyring: the render after the refusal.
     operated.apply(satellite("AgentIdentity", "eve", "dup"))
-    wait_for("eve's keyring", lambda: "keyring-eve.json" in _keyrings(operated, "dup"))
+    wait_until(lambda: "keyring-eve.json" in _keyrings(operated, "dup"), what="eve's keyring",
+               seconds=60, interval_s=0.2)
     assert _trusted(operated, "dup", "bob") == [bob]
     assert "keyring-bob2.json" not in _keyrings(operated, "dup")
 
@@ -49,8 +51,8 @@ def test_a_second_identity_for_one_agent_id_is_refused(operated: Operated,
     operated.kubectl("delete", "aid/bob")
     operated.wait_condition("AgentIdentity", "bob2", "Ready")
     bob2 = operated.get("AgentIdentity", "bob2")["status"]["publicKey"]
-    assert wait_for("bob2's key alone trusted for bob",
-                    lambda: _trusted(operated, "dup", "bob") == [bob2])
+    assert wait_until(lambda: _trusted(operated, "dup", "bob") == [bob2],
+                      what="bob2's key alone trusted for bob", seconds=60, interval_s=0.2)
 
 
 def _secret_files(operated: Operated, name: str) -> dict[str, str]:
@@ -87,7 +89,8 @@ def test_a_hand_edited_key_secret_is_reported_and_never_trusted(
     assert "PRIVATE" not in json.dumps(events)
     # A render of the keyring after the edit still trusts only the recorded key.
     operated.apply(satellite("AgentIdentity", "dora", "hand"))
-    wait_for("dora's keyring", lambda: "keyring-dora.json" in _keyrings(operated, "hand"))
+    wait_until(lambda: "keyring-dora.json" in _keyrings(operated, "hand"), what="dora's keyring",
+               seconds=60, interval_s=0.2)
     assert _trusted(operated, "hand", recorded["agentId"]) == [recorded["publicKey"]]
 
     # Restoring the files ends the mismatch with the same key.
@@ -110,7 +113,8 @@ def test_a_second_identity_for_one_service_account_is_refused(
                                       reason="DuplicateServiceAccount")
     assert "AgentIdentity first " in refused["message"]
     operated.apply(satellite("AgentIdentity", "third", "sas"))
-    wait_for("third's keyring", lambda: "keyring-third.json" in _keyrings(operated, "sas"))
+    wait_until(lambda: "keyring-third.json" in _keyrings(operated, "sas"), what="third's keyring",
+               seconds=60, interval_s=0.2)
     config = yaml.safe_load(operated.get("configmap", "sas-config")["data"]["config.yaml"])
     mapped = [a["agent_id"] for a in config["agents"]
               if a["service_account"] == f"{operated.namespace}/shared-sa"]
@@ -133,5 +137,6 @@ def test_a_key_secret_placed_by_hand_with_another_identitys_key_is_refused(
         refused["message"]
     assert not (operated.get("AgentIdentity", "twin").get("status") or {}).get("fingerprint")
     operated.apply(satellite("AgentIdentity", "other", "copy"))
-    wait_for("other's keyring", lambda: "keyring-other.json" in _keyrings(operated, "copy"))
+    wait_until(lambda: "keyring-other.json" in _keyrings(operated, "copy"), what="other's keyring",
+               seconds=60, interval_s=0.2)
     assert "keyring-twin.json" not in _keyrings(operated, "copy")

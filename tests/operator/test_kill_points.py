@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from tests.operator.conftest import Operated, cortex, satellite, wait_for
+from tests.operator.conftest import Operated, cortex, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 
@@ -63,12 +64,13 @@ def test_sigkill_at_random_points_converges_to_the_same_objects_and_keys(
     assert {"crashy-db-credentials", "crash-signer-agent-key",
             "crash-holder-agent-key"} <= set(first_seen)
     assert all(_secrets(operated)[name] == data for name, data in first_seen.items())
-    wait_for("writes to settle", lambda: _quiet(final))
+    wait_until(lambda: _quiet(final), what="writes to settle", seconds=60, interval_s=0.2)
     settled = _versions(operated)
     final.process.kill()
     final.process.wait(timeout=30)
     fresh = operated.start()  # a clean start over the converged objects changes nothing
-    wait_for("the fresh operator to settle", lambda: _quiet(fresh))
+    wait_until(lambda: _quiet(fresh), what="the fresh operator to settle", seconds=60,
+               interval_s=0.2)
     assert _versions(operated) == settled
     deploy = operated.get("deployment", "crashy-server")
     containers = [c["name"] for c in deploy["spec"]["template"]["spec"]["containers"]]

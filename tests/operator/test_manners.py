@@ -14,9 +14,9 @@ from tests.operator.conftest import (
     cortex,
     satellite,
     start_operator,
-    wait_for,
 )
 from tests.support.kube import Kube
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -34,7 +34,7 @@ def test_observed_generation_follows_every_spec_change(operated: Operated,
             return status.get("observedGeneration") == generation and all(
                 c["observedGeneration"] == generation for c in status["conditions"])
 
-        wait_for(f"observedGeneration {generation}", caught_up)
+        wait_until(caught_up, what=f"observedGeneration {generation}", seconds=60, interval_s=0.2)
 
 
 def test_paused_cortex_is_left_alone(operated: Operated, operator: OperatorProcess) -> None:
@@ -49,8 +49,8 @@ def test_paused_cortex_is_left_alone(operated: Operated, operator: OperatorProce
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     operated.kubectl("patch", "mcx/still", "--type=merge", "-p",
                      json.dumps({"spec": {"paused": False}}))
-    wait_for("unpaused rollout", lambda: operated.get("deployment", "still-server")["spec"][
-        "replicas"] == 3)
+    wait_until(lambda: operated.get("deployment", "still-server")["spec"][
+        "replicas"] == 3, what="unpaused rollout", seconds=60, interval_s=0.2)
     operated.wait_condition("MemoryCortex", "still", "Paused", "False")
 
 
@@ -77,7 +77,8 @@ def test_idle_operator_writes_nothing(operated: Operated, operator: OperatorProc
                              agents=["*"], operations=["*"], decision="Allow"))
     operated.kubectl("wait", "--for=condition=Ready", "mcx/idle", "aid/idler",
                      "prule/idle-rule", "--timeout=120s")
-    settled = wait_for("writes to settle", lambda: _settled(operator))
+    settled = wait_until(lambda: _settled(operator), what="writes to settle", seconds=60,
+                         interval_s=0.2)
     versions = _versions(operated)
     window = time.monotonic() + 10
     while time.monotonic() < window:  # a measurement window: nothing may happen in it
@@ -110,5 +111,7 @@ def test_namespace_deletion_never_waits_for_the_operator(kube: Kube, operated: O
     kube.kubectl("delete", "namespace", namespace, "--timeout=90s")
     gone = kube.kubectl("get", "namespace", namespace, check=False)
     assert gone.returncode != 0 and "NotFound" in gone.stderr
-    wait_for("the TokenReview binding collected with its namespace", lambda: kube.kubectl(
-        "get", "clusterrolebinding", binding, check=False).returncode != 0)
+    wait_until(lambda: kube.kubectl(
+        "get", "clusterrolebinding", binding, check=False).returncode != 0,
+               what="the TokenReview binding collected with its namespace", seconds=60,
+               interval_s=0.2)

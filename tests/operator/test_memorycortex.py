@@ -10,7 +10,8 @@ import time
 import pytest
 import yaml
 
-from tests.operator.conftest import Operated, OperatorProcess, cortex, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -56,7 +57,8 @@ def test_managed_cortex_becomes_ready_with_every_child(operated: Operated,
 def test_credentials_are_generated_once_and_never_in_status(operated: Operated,
                                                             operator: OperatorProcess) -> None:
     operated.apply(cortex("beta"))
-    secret = wait_for("credentials", lambda: operated.get("secret", "beta-db-credentials"))
+    secret = wait_until(lambda: operated.get("secret", "beta-db-credentials"), what="credentials",
+                        seconds=60, interval_s=0.2)
     password = base64.b64decode(secret["data"]["password"]).decode()
     assert len(password) >= 32
     operated.kubectl("annotate", "mcx/beta", "touch=1")
@@ -106,7 +108,8 @@ def test_disruption_budget_only_with_two_replicas(operated: Operated,
     assert operated.get("poddisruptionbudget", "eps-server") is not None
     operated.kubectl("patch", "mcx/eps", "--type=merge", "-p",
                      json.dumps({"spec": {"server": {"replicas": 1}}}))
-    wait_for("budget removed", lambda: operated.get("poddisruptionbudget", "eps-server") is None)
+    wait_until(lambda: operated.get("poddisruptionbudget", "eps-server") is None,
+               what="budget removed", seconds=60, interval_s=0.2)
 
 
 def test_config_map_holds_settings_the_server_loads(operated: Operated,
@@ -115,7 +118,8 @@ def test_config_map_holds_settings_the_server_loads(operated: Operated,
     from attested_cortex.server.settings import load_settings
 
     operated.apply(cortex("zeta", permissions={"mode": "Enforce"}))
-    config = wait_for("config map", lambda: operated.get("configmap", "zeta-config"))
+    config = wait_until(lambda: operated.get("configmap", "zeta-config"), what="config map",
+                        seconds=60, interval_s=0.2)
     path = tmp_path / "config.yaml"
     path.write_text(config["data"]["config.yaml"])
     settings = load_settings(path, {"database_url": "postgresql://x"})
@@ -175,10 +179,12 @@ def test_a_larger_storage_size_grows_the_claim_and_changes_nothing_else(
 
     operated.kubectl("patch", "mcx/grow", "--type=merge", "-p", json.dumps({"spec": {
         "database": {"managed": {"storage": {"size": "2Gi"}}}, "graph": {"backend": "CTE"}}}))
-    grown = wait_for("the claim's new request", lambda: operated.get(
-        "pvc", "data-grow-db-0")["spec"]["resources"]["requests"]["storage"] == "2Gi")
+    grown = wait_until(lambda: operated.get(
+        "pvc", "data-grow-db-0")["spec"]["resources"]["requests"]["storage"] == "2Gi",
+                       what="the claim's new request", seconds=60, interval_s=0.2)
     assert grown
-    wait_for("StorageReady=Resizing", lambda: _storage(operated, "grow")["reason"] == "Resizing")
+    wait_until(lambda: _storage(operated, "grow")["reason"] == "Resizing",
+               what="StorageReady=Resizing", seconds=60, interval_s=0.2)
     assert "1Gi" in _storage(operated, "grow")["message"]  # no resizer here: capacity stays
     assert operated.get("statefulset", "grow-db")["spec"]["volumeClaimTemplates"] == template
     operated.kubectl("wait", "--for=condition=Ready", "mcx/grow", "--timeout=60s")
@@ -186,10 +192,12 @@ def test_a_larger_storage_size_grows_the_claim_and_changes_nothing_else(
     operated.kubectl("patch", "mcx/fixed", "--type=merge", "-p", json.dumps({"spec": {
         "database": {"managed": {"storage": {"size": "20Gi"}}},
         "server": {"replicas": 2}}}))
-    wait_for("ResizeRefused", lambda: _storage(operated, "fixed")["reason"] == "ResizeRefused")
+    wait_until(lambda: _storage(operated, "fixed")["reason"] == "ResizeRefused",
+               what="ResizeRefused", seconds=60, interval_s=0.2)
     assert "storageclass" in _storage(operated, "fixed")["message"].lower()
-    wait_for("the rest of the spec applied", lambda: operated.get(
-        "deployment", "fixed-server")["spec"]["replicas"] == 2)
+    wait_until(lambda: operated.get(
+        "deployment", "fixed-server")["spec"]["replicas"] == 2, what="the rest of the spec applied",
+               seconds=60, interval_s=0.2)
     status = operated.get("MemoryCortex", "fixed")["status"]
     assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "True"
     events = operated.kubectl("get", "events", "--field-selector",
@@ -198,6 +206,7 @@ def test_a_larger_storage_size_grows_the_claim_and_changes_nothing_else(
 
     operated.kubectl("patch", "mcx/grow", "--type=merge", "-p", json.dumps({"spec": {
         "database": {"managed": {"storage": {"size": "512Mi"}}}}}))
-    wait_for("ShrinkRefused", lambda: _storage(operated, "grow")["reason"] == "ShrinkRefused")
+    wait_until(lambda: _storage(operated, "grow")["reason"] == "ShrinkRefused",
+               what="ShrinkRefused", seconds=60, interval_s=0.2)
     assert operated.get("pvc", "data-grow-db-0")["spec"]["resources"]["requests"][
         "storage"] == "2Gi"

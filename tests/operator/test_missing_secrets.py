@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -35,14 +36,15 @@ def test_a_lost_key_is_unmounted_and_the_server_still_scales(
                    satellite("AgentIdentity", "bob", "lost", keyCustody="Cortex"),
                    satellite("AgentIdentity", "carol", "lost", keyCustody="Cortex"))
     operated.kubectl("wait", "--for=condition=Ready", "aid/bob", "aid/carol", "--timeout=120s")
-    wait_for("both keys mounted", lambda: {"bob-agent-key", "carol-agent-key"}
-             <= set(_secret_volumes(operated, "lost")), seconds=120)
+    wait_until(lambda: {"bob-agent-key", "carol-agent-key"}
+             <= set(_secret_volumes(operated, "lost")), what="both keys mounted", seconds=120,
+               interval_s=0.2)
     operated.kubectl("wait", "--for=condition=Ready", "mcx/lost", "--timeout=120s")
 
     operated.kubectl("delete", "secret", "bob-agent-key")
     operated.wait_condition("AgentIdentity", "bob", "KeyReady", "False", reason="KeyLost")
-    wait_for("the lost key unmounted",
-             lambda: "bob-agent-key" not in _secret_volumes(operated, "lost"), seconds=90)
+    wait_until(lambda: "bob-agent-key" not in _secret_volumes(operated, "lost"),
+               what="the lost key unmounted", seconds=90, interval_s=0.2)
     assert "carol-agent-key" in _secret_volumes(operated, "lost")
     operated.kubectl("patch", "mcx/lost", "--type=merge", "-p",
                      json.dumps({"spec": {"server": {"replicas": 2}}}))
@@ -87,8 +89,9 @@ def test_a_hand_edited_key_is_unmounted_until_restored(
                    satellite("AgentIdentity", "bob", "edit", keyCustody="Cortex"),
                    satellite("AgentIdentity", "carol", "edit", keyCustody="Cortex"))
     operated.kubectl("wait", "--for=condition=Ready", "aid/bob", "aid/carol", "--timeout=120s")
-    wait_for("both keys mounted", lambda: {"bob-agent-key", "carol-agent-key"}
-             <= set(_secret_volumes(operated, "edit")), seconds=120)
+    wait_until(lambda: {"bob-agent-key", "carol-agent-key"}
+             <= set(_secret_volumes(operated, "edit")), what="both keys mounted", seconds=120,
+               interval_s=0.2)
     files = ("private.pem", "public.pem", "fingerprint")
     original = {f: operated.get("secret", "bob-agent-key")["data"][f] for f in files}
     carol = {f: operated.get("secret", "carol-agent-key")["data"][f] for f in files}
@@ -96,15 +99,16 @@ def test_a_hand_edited_key_is_unmounted_until_restored(
     operated.kubectl("patch", "secret/bob-agent-key", "--type=merge", "-p",
                      json.dumps({"data": carol}))
     operated.wait_condition("AgentIdentity", "bob", "KeyReady", "False", reason="KeyMismatch")
-    wait_for("the edited key unmounted",
-             lambda: "bob-agent-key" not in _secret_volumes(operated, "edit"), seconds=90)
+    wait_until(lambda: "bob-agent-key" not in _secret_volumes(operated, "edit"),
+               what="the edited key unmounted", seconds=90, interval_s=0.2)
     assert "carol-agent-key" in _secret_volumes(operated, "edit")
-    wait_for("the status says who cannot sign", lambda: (
+    wait_until(lambda: (
         "cannot sign for AgentIdentity bob (key Secret bob-agent-key was changed by hand: "
-        "KeyMismatch)" in _server_ready(operated, "edit").get("message", "")), seconds=90)
+        "KeyMismatch)" in _server_ready(operated, "edit").get("message", "")),
+               what="the status says who cannot sign", seconds=90, interval_s=0.2)
 
     operated.kubectl("patch", "secret/bob-agent-key", "--type=merge", "-p",
                      json.dumps({"data": original}))
     operated.wait_condition("AgentIdentity", "bob", "KeyReady", reason="KeyInSecret")
-    wait_for("the restored key mounted again",
-             lambda: "bob-agent-key" in _secret_volumes(operated, "edit"), seconds=90)
+    wait_until(lambda: "bob-agent-key" in _secret_volumes(operated, "edit"),
+               what="the restored key mounted again", seconds=90, interval_s=0.2)

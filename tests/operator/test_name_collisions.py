@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operator.conftest import Object, Operated, OperatorProcess, cortex, wait_for
+from tests.operator.conftest import Object, Operated, OperatorProcess, cortex
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -37,8 +38,8 @@ def test_a_service_another_cortex_controls_is_never_taken(operated: Operated,
 
     # The name frees: the waiting cortex takes it without any unrelated event.
     operated.kubectl("delete", "mcx/col", "--wait=true")
-    taken = wait_for("col-db's API Service", lambda: _held_by(operated, "col-db", "col-db"),
-                     seconds=90)
+    taken = wait_until(lambda: _held_by(operated, "col-db", "col-db"), what="col-db's API Service",
+                       seconds=90, interval_s=0.2)
     assert [p["port"] for p in taken["spec"]["ports"]] == [8080]
 
     # The other way round: the cortex that lost its database Service is not Ready.
@@ -48,8 +49,8 @@ def test_a_service_another_cortex_controls_is_never_taken(operated: Operated,
     assert "controlled by MemoryCortex col-db" in lost["message"]
     assert _held_by(operated, "col-db", "col-db") is not None
     operated.kubectl("delete", "mcx/col-db", "--wait=true")
-    back = wait_for("col's database Service back", lambda: _held_by(operated, "col-db", "col"),
-                    seconds=90)
+    back = wait_until(lambda: _held_by(operated, "col-db", "col"),
+                      what="col's database Service back", seconds=90, interval_s=0.2)
     assert [p["port"] for p in back["spec"]["ports"]] == [5432]
     operated.wait_condition("MemoryCortex", "col", "Ready", "True", seconds=120)
 
@@ -62,12 +63,14 @@ def test_a_cortex_recreated_at_once_takes_its_children_back(operated: Operated,
     operated.kubectl("wait", "--for=condition=Ready", "mcx/again", "--timeout=120s")
     operated.kubectl("delete", "mcx/again", "--wait=false")
     operated.apply(cortex("again"))
-    uid = wait_for("the new cortex", lambda: (operated.get("MemoryCortex", "again") or {}).get(
-        "metadata", {}).get("uid"))
+    uid = wait_until(lambda: (operated.get("MemoryCortex", "again") or {}).get(
+        "metadata", {}).get("uid"), what="the new cortex", seconds=60, interval_s=0.2)
     operated.wait_condition("MemoryCortex", "again", "Ready", "True", seconds=150)
     for kind, name in (("service", "again"), ("service", "again-db"),
                        ("statefulset", "again-db"), ("configmap", "again-config")):
-        owner = wait_for(f"{kind}/{name} owned by the new cortex", lambda k=kind, m=name: (
+        owner = wait_until(lambda k=kind, m=name: (
             ref := ((operated.get(k, m) or {}).get("metadata", {}).get("ownerReferences")
-                    or [{}])[0]).get("uid") == uid and ref)
+                    or [{}])[0]).get("uid") == uid and ref,
+                           what=f"{kind}/{name} owned by the new cortex", seconds=60,
+                           interval_s=0.2)
         assert owner["name"] == "again"

@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from tests.operator.conftest import Operated, satellite, wait_for
+from tests.operator.conftest import Operated, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -42,7 +43,8 @@ def test_the_orphan_sweep_keeps_to_the_watched_namespace(operated: Operated) -> 
         # The sweep runs once the first watch event arrives (the views are filled by then).
         operated.apply(satellite("PermissionRule", "wake", "nothing", namespace="a/*",
                                  agents=["*"], operations=["store"], decision="Allow"))
-        wait_for("this namespace's orphan swept", lambda: not _exists(operated, mine))
+        wait_until(lambda: not _exists(operated, mine), what="this namespace's orphan swept",
+                   seconds=60, interval_s=0.2)
         assert _exists(operated, theirs)
         assert "orphan sweep failed" not in run.output()
     finally:

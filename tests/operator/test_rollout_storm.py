@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 RULES = 150
@@ -28,7 +29,8 @@ def test_an_apply_of_many_rules_rolls_the_server_at_most_twice(
         status = (operated.get("MemoryCortex", "storm") or {}).get("status") or {}
         return len(status.get("ruleSummary") or []) == RULES
 
-    wait_for(f"{RULES} rules in the cortex's status", summarised, seconds=180)
+    wait_until(summarised, what=f"{RULES} rules in the cortex's status", seconds=180,
+               interval_s=0.2)
     operated.kubectl("wait", "--for=condition=Ready", "mcx/storm", "--timeout=120s")
     after = operated.get("deployment", "storm-server")["metadata"]["generation"]
     assert 1 <= after - before <= 2, f"generation {before} -> {after}"

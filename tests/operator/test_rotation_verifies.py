@@ -12,9 +12,10 @@ import pytest
 
 from attested_cortex.attest.keyfiles import read_identity
 from attested_cortex.attest.keys import AgentKey
-from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
 from tests.server.test_attestation_api import client_signature
 from tests.support.cortex import MakeCortex
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -51,7 +52,8 @@ async def test_link_signed_before_rotation_verifies_after_it(
     status = operated.get("AgentIdentity", "signer2")["status"]
     old_key = _agent_key(operated, status["secretName"], tmp_path / "old")
     keys = tmp_path / "keys"
-    wait_for("the key in the keyring", lambda: _write_keyring(operated, "ring", keys) == 1)
+    wait_until(lambda: _write_keyring(operated, "ring", keys) == 1, what="the key in the keyring",
+               seconds=60, interval_s=0.2)
     server = await make_cortex(migrated_pg15_dsn, migrated=False, keys_dir=keys,
                                graph_backend="CTE")
     agent = status["agentId"]
@@ -72,7 +74,7 @@ async def test_link_signed_before_rotation_verifies_after_it(
         status = operated.get("AgentIdentity", "signer2")["status"]
         return status["keyRevision"] >= 2 and _write_keyring(operated, "ring", keys) >= 2
 
-    wait_for("a rotation rendered into the keyring", rotated, seconds=150)
+    wait_until(rotated, what="a rotation rendered into the keyring", seconds=150, interval_s=0.2)
     check = await server.call("GET", f"/v1/links/{link.body['id']}/verify")
     assert check.status == 200 and check.body["signature_verified"] is True, check.text
     new_key = _agent_key(operated, "signer2-agent-key", tmp_path / "new")

@@ -8,7 +8,8 @@ import json
 import pytest
 import yaml
 
-from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -35,8 +36,10 @@ def test_hook_chain_renders_hooks_and_sidecars(operated: Operated,
     operated.apply(cortex("hooked"), satellite("HookChain", "chain", "hooked",
                                                hooks=[EXEC, DAEMON]))
     operated.kubectl("wait", "--for=condition=Ready", "hc/chain", "mcx/hooked", "--timeout=120s")
-    wait_for("hooks rendered", lambda: _hooks(operated, "hooked") == ["redact", "audit"])
-    assert wait_for("sidecar", lambda: "hook-audit" in _containers(operated, "hooked"))
+    wait_until(lambda: _hooks(operated, "hooked") == ["redact", "audit"], what="hooks rendered",
+               seconds=60, interval_s=0.2)
+    assert wait_until(lambda: "hook-audit" in _containers(operated, "hooked"), what="sidecar",
+                      seconds=60, interval_s=0.2)
     assert operated.get("HookChain", "chain")["status"]["hookCount"] == 2
     assert operated.get("MemoryCortex", "hooked")["status"]["hookCount"] == 2
 
@@ -45,7 +48,8 @@ def test_invalid_chain_keeps_the_last_good_configuration(operated: Operated,
                                                          operator: OperatorProcess) -> None:
     operated.apply(cortex("keep"), satellite("HookChain", "kept", "keep", hooks=[EXEC]))
     operated.kubectl("wait", "--for=condition=Ready", "hc/kept", "--timeout=90s")
-    wait_for("hook rendered", lambda: _hooks(operated, "keep") == ["redact"])
+    wait_until(lambda: _hooks(operated, "keep") == ["redact"], what="hook rendered", seconds=60,
+               interval_s=0.2)
     hot = {"name": "spawner", "events": ["post_recall"], "mode": "Exec", "command": ["x"]}
     operated.kubectl("patch", "hc/kept", "--type=merge", "-p",
                      json.dumps({"spec": {"hooks": [EXEC, hot]}}))
@@ -85,7 +89,7 @@ def test_rules_compile_in_order_into_status_and_config(operated: Operated,
         status = operated.get("MemoryCortex", "ruled").get("status") or {}
         return status.get("ruleSummary") if len(status.get("ruleSummary") or []) == 2 else None
 
-    lines = wait_for("rule summary", summary)
+    lines = wait_until(summary, what="rule summary", seconds=60, interval_s=0.2)
     assert "deny-secrets" in lines[0] and "allow-team" in lines[1]
     config = yaml.safe_load(operated.get("configmap", "ruled-config")["data"]["config.yaml"])
     rules = config["permissions"]["rules"]
@@ -99,7 +103,8 @@ def test_rules_compile_in_order_into_status_and_config(operated: Operated,
         lines = summary() or []
         return lines if lines and "allow-team" in lines[0] else None
 
-    assert "deny-secrets" in wait_for("the new order", reordered)[1]
+    assert "deny-secrets" in wait_until(reordered, what="the new order", seconds=60,
+                                        interval_s=0.2)[1]
 
 
 def test_ask_user_rule_is_invalid_without_approvals(operated: Operated,

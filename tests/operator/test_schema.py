@@ -10,8 +10,9 @@ import pytest
 
 from attested_cortex.builders.names import labels
 from attested_cortex.controller.versions import newest_schema_version
-from tests.operator.conftest import Operated, OperatorProcess, cortex, wait_for
+from tests.operator.conftest import Operated, OperatorProcess, cortex
 from tests.support.kube import FAIL_ANNOTATION, FAIL_MESSAGE_ANNOTATION
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 
@@ -74,5 +75,6 @@ def test_a_lower_target_never_migrates_down(operated: Operated,
                                    reason="DowngradeRefused")
     assert "never migrates down" in cond["message"]
     assert operated.get("job", "down-migrate-v1") is None
-    status = wait_for("status", lambda: operated.get("MemoryCortex", "down")["status"])
+    status = wait_until(lambda: operated.get("MemoryCortex", "down")["status"], what="status",
+                        seconds=60, interval_s=0.2)
     assert status["schemaVersion"] == newest_schema_version()

@@ -19,8 +19,9 @@ import pytest
 from hack.k8s.localkube import nodehost
 
 from tests.cli.test_make_serve import read_until
-from tests.support.kube import poll_until
+from tests.support.kube import POLL_INTERVAL_S
 from tests.support.realnode import RealCluster, repository_root
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
 
@@ -80,8 +81,8 @@ def test_make_run_then_ctrl_c_stops_everything(node_free: RealCluster) -> None:
         subprocess.run([*kubectl, "delete", "pod", "-l", "app.kubernetes.io/instance=team-memory,"
                         "app.kubernetes.io/component=server", "--wait=true"], check=True,
                        capture_output=True, timeout=120)
-        poll_until(lambda: _curl_or_none(curls[1]) == 200, what="the API URL after a pod "
-                   "deletion", timeout_s=180)
+        wait_until(lambda: _curl_or_none(curls[1]) == 200, what="the API URL after a pod "
+                   "deletion", seconds=180, interval_s=POLL_INTERVAL_S)
         assert process.poll() is None, "make run ended when the server pod went"
         workdir = Path(token[1]).parent
         process.send_signal(signal.SIGINT)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -19,8 +18,9 @@ import pytest
 
 from attested_cortex.server import tokens
 from tests.realnode import manifests
-from tests.support.kube import poll_until
+from tests.support.kube import POLL_INTERVAL_S
 from tests.support.realnode import RealCluster, repository_root
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
 READY_TIMEOUT = "110s"  # under the 120 s bound of every kubectl call
@@ -69,14 +69,9 @@ def _call(base: str, token: str, method: str, path: str,
 def _connect_until_accepted(dsn: str, *,
                             seconds: float = 60) -> psycopg.Connection[tuple[object, ...]]:
     """The Service routes once the endpoint is published; a bounded retry on refusal."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            return psycopg.connect(dsn, connect_timeout=5)
-        except psycopg.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)  # polling interval of a bounded wait
+    return wait_until(lambda: psycopg.connect(dsn, connect_timeout=5),
+                      what="a connection through the Service", seconds=seconds, interval_s=0.2,
+                      ignoring=(psycopg.OperationalError,))
 
 
 def test_database_and_server_pods_really_run(real_node: RealCluster,
@@ -162,13 +157,14 @@ def test_helm_install_runs_the_operator_pod(real_node: RealCluster) -> None:
             seen.append(answer.stdout.strip() or answer.stderr.strip())
             return answer.returncode == 0
 
-        poll_until(probed, what=f"kubectl exec into {name}", timeout_s=60)
+        wait_until(probed, what=f"kubectl exec into {name}", seconds=60, interval_s=POLL_INTERVAL_S)
         assert seen[-1] == "v1.34.4", seen
 
         def logged_ready() -> bool:
             return "operator ready" in real_node.kubectl("logs", "-n", ns, name).stdout
 
-        poll_until(logged_ready, what="the operator's 'operator ready' log line", timeout_s=60)
+        wait_until(logged_ready, what="the operator's 'operator ready' log line", seconds=60,
+                   interval_s=POLL_INTERVAL_S)
         logs = real_node.kubectl("logs", "-n", ns, name).stdout
         assert "CERTIFICATE_VERIFY_FAILED" not in logs
     finally:

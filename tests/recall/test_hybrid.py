@@ -3,9 +3,7 @@ an OpenAI-compatible endpoint, model change and backfill, and databases without 
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from tests.recall.embedserver import embed_server
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.pgservers import APP_ROLE
 from tests.support.postgres import Database
+from tests.support.waiting import await_until
 
 DEPLOY = "Deploys freeze on Fridays after 3pm"
 OTHERS = ("The cafeteria serves lunch at noon",
@@ -40,18 +39,6 @@ async def capabilities(cortex: CortexClient) -> dict[str, Any]:
     assert reply.status == 200, reply.text
     recall_part: dict[str, Any] = reply.body["recall"]
     return recall_part
-
-
-async def eventually(check: Callable[[], Any], *, seconds: float = 30) -> Any:
-    """Poll an async condition until it returns something truthy (bounded)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {seconds}s (last: {value!r})")
-        await asyncio.sleep(0.05)  # polling interval of a bounded wait
 
 
 def metric(text: str, name: str) -> float:
@@ -243,7 +230,7 @@ async def test_slow_endpoint_never_holds_a_write(age_database: Database,
     async with embed_server() as endpoint:
         cortex = await make_cortex(age_database.dsn, embedder=endpoint.url,
                                    embedding={"timeout_ms": 200})
-        await eventually(lambda: _mode_is(cortex, "hybrid"))
+        await await_until(lambda: _mode_is(cortex, "hybrid"), seconds=30)
         endpoint.delay_s = 2.0
         started = time.monotonic()
         late = await cortex.store("kb", DEPLOY)
@@ -260,7 +247,7 @@ async def test_slow_endpoint_never_holds_a_write(age_database: Database,
             found = await recall(cortex, "deploys")
             return bool(found["mode"] == "hybrid" and found["results"][0]["embedded"])
 
-        await eventually(embedded)
+        await await_until(embedded, seconds=30)
         metrics = (await cortex.call("GET", "/metrics")).text
         assert metric(metrics, 'cortex_embedding_failures_total{stage="write"}') >= 1
 
@@ -273,7 +260,7 @@ async def test_a_full_write_queue_leaves_the_rest_to_the_backfill(
     async with embed_server() as endpoint:
         cortex = await make_cortex(age_database.dsn, embedder=endpoint.url,
                                    embedding={"write_queue": 2})
-        await eventually(lambda: _mode_is(cortex, "hybrid"))
+        await await_until(lambda: _mode_is(cortex, "hybrid"), seconds=30)
         endpoint.delay_s = 0.6  # the first batch holds the embedder while the rest arrive
         started = time.monotonic()
         ids = [(await cortex.store("kb", f"{DEPLOY} ({i})"))["id"] for i in range(8)]
@@ -290,7 +277,7 @@ async def test_a_full_write_queue_leaves_the_rest_to_the_backfill(
                                    "WHERE memory_id = ANY(%s)", (ids,)).fetchone()
             return row == (len(ids),)
 
-        await eventually(all_embedded)
+        await await_until(all_embedded, seconds=30)
         body = await recall(cortex, "deploys freeze", limit=20)
         assert {r["id"] for r in body["results"]} == set(ids)
         assert all(r["embedded"] for r in body["results"])
@@ -316,7 +303,7 @@ async def test_unreachable_endpoint_starts_fulltext(age_database: Database,
         url = endpoint.url
     cortex = await make_cortex(age_database.dsn, embedder=url, embedding={"timeout_ms": 300})
     created = await cortex.store("kb", DEPLOY)  # stored although nothing embeds
-    caps = await eventually(lambda: _backfill_state(cortex, "failing"))
+    caps = await await_until(lambda: _backfill_state(cortex, "failing"), seconds=30)
     assert caps["mode"] == "fulltext" and "first answer" in caps["reason"]
     assert "unreachable" in caps["backfill"]["last_error"]
     body = await recall(cortex, "deploys")
@@ -332,11 +319,11 @@ async def test_endpoint_changing_dimension_is_an_error(age_database: Database,
                                                        make_cortex: MakeCortex) -> None:
     async with embed_server() as endpoint:
         cortex = await make_cortex(age_database.dsn, embedder=endpoint.url)
-        await eventually(lambda: _mode_is(cortex, "hybrid"))
+        await await_until(lambda: _mode_is(cortex, "hybrid"), seconds=30)
         endpoint.dimension = 8
         await cortex.store("kb", DEPLOY)
         cortex.services.vectors.wake()
-        caps = await eventually(lambda: _backfill_state(cortex, "failing"))
+        caps = await await_until(lambda: _backfill_state(cortex, "failing"), seconds=30)
         assert "8-dimension vectors; this server expects 16" in caps["backfill"]["last_error"]
 
 
@@ -359,7 +346,7 @@ async def test_model_change_re_embeds_in_the_background(age_database: Database,
             b = caps["backfill"]
             return caps if b["pending"] == 0 and b["embedded"] >= len(ids) else None
 
-        caps = await eventually(done)
+        caps = await await_until(done, seconds=30)
         assert caps["backfill"]["state"] in ("idle", "running")
         metrics = (await second.call("GET", "/metrics")).text
         assert metric(metrics, "cortex_embedding_backfilled_total") >= len(ids)
@@ -417,7 +404,7 @@ async def test_role_that_cannot_create_pgvector_migrates_fulltext_then_gains_it(
     async def embedded() -> bool:
         return (await capabilities(again))["backfill"]["pending"] == 0
 
-    await eventually(embedded)
+    await await_until(embedded, seconds=30)
     first = (await recall(again, "when do we stop shipping?"))["results"][0]
     assert first["id"] == memory["id"] and first["embedded"] is True
 

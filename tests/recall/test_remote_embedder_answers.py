@@ -11,9 +11,10 @@ from typing import Any
 import psycopg
 
 from tests.recall.embedserver import embed_server
-from tests.recall.test_hybrid import capabilities, eventually
+from tests.recall.test_hybrid import capabilities
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
+from tests.support.waiting import await_until
 
 GOOD = 60
 BAD = {"refused-word": "413", "nan-word": "nan", "inf-word": "inf", "zero-word": "zero"}
@@ -47,7 +48,7 @@ async def test_large_answers_and_refused_memories_leave_the_rest_embedded(
     bad = await store_all(plain, [f"a note with {word}" for word in BAD])
     async with embed_server(dimension=1024, refuse="refused-word", poison=poison) as endpoint:
         cortex = await make_cortex(age_database.dsn, migrated=False, embedder=endpoint.url)
-        caps = await eventually(lambda: settled(cortex, age_database.dsn), seconds=60)
+        caps = await await_until(lambda: settled(cortex, age_database.dsn), seconds=60)
     assert max(endpoint.sizes) >= 16  # an answer of 16+ 1024-dim vectors, read whole
     backfill = caps["backfill"]
     assert sorted(backfill["refused"]["ids"]) == sorted(bad), backfill
@@ -69,7 +70,7 @@ async def test_an_answer_of_many_network_reads_is_read_whole(
         async def embedded() -> bool:
             return vector_count(age_database.dsn) == GOOD
 
-        await eventually(embedded, seconds=60)
+        await await_until(embedded, seconds=60)
     assert max(endpoint.sizes) >= 16
     backfill = (await capabilities(cortex))["backfill"]
     assert backfill["last_error"] is None and backfill["refused"]["count"] == 0
@@ -90,6 +91,6 @@ async def test_an_endpoint_refusing_every_text_is_an_outage_not_a_poisoned_windo
             backfill = (await capabilities(cortex))["backfill"]
             return backfill if backfill and backfill["state"] == "failing" else None
 
-        backfill = await eventually(failing)
+        backfill = await await_until(failing, seconds=30)
     assert "refused every text" in backfill["last_error"]
     assert backfill["refused"]["count"] == 0 and vector_count(age_database.dsn) == 0

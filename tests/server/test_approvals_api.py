@@ -20,6 +20,7 @@ from attested_cortex.types import AgentId
 from tests.server.test_hooks_api import count_memories
 from tests.server.test_pipeline import HELD, SECRET, approval_settings, signed
 from tests.support.cortex import CortexClient, MakeCortex, Reply
+from tests.support.waiting import await_until
 
 BODY = {"namespace": "held/x", "content": "needs a yes"}
 
@@ -95,10 +96,11 @@ async def test_remember_forever_persists_an_allow_rule_every_server_loads(
     assert summary[0] == (f"[1000] allow store in held/x (no inherit) for dev:tester "
                           f"(approval/{approval}): remembered approval")
     assert (await one.call("POST", "/v1/memories", {**BODY, "content": "2"})).status == 201
-    deadline = time.monotonic() + 10
-    while (await two.call("POST", "/v1/memories", {**BODY, "content": "3"})).status != 201:
-        assert time.monotonic() < deadline, "server two never loaded the remembered rule"
-        await asyncio.sleep(0.1)
+    async def stored_by_two() -> bool:
+        return (await two.call("POST", "/v1/memories", {**BODY, "content": "3"})).status == 201
+
+    await await_until(stored_by_two, what="server two to load the remembered rule", seconds=10,
+                      interval_s=0.1)
     # remembered for this agent and namespace only
     assert (await one.call("POST", "/v1/memories", BODY, agent="dev:other")).status == 202
     assert (await one.call("POST", "/v1/memories", {"namespace": "held/y",
@@ -219,12 +221,12 @@ async def test_decisions_and_expiries_are_signed_into_the_audit_chain(
             return conn.execute("SELECT event_type, payload FROM signed_events "
                                 "ORDER BY sequence").fetchall()
 
-    deadline = time.monotonic() + 10
-    rows = chained()
-    while not any(kind == "policy.expired" for kind, _ in rows):
-        assert time.monotonic() < deadline, "the sweeper never recorded the expiry"
-        await asyncio.sleep(0.1)
+    def expired() -> list[tuple[str, bytes]] | None:
         rows = chained()
+        return rows if any(kind == "policy.expired" for kind, _ in rows) else None
+
+    rows = await await_until(expired, what="the sweeper to record the expiry", seconds=10,
+                             interval_s=0.1)
     events = [(kind, cbor2.loads(payload)) for kind, payload in rows]
     by_approval = {(e.get("approval_id"), k) for k, e in events}
     assert (rejected, "policy.rejected") in by_approval

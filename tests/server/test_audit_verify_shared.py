@@ -10,12 +10,12 @@ the requests are certainly concurrent, and what they hold is read from ``pg_lock
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import psycopg
 
 from tests.support.cortex import CortexClient, MakeCortex
+from tests.support.waiting import await_until
 
 REQUESTS = 40
 SETTINGS = {"pool_max_size": 4, "db_lock_timeout_ms": 60_000}
@@ -28,14 +28,6 @@ def waiting_on_links(dsn: str) -> int:
                            "AND relation = 'links'::regclass").fetchone()
     assert row is not None
     return int(row[0])
-
-
-async def until_waiting(dsn: str, *, seconds: float = 30) -> int:
-    deadline = time.monotonic() + seconds
-    while (found := await asyncio.to_thread(waiting_on_links, dsn)) == 0:
-        assert time.monotonic() < deadline, "no deep audit reached the links scan"
-        await asyncio.sleep(0.02)  # polling interval of a bounded wait
-    return found
 
 
 async def deep(client: CortexClient) -> Any:
@@ -55,7 +47,9 @@ async def test_concurrent_deep_audits_share_one_run_and_leave_room_for_others(
     with psycopg.connect(migrated_pg15_dsn) as holder:
         holder.execute("LOCK TABLE links IN ACCESS EXCLUSIVE MODE")
         audits = [asyncio.create_task(deep(client)) for _ in range(REQUESTS)]
-        sweeping = await until_waiting(migrated_pg15_dsn)
+        sweeping = await await_until(
+            lambda: asyncio.to_thread(waiting_on_links, migrated_pg15_dsn),
+            what="a deep audit to reach the links scan", seconds=30, interval_s=0.02)
         bystander = await client.call("POST", "/v1/memories",
                                       {"namespace": "team", "content": "a bystander"})
         health = await client.call("GET", "/healthz")

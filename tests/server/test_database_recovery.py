@@ -17,6 +17,7 @@ import pytest
 from attested_cortex.store.migrating import migrate
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.pgservers import PgServer, fast_tmpdir, pause, resume, start_pg15
+from tests.support.waiting import await_until
 
 #: Generous bounds for "eventually": the behaviour, not the speed, is under test.
 SETTLE_S = 10.0
@@ -55,9 +56,12 @@ async def served(make_cortex: MakeCortex, restartable: Restartable) -> AsyncIter
 
 
 async def status_becomes(client: CortexClient, path: str, status: int) -> None:
-    async with asyncio.timeout(SETTLE_S):
-        while (await client.call("GET", path)).status != status:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)  # polls a remote status: no event to await
+    async def answers() -> bool:
+        return (await client.call("GET", path)).status == status
+
+    # a remote status: no event to await
+    await await_until(answers, what=f"{path} answering {status}", seconds=SETTLE_S,
+                      interval_s=0.01)
 
 
 async def test_away_is_503_at_once_and_back_is_ready(

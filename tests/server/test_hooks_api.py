@@ -18,6 +18,7 @@ import yaml
 
 from attested_cortex.hooks.events import EVENTS
 from tests.support.cortex import CortexClient, MakeCortex
+from tests.support.waiting import await_until
 
 RECORDER = str(Path(__file__).parent / "programs" / "recorder.py")
 NOT_YET_WIRED = {"pre_approval", "post_approval"}
@@ -198,25 +199,28 @@ async def test_capabilities_list_live_hooks_and_hot_reload(
 
     load = [asyncio.create_task(recall_load()) for _ in range(8)]
     staged.replace(path)  # an atomic swap, as Kubernetes does for ConfigMaps
-    await wait_for(client, lambda c: "pre_store" in c["hooks"]["by_event"])
+
+    async def reloaded() -> bool:
+        return "pre_store" in (await hooks_described(client))["by_event"]
+
+    await await_until(reloaded, what="the swapped hooks file loaded", seconds=20)
     stop.set()
     statuses = [status for task in load for status in await task]
     assert statuses and set(statuses) == {200}  # no request failed across the reload
     reply = await client.call("POST", "/v1/memories", {"namespace": "n", "content": "c"})
     assert reply.status == 403 and reply.body["error"]["message"] == "reloaded"
     path.write_text("version: 1\nhooks: [{name: bad, events: [nope]}]\n")
-    await wait_for(client, lambda c: c["hooks"]["config"]["valid"] is False)
+
+    async def refused() -> bool:
+        return (await hooks_described(client))["config"]["valid"] is False
+
+    await await_until(refused, what="the invalid hooks file reported", seconds=20)
     caps = (await client.call("GET", "/v1/capabilities")).body
     assert "nope" in caps["hooks"]["config"]["last_error"]
     still = await client.call("POST", "/v1/memories", {"namespace": "n", "content": "c"})
     assert still.status == 403  # the old configuration stays live
 
 
-async def wait_for(client: CortexClient, check: Any, seconds: float = 20) -> None:
-    """Poll capabilities until ``check`` holds (bounded)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check((await client.call("GET", "/v1/capabilities")).body):
-            return
-        await asyncio.sleep(0.05)  # polling interval of a bounded wait
-    raise AssertionError("condition not reached")
+async def hooks_described(client: CortexClient) -> Any:
+    """The hooks part of the server's capabilities."""
+    return (await client.call("GET", "/v1/capabilities")).body["hooks"]

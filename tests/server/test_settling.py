@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from tests.server.test_hooks_api import count_memories
 from tests.server.test_pipeline import approval_settings
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 from tests.support.served import serve
+from tests.support.waiting import Pending, await_until
 
 
 def usage_of(dsn: str, agent: str) -> int:
@@ -43,11 +43,11 @@ async def resubmit(client: CortexClient, approval: str) -> Reply:
 
 async def until_not(status: int, attempt: Any, *, seconds: float = 10) -> Reply:
     """``attempt()`` again until its answer is not ``status`` (bounded)."""
-    deadline = time.monotonic() + seconds
-    while (reply := await attempt()).status == status:
-        assert time.monotonic() < deadline, f"still {status} after {seconds} s"
-        await asyncio.sleep(0.05)
-    return reply
+    async def answered() -> Reply | Pending:
+        reply: Reply = await attempt()
+        return Pending(reply.text) if reply.status == status else reply
+
+    return await await_until(answered, what=f"an answer other than {status}", seconds=seconds)
 
 
 async def test_a_resubmission_refused_by_the_rate_quota_keeps_its_approval(
@@ -211,10 +211,9 @@ async def test_a_crash_during_the_completing_write_keeps_the_approval(
                         return r.status
 
                 sent = asyncio.create_task(post())
-                deadline = time.monotonic() + 4  # within the server's 5 s lock_timeout
-                while not (waiting := lock_waiters(migrated_pg15_dsn)):
-                    assert time.monotonic() < deadline, "the write never reached the row"
-                    await asyncio.sleep(0.02)
+                waiting = await await_until(  # within the server's 5 s lock_timeout
+                    lambda: lock_waiters(migrated_pg15_dsn), what="the write to reach the row",
+                    seconds=4, interval_s=0.02)
                 served.process.kill()  # the server dies mid-write, and so does its session
                 with psycopg.connect(migrated_pg15_dsn, autocommit=True) as admin:
                     for pid in waiting:

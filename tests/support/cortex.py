@@ -30,6 +30,7 @@ from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.context import Services
 from attested_cortex.store.migrating import migrate
 from tests.support.pgservers import PgServer
+from tests.support.waiting import Pending, await_until
 
 
 @dataclass
@@ -85,16 +86,14 @@ class CortexClient:
     async def embedded_behind(self, *, seconds: float = 30, **call: Any) -> None:
         """Wait (bounded) until the write-behind embedder holds nothing more: every memory
         written so far has its vector, or was left to the backfill (capabilities say so)."""
-        deadline = asyncio.get_running_loop().time() + seconds
-        while True:
+        async def drained() -> bool | Pending:
             reply = await self.call("GET", "/v1/capabilities", **call)
             assert reply.status == 200, reply.text
             behind = reply.body["recall"].get("write_behind")
-            if behind is None or behind["queued"] == 0:
-                return
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"write-behind still holds {behind} after {seconds}s")
-            await asyncio.sleep(0.02)  # polling interval of a bounded wait
+            return behind is None or behind["queued"] == 0 or Pending(behind)
+
+        await await_until(drained, what="the write-behind embedder to hold nothing more",
+                          seconds=seconds, interval_s=0.02)
 
 
 MakeCortex = Callable[..., Awaitable[CortexClient]]

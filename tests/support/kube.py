@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,19 +39,6 @@ class CommandFailedError(AssertionError):
 def service_account_user(namespace: str, name: str) -> str:
     """The user name the API server gives a service account (for impersonation)."""
     return f"system:serviceaccount:{namespace}:{name}"
-
-
-def poll_until(condition: Callable[[], bool], *, what: str, timeout_s: float,
-               interval_s: float = POLL_INTERVAL_S) -> None:
-    """Return once ``condition()`` holds (checked every ``interval_s``); fail after ``timeout_s``.
-
-    For conditions ``kubectl wait`` cannot express (comparisons, several objects at once).
-    """
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}", pytrace=False)
-        time.sleep(interval_s)
 
 
 @dataclass(frozen=True)

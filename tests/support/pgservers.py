@@ -14,6 +14,7 @@ leaves no server behind. A missing prerequisite raises ``PgSetupError`` naming t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -23,7 +24,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +32,8 @@ from typing import Literal
 
 import psycopg
 from psycopg import sql
+
+from tests.support.waiting import WaitTimeout, wait_until
 
 __all__ = [
     "APP_ROLE",
@@ -339,12 +341,17 @@ def _wait_ready(process: subprocess.Popen[bytes], *, port: int, data_inner: str)
     Whoever answers must serve ``data_inner``: when the port was taken, the answer comes from a
     stranger while our postmaster is failing to bind.
     """
-    deadline = time.monotonic() + START_TIMEOUT_S
     dsn = f"postgresql://{SUPERUSER}@{HOST}:{port}/postgres"
-    while time.monotonic() < deadline and process.poll() is None:
+
+    def settled() -> str | None:
         if _serves(dsn, data_inner=data_inner):
+            return "serves"
+        return "exited" if process.poll() is not None else None
+
+    with contextlib.suppress(WaitTimeout):
+        if wait_until(settled, what=f"our server on port {port}", seconds=START_TIMEOUT_S,
+                      interval_s=0.02) == "serves":
             return True
-        time.sleep(0.02)  # poll interval of a bounded wait, not a synchronisation sleep
     _stop_process(process)
     return False
 

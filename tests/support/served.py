@@ -8,12 +8,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.waiting import wait_until
 
 CORTEXCTL = [sys.executable, "-m", "attested_cortex"]
 
@@ -28,16 +29,13 @@ def free_port() -> int:
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes], *, seconds: float = 30) -> None:
     """Poll ``url`` until it answers; fail early if the process dies."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)  # polling interval of a bounded wait, not synchronisation
-    raise TimeoutError(f"{url} did not answer within {seconds}s")
+        with urllib.request.urlopen(url, timeout=1):
+            return True
+
+    wait_until(answers, what=f"{url} to answer", seconds=seconds, ignoring=(OSError,))
 
 
 def stop(process: subprocess.Popen[bytes], *, grace_s: float = 15) -> None:

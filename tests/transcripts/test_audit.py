@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +26,7 @@ from attested_cortex.types import AgentId
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.pgservers import APP_ROLE, SUPERUSER
 from tests.support.served import CORTEXCTL
+from tests.support.waiting import await_until
 from tests.transcripts.common import row, store_transcript
 
 POLICY = {"enabled": True, "retention_days": 30, "prune_after_days": 7,
@@ -182,10 +182,13 @@ async def test_a_citing_store_waits_for_a_sweep_batch_instead_of_deadlocking(
         store = asyncio.create_task(client.call("POST", "/v1/memories", {
             "namespace": "support/acme", "content": "why staging failed",
             "citations": [{"transcript_id": cited["id"], "start": 0, "end": 20}]}))
-        deadline = time.monotonic() + 10
-        while not await _blocked_by(sweeper):  # the store waits on the row lock
-            assert time.monotonic() < deadline and not store.done(), "the store never waited"
-            await asyncio.sleep(0.02)
+
+        async def store_waits() -> bool:  # on the row lock
+            assert not store.done(), "the store never waited"
+            return await _blocked_by(sweeper)
+
+        await await_until(store_waits, what="the store to wait on the row lock", seconds=10,
+                          interval_s=0.02)
         # A store holding the chain lock while it waits would deadlock here (or time out).
         await sweeper.execute("SET lock_timeout = '5s'")
         await sweeper.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK_KEY,))

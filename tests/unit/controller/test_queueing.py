@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from attested_cortex.controller.queueing import Key, WorkQueue, backoff
+from tests.support.waiting import await_until
 
 A, B = Key("MemoryCortex", "ns", "a"), Key("MemoryCortex", "ns", "b")
-
-
-async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    """A bounded poll of the queue's observable state (10 ms steps)."""
-    for _ in range(int(seconds * 100)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"condition not met within {seconds}s")
 
 
 async def test_a_key_is_never_processed_twice_at_once_and_adds_coalesce() -> None:
@@ -34,13 +25,13 @@ async def test_a_key_is_never_processed_twice_at_once_and_adds_coalesce() -> Non
     queue = WorkQueue(reconcile, workers=4)
     task = asyncio.create_task(queue.run())
     queue.add(A)
-    await _until(lambda: passes == [A])
+    await await_until(lambda: passes == [A], seconds=5)
     for _ in range(5):  # five events while the first pass runs: one more pass, not five
         queue.add(A)
     queue.add(B)
-    await _until(lambda: B in passes)
+    await await_until(lambda: B in passes, seconds=5)
     gate.set()
-    await _until(lambda: queue.idle() and passes.count(A) == 2)
+    await await_until(lambda: queue.idle() and passes.count(A) == 2, seconds=5)
     task.cancel()
     assert passes.count(A) == 2 and passes.count(B) == 1 and not any(overlaps)
 
@@ -58,7 +49,7 @@ async def test_failures_back_off_and_success_resets() -> None:
     queue = WorkQueue(reconcile, workers=1)
     task = asyncio.create_task(queue.run())
     queue.add(A)
-    await _until(lambda: not outcomes and queue.idle(), seconds=10)
+    await await_until(lambda: not outcomes and queue.idle(), seconds=10)
     task.cancel()
     assert len(times) == 3
     assert times[1] - times[0] >= 0.9 and times[2] - times[1] >= 1.9  # 1 s, then 2 s
@@ -75,9 +66,9 @@ async def test_a_pass_can_ask_to_come_back_and_an_earlier_add_wins() -> None:
     queue = WorkQueue(reconcile, workers=1)
     task = asyncio.create_task(queue.run())
     queue.add(A)
-    await _until(lambda: len(passes) == 1 and queue.idle())
+    await await_until(lambda: len(passes) == 1 and queue.idle(), seconds=5)
     queue.add(A, delay=0.05)  # sooner than the pass's own 30 s: replaces it
-    await _until(lambda: len(passes) == 2)
+    await await_until(lambda: len(passes) == 2, seconds=5)
     task.cancel()
     assert passes[1] - passes[0] < 5
 
@@ -94,7 +85,7 @@ async def test_a_burst_settles_into_one_pass_and_never_waits_past_the_longest() 
     for _ in range(300):
         queue.settle(A, quiet=0.05, longest=60)
     assert queue.settling(A)
-    await _until(lambda: not queue.settling(A) and queue.idle() and passes == [A])
+    await await_until(lambda: not queue.settling(A) and queue.idle() and passes == [A], seconds=5)
     # A steady trickle that never goes quiet still gets its pass within ``longest``.
     for _ in range(500):  # a settle call every 10 ms for up to 5 s, never 10 s quiet
         queue.settle(B, quiet=10, longest=0.2)
