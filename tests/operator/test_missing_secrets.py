@@ -84,31 +84,32 @@ def test_a_missing_tokens_secret_stops_the_roll_and_is_named(
 def test_a_hand_edited_key_is_unmounted_until_restored(
         operated: Operated, operator: OperatorProcess) -> None:
     """A key Secret edited by hand (KeyMismatch) is not mounted: the server neither signs
-    with nor holds a key nobody rotated to; restoring the files mounts it again."""
+    with nor holds a key nobody rotated to; restoring the files mounts it again. (The
+    namespace is module-wide: the names differ from the lost-key test's.)"""
     operated.apply(cortex("edit"),
-                   satellite("AgentIdentity", "bob", "edit", keyCustody="Cortex"),
-                   satellite("AgentIdentity", "carol", "edit", keyCustody="Cortex"))
-    operated.kubectl("wait", "--for=condition=Ready", "aid/bob", "aid/carol", "--timeout=120s")
-    wait_until(lambda: {"bob-agent-key", "carol-agent-key"}
-             <= set(_secret_volumes(operated, "edit")), what="both keys mounted", seconds=120,
-               interval_s=0.2)
+                   satellite("AgentIdentity", "dave", "edit", keyCustody="Cortex"),
+                   satellite("AgentIdentity", "erin", "edit", keyCustody="Cortex"))
+    operated.kubectl("wait", "--for=condition=Ready", "aid/dave", "aid/erin", "--timeout=120s")
+    wait_until(lambda: {"dave-agent-key", "erin-agent-key"}
+               <= set(_secret_volumes(operated, "edit")),
+               what="both keys mounted", seconds=120, interval_s=0.2)
     files = ("private.pem", "public.pem", "fingerprint")
-    original = {f: operated.get("secret", "bob-agent-key")["data"][f] for f in files}
-    carol = {f: operated.get("secret", "carol-agent-key")["data"][f] for f in files}
+    original = {f: operated.get("secret", "dave-agent-key")["data"][f] for f in files}
+    erin = {f: operated.get("secret", "erin-agent-key")["data"][f] for f in files}
 
-    operated.kubectl("patch", "secret/bob-agent-key", "--type=merge", "-p",
-                     json.dumps({"data": carol}))
-    operated.wait_condition("AgentIdentity", "bob", "KeyReady", "False", reason="KeyMismatch")
-    wait_until(lambda: "bob-agent-key" not in _secret_volumes(operated, "edit"),
+    operated.kubectl("patch", "secret/dave-agent-key", "--type=merge", "-p",
+                     json.dumps({"data": erin}))
+    operated.wait_condition("AgentIdentity", "dave", "KeyReady", "False", reason="KeyMismatch")
+    wait_until(lambda: "dave-agent-key" not in _secret_volumes(operated, "edit"),
                what="the edited key unmounted", seconds=90, interval_s=0.2)
-    assert "carol-agent-key" in _secret_volumes(operated, "edit")
-    wait_until(lambda: (
-        "cannot sign for AgentIdentity bob (key Secret bob-agent-key was changed by hand: "
-        "KeyMismatch)" in _server_ready(operated, "edit").get("message", "")),
+    assert "erin-agent-key" in _secret_volumes(operated, "edit")
+    said = ("cannot sign for AgentIdentity dave (key Secret dave-agent-key was changed by "
+            "hand: KeyMismatch)")
+    wait_until(lambda: said in _server_ready(operated, "edit").get("message", ""),
                what="the status says who cannot sign", seconds=90, interval_s=0.2)
 
-    operated.kubectl("patch", "secret/bob-agent-key", "--type=merge", "-p",
+    operated.kubectl("patch", "secret/dave-agent-key", "--type=merge", "-p",
                      json.dumps({"data": original}))
-    operated.wait_condition("AgentIdentity", "bob", "KeyReady", reason="KeyInSecret")
-    wait_until(lambda: "bob-agent-key" in _secret_volumes(operated, "edit"),
+    operated.wait_condition("AgentIdentity", "dave", "KeyReady", reason="KeyInSecret")
+    wait_until(lambda: "dave-agent-key" in _secret_volumes(operated, "edit"),
                what="the restored key mounted again", seconds=90, interval_s=0.2)
