@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
+from attested_cortex import crd
 from tests.chart.conftest import install
 from tests.support.kube import Kube
 from tests.support.served import CORTEXCTL, free_port, stop, wait_until_up
@@ -32,10 +33,7 @@ T = TypeVar("T")
 #: Managed databases one module may bind (the most a module makes is 8 cortexes).
 VOLUMES_PER_MODULE = 12
 Object = dict[str, Any]
-KINDS = {"MemoryCortex": "memorycortexes.cortex.attested.dev",
-         "AgentIdentity": "agentidentities.cortex.attested.dev",
-         "HookChain": "hookchains.cortex.attested.dev",
-         "PermissionRule": "permissionrules.cortex.attested.dev"}
+KINDS = {kind.kind: kind.crd_name for kind in crd.KINDS}
 
 
 @dataclass

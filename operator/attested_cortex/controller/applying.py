@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from attested_cortex.builders.names import FIELD_MANAGER
 from attested_cortex.controller.metrics import API_WRITES
-from attested_cortex.crd import GROUP, VERSION
+from attested_cortex.crd import KINDS
 from attested_cortex.kubeclient import KubeApi, NotFoundError
 
 Object = dict[str, Any]
@@ -41,10 +41,8 @@ RESOURCES: Final[dict[tuple[str, str], tuple[str, bool]]] = {
     ("policy/v1", "PodDisruptionBudget"): ("poddisruptionbudgets", True),
     ("networking.k8s.io/v1", "NetworkPolicy"): ("networkpolicies", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
-    (f"{GROUP}/{VERSION}", "MemoryCortex"): ("memorycortexes", True),
-    (f"{GROUP}/{VERSION}", "AgentIdentity"): ("agentidentities", True),
-    (f"{GROUP}/{VERSION}", "HookChain"): ("hookchains", True),
-    (f"{GROUP}/{VERSION}", "PermissionRule"): ("permissionrules", True),
+    # The custom resources, from the one list of them (crd/kinds.py).
+    **{(kind.api_version, kind.kind): (kind.plural, True) for kind in KINDS},
 }
 APPLY: Final = "application/apply-patch+yaml"
 

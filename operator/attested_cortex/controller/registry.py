@@ -16,7 +16,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import kopf
 
@@ -32,22 +32,37 @@ from attested_cortex.controller.queueing import Key, WorkQueue
 from attested_cortex.controller.runtime import Runtime, Views, snapshot
 from attested_cortex.controller.statuses import write_status
 from attested_cortex.controller.versions import newest_schema_version
-from attested_cortex.crd import GROUP, VERSION
+from attested_cortex.crd import GROUP, KINDS, VERSION
 from attested_cortex.kubeclient import ApiError, InvalidError, KubeApi
 
 log = logging.getLogger(__name__)
 REGISTRY = kopf.OperatorRegistry()
-PLURALS: Final = {"MemoryCortex": "memorycortexes", "AgentIdentity": "agentidentities",
-                  "HookChain": "hookchains", "PermissionRule": "permissionrules"}
-SATELLITES: Final = ("AgentIdentity", "HookChain", "PermissionRule")
 CHILD_LABELS: Final = {n.MANAGED_BY_LABEL: n.MANAGED_BY}
 WORKERS: Final = int(os.environ.get("ATTESTED_CORTEX_WORKERS", "8"))
 
 ReconcileFn = Callable[[Runtime, Key], Awaitable[float | None]]
-PASSES: Final[dict[str, ReconcileFn]] = {
-    "MemoryCortex": memorycortex.reconcile, "AgentIdentity": agentidentity.reconcile,
-    "HookChain": hookchain.reconcile, "PermissionRule": permissionrule.reconcile,
-}
+
+
+class Controller(Protocol):
+    """What a kind's controller package offers: its kind and its pass."""
+
+    KIND: str
+
+    async def reconcile(self, rt: Runtime, key: Key) -> float | None: ...
+
+
+#: One line per kind of ours: the rest is derived from crd/kinds.KINDS.
+CONTROLLERS: Final[tuple[Controller, ...]] = (memorycortex, agentidentity, hookchain,
+                                              permissionrule)
+#: Kinds whose validity is decided across the satellites of a cortex (hook names, agent
+#: ids): a change of one brings its siblings back too.
+ACROSS_SIBLINGS: Final = frozenset({hookchain.KIND, agentidentity.KIND})
+PLURALS: Final = {kind.kind: kind.plural for kind in KINDS}
+SATELLITES: Final = tuple(kind.kind for kind in KINDS if kind.satellite)
+PASSES: Final[dict[str, ReconcileFn]] = {c.KIND: c.reconcile for c in CONTROLLERS}
+if set(PASSES) != set(PLURALS):  # a kind without a controller would be watched for nothing
+    raise RuntimeError(f"kinds without a controller: {sorted(set(PLURALS) - set(PASSES))}; "
+                       f"controllers without a kind: {sorted(set(PASSES) - set(PLURALS))}")
 
 
 def defaults_from_env() -> Defaults:
@@ -167,7 +182,7 @@ def _satellite_changed(kind: str) -> Callable[..., Awaitable[None]]:
         # Settled: one apply of many satellites (and their status writes) rolls once.
         rt.settle("MemoryCortex", namespace, cortex)
         # Name clashes (hook names, agent ids) are decided across the satellites of a cortex.
-        if kind in ("HookChain", "AgentIdentity"):
+        if kind in ACROSS_SIBLINGS:
             for body in rt.views.of_cortex(kind, namespace, cortex):
                 rt.enqueue(kind, namespace, body["metadata"]["name"])
     return handler

@@ -2,7 +2,11 @@
 
 ``KINDS`` is the one list of custom resources; ``build_crd(kind)`` turns an entry into an
 ``apiextensions.k8s.io/v1`` CustomResourceDefinition dict. Pure; called by ``rendering``
-(``cortexctl crds``), by the drift test and, later, by the operator's startup checks.
+(``cortexctl crds``), by the drift test, and by the operator, whose tables of plurals, watched
+kinds and satellites (controller/applying.py, controller/registry.py) are derived from
+``KINDS`` rather than written again (the chart's RBAC reads the plurals from the generated
+CRDs): adding a kind is an entry here, its model, its controller and one line in the
+registry (docs/adr/0027-reconcilers-tested-in-memory-and-kinds-in-one-place.md).
 """
 
 from __future__ import annotations
@@ -50,6 +54,17 @@ class Kind:
     def crd_name(self) -> str:
         """The CRD's metadata.name: ``<plural>.<group>``."""
         return f"{self.plural}.{GROUP}"
+
+    @property
+    def api_version(self) -> str:
+        """``<group>/<version>``, as objects of the kind carry it."""
+        return f"{GROUP}/{VERSION}"
+
+    @property
+    def satellite(self) -> bool:
+        """Whether the kind points at a cortex (``spec.cortexRef``): the operator indexes
+        it by cortex and a change of it brings its cortex back."""
+        return "cortex_ref" in self.spec.model_fields
 
 
 def _common_columns(*key_columns: Column) -> tuple[Column, ...]:

@@ -2,6 +2,6 @@
 identity's status. Called by the work queue (:mod:`attested_cortex.controller.registry`).
 """
 
-from attested_cortex.controller.agentidentity.reconciling import reconcile
+from attested_cortex.controller.agentidentity.reconciling import KIND, reconcile
 
-__all__ = ["reconcile"]
+__all__ = ["KIND", "reconcile"]

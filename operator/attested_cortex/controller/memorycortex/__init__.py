@@ -5,6 +5,6 @@ and returns the condition it owns, and the last one writes the status. Called by
 queue (:mod:`attested_cortex.controller.registry`).
 """
 
-from attested_cortex.controller.memorycortex.reconciling import cleanup_orphans, reconcile
+from attested_cortex.controller.memorycortex.reconciling import KIND, cleanup_orphans, reconcile
 
-__all__ = ["cleanup_orphans", "reconcile"]
+__all__ = ["KIND", "cleanup_orphans", "reconcile"]
