@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from attested_cortex.crd import KINDS, build_crd
+from attested_cortex.crd import GROUP, KINDS, build_crd
 from tests.chart.conftest import CHART, by_kind, helm, permissions, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +82,20 @@ def test_role_grants_exactly_the_permissions_file() -> None:
     assert roles["rel-attested-cortex-tokenreviewer"]["rules"] == [{
         "apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
         "verbs": ["create"]}]
+
+
+def test_every_kind_of_ours_is_granted_without_an_rbac_edit() -> None:
+    """The custom-resource rules come from the generated CRDs (crd/kinds.KINDS), not from a
+    list written again in the permissions file."""
+    granted = {(resource, verb) for rule in by_kind(render(), "Role")[0]["rules"]
+               if rule["apiGroups"] == [GROUP] for resource in rule["resources"]
+               for verb in rule["verbs"]}
+    for kind in KINDS:
+        assert {(kind.plural, "watch"), (kind.plural, "patch"),
+                (f"{kind.plural}/status", "patch"), (f"{kind.plural}/finalizers", "update")
+                } <= granted, kind.kind
+    assert {resource for resource, _ in granted} == {
+        f"{kind.plural}{sub}" for kind in KINDS for sub in ("", "/status", "/finalizers")}
 
 
 def test_no_rule_uses_a_wildcard() -> None:

@@ -37,3 +37,21 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "attested-cortex.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
+
+{{- /*
+files/operator-permissions.yaml with OWN_KINDS written out: the plurals of the CRDs in
+crds-templates/ (generated from crd/kinds.KINDS), so a new kind needs no RBAC edit.
+*/ -}}
+{{- define "attested-cortex.operatorPermissions" -}}
+{{- $plurals := list }}
+{{- range $path, $_ := .Files.Glob "crds-templates/*.yaml" }}
+{{- $plurals = append $plurals (($.Files.Get $path | fromYaml).spec.names.plural) }}
+{{- end }}
+{{- $text := .Files.Get "files/operator-permissions.yaml" }}
+{{- range $sub := list "status" "finalizers" }}
+{{- $each := list }}
+{{- range $plurals }}{{ $each = append $each (printf "%s/%s" . $sub) }}{{ end }}
+{{- $text = replace (printf "OWN_KINDS/%s" $sub) (join ", " $each) $text }}
+{{- end }}
+{{- replace "OWN_KINDS" (join ", " $plurals) $text }}
+{{- end -}}
