@@ -15,13 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from attested_cortex.builders import names as n
-from attested_cortex.builders.conditions import Observation, cortex_found, find, ready
+from attested_cortex.builders.conditions import Observation, find, ready
 from attested_cortex.builders.enforcement import in_force
 from attested_cortex.builders.hookfiles import validate_chains
-from attested_cortex.builders.inputs import Chain, InvalidSpecError, parse_chain
+from attested_cortex.builders.inputs import Chain, parse_chain
+from attested_cortex.controller import opening
+from attested_cortex.controller.opening import open_satellite
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
-from attested_cortex.controller.statuses import report_unparsable, write_status
+from attested_cortex.controller.statuses import write_status
 
 KIND = "HookChain"
 NOT_RUNNING_RETRY_S = 10.0
@@ -37,41 +39,28 @@ async def _in_force(rt: Runtime, chain: Chain, cortex: dict[str, Any]) -> Observ
 
 async def reconcile(rt: Runtime, key: Key) -> float | None:
     """One pass over a HookChain."""
-    body = rt.views.get(KIND, key.namespace, key.name)
-    if body is None:
+    opened = await open_satellite(rt, key, parse_chain, kind=KIND, invalid_type="Accepted",
+                                  invalid_reason="InvalidSpec")
+    if opened is None:
         return None
-    status = body.get("status") or {}
-    try:
-        chain = parse_chain(body)
-    except InvalidSpecError as exc:
-        await report_unparsable(rt.writer, kind=KIND, body=body, type_="Accepted",
-                                reason="InvalidSpec", message=str(exc))
-        return None
-    cortex = chain.spec.cortex_ref.name
-    siblings = []
-    for other in rt.views.of_cortex(KIND, key.namespace, cortex):
-        try:
-            siblings.append(parse_chain(other))
-        except InvalidSpecError:
-            continue
+    chain = opened.resource
+    siblings = opening.siblings(rt.views, parse_chain, kind=KIND, namespace=key.namespace,
+                                cortex=opened.cortex_name)
     problem = validate_chains(siblings).get(chain.meta.name, None)
-    owner = rt.views.get("MemoryCortex", key.namespace, cortex)
-    found = owner is not None
     accepted = Observation.of("Accepted", problem is None,
                               "Valid" if problem is None else "InvalidHook",
                               problem or f"{len(chain.spec.hooks)} hooks valid")
-    located = cortex_found(cortex, found)
     fields = {}
     if problem is None:
         hooks = [h.model_dump(by_alias=True, mode="json", exclude_none=True)
                  for h in chain.spec.hooks]
         fields = {"acceptedHooks": hooks, "hookCount": len(hooks)}
-    parts = [accepted, located]
-    if problem is None and owner is not None:
-        parts.append(await _in_force(rt, chain, owner))
+    parts = [accepted, opened.located]
+    if problem is None and opened.cortex is not None:
+        parts.append(await _in_force(rt, chain, opened.cortex))
     summary = ready(parts, ready_reason="HooksInForce",
                     ready_message="hooks run in the cortex's serving pods")
-    await write_status(rt.writer, kind=KIND, meta=chain.meta, current=status,
+    await write_status(rt.writer, kind=KIND, meta=chain.meta, current=opened.status,
                        observed=[*parts, summary], fields=fields)
     running = parts[-1]
     return NOT_RUNNING_RETRY_S if running.type == "InForce" and running.status != "True" else None

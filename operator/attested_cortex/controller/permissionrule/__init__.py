@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attested_cortex.builders.conditions import Observation, cortex_found, find, ready
+from attested_cortex.builders.conditions import Observation, find, ready
 from attested_cortex.builders.inputs import (
     InvalidSpecError,
     Rule,
@@ -22,9 +22,10 @@ from attested_cortex.builders.inputs import (
     parse_rule,
 )
 from attested_cortex.builders.rules import summary_line, validate_rule
+from attested_cortex.controller.opening import open_satellite
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
-from attested_cortex.controller.statuses import report_unparsable, write_status
+from attested_cortex.controller.statuses import write_status
 
 KIND = "PermissionRule"
 
@@ -46,31 +47,23 @@ def in_force(rule: Rule, cortex: dict[str, Any]) -> Observation:
 
 async def reconcile(rt: Runtime, key: Key) -> float | None:
     """One pass over a PermissionRule."""
-    body = rt.views.get(KIND, key.namespace, key.name)
-    if body is None:
+    opened = await open_satellite(rt, key, parse_rule, kind=KIND, invalid_type="Accepted",
+                                  invalid_reason="Invalid")
+    if opened is None:
         return None
-    status = body.get("status") or {}
+    rule, name = opened.resource, opened.cortex_name
     try:
-        rule = parse_rule(body)
-    except InvalidSpecError as exc:
-        await report_unparsable(rt.writer, kind=KIND, body=body, type_="Accepted",
-                                reason="Invalid", message=str(exc))
-        return None
-    name = rule.spec.cortex_ref.name
-    cortex_body = rt.views.get("MemoryCortex", key.namespace, name)
-    try:
-        cortex = parse_cortex(cortex_body) if cortex_body is not None else None
+        cortex = parse_cortex(opened.cortex) if opened.cortex is not None else None
     except InvalidSpecError:
         cortex = None
     problem = validate_rule(rule, cortex)
     accepted = Observation.of("Accepted", problem is None,
                               "Compiled" if problem is None else "Invalid",
                               problem or f"compiled into the rule set of MemoryCortex {name}")
-    located = cortex_found(name, cortex_body is not None)
-    parts = [accepted, located]
-    if problem is None and cortex_body is not None:
-        parts.append(in_force(rule, cortex_body))
-    await write_status(rt.writer, kind=KIND, meta=rule.meta, current=status,
+    parts = [accepted, opened.located]
+    if problem is None and opened.cortex is not None:
+        parts.append(in_force(rule, opened.cortex))
+    await write_status(rt.writer, kind=KIND, meta=rule.meta, current=opened.status,
                        observed=[*parts, ready(parts, ready_reason="RuleInForce",
                                                ready_message="rule in force")])
     return None
