@@ -1,6 +1,12 @@
 """Writes to the API server, all with one field manager: server-side apply, create-only,
 replace-if-unchanged and delete; plus the reads a reconcile needs.
 
+:class:`Writer` is the interface every controller is handed (through
+:class:`~attested_cortex.controller.runtime.Runtime`); :class:`ApiWriter` is the one that
+talks to the API server. The fast reconciler tests hand the controllers an in-memory
+``Writer`` instead (tests/support/memorycluster.py), held to the same semantics by
+tests/operator/test_writer_agreement.py (ADR 0027).
+
 Errors stay in the :mod:`attested_cortex.kubeclient` tree; the registry's dispatch sorts
 them: an object the API server refuses (:class:`~attested_cortex.kubeclient.InvalidError`) is
 permanent (reported as ``ApplyRefused``, retried only when the spec changes); everything
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from attested_cortex.builders.names import FIELD_MANAGER
 from attested_cortex.controller.metrics import API_WRITES
@@ -102,8 +108,52 @@ def check_controller(live: Object, mine: Object) -> None:
                          "changed; rename or delete one of them", reason="NameCollision")
 
 
-class Writer:
-    """The operator's reads and writes (one instance, shared by all controllers)."""
+async def check_child(writer: Writer, obj: Object, subresource: str | None) -> None:
+    """Before an apply of a child (an object with a controller reference): raise
+    :class:`CollisionError` when its live object is controlled by someone else. Every
+    :class:`Writer` calls this, so the in-memory one refuses exactly what this one does."""
+    mine = controller_of(obj) if subresource is None else None
+    if mine is None:
+        return
+    meta = obj["metadata"]
+    live = await writer.get(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
+    if live is not None:
+        check_controller(live, mine)
+
+
+class Writer(Protocol):
+    """The reads and writes a reconcile makes, all as the operator's one field manager.
+
+    ``get`` answers None for a missing object; ``apply`` is server-side apply with force
+    (``subresource="status"`` writes the status only; a main-resource apply never touches
+    it) and raises :class:`CollisionError` for a child another owner controls; ``create``
+    raises :class:`~attested_cortex.kubeclient.ConflictError` when the name is taken;
+    ``replace`` the same when ``resourceVersion`` is stale; ``remove`` sends nothing when
+    the object is already gone; ``delete`` answers False then.
+    """
+
+    async def get(self, api_version: str, kind: str, namespace: str | None,
+                  name: str) -> Object | None: ...
+
+    async def list(self, api_version: str, kind: str, namespace: str | None,
+                   selector: str) -> list[Object]: ...
+
+    async def apply(self, obj: Object, subresource: str | None = None) -> Object: ...
+
+    async def create(self, obj: Object) -> Object: ...
+
+    async def replace(self, obj: Object) -> Object: ...
+
+    async def remove(self, api_version: str, kind: str, namespace: str | None,
+                     name: str) -> bool: ...
+
+    async def delete(self, api_version: str, kind: str, namespace: str | None,
+                     name: str) -> bool: ...
+
+
+class ApiWriter:
+    """The operator's reads and writes on the API server (one instance, shared by all
+    controllers)."""
 
     def __init__(self, api: KubeApi) -> None:
         self.api = api
@@ -127,13 +177,7 @@ class Writer:
     async def apply(self, obj: Object, subresource: str | None = None) -> Object:
         """Server-side apply, taking ownership of the fields ``obj`` sets (force); a child
         whose live object another owner controls is left alone (:class:`CollisionError`)."""
-        mine = controller_of(obj) if subresource is None else None
-        if mine is not None:
-            meta = obj["metadata"]
-            live = await self.get(obj["apiVersion"], obj["kind"], meta.get("namespace"),
-                                  meta["name"])
-            if live is not None:
-                check_controller(live, mine)
+        await check_child(self, obj, subresource)
         API_WRITES.labels("apply", obj["kind"]).inc()
         return await self.api.request(
             "PATCH", _object_path(obj, subresource), body=obj, content_type=APPLY,

@@ -25,7 +25,7 @@ from attested_cortex.builders import names as n
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Defaults, parse_meta
 from attested_cortex.controller import agentidentity, hookchain, memorycortex, permissionrule
-from attested_cortex.controller.applying import CollisionError, Writer
+from attested_cortex.controller.applying import ApiWriter, CollisionError
 from attested_cortex.controller.login import connection_info, login
 from attested_cortex.controller.metrics import RECONCILES
 from attested_cortex.controller.queueing import Key, WorkQueue
@@ -78,8 +78,10 @@ def defaults_from_env() -> Defaults:
     )
 
 
-async def _reconcile(rt: Runtime, key: Key) -> float | None:
-    """Dispatch one key; a failed pass leaves its error in the Ready condition.
+async def dispatch(rt: Runtime, key: Key) -> float | None:
+    """Dispatch one key to its kind's pass; a failed pass leaves its error in the Ready
+    condition. The work queue calls this (and the fast controller tests, with an in-memory
+    runtime).
 
     A refused object (400/422: e.g. a StatefulSet field Kubernetes does not let change) is
     not retried: the same spec would be refused again, so the next pass waits for a change.
@@ -236,10 +238,10 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     holder: dict[str, Runtime] = {}
 
     async def reconcile(key: Key) -> float | None:
-        return await _reconcile(holder["rt"], key)
+        return await dispatch(holder["rt"], key)
 
     queue = WorkQueue(reconcile, workers=WORKERS)
-    holder["rt"] = Runtime(writer=Writer(api), queue=queue, views=views,
+    holder["rt"] = Runtime(writer=ApiWriter(api), queue=queue, views=views,
                            defaults=defaults_from_env())
     memo["runtime"] = holder["rt"]
     memo["api"] = api
