@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+from attested_cortex.builders import names as n
 from attested_cortex.builders.inputs import Defaults
+from attested_cortex.controller.eventing import now
 from attested_cortex.controller.queueing import Key, WorkQueue
 from attested_cortex.controller.registry import dispatch
 from attested_cortex.controller.runtime import Runtime
@@ -113,6 +115,35 @@ def rule(name: str, cortex_name: str = "mem", **spec: Any) -> Object:
         "decision": "Allow", **spec})
 
 
+def daemon_hook(name: str) -> Object:
+    """A hook served by a sidecar of every server pod (so it changes the pod template)."""
+    return {"name": name, "events": ["post_store"], "mode": "Daemon", "timeoutMs": 500,
+            "sidecar": {"image": "attested-cortex/cortex:test",
+                        "command": ["cortexctl", "hookd", "--listen", "unix:///x.sock"]}}
+
+
 def exec_hook(name: str, **fields: Any) -> Object:
     return {"name": name, "events": ["pre_store"], "mode": "Exec",
             "command": ["python3", "-m", "attested_cortex.hooks.reference.redact"], **fields}
+
+
+def database_runs(op: Operated, cortex_name: str = "mem") -> None:
+    """The database pod is ready, as the StatefulSet controller reports it."""
+    op.set_status("apps/v1", "StatefulSet", n.db_name(cortex_name), {"readyReplicas": 1})
+
+
+def job_finished(op: Operated, job: str, outcome: str = "Complete", message: str = "") -> None:
+    """A migration Job's end, as the Job controller reports it."""
+    op.set_status("batch/v1", "Job", job, {"conditions": [{
+        "type": outcome, "status": "True", "reason": outcome, "message": message,
+        "lastTransitionTime": now()}]})
+
+
+def server_rolled(op: Operated, cortex_name: str = "mem") -> None:
+    """Every server pod of the current template is available."""
+    name = n.server_name(cortex_name)
+    deployment = op.get("Deployment", name, "apps/v1") or {}
+    replicas = deployment["spec"]["replicas"]
+    op.set_status("apps/v1", "Deployment", name, {
+        "observedGeneration": deployment["metadata"]["generation"], "replicas": replicas,
+        "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas})

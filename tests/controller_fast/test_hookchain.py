@@ -7,19 +7,13 @@ from typing import Any
 
 from attested_cortex.builders.sidecars import container_name
 from attested_cortex.controller.hookchain import NOT_RUNNING_RETRY_S
-from tests.controller_fast.conftest import Operated, cortex, exec_hook, satellite
+from tests.controller_fast.conftest import Operated, cortex, daemon_hook, exec_hook, satellite
 
 KIND = "HookChain"
 
 
 def chain(name: str, *hooks: dict[str, Any], cortex_name: str = "mem") -> dict[str, Any]:
     return satellite(KIND, name, cortex_name, hooks=list(hooks))
-
-
-def daemon_hook(name: str) -> dict[str, Any]:
-    return {"name": name, "events": ["post_store"], "mode": "Daemon", "timeoutMs": 500,
-            "sidecar": {"image": "attested-cortex/cortex:test",
-                        "command": ["cortexctl", "hookd", "--listen", "unix:///x.sock"]}}
 
 
 def serve(op: Operated, *containers: str, available: int = 1) -> None:

@@ -16,7 +16,9 @@ server's semantics, held to the real writer by tests/operator/test_writer_agreem
   NotFound on replace and delete of a missing object;
 * Events are objects like any other (:meth:`MemoryCluster.events`).
 
-Not simulated: admission and schema validation, garbage collection by owner reference,
+Not simulated: admission, schema validation, defaulting and pruning (the passes parse
+every body with the CRD models, which fill the same defaults), garbage collection by owner
+reference,
 watch latency (the views always show the store), and the controllers of built-in kinds: a
 test sets a child's status itself (:meth:`MemoryCluster.set_status`), as the
 kube-controller-manager or the kubelet would.
