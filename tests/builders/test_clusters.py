@@ -79,8 +79,10 @@ def test_defaults_three_instances_our_image_and_age_preloaded() -> None:
 def test_bootstrap_creates_the_database_its_owner_and_the_extensions() -> None:
     initdb = build_cluster(cnpg(), DEFAULTS)["spec"]["bootstrap"]["initdb"]
     assert (initdb["database"], initdb["owner"]) == ("cortex", "cortex")
-    assert initdb["postInitApplicationSQL"] == ["CREATE EXTENSION IF NOT EXISTS age",
-                                                "CREATE EXTENSION IF NOT EXISTS vector"]
+    assert initdb["postInitApplicationSQL"] == [
+        "CREATE EXTENSION IF NOT EXISTS age", "CREATE EXTENSION IF NOT EXISTS vector",
+        "GRANT USAGE ON SCHEMA ag_catalog TO cortex",
+        "GRANT SELECT ON ALL TABLES IN SCHEMA ag_catalog TO cortex"]
 
 
 def test_user_choices_pass_through() -> None:

@@ -12,9 +12,10 @@ rather than by the user:
   ``LOAD 'age'``, which only a superuser may run;
 - ``bootstrap.initdb``: the database and its owner, the application user of the
   ``<cluster>-app`` Secret, and, as the superuser at bootstrap, the two extensions the
-  application user may not create itself (``age`` and ``vector`` are untrusted), so the same
-  ``cortexctl migrate`` serves all three modes (its ``CREATE EXTENSION IF NOT EXISTS`` finds
-  them); the superuser is not reachable from outside (``enableSuperuserAccess: false``);
+  application user may not create itself (``age`` and ``vector`` are untrusted) and the
+  owner's read access to AGE's catalog, so the same ``cortexctl migrate`` serves all three
+  modes (its ``CREATE EXTENSION IF NOT EXISTS`` finds them, the owner creates the graph);
+  the superuser is not reachable from outside (``enableSuperuserAccess: false``);
 - the recommended labels on the Cluster and, through ``inheritedMetadata``, on what
   CloudNativePG creates for it (``managed-by`` stays on the Cluster only: its pods and
   Secrets are CloudNativePG's);
@@ -44,9 +45,14 @@ APP_SECRET_SUFFIX: Final = "-app"
 #: Its key holding ``postgresql://user:password@<cluster>-rw.<namespace>:5432/<db>``.
 APP_URI_KEY: Final = "uri"
 PRELOADED: Final = ("age",)
-#: Run once by CloudNativePG as the superuser in the new application database.
-EXTENSIONS_SQL: Final = ("CREATE EXTENSION IF NOT EXISTS age",
-                         "CREATE EXTENSION IF NOT EXISTS vector")
+#: Run once by CloudNativePG as the superuser in the new application database: the two
+#: untrusted extensions, and what the owner needs of AGE's catalog to create and use its
+#: graph (found with cortexctl migrate and serve as a non-superuser owner: without USAGE
+#: "permission denied for schema ag_catalog", without SELECT "... for table ag_graph").
+BOOTSTRAP_SQL: Final = ("CREATE EXTENSION IF NOT EXISTS age",
+                        "CREATE EXTENSION IF NOT EXISTS vector",
+                        f"GRANT USAGE ON SCHEMA ag_catalog TO {DB_USER}",
+                        f"GRANT SELECT ON ALL TABLES IN SCHEMA ag_catalog TO {DB_USER}")
 
 
 def cluster_name(cortex: str) -> str:
@@ -107,7 +113,7 @@ def build_cluster(cortex: Cortex, defaults: Defaults) -> Object:
         "enableSuperuserAccess": False,
         "inheritedMetadata": {"labels": _inherited_labels(name)},
         "bootstrap": {"initdb": {"database": DB_NAME, "owner": DB_USER,
-                                 "postInitApplicationSQL": list(EXTENSIONS_SQL)}},
+                                 "postInitApplicationSQL": list(BOOTSTRAP_SQL)}},
         "postgresql": _postgresql(wanted),
         "storage": _storage(wanted),
         "monitoring": {"enablePodMonitor": wanted.pod_monitor},
