@@ -217,6 +217,23 @@ def test_the_cluster_outlives_its_cortex_and_is_adopted_by_the_next(
     assert adopted["metadata"]["uid"] == first["metadata"]["uid"]  # the same data
 
 
+def test_a_cluster_someone_else_controls_is_left_alone(operated: Operated,
+                                                       running: OperatorProcess) -> None:
+    operated.kubectl("create", "configmap", "holder")
+    holder = operated.get("ConfigMap", "holder") or {}
+    theirs = {"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+              "metadata": {"name": "taken-db", "ownerReferences": [{
+                  "apiVersion": "v1", "kind": "ConfigMap", "name": "holder",
+                  "uid": holder["metadata"]["uid"], "controller": True}]},
+              "spec": {"instances": 1, "storage": {"size": "1Gi"}}}
+    operated.kubectl("create", "-f", "-", input=json.dumps(theirs))
+    operated.apply(cortex("taken", database=HA))
+    refused = operated.wait_condition("MemoryCortex", "taken", "DatabaseReady", "False",
+                                      reason="NameCollision")
+    assert "Cluster taken-db is controlled by ConfigMap holder" in refused["message"]
+    assert (operated.get(CLUSTER, "taken-db") or {})["spec"]["instances"] == 1
+
+
 def test_an_operator_started_with_cloudnativepg_installed_watches_its_clusters(
         operated: Operated, running: OperatorProcess) -> None:
     assert "Unresolved resources" in running.output()  # the first one started without it
