@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.chart.conftest import Release, install, permissions
+from tests.support import cnpgcrd
 from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
@@ -43,6 +44,16 @@ FORBIDDEN = [
     ("create", "serviceaccounts", ["--subresource=token"]),
     ("update", "jobs.batch", []),
     ("*", "*", []),
+    # CloudNativePG: Clusters are applied, never deleted (their cortex's owner reference
+    # does that), and none of its other kinds is touched.
+    ("delete", "clusters.postgresql.cnpg.io", []),
+    ("update", "clusters.postgresql.cnpg.io", []),
+    ("patch", "clusters.postgresql.cnpg.io", ["--subresource=status"]),
+    ("create", "backups.postgresql.cnpg.io", []),
+    ("get", "poolers.postgresql.cnpg.io", []),
+    ("create", "databases.postgresql.cnpg.io", []),
+    ("create", "scheduledbackups.postgresql.cnpg.io", []),
+    ("get", "imagecatalogs.postgresql.cnpg.io", []),
 ]
 
 
@@ -64,6 +75,14 @@ def can(release: Release, verb: str, resource: str, *flags: str) -> bool:
         "auth", "can-i", verb, resource, *flags, f"--as={release.user}", check=False
     )
     return result.stdout.strip() == "yes"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cloudnativepg_kinds(kube: Kube) -> None:
+    """CloudNativePG's CRDs (only them): ``kubectl auth can-i`` needs discovery to read
+    ``clusters.postgresql.cnpg.io`` as resource and group, so without them a "no" would
+    prove nothing."""
+    cnpgcrd.install(kube, *cnpgcrd.all_crds())
 
 
 @pytest.fixture(scope="module")
