@@ -2,7 +2,7 @@
 replace-if-unchanged and delete; plus the reads a reconcile needs.
 
 Errors stay in the :mod:`attested_cortex.kubeclient` tree; the registry's dispatch sorts
-them: an object the API server refuses (:class:`~attested_cortex.kubeclient.InvalidError`) is
+them: an object the API server refuses (:class:`~attested_cortex.kubeclient.ApiInvalidError`) is
 permanent (reported as ``ApplyRefused``, retried only when the spec changes); everything
 else is temporary (the work queue retries with capped backoff, the last error in ``Ready``).
 
@@ -21,7 +21,7 @@ from typing import Any, Final
 from attested_cortex.builders.names import FIELD_MANAGER
 from attested_cortex.controller.metrics import API_WRITES
 from attested_cortex.crd import GROUP, VERSION
-from attested_cortex.kubeclient import KubeApi, NotFoundError
+from attested_cortex.kubeclient import ApiNotFoundError, KubeApi
 
 Object = dict[str, Any]
 
@@ -115,7 +115,7 @@ class Writer:
         """The object, or None when it does not exist."""
         try:
             return await self.api.request("GET", path(api_version, kind, namespace, name))
-        except NotFoundError:
+        except ApiNotFoundError:
             return None
 
     async def list(self, api_version: str, kind: str, namespace: str | None,
@@ -142,7 +142,7 @@ class Writer:
             params={"fieldManager": FIELD_MANAGER, "force": "true"})
 
     async def create(self, obj: Object) -> Object:
-        """Create-only: :class:`ConflictError` when the object exists (never overwritten)."""
+        """Create-only: :class:`ApiConflictError` when the object exists (never overwritten)."""
         meta = obj["metadata"]
         API_WRITES.labels("create", obj["kind"]).inc()
         return await self.api.request(
@@ -169,6 +169,6 @@ class Writer:
         try:
             await self.api.request("DELETE", path(api_version, kind, namespace, name),
                                    params={"propagationPolicy": "Background"})
-        except NotFoundError:
+        except ApiNotFoundError:
             return False
         return True
