@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from attested_cortex import __version__
-from attested_cortex.server.schemas import ErrorOut
+from attested_cortex.server.responses import ErrorOut
 
 #: Error statuses every authenticated operation may answer.
 COMMON_ERRORS = (400, 401, 403, 413, 429, 503)

@@ -26,7 +26,7 @@ from attested_cortex.attest.loading import KeySource
 from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.choosing import build_embedder
 from attested_cortex.errors import InvalidInputError
-from attested_cortex.hooks.pipeline import open_pipeline
+from attested_cortex.hooks.dispatching import open_pipeline
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.quotas import Buckets
 from attested_cortex.policy.rules import RuleSet, compile_rules

@@ -10,7 +10,7 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.namespaces import parse_namespace
 from attested_cortex.server.body import read_model, read_query
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
-from attested_cortex.server.schemas import MemoryListOut, MemoryOut, MemoryVerifyOut
+from attested_cortex.server.responses import MemoryListOut, MemoryOut, MemoryVerifyOut
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import memories
 from attested_cortex.service.commands import StoreMemory, UpdateMemory

@@ -8,8 +8,8 @@ from aiohttp import web
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.server.body import read_model
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.responses import ReplayOut, TranscriptOut
 from attested_cortex.server.routes.memories import path_uuid
-from attested_cortex.server.schemas import ReplayOut, TranscriptOut
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import transcripts
 from attested_cortex.service.transcript_commands import ReplayMemory, StoreTranscript
