@@ -193,7 +193,7 @@ def serve_variant(variant: str, dsn: str, port: int) -> None:
     from attested_cortex.server.connections import CortexRunner
     from attested_cortex.server.serving import freeze_startup_heap, open_services
     from attested_cortex.server.settings import ServerSettings
-    from attested_cortex.service.context import Caller
+    from attested_cortex.service.pipeline.context import Caller
 
     async def main() -> None:
         async with AsyncExitStack() as stack:

@@ -27,7 +27,7 @@ from attested_cortex.server.auth import Authenticator, DevAuth
 from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.serving import open_services
 from attested_cortex.server.settings import ServerSettings
-from attested_cortex.service.context import Services
+from attested_cortex.service.pipeline.context import Services
 from attested_cortex.store.migrating import migrate
 from tests.support.pgservers import PgServer
 from tests.support.waiting import Pending, await_until

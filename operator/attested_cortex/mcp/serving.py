@@ -36,7 +36,7 @@ from attested_cortex import __version__
 from attested_cortex.errors import ConflictError, TooManySessionsError
 from attested_cortex.mcp import calling
 from attested_cortex.mcp.tools import TOOLS
-from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.pipeline.context import Caller, Services
 
 #: Where the authenticated caller travels in the ASGI scope.
 CALLER_KEY: Final = "attested_cortex.caller"

@@ -24,7 +24,7 @@ from attested_cortex.server.routes import (
     transcripts,
 )
 from attested_cortex.server.state import STATE_KEY, AppState
-from attested_cortex.service.context import Services
+from attested_cortex.service.pipeline.context import Services
 
 ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals,
                                          transcripts)

@@ -49,7 +49,7 @@ class Operation:
 
 
 def params_of(model: type[BaseModel], where: str) -> list[Param]:
-    """The parameters of a path or query model (:mod:`attested_cortex.service.queries`),
+    """The parameters of a path or query model (:mod:`attested_cortex.service.resources.queries`),
     so the document and the MCP tools read one definition. An optional value is a parameter
     that may be absent, not one that may be null."""
     schema = model.model_json_schema(mode="validation")

@@ -41,18 +41,18 @@ from attested_cortex.server.auth import (
 )
 from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.settings import ServerSettings, split_listen
-from attested_cortex.service import recording
-from attested_cortex.service.approving import Approvals, HeldBounds
-from attested_cortex.service.context import Policy, Services
-from attested_cortex.service.embedding import (
+from attested_cortex.service.pipeline import recording
+from attested_cortex.service.pipeline.context import Policy, Services
+from attested_cortex.service.pipeline.limits import Limits
+from attested_cortex.service.workers.approving import Approvals, HeldBounds
+from attested_cortex.service.workers.embedding import (
     Vectors,
     VectorSettings,
     close_vectors,
     open_vectors,
     vectors_available,
 )
-from attested_cortex.service.limits import Limits
-from attested_cortex.service.transcript_sweeping import Transcripts
+from attested_cortex.service.workers.transcript_sweeping import Transcripts
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection

@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from attested_cortex.server.openapi import Operation
 from attested_cortex.server.responses import CapabilitiesOut, HealthOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service import introspection
+from attested_cortex.service.resources import introspection
 
 routes = web.RouteTableDef()
 

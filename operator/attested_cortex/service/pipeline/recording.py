@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter
 
 from attested_cortex.attest.auditing import append_event
-from attested_cortex.service.attesting import snapshot
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.operations import OPERATIONS, OperationSpec
+from attested_cortex.service.pipeline.attesting import snapshot
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.operations import OPERATIONS, OperationSpec
 from attested_cortex.types import AgentId
 
 if TYPE_CHECKING:
-    from attested_cortex.service.pipeline import Outcome
+    from attested_cortex.service.pipeline.running import Outcome
 
 log = logging.getLogger("attested_cortex.policy")
 

@@ -29,13 +29,13 @@ import logging
 import time
 
 from attested_cortex.errors import CortexError, QuotaExceededError
-from attested_cortex.service import recording
-from attested_cortex.service.calls import STEPS, Call, Outcome, R, Step, Target
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.deciding import check_scope, enforce, recheck, rules, visible
-from attested_cortex.service.hook_steps import gate, post_hooks, pre_hooks
-from attested_cortex.service.operations import OperationSpec
-from attested_cortex.service.settling import Cap, Settlement
+from attested_cortex.service.pipeline import recording
+from attested_cortex.service.pipeline.calls import STEPS, Call, Outcome, R, Step, Target
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.deciding import check_scope, enforce, recheck, rules, visible
+from attested_cortex.service.pipeline.hook_steps import gate, post_hooks, pre_hooks
+from attested_cortex.service.pipeline.operations import OperationSpec
+from attested_cortex.service.pipeline.settling import Cap, Settlement
 
 __all__ = ["STEPS", "Call", "Outcome", "Step", "Target", "run", "take_rate", "visible"]
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ async def _storage(svc: Services, caller: Caller, target: Target) -> Cap | None:
         return None
     owner = target.owner or caller.agent_id
     cap = Cap(owner, svc.policy.storage_limit(owner))
-    from attested_cortex.service import usage  # the store query, only for writes
+    from attested_cortex.service.pipeline import usage  # the store query, only for writes
 
     await usage.check_storage(svc, cap, target.adds_bytes)
     return cap

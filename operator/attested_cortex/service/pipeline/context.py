@@ -16,7 +16,7 @@ from attested_cortex.policy.decisions import Verdict
 from attested_cortex.policy.quotas import Buckets
 from attested_cortex.policy.rules import RuleSet
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
-from attested_cortex.service.limits import Limits
+from attested_cortex.service.pipeline.limits import Limits
 from attested_cortex.store.database import Database
 from attested_cortex.types import AgentId
 
@@ -71,7 +71,7 @@ class HookFirer(Protocol):
 
 @dataclass(frozen=True)
 class Policy:
-    """Rules, the no-rule default for writes, and quotas (see :mod:`.pipeline`)."""
+    """Rules, the no-rule default for writes, and quotas (see :mod:`.running`)."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     write_default: Verdict = "allow"
@@ -100,7 +100,7 @@ class Services:
     auth_mode: str = "dev"
     metrics_registry: Any = None  # prometheus_client.CollectorRegistry shared by all parts
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
-    vectors: Any = None  # attested_cortex.service.embedding.Vectors: hybrid recall state
+    vectors: Any = None  # attested_cortex.service.workers.embedding.Vectors: hybrid recall state
     extras: Mapping[str, Any] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
     approvals: Any = None  # service.approving.Approvals when the approval API is configured

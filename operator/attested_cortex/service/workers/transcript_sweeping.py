@@ -29,7 +29,7 @@ from attested_cortex import tasks
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.records import TranscriptEvent
 from attested_cortex.errors import CortexError
-from attested_cortex.service.write_records import record_sweep, split_recorded
+from attested_cortex.service.pipeline.write_records import record_sweep, split_recorded
 from attested_cortex.store import transcripts as rows
 from attested_cortex.store.database import Conn, Database
 from attested_cortex.transcripts.retention import Retention

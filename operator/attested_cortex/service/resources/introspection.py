@@ -12,11 +12,11 @@ import time
 from typing import Any
 
 from attested_cortex.errors import CortexError, SchemaMissingError
-from attested_cortex.service import operations as ops
-from attested_cortex.service import usage
-from attested_cortex.service.attesting import snapshot
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.pipeline import Call, run
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline import usage
+from attested_cortex.service.pipeline.attesting import snapshot
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.running import Call, run
 from attested_cortex.store import transcripts as transcript_rows
 from attested_cortex.store.migrating import current_version
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
