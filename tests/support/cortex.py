@@ -23,9 +23,9 @@ from aiohttp import web
 from psycopg import sql
 
 from attested_cortex.server.app import build_app
+from attested_cortex.server.assembling import open_services
 from attested_cortex.server.auth import Authenticator, DevAuth
 from attested_cortex.server.connections import CortexRunner
-from attested_cortex.server.serving import open_services
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline.context import Services
 from attested_cortex.store.migrating import migrate

@@ -125,7 +125,7 @@ def _remote(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _local(args: argparse.Namespace) -> dict[str, Any]:
-    from attested_cortex.server.serving import open_services
+    from attested_cortex.server.assembling import open_services
     from attested_cortex.server.settings import load_settings
     from attested_cortex.service.resources.introspection import capabilities
 

@@ -21,6 +21,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Final
 
 import mcp_types as types
@@ -142,7 +143,10 @@ class McpEndpoint:
     """The mounted endpoint: the SDK server and its session manager, run in one task."""
 
     def __init__(self, svc: Services, *, json_response: bool = True) -> None:
-        self.server = build_server(svc)
+        #: ``svc`` with this endpoint's self-description, so capabilities (asked over HTTP
+        #: or as an MCP tool) report the endpoint actually mounted; the application holds it.
+        self.services = replace(svc, mcp=self.describe)
+        self.server = build_server(self.services)
         self.json_response = json_response
         self.manager = StreamableHTTPSessionManager(
             self.server, json_response=json_response,

@@ -117,11 +117,12 @@ async def _execute(svc: Services, caller: Caller, call: Call[R], outcome: Outcom
     if call.settles:
         call.settlement = Settlement(outcome.approved, cap)
         return await call.execute(svc, caller)
-    if outcome.approved is not None:
-        outcome.consumed = await svc.approvals.spend(outcome.approved)
+    approvals = svc.approvals  # an approved request passed the gate, which had them
+    if outcome.approved is not None and approvals is not None:
+        outcome.consumed = await approvals.spend(outcome.approved)
     try:
         return await call.execute(svc, caller)
     except CortexError:
-        if outcome.consumed is not None:  # nothing was written: the approval stays usable
-            await svc.approvals.release(outcome.consumed)
+        if outcome.consumed is not None and approvals is not None:
+            await approvals.release(outcome.consumed)  # nothing was written: still usable
         raise

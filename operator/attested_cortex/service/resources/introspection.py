@@ -189,8 +189,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
 def mcp(svc: Services) -> dict[str, Any]:
     """The MCP endpoint as the server mounted it (path, transport, protocol versions, open
     sessions), or disabled when this process serves none."""
-    describe = svc.extras.get("mcp")
+    describe = svc.mcp
     if describe is None:
         return {"enabled": False, "reason": "no MCP endpoint is mounted in this process"}
-    described: dict[str, Any] = describe()
-    return described
+    return describe()

@@ -1,6 +1,6 @@
 """The server's transcript state: the retention policy and the sweeper that applies it.
 
-:class:`Transcripts` is built at start-up (:func:`attested_cortex.server.serving.open_services`)
+:class:`Transcripts` is built at start-up (:func:`attested_cortex.server.assembling.open_services`)
 and kept in ``Services.transcripts``. Its sweeper is one bounded background task: every
 ``sweep_interval_s`` it archives, namespace by namespace, transcripts older than their
 namespace's retention, then prunes the frames of those archived ``prune_after_days`` ago,
