@@ -101,7 +101,7 @@ class Policy:
 #: Called at each pipeline step with (operation name, step name); tests trace with it.
 StepObserver = Callable[[str, str], None]
 #: Writes one policy record to the audit chain: (caller, operation, record).
-AuditSink = Callable[["Caller", OperationSpec, dict[str, Any]], Awaitable[None]]
+AuditSink = Callable[[Caller, OperationSpec, dict[str, Any]], Awaitable[None]]
 #: Describes a mounted endpoint for ``/v1/capabilities`` (the MCP endpoint's ``describe``).
 Describer = Callable[[], dict[str, Any]]
 

@@ -172,7 +172,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
     return {
         "schema_version": await schema_version(svc),
         "max_supported_schema": MAX_SUPPORTED_SCHEMA,
-        "kg_backend": getattr(svc.graph, "name", None),
+        "kg_backend": svc.graph.name if svc.graph is not None else None,
         "recall": recall_capabilities(svc),
         "auth": {"mode": svc.auth_mode},
         "permissions": permissions(svc),

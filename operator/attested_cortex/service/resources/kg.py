@@ -31,10 +31,11 @@ from attested_cortex.service.resources.graph_views import (
 )
 from attested_cortex.store import links as link_rows
 from attested_cortex.store import memories as memory_rows
+from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.links import Link
 
 
-def backend(svc: Services) -> Any:
+def backend(svc: Services) -> GraphBackend:
     """The live graph backend (every build has one once the server started)."""
     if svc.graph is None:
         raise NotReadyError("no graph backend is configured")
