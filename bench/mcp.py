@@ -189,11 +189,12 @@ def serve_variant(variant: str, dsn: str, port: int) -> None:
     from attested_cortex.mcp.serving import McpEndpoint, scope_values
     from attested_cortex.server import app as app_module
     from attested_cortex.server import mcp_endpoint
+    from attested_cortex.server.assembling import open_services
     from attested_cortex.server.auth import DevAuth, parse_agent_id
     from attested_cortex.server.connections import CortexRunner
-    from attested_cortex.server.serving import freeze_startup_heap, open_services
+    from attested_cortex.server.serving import freeze_startup_heap
     from attested_cortex.server.settings import ServerSettings
-    from attested_cortex.service.context import Caller
+    from attested_cortex.service.pipeline.context import Caller
 
     async def main() -> None:
         async with AsyncExitStack() as stack:

@@ -93,13 +93,13 @@ def policy_cpu() -> dict[str, Any]:
     from attested_cortex.policy.rules import RuleSet, compile_rules
     from attested_cortex.policy.scopes import ScopeSet
     from attested_cortex.server.settings import RuleSettings
-    from attested_cortex.service.calls import Target
-    from attested_cortex.service.commands import RecallQuery
-    from attested_cortex.service.context import Caller, Policy, Services
-    from attested_cortex.service.deciding import check_scope, visible
-    from attested_cortex.service.deciding import rules as decide
-    from attested_cortex.service.operations import RECALL
-    from attested_cortex.service.recall import RecallCall
+    from attested_cortex.service.pipeline.calls import Target
+    from attested_cortex.service.pipeline.context import Caller, Policy, Services
+    from attested_cortex.service.pipeline.deciding import check_scope, visible
+    from attested_cortex.service.pipeline.deciding import rules as decide
+    from attested_cortex.service.pipeline.operations import RECALL
+    from attested_cortex.service.resources.commands import RecallQuery
+    from attested_cortex.service.resources.recall import RecallCall
     from attested_cortex.types import AgentId
 
     ruleset = RuleSet(compile_rules([RuleSettings(**r) for r in rules()]))

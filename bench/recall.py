@@ -116,11 +116,11 @@ async def time_service_stores(dsn: str, gen: TextGenerator) -> dict[str, Any]:
     """Sequential stores through the service layer (no HTTP): the write path's own cost."""
     from contextlib import AsyncExitStack
 
-    from attested_cortex.server.serving import open_services
+    from attested_cortex.server.assembling import open_services
     from attested_cortex.server.settings import ServerSettings
-    from attested_cortex.service import memories
-    from attested_cortex.service.commands import StoreMemory
-    from attested_cortex.service.context import Caller
+    from attested_cortex.service.pipeline.context import Caller
+    from attested_cortex.service.resources import memories
+    from attested_cortex.service.resources.commands import StoreMemory
     from attested_cortex.types import AgentId
 
     commands = [StoreMemory.model_validate(b) for b in gen.memories(STORES)]

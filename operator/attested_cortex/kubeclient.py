@@ -9,11 +9,14 @@ its pod's service account or a kubeconfig (:func:`in_cluster`, :func:`from_kubec
 Errors form one tree, mapped from HTTP statuses here and nowhere else::
 
     ApiError
-    ├── NotFoundError      404
-    ├── ConflictError      409 (already exists, or a stale resourceVersion)
-    ├── InvalidError       400, 422 (the object is refused: permanent)
-    ├── ForbiddenError     401, 403 (RBAC: permanent until someone changes it)
-    └── UnavailableError   timeouts, connection errors, 429, 5xx (come back later)
+    ├── ApiNotFoundError     404
+    ├── ApiConflictError     409 (already exists, or a stale resourceVersion)
+    ├── ApiInvalidError      400, 422 (the object is refused: permanent)
+    ├── ApiForbiddenError    401, 403 (RBAC: permanent until someone changes it)
+    └── ApiUnavailableError  timeouts, connection errors, 429, 5xx (come back later)
+
+Every class is prefixed ``Api`` so none shadows the domain's
+:class:`~attested_cortex.errors.NotFoundError` or ``ConflictError`` in a module that meets both.
 
 """
 
@@ -68,23 +71,23 @@ class ApiError(Exception):
         self.message = message
 
 
-class NotFoundError(ApiError):
+class ApiNotFoundError(ApiError):
     """404: the object (or its kind) does not exist."""
 
 
-class ConflictError(ApiError):
+class ApiConflictError(ApiError):
     """409: the object exists already, or changed since it was read."""
 
 
-class InvalidError(ApiError):
+class ApiInvalidError(ApiError):
     """400/422: the object is invalid; retrying the same request cannot help."""
 
 
-class ForbiddenError(ApiError):
+class ApiForbiddenError(ApiError):
     """401/403: the operator's ServiceAccount lacks a permission."""
 
 
-class UnavailableError(ApiError):
+class ApiUnavailableError(ApiError):
     """Timeouts, connection failures, throttling and 5xx: worth retrying later."""
 
 
@@ -94,10 +97,10 @@ def _error(status: int, text: str) -> ApiError:
     except (ValueError, AttributeError):
         message = text
     message = message[:2000]
-    table: dict[int, type[ApiError]] = {404: NotFoundError, 409: ConflictError,
-                                        400: InvalidError, 422: InvalidError,
-                                        401: ForbiddenError, 403: ForbiddenError}
-    return table.get(status, UnavailableError)(status, message)
+    table: dict[int, type[ApiError]] = {404: ApiNotFoundError, 409: ApiConflictError,
+                                        400: ApiInvalidError, 422: ApiInvalidError,
+                                        401: ApiForbiddenError, 403: ApiForbiddenError}
+    return table.get(status, ApiUnavailableError)(status, message)
 
 
 def _decoded(data: str | bytes) -> bytes:
@@ -215,6 +218,6 @@ class KubeApi:
                 if response.status >= 400:
                     raise _error(response.status, text)
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise UnavailableError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            raise ApiUnavailableError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         result: Object = json.loads(text) if text else {}
         return result

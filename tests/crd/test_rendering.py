@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from attested_cortex.crd import KINDS, build_crd, render_all
 from attested_cortex.crd.hookchain import HookEvent, timeout_rules
-from attested_cortex.crd.schemas import SchemaTranslationError, structural_schema
+from attested_cortex.crd.structural import SchemaTranslationError, structural_schema
 from attested_cortex.hooks.events import CLASS_DEADLINES_MS, EVENTS
 from tests.crd.cases import CREATE_CASES, Case
 

@@ -14,9 +14,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from attested_cortex.service import memories
-from attested_cortex.service.commands import StoreMemory
-from attested_cortex.service.context import Caller
+from attested_cortex.service.pipeline.context import Caller
+from attested_cortex.service.resources import memories
+from attested_cortex.service.resources.commands import StoreMemory
 from attested_cortex.store.graph.age import AgeBackend
 from attested_cortex.store.graph.cypher import VERTEX
 from attested_cortex.types import AgentId

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from attested_cortex.hooks.events import EVENTS
-from attested_cortex.hooks.schemas import PAYLOAD_SCHEMAS, render_markdown, schema_for
+from attested_cortex.hooks.payload_schemas import PAYLOAD_SCHEMAS, render_markdown, schema_for
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSPORTS = ROOT / "operator" / "attested_cortex" / "hooks" / "transports"
@@ -25,7 +25,7 @@ def test_every_event_has_a_payload_schema() -> None:
 def test_docs_embed_the_current_schemas() -> None:
     doc = (ROOT / "docs" / "hooks.md").read_text()
     embedded = doc.split("<!-- schemas:begin -->\n", 1)[1].split("<!-- schemas:end -->", 1)[0]
-    assert embedded == render_markdown(), "run: python -m attested_cortex.hooks.schemas"
+    assert embedded == render_markdown(), "run: python -m attested_cortex.hooks.payload_schemas"
 
 
 def test_transports_do_not_import_each_other() -> None:
@@ -42,7 +42,7 @@ def test_hook_programs_do_not_load_the_pipeline() -> None:
     code = ("import sys, attested_cortex.hooks.reference.redact, "
             "attested_cortex.hooks.reference.autolink; "
             "print(sorted(m for m in ('prometheus_client', 'yaml', "
-            "'attested_cortex.hooks.pipeline') if m in sys.modules))")
+            "'attested_cortex.hooks.dispatching') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"

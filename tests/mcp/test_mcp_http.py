@@ -506,8 +506,8 @@ async def test_capabilities_report_the_mounted_endpoint(cortex: CortexClient) ->
 async def test_capabilities_without_the_endpoint_say_so(cortex: CortexClient) -> None:
     from attested_cortex.server.app import build_app
     from attested_cortex.server.auth import DevAuth
-    from attested_cortex.service.context import Services
-    from attested_cortex.service.introspection import mcp
+    from attested_cortex.service.pipeline.context import Services
+    from attested_cortex.service.resources.introspection import mcp
 
     bare = Services(db=cortex.services.db)
     app = build_app(bare, auth=DevAuth(), mcp=False)
@@ -520,7 +520,7 @@ async def test_capabilities_without_the_endpoint_say_so(cortex: CortexClient) ->
 async def test_held_for_approval_decided_over_mcp_with_the_approvers_hmac(
     make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
 ) -> None:
-    from attested_cortex.service.approvals_api import DecideApproval, canonical_body
+    from attested_cortex.service.resources.approvals_api import DecideApproval, canonical_body
     from tests.server.test_pipeline import approval_settings, signed
 
     cortex = await make_cortex(migrated_pg15_dsn, migrated=False, **approval_settings(tmp_path))

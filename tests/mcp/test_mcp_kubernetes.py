@@ -5,7 +5,7 @@ forged token never reaches a tool."""
 import pytest
 
 from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
-from attested_cortex.server.serving import agent_map
+from attested_cortex.server.configuring import agent_map
 from attested_cortex.server.settings import ServerSettings
 from tests.mcp.conftest import mcp_client
 from tests.mcp.test_mcp_http import error, ok

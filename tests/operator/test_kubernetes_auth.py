@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
-from attested_cortex.server.serving import agent_map
+from attested_cortex.server.configuring import agent_map
 from attested_cortex.server.settings import ServerSettings
 from tests.support.cortex import MakeCortex
 from tests.support.kube import Kube

@@ -20,7 +20,7 @@ from attested_cortex.builders.inputs import Meta
 from attested_cortex.controller.applying import APPLY, ApiWriter, CollisionError, Writer, path
 from attested_cortex.controller.eventing import post_event
 from attested_cortex.crd import GROUP, VERSION
-from attested_cortex.kubeclient import ConflictError, KubeApi, NotFoundError, from_kubeconfig
+from attested_cortex.kubeclient import ApiConflictError, ApiNotFoundError, KubeApi, from_kubeconfig
 from tests.crd.conftest import install_crds
 from tests.support.kube import Kube
 from tests.support.memorycluster import MemoryCluster, MemoryWriter
@@ -111,7 +111,7 @@ async def test_apply_merges_by_field_manager(side: Side) -> None:
 
 async def test_status_is_a_subresource(side: Side) -> None:
     w = side.writer
-    with pytest.raises(NotFoundError):
+    with pytest.raises(ApiNotFoundError):
         await w.apply({**chain(side), "status": {"hookCount": 1}}, subresource="status")
     created = await side.other(chain(side, "one"), "")
     assert created["metadata"]["generation"] == 1
@@ -140,14 +140,14 @@ async def test_create_replace_and_delete_answer_conflict_and_not_found(side: Sid
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {
         "name": "s", "namespace": side.namespace}, "data": {"k": "MQ=="}}
     created = await w.create(secret)
-    with pytest.raises(ConflictError):
+    with pytest.raises(ApiConflictError):
         await w.create({**secret, "data": {"k": "Mg=="}})
     assert (await w.get("v1", "Secret", side.namespace, "s") or {})["data"] == {"k": "MQ=="}
     replaced = await w.replace({**created, "data": {"k": "Mw=="}})
     assert version(replaced) != version(created)
-    with pytest.raises(ConflictError):
+    with pytest.raises(ApiConflictError):
         await w.replace({**created, "data": {"k": "NA=="}})  # read before the replace
-    with pytest.raises(NotFoundError):
+    with pytest.raises(ApiNotFoundError):
         await w.replace({**replaced, "metadata": {**replaced["metadata"], "name": "nope",
                                                   "resourceVersion": None}})
     assert await w.delete("v1", "Secret", side.namespace, "s") is True

@@ -51,7 +51,7 @@ async def test_non_ascii_digits_in_the_timestamp_header_are_401(
 async def test_non_ascii_digits_in_an_mcp_decision_are_401(
     make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
 ) -> None:
-    from attested_cortex.service.approvals_api import DecideApproval, canonical_body
+    from attested_cortex.service.resources.approvals_api import DecideApproval, canonical_body
 
     cortex = await server(make_cortex, migrated_pg15_dsn, tmp_path)
     approval = await hold(cortex)

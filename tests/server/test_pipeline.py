@@ -18,10 +18,10 @@ import jsonschema_rs
 import yaml
 
 from attested_cortex.hooks.events import EVENTS
-from attested_cortex.hooks.schemas import schema_for
+from attested_cortex.hooks.payload_schemas import schema_for
 from attested_cortex.policy.signatures import sign
-from attested_cortex.service.operations import OPERATIONS
-from attested_cortex.service.pipeline import STEPS
+from attested_cortex.service.pipeline.operations import OPERATIONS
+from attested_cortex.service.pipeline.running import STEPS
 from tests.server.test_hooks_api import RECORDER, recorded
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 

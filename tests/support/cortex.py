@@ -23,11 +23,12 @@ from aiohttp import web
 from psycopg import sql
 
 from attested_cortex.server.app import build_app
+from attested_cortex.server.assembling import open_services
 from attested_cortex.server.auth import Authenticator, DevAuth
 from attested_cortex.server.connections import CortexRunner
-from attested_cortex.server.serving import open_services
 from attested_cortex.server.settings import ServerSettings
-from attested_cortex.service.context import Services
+from attested_cortex.server.state import STATE_KEY
+from attested_cortex.service.pipeline.context import Services
 from attested_cortex.store.migrating import migrate
 from tests.support.pgservers import PgServer
 from tests.support.waiting import Pending, await_until
@@ -124,7 +125,10 @@ async def make_cortex() -> AsyncIterator[MakeCortex]:
             port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
             session = aiohttp.ClientSession()
             stack.push_async_callback(session.close)
-            return CortexClient(f"http://127.0.0.1:{port}", session, services, dsn=dsn,
+            # The services the application holds (with the MCP endpoint's description):
+            # a test that installs a step observer installs it where requests run.
+            held = app[STATE_KEY].services
+            return CortexClient(f"http://127.0.0.1:{port}", session, held, dsn=dsn,
                                 extra={"app": app})
 
         yield factory

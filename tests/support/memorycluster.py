@@ -37,7 +37,7 @@ from attested_cortex.builders.names import FIELD_MANAGER
 from attested_cortex.controller.applying import check_child
 from attested_cortex.controller.runtime import Views
 from attested_cortex.crd import KINDS
-from attested_cortex.kubeclient import ConflictError, NotFoundError
+from attested_cortex.kubeclient import ApiConflictError, ApiNotFoundError
 
 Object = dict[str, Any]
 Objects = list[Object]  # (the classes below have a method called list)
@@ -162,7 +162,7 @@ class MemoryCluster:
         key = self.key_of(obj)
         found = self.objects.get(key)
         if found is None and subresource:
-            raise NotFoundError(404, f"{obj['kind']} {key[3]} not found")
+            raise ApiNotFoundError(404, f"{obj['kind']} {key[3]} not found")
         stored = copy.deepcopy(found) if found is not None else self._new(obj)
         config = _split(obj, subresource)
         wanted = leaves(config)
@@ -180,7 +180,7 @@ class MemoryCluster:
     def create(self, obj: Object, *, manager: str) -> Object:
         key = self.key_of(obj)
         if key in self.objects:
-            raise ConflictError(409, f"{obj['kind']} {key[3]} already exists")
+            raise ApiConflictError(409, f"{obj['kind']} {key[3]} already exists")
         stored = self._new(obj)
         config = _split(obj, "")
         _merge(stored.obj, config)
@@ -191,10 +191,10 @@ class MemoryCluster:
         key = self.key_of(obj)
         found = self.objects.get(key)
         if found is None:
-            raise NotFoundError(404, f"{obj['kind']} {key[3]} not found")
+            raise ApiNotFoundError(404, f"{obj['kind']} {key[3]} not found")
         version = obj["metadata"].get("resourceVersion")
         if version and version != found.obj["metadata"]["resourceVersion"]:
-            raise ConflictError(409, f"{obj['kind']} {key[3]}: the object has been modified")
+            raise ApiConflictError(409, f"{obj['kind']} {key[3]}: the object has been modified")
         stored = copy.deepcopy(found)
         server = {k: v for k, v in found.obj["metadata"].items() if (("metadata", k)
                                                                     in SERVER_FIELDS)}
@@ -212,7 +212,7 @@ class MemoryCluster:
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> None:
         if self.objects.pop((api_version, kind, namespace or "", name), None) is None:
-            raise NotFoundError(404, f"{kind} {name} not found")
+            raise ApiNotFoundError(404, f"{kind} {name} not found")
         self.changes += 1
 
     # What tests do as users and as Kubernetes' own controllers.
@@ -281,7 +281,7 @@ class MemoryWriter:
         self.calls.append(("delete", kind, ""))
         try:
             self.cluster.delete(api_version, kind, namespace, name)
-        except NotFoundError:
+        except ApiNotFoundError:
             return False
         return True
 

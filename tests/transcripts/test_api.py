@@ -312,9 +312,9 @@ async def test_a_lone_surrogate_past_the_json_reader_is_400(client: CortexClient
     # An in-process caller (an MCP tool wrapping the service function) skips the HTTP body
     # reader that refuses lone surrogates: the service refuses them too.
     from attested_cortex.errors import InvalidInputError
-    from attested_cortex.service.context import Caller
-    from attested_cortex.service.transcript_commands import StoreTranscript
-    from attested_cortex.service.transcripts import store_transcript as store
+    from attested_cortex.service.pipeline.context import Caller
+    from attested_cortex.service.resources.transcript_commands import StoreTranscript
+    from attested_cortex.service.resources.transcripts import store_transcript as store
     from attested_cortex.types import AgentId
 
     with pytest.raises(InvalidInputError) as caught:
@@ -378,7 +378,7 @@ async def test_what_one_memory_cites_and_one_replay_inflates_is_bounded(
     transcripts (413 citations_too_large, nothing stored), and a memory that cites more
     (stored before the bound) is 413 replay_too_large before anything is inflated. Before
     the bound, the citing store below was a 201."""
-    from attested_cortex.service.transcripts import REPLAY_MIN_BYTES
+    from attested_cortex.service.resources.transcripts import REPLAY_MIN_BYTES
     from tests.mcp.conftest import mcp_client
 
     client = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts=ON)

@@ -19,7 +19,7 @@ import zstandard
 from attested_cortex.attest.decoding import decode
 from attested_cortex.attest.keyfiles import write_identity
 from attested_cortex.attest.keys import generate_key
-from attested_cortex.service.write_records import SWEEPER_AGENT
+from attested_cortex.service.pipeline.write_records import SWEEPER_AGENT
 from attested_cortex.store.events import CHAIN_LOCK_KEY
 from attested_cortex.store.migrating import migrate
 from attested_cortex.types import AgentId

@@ -11,7 +11,7 @@ import pytest
 import zstandard
 
 from attested_cortex.errors import InvalidInputError, TooLargeError
-from attested_cortex.server.serving import retention_from
+from attested_cortex.server.configuring import retention_from
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.transcripts import framing
 from attested_cortex.transcripts.spans import Span, check_spans, cut

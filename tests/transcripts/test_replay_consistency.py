@@ -12,9 +12,9 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from attested_cortex.service.context import Caller
-from attested_cortex.service.transcript_commands import ReplayMemory
-from attested_cortex.service.transcripts import ReplayCall
+from attested_cortex.service.pipeline.context import Caller
+from attested_cortex.service.resources.transcript_commands import ReplayMemory
+from attested_cortex.service.resources.transcripts import ReplayCall
 from attested_cortex.types import AgentId
 from tests.support.cortex import MakeCortex
 from tests.transcripts.common import store_transcript

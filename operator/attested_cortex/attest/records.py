@@ -1,6 +1,6 @@
 """Write records: what the audit chain keeps about every memory and link write. Pure.
 
-Built by :mod:`attested_cortex.service.write_records` after each write (the payload of a
+Built by :mod:`attested_cortex.service.pipeline.write_records` after each write (the payload of a
 ``memory.*``, ``link.*`` or ``transcript.*`` record event; the transcript sweeper builds
 those of its archives and prunes) and rebuilt from the current rows by
 :mod:`.sweeping` (``cortexctl audit verify --deep``): a row whose rebuilt record differs from

@@ -125,9 +125,9 @@ def _remote(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _local(args: argparse.Namespace) -> dict[str, Any]:
-    from attested_cortex.server.serving import open_services
+    from attested_cortex.server.assembling import open_services
     from attested_cortex.server.settings import load_settings
-    from attested_cortex.service.introspection import capabilities
+    from attested_cortex.service.resources.introspection import capabilities
 
     settings = load_settings(args.config, {"database_url": args.database_url})
     if not settings.database_url:

@@ -8,7 +8,7 @@ talks to the API server. The fast reconciler tests hand the controllers an in-me
 tests/operator/test_writer_agreement.py (ADR 0027).
 
 Errors stay in the :mod:`attested_cortex.kubeclient` tree; the registry's dispatch sorts
-them: an object the API server refuses (:class:`~attested_cortex.kubeclient.InvalidError`) is
+them: an object the API server refuses (:class:`~attested_cortex.kubeclient.ApiInvalidError`) is
 permanent (reported as ``ApplyRefused``, retried only when the spec changes); everything
 else is temporary (the work queue retries with capped backoff, the last error in ``Ready``).
 
@@ -27,7 +27,7 @@ from typing import Any, Final, Protocol
 from attested_cortex.builders.names import FIELD_MANAGER
 from attested_cortex.controller.metrics import API_WRITES
 from attested_cortex.crd import KINDS
-from attested_cortex.kubeclient import KubeApi, NotFoundError
+from attested_cortex.kubeclient import ApiNotFoundError, KubeApi
 
 Object = dict[str, Any]
 
@@ -128,7 +128,7 @@ class Writer(Protocol):
     ``get`` answers None for a missing object; ``apply`` is server-side apply with force
     (``subresource="status"`` writes the status only; a main-resource apply never touches
     it) and raises :class:`CollisionError` for a child another owner controls; ``create``
-    raises :class:`~attested_cortex.kubeclient.ConflictError` when the name is taken;
+    raises :class:`~attested_cortex.kubeclient.ApiConflictError` when the name is taken;
     ``replace`` the same when ``resourceVersion`` is stale; ``remove`` sends nothing when
     the object is already gone; ``delete`` answers False then.
     """
@@ -164,7 +164,7 @@ class ApiWriter:
         """The object, or None when it does not exist."""
         try:
             return await self.api.request("GET", path(api_version, kind, namespace, name))
-        except NotFoundError:
+        except ApiNotFoundError:
             return None
 
     async def list(self, api_version: str, kind: str, namespace: str | None,
@@ -185,7 +185,7 @@ class ApiWriter:
             params={"fieldManager": FIELD_MANAGER, "force": "true"})
 
     async def create(self, obj: Object) -> Object:
-        """Create-only: :class:`ConflictError` when the object exists (never overwritten)."""
+        """Create-only: :class:`ApiConflictError` when the object exists (never overwritten)."""
         meta = obj["metadata"]
         API_WRITES.labels("create", obj["kind"]).inc()
         return await self.api.request(
@@ -212,6 +212,6 @@ class ApiWriter:
         try:
             await self.api.request("DELETE", path(api_version, kind, namespace, name),
                                    params={"propagationPolicy": "Background"})
-        except NotFoundError:
+        except ApiNotFoundError:
             return False
         return True

@@ -34,7 +34,7 @@ from attested_cortex.controller.runtime import Runtime, Views, snapshot
 from attested_cortex.controller.statuses import write_status
 from attested_cortex.controller.versions import newest_schema_version
 from attested_cortex.crd import GROUP, KINDS, VERSION
-from attested_cortex.kubeclient import ApiError, InvalidError, KubeApi
+from attested_cortex.kubeclient import ApiError, ApiInvalidError, KubeApi
 
 log = logging.getLogger(__name__)
 REGISTRY = kopf.OperatorRegistry()
@@ -100,7 +100,7 @@ async def dispatch(rt: Runtime, key: Key) -> float | None:
         return None
     except ApiError as exc:
         RECONCILES.labels(key.kind, "error").inc()
-        refused = isinstance(exc, InvalidError)
+        refused = isinstance(exc, ApiInvalidError)
         body = rt.views.get(key.kind, key.namespace, key.name)
         if body is not None:
             error = Observation.of("Ready", False, "ApplyRefused" if refused else "ReconcileError",

@@ -13,7 +13,7 @@ from typing import Any
 from attested_cortex.builders.inputs import Defaults
 from attested_cortex.controller.applying import Writer
 from attested_cortex.controller.queueing import Key, WorkQueue
-from attested_cortex.kubeclient import ConflictError
+from attested_cortex.kubeclient import ApiConflictError
 
 Object = dict[str, Any]
 IndexKey = tuple[str, str]
@@ -85,7 +85,7 @@ class Runtime:
             return
         try:
             await self.writer.create(make())
-        except ConflictError:
+        except ApiConflictError:
             return
 
     def enqueue(self, kind: str, namespace: str, name: str, delay: float = 0.0) -> None:

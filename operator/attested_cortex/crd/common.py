@@ -3,7 +3,7 @@ Kubernetes quantities, resource requirements and the metav1.Condition status sha
 
 The per-kind modules (``memorycortex``, ``hookchain``, ``permissionrule``,
 ``agentidentity``) build their spec and status from these; the schema translator in
-``schemas`` turns them into structural OpenAPI. Pure data, no I/O.
+``structural`` turns them into structural OpenAPI. Pure data, no I/O.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from attested_cortex.crd.common import GROUP, VERSION
 from attested_cortex.crd.hookchain import HookChainSpec, HookChainStatus
 from attested_cortex.crd.memorycortex import MemoryCortexSpec, MemoryCortexStatus
 from attested_cortex.crd.permissionrule import PermissionRuleSpec, PermissionRuleStatus
-from attested_cortex.crd.schemas import Schema, structural_schema
+from attested_cortex.crd.structural import Schema, structural_schema
 
 CATEGORIES: Final = ("cortex",)
 READY = '.status.conditions[?(@.type=="Ready")]'

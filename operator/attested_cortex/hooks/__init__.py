@@ -9,10 +9,10 @@ Public surface for the service layer and the CLI::
 
 Layout: :mod:`.events` (the event table), :mod:`.settings` (config file), :mod:`.decisions`
 and :mod:`.patching` (wire decisions, merge patch), :mod:`.chaining` (pure fold),
-:mod:`.firing` (one chain under its deadline), :mod:`.generations` and :mod:`.pipeline`
+:mod:`.firing` (one chain under its deadline), :mod:`.generations` and :mod:`.dispatching`
 (hot-swappable configuration), :mod:`.transports` (exec, daemon, remote), :mod:`.rpc` and
 :mod:`.supervising` (JSON-RPC link and restarts), :mod:`.sidecar` (``cortexctl hookd``),
-:mod:`.schemas` (event payloads), :mod:`.reference` (opt-in hook programs).
+:mod:`.payload_schemas` (event payloads), :mod:`.reference` (opt-in hook programs).
 
 The names below are imported lazily (PEP 562), so a hook program that imports
 :mod:`.reference.serving` starts without loading the pipeline, prometheus or YAML.
@@ -27,15 +27,16 @@ if TYPE_CHECKING:
     from attested_cortex.hooks.chaining import ChainResult, HookRecord
     from attested_cortex.hooks.decisions import Allow, AskUser, Decision, Deny, Modify
     from attested_cortex.hooks.describing import RawHooksDescription
+    from attested_cortex.hooks.dispatching import HookPipeline, open_pipeline
     from attested_cortex.hooks.loading import load_settings, parse_settings
-    from attested_cortex.hooks.pipeline import HookPipeline, open_pipeline
     from attested_cortex.hooks.settings import HookConfigError, HookSpec, HooksSettings
 
 _HOMES = {
     "ChainResult": "chaining", "HookRecord": "chaining",
     "Allow": "decisions", "AskUser": "decisions", "Decision": "decisions", "Deny": "decisions",
     "Modify": "decisions",
-    "HookPipeline": "pipeline", "RawHooksDescription": "describing", "open_pipeline": "pipeline",
+    "HookPipeline": "dispatching", "open_pipeline": "dispatching",
+    "RawHooksDescription": "describing",
     "HookConfigError": "settings", "HooksSettings": "settings", "HookSpec": "settings",
     "load_settings": "loading", "parse_settings": "loading",
 }

@@ -1,6 +1,6 @@
 """The shape of the pipeline's live self-description, and how one hook is described.
 
-:meth:`attested_cortex.hooks.pipeline.HookPipeline.describe` returns a
+:meth:`attested_cortex.hooks.dispatching.HookPipeline.describe` returns a
 :class:`RawHooksDescription`; the server puts it under ``hooks`` in ``/v1/capabilities``
 and ``cortexctl doctor --hooks`` renders it (:mod:`.reporting`). Wire JSON, so TypedDicts.
 """

@@ -1,6 +1,6 @@
 """Runs one chain: each hook in priority order, inside the event class deadline.
 
-Called by :class:`attested_cortex.hooks.pipeline.HookPipeline.fire`. Each hook gets
+Called by :class:`attested_cortex.hooks.dispatching.HookPipeline.fire`. Each hook gets
 ``min(time left in the class deadline, its own timeout_ms)``; a hook reached after the
 class deadline has passed is not called and counts as a ``timeout`` failure. Decisions
 are folded by :mod:`.chaining`; every hook is counted in :mod:`.metrics`.

@@ -1,6 +1,6 @@
 """One loaded hook configuration with its live transports: a generation.
 
-The pipeline (:mod:`.pipeline`) holds the current generation and swaps in a new one on
+The pipeline (:mod:`.dispatching`) holds the current generation and swaps in a new one on
 reload. A fire pins the generation it started on (:meth:`Generation.pinned`), so in-flight
 fires finish on the old configuration; :meth:`Generation.retire` waits for them (bounded by
 the longest class deadline) before stopping the old daemons.

@@ -1,6 +1,6 @@
 """Prometheus metrics of the hook pipeline, registered on a registry the caller passes in.
 
-The pipeline (:mod:`.pipeline`) and the reload watcher (:mod:`.watching`) record here; the
+The pipeline (:mod:`.dispatching`) and the reload watcher (:mod:`.watching`) record here; the
 server exposes the registry on ``GET /metrics``. One :class:`HookMetrics` per registry:
 a pipeline keeps it across reloads, so metric families are registered exactly once.
 """

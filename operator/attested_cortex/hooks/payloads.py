@@ -1,7 +1,7 @@
 """One typed model per hook event payload: what the service fires and what hooks receive.
 
 The service layer builds every payload through these models (:func:`payload`), and the JSON
-Schemas in ``docs/hooks.md`` are generated from them (:mod:`.schemas`), so the documented
+Schemas in ``docs/hooks.md`` are generated from them (:mod:`.payload_schemas`), so the documented
 contract and the bytes on the wire cannot drift apart; ``tests/server/test_hook_payloads.py``
 validates every fired payload against the generated schemas. Objects stay open
 (``additionalProperties: true``) so a field added later never breaks a hook. Values that may

@@ -1,7 +1,7 @@
 """The hook configuration as values: :class:`HooksSettings` of :class:`HookSpec`.
 
 Produced by :mod:`.loading` (file format and validation, documented in ``docs/hooks.md``),
-consumed by the pipeline (:mod:`.pipeline`) and ``cortexctl hookd``. Pure data.
+consumed by the pipeline (:mod:`.dispatching`) and ``cortexctl hookd``. Pure data.
 """
 
 from __future__ import annotations

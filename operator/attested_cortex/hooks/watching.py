@@ -1,6 +1,6 @@
 """Hot reload: polls the hook config file and hands a valid new version to the pipeline.
 
-Started by :func:`attested_cortex.hooks.pipeline.open_pipeline`. Polling ``stat`` through
+Started by :func:`attested_cortex.hooks.dispatching.open_pipeline`. Polling ``stat`` through
 symlinks sees the way Kubernetes updates a mounted ConfigMap (the ``..data`` symlink is
 swapped atomically) as well as an in-place edit. An unchanged content hash is not a reload.
 An invalid new file (not UTF-8, not YAML, nested past the parser, or breaking the rules), or

@@ -2,7 +2,7 @@
 
 The three transports (:mod:`.transports.exec`, :mod:`.transports.daemon`,
 :mod:`.transports.remote`) implement :class:`Transport` and never import each other; the
-pipeline (:mod:`.pipeline`) calls them and turns a :class:`HookFailure` into the hook's
+pipeline (:mod:`.dispatching`) calls them and turns a :class:`HookFailure` into the hook's
 fail mode. ``cortexctl hookd`` uses the same envelope on its socket.
 """
 

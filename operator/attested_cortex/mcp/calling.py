@@ -21,7 +21,7 @@ import mcp_types as types
 from attested_cortex.errors import CortexError, NotFoundError, TooLargeError
 from attested_cortex.jsonbounds import check_value, parse
 from attested_cortex.mcp.tools import BY_NAME, Answer
-from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.pipeline.context import Caller, Services
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Final
 
 import mcp_types as types
@@ -36,7 +37,7 @@ from attested_cortex import __version__
 from attested_cortex.errors import ConflictError, TooManySessionsError
 from attested_cortex.mcp import calling
 from attested_cortex.mcp.tools import TOOLS
-from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.pipeline.context import Caller, Services
 
 #: Where the authenticated caller travels in the ASGI scope.
 CALLER_KEY: Final = "attested_cortex.caller"
@@ -142,7 +143,10 @@ class McpEndpoint:
     """The mounted endpoint: the SDK server and its session manager, run in one task."""
 
     def __init__(self, svc: Services, *, json_response: bool = True) -> None:
-        self.server = build_server(svc)
+        #: ``svc`` with this endpoint's self-description, so capabilities (asked over HTTP
+        #: or as an MCP tool) report the endpoint actually mounted; the application holds it.
+        self.services = replace(svc, mcp=self.describe)
+        self.server = build_server(self.services)
         self.json_response = json_response
         self.manager = StreamableHTTPSessionManager(
             self.server, json_response=json_response,

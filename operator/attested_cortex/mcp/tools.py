@@ -2,10 +2,11 @@
 
 Every tool is one :class:`Tool` entry in :data:`TOOLS`. Its argument model is the pydantic
 model the HTTP API validates the same operation's input with (the request bodies of
-:mod:`attested_cortex.service.commands` and :mod:`~attested_cortex.service.graph_commands`,
-the path and query models of :mod:`~attested_cortex.service.queries`), so the tool's JSON
-schema and the OpenAPI document come from one definition. Its ``run`` calls the same service
-function the route calls, which runs the operation pipeline (scope, rules, hooks, quota,
+:mod:`attested_cortex.service.resources.commands` and
+:mod:`~attested_cortex.service.resources.graph_commands`, the path and query models of
+:mod:`~attested_cortex.service.resources.queries`), so the tool's JSON schema and the
+OpenAPI document come from one definition. Its ``run`` calls the same service function the
+route calls, which runs the operation pipeline (scope, rules, hooks, quota,
 audit); nothing here decides anything.
 
 Adding a tool is one entry: ``Tool("name", "what it does", ArgumentModel, run)`` where
@@ -23,7 +24,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service import (
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.resources import (
     approvals_api,
     auditing,
     introspection,
@@ -33,12 +35,16 @@ from attested_cortex.service import (
     recall,
     transcripts,
 )
-from attested_cortex.service.approvals_api import ListApprovals, SignedDecision
-from attested_cortex.service.commands import RecallQuery, StoreMemory
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
-from attested_cortex.service.graph_views import link_view
-from attested_cortex.service.queries import (
+from attested_cortex.service.resources.approvals_api import ListApprovals, SignedDecision
+from attested_cortex.service.resources.commands import RecallQuery, StoreMemory
+from attested_cortex.service.resources.graph_commands import (
+    CreateLink,
+    InvalidateLink,
+    KgPaths,
+    KgQuery,
+)
+from attested_cortex.service.resources.graph_views import link_view
+from attested_cortex.service.resources.queries import (
     AuditQuery,
     LinkRef,
     ListMemories,
@@ -46,8 +52,8 @@ from attested_cortex.service.queries import (
     TimelineQuery,
     UpdateMemoryById,
 )
-from attested_cortex.service.transcript_commands import ReplayMemory, StoreTranscript
-from attested_cortex.service.views import memory_view
+from attested_cortex.service.resources.transcript_commands import ReplayMemory, StoreTranscript
+from attested_cortex.service.resources.views import memory_view
 
 A = TypeVar("A", bound=BaseModel)
 #: A tool's answer: a JSON object (MCP structured content must be an object).

@@ -24,7 +24,7 @@ from attested_cortex.server.routes import (
     transcripts,
 )
 from attested_cortex.server.state import STATE_KEY, AppState
-from attested_cortex.service.context import Services
+from attested_cortex.service.pipeline.context import Services
 
 ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals,
                                          transcripts)
@@ -35,7 +35,14 @@ def build_app(
     services: Services, *, auth: Authenticator, metrics: HttpMetrics | None = None,
     route_modules: Sequence[ModuleType] = ROUTE_MODULES, mcp: bool = True,
 ) -> web.Application:
-    """The application: middleware, routes, the MCP endpoint and the OpenAPI document."""
+    """The application: middleware, routes, the MCP endpoint and the OpenAPI document.
+
+    With ``mcp``, the application holds the endpoint's ``services`` (``services`` plus the
+    endpoint's self-description, which capabilities report) rather than ``services``.
+    """
+    endpoint = McpEndpoint(services) if mcp else None
+    if endpoint is not None:
+        services = endpoint.services
     app = web.Application(
         middlewares=[middleware.context_middleware, errors.error_middleware,
                      middleware.auth_middleware],
@@ -51,15 +58,11 @@ def build_app(
     for module in route_modules:
         app.router.add_routes(module.routes)
         operations.extend(module.operations)
-    if mcp:
+    if endpoint is not None:
         operations.extend(mcp_endpoint.operations)
     app[OPENAPI_KEY] = openapi.build(operations)
-    if mcp:
-        endpoint = McpEndpoint(services)
+    if endpoint is not None:
         mcp_endpoint.mount(app, endpoint)
-        # What capabilities report about MCP comes from the mounted endpoint itself.
-        if isinstance(services.extras, dict):
-            services.extras["mcp"] = endpoint.describe
     app.on_shutdown.append(_end_streams)
     app.router.add_get("/v1/openapi.json", _openapi)
     return app

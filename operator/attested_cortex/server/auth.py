@@ -25,7 +25,7 @@ from typing import Protocol
 from attested_cortex.errors import InvalidInputError, UnauthenticatedError
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet, attenuate
 from attested_cortex.server import tokens
-from attested_cortex.service.context import Caller
+from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.types import AgentId
 
 AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@/\-]{0,199}")

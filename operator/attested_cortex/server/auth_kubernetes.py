@@ -30,7 +30,7 @@ from attested_cortex.kubeclient import (
 )
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.server.auth import bearer_token, narrowed, parse_agent_id
-from attested_cortex.service.context import Caller
+from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.types import AgentId
 
 SA_PREFIX = "system:serviceaccount:"

@@ -19,7 +19,7 @@ from aiohttp import web
 from attested_cortex.mcp.serving import PATH as MCP_PATH
 from attested_cortex.server.logs import request_id
 from attested_cortex.server.state import CALLER_KEY, state
-from attested_cortex.service.pipeline import take_rate
+from attested_cortex.service.pipeline.running import take_rate
 
 log = logging.getLogger("attested_cortex.access")
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from attested_cortex import __version__
-from attested_cortex.server.schemas import ErrorOut
+from attested_cortex.server.responses import ErrorOut
 
 #: Error statuses every authenticated operation may answer.
 COMMON_ERRORS = (400, 401, 403, 413, 429, 503)
@@ -49,7 +49,7 @@ class Operation:
 
 
 def params_of(model: type[BaseModel], where: str) -> list[Param]:
-    """The parameters of a path or query model (:mod:`attested_cortex.service.queries`),
+    """The parameters of a path or query model (:mod:`attested_cortex.service.resources.queries`),
     so the document and the MCP tools read one definition. An optional value is a parameter
     that may be absent, not one that may be null."""
     schema = model.model_json_schema(mode="validation")

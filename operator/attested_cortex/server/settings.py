@@ -121,7 +121,7 @@ class QuotasSettings(BaseModel):
 
 
 class LimitsSettings(BaseModel):
-    """Overrides of :class:`attested_cortex.service.limits.Limits`."""
+    """Overrides of :class:`attested_cortex.service.pipeline.limits.Limits`."""
 
     model_config = ConfigDict(extra="forbid")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from attested_cortex.server.auth import Authenticator
 from attested_cortex.server.metrics import HttpMetrics
-from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.pipeline.context import Caller, Services
 
 
 @dataclass(frozen=True)

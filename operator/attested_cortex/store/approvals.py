@@ -1,6 +1,6 @@
 """Pending actions, used decision signatures and remembered rules: the approval tables.
 
-Called by :mod:`attested_cortex.service.approving` only. Every state change is one
+Called by :mod:`attested_cortex.service.workers.approving` only. Every state change is one
 conditional statement, so two servers on one database cannot both decide, expire or consume
 the same action.
 """

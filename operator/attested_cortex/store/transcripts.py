@@ -1,7 +1,7 @@
 """Transcript rows and the spans memories cite: insert, read, archive, prune, count.
 
-Called by :mod:`attested_cortex.service.transcripts` (store, replay, capabilities, the
-sweeper), :mod:`attested_cortex.service.memories` (a store that cites spans),
+Called by :mod:`attested_cortex.service.resources.transcripts` (store, replay, capabilities, the
+sweeper), :mod:`attested_cortex.service.resources.memories` (a store that cites spans),
 :mod:`attested_cortex.store.usage` (the storage quota) and
 :mod:`attested_cortex.store.scanning` (the deep audit). Every function takes a connection
 the caller holds; the sweeper's updates are bounded batches. Writes return each row as the

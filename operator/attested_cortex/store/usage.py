@@ -9,7 +9,7 @@ rows themselves with the same definitions (:data:`.memories.MEMORY_BYTES`,
 :data:`.transcripts.OWNED_BYTES`, both the SQL functions the triggers call), for the deep
 audit to name a counter that disagrees.
 
-Called by :mod:`attested_cortex.service.usage` (stored) and
+Called by :mod:`attested_cortex.service.pipeline.usage` (stored) and
 :mod:`attested_cortex.attest.sweeping` (recounted, inside its snapshot).
 """
 

@@ -3,8 +3,9 @@
 A stored transcript is one zstd frame of its UTF-8 text. Inflating is streamed with a hard
 output bound, so a frame that claims or produces more than ``max_bytes`` (a zstd bomb: a few
 kilobytes that inflate to gigabytes) is refused after reading at most ``max_bytes + 1``
-bytes, never exhausting memory. Called by :mod:`attested_cortex.service.transcripts` (store,
-imported frames, replay) and the benchmark. Pure apart from the codec.
+bytes, never exhausting memory. Called by
+:mod:`attested_cortex.service.resources.transcripts` (store, imported frames, replay) and
+the benchmark. Pure apart from the codec.
 """
 
 from __future__ import annotations

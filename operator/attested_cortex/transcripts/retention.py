@@ -7,7 +7,7 @@ first match wins) says where, each with its own retention, or every namespace wi
 cortex-wide retention when the list is empty. A transcript older than its namespace's
 retention is archived (still replayable, no longer citable); ``prune_after_days`` after
 archiving its bytes are pruned (the row stays so citations say so). Called by the service
-(store, capabilities) and the sweeper (:mod:`attested_cortex.service.transcripts`).
+(store, capabilities) and the sweeper (:mod:`attested_cortex.service.resources.transcripts`).
 """
 
 from __future__ import annotations

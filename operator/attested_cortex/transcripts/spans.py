@@ -3,7 +3,7 @@
 A span is ``[start, end)`` in Unicode code points of the transcript text (what a client
 slicing the replayed text gets). Pure: :func:`check_spans` refuses empty, reversed,
 out-of-range and overlapping spans with a 400 naming the citation; :func:`cut` returns the
-text of a span. Called by :mod:`attested_cortex.service.transcripts`.
+text of a span. Called by :mod:`attested_cortex.service.resources.transcripts`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""kg/query's JSON view (service/graph_views.py): every id as canonical text, in answer order."""
+"""kg/query's JSON view (service/resources/graph_views.py): every id as canonical text, in
+answer order."""
 
 from __future__ import annotations
 
 import uuid
 
-from attested_cortex.service.graph_views import subgraph_view
+from attested_cortex.service.resources.graph_views import subgraph_view
 from attested_cortex.store.graph.base import Edge, Node, Subgraph
 
 

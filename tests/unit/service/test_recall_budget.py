@@ -3,7 +3,7 @@
 import uuid
 from datetime import UTC, datetime
 
-from attested_cortex.service.recall import apply_budget, estimate_tokens
+from attested_cortex.service.resources.recall import apply_budget, estimate_tokens
 from attested_cortex.store.memories import Memory
 from attested_cortex.store.recall import Hit
 

@@ -1,4 +1,4 @@
-"""The write-behind queue (service/embedding.py, docs/adr/0014): one entry per memory, its
+"""The write-behind queue (service/workers/embedding.py, docs/adr/0014): one entry per memory, its
 newest revision; bounded; a full queue refuses without losing the write (the backfill covers
 it)."""
 
@@ -8,7 +8,7 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from attested_cortex.service.embedding import WriteBehind
+from attested_cortex.service.workers.embedding import WriteBehind
 from attested_cortex.store.memories import Memory
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)

@@ -36,7 +36,7 @@ from attested_cortex.controller.eventing import now
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.controller.statuses import write_status
-from attested_cortex.kubeclient import ConflictError
+from attested_cortex.kubeclient import ApiConflictError
 
 KIND = "AgentIdentity"
 Object = dict[str, Any]
@@ -58,7 +58,7 @@ async def ensure_secret(rt: Runtime, identity: Identity) -> tuple[Object, bool]:
                                            revision=1, created_at=now())
     try:
         return await rt.writer.create(obj), True
-    except ConflictError:
+    except ApiConflictError:
         again = await rt.writer.get("v1", "Secret", ns, name)
         if again is None:
             raise

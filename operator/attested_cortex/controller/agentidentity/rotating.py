@@ -20,7 +20,7 @@ from attested_cortex.controller.agentidentity.keys import new_key_files, read_pu
 from attested_cortex.controller.applying import check_controller
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.crd import GROUP
-from attested_cortex.kubeclient import ConflictError
+from attested_cortex.kubeclient import ApiConflictError
 
 Object = dict[str, Any]
 PREVIOUS_REVISION: Final = f"{GROUP}/previous-revision"
@@ -66,7 +66,7 @@ async def _staged(rt: Runtime, identity: Identity, current: Object, stamp: str) 
                                        PREVIOUS_FINGERPRINT: retiring.fingerprint}
     try:
         return await rt.writer.create(obj)
-    except ConflictError:
+    except ApiConflictError:
         again = await rt.writer.get("v1", "Secret", identity.meta.namespace, name)
         if again is None:
             raise

@@ -4,7 +4,7 @@ Called by :mod:`.reconciling` in place of :mod:`.database` when the spec asks fo
 CloudNativePG. One server-side apply of the Cluster (``builders/clusters.py``) per pass
 with the operator's one field manager, so spec changes (instances, resources, parameters,
 synchronous replicas) pass through, and what CloudNativePG's CRD or webhook refuses comes
-back as ``InvalidError``, reported as ``ApplyRefused`` with the API's words by the
+back as ``ApiInvalidError``, reported as ``ApplyRefused`` with the API's words by the
 registry's dispatch. The apply's answer carries the Cluster's status, mapped to our
 condition by ``builders/clusterstates.py`` with no further read.
 
@@ -40,7 +40,7 @@ from attested_cortex.builders.inputs import Cortex
 from attested_cortex.controller.applying import CollisionError
 from attested_cortex.controller.memorycortex.database import DatabaseOutcome
 from attested_cortex.controller.runtime import Runtime
-from attested_cortex.kubeclient import KubeApi, NotFoundError
+from attested_cortex.kubeclient import ApiNotFoundError, KubeApi
 
 #: CloudNativePG absent: look again after a quarter of the time it has been missing, within
 #: these bounds (one request each time): soon after a person read the condition and
@@ -96,7 +96,7 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any]) -> Data
     try:
         applied = await rt.writer.apply(clusters.build_cluster(cortex, rt.defaults,
                                                                namespace_uid=uid))
-    except NotFoundError:
+    except ApiNotFoundError:
         return missing(cortex, status)
     except CollisionError as exc:  # another owner's Cluster, or a deleted cortex's reference
         return DatabaseOutcome(Observation.of("DatabaseReady", False, exc.reason, str(exc)),
@@ -112,6 +112,6 @@ async def clusters_served(api: KubeApi) -> bool:
     asked once at start-up, when kopf resolves what it watches."""
     try:
         answer = await api.request("GET", f"/apis/{clusters.API_VERSION}")
-    except NotFoundError:
+    except ApiNotFoundError:
         return False
     return any(r.get("name") == "clusters" for r in answer.get("resources") or [])

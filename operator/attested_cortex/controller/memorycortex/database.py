@@ -23,7 +23,7 @@ from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.controller.applying import together
 from attested_cortex.controller.runtime import Runtime
-from attested_cortex.kubeclient import ForbiddenError, InvalidError
+from attested_cortex.kubeclient import ApiForbiddenError, ApiInvalidError
 
 #: While an external Secret is missing, look again this often (reads only).
 EXTERNAL_RETRY_S = 5.0
@@ -100,6 +100,6 @@ async def _grow(rt: Runtime, cortex: Cortex, claim: storage.Claim | None) -> Obs
         return planned.condition
     try:
         await rt.writer.apply(storage.build_claim_resize(cortex, planned.grow_to))
-    except (InvalidError, ForbiddenError) as exc:  # no expansion in this StorageClass
+    except (ApiInvalidError, ApiForbiddenError) as exc:  # no expansion in this StorageClass
         return storage.refused(cortex, claim, planned.grow_to, exc.message)
     return planned.condition

@@ -1,6 +1,6 @@
 """Exec transport: one subprocess per fire, JSON request on stdin, one JSON answer on stdout.
 
-Built by the pipeline (:mod:`attested_cortex.hooks.pipeline`) for ``mode: exec`` hooks.
+Built by the pipeline (:mod:`attested_cortex.hooks.dispatching`) for ``mode: exec`` hooks.
 The child runs in its own session, so when the call ends for any reason (answer, deadline,
 output past the cap, crash) the whole process group is SIGKILLed, grandchildren included.
 A non-zero exit is a ``crash``; no output ``empty``; non-JSON ``malformed``; too much

@@ -9,11 +9,11 @@ from aiohttp import web
 
 from attested_cortex.server.body import parse, read_json, read_query
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param, params_of
-from attested_cortex.server.schemas import ApprovalListOut, ApprovalOut
+from attested_cortex.server.responses import ApprovalListOut, ApprovalOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service import approvals_api
-from attested_cortex.service.approvals_api import DecideApproval, ListApprovals
-from attested_cortex.service.approving import CLOSED
+from attested_cortex.service.resources import approvals_api
+from attested_cortex.service.resources.approvals_api import DecideApproval, ListApprovals
+from attested_cortex.service.workers.approving import CLOSED
 
 routes = web.RouteTableDef()
 KEEPALIVE_S = 15.0

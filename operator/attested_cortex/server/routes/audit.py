@@ -6,10 +6,10 @@ from aiohttp import web
 
 from attested_cortex.server.body import read_query
 from attested_cortex.server.openapi import Operation, params_of
-from attested_cortex.server.schemas import AuditVerifyOut
+from attested_cortex.server.responses import AuditVerifyOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service import auditing
-from attested_cortex.service.queries import AuditQuery
+from attested_cortex.service.resources import auditing
+from attested_cortex.service.resources.queries import AuditQuery
 
 routes = web.RouteTableDef()
 

@@ -6,8 +6,7 @@ from aiohttp import web
 
 from attested_cortex.server.body import read_model, read_query
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
-from attested_cortex.server.routes.memories import path_uuid
-from attested_cortex.server.schemas import (
+from attested_cortex.server.responses import (
     LinkListOut,
     LinkOut,
     LinkVerifyOut,
@@ -15,11 +14,17 @@ from attested_cortex.server.schemas import (
     SubgraphOut,
     TimelineOut,
 )
+from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.state import caller, state
-from attested_cortex.service import kg, links
-from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
-from attested_cortex.service.graph_views import link_view
-from attested_cortex.service.queries import LinkRef, LinksPage, MemoryRef, TimelineQuery
+from attested_cortex.service.resources import kg, links
+from attested_cortex.service.resources.graph_commands import (
+    CreateLink,
+    InvalidateLink,
+    KgPaths,
+    KgQuery,
+)
+from attested_cortex.service.resources.graph_views import link_view
+from attested_cortex.service.resources.queries import LinkRef, LinksPage, MemoryRef, TimelineQuery
 
 routes = web.RouteTableDef()
 

@@ -10,12 +10,12 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.namespaces import parse_namespace
 from attested_cortex.server.body import read_model, read_query
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
-from attested_cortex.server.schemas import MemoryListOut, MemoryOut, MemoryVerifyOut
+from attested_cortex.server.responses import MemoryListOut, MemoryOut, MemoryVerifyOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service import memories
-from attested_cortex.service.commands import StoreMemory, UpdateMemory
-from attested_cortex.service.queries import ListMemories, MemoryRef
-from attested_cortex.service.views import memory_view
+from attested_cortex.service.resources import memories
+from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory
+from attested_cortex.service.resources.queries import ListMemories, MemoryRef
+from attested_cortex.service.resources.views import memory_view
 
 routes = web.RouteTableDef()
 

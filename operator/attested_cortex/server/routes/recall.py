@@ -6,10 +6,10 @@ from aiohttp import web
 
 from attested_cortex.server.body import read_model
 from attested_cortex.server.openapi import Operation
-from attested_cortex.server.schemas import RecallOut
+from attested_cortex.server.responses import RecallOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service import recall
-from attested_cortex.service.commands import RecallQuery
+from attested_cortex.service.resources import recall
+from attested_cortex.service.resources.commands import RecallQuery
 
 routes = web.RouteTableDef()
 

@@ -6,9 +6,9 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from attested_cortex.server.openapi import Operation
-from attested_cortex.server.schemas import CapabilitiesOut, HealthOut
+from attested_cortex.server.responses import CapabilitiesOut, HealthOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service import introspection
+from attested_cortex.service.resources import introspection
 
 routes = web.RouteTableDef()
 

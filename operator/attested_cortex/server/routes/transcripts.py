@@ -1,5 +1,5 @@
 """``POST /v1/transcripts`` and ``GET /v1/memories/{id}/replay``: parse, call one service
-function of :mod:`attested_cortex.service.transcripts`, answer."""
+function of :mod:`attested_cortex.service.resources.transcripts`, answer."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from aiohttp import web
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.server.body import read_model
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.responses import ReplayOut, TranscriptOut
 from attested_cortex.server.routes.memories import path_uuid
-from attested_cortex.server.schemas import ReplayOut, TranscriptOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service import transcripts
-from attested_cortex.service.transcript_commands import ReplayMemory, StoreTranscript
+from attested_cortex.service.resources import transcripts
+from attested_cortex.service.resources.transcript_commands import ReplayMemory, StoreTranscript
 
 routes = web.RouteTableDef()
 _FLAGS = {"true": True, "1": True, "false": False, "0": False}

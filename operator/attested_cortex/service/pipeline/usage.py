@@ -11,8 +11,8 @@ itself checks again in its transaction, against the usage row its statement lock
 
 from __future__ import annotations
 
-from attested_cortex.service.context import Services
-from attested_cortex.service.settling import Cap, over_cap
+from attested_cortex.service.pipeline.context import Services
+from attested_cortex.service.pipeline.settling import Cap, over_cap
 from attested_cortex.store import usage as rows
 from attested_cortex.store.usage import Usage
 

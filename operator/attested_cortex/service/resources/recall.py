@@ -1,6 +1,6 @@
 """Recall: pre_recall hook -> query vector (hybrid mode: embedded within its deadline, or sent
 by the client) -> bounded full-text + vector recall, fused -> read isolation -> token budget ->
-post_recall hook, run through the operation pipeline (:mod:`.pipeline`). Called by
+post_recall hook, run through the operation pipeline (:mod:`..pipeline.running`). Called by
 ``POST /v1/recall``.
 """
 
@@ -12,13 +12,14 @@ from typing import Any
 
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
-from attested_cortex.service import answers, embedding
-from attested_cortex.service import operations as ops
-from attested_cortex.service.commands import RecallQuery
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.hooking import revalidate
-from attested_cortex.service.pipeline import Call, Target, run, visible
-from attested_cortex.service.views import memory_view
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.hooking import revalidate
+from attested_cortex.service.pipeline.running import Call, Target, run, visible
+from attested_cortex.service.resources import answers
+from attested_cortex.service.resources.commands import RecallQuery
+from attested_cortex.service.resources.views import memory_view
+from attested_cortex.service.workers import embedding
 from attested_cortex.store import recall as store_recall
 from attested_cortex.store.recall import Hit
 

@@ -1,5 +1,5 @@
 """Knowledge-graph reads: query, paths, timeline, and the links of a memory, each a
-:class:`~.pipeline.Call` on the live backend (AGE or CTE: the same answers). The backends
+:class:`~..pipeline.running.Call` on the live backend (AGE or CTE: the same answers). The backends
 check their inputs themselves (unknown or deleted memories are 404, ranges are 400).
 
 Read isolation: the start (and end) memories' namespaces pass the scope and rule steps;
@@ -16,25 +16,26 @@ from typing import Any
 from attested_cortex.errors import NotReadyError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
-from attested_cortex.service import answers, cursors
-from attested_cortex.service import operations as ops
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.graph_commands import KgPaths, KgQuery
-from attested_cortex.service.graph_views import (
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.hooking import revalidate
+from attested_cortex.service.pipeline.operations import OperationSpec
+from attested_cortex.service.pipeline.running import Call, Target, run, visible
+from attested_cortex.service.resources import answers, cursors
+from attested_cortex.service.resources.graph_commands import KgPaths, KgQuery
+from attested_cortex.service.resources.graph_views import (
     link_view,
     paths_view,
     subgraph_view,
     timeline_view,
 )
-from attested_cortex.service.hooking import revalidate
-from attested_cortex.service.operations import OperationSpec
-from attested_cortex.service.pipeline import Call, Target, run, visible
 from attested_cortex.store import links as link_rows
 from attested_cortex.store import memories as memory_rows
+from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.links import Link
 
 
-def backend(svc: Services) -> Any:
+def backend(svc: Services) -> GraphBackend:
     """The live graph backend (every build has one once the server started)."""
     if svc.graph is None:
         raise NotReadyError("no graph backend is configured")

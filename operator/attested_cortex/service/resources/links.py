@@ -2,7 +2,7 @@
 ``POST /v1/kg/invalidate`` and ``GET /v1/links/{id}/verify``.
 
 create: pipeline (scope and rules on both ends' namespaces, pre_link) -> sign (custody,
-signature check, replay) -> insert + graph mirror + write record (:mod:`.write_records`)
+signature check, replay) -> insert + graph mirror + write record (:mod:`..pipeline.write_records`)
 + signed audit event in one transaction -> post_link; an invalidation appends its write
 record too. Links are immutable; invalidation only closes the validity window; the signed
 window stays in ``asserted_until`` so a signature still verifies afterwards. Only the
@@ -23,14 +23,14 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.policy.decisions import ALLOW, Decision
-from attested_cortex.service import attesting, settling, write_records
-from attested_cortex.service import operations as ops
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.graph_commands import CreateLink, InvalidateLink
-from attested_cortex.service.graph_views import link_view
-from attested_cortex.service.hooking import revalidate
-from attested_cortex.service.kg import backend
-from attested_cortex.service.pipeline import Call, Target, run
+from attested_cortex.service.pipeline import attesting, settling, write_records
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.hooking import revalidate
+from attested_cortex.service.pipeline.running import Call, Target, run
+from attested_cortex.service.resources.graph_commands import CreateLink, InvalidateLink
+from attested_cortex.service.resources.graph_views import link_view
+from attested_cortex.service.resources.kg import backend
 from attested_cortex.store import links as link_rows
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store.links import Link

@@ -12,11 +12,11 @@ import time
 from typing import Any
 
 from attested_cortex.errors import CortexError, SchemaMissingError
-from attested_cortex.service import operations as ops
-from attested_cortex.service import usage
-from attested_cortex.service.attesting import snapshot
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.pipeline import Call, run
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline import usage
+from attested_cortex.service.pipeline.attesting import snapshot
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.running import Call, run
 from attested_cortex.store import transcripts as transcript_rows
 from attested_cortex.store.migrating import current_version
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
@@ -172,7 +172,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
     return {
         "schema_version": await schema_version(svc),
         "max_supported_schema": MAX_SUPPORTED_SCHEMA,
-        "kg_backend": getattr(svc.graph, "name", None),
+        "kg_backend": svc.graph.name if svc.graph is not None else None,
         "recall": recall_capabilities(svc),
         "auth": {"mode": svc.auth_mode},
         "permissions": permissions(svc),
@@ -189,8 +189,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
 def mcp(svc: Services) -> dict[str, Any]:
     """The MCP endpoint as the server mounted it (path, transport, protocol versions, open
     sessions), or disabled when this process serves none."""
-    describe = svc.extras.get("mcp")
+    describe = svc.mcp
     if describe is None:
         return {"enabled": False, "reason": "no MCP endpoint is mounted in this process"}
-    described: dict[str, Any] = describe()
-    return described
+    return describe()

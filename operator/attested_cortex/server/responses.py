@@ -1,5 +1,5 @@
 """Response shapes of the API, as pydantic models: the OpenAPI document is generated from
-them and from the request models in :mod:`attested_cortex.service.commands`.
+them and from the request models in :mod:`attested_cortex.service.resources.commands`.
 """
 
 from __future__ import annotations

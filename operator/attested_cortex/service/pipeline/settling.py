@@ -17,10 +17,11 @@ commit or roll back with the write itself:
 
 Lock order of every write (docs/adr/0017): the approval row, the written rows, the owners'
 usage rows (the trigger), the chain lock (the record, the last statement). Called by the
-executes of :mod:`.memories`, :mod:`.transcripts` and :mod:`.links`; :mod:`.pipeline`
-builds the :class:`Settlement`. A memory store with nothing else to write does both checks'
-work in its one statement instead (no approval to spend; the cap checked by
-:func:`attested_cortex.store.memories.insert_recorded`, in the same lock order).
+executes of :mod:`..resources.memories`, :mod:`..resources.transcripts` and
+:mod:`..resources.links`; :mod:`.running` builds the :class:`Settlement`. A memory store with
+nothing else to write does both checks' work in its one statement instead (no approval to
+spend; the cap checked by :func:`attested_cortex.store.memories.insert_recorded`, in the same
+lock order).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The hook pipeline: the one object the service layer calls on every operation.
+"""The hook pipeline: the one object the service layer calls on every operation; it
+dispatches each event to the chain configured for it.
 
 The server builds it at startup with :func:`open_pipeline` (which also starts the config
 watcher of :mod:`.watching`), calls :meth:`HookPipeline.fire` around each operation,

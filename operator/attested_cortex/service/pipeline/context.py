@@ -1,14 +1,19 @@
 """The values every operation pipeline runs with: who calls, and the frozen set of services.
 
-``Services`` is assembled once at server start-up (see :mod:`attested_cortex.server.app`)
-and never mutated; hot-reloadable parts (the hook configuration) manage their own state.
+``Services`` is assembled once at start-up by
+:func:`attested_cortex.server.assembling.open_services` (for ``cortexctl serve``,
+``cortexctl doctor``, the benches and the tests) and never mutated;
+the parts with live state of their own (the hook configuration, the approval queue, the
+vector backfill, the transcript sweeper) manage it inside themselves. The worker types are
+imported for the type checker only: the workers sit above the pipeline (ADR 0025), and only
+their values travel down through this record (ADR 0026).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.hooks.events import EventName
@@ -16,9 +21,18 @@ from attested_cortex.policy.decisions import Verdict
 from attested_cortex.policy.quotas import Buckets
 from attested_cortex.policy.rules import RuleSet
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
-from attested_cortex.service.limits import Limits
+from attested_cortex.service.pipeline.limits import Limits
+from attested_cortex.service.pipeline.operations import OperationSpec
 from attested_cortex.store.database import Database
 from attested_cortex.types import AgentId
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from attested_cortex.service.workers.approving import Approvals
+    from attested_cortex.service.workers.embedding import Vectors
+    from attested_cortex.service.workers.transcript_sweeping import Transcripts
+    from attested_cortex.store.graph.base import GraphBackend
 
 PermissionMode = Literal["advisory", "enforce", "off"]
 HookDecisionKind = Literal["allow", "deny", "ask_user"]
@@ -71,7 +85,7 @@ class HookFirer(Protocol):
 
 @dataclass(frozen=True)
 class Policy:
-    """Rules, the no-rule default for writes, and quotas (see :mod:`.pipeline`)."""
+    """Rules, the no-rule default for writes, and quotas (see :mod:`.running`)."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     write_default: Verdict = "allow"
@@ -86,23 +100,33 @@ class Policy:
 
 #: Called at each pipeline step with (operation name, step name); tests trace with it.
 StepObserver = Callable[[str, str], None]
+#: Writes one policy record to the audit chain: (caller, operation, record).
+AuditSink = Callable[[Caller, OperationSpec, dict[str, Any]], Awaitable[None]]
+#: Describes a mounted endpoint for ``/v1/capabilities`` (the MCP endpoint's ``describe``).
+Describer = Callable[[], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class Services:
-    """Everything an operation needs, frozen at start-up."""
+    """Everything an operation needs, frozen at start-up; ``None`` is a part not configured.
+
+    Only ``db`` is required, so a test or a bench can build the part it exercises.
+    """
 
     db: Database
     limits: Limits = field(default_factory=Limits)
-    graph: Any = None  # attested_cortex.store.graph.base.GraphBackend once wired
+    graph: GraphBackend | None = None  # the live knowledge-graph backend (AGE or CTE)
     hooks: HookFirer | None = None
     permission_mode: PermissionMode = "advisory"
     auth_mode: str = "dev"
-    metrics_registry: Any = None  # prometheus_client.CollectorRegistry shared by all parts
+    metrics_registry: CollectorRegistry | None = None  # shared by every part that counts
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
-    vectors: Any = None  # attested_cortex.service.embedding.Vectors: hybrid recall state
-    extras: Mapping[str, Any] = field(default_factory=dict)
+    vectors: Vectors | None = None  # hybrid recall state: embedder, write-behind, backfill
     policy: Policy = field(default_factory=Policy)
-    approvals: Any = None  # service.approving.Approvals when the approval API is configured
-    transcripts: Any = None  # service.transcript_sweeping.Transcripts: policy and sweeper
+    approvals: Approvals | None = None  # the approval API, when configured
+    transcripts: Transcripts | None = None  # transcript retention and its sweeper
+    #: Where the pipeline's policy records go on the signed chain (``audit_signer`` set).
+    audit_sink: AuditSink | None = None
+    #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.
+    mcp: Describer | None = None
     observe: StepObserver | None = None

@@ -16,8 +16,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, fi
 
 from attested_cortex.errors import TooLargeError
 from attested_cortex.namespaces import PATTERN, namespace_problem
-from attested_cortex.service.graph_commands import Instant
-from attested_cortex.service.limits import Limits
+from attested_cortex.service.pipeline.limits import Limits
+from attested_cortex.service.resources.graph_commands import Instant
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 

@@ -29,13 +29,13 @@ import logging
 import time
 
 from attested_cortex.errors import CortexError, QuotaExceededError
-from attested_cortex.service import recording
-from attested_cortex.service.calls import STEPS, Call, Outcome, R, Step, Target
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.deciding import check_scope, enforce, recheck, rules, visible
-from attested_cortex.service.hook_steps import gate, post_hooks, pre_hooks
-from attested_cortex.service.operations import OperationSpec
-from attested_cortex.service.settling import Cap, Settlement
+from attested_cortex.service.pipeline import recording
+from attested_cortex.service.pipeline.calls import STEPS, Call, Outcome, R, Step, Target
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.deciding import check_scope, enforce, recheck, rules, visible
+from attested_cortex.service.pipeline.hook_steps import gate, post_hooks, pre_hooks
+from attested_cortex.service.pipeline.operations import OperationSpec
+from attested_cortex.service.pipeline.settling import Cap, Settlement
 
 __all__ = ["STEPS", "Call", "Outcome", "Step", "Target", "run", "take_rate", "visible"]
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ async def _storage(svc: Services, caller: Caller, target: Target) -> Cap | None:
         return None
     owner = target.owner or caller.agent_id
     cap = Cap(owner, svc.policy.storage_limit(owner))
-    from attested_cortex.service import usage  # the store query, only for writes
+    from attested_cortex.service.pipeline import usage  # the store query, only for writes
 
     await usage.check_storage(svc, cap, target.adds_bytes)
     return cap
@@ -117,11 +117,12 @@ async def _execute(svc: Services, caller: Caller, call: Call[R], outcome: Outcom
     if call.settles:
         call.settlement = Settlement(outcome.approved, cap)
         return await call.execute(svc, caller)
-    if outcome.approved is not None:
-        outcome.consumed = await svc.approvals.spend(outcome.approved)
+    approvals = svc.approvals  # an approved request passed the gate, which had them
+    if outcome.approved is not None and approvals is not None:
+        outcome.consumed = await approvals.spend(outcome.approved)
     try:
         return await call.execute(svc, caller)
     except CortexError:
-        if outcome.consumed is not None:  # nothing was written: the approval stays usable
-            await svc.approvals.release(outcome.consumed)
+        if outcome.consumed is not None and approvals is not None:
+            await approvals.release(outcome.consumed)  # nothing was written: still usable
         raise

@@ -1,5 +1,5 @@
 """The values of the operation pipeline: the steps, a request's target and outcome, and
-:class:`Call`, the base of every operation. Pure data; :mod:`.pipeline` runs them,
+:class:`Call`, the base of every operation. Pure data; :mod:`.running` runs them,
 :mod:`.deciding` and :mod:`.hook_steps` implement the steps.
 """
 
@@ -11,9 +11,9 @@ from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
 from attested_cortex.errors import CortexError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import ALLOW, Decision
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.operations import OperationSpec
-from attested_cortex.service.settling import NOTHING, Settlement
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.operations import OperationSpec
+from attested_cortex.service.pipeline.settling import NOTHING, Settlement
 
 R = TypeVar("R")
 

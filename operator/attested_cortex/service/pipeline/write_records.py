@@ -1,7 +1,8 @@
 """The audit step of every write: append a write record to the chain, in the write's
-transaction. Called by :mod:`.memories` (store, update, delete), :mod:`.links` (create,
-invalidate), :mod:`.transcripts` (store) and :mod:`.transcript_sweeping` (archive, prune);
-keep each call the last statement before the commit (it holds the chain lock).
+transaction. Called by :mod:`..resources.memories` (store, update, delete),
+:mod:`..resources.links` (create, invalidate), :mod:`..resources.transcripts` (store) and
+:mod:`..workers.transcript_sweeping` (archive, prune); keep each call the last statement before
+the commit (it holds the chain lock).
 
 The record (:mod:`attested_cortex.attest.records`) carries the digests of what was written and
 the acting agent; it is signed with that agent's key when the cortex holds it (Cortex
@@ -36,8 +37,8 @@ from attested_cortex.attest.records import (
 )
 from attested_cortex.attest.signing import sign
 from attested_cortex.errors import ConflictError
-from attested_cortex.service.attesting import SignedMemoryPlan, snapshot
-from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.pipeline.attesting import SignedMemoryPlan, snapshot
+from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.store import events, signatures
 from attested_cortex.store.database import Conn
 from attested_cortex.store.events import PendingEvent

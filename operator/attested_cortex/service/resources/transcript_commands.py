@@ -13,7 +13,7 @@ from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from attested_cortex.service.commands import NAMESPACE_SCHEMA, Json, Text, check_namespace
+from attested_cortex.service.resources.commands import NAMESPACE_SCHEMA, Json, Text, check_namespace
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 

@@ -1,5 +1,5 @@
 """The hook steps of the pipeline: pre- hooks (with the approval gate that settles an
-AskUser) and post- hooks. Called by :mod:`.pipeline` only.
+AskUser) and post- hooks. Called by :mod:`.running` only.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 from attested_cortex.errors import DeniedError, HeldForApprovalError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import ALLOW, Decision
-from attested_cortex.service.calls import Call, Outcome, R, Target
-from attested_cortex.service.context import Caller, ChainOutcome, Services
-from attested_cortex.service.deciding import refusal
-from attested_cortex.service.operations import OperationSpec
+from attested_cortex.service.pipeline.calls import Call, Outcome, R, Target
+from attested_cortex.service.pipeline.context import Caller, ChainOutcome, Services
+from attested_cortex.service.pipeline.deciding import refusal
+from attested_cortex.service.pipeline.operations import OperationSpec
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ HTTP routes (:mod:`attested_cortex.server.routes.transcripts`), by
 tools: :func:`store_transcript` and :func:`replay` take the pydantic inputs of
 :mod:`.transcript_commands`.
 
-Both run through :func:`.pipeline.run`. A store fires ``pre_transcript_store`` (a Modify of
+Both run through :func:`..pipeline.running.run`. A store fires ``pre_transcript_store`` (a Modify of
 content, metadata or namespace is re-validated and re-targeted: a redaction hook masks
 credentials before a byte is compressed) and ``post_transcript_store``. It is refused (403
 ``transcripts_disabled``) in a namespace the retention policy does not open, 413 past
@@ -16,7 +16,7 @@ Stored frames are inflated within the size recorded at store time, so a frame al
 the database never inflates past what was stored: its citations read ``unreadable``.
 A store counts its compressed frame and metadata against the owner's storage quota (the
 frame is made before the quota step, once the hooks are done with the content) and appends
-its ``transcript.stored`` write record in its transaction (:mod:`.write_records`).
+its ``transcript.stored`` write record in its transaction (:mod:`..pipeline.write_records`).
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.jsonbounds import parse
 from attested_cortex.policy.decisions import ALLOW, Decision
-from attested_cortex.service import operations as ops
-from attested_cortex.service import settling, write_records
-from attested_cortex.service.commands import Cite, check_sizes
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.hooking import revalidate
-from attested_cortex.service.pipeline import Call, Target, run
-from attested_cortex.service.transcript_commands import ReplayMemory, StoreTranscript
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline import settling, write_records
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.hooking import revalidate
+from attested_cortex.service.pipeline.running import Call, Target, run
+from attested_cortex.service.resources.commands import Cite, check_sizes
+from attested_cortex.service.resources.transcript_commands import ReplayMemory, StoreTranscript
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store import transcripts as rows
 from attested_cortex.store.database import Conn

@@ -1,7 +1,7 @@
 """The scope and rules steps of the pipeline, and read isolation: pure decisions over the
 request's target, the caller's scopes and the compiled rules (no I/O).
 
-Called by :mod:`.pipeline` (each request) and by reads that span namespaces
+Called by :mod:`.running` (each request) and by reads that span namespaces
 (:func:`visible`). Design: ``docs/adr/0009-permissions.md``.
 """
 
@@ -11,9 +11,9 @@ from typing import Any
 
 from attested_cortex.errors import DeniedError
 from attested_cortex.policy.decisions import ALLOW, Decision, strictest
-from attested_cortex.service.calls import Call, Outcome, Target
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.operations import OperationSpec
+from attested_cortex.service.pipeline.calls import Call, Outcome, Target
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.operations import OperationSpec
 
 
 def check_scope(spec: OperationSpec, caller: Caller, target: Target) -> None:

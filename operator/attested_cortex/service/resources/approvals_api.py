@@ -24,10 +24,10 @@ from attested_cortex.errors import InvalidInputError, NotFoundError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.policy.signatures import verify
-from attested_cortex.service import operations as ops
-from attested_cortex.service.approving import Approvals, action_view
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.pipeline import Call, run
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.running import Call, run
+from attested_cortex.service.workers.approving import Approvals, action_view
 from attested_cortex.store.approvals import Action
 
 

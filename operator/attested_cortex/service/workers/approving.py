@@ -1,10 +1,10 @@
 """Approvals: AskUser operations held for a human, decided through a signed request.
 
-The pipeline's approval gate (:func:`.pipeline._gate`) calls :meth:`Approvals.hold` for an
+The pipeline's approval gate (:func:`..pipeline.running._gate`) calls :meth:`Approvals.hold` for an
 AskUser decision in enforce mode (the client gets 202 and the approval id) and
 :meth:`Approvals.check` when the client resubmits the same request with
 ``X-Cortex-Approval: <id>``: **the client completes an approved operation**. The write spends
-the approval in its own transaction (:mod:`.settling`): the conditional UPDATE of
+the approval in its own transaction (:mod:`..pipeline.settling`): the conditional UPDATE of
 :func:`attested_cortex.store.approvals.consume` lets exactly one resubmission through,
 whichever server it reaches, and a write that fails or never commits leaves it usable. A
 hold comes after the rate and storage quotas and within the agent's :class:`HeldBounds`
@@ -158,7 +158,7 @@ class Approvals:
                     request: dict[str, Any]) -> uuid.UUID:
         """The approval of this exact request, approved and not used yet (403 if it is for
         another, 409 if not approved or already used); spent by the write that completes it
-        (:mod:`.settling`), or by :meth:`spend`."""
+        (:mod:`..pipeline.settling`), or by :meth:`spend`."""
         action_id = _uuid(approval_id)
         async with self.db.connection() as conn:
             action = await rows.get(conn, action_id)

@@ -1,6 +1,6 @@
 """The server's transcript state: the retention policy and the sweeper that applies it.
 
-:class:`Transcripts` is built at start-up (:func:`attested_cortex.server.serving.open_services`)
+:class:`Transcripts` is built at start-up (:func:`attested_cortex.server.assembling.open_services`)
 and kept in ``Services.transcripts``. Its sweeper is one bounded background task: every
 ``sweep_interval_s`` it archives, namespace by namespace, transcripts older than their
 namespace's retention, then prunes the frames of those archived ``prune_after_days`` ago,
@@ -29,7 +29,7 @@ from attested_cortex import tasks
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.records import TranscriptEvent
 from attested_cortex.errors import CortexError
-from attested_cortex.service.write_records import record_sweep, split_recorded
+from attested_cortex.service.pipeline.write_records import record_sweep, split_recorded
 from attested_cortex.store import transcripts as rows
 from attested_cortex.store.database import Conn, Database
 from attested_cortex.transcripts.retention import Retention

@@ -1,6 +1,6 @@
 """Taking a pre- hook's payload back into an operation's request.
 
-The pipeline (:mod:`.pipeline`) fires the hooks; each Call re-validates what a hook
+The pipeline (:mod:`.running`) fires the hooks; each Call re-validates what a hook
 returned with :func:`revalidate`, so a hook cannot smuggle in what a client could not send
 (a model's rules, and the body bounds of :mod:`attested_cortex.jsonbounds`: a hook's answer
 may nest a little deeper than a body, the request it makes may not).

@@ -1,7 +1,7 @@
 """JSON Schema (2020-12) of each hook event's payload: the contract with hook authors.
 
 Generated from the payload models of :mod:`.payloads`, which the service layer fires;
-``docs/hooks.md`` embeds the output of ``python -m attested_cortex.hooks.schemas`` (a test
+``docs/hooks.md`` embeds the output of ``python -m attested_cortex.hooks.payload_schemas`` (a test
 keeps the two identical, another validates every fired payload against these schemas).
 Post- events carry the operation's result. Objects stay open (``additionalProperties:
 true``) so new fields never break a hook.

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from attested_cortex.namespaces import namespace_problem
-from attested_cortex.service.commands import UpdateMemory
-from attested_cortex.service.graph_commands import Id
+from attested_cortex.service.resources.commands import UpdateMemory
+from attested_cortex.service.resources.graph_commands import Id
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 

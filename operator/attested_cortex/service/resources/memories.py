@@ -1,17 +1,16 @@
 """Memory operations: store, get, update, delete, list, verify. Called by the HTTP routes.
 
-Each is a :class:`~.pipeline.Call` run by :func:`.pipeline.run` (scope, rules, hooks, quota,
-audit). Writes fire ``pre_index``/``post_index`` around the write because the full-text
-index is computed in the same statement; a pre- hook's Modify is re-validated as if a client
-had sent it. Every write appends its chain record (:mod:`.write_records`) in its own
-transaction (a plain store: in its own INSERT statement); an agent-signed store or update
-(``signature``, ``signed_at``, checked after the hooks, over what is written) also keeps the
-signature for ``GET /v1/memories/{id}/verify``.
-A store may cite spans of the caller's transcripts (``citations``, checked before the INSERT
-and recorded after it, in its transaction, by :mod:`.transcripts`;
-``GET /v1/memories/{id}/replay`` reads them).
-A store or update then gives the memory its vector for hybrid recall (:mod:`.embedding`):
-after the write committed, within ``timeout_ms``, else left to the backfill; a delete drops the
+Each is a :class:`~..pipeline.running.Call` run by :func:`..pipeline.running.run` (scope,
+rules, hooks, quota, audit). Writes fire ``pre_index``/``post_index`` around the write because
+the full-text index is computed in the same statement; a pre- hook's Modify is re-validated as
+if a client had sent it. Every write appends its chain record (:mod:`..pipeline.write_records`)
+in its own transaction (a plain store: in its own INSERT statement); an agent-signed store or
+update (``signature``, ``signed_at``, checked after the hooks, over what is written) also keeps
+the signature for ``GET /v1/memories/{id}/verify``. A store may cite spans of the caller's
+transcripts (``citations``, checked before the INSERT and recorded after it, in its
+transaction, by :mod:`.transcripts`; ``GET /v1/memories/{id}/replay`` reads them). A store or
+update then gives the memory its vector for hybrid recall (:mod:`..workers.embedding`): after
+the write committed, within ``timeout_ms``, else left to the backfill; a delete drops the
 vector in the tombstoning transaction.
 """
 
@@ -27,21 +26,15 @@ from typing import Any
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service import (
-    answers,
-    attesting,
-    cursors,
-    embedding,
-    settling,
-    transcripts,
-    write_records,
-)
-from attested_cortex.service import operations as ops
-from attested_cortex.service.commands import StoreMemory, UpdateMemory, check_sizes
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.hooking import revalidate
-from attested_cortex.service.pipeline import Call, Target, run, visible
-from attested_cortex.service.views import memory_view
+from attested_cortex.service.pipeline import attesting, settling, write_records
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.hooking import revalidate
+from attested_cortex.service.pipeline.running import Call, Target, run, visible
+from attested_cortex.service.resources import answers, cursors, transcripts
+from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory, check_sizes
+from attested_cortex.service.resources.views import memory_view
+from attested_cortex.service.workers import embedding
 from attested_cortex.store import memories as rows
 from attested_cortex.store import signatures
 from attested_cortex.store.memories import Memory

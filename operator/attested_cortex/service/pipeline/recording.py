@@ -1,13 +1,13 @@
 """The audit step of the pipeline: what was decided, logged, counted and handed to the chain.
 
 :func:`audit` runs after every operation (success or refusal). Every non-Allow decision is
-logged with the agent, operation and source and counted in
-``cortex_policy_decisions_total``; advisory would-be denials are logged as warnings. Entries
-for the signed audit chain go through :data:`AuditSink` (``Services.extras['audit_sink']``):
-the one place the chain writer plugs in. :func:`chain_sink` is that writer when the server
-has a signing identity for policy statements (``audit_signer``: an AgentIdentity with
-Cortex custody mounted in the key directory): each record becomes a ``policy.<effect>``
-event signed by that identity, naming the acting agent, so ``audit verify`` covers it.
+logged with the agent, operation and source and counted in ``cortex_policy_decisions_total``;
+advisory would-be denials are logged as warnings. Entries for the signed audit chain go through
+``Services.audit_sink`` (an :data:`~.context.AuditSink`): the one place the chain writer plugs
+in. :func:`chain_sink` is that writer when the server has a signing identity for policy
+statements (``audit_signer``: an AgentIdentity with Cortex custody mounted in the key
+directory): each record becomes a ``policy.<effect>`` event signed by that identity, naming the
+acting agent, so ``audit verify`` covers it.
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter
 
 from attested_cortex.attest.auditing import append_event
-from attested_cortex.service.attesting import snapshot
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.operations import OPERATIONS, OperationSpec
+from attested_cortex.attest.loading import KeySource
+from attested_cortex.service.pipeline.attesting import snapshot
+from attested_cortex.service.pipeline.context import AuditSink, Caller, Services
+from attested_cortex.service.pipeline.operations import OPERATIONS, OperationSpec
+from attested_cortex.store.database import Database
 from attested_cortex.types import AgentId
 
 if TYPE_CHECKING:
-    from attested_cortex.service.pipeline import Outcome
+    from attested_cortex.service.pipeline.running import Outcome
 
 log = logging.getLogger("attested_cortex.policy")
 
-#: Writes one policy record to the audit chain: (caller, operation, record).
-AuditSink = Callable[[Caller, OperationSpec, dict[str, Any]], Awaitable[None]]
 _COUNTERS: dict[int, Counter] = {}
 
 
@@ -53,7 +53,7 @@ async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Out
     if not outcome.decisions:
         return
     metric = counter(svc.metrics_registry)
-    sink: AuditSink | None = svc.extras.get("audit_sink")
+    sink = svc.audit_sink
     for decision in outcome.decisions:
         effect = "advisory" if decision in outcome.advisory else (
             "post" if decision is outcome.post_denied and outcome.error is None else "enforced")
@@ -70,21 +70,23 @@ async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Out
             await sink(caller, spec, record)
 
 
-def approval_recorder(svc: Services) -> Callable[[str, Any], Awaitable[None]]:
+def approval_recorder(
+    *, permission_mode: str, registry: CollectorRegistry | None, sink: AuditSink | None,
+) -> Callable[[str, Any], Awaitable[None]]:
     """Records approval events (decided, expired: an expired action is denied) like the
-    pipeline's audit step: log, counter, audit hook point."""
+    pipeline's audit step: log, counter, the chain's ``sink``. Built before the services
+    it becomes part of, from the same values."""
 
     async def record(kind: str, action: Any) -> None:
         verdict = "allow" if action.status == "approved" else "deny"
         entry = {"operation": action.operation, "agent_id": action.agent_id,
                  "verdict": verdict, "source": f"approval:{kind}", "reason": action.reason,
                  "effect": action.status, "approval_id": str(action.id),
-                 "decided_by": action.decided_by, "mode": svc.permission_mode}
+                 "decided_by": action.decided_by, "mode": permission_mode}
         log.info("approval %s", kind, extra=entry)
-        metric = counter(svc.metrics_registry)
+        metric = counter(registry)
         if metric is not None and verdict == "deny":
             metric.labels(action.operation, "deny", "approval", action.status).inc()
-        sink: AuditSink | None = svc.extras.get("audit_sink")
         if sink is not None:
             caller = Caller(AgentId(action.agent_id), "approval")
             await sink(caller, OPERATIONS[action.operation], entry)
@@ -92,11 +94,12 @@ def approval_recorder(svc: Services) -> Callable[[str, Any], Awaitable[None]]:
     return record
 
 
-def chain_sink(svc: Services, signer_id: str) -> AuditSink:
-    """Append each record to the signed audit chain, signed by ``signer_id``'s key."""
+def chain_sink(db: Database, keys: KeySource, signer_id: str) -> AuditSink:
+    """Append each record to the signed audit chain, signed by ``signer_id``'s key (looked up
+    in the current key snapshot at each record: keys rotate)."""
 
     async def sink(caller: Caller, spec: OperationSpec, record: dict[str, Any]) -> None:
-        signer = snapshot(svc.keys).signing_keys.get(AgentId(signer_id))
+        signer = snapshot(keys).signing_keys.get(AgentId(signer_id))
         if signer is None:  # the key was unmounted: say so loudly, never drop silently
             log.error("audit_signer %s has no mounted private key; policy record not chained",
                       signer_id, extra=record)
@@ -105,7 +108,7 @@ def chain_sink(svc: Services, signer_id: str) -> AuditSink:
                      "actor": caller.agent_id, "at_ns": time.time_ns(),
                      "nonce": secrets.token_hex(8)}
         kind = "policy." + str(record.get("effect", "decision")).replace("-", "_")
-        async with svc.db.transaction() as conn:
+        async with db.transaction() as conn:
             await append_event(conn, agent_id=signer_id, event_type=kind[:64],
                                payload=statement, signer=signer)
 

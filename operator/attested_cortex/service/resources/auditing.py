@@ -21,10 +21,10 @@ from weakref import WeakKeyDictionary
 
 from attested_cortex.attest.auditing import verify_chain
 from attested_cortex.attest.sweeping import sweep
-from attested_cortex.service import attesting
-from attested_cortex.service import operations as ops
-from attested_cortex.service.context import Caller, Services
-from attested_cortex.service.pipeline import Call, run
+from attested_cortex.service.pipeline import attesting
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.running import Call, run
 from attested_cortex.store.database import Database
 
 Report = dict[str, Any]

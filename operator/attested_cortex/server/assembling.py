@@ -1,0 +1,170 @@
+"""The composition root: the one place a server's parts are opened and put together.
+
+:func:`open_services` is called by ``cortexctl serve`` (:mod:`.serving`), ``cortexctl doctor``,
+the benches and the tests, so each runs the same assembly. Order: schema check (refuse a newer
+or altered schema; an older one serves but is not ready until migrated) -> graph backend ->
+pool -> hooks -> keys -> the audit chain writer -> policy -> approvals -> embedder and vector
+state (the backfill starts in the background) -> transcript retention; the sweepers start last,
+once the services exist. Every part is built before the frozen :class:`Services` that holds it;
+the caller's ``stack`` closes them in reverse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+
+from prometheus_client import CollectorRegistry
+
+from attested_cortex.attest.keys import AgentKey
+from attested_cortex.attest.loading import KeySource
+from attested_cortex.embedding.base import EmbeddingError
+from attested_cortex.embedding.choosing import build_embedder
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.hooks.dispatching import open_pipeline
+from attested_cortex.server.configuring import (
+    approvals_from,
+    limits_from,
+    policy_from,
+    retention_from,
+)
+from attested_cortex.server.settings import ServerSettings
+from attested_cortex.service.pipeline import recording
+from attested_cortex.service.pipeline.context import AuditSink, Services
+from attested_cortex.service.workers.embedding import (
+    Vectors,
+    VectorSettings,
+    close_vectors,
+    open_vectors,
+    vectors_available,
+)
+from attested_cortex.service.workers.transcript_sweeping import Transcripts
+from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
+from attested_cortex.store.embeddings import session_settings
+from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
+from attested_cortex.store.graph.base import GraphBackend
+from attested_cortex.store.graph.selecting import select_backend
+from attested_cortex.store.migrating import current_version
+from attested_cortex.types import AgentId
+
+
+async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Services:
+    """Open every part the settings ask for; ``stack`` closes them."""
+    async with single_connection(settings.database_url) as first:
+        await current_version(first)  # refuses a newer or altered schema
+        graph = await _select_graph(first, settings)
+    db = await _open_pool(settings, graph, stack)
+    registry = CollectorRegistry()
+    hooks = await open_pipeline(settings.hooks_file, registry=registry)
+    stack.push_async_callback(hooks.aclose)
+    keys = KeySource(settings.keys_dir) if settings.keys_dir is not None else None
+    if keys is not None:
+        keys.snapshot()  # unreadable or inconsistent key files stop start-up, loudly
+    sink = _audit_sink(settings, db, keys)
+    policy = policy_from(settings)
+    record = recording.approval_recorder(permission_mode=settings.permissions.mode,
+                                         registry=registry, sink=sink)
+    approvals = approvals_from(settings, db, policy, record=record)
+    vectors = await _open_vectors(settings, db, registry)  # last: it may load a model
+    stack.push_async_callback(close_vectors, vectors)
+    services = Services(
+        db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
+        permission_mode=settings.permissions.mode, auth_mode=settings.auth,
+        metrics_registry=registry, keys=keys, policy=policy, vectors=vectors,
+        approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
+                                audit_key=_signer_key(settings, keys)),
+        audit_sink=sink,
+    )
+    await _start_sweepers(services, settings, stack)
+    return services
+
+
+async def _open_pool(settings: ServerSettings, graph: GraphBackend,
+                     stack: AsyncExitStack) -> Database:
+    """The connection pool, each connection set up for the graph backend and vectors."""
+    vector_session = session_settings(settings.embedding.vector_pool)
+
+    async def configure(conn: Conn) -> None:
+        if graph.name == "age":
+            await configure_age_connection(conn)
+        await vector_session(conn)
+
+    db = await Database.open(settings.database_url, max_size=settings.pool_max_size,
+                             configure=configure,
+                             lock_timeout_s=settings.db_lock_timeout_ms / 1000,
+                             statement_timeout_s=settings.db_statement_timeout_ms / 1000)
+    stack.push_async_callback(db.close)
+    return db
+
+
+def _audit_sink(settings: ServerSettings, db: Database,
+                keys: KeySource | None) -> AuditSink | None:
+    """The chain writer of policy records when ``audit_signer`` is set; its private key
+    must be mounted (an AgentIdentity with Cortex custody) or start-up stops."""
+    signer = settings.audit_signer
+    if signer is None:
+        return None
+    if keys is None or AgentId(signer) not in keys.snapshot().signing_keys:
+        raise InvalidInputError(
+            f"audit_signer {signer!r} needs its private key in keys_dir "
+            "(an AgentIdentity with keyCustody: Cortex)", field="audit_signer")
+    return recording.chain_sink(db, keys, signer)
+
+
+def _signer_key(settings: ServerSettings,
+                keys: KeySource | None) -> Callable[[], AgentKey | None] | None:
+    """Look the ``audit_signer``'s private key up in the current key snapshot (keys
+    rotate); ``None`` without a signer (checked by :func:`_audit_sink`)."""
+    signer = settings.audit_signer
+    if signer is None or keys is None:
+        return None
+    return lambda: keys.snapshot().signing_keys.get(AgentId(signer))
+
+
+async def _start_sweepers(services: Services, settings: ServerSettings,
+                          stack: AsyncExitStack) -> None:
+    """Start the transcript sweeper (its first sweep runs at once) and the approval
+    service's listener and sweeper."""
+    transcripts, approvals = services.transcripts, services.approvals
+    if transcripts is not None:
+        transcripts.start()
+        stack.push_async_callback(transcripts.aclose)
+    if approvals is not None:
+        await approvals.start(settings.database_url)
+        stack.push_async_callback(approvals.aclose)
+
+
+async def _open_vectors(
+    settings: ServerSettings, db: Database, registry: CollectorRegistry
+) -> Vectors:
+    """The embedder the settings name and this database's vector state.
+
+    A bad ``--embedder`` stops start-up with a clear message; a database without pgvector
+    does not (recall stays full-text and capabilities say why). The embedded model is only
+    loaded where its vectors can be stored.
+    """
+    e = settings.embedding
+    if settings.embedder not in ("default", "none", "client") and not \
+            settings.embedder.startswith(("http://", "https://")):
+        raise InvalidInputError(
+            f"--embedder {settings.embedder!r}: use default, none, client or an http(s) URL",
+            field="embedder")
+    spec = settings.embedder if await vectors_available(db) else "none"
+    try:
+        embedder = build_embedder(spec, model=e.model, dimension=e.dimension,
+                                  api_key_file=e.api_key_file)
+    except EmbeddingError as exc:
+        raise InvalidInputError(str(exc), field="embedder") from exc
+    tuning = VectorSettings(
+        timeout_s=e.timeout_ms / 1000, batch=e.backfill_batch,
+        pause_s=e.backfill_pause_ms / 1000, min_similarity=e.min_similarity,
+        vector_pool=e.vector_pool, write_queue=e.write_queue,
+    )
+    return await open_vectors(db, embedder, settings=tuning, registry=registry)
+
+
+async def _select_graph(conn: AnyConn, settings: ServerSettings) -> GraphBackend:
+    """The graph backend the settings ask for, among those this database can run."""
+    if await age_available(conn):
+        await configure_age_connection(conn)
+    return await select_backend(conn, settings.graph_backend)

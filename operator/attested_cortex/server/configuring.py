@@ -1,0 +1,118 @@
+"""The server's settings turned into the values its parts are built from.
+
+Each function reads one section of :class:`~.settings.ServerSettings` and answers the value
+a part takes (the authenticator, the enforced limits, the policy, the approval service,
+the transcript retention), refusing a bad setting with an :class:`InvalidInputError` that
+names it. Called by :mod:`.assembling` (the composition root) and by tests that check one
+translation without starting a server.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.policy.patterns import matches, parse_pattern
+from attested_cortex.policy.quotas import Buckets
+from attested_cortex.policy.rules import RuleSet, compile_rules
+from attested_cortex.policy.scopes import DEFAULT, ScopeSet
+from attested_cortex.server.auth import (
+    Authenticator,
+    DevAuth,
+    TokenAuth,
+    check_dev_listen,
+    parse_agent_id,
+)
+from attested_cortex.server.settings import ServerSettings, split_listen
+from attested_cortex.service.pipeline.context import Policy
+from attested_cortex.service.pipeline.limits import Limits
+from attested_cortex.service.workers.approving import Approvals, HeldBounds, Recorder
+from attested_cortex.store.database import Database
+from attested_cortex.transcripts.retention import Retention, Rule
+from attested_cortex.types import AgentId
+
+
+def build_auth(settings: ServerSettings) -> Authenticator:
+    """The authenticator the settings ask for."""
+    hosts = [split_listen(a)[0] for a in settings.listen]
+    if settings.auth == "dev":
+        check_dev_listen(hosts)
+        return DevAuth()
+    if settings.auth == "tokens":
+        if settings.tokens_file is None:
+            raise InvalidInputError("--auth tokens needs --tokens-file", field="tokens_file")
+        return TokenAuth.from_file(settings.tokens_file)
+    from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
+
+    return KubernetesAuth(client_review(kubeconfig=settings.kubeconfig,
+                                        audiences=settings.token_audiences),
+                          agents=agent_map(settings))
+
+
+def agent_map(settings: ServerSettings) -> dict[str, tuple[AgentId, ScopeSet]]:
+    """The ``agents`` mapping of the config (service account -> agent id and scopes)."""
+    return {
+        m.service_account: (parse_agent_id(m.agent_id),
+                            ScopeSet.parse(m.scopes) if m.scopes is not None else DEFAULT)
+        for m in settings.agents
+    }
+
+
+def limits_from(settings: ServerSettings) -> Limits:
+    """The enforced limits."""
+    return Limits(**settings.limits.model_dump())
+
+
+def approvals_from(settings: ServerSettings, db: Database, policy: Policy, *,
+                   record: Recorder) -> Approvals | None:
+    """The approval service; without a secret it exists but refuses (never open)."""
+    config = settings.approval
+    if not config.enabled:
+        return None
+    secret = None
+    if config.hmac_secret_file is not None:
+        try:
+            secret = config.hmac_secret_file.read_bytes().strip()
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read approval.hmac_secret_file: {exc.strerror}",
+                                    field="approval.hmac_secret_file") from exc
+        if len(secret) < 16:
+            raise InvalidInputError("the approval secret must be at least 16 bytes",
+                                    field="approval.hmac_secret_file")
+    return Approvals(db=db, secret=secret, timeout_s=config.timeout_seconds,
+                     rules=policy.rules, sweep_interval_s=config.sweep_interval_seconds,
+                     bounds=HeldBounds(config.max_held_per_agent,
+                                       config.max_held_bytes_per_agent,
+                                       config.retention_seconds),
+                     record=record)
+
+
+def retention_from(settings: ServerSettings) -> Retention:
+    """The transcript policy: each namespace pattern (a bad one is an error) with its own
+    retention or the cortex-wide one; no patterns: every namespace."""
+    config = settings.transcripts
+    listed = [(n.namespace, n.retention_days) for n in config.namespaces] or [("**", None)]
+    rules = []
+    for pattern, days in listed:
+        segments = parse_pattern(pattern)
+        rules.append(Rule(pattern, days if days is not None else config.retention_days,
+                          functools.partial(matches, segments)))
+    return Retention(enabled=config.enabled, rules=tuple(rules),
+                     default_retention_days=config.retention_days,
+                     prune_after_days=config.prune_after_days, max_bytes=config.max_bytes,
+                     sweep_interval_s=config.sweep_interval_seconds)
+
+
+def policy_from(settings: ServerSettings) -> Policy:
+    """Rules, write default and quotas from the settings (a bad rule pattern is an error)."""
+    quotas = settings.quotas
+    rates = {q.agent_id: float(q.requests_per_second) for q in quotas.per_agent
+             if q.requests_per_second is not None}
+    return Policy(
+        rules=RuleSet(compile_rules(settings.permissions.rules)),
+        write_default=settings.permissions.write_default,
+        buckets=Buckets(float(quotas.requests_per_second), rates) if quotas.enabled else None,
+        storage_per_agent_bytes=quotas.storage_per_agent_bytes,
+        storage_overrides={q.agent_id: q.storage_bytes for q in quotas.per_agent
+                           if q.storage_bytes is not None},
+    )
