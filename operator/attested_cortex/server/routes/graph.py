@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
+from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model, read_query
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
 from attested_cortex.server.routes.memories import path_uuid
@@ -17,6 +20,7 @@ from attested_cortex.server.schemas import (
 )
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import kg, links
+from attested_cortex.service.context import Caller
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
 from attested_cortex.service.graph_views import link_view
 from attested_cortex.service.queries import LinkRef, LinksPage, MemoryRef, TimelineQuery
@@ -29,7 +33,12 @@ async def create_link(request: web.Request) -> web.Response:
     """Link two memories; 201 with the stored (and possibly signed) link."""
     svc = state(request).services
     cmd = await read_model(request, CreateLink, max_bytes=svc.limits.max_body_bytes)
-    return web.json_response(link_view(await links.create(svc, caller(request), cmd)), status=201)
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return link_view(await links.create(svc, who, cmd))
+
+    return await replaying.once(request, cmd, write, kind="link", status=201,
+                                resource_id=cmd.id)
 
 
 @routes.get("/v1/links/{id}/verify")
@@ -77,7 +86,11 @@ async def kg_invalidate(request: web.Request) -> web.Response:
     """Close a link's validity window."""
     svc = state(request).services
     cmd = await read_model(request, InvalidateLink, max_bytes=svc.limits.max_body_bytes)
-    return web.json_response(link_view(await links.invalidate(svc, caller(request), cmd)))
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return link_view(await links.invalidate(svc, who, cmd))
+
+    return await replaying.once(request, cmd, write, kind="link", resource_id=cmd.link_id)
 
 
 _MISSING = (*COMMON_ERRORS, 404)
