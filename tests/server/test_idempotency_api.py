@@ -1,7 +1,8 @@
 """Writes sent with an Idempotency-Key (issue 23, ADR 0030), on a real server and PostgreSQL:
 the same key and body answer the first write's answer and write nothing more; another body
 is refused; keys belong to their agent; concurrent requests with one key write once; memories,
-links and transcripts (stores, updates, deletes, invalidations) all take keys."""
+links and transcripts (stores, updates, deletes, invalidations) all take keys, over HTTP and
+as MCP tool calls."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from tests.mcp.test_mcp_http import raw_session
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 
 TRANSCRIPTS = {"enabled": True, "namespaces": [{"namespace": "chat/**", "retention_days": 1}]}
@@ -111,3 +113,26 @@ async def test_updates_deletes_and_transcripts_take_keys(
     assert rows(client.dsn, "transcripts") == 1
     audit = await client.call("GET", "/v1/audit/verify")
     assert audit.body["ok"] is True and audit.body["events"] == 4  # store, update, delete, t
+
+
+async def test_mcp_tool_calls_take_the_posts_key(cortex: CortexClient) -> None:
+    session = await raw_session(cortex)
+
+    async def store(key: str, content: str, n: int) -> dict[str, Any]:
+        call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+            "name": "memory_store", "arguments": {"namespace": "kb", "content": content}}}
+        reply = await cortex.call("POST", "/mcp", call, headers={**session, **keyed(key)})
+        assert reply.status == 200, reply.text
+        result: dict[str, Any] = reply.body["result"]
+        return result
+
+    first, again = await store("mcp-1", "via mcp", 1), await store("mcp-1", "via mcp", 2)
+    assert first["isError"] is False and again["structuredContent"] == first[
+        "structuredContent"]
+    other = await store("mcp-1", "another", 3)
+    assert other["isError"] is True
+    assert other["structuredContent"]["error"]["code"] == "idempotency_key_reused"
+    http = await post(cortex, "/v1/memories", {"namespace": "kb", "content": "via mcp"},
+                      "mcp-1")  # the same key over HTTP is another operation
+    assert http.status == 409, http.text
+    assert rows(cortex.dsn, "memories") == 1

@@ -36,7 +36,9 @@ class Caller:
     #: The request already took its rate-quota token (the HTTP layer takes it right after
     #: authentication, before the body is read): the pipeline does not take another.
     rated: bool = False
-    #: Idempotency-Key: the key the write takes in its transaction (ADR 0030).
+    #: The request's Idempotency-Key (ADR 0030; :mod:`.idempotency`), and the claim a first
+    #: write with it takes in its transaction.
+    idempotency_key: str | None = None
     claim: Claim | None = None
 
 

@@ -1,5 +1,12 @@
-"""Answering a write sent again with its Idempotency-Key (ADR 0030). Called by
-:mod:`attested_cortex.server.replaying`.
+"""Writes sent with an Idempotency-Key: done once, answered the same each time (ADR 0030).
+Called by :mod:`attested_cortex.server.replaying` (HTTP) and :mod:`attested_cortex.mcp.calling`
+(MCP tool calls), through :func:`once`.
+
+A client that got a 503 (or no answer at all) during a failover cannot know whether its write
+committed. Sent again with the same key and the same request, it gets the answer of the write
+that committed (``replayed``), or the write runs now if none did; never two writes. The same
+key with another request is refused (409 ``idempotency_key_reused``). Keys belong to the
+authenticated agent. Only a committed write takes a key: a refusal or a 503 leaves it free.
 
 The key itself is taken in the write's transaction (:func:`.settling.spend`); this module
 holds what happens around it: the request's digest (:func:`digest`, pure), the key's row if a
@@ -10,14 +17,16 @@ its COMMIT, so the server knew nothing of the commit; the object it wrote is rea
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from attested_cortex.errors import CortexError, NotFoundError
+from attested_cortex.errors import ConflictError, CortexError, NotFoundError
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_views import link_view
 from attested_cortex.service.transcripts import transcript_view
@@ -25,12 +34,65 @@ from attested_cortex.service.views import memory_view
 from attested_cortex.store import idempotency, links, memories, transcripts
 from attested_cortex.store.idempotency import IN_USE, Claim, Kept
 
-__all__ = ["IN_USE", "Claim", "Kept", "Kind", "claim", "digest", "keep", "prior", "rebuilt"]
+__all__ = ["IN_USE", "Claim", "Kept", "Kind", "Written", "digest", "keep", "once", "prior",
+           "rebuilt"]
 
 log = logging.getLogger(__name__)
 
 #: What a keyed write writes, so that a lost answer can be rebuilt from it.
 Kind = Literal["memory", "link", "transcript"]
+WriteFn = Callable[[Caller], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Written:
+    """A write's answer: its body and status, and whether an earlier request wrote it."""
+
+    answer: dict[str, Any]
+    status: int
+    replayed: bool = False
+
+
+async def once(svc: Services, caller: Caller, write: WriteFn, *, operation: str,
+               request: Mapping[str, Any], kind: Kind, status: int,
+               resource_id: uuid.UUID | None = None) -> Written:
+    """``write`` run for ``caller`` and answered ``status``; with the caller's
+    Idempotency-Key, at most once per key (``resource_id``: the object an update changes; a
+    create's id is chosen here, so that a lost answer can be read back)."""
+    key = caller.idempotency_key
+    if key is None:
+        return Written(await write(caller), status)
+    sha = digest(operation, request)
+    for _ in range(2):  # a concurrent request with the key committed first: answer as it
+        kept = await prior(svc, caller, key)
+        if kept is not None:
+            return await _replayed(svc, caller, key, kept, sha, kind=kind, status=status)
+        taking = dataclasses.replace(caller, claim=Claim(
+            caller.agent_id, key, sha, resource_id or uuid.uuid4()))
+        try:
+            answer = await write(taking)
+        except ConflictError as exc:
+            if exc.code != IN_USE:
+                raise
+            continue
+        await keep(svc, caller, key, status=status, body=answer)
+        return Written(answer, status)
+    raise ConflictError("a request with this Idempotency-Key is still in flight; retry",
+                        code=IN_USE)
+
+
+async def _replayed(svc: Services, caller: Caller, key: str, kept: Kept, sha: bytes, *,
+                    kind: Kind, status: int) -> Written:
+    if kept.request_sha256 != sha:
+        raise ConflictError(
+            "this Idempotency-Key was used for a different request (another operation or "
+            "body); use a new key for a new write", code="idempotency_key_reused")
+    if kept.answer is not None and kept.status is not None:
+        return Written(kept.answer, kept.status, replayed=True)
+    # committed, but its answer was lost on the way
+    answer = await rebuilt(svc, kind, kept.resource_id)
+    await keep(svc, caller, key, status=status, body=answer)
+    return Written(answer, status, replayed=True)
 
 
 def digest(operation: str, body: Mapping[str, Any]) -> bytes:
@@ -72,9 +134,3 @@ async def rebuilt(svc: Services, kind: Kind, resource_id: uuid.UUID) -> dict[str
     if resource_id not in found:
         raise NotFoundError(f"transcript {resource_id} does not exist", id=str(resource_id))
     return transcript_view(found[resource_id], svc)
-
-
-def claim(caller: Caller, key: str, request_sha256: bytes,
-          resource_id: uuid.UUID | None) -> Claim:
-    """What a first keyed write takes: the key, its request's digest, the id it writes."""
-    return Claim(caller.agent_id, key, request_sha256, resource_id or uuid.uuid4())
