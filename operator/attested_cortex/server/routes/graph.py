@@ -8,7 +8,12 @@ from aiohttp import web
 
 from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model, read_query
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
+from attested_cortex.server.openapi import (
+    COMMON_ERRORS,
+    IDEMPOTENCY_KEY,
+    Operation,
+    params_of,
+)
 from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.schemas import (
     LinkListOut,
@@ -96,7 +101,7 @@ async def kg_invalidate(request: web.Request) -> web.Response:
 _MISSING = (*COMMON_ERRORS, 404)
 operations = [
     Operation("POST", "/v1/links", "Link two memories", 201, LinkOut, CreateLink,
-              errors=(*_MISSING, 409)),
+              params=[IDEMPOTENCY_KEY], errors=(*_MISSING, 409)),
     Operation("GET", "/v1/links/{id}/verify", "Re-verify a link's signature", 200,
               LinkVerifyOut, params=params_of(LinkRef, "path"),
               errors=_MISSING),
@@ -110,5 +115,5 @@ operations = [
     Operation("GET", "/v1/kg/timeline", "Links of a memory ordered by validity", 200,
               TimelineOut, params=params_of(TimelineQuery, "query"), errors=_MISSING),
     Operation("POST", "/v1/kg/invalidate", "Close a link's validity window", 200, LinkOut,
-              InvalidateLink, errors=(*_MISSING, 409)),
+              InvalidateLink, params=[IDEMPOTENCY_KEY], errors=(*_MISSING, 409)),
 ]

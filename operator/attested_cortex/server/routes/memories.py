@@ -11,7 +11,12 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.namespaces import parse_namespace
 from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model, read_query
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
+from attested_cortex.server.openapi import (
+    COMMON_ERRORS,
+    IDEMPOTENCY_KEY,
+    Operation,
+    params_of,
+)
 from attested_cortex.server.schemas import MemoryListOut, MemoryOut, MemoryVerifyOut
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import memories
@@ -96,7 +101,8 @@ async def verify_memory(request: web.Request) -> web.Response:
 
 _ID = params_of(MemoryRef, "path")[0]
 operations = [
-    Operation("POST", "/v1/memories", "Store a memory", 201, MemoryOut, StoreMemory),
+    Operation("POST", "/v1/memories", "Store a memory", 201, MemoryOut, StoreMemory,
+              params=[IDEMPOTENCY_KEY], errors=(*COMMON_ERRORS, 409)),
     Operation(
         "GET", "/v1/memories", "List live memories of a namespace subtree", 200, MemoryListOut,
         params=params_of(ListMemories, "query"),
@@ -104,9 +110,9 @@ operations = [
     Operation("GET", "/v1/memories/{id}", "Read a memory", 200, MemoryOut, params=[_ID],
               errors=(*COMMON_ERRORS, 404)),
     Operation("PATCH", "/v1/memories/{id}", "Update a memory", 200, MemoryOut, UpdateMemory,
-              params=[_ID], errors=(*COMMON_ERRORS, 404, 409)),
+              params=[_ID, IDEMPOTENCY_KEY], errors=(*COMMON_ERRORS, 404, 409)),
     Operation("DELETE", "/v1/memories/{id}", "Delete a memory (tombstone)", 200, MemoryOut,
-              params=[_ID], errors=(*COMMON_ERRORS, 404)),
+              params=[_ID, IDEMPOTENCY_KEY], errors=(*COMMON_ERRORS, 404, 409)),
     Operation("GET", "/v1/memories/{id}/verify", "Re-verify an agent-signed memory write", 200,
               MemoryVerifyOut, params=[_ID], errors=(*COMMON_ERRORS, 404)),
 ]

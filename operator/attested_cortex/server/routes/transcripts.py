@@ -10,7 +10,7 @@ from aiohttp import web
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.openapi import COMMON_ERRORS, IDEMPOTENCY_KEY, Operation, Param
 from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.schemas import ReplayOut, TranscriptOut
 from attested_cortex.server.state import caller, state
@@ -47,7 +47,8 @@ async def replay_memory(request: web.Request) -> web.Response:
 
 operations = [
     Operation("POST", "/v1/transcripts", "Store a transcript (zstd level 3 at rest)", 201,
-              TranscriptOut, StoreTranscript),
+              TranscriptOut, StoreTranscript, params=[IDEMPOTENCY_KEY],
+              errors=(*COMMON_ERRORS, 409)),
     Operation("GET", "/v1/memories/{id}/replay", "Replay the transcript spans a memory cites",
               200, ReplayOut,
               params=[Param("id", "path", {"type": "string", "format": "uuid"},
