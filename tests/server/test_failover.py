@@ -18,7 +18,7 @@ import asyncio
 import collections
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -88,13 +88,13 @@ async def writing() -> AsyncIterator[list[asyncio.Task[None]]]:
 
 
 async def write_across(writer: Writer, tasks: list[asyncio.Task[None]],
-                       disturb: object) -> None:
-    """Run ``writer``, call ``disturb`` (a coroutine function) once BEFORE writes are
-    acknowledged, and return once AFTER more are, with the writer stopped."""
+                       disturb: Callable[[], Awaitable[None]]) -> None:
+    """Run ``writer``, ``disturb`` the database once BEFORE writes are acknowledged, and
+    return once AFTER more are, with the writer stopped."""
     tasks.append(asyncio.create_task(writer.run()))
     await acknowledged(writer, BEFORE)
     before = writer.acknowledged
-    await disturb()  # type: ignore[operator]
+    await disturb()
     await acknowledged(writer, before + AFTER)
     writer.stop()
     await tasks[-1]
