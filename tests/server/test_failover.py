@@ -101,7 +101,8 @@ async def write_across(writer: Writer, tasks: list[asyncio.Task[None]],
 
 
 async def nothing_lost(writer: Writer, dsn: str, client: CortexClient) -> None:
-    """Every acknowledged write stored exactly once, nothing else, no 500, a clean chain."""
+    """Every acknowledged write stored exactly once, nothing else, no 500, a clean chain and
+    every memory and link row matching its record (the deep audit)."""
     assert set(writer.statuses) <= {201, 503}, writer.statuses
     assert writer.statuses[503] + writer.dropped > 0, "the database change was never seen"
     with psycopg.connect(dsn) as conn:
@@ -114,8 +115,9 @@ async def nothing_lost(writer: Writer, dsn: str, client: CortexClient) -> None:
     assert links == {uuid.UUID(i) for i in writer.links}
     assert len(writer.links) == len(set(writer.links))
     assert transcripts == {uuid.UUID(i) for i in writer.transcripts}
-    audit = await client.call("GET", "/v1/audit/verify")
+    audit = await client.call("GET", "/v1/audit/verify?deep=true")
     assert audit.status == 200 and audit.body["ok"] is True, audit.text
+    assert audit.body["events"] >= writer.acknowledged, audit.text
     print(f"\n{writer.acknowledged} writes acknowledged, statuses {dict(writer.statuses)}, "
           f"{writer.dropped} dropped, {writer.replayed} replayed, "
           f"longest gap {writer.longest_gap_s:.2f} s")
