@@ -3,7 +3,8 @@ memories, links and transcripts continuously through the real HTTP server, each 
 its own Idempotency-Key and retried on 503, while the database is restarted at once
 (``pg_ctl -m immediate``), loses a backend to SIGKILL (the postmaster restarts through
 recovery), or is replaced by its synchronous standby, promoted behind the same address (a
-forwarder of ours standing in for the read-write Service's endpoint). Afterwards every
+forwarder of ours standing in for the read-write Service's endpoint; it also loses one
+COMMIT's answer on the way). Afterwards every
 acknowledged write is stored exactly once, nothing else is, no answer was a 500, and the audit
 chain verifies. Also: a COMMIT whose answer is lost is answered once, on the retry; a primary
 that turns read-only under open connections is a 503 and its connections are dropped.
@@ -169,6 +170,11 @@ async def test_a_promoted_standby_takes_over_behind_the_same_address(
         writer = Writer(client)
 
         async def fail_over() -> None:
+            # First one write's COMMIT reaches the primary and its answer is lost: the
+            # writer's retry with the same key must be answered, not stored again.
+            service.lose_next_commit_ack()
+            await await_until(lambda: writer.replayed > 0, what="a lost answer replayed",
+                              seconds=SETTLE_S)
             await asyncio.to_thread(crash, primary)
             # The address reaches the standby while it is still in recovery: the pool
             # refuses it at connect (read-write target), every write is a 503 ...
