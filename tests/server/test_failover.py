@@ -4,10 +4,10 @@ its own Idempotency-Key and retried on 503, while the database is restarted at o
 (``pg_ctl -m immediate``), loses a backend to SIGKILL (the postmaster restarts through
 recovery), or is replaced by its synchronous standby, promoted behind the same address (a
 forwarder of ours standing in for the read-write Service's endpoint; it also loses one
-COMMIT's answer on the way). Afterwards every
-acknowledged write is stored exactly once, nothing else is, no answer was a 500, and the audit
-chain verifies. Also: a COMMIT whose answer is lost is answered once, on the retry; a primary
-that turns read-only under open connections is a 503 and its connections are dropped.
+COMMIT's answer on the way). Afterwards every acknowledged write is stored exactly once,
+nothing else is, no answer was a 500, and the audit chain verifies (deep). Also: a COMMIT
+whose answer is lost is answered once, on the retry; a primary that turns read-only under
+open connections is a 503 and its connections are dropped.
 
 The gaps (last success before to first success after) are printed, not asserted: the
 benchmarks on the real node measure CloudNativePG's (docs/benchmarks/ha.json).
