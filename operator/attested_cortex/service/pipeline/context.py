@@ -24,6 +24,7 @@ from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.service.pipeline.limits import Limits
 from attested_cortex.service.pipeline.operations import OperationSpec
 from attested_cortex.store.database import Database
+from attested_cortex.store.idempotency import Claim
 from attested_cortex.types import AgentId
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ class Caller:
     #: The request already took its rate-quota token (the HTTP layer takes it right after
     #: authentication, before the body is read): the pipeline does not take another.
     rated: bool = False
+    #: The request's Idempotency-Key (ADR 0030; :mod:`.idempotency`), and the claim a first
+    #: write with it takes in its transaction.
+    idempotency_key: str | None = None
+    claim: Claim | None = None
 
 
 class ChainOutcome(Protocol):
