@@ -18,8 +18,14 @@ it raises, an unexpected one into :class:`StorageError`).
     ├── TooLargeError                413
     ├── UnsupportedMediaTypeError    415  the body is not declared as JSON
     ├── QuotaExceededError           429  carries retry_after seconds
+    ├── TooManySessionsError         429  an agent's MCP sessions are all open
     ├── HeldForApprovalError         202  AskUser: the operation waits for an approval id
-    ├── NotReadyError                503  database unreachable or schema not current
+    ├── NotReadyError                503  Retry-After; nothing was written unless a keyed
+    │                                     write's answer was lost (ADR 0030). Codes:
+    │                                     not_ready (unreachable), database_failover (a
+    │                                     restart or a primary change), transaction_aborted
+    │                                     (serialization failure, deadlock),
+    │                                     database_timeout (statement timeout)
     ├── StorageError                 500  an unexpected database error (a bug, a lost grant)
     │   └── StoragePrivilegeError         the database role lacks a privilege
     └── SchemaError                  the database schema cannot be used by this build
