@@ -27,3 +27,15 @@ def test_every_kind_is_indexed_and_watched() -> None:
         assert f"{kind.kind}_by_name" in handlers
         assert (f"{kind.kind}_by_cortex" in handlers) is kind.satellite
     assert {f"{k}_changed" for k in registry.SATELLITES} <= watchers
+
+
+def test_the_kind_controllers_are_independent() -> None:
+    """No kind's controller imports another's, over the controllers the registry lists (so a
+    new kind is covered without being named again; this was a hand-listed import contract)."""
+    import grimp
+
+    graph = grimp.build_graph("attested_cortex", cache_dir=None)
+    packages = [c.__name__ for c in registry.CONTROLLERS]
+    chains = [(a, b) for a in packages for b in packages if a != b
+              and graph.chain_exists(importer=a, imported=b, as_packages=True)]
+    assert not chains, f"kind controllers import each other: {chains}"
