@@ -25,7 +25,11 @@ the primary. The Secret is never read or copied by the operator.
 A Cluster of the same name controlled by someone else is ``DatabaseReady=False``
 (``NameCollision``, or ``WaitingForGarbageCollection`` while a deleted cortex's reference is
 still on it, ADR 0028): without a watch the pass comes back to look, as nothing else would
-wake it.
+wake it. So is a Cluster whose Services' names are taken (:func:`taken_service`): cortex
+``a-db-rw``'s API Service is the name of cortex ``a``'s read-write Service, and CloudNativePG
+would take over a Service of that name (its selector pointed at the database pods); the
+Cluster is not created until the name is free, and the pass looks again every
+:data:`UNWATCHED_POLL_S`.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any, Final
 from attested_cortex.builders import clusters, clusterstates
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex
-from attested_cortex.controller.applying import CollisionError
+from attested_cortex.controller.applying import CollisionError, controller_of
 from attested_cortex.controller.memorycortex.database import DatabaseOutcome
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.kubeclient import ApiNotFoundError, KubeApi
@@ -82,6 +86,27 @@ def missing(cortex: Cortex, status: Mapping[str, Any]) -> DatabaseOutcome:
                            retry_in=missing_retry(_missing_for(status)))
 
 
+#: The Services CloudNativePG creates for a Cluster, by the suffix on the Cluster's name.
+CLUSTER_SERVICES: Final = ("-rw", "-ro", "-r")
+
+
+async def taken_service(rt: Runtime, cortex: Cortex) -> str | None:
+    """Why the Cluster's Services cannot be CloudNativePG's (a Service of one of their
+    names that the Cluster does not control: another cortex's, or anyone's), else None."""
+    cluster = clusters.cluster_name(cortex.meta.name)
+    for suffix in CLUSTER_SERVICES:
+        live = await rt.writer.get("v1", "Service", cortex.meta.namespace, cluster + suffix)
+        if live is None:
+            continue
+        owner = controller_of(live) or {}
+        if (owner.get("kind"), owner.get("name")) != ("Cluster", cluster):
+            by = f"{owner.get('kind')} {owner.get('name')}" if owner else "no controller"
+            return (f"Service {cluster}{suffix} exists (controlled by {by}) and CloudNativePG "
+                    f"would take it over as Cluster {cluster}'s: the Cluster is not created; "
+                    "rename or delete one of them")
+    return None
+
+
 def _poll(rt: Runtime, state: clusterstates.ClusterState) -> float | None:
     if rt.watches_clusters:
         return None
@@ -93,6 +118,10 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any]) -> Data
     """Apply the Cluster; DatabaseReady and the primary from the status it answers with
     (``status``: the cortex's, for how long CloudNativePG has been missing)."""
     uid = await rt.namespace_uid(cortex.meta.namespace)
+    if (taken := await taken_service(rt, cortex)) is not None:
+        return DatabaseOutcome(Observation.of("DatabaseReady", False, "NameCollision", taken),
+                               clusters.app_secret_name(cortex.meta.name),
+                               retry_in=UNWATCHED_POLL_S)
     try:
         applied = await rt.writer.apply(clusters.build_cluster(cortex, rt.defaults,
                                                                namespace_uid=uid))
