@@ -13,10 +13,10 @@ from attested_cortex.builders.configmaps import (
     Satellites,
     build_config_map,
     digest,
-    quantity_bytes,
 )
 from attested_cortex.builders.hookfiles import hooks_in_force
 from attested_cortex.builders.inputs import Cortex
+from attested_cortex.builders.quantities import quantity_bytes
 from attested_cortex.hooks.loading import parse_settings_text
 from attested_cortex.server.settings import ServerSettings, load_settings
 from tests.builders.specs import (

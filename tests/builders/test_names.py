@@ -10,7 +10,11 @@ from attested_cortex.builders.deployments import build_deployment
 from attested_cortex.builders.inputs import MAX_CORTEX_NAME, Cortex
 from attested_cortex.builders.jobs import build_migration_job
 from attested_cortex.builders.networkpolicies import build_db_network_policy
-from attested_cortex.builders.secrets import build_approval_secret, build_db_credentials
+from attested_cortex.builders.secrets import (
+    build_approval_secret,
+    build_audit_signer_secret,
+    build_db_credentials,
+)
 from attested_cortex.builders.services import build_db_service, build_server_service
 from attested_cortex.builders.statefulsets import build_statefulset
 from tests.builders.specs import DEFAULTS, Object, assert_child_metadata, cortex
@@ -23,6 +27,7 @@ def children(c: Cortex) -> list[Object]:
             build_db_credentials(c, "pw"), build_migration_job(c, DEFAULTS),
             build_deployment(c, DEFAULTS, Satellites()), build_server_service(c),
             build_config_map(c, Satellites()), build_approval_secret(c, "00"),
+            build_audit_signer_secret(c, {"agent-id": "cortex:a/b"}),
             build_service_account(c), build_disruption_budget(c)]
 
 

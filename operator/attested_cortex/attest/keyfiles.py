@@ -46,6 +46,13 @@ FINGERPRINT_FILE = "fingerprint"
 KEYRING_FILE = "keyring.json"
 
 
+def identity_files(key: AgentKey) -> dict[str, str]:
+    """``key`` as the four identity files (name -> content), as a key Secret holds them."""
+    public = key.public
+    return {AGENT_ID_FILE: public.agent_id, PRIVATE_FILE: private_pem(key),
+            PUBLIC_FILE: public_pem(public.public_key), FINGERPRINT_FILE: public.fingerprint}
+
+
 def write_identity(directory: Path, key: AgentKey) -> None:
     """Create ``directory`` (0700) holding ``key``; refuses to overwrite an existing key."""
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)

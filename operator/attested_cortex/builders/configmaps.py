@@ -4,14 +4,15 @@
 a change to it rolls the server through the config hash); ``hooks.yaml`` and the
 ``keyring-*.json`` files are hot-reloaded by the server, so changing them rolls nothing.
 The database URI is never here: it reaches the server from its Secret as an environment
-variable. Pure.
+variable; nor is any other secret (the embedding endpoint's key, the audit signer's key):
+the settings name the files their Secrets are mounted as. The spec sections that only tune
+the server are translated in :mod:`.settings`. Pure.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -19,6 +20,7 @@ from typing import Any, Final
 import yaml
 
 from attested_cortex.builders import hookfiles, keyrings, names, rules
+from attested_cortex.builders import settings as sections
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.services import SERVER_PORT
 from attested_cortex.crd.hookchain import Hook
@@ -33,10 +35,7 @@ KEYS_DIR: Final = "/var/run/cortex/keys"
 TOKENS_DIR: Final = "/etc/cortex-tokens"
 APPROVAL_DIR: Final = "/var/run/cortex/approval"
 MODES: Final = {"Advisory": "advisory", "Enforce": "enforce", "Off": "off"}
-MIB: Final = 1024 * 1024
-UNITS: Final = {"": 1, "k": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4, "P": 1000**5,
-                "E": 1000**6, "Ki": 1024, "Mi": MIB, "Gi": 1024**3, "Ti": 1024**4,
-                "Pi": 1024**5, "Ei": 1024**6}
+WRITE_DEFAULTS: Final = {"Allow": "allow", "Deny": "deny", "AskUser": "ask_user"}
 
 
 @dataclass(frozen=True)
@@ -46,14 +45,6 @@ class Satellites:
     identities: Sequence[Identity] = ()
     hooks: Sequence[Hook] = ()
     rules: Sequence[Rule] = ()
-
-
-def quantity_bytes(quantity: str) -> int:
-    """A storage quantity (pattern-checked by the CRD) in bytes."""
-    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([A-Za-z]*)", quantity)
-    if match is None or match.group(2) not in UNITS:
-        raise ValueError(f"not a storage quantity: {quantity!r}")
-    return int(float(match.group(1)) * UNITS[match.group(2)])
 
 
 def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
@@ -82,18 +73,25 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         "graph_backend": spec.graph.backend,
         "hooks_file": f"{CONFIG_DIR}/{HOOKS_FILE}", "keys_dir": KEYS_DIR,
         "permissions": {"mode": MODES[spec.permissions.mode],
+                        "write_default": WRITE_DEFAULTS[spec.permissions.write_default],
                         "rules": [rules.compile_rule(r) for r in rules.ordered(satellites.rules)]},
         "agents": agent_mapping(satellites.identities),
-        "approval": {"enabled": spec.approval.enabled,
-                     "timeout_seconds": spec.approval.timeout_seconds},
+        "approval": sections.approval_settings(spec.approval),
         "transcripts": transcripts_settings(spec.transcripts),
-        "quotas": {"requests_per_second": spec.quotas.requests_per_second,
-                   "storage_per_agent_bytes": quantity_bytes(spec.quotas.storage_per_agent)},
+        "quotas": sections.quotas_settings(cortex, satellites.identities),
+        "limits": sections.limits_settings(cortex),
+        "embedder": sections.embedder(cortex),
+        "embedding": sections.embedding_settings(cortex),
+        "log_level": spec.server.log_level.upper(),
+        **sections.database_settings(cortex),
     }
     if auth == "tokens":
         settings["tokens_file"] = f"{TOKENS_DIR}/tokens"
     if spec.approval.enabled:
         settings["approval"]["hmac_secret_file"] = f"{APPROVAL_DIR}/hmac"
+    signer = sections.audit_signer(cortex)
+    if signer is not None:
+        settings["audit_signer"] = signer
     return settings
 
 

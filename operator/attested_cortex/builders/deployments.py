@@ -21,6 +21,7 @@ from attested_cortex.builders import (
     names,
     podparts,
     security,
+    settings,
     sidecars,
 )
 from attested_cortex.builders.configmaps import Satellites
@@ -71,7 +72,27 @@ def _volumes(cortex: Cortex, satellites: Satellites,
         mounts.append({"name": volume, "readOnly": True,
                        "mountPath": f"{configmaps.KEYS_DIR}/{identity.meta.name}"})
     _auth_volumes(cortex, volumes, mounts)
+    _settings_volumes(cortex, volumes, mounts)
     return volumes, mounts
+
+
+def _settings_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object]) -> None:
+    """The audit signer's key and the embedding endpoint's key, each from its Secret."""
+    signer = settings.audit_signer_secret(cortex)
+    if signer is not None:
+        volumes.append({"name": "audit-signer", "secret": {
+            "secretName": signer, "defaultMode": 0o440,
+            "items": [{"key": f, "path": f} for f in KEY_FILES]}})
+        mounts.append({"name": "audit-signer", "readOnly": True,
+                       "mountPath": f"{configmaps.KEYS_DIR}/{settings.AUDIT_SIGNER_SUBDIR}"})
+    embedding = cortex.spec.embedding
+    if embedding.mode == "Endpoint" and embedding.api_key_secret_ref is not None:
+        ref = embedding.api_key_secret_ref
+        volumes.append({"name": "embedding-key", "secret": {
+            "secretName": ref.name, "defaultMode": 0o440,
+            "items": [{"key": ref.key, "path": settings.EMBEDDING_KEY_FILE}]}})
+        mounts.append({"name": "embedding-key", "readOnly": True,
+                       "mountPath": settings.EMBEDDING_DIR})
 
 
 def _auth_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object]) -> None:

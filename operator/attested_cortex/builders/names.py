@@ -102,6 +102,11 @@ def approval_secret_name(cortex: str) -> str:
     return f"{cortex}-approval-hmac"
 
 
+def audit_signer_secret_name(cortex: str) -> str:
+    """Generated key pair the server signs its own audit records with."""
+    return f"{cortex}-audit-signer"
+
+
 def job_name(cortex: str, version: int) -> str:
     """The migration Job of one target schema version."""
     return f"{cortex}-migrate-v{version}"
@@ -131,7 +136,7 @@ def staged_key_secret_name(identity: str) -> str:
 #: another owner is never adopted or patched.
 FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     "Service": ("", "-db"), "StatefulSet": ("-db",), "NetworkPolicy": ("-db",),
-    "Secret": ("-db-credentials", "-approval-hmac"), "ConfigMap": ("-config",),
+    "Secret": ("-db-credentials", "-approval-hmac", "-audit-signer"), "ConfigMap": ("-config",),
     "ServiceAccount": ("-server",), "Deployment": ("-server",),
     "PodDisruptionBudget": ("-server",)}
 

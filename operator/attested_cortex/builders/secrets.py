@@ -1,4 +1,5 @@
-"""Secrets the operator generates: database credentials, the approval HMAC key and agent keys.
+"""Secrets the operator generates: database credentials, the approval HMAC key, agent keys
+and the cortex's audit signer key.
 
 Each is built from material the controller generated (the builders draw no randomness) and
 is created with a create-only request: an existing Secret is adopted, never overwritten.
@@ -67,4 +68,11 @@ def build_key_secret(identity: Identity, *, name: str, files: dict[str, str],
     meta = {"name": name, "namespace": identity.meta.namespace, "labels": labels,
             "annotations": annotations,
             "ownerReferences": [names.owner_reference("AgentIdentity", identity.meta)]}
+    return _secret(meta, files)
+
+
+def build_audit_signer_secret(cortex: Cortex, files: dict[str, str]) -> Object:
+    """The audit signer's key pair in the ``--keys-dir`` format (file name -> content)."""
+    meta = names.metadata(names.audit_signer_secret_name(cortex.meta.name), cortex.meta,
+                          component="server")
     return _secret(meta, files)

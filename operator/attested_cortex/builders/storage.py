@@ -16,8 +16,8 @@ from typing import Any
 
 from attested_cortex.builders import names
 from attested_cortex.builders.conditions import Observation
-from attested_cortex.builders.configmaps import quantity_bytes
 from attested_cortex.builders.inputs import Cortex
+from attested_cortex.builders.quantities import quantity_bytes
 
 Object = dict[str, Any]
 TYPE = "StorageReady"

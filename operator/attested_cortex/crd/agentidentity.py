@@ -14,6 +14,7 @@ from typing import Annotated, Final, Literal
 from pydantic import ConfigDict, Field, JsonValue, StringConstraints
 
 from attested_cortex.crd.common import (
+    STORAGE_SIZE_PATTERN,
     CommonStatus,
     CortexReference,
     CrdModel,
@@ -55,6 +56,27 @@ class SecretTemplate(CrdModel):
         default=None,
         description="Annotations of the Secret.",
         json_schema_extra={"maxProperties": 64},
+    )
+
+
+class AgentQuotas(CrdModel):
+    """This agent's own limits, in place of the cortex's spec.quotas."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [{
+        "rule": "has(self.requestsPerSecond) || has(self.storage)",
+        "message": "quotas needs requestsPerSecond or storage; remove quotas to use the "
+                   "cortex's defaults",
+    }]})
+
+    requests_per_second: int | None = Field(
+        default=None, ge=1, le=100000,
+        description="Requests per second this agent may make (1 to 100000); the cortex's "
+        "quotas.requestsPerSecond when absent.",
+    )
+    storage: str | None = Field(
+        default=None, max_length=32, pattern=STORAGE_SIZE_PATTERN,
+        description="Memory content this agent may store, a quantity such as 1Gi; the "
+        "cortex's quotas.storagePerAgent when absent.",
     )
 
 
@@ -111,6 +133,11 @@ class AgentIdentitySpec(CrdModel):
     )
     secret_template: SecretTemplate | None = Field(
         default=None, description="Labels and annotations of the key Secret."
+    )
+    quotas: AgentQuotas | None = Field(
+        default=None,
+        description="Per-agent overrides of the cortex's spec.quotas (a change restarts the "
+        "cortex's server pods, which read quotas at start).",
     )
 
 

@@ -17,9 +17,7 @@ from attested_cortex.attest.keys import (
     PublicIdentity,
     fingerprint_of,
     generate_key,
-    private_pem,
     public_from_pem,
-    public_pem,
 )
 from attested_cortex.types import AgentId
 
@@ -35,11 +33,7 @@ class PublicKeyInfo:
 
 def new_key_files(agent_id: str) -> dict[str, str]:
     """A fresh Ed25519 key pair as the four identity files."""
-    key = generate_key(AgentId(agent_id))
-    public = key.public
-    return {keyfiles.AGENT_ID_FILE: agent_id, keyfiles.PRIVATE_FILE: private_pem(key),
-            keyfiles.PUBLIC_FILE: public_pem(public.public_key),
-            keyfiles.FINGERPRINT_FILE: public.fingerprint}
+    return keyfiles.identity_files(generate_key(AgentId(agent_id)))
 
 
 class UnreadableKeyError(ValueError):

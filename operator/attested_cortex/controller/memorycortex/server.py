@@ -4,10 +4,12 @@ The ConfigMap, ServiceAccount and Service are applied on every pass, concurrentl
 the database and schema steps run; the Deployment only after SchemaReady, so a server is
 never created or rolled onto a schema it does not match. The TokenReview binding exists
 exactly while the auth mode is Kubernetes; the PodDisruptionBudget exactly while there are
-two replicas or more.
+two replicas or more. The audit signer's key Secret is created once (ADR 0035), like the
+approval HMAC key.
 
 Before the Deployment is applied, every Secret its pods cannot start without is checked
-(the tokens Secret, an approval HMAC Secret, the connection Secret): a missing one stops the
+(the tokens Secret, an approval HMAC Secret, the connection Secret, the embedding
+endpoint's key Secret): a missing one stops the
 roll and ServerReady says ``SecretMissing`` naming it, so the pods of the previous template
 keep serving instead of new ones waiting in ``ContainerCreating`` forever (found on the
 real node with a missing ``tokensSecretRef``). Secrets a user creates carry no label the
@@ -29,7 +31,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Final
 
-from attested_cortex.builders import access, configmaps, deployments, rollout, services
+from attested_cortex.attest import keyfiles
+from attested_cortex.attest.keys import generate_key
+from attested_cortex.builders import access, configmaps, deployments, rollout, services, settings
 from attested_cortex.builders import names as n
 from attested_cortex.builders import secrets as secret_builders
 from attested_cortex.builders.conditions import Observation
@@ -38,6 +42,7 @@ from attested_cortex.builders.inputs import Cortex, Identity
 from attested_cortex.builders.podstates import required_secrets, template_hash
 from attested_cortex.controller.applying import together
 from attested_cortex.controller.runtime import Runtime
+from attested_cortex.types import AgentId
 
 Object = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -59,6 +64,17 @@ async def _approval_secret(rt: Runtime, cortex: Cortex) -> None:
     await rt.create_once(lambda: secret_builders.build_approval_secret(
         cortex, secrets.token_hex(32)), cortex.meta.namespace,
         n.approval_secret_name(cortex.meta.name))
+
+
+async def _audit_signer_secret(rt: Runtime, cortex: Cortex) -> None:
+    """The audit signer's key, generated once: an existing Secret is never replaced, so a
+    re-reconcile or an operator restart never changes the key the chain is signed with."""
+    signer, name = settings.audit_signer(cortex), settings.audit_signer_secret(cortex)
+    if signer is None or name is None:
+        return
+    await rt.create_once(lambda: secret_builders.build_audit_signer_secret(
+        cortex, keyfiles.identity_files(generate_key(AgentId(signer)))),
+        cortex.meta.namespace, name)
 
 
 async def _tokenreview_binding(rt: Runtime, cortex: Cortex) -> None:
@@ -83,6 +99,7 @@ async def prepare(rt: Runtime, cortex: Cortex, satellites: Satellites) -> None:
     await together(
         rt.writer.apply(configmaps.build_config_map(cortex, satellites)),
         _approval_secret(rt, cortex),
+        _audit_signer_secret(rt, cortex),
         rt.writer.apply(access.build_service_account(cortex)),
         _tokenreview_binding(rt, cortex),
         rt.writer.apply(services.build_server_service(cortex)))
