@@ -59,7 +59,7 @@ def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
 def transcripts_settings(spec: TranscriptsSpec) -> Object:
     """``spec.transcripts`` as the server's ``transcripts`` settings."""
     return {"enabled": spec.enabled, "retention_days": spec.retention_days,
-            "prune_after_days": spec.prune_after_days,
+            "prune_after_days": spec.prune_after_days, "max_bytes": spec.max_bytes,
             "namespaces": [{"namespace": n.namespace, "retention_days": n.retention_days}
                            for n in spec.namespaces]}
 

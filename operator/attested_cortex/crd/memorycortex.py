@@ -240,6 +240,11 @@ class TranscriptsSpec(CrdModel):
         description="Days an archived transcript (past its retention) stays replayable before "
         "its text is pruned.",
     )
+    max_bytes: int = Field(
+        default=1024 * 1024, ge=1024, le=64 * 1024 * 1024,
+        description="Largest transcript in UTF-8 bytes; larger is refused with 413 (1024 to "
+        "67108864).",
+    )
 
 
 class QuotasSpec(CrdModel):
