@@ -96,7 +96,7 @@ def crd_has(kind_name: str, path: str) -> bool:
     kind = next(k for k in KINDS if k.kind == kind_name)
     node: dict[str, Any] = build_crd(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     for part in path.split("."):
-        node = node.get("properties", {}).get(part)  # type: ignore[assignment]
+        node = node.get("properties", {}).get(part)
         if node is None:
             return False
     return bool(node.get("description"))

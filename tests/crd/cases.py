@@ -316,7 +316,77 @@ IDENTITY_CASES = [
     ),
 ]
 
-CREATE_CASES = CORTEX_CASES + CHAIN_CASES + RULE_CASES + IDENTITY_CASES
+ENDPOINT = {"mode": "Endpoint", "url": "https://embed.example/v1", "model": "m",
+            "apiKeySecretRef": {"name": "embed-key"}, "timeoutMs": 2000}
+
+#: The server settings a cortex or an identity tunes (issue 26).
+SETTINGS_CASES = [
+    Case(
+        "settings-full",
+        cortex(
+            "c-settings",
+            embedding=ENDPOINT,
+            permissions={"mode": "Enforce", "writeDefault": "Deny"},
+            limits={"maxBodyBytes": 2097152, "maxContentChars": 100000,
+                    "maxMetadataBytes": 4096, "recallPool": 100, "bodyReadTimeoutSeconds": 10,
+                    "maxAnswerBytes": 1048576},
+            approval={"maxHeldPerAgent": 5, "maxHeldBytesPerAgent": 65536,
+                      "retentionSeconds": 3600},
+            database={"managed": {}, "timeouts": {"lockMs": 1000, "statementMs": 20000}},
+            server={"logLevel": "Debug"},
+            transcripts={"maxBytes": 65536},
+            quotas={"enabled": False},
+            audit={"signer": {"mode": "Off"}},
+        ),
+    ),
+    Case("settings-client-vectors",
+         cortex("c-client", embedding={"mode": "Client", "model": "m", "dimension": 384})),
+    Case("settings-endpoint-without-url",
+         cortex("c-nourl", embedding={"mode": "Endpoint"}),
+         "embedding mode Endpoint needs url"),
+    Case("settings-url-without-endpoint",
+         cortex("c-url", embedding={"url": "https://embed.example/v1"}),
+         "embedding url is only used with mode Endpoint"),
+    Case("settings-key-without-endpoint",
+         cortex("c-key", embedding={"mode": "None", "apiKeySecretRef": {"name": "k"}}),
+         "embedding apiKeySecretRef is only used with mode Endpoint"),
+    Case("settings-client-without-dimension",
+         cortex("c-nodim", embedding={"mode": "Client", "model": "m"}),
+         "embedding mode Client needs model and dimension"),
+    Case("settings-url-not-http",
+         cortex("c-ftp", embedding={"mode": "Endpoint", "url": "ftp://embed.example"}),
+         "spec.embedding.url in body should match"),
+    Case("settings-unknown-embedding-mode",
+         cortex("c-small", embedding={"mode": "Huge"}),
+         'Unsupported value: "Huge"'),
+    Case("settings-ask-without-approval",
+         cortex("c-ask", permissions={"writeDefault": "AskUser"}, approval={"enabled": False}),
+         "permissions.writeDefault AskUser needs approval.enabled"),
+    Case("settings-ask-with-approval", cortex("c-ask-ok", permissions={"writeDefault": "AskUser"})),
+    Case("settings-content-over-body",
+         cortex("c-content", limits={"maxBodyBytes": 4096, "maxContentChars": 8192}),
+         "limits.maxContentChars must not exceed limits.maxBodyBytes"),
+    Case("settings-body-too-small",
+         cortex("c-body", limits={"maxBodyBytes": 10}),
+         "should be greater than or equal to 1024"),
+    Case("settings-lock-over-statement",
+         cortex("c-lock", database={"managed": {}, "timeouts": {"lockMs": 60000,
+                                                                "statementMs": 1000}}),
+         "database.timeouts.lockMs must not exceed statementMs"),
+    Case("settings-log-level-lowercase",
+         cortex("c-log", server={"logLevel": "debug"}),
+         'Unsupported value: "debug"'),
+    Case("settings-unknown-signer",
+         cortex("c-signer", audit={"signer": {"mode": "Agent"}}),
+         'Unsupported value: "Agent"'),
+    Case("identity-quotas", identity("aid-q", quotas={"requestsPerSecond": 5, "storage": "1Gi"})),
+    Case("identity-empty-quotas", identity("aid-q0", quotas={}),
+         "quotas needs requestsPerSecond or storage"),
+    Case("identity-bad-storage", identity("aid-q1", quotas={"storage": "lots"}),
+         "spec.quotas.storage in body should match"),
+]
+
+CREATE_CASES = CORTEX_CASES + CHAIN_CASES + RULE_CASES + IDENTITY_CASES + SETTINGS_CASES
 
 #: (id, original, updated, expected error or None) for transition rules.
 UPDATE_CASES = [

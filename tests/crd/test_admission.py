@@ -62,9 +62,13 @@ def test_defaults_are_filled_in(crds: Kube, namespace: str) -> None:
     submit(crds, namespace, cortex("defaults"), "create")
     spec = get(crds, namespace, "memorycortex/defaults")["spec"]
     assert spec["server"] == {"replicas": 1, "service": {"type": "ClusterIP", "port": 8080},
-                              "auth": {"mode": "Kubernetes"}}
+                              "auth": {"mode": "Kubernetes"}, "logLevel": "Info"}
     assert spec["database"]["managed"]["storage"] == {"size": "10Gi"}
-    assert spec["permissions"] == {"mode": "Advisory"}
+    assert spec["permissions"] == {"mode": "Advisory", "writeDefault": "Allow"}
+    assert spec["embedding"] == {"mode": "Default", "timeoutMs": 1000}
+    assert spec["audit"] == {"signer": {"mode": "Operator"}}
+    assert spec["database"]["timeouts"] == {"lockMs": 5000, "statementMs": 30000}
+    assert spec["limits"]["maxAnswerBytes"] == 4194304
     assert spec["graph"] == {"backend": "Auto"}
     assert spec["paused"] is False
 
@@ -141,6 +145,10 @@ def test_kubectl_explain_shows_field_descriptions(crds: Kube) -> None:
     assert "Number of server pods" in explained
     explained = crds.kubectl("explain", "hookchains.spec.hooks.timeoutMs").stdout
     assert "at most the event class deadline" in explained
+    explained = crds.kubectl("explain", "memorycortexes.spec.permissions.writeDefault").stdout
+    assert "deny-first" in explained
+    explained = crds.kubectl("explain", "agentidentities.spec.quotas.storage").stdout
+    assert "quotas.storagePerAgent when absent" in explained
 
 
 def test_short_names_and_category_list_every_kind(crds: Kube, namespace: str) -> None:

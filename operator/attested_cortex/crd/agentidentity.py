@@ -136,8 +136,9 @@ class AgentIdentitySpec(CrdModel):
     )
     quotas: AgentQuotas | None = Field(
         default=None,
-        description="Per-agent overrides of the cortex's spec.quotas (a change restarts the "
-        "cortex's server pods, which read quotas at start).",
+        description="Per-agent overrides of the cortex's spec.quotas, in force once the "
+        "identity has a key (a change restarts the cortex's server pods, which read quotas "
+        "at start).",
     )
 
 
