@@ -310,6 +310,11 @@ IDENTITY_CASES = [
         "spec.agentId in body should match",
     ),
     Case(
+        "identity-claims-the-cortex-signer",
+        identity("aid-signer", agentId="cortex:team/mem"),
+        "agentId may not start with cortex:",
+    ),
+    Case(
         "identity-unknown-custody",
         identity("aid-hsm", keyCustody="HSM"),
         'Unsupported value: "HSM"',

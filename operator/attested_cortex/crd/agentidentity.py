@@ -88,11 +88,17 @@ class AgentIdentitySpec(CrdModel):
     cortex_ref: CortexReference = Field(description="The MemoryCortex the agent writes to.")
     agent_id: str | None = Field(
         default=None,
-        description="The agent id signatures name; k8s:<namespace>/<name> when absent. Immutable.",
+        description="The agent id signatures name; k8s:<namespace>/<name> when absent. Immutable. "
+        "Ids starting with cortex: are the cortex's own (its audit signer, its sweepers).",
         max_length=253,
         pattern=AGENT_ID_PATTERN,
         json_schema_extra={
-            "x-kubernetes-validations": [{"rule": IMMUTABLE, "message": "agentId is immutable"}]
+            "x-kubernetes-validations": [
+                {"rule": IMMUTABLE, "message": "agentId is immutable"},
+                {"rule": "!self.startsWith('cortex:')",
+                 "message": "agentId may not start with cortex: (reserved for the cortex's own "
+                            "audit signer and sweepers, which an agent must not sign as)"},
+            ]
         },
     )
     key_custody: KeyCustody = Field(
