@@ -1,0 +1,60 @@
+"""Export -> import on real PostgreSQL: the imported cortex answers recall, graph queries,
+replay, listings, verifies and the deep audit exactly as its source did."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from attested_cortex.bundles import import_bundle
+from tests.bundles.conftest import serve
+from tests.support.cortex import CortexClient, MakeCortex
+
+
+async def answers(client: CortexClient, ids: list[str]) -> list[Any]:
+    """The fixed query set, answer by answer (status and body)."""
+    asked: list[tuple[str, str, Any]] = [
+        ("POST", "/v1/recall", {"query": "lock waits", "limit": 20}),
+        ("POST", "/v1/recall", {"query": "edited", "namespace": "kb/dev"}),
+        ("GET", "/v1/memories?limit=100", None),
+        ("GET", f"/v1/memories/{ids[0]}/replay?full=true", None),
+        ("GET", f"/v1/memories/{ids[5]}", None),
+        ("POST", "/v1/kg/query", {"start_id": ids[1], "depth": 3}),
+        ("POST", "/v1/kg/paths", {"src_id": ids[1], "dst_id": ids[3], "max_depth": 4}),
+        ("GET", f"/v1/kg/timeline?memory_id={ids[10]}", None),
+        ("GET", "/v1/audit/verify?deep=true", None),
+        *[("GET", f"/v1/memories/{i}", None) for i in ids[:12]],
+    ]
+    found = []
+    for method, path, body in asked:
+        reply = await client.call(method, path, body)
+        found.append((path, reply.status, reply.body))
+    return found
+
+
+async def test_the_imported_cortex_answers_as_its_source(
+    source: CortexClient, bundle: Path, new_target: Callable[[], str],
+    make_cortex: MakeCortex, keys: Path,
+) -> None:
+    target = new_target()
+    report = await import_bundle(target, bundle)
+    assert report.signed_by == "dev:tester" and report.signatures_checked > 0
+    imported = await serve(make_cortex, target, keys)
+    ids = source.extra["ids"]
+    before, after = await answers(source, ids), await answers(imported, ids)
+    assert [a[:2] for a in after] == [b[:2] for b in before]
+    assert after == before
+    deep = after[8][2]
+    assert deep["ok"] and deep["deep"]["mismatch_count"] == 0 and deep["deep"]["memories"] == 60
+    links = await source.call("GET", f"/v1/memories/{ids[1]}", None)
+    assert links.status == 200
+    assert _table(source.dsn, "agent_usage") == _table(target, "agent_usage")
+    assert _table(source.dsn, "signed_events") == _table(target, "signed_events")
+
+
+def _table(dsn: str, table: str) -> list[Any]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
