@@ -24,7 +24,7 @@ from tests.support.pgservers import APP_ROLE, PgServer
 
 WRITER = "dev:tester"
 PEER = "dev:agent-b"
-SERVER = {"keys_dir": None, "graph_backend": "CTE", "embedder": "none",
+SERVER = {"keys_dir": None, "graph_backend": "CTE", "embedder": "none", "audit_signer": WRITER,
           "transcripts": {"enabled": True, "namespaces": [{"namespace": "kb/**"}]}}
 DIALOGUE = "user: why did the deploy fail?\nagent: the migration waited on a lock.\n" * 4
 

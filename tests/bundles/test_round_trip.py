@@ -3,6 +3,7 @@ replay, listings, verifies and the deep audit exactly as its source did."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import psycopg
 from attested_cortex.bundles import import_bundle
 from tests.bundles.conftest import serve
 from tests.support.cortex import CortexClient, MakeCortex
+from tests.support.served import CORTEXCTL
 
 
 async def answers(client: CortexClient, ids: list[str]) -> list[Any]:
@@ -58,3 +60,19 @@ async def test_the_imported_cortex_answers_as_its_source(
 def _table(dsn: str, table: str) -> list[Any]:
     with psycopg.connect(dsn) as conn:
         return conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+
+
+async def test_cortexctl_export_from_the_server_streams_a_signed_bundle_that_imports(
+    source: CortexClient, new_target: Callable[[], str], tmp_path: Path,
+) -> None:
+    out = tmp_path / "streamed"
+    process = await asyncio.create_subprocess_exec(
+        *CORTEXCTL, "export", "--server", source.base, "--out", str(out), "--agent-id",
+        "dev:tester", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode == 0, stderr.decode()
+    assert "signed by dev:tester" in stdout.decode()
+    target = new_target()
+    report = await import_bundle(target, out, require_signed=True)
+    assert report.rows["memories"] == 60
+    assert _table(source.dsn, "signed_events") == _table(target, "signed_events")
