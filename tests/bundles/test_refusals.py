@@ -41,6 +41,11 @@ def changed_byte(bundle: Path, keys: Path) -> None:
     (bundle / MEMORIES0).write_bytes(bytes(data))
 
 
+def rewritten_memory(bundle: Path, keys: Path) -> None:
+    data = (bundle / MEMORIES0).read_bytes()
+    resign(bundle, keys, MEMORIES0, data.replace(b"deploy note 3:", b"deploy note 9:", 1))
+
+
 def missing_chunk(bundle: Path, keys: Path) -> None:
     (bundle / "chunks/links-000000.copy").unlink()
 
@@ -56,6 +61,14 @@ def dropped_tail(bundle: Path, keys: Path) -> None:
     resign(bundle, keys, EVENTS0, b"".join(lines[:-3]))
 
 
+def forged_link_signature(bundle: Path, keys: Path) -> None:
+    name = "chunks/links-000000.copy"
+    rows = [line.split(b"\t") for line in (bundle / name).read_bytes().splitlines()]
+    signed = next(r for r in rows if r[7] != b"\\N")
+    signed[7] = signed[7][:-1] + (b"0" if signed[7][-1:] != b"0" else b"1")
+    resign(bundle, keys, name, b"".join(b"\t".join(r) + b"\n" for r in rows))
+
+
 def wrong_signature(bundle: Path, keys: Path) -> None:
     sig = json.loads((bundle / "manifest.sig.json").read_bytes())
     sig["signature"] = ("A" if sig["signature"][0] != "A" else "B") + sig["signature"][1:]
@@ -69,9 +82,11 @@ def edited_manifest(bundle: Path, keys: Path) -> None:
 
 @pytest.mark.parametrize(("corrupt", "what", "where"), [
     (changed_byte, "digest_mismatch", MEMORIES0),
+    (rewritten_memory, "rows_do_not_match_chain", "memory "),
     (missing_chunk, "missing_chunk", "chunks/links-000000.copy"),
     (reordered_events, "chain_broken", f"{EVENTS0} event 11"),
     (dropped_tail, "chain_truncated", "signed_events event"),
+    (forged_link_signature, "bad_link_signature", "link "),
     (wrong_signature, "bad_manifest_signature", "manifest.sig.json"),
     (edited_manifest, "bad_manifest_signature", "manifest.sig.json"),
 ])

@@ -10,7 +10,8 @@ each stopping the import with a :class:`~.errors.BundleError` that names what an
 3. chunk by chunk, in import order: present, the manifest's digest, its row count; the chain's
    chunks walked event by event (:class:`~.checking.ChainWalk`); only then copied in;
 4. the chain ends at the manifest's head (no dropped tail);
-5. the deep audit's sweep over the copied rows finds every row as its write record left it.
+5. every signed link and every memory's signed current revision verifies under the keys;
+6. the deep audit's sweep over the copied rows finds every row as its write record left it.
 
 All of it runs in one transaction on one connection of the migrating role; a refusal rolls it
 back, so nothing is ever visible from a bundle that does not verify.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.sweeping import sweep
-from attested_cortex.bundles import checking, manifests
+from attested_cortex.bundles import checking, manifests, signatures
 from attested_cortex.bundles.errors import BundleError
 from attested_cortex.bundles.formats import (
     COPY_SETTINGS,
@@ -35,7 +36,7 @@ from attested_cortex.bundles.formats import (
     USAGE,
 )
 from attested_cortex.bundles.manifests import Manifest
-from attested_cortex.store import dumping
+from attested_cortex.store import dumping, scanning
 from attested_cortex.store.migrating import current_version, migrate
 
 
@@ -66,6 +67,7 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
         await dumping.configure(conn, COPY_SETTINGS)
         async with conn.transaction():
             walk = await _copy(conn, root, manifest, keyring)
+            await _signatures(conn, keyring)
             await _sweep(conn)
     await migrate(dsn)  # rebuilds the AGE mirror of the links when the target has AGE
     return ImportReport(dict(manifest.rows), manifest.chain_events, manifest.chain_head,
@@ -111,6 +113,18 @@ async def _copy(conn: dumping.AnyConn, root: Path, manifest: Manifest,
             walk.finish(manifest)
     await dumping.chain_trigger(conn, enabled=True)
     return walk
+
+
+async def _signatures(conn: dumping.AnyConn, keyring: Keyring) -> None:
+    async for link in scanning.links(conn):
+        if not signatures.link_verifies(link, keyring):
+            raise BundleError("bad_link_signature", f"link {link.id}",
+                              "its signature does not verify under the keys")
+    async for memory, signature, signed_by, signed_at in dumping.signed_memories(conn):
+        if not signatures.memory_verifies(memory, signature=signature, signed_by=signed_by,
+                                          signed_at=signed_at, keyring=keyring):
+            raise BundleError("bad_memory_signature", f"memory {memory.id}",
+                              f"the signature of revision {memory.revision} does not verify")
 
 
 async def _sweep(conn: dumping.AnyConn) -> None:

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import dict_row
 
 from attested_cortex.store.errors import translating
+from attested_cortex.store.memories import COLUMNS as MEMORY_COLUMNS
+from attested_cortex.store.memories import Memory, memory_from_row
 
 AnyConn = psycopg.AsyncConnection[Any]
 _CHAIN_TRIGGER = "signed_events_extends_head"
@@ -91,3 +95,21 @@ async def clear_usage(conn: AnyConn) -> None:
     they were at the source (the deep audit recounts them against the rows)."""
     with translating():
         await conn.execute("DELETE FROM agent_usage")
+
+
+async def signed_memories(
+    conn: AnyConn,
+) -> AsyncIterator[tuple[Memory, bytes, str, datetime]]:
+    """Each memory whose current revision is agent-signed, with that signature, its signer
+    and when it was signed."""
+    columns = ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
+    query = (f"SELECT {columns}, s.signature AS sig, s.signed_by AS sig_by, "
+             "s.signed_at AS sig_at FROM memories m JOIN memory_signatures s "
+             "ON s.memory_id = m.id AND s.revision = m.revision ORDER BY m.id")
+    with translating():
+        async with conn.cursor("signed_memories", row_factory=dict_row) as cursor:
+            await cursor.execute(query)
+            while rows := await cursor.fetchmany(2000):
+                for row in rows:
+                    signature, by, at = row.pop("sig"), row.pop("sig_by"), row.pop("sig_at")
+                    yield memory_from_row(row), bytes(signature), str(by), at
