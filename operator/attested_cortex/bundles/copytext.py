@@ -20,10 +20,17 @@ _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)")
 
 
 def rows(data: bytes) -> Iterator[list[str | None]]:
-    """Each row of a chunk as its fields (None for NULL)."""
+    """Each row of a chunk as its fields, unescaped (None for NULL)."""
+    for fields in raw_rows(data):
+        yield [None if f is None else _unescape(f) for f in fields]
+
+
+def raw_rows(data: bytes) -> Iterator[list[str | None]]:
+    """Each row of a chunk as its fields still escaped (None for NULL): the chain's rows are
+    mostly hex bytea, decoded straight from the escaped form by :func:`event`."""
     for line in data.decode("utf-8").split("\n"):
         if line:
-            yield [None if f == "\\N" else _unescape(f) for f in line.split("\t")]
+            yield [None if f == "\\N" else f for f in line.split("\t")]
 
 
 def _unescape(field: str) -> str:
@@ -42,12 +49,12 @@ def _one(match: re.Match[str]) -> str:
 
 
 def bytea(field: str | None) -> bytes | None:
-    """A hex-format bytea field."""
+    """A hex-format bytea field as COPY writes it (the backslash of ``\\x`` doubled)."""
     if field is None:
         return None
-    if not field.startswith("\\x"):
+    if not field.startswith("\\\\x"):
         raise ValueError("bytea field is not in hex format")
-    return bytes.fromhex(field[2:])
+    return bytes.fromhex(field[3:])
 
 
 def timestamp(field: str) -> datetime:
@@ -56,13 +63,15 @@ def timestamp(field: str) -> datetime:
 
 
 def event(fields: list[str | None]) -> EventRow:
-    """A ``signed_events`` row in :data:`~.formats.EVENTS` column order."""
+    """A ``signed_events`` row (from :func:`raw_rows`) in :data:`~.formats.EVENTS` order."""
     seq, agent, kind, payload, payload_hash, signature, fingerprint, prev, hash_, at = fields
     if None in (seq, agent, kind, payload, payload_hash, prev, hash_, at):
         raise ValueError("a required field of an event is NULL")
     return EventRow(
-        sequence=int(seq or 0), agent_id=agent or "", event_type=kind or "",
+        sequence=int(seq or 0), agent_id=_unescape(agent or ""),
+        event_type=_unescape(kind or ""),
         payload=bytea(payload) or b"", payload_hash=bytea(payload_hash) or b"",
-        signature=bytea(signature), key_fingerprint=fingerprint,
+        signature=bytea(signature),
+        key_fingerprint=None if fingerprint is None else _unescape(fingerprint),
         prev_hash=bytea(prev) or b"", hash=bytea(hash_) or b"", created_at=timestamp(at or ""),
     )

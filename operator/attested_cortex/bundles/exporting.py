@@ -77,7 +77,7 @@ async def export_bundle(conn: dumping.AnyConn, sink: SinkFn, *, keyring: Keyring
     keys = _keys(keyring)
     await sink(KEYS, keys)
     events = rows[EVENTS.name]
-    last = copytext.event(next(copytext.rows(head[0]))).hash.hex() if head else None
+    last = copytext.event(next(copytext.raw_rows(head[0]))).hash.hex() if head else None
     manifest = manifests.render({
         "schema_version": version, "chunks": chunks, "rows": rows,
         "columns": {t.name: list(t.columns) for t in TABLES},
