@@ -153,7 +153,7 @@ async def run(server: Any, count: int) -> dict[str, Any]:
     return {
         "memories": count, "links": count - 1, "events": exported.chain_events,
         "fill_seconds": round(filled, 1),
-        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        "load_average_after_run": [round(x, 2) for x in os.getloadavg()],
         "export": {"seconds": round(export_s, 2),
                    "memories_per_s": round(count / export_s)},
         "import": {"seconds": round(import_s, 2), "memories_per_s": round(count / import_s),
