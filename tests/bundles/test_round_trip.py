@@ -4,11 +4,13 @@ replay, listings, verifies and the deep audit exactly as its source did."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from attested_cortex.bundles import import_bundle
 from tests.bundles.conftest import serve
@@ -76,3 +78,34 @@ async def test_cortexctl_export_from_the_server_streams_a_signed_bundle_that_imp
     report = await import_bundle(target, out, require_signed=True)
     assert report.rows["memories"] == 60
     assert _table(source.dsn, "signed_events") == _table(target, "signed_events")
+
+
+@pytest.mark.parametrize("scopes", ["audit.read memory.read:kb/**", "memory.read"])
+async def test_an_agent_without_unqualified_memory_read_and_audit_read_may_not_export(
+    source: CortexClient, scopes: str,
+) -> None:
+    reply = await source.call("GET", "/v1/export", headers={"X-Cortex-Scopes": scopes})
+    assert reply.status == 403, reply.text
+    assert reply.body["error"]["code"] in ("scope_denied", "insufficient_scope"), reply.body
+
+
+async def test_cortexctl_export_from_the_database_and_import_round_trip(
+    source: CortexClient, keys: Path, new_target: Callable[[], str], tmp_path: Path,
+) -> None:
+    out, target = tmp_path / "cli-bundle", new_target()
+    exported = await _cortexctl("export", "--database-url", source.dsn, "--out", str(out),
+                                "--keys", str(keys), "--signer", "dev:tester")
+    assert "signed by dev:tester" in exported
+    imported = await _cortexctl("import", "--bundle", str(out), "--database-url", target,
+                                "--keys", str(keys), "--require-signature", "--json")
+    report = json.loads(imported)
+    assert report["rows"]["memories"] == 60 and report["keys"] == "trusted"
+    assert _table(source.dsn, "memories") == _table(target, "memories")
+
+
+async def _cortexctl(*args: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        *CORTEXCTL, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode == 0, stderr.decode()
+    return stdout.decode()
