@@ -109,3 +109,17 @@ async def _cortexctl(*args: str) -> str:
     stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=120)
     assert process.returncode == 0, stderr.decode()
     return stdout.decode()
+
+
+async def test_an_export_leaves_the_servers_connections_as_they_were(
+    source: CortexClient,
+) -> None:
+    async def settings() -> list[Any]:
+        async with source.services.db.connection() as conn:
+            cur = await conn.execute("SELECT current_setting('statement_timeout') AS t, "
+                                     "current_setting('TimeZone') AS z")
+            return [await cur.fetchone()]
+
+    before = await settings()
+    assert (await source.call("GET", "/v1/export")).status == 200
+    assert await settings() == before

@@ -66,9 +66,9 @@ class ExportReport:
 async def export_bundle(conn: dumping.AnyConn, sink: SinkFn, *, keyring: Keyring,
                         signer: AgentKey | None = None) -> ExportReport:
     """Write the bundle of the database behind ``conn`` to ``sink``."""
-    await dumping.configure(conn, COPY_SETTINGS)
     chunks: list[RawChunk] = []
     async with scanning.snapshot(conn):
+        await dumping.configure(conn, COPY_SETTINGS)
         version = await current_version(conn)
         head: list[bytes] = []
         for table in TABLES:

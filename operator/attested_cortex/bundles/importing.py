@@ -60,18 +60,18 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
         raise BundleError("missing_chunk", MANIFEST, "not a bundle directory")
     manifest = manifests.parse(raw)
     checking.check_layout(manifest)
-    keyring = trusted or checking.bundle_keyring(manifest, _read(root, KEYS))
+    carried = checking.bundle_keyring(manifest, _read(root, KEYS))
+    keyring = trusted if trusted is not None else carried
     signed_by = _signer(raw, _read(root, SIGNATURE), keyring, require_signed)
-    async with dumping.owner_connection(dsn) as conn:
+    async with dumping.owner_connection(dsn) as conn, conn.transaction():
         await _check_target(conn, manifest)
         await dumping.configure(conn, COPY_SETTINGS)
-        async with conn.transaction():
-            walk = await _copy(conn, root, manifest, keyring)
-            await _signatures(conn, keyring)
-            await _sweep(conn)
+        walk = await _copy(conn, root, manifest, keyring)
+        await _signatures(conn, keyring)
+        await _sweep(conn)
     await migrate(dsn)  # rebuilds the AGE mirror of the links when the target has AGE
     return ImportReport(dict(manifest.rows), manifest.chain_events, manifest.chain_head,
-                        walk.signatures, signed_by, "trusted" if trusted else "bundle")
+                        walk.signatures, signed_by, "trusted" if trusted is not None else "bundle")
 
 
 def _signer(raw: bytes, signature: bytes | None, keyring: Keyring,

@@ -41,11 +41,12 @@ async def owner_connection(dsn: str) -> AsyncIterator[AnyConn]:
 
 
 async def configure(conn: AnyConn, settings: Sequence[tuple[str, str]]) -> None:
-    """Session settings for exact COPY text (the same on both ends), and no statement
-    timeout: a whole-table COPY of a large cortex runs longer than a request."""
+    """Settings for exact COPY text (the same on both ends), and no statement timeout: a
+    whole-table COPY of a large cortex runs longer than a request. Local to the caller's
+    transaction, so a pooled connection goes back to the pool as it came."""
     with translating():
         for name, value in (*settings, ("statement_timeout", "0")):
-            await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+            await conn.execute("SELECT set_config(%s, %s, true)", (name, value))
 
 
 async def copy_out(conn: AnyConn, table: str, columns: Sequence[str],
