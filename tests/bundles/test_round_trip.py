@@ -26,8 +26,8 @@ async def answers(client: CortexClient, ids: list[str]) -> list[Any]:
         ("GET", "/v1/memories?limit=100", None),
         ("GET", f"/v1/memories/{ids[0]}/replay?full=true", None),
         ("GET", f"/v1/memories/{ids[5]}", None),
-        ("POST", "/v1/kg/query", {"start_id": ids[1], "depth": 3}),
-        ("POST", "/v1/kg/paths", {"src_id": ids[1], "dst_id": ids[3], "max_depth": 4}),
+        ("POST", "/v1/kg/query", {"start_id": ids[7], "depth": 3}),
+        ("POST", "/v1/kg/paths", {"src_id": ids[7], "dst_id": ids[8], "max_depth": 4}),
         ("GET", f"/v1/kg/timeline?memory_id={ids[10]}", None),
         ("GET", "/v1/audit/verify?deep=true", None),
         *[("GET", f"/v1/memories/{i}", None) for i in ids[:12]],
@@ -51,6 +51,10 @@ async def test_the_imported_cortex_answers_as_its_source(
     before, after = await answers(source, ids), await answers(imported, ids)
     assert [a[:2] for a in after] == [b[:2] for b in before]
     assert after == before
+    assert all(status == 200 for path, status, _ in after if path != f"/v1/memories/{ids[5]}")
+    assert len(after[0][2]["results"]) == 20 and after[3][2]["citations"]
+    assert after[5][2]["edges"] and after[6][2]["paths"] and after[7][2]
+    assert len(after[2][2]["memories"]) == 54  # 60 stored, 6 deleted
     deep = after[8][2]
     assert deep["ok"] and deep["deep"]["mismatch_count"] == 0 and deep["deep"]["memories"] == 60
     links = await source.call("GET", f"/v1/memories/{ids[1]}", None)
