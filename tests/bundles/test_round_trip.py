@@ -13,7 +13,8 @@ import psycopg
 import pytest
 
 from attested_cortex.bundles import import_bundle
-from tests.bundles.conftest import serve
+from attested_cortex.store.migrating import migrate
+from tests.bundles.conftest import SERVER, serve
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.served import CORTEXCTL
 
@@ -127,3 +128,19 @@ async def test_an_export_leaves_the_servers_connections_as_they_were(
     before = await settings()
     assert (await source.call("GET", "/v1/export")).status == 200
     assert await settings() == before
+
+
+async def test_an_import_into_postgresql_with_age_answers_graph_queries_as_the_source(
+    source: CortexClient, bundle: Path, age_dsn: str, make_cortex: MakeCortex, keys: Path,
+) -> None:
+    await migrate(age_dsn)
+    await import_bundle(age_dsn, bundle)
+    imported = await make_cortex(age_dsn, migrated=False, **{**SERVER, "keys_dir": keys,
+                                                             "graph_backend": "AGE"})
+    ids = source.extra["ids"]
+    graph = [("POST", "/v1/kg/query", {"start_id": ids[7], "depth": 3}),
+             ("POST", "/v1/kg/paths", {"src_id": ids[7], "dst_id": ids[8], "max_depth": 4}),
+             ("GET", f"/v1/kg/timeline?memory_id={ids[7]}", None)]
+    for method, path, body in graph:
+        want, got = await source.call(method, path, body), await imported.call(method, path, body)
+        assert (got.status, got.body) == (want.status, want.body), path
