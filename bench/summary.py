@@ -280,10 +280,26 @@ def transcripts_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def backup_rows(d: dict[str, Any]) -> list[Row]:
+    count = _get(d, "memories")
+    return [
+        (f"export (logical bundle, {_fmt(count)} memories with links)",
+         _fmt(_get(d, "export", "memories_per_s"), " memories/s"), ">= 5000 memories/s"),
+        ("import with full verification",
+         _fmt(_get(d, "import", "memories_per_s"), " memories/s"), ">= 2000 memories/s"),
+        ("bundle size / database size", _fmt(_get(d, "size", "bundle_to_database")), ""),
+        ("bundle chain verification (hashes / with signatures)",
+         f"{_fmt(_get(d, 'verification', 'chain_only', 'events_per_s'))} / "
+         f"{_fmt(_get(d, 'verification', 'with_signatures', 'events_per_s'))} events/s",
+         ">= 20000 events/s"),
+    ]
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "quality": quality_rows, "policy": policy_rows, "kg": kg_rows,
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
+    "backup": backup_rows,
 }
 
 

@@ -90,6 +90,7 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
         ("POST", "/v1/kg/paths", "/v1/kg/paths", {"src_id": a["id"], "dst_id": b["id"]}),
         ("GET", "/v1/kg/timeline", f"/v1/kg/timeline?memory_id={a['id']}", None),
         ("GET", "/v1/audit/verify", "/v1/audit/verify", None),
+        ("GET", "/v1/export", "/v1/export", None),
         ("GET", "/v1/capabilities", "/v1/capabilities", None),
     ]
     answers: dict[tuple[str, str], Any] = {}

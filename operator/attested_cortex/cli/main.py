@@ -25,7 +25,11 @@ COMMANDS: dict[str, str] = {
     "doctor": "show what is configured and live",
     "hookd": "serve a stdio hook program on a socket (sidecar entry point)",
     "mcp": "stdio MCP server forwarding to a running cortex",
+    "export": "write a digested, signed bundle of a whole cortex",
+    "import": "verify a bundle and import it into an empty cortex, all or nothing",
 }
+#: Commands whose module is not named like them ("import" is a Python keyword).
+_MODULES: dict[str, str] = {"export": "bundling", "import": "bundling"}
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
@@ -37,7 +41,11 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, summary in COMMANDS.items():
         if chosen is None or name == chosen:
-            importlib.import_module(f"attested_cortex.cli.{name}").register(subparsers)
+            if name in _MODULES:
+                importlib.import_module(f"attested_cortex.cli.{_MODULES[name]}").register(
+                    subparsers, name)
+            else:
+                importlib.import_module(f"attested_cortex.cli.{name}").register(subparsers)
         else:
             subparsers.add_parser(name, help=summary)
     return parser

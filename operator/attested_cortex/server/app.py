@@ -17,6 +17,7 @@ from attested_cortex.server.metrics import HttpMetrics
 from attested_cortex.server.routes import (
     approvals,
     audit,
+    exporting,
     graph,
     memories,
     recall,
@@ -27,7 +28,7 @@ from attested_cortex.server.state import STATE_KEY, AppState
 from attested_cortex.service.pipeline.context import Services
 
 ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals,
-                                         transcripts)
+                                         transcripts, exporting)
 OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
 
 

@@ -29,7 +29,12 @@ _BATCH = 2000
 
 @asynccontextmanager
 async def snapshot(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
-    """One read-only REPEATABLE READ transaction around every scan of a sweep."""
+    """One read-only REPEATABLE READ transaction around every scan of a sweep; inside a
+    transaction the caller already holds (an import sweeping what it copied in before it
+    commits), that transaction's own view."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        yield
+        return
     with translating():
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")

@@ -69,6 +69,8 @@ TRANSCRIPT_STORE: Final = _op("transcript.store", "transcript", ("pre_transcript
 MEMORY_REPLAY: Final = _op("memory.replay", None, (), (), "memory.read", "transcript",
                            owner_only=True)
 AUDIT_VERIFY: Final = _op("audit.verify", None, (), (), "audit.read", None)
+# The whole cortex (ADR 0033): audit.read here, and memory.read unqualified checked by the call.
+EXPORT: Final = _op("cortex.export", None, (), (), "audit.read", None)
 CAPABILITIES: Final = _op("capabilities", None, (), (), None, None)
 APPROVALS_LIST: Final = _op("approvals.list", None, (), (), "approvals.decide", None)
 APPROVALS_STREAM: Final = _op("approvals.stream", None, (), (), "approvals.decide", None)
@@ -81,7 +83,7 @@ OPERATIONS: Final[dict[str, OperationSpec]] = {
         MEMORY_STORE, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_VERIFY, MEMORY_LIST,
         RECALL,
         LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
-        KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, CAPABILITIES,
+        KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, EXPORT, CAPABILITIES,
         APPROVALS_LIST, APPROVALS_STREAM, APPROVAL_DECIDE,
     )
 }

@@ -1,0 +1,183 @@
+"""Logical backup benchmark: export and import throughput (memories/s), bundle size against
+database size, and the bundle's chain verification (events/s), at 100k memories with links.
+
+Run by ``make bench`` (through ``python -m bench``) or alone: ``python -m bench.backup
+[--memories N]``. Starts a private PostgreSQL 17 + AGE server (the production database).
+The source is filled in bulk, not through the API: N memories, N-1 links (one in ten signed
+by the agent's key), and a signed write record in the chain for each, so the import's deep
+sweep and signature checks do all their work. Writes docs/benchmarks/backup.json. Goals
+(issue 24): export >= 5,000 memories/s, import with full verification >= 2,000 memories/s,
+verification >= 20,000 events/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from attested_cortex.attest import cbor
+from attested_cortex.attest.keyring import EMPTY_KEYRING, KeyRevision, build_keyring
+from attested_cortex.attest.keys import AgentKey, generate_key
+from attested_cortex.attest.payloads import link_payload
+from attested_cortex.attest.records import link_record, memory_record
+from attested_cortex.attest.signing import sign
+from attested_cortex.bundles import DirectorySink, export_bundle, import_bundle
+from attested_cortex.bundles.checking import ChainWalk
+from attested_cortex.bundles.formats import EVENTS
+from attested_cortex.bundles.manifests import parse
+from attested_cortex.store.dumping import owner_connection
+from attested_cortex.store.events import APPEND_VALUES
+from attested_cortex.store.links import Link
+from attested_cortex.store.memories import Memory
+from attested_cortex.store.migrating import migrate
+from attested_cortex.types import AgentId
+from bench.common import age_server, create_database, write_result
+
+AGENT = AgentId("k8s:bench/agent")
+_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _memory(index: int) -> Memory:
+    return Memory(uuid.uuid4(), f"bench/ns{index % 50}", f"note {index}",
+                  f"deploy note {index}: the migration waited on lock t{index % 97}; " * 3,
+                  (f"t{index % 7}",), {}, AGENT, 1, _T0, _T0, None)
+
+
+def _link(index: int, src: Memory, dst: Memory, key: AgentKey) -> Link:
+    valid_from = _T0 + timedelta(milliseconds=index)
+    signature = None
+    if index % 10 == 0:
+        payload = link_payload(src_id=src.id, dst_id=dst.id, relation="related_to",
+                               observed_by=AGENT, valid_from=valid_from, valid_until=None)
+        signature = sign(key, payload.encode())
+    return Link(uuid.uuid4(), src.id, dst.id, "related_to", valid_from, None, AGENT, signature,
+                "self_signed" if signature else "unsigned", AGENT if signature else None,
+                valid_from if signature else None, valid_from, None)
+
+
+async def fill(dsn: str, count: int, key: AgentKey) -> None:
+    """The source cortex: memories, links and one signed write record for each."""
+    memories = [_memory(i) for i in range(count)]
+    links = [_link(i, memories[i], memories[i + 1], key) for i in range(count - 1)]
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        async with conn.cursor().copy(
+                "COPY memories (id, namespace, title, content, tags, author, created_at, "
+                "updated_at) FROM STDIN") as copy:
+            for m in memories:
+                await copy.write_row((m.id, m.namespace, m.title, m.content, list(m.tags),
+                                      m.author, m.created_at, m.updated_at))
+        async with conn.cursor().copy(
+                "COPY links (id, src_id, dst_id, relation, valid_from, observed_by, "
+                "signature, attest_level, signed_by, signed_at, created_at) FROM STDIN"
+                ) as copy:
+            for lk in links:
+                await copy.write_row((lk.id, lk.src_id, lk.dst_id, lk.relation, lk.valid_from,
+                                      lk.observed_by, lk.signature, lk.attest_level,
+                                      lk.signed_by, lk.signed_at, lk.created_at))
+        records = [("memory.stored", memory_record(m)) for m in memories] + [
+            ("link.recorded", link_record(lk)) for lk in links]
+        fingerprint = key.public.fingerprint
+        async with conn.cursor() as cur:
+            for start in range(0, len(records), 5000):
+                rows = []
+                for kind, record in records[start:start + 5000]:
+                    body = cbor.encode(record)
+                    rows.append((AGENT, kind, body, sign(key, body), fingerprint))
+                await cur.executemany(APPEND_VALUES, rows)
+        await conn.commit()
+
+
+def _size(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def _db_size(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _verification(bundle: Path, keyring: Any) -> dict[str, Any]:
+    """The bundle's chain walked with every signature checked, and hashes only."""
+    return {"with_signatures": _walk(bundle, keyring),
+            "chain_only": _walk(bundle, EMPTY_KEYRING)}
+
+
+def _walk(bundle: Path, keyring: Any) -> dict[str, Any]:
+    manifest = parse((bundle / "manifest.json").read_bytes())
+    chunks = [(c["name"], (bundle / c["name"]).read_bytes()) for c in manifest.chunks
+              if c["table"] == EVENTS.name]
+    walk = ChainWalk(keyring)
+    started = time.perf_counter()
+    for name, data in chunks:
+        walk.walk(name, data)
+    walk.finish(manifest)
+    seconds = time.perf_counter() - started
+    events = manifest.chain_events
+    return {"events": events, "signatures_checked": walk.signatures,
+            "seconds": round(seconds, 2), "events_per_s": round(events / seconds)}
+
+
+async def run(server: Any, count: int) -> dict[str, Any]:
+    key = generate_key(AGENT)
+    keyring = build_keyring([KeyRevision(AGENT, key.public.public_key)])
+    source = create_database(server, "bench_backup_source")
+    target = create_database(server, "bench_backup_target")
+    await migrate(source)
+    await migrate(target)
+    started = time.perf_counter()
+    await fill(source, count, key)
+    filled = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="cortex-bundle-") as tmp:
+        bundle = Path(tmp) / "bundle"
+        started = time.perf_counter()
+        async with owner_connection(source) as conn:
+            exported = await export_bundle(conn, DirectorySink(bundle), keyring=keyring,
+                                           signer=key)
+        export_s = time.perf_counter() - started
+        bundle_bytes, source_bytes = _size(bundle), _db_size(source)
+        verification = _verification(bundle, keyring)
+        started = time.perf_counter()
+        imported = await import_bundle(target, bundle, trusted=keyring, require_signed=True)
+        import_s = time.perf_counter() - started
+    return {
+        "memories": count, "links": count - 1, "events": exported.chain_events,
+        "fill_seconds": round(filled, 1),
+        "load_average_after_run": [round(x, 2) for x in os.getloadavg()],
+        "export": {"seconds": round(export_s, 2),
+                   "memories_per_s": round(count / export_s)},
+        "import": {"seconds": round(import_s, 2), "memories_per_s": round(count / import_s),
+                   "signatures_checked": imported.signatures_checked,
+                   "includes": "digests, manifest signature, chain walk with signatures, "
+                               "link and memory signatures, deep sweep, commit, AGE mirror"},
+        "size": {"bundle_bytes": bundle_bytes, "database_bytes": source_bytes,
+                 "bundle_to_database": round(bundle_bytes / source_bytes, 3)},
+        "verification": verification,
+        "goals": {"export_memories_per_s": 5000, "import_memories_per_s": 2000,
+                  "verification_events_per_s": 20000},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.backup")
+    parser.add_argument("--memories", type=int, default=100_000)
+    args = parser.parse_args(argv)
+    with age_server() as server:
+        result = asyncio.run(run(server, args.memories))
+    path = write_result("backup", result)
+    print(path.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

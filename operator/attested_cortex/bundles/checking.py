@@ -1,0 +1,132 @@
+"""Whether a bundle verifies: chunk digests and counts, and the chain walked from its first
+event to its last with every signature of a known agent checked. Pure.
+
+Driven chunk by chunk by :mod:`.importing`, which copies a chunk into the (uncommitted)
+target only after it passed here, and commits only after :meth:`ChainWalk.finish`. Every
+refusal is a :class:`~.errors.BundleError` naming the chunk, the event sequence or the
+table. The per-event checks are the deep audit's own (:func:`~attested_cortex.attest.chain.
+chain_fault`, :func:`~attested_cortex.attest.chain.signature_fault`): a bundle verifies
+exactly when ``cortexctl audit verify`` would verify its chain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from attested_cortex.attest.chain import chain_fault, signature_fault
+from attested_cortex.attest.keyring import Keyring, build_keyring, parse_keyring_file
+from attested_cortex.bundles import copytext
+from attested_cortex.bundles.errors import BundleError
+from attested_cortex.bundles.formats import BY_NAME, KEYS
+from attested_cortex.bundles.manifests import Manifest, RawChunk, digest
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.store.events import GENESIS_HASH, EventRow
+
+_WORKERS = os.cpu_count() or 1
+
+
+def check_layout(manifest: Manifest) -> None:
+    """Every chunk names a known table whose columns are the ones this build imports."""
+    for table, columns in manifest.columns.items():
+        known = BY_NAME.get(table)
+        if known is None or tuple(columns) != known.columns:
+            raise BundleError("bad_manifest", f"table {table}",
+                              "columns differ from the ones this build imports")
+    for chunk in manifest.chunks:
+        if chunk["table"] not in manifest.columns:
+            raise BundleError("bad_manifest", chunk["name"], "chunk of an unlisted table")
+
+
+def check_chunk(chunk: RawChunk, data: bytes | None) -> None:
+    """The chunk is present and its bytes are the ones the manifest digested."""
+    if data is None:
+        raise BundleError("missing_chunk", chunk["name"], "the manifest lists it; it is absent")
+    if len(data) != chunk["bytes"] or digest(data) != chunk["sha256"]:
+        raise BundleError("digest_mismatch", chunk["name"],
+                          "its SHA-256 differs from the manifest's: the chunk was changed")
+    if data.count(b"\n") != chunk["rows"]:
+        raise BundleError("row_count_mismatch", chunk["name"], "row count differs")
+
+
+def bundle_keyring(manifest: Manifest, data: bytes | None) -> Keyring:
+    """The public keys the bundle carries (their digest is in the manifest)."""
+    if data is None:
+        raise BundleError("missing_chunk", KEYS, "the bundle's keys are absent")
+    if digest(data) != manifest.keys_sha256:
+        raise BundleError("digest_mismatch", KEYS, "the keys differ from the manifest's digest")
+    try:
+        files = json.loads(data)
+        return build_keyring(r for raw in files for r in parse_keyring_file(raw))
+    except (ValueError, TypeError, InvalidInputError) as exc:
+        raise BundleError("bad_keys", KEYS, f"unreadable keys ({exc})") from exc
+
+
+class ChainWalk:
+    """The chain checked across chunks: sequences from 1 without gaps, each event linked to
+    the previous one's hash and hashed as documented, signatures of known agents valid.
+
+    Signatures of a chunk are checked on ``workers`` threads (libsodium releases the GIL),
+    in contiguous slices as :func:`~attested_cortex.attest.auditing.verify_chain` does; the
+    first fault by position is the one reported."""
+
+    def __init__(self, keyring: Keyring, *, workers: int = _WORKERS) -> None:
+        self.keyring = keyring
+        self.workers = workers
+        self.expected = 1
+        self.prev = GENESIS_HASH
+        self.signatures = 0
+
+    def walk(self, name: str, data: bytes) -> None:
+        """Check one chunk of ``signed_events``; refuse at the first event that breaks."""
+        events: list[EventRow] = []
+        for fields in copytext.raw_rows(data):
+            try:
+                events.append(copytext.event(fields))
+            except ValueError as exc:
+                at = self.expected + len(events)
+                raise BundleError("unreadable_event", f"{name} event {at}", str(exc)) from exc
+        good, fault = self._chain(events)
+        signed = [(i, e) for i, e in enumerate(events[:good])
+                  if e.signature is not None and self.keyring.knows(e.agent_id)]
+        bad = self._signatures(signed)
+        if bad is not None:
+            good, fault = bad
+        if fault is not None:
+            raise BundleError("chain_broken", f"{name} event {self.expected + good}", fault)
+        self.signatures += len(signed)
+        if events:
+            self.expected, self.prev = events[-1].sequence + 1, events[-1].hash
+
+    def _chain(self, events: list[EventRow]) -> tuple[int, str | None]:
+        expected, prev = self.expected, self.prev
+        for index, event in enumerate(events):
+            fault = chain_fault(event, expected_sequence=expected, expected_prev=prev)
+            if fault is not None:
+                return index, fault
+            expected, prev = event.sequence + 1, event.hash
+        return len(events), None
+
+    def _signatures(self, signed: list[tuple[int, EventRow]]) -> tuple[int, str] | None:
+        size = max(1, -(-len(signed) // self.workers))
+        slices = [signed[start:start + size] for start in range(0, len(signed), size)]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            found = [f for f in pool.map(self._first_bad, slices) if f is not None]
+        return min(found) if found else None
+
+    def _first_bad(self, chunk: list[tuple[int, EventRow]]) -> tuple[int, str] | None:
+        for index, event in chunk:
+            fault = signature_fault(event, self.keyring)
+            if fault is not None:
+                return index, fault
+        return None
+
+    def finish(self, manifest: Manifest) -> None:
+        """The chain ends where the manifest says: no event dropped from its tail."""
+        events = self.expected - 1
+        head = self.prev.hex() if events else None
+        if events != manifest.chain_events or head != manifest.chain_head:
+            raise BundleError("chain_truncated", f"signed_events event {events}",
+                              f"the bundle's chain ends at event {events}, the manifest's at "
+                              f"{manifest.chain_events} (head {manifest.chain_head})")

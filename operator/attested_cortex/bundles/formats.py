@@ -1,0 +1,71 @@
+"""What a bundle holds: its tables in import order, their columns, and how chunks are named.
+
+Pure data. A bundle is a directory (or a tar stream of one) with ``manifest.json``,
+``manifest.sig.json`` when the exporting cortex has an audit signer, ``keys.json`` (the
+public keys that verify the chain) and ``chunks/<table>-<nnnnnn>.copy``: PostgreSQL COPY
+text rows (UTC, ISO dates, hex bytea), at most :data:`CHUNK_ROWS` rows or about
+:data:`CHUNK_BYTES` bytes each. Tables are listed parents first, so foreign keys hold as
+each is copied in; ``signed_events`` comes first of all because the import verifies it
+before anything else. Generated columns (``ns_depth``, ``search``) are not carried: the
+target recomputes them. Embeddings are not carried either (ADR 0033): the target's embedder
+recomputes them from the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+#: The bundle format; an importer refuses a newer one.
+FORMAT: Final = "attested-cortex-bundle"
+FORMAT_VERSION: Final = 1
+MANIFEST: Final = "manifest.json"
+SIGNATURE: Final = "manifest.sig.json"
+KEYS: Final = "keys.json"
+CHUNKS_DIR: Final = "chunks"
+CHUNK_ROWS: Final = 5000
+CHUNK_BYTES: Final = 8 * 1024 * 1024
+#: The session settings both ends of a COPY run under, so text rows read back exactly.
+COPY_SETTINGS: Final = (
+    ("TimeZone", "UTC"), ("DateStyle", "ISO, YMD"), ("IntervalStyle", "iso_8601"),
+    ("bytea_output", "hex"), ("extra_float_digits", "3"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One exported table: its name, the columns carried, and the stable order of rows."""
+
+    name: str
+    columns: tuple[str, ...]
+    order_by: str
+
+
+EVENTS: Final = Table("signed_events", (
+    "sequence", "agent_id", "event_type", "payload", "payload_hash", "signature",
+    "key_fingerprint", "prev_hash", "hash", "created_at"), "sequence")
+USAGE: Final = Table("agent_usage", ("agent", "memories", "transcripts"), "agent")
+#: Import order: the chain first, then parents before children, the counters last.
+TABLES: Final[tuple[Table, ...]] = (
+    EVENTS,
+    Table("memories", ("id", "namespace", "title", "content", "tags", "metadata", "author",
+                       "revision", "created_at", "updated_at", "deleted_at"), "id"),
+    Table("memory_signatures", ("memory_id", "revision", "signature", "key_fingerprint",
+                                "signed_by", "signed_at", "attest_level"),
+          "memory_id, revision"),
+    Table("links", ("id", "src_id", "dst_id", "relation", "valid_from", "valid_until",
+                    "observed_by", "signature", "attest_level", "signed_by", "signed_at",
+                    "created_at", "asserted_until"), "id"),
+    Table("transcripts", ("id", "namespace", "owner", "metadata", "frame", "raw_bytes",
+                          "raw_chars", "stored_bytes", "created_at", "archived_at",
+                          "pruned_at"), "id"),
+    Table("memory_transcript_links", ("memory_id", "ordinal", "transcript_id", "span_start",
+                                      "span_end"), "memory_id, ordinal"),
+    USAGE,
+)
+BY_NAME: Final = {table.name: table for table in TABLES}
+
+
+def chunk_name(table: str, index: int) -> str:
+    """The path of a table's ``index``-th chunk inside the bundle."""
+    return f"{CHUNKS_DIR}/{table}-{index:06d}.copy"

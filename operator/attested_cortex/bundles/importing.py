@@ -1,0 +1,143 @@
+"""Import a bundle into an empty cortex: every check before the one commit, or nothing.
+
+Called by ``cortexctl import`` (and later by the operator's restore). Order of the checks,
+each stopping the import with a :class:`~.errors.BundleError` that names what and where:
+
+1. the manifest is readable, its format known; its signature verifies under the trusted keys
+   (``trusted``) or, without them, under the bundle's own keys (which then proves integrity
+   against accidents and against anyone without the signer's private key: ADR 0034);
+2. the target's schema version is the bundle's and every table is empty;
+3. chunk by chunk, in import order: present, the manifest's digest, its row count; the chain's
+   chunks walked event by event (:class:`~.checking.ChainWalk`); only then copied in;
+4. the chain ends at the manifest's head (no dropped tail);
+5. every signed link and every memory's signed current revision verifies under the keys;
+6. the deep audit's sweep over the copied rows finds every row as its write record left it.
+
+All of it runs in one transaction on one connection of the migrating role; a refusal rolls it
+back, so nothing is ever visible from a bundle that does not verify.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from attested_cortex.attest.keyring import Keyring
+from attested_cortex.attest.sweeping import sweep
+from attested_cortex.bundles import checking, manifests, signatures
+from attested_cortex.bundles.errors import BundleError
+from attested_cortex.bundles.formats import (
+    COPY_SETTINGS,
+    EVENTS,
+    KEYS,
+    MANIFEST,
+    SIGNATURE,
+    TABLES,
+    USAGE,
+)
+from attested_cortex.bundles.manifests import Manifest
+from attested_cortex.store import dumping, scanning
+from attested_cortex.store.migrating import current_version, migrate
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What was verified and imported."""
+
+    rows: dict[str, int]
+    chain_events: int
+    chain_head: str | None
+    signatures_checked: int
+    signed_by: str | None
+    keys: str
+
+
+async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
+                        require_signed: bool = False) -> ImportReport:
+    """Verify the bundle under ``root`` and import it into the empty database at ``dsn``."""
+    raw = _read(root, MANIFEST)
+    if raw is None:
+        raise BundleError("missing_chunk", MANIFEST, "not a bundle directory")
+    manifest = manifests.parse(raw)
+    checking.check_layout(manifest)
+    carried = checking.bundle_keyring(manifest, _read(root, KEYS))
+    keyring = trusted if trusted is not None else carried
+    signed_by = _signer(raw, _read(root, SIGNATURE), keyring, require_signed)
+    async with dumping.owner_connection(dsn) as conn, conn.transaction():
+        await _check_target(conn, manifest)
+        await dumping.configure(conn, COPY_SETTINGS)
+        walk = await _copy(conn, root, manifest, keyring)
+        await _signatures(conn, keyring)
+        await _sweep(conn)
+    await migrate(dsn)  # rebuilds the AGE mirror of the links when the target has AGE
+    return ImportReport(dict(manifest.rows), manifest.chain_events, manifest.chain_head,
+                        walk.signatures, signed_by, "trusted" if trusted is not None else "bundle")
+
+
+def _signer(raw: bytes, signature: bytes | None, keyring: Keyring,
+            required: bool) -> str | None:
+    if signature is None:
+        if required:
+            raise BundleError("unsigned_bundle", SIGNATURE, "the bundle carries no signature")
+        return None
+    return manifests.check_signature(raw, signature, keyring)
+
+
+async def _check_target(conn: dumping.AnyConn, manifest: Manifest) -> None:
+    version = await current_version(conn)
+    if version != manifest.schema_version:
+        raise BundleError("schema_mismatch", "target", f"the target is at schema {version}, the "
+                          f"bundle at {manifest.schema_version}: migrate the target to "
+                          f"{manifest.schema_version} (cortexctl migrate --target)")
+    full = await dumping.occupied(conn, [t.name for t in TABLES])
+    if full:
+        raise BundleError("target_not_empty", "target", f"{', '.join(full)} already hold rows: "
+                          "import only into a freshly migrated, empty cortex")
+
+
+async def _copy(conn: dumping.AnyConn, root: Path, manifest: Manifest,
+                keyring: Keyring) -> checking.ChainWalk:
+    walk = checking.ChainWalk(keyring)
+    await dumping.chain_trigger(conn, enabled=False)
+    for table in TABLES:
+        if table is USAGE:
+            await dumping.clear_usage(conn)
+        for chunk in (c for c in manifest.chunks if c["table"] == table.name):
+            data = _read(root, chunk["name"])
+            checking.check_chunk(chunk, data)
+            assert data is not None
+            if table is EVENTS:
+                walk.walk(chunk["name"], data)
+            await dumping.copy_in(conn, table.name, table.columns, data)
+        if table is EVENTS:
+            walk.finish(manifest)
+    await dumping.chain_trigger(conn, enabled=True)
+    return walk
+
+
+async def _signatures(conn: dumping.AnyConn, keyring: Keyring) -> None:
+    async for link in scanning.links(conn):
+        if not signatures.link_verifies(link, keyring):
+            raise BundleError("bad_link_signature", f"link {link.id}",
+                              "its signature does not verify under the keys")
+    async for memory, signature, signed_by, signed_at in dumping.signed_memories(conn):
+        if not signatures.memory_verifies(memory, signature=signature, signed_by=signed_by,
+                                          signed_at=signed_at, keyring=keyring):
+            raise BundleError("bad_memory_signature", f"memory {memory.id}",
+                              f"the signature of revision {memory.revision} does not verify")
+
+
+async def _sweep(conn: dumping.AnyConn) -> None:
+    report = await sweep(conn)
+    if not report.ok:
+        first = report.mismatches[0]
+        raise BundleError("rows_do_not_match_chain", f"{first.kind} {first.id}",
+                          f"{first.problem} {', '.join(first.fields)} "
+                          f"({report.mismatch_count} mismatches in all)")
+
+
+def _read(root: Path, name: str) -> bytes | None:
+    try:
+        return (root / name).read_bytes()
+    except FileNotFoundError:
+        return None

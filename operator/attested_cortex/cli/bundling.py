@@ -1,0 +1,150 @@
+"""``cortexctl export`` and ``cortexctl import``: the logical backup path from a shell.
+
+``export --database-url URL`` reads the database directly (with ``--keys`` for the public
+keys the bundle carries and ``--signer`` for the agent whose private key signs the
+manifest); ``export --server URL`` downloads ``GET /v1/export`` (a tar stream the server
+signs with its audit signer) and unpacks it. ``import`` verifies a bundle and imports it
+into an empty database as the migrating role. Exit 0 done, 1 bundle or target refused (the
+message names what and where; nothing was imported), 2 the command could not run. Thin over
+:mod:`attested_cortex.bundles`; registered by :mod:`attested_cortex.cli.main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+import tarfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from attested_cortex.errors import CortexError, operator_message
+
+
+def register(subparsers: Any, name: str) -> None:
+    """Add ``export`` or ``import``."""
+    if name == "export":
+        parser = subparsers.add_parser("export", help="write a bundle of a whole cortex")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--server", help="base URL of a running cortex (GET /v1/export)")
+        source.add_argument("--database-url", help="PostgreSQL URL of the cortex's database")
+        parser.add_argument("--out", type=Path, required=True, help="new or empty directory")
+        parser.add_argument("--keys", type=Path, help="key root: the public keys to carry and "
+                            "the signer's private key (with --database-url)")
+        parser.add_argument("--signer", help="agent id whose private key in --keys signs "
+                            "the manifest (with --database-url)")
+        parser.add_argument("--token-file", type=Path, help="bearer token file (--server); "
+                            "else $CORTEX_TOKEN")
+        parser.add_argument("--agent-id", default=os.environ.get("CORTEX_AGENT_ID"),
+                            help="X-Agent-Id for a server with --auth dev")
+        parser.add_argument("--scopes", default=None, help=argparse.SUPPRESS)
+        parser.set_defaults(handler=run_export)
+    else:
+        parser = subparsers.add_parser("import", help="verify a bundle; import it into an "
+                                       "empty cortex, all or nothing")
+        parser.add_argument("--bundle", type=Path, required=True, help="bundle directory")
+        parser.add_argument("--database-url", required=True,
+                            help="PostgreSQL URL of the empty target, as the migrating role")
+        parser.add_argument("--keys", type=Path, help="trusted key root: verify the manifest "
+                            "and the chain with these keys instead of the bundle's own")
+        parser.add_argument("--require-signature", action="store_true",
+                            help="refuse a bundle whose manifest is not signed")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    if name == "import":
+        parser.set_defaults(handler=run_import)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Export; print what was written."""
+    try:
+        out: Path = args.out
+        if out.exists() and any(out.iterdir()):
+            raise FileExistsError(f"--out {out} is not empty")
+        out.mkdir(parents=True, exist_ok=True)
+        if args.server:
+            report: dict[str, Any] = _download(args, out)
+        else:
+            report = dataclasses.asdict(asyncio.run(_export(args, out)))
+    except (CortexError, OSError, ValueError) as exc:
+        return _failed("export", exc)
+    print(json.dumps(report, indent=2) if args.json else
+          f"exported {report['chain_events']} events, head {report['chain_head']}; "
+          f"signed by {report['signed_by'] or '(unsigned)'} -> {out}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """Verify and import; print what was imported, or what was refused and where."""
+    from attested_cortex.bundles import BundleError, import_bundle
+
+    try:
+        trusted = _keys(args.keys).keyring if args.keys else None
+        report = asyncio.run(import_bundle(args.database_url, args.bundle, trusted=trusted,
+                                           require_signed=args.require_signature))
+    except BundleError as exc:
+        print(f"cortexctl import: refused, nothing imported: {exc.message}", file=sys.stderr)
+        return 1
+    except (CortexError, OSError, ValueError) as exc:
+        return _failed("import", exc)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report), indent=2))
+    else:
+        print(f"imported {report.rows.get('memories', 0)} memories, "
+              f"{report.rows.get('links', 0)} links, {report.chain_events} events (head "
+              f"{report.chain_head}); {report.signatures_checked} signatures checked with "
+              f"the {report.keys}'s keys; signed by {report.signed_by or '(unsigned)'}")
+    return 0
+
+
+def _failed(command: str, exc: Exception) -> int:
+    message = operator_message(exc) if isinstance(exc, CortexError) else str(exc)
+    print(f"cortexctl {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def _keys(root: Path) -> Any:
+    from attested_cortex.attest.loading import load_snapshot
+
+    if not root.is_dir():
+        raise NotADirectoryError(f"--keys {root} is not a directory")
+    return load_snapshot(root)
+
+
+async def _export(args: argparse.Namespace, out: Path) -> Any:
+    from attested_cortex.attest.keyring import EMPTY_KEYRING
+    from attested_cortex.bundles import DirectorySink, export_bundle
+    from attested_cortex.store.dumping import owner_connection
+    from attested_cortex.types import AgentId
+
+    snapshot = _keys(args.keys) if args.keys else None
+    signer = None
+    if args.signer:
+        signer = snapshot.signing_keys.get(AgentId(args.signer)) if snapshot else None
+        if signer is None:
+            raise ValueError(f"--signer {args.signer} has no private key under --keys")
+    async with owner_connection(args.database_url) as conn:
+        return await export_bundle(conn, DirectorySink(out), signer=signer,
+                                   keyring=snapshot.keyring if snapshot else EMPTY_KEYRING)
+
+
+def _download(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    from attested_cortex.cli.mcp import CredentialsError, credentials
+
+    try:
+        headers = credentials(args, dict(os.environ))
+    except CredentialsError as exc:
+        raise ValueError(str(exc)) from exc
+    if not args.server.startswith(("http://", "https://")):
+        raise ValueError("--server must be an http:// or https:// URL")
+    url = args.server.rstrip("/") + "/v1/export"
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 (checked above)
+    with (urllib.request.urlopen(request, timeout=60) as answer,  # noqa: S310
+          tarfile.open(fileobj=answer, mode="r|") as archive):
+        archive.extractall(out, filter="data")
+    manifest = json.loads((out / "manifest.json").read_bytes())
+    return {"rows": manifest["rows"], "chain_events": manifest["chain"]["events"],
+            "chain_head": manifest["chain"]["head"], "signed_by": manifest.get("signed_by")}

@@ -1,0 +1,116 @@
+"""SQL of the logical backup path: tables copied out as COPY text rows in one snapshot, and
+copied into an empty database in one transaction. No bundle format and no crypto here.
+
+Called only by :mod:`attested_cortex.bundles.exporting` and
+:mod:`attested_cortex.bundles.importing`, which pass the table names, columns and session
+settings (the bundle format lives above the store). Every psycopg error is translated.
+
+The import writes ``signed_events`` rows as they were: the chain trigger of migration 0006
+would renumber and rehash every event, so it is disabled for the import's transaction (an
+``ALTER TABLE`` is transactional: a rollback re-enables it, a commit does so explicitly
+first) and the bundle's chain is verified in Python before any of it is copied. Only the
+table's owner (the migrating role) may do that; the server's role cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from attested_cortex.store.errors import translating
+from attested_cortex.store.memories import COLUMNS as MEMORY_COLUMNS
+from attested_cortex.store.memories import Memory, memory_from_row
+
+AnyConn = psycopg.AsyncConnection[Any]
+_CHAIN_TRIGGER = "signed_events_extends_head"
+
+
+@asynccontextmanager
+async def owner_connection(dsn: str) -> AsyncIterator[AnyConn]:
+    """One autocommit connection outside any pool (the CLI's; the import's runs as the
+    migrating role and opens its one transaction itself)."""
+    with translating():
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            yield conn
+
+
+async def configure(conn: AnyConn, settings: Sequence[tuple[str, str]]) -> None:
+    """Settings for exact COPY text (the same on both ends), and no statement timeout: a
+    whole-table COPY of a large cortex runs longer than a request. Local to the caller's
+    transaction, so a pooled connection goes back to the pool as it came."""
+    with translating():
+        for name, value in (*settings, ("statement_timeout", "0")):
+            await conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+
+
+async def copy_out(conn: AnyConn, table: str, columns: Sequence[str],
+                   order_by: str) -> AsyncIterator[bytes]:
+    """Every row of ``table`` as one COPY text line, in ``order_by`` order."""
+    query = sql.SQL("COPY (SELECT {} FROM {} ORDER BY {}) TO STDOUT").format(
+        sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(table),
+        sql.SQL(order_by))
+    with translating():
+        async with conn.cursor().copy(query) as copy:
+            async for row in copy:
+                yield bytes(row)
+
+
+async def copy_in(conn: AnyConn, table: str, columns: Sequence[str], data: bytes) -> None:
+    """Append COPY text rows to ``table``."""
+    query = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)))
+    with translating():
+        async with conn.cursor().copy(query) as copy:
+            await copy.write(data)
+
+
+async def occupied(conn: AnyConn, tables: Sequence[str]) -> list[str]:
+    """The tables among ``tables`` that hold at least one row."""
+    found = []
+    with translating():
+        for table in tables:
+            cur = await conn.execute(
+                sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(sql.Identifier(table)))
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                found.append(table)
+    return found
+
+
+async def chain_trigger(conn: AnyConn, *, enabled: bool) -> None:
+    """Switch the chain's insert trigger off for a verified import, and back on (ALWAYS)."""
+    action = "ENABLE ALWAYS" if enabled else "DISABLE"
+    with translating():
+        await conn.execute(sql.SQL("ALTER TABLE signed_events {} TRIGGER {}").format(
+            sql.SQL(action), sql.Identifier(_CHAIN_TRIGGER)))
+
+
+async def clear_usage(conn: AnyConn) -> None:
+    """Drop the counters the usage triggers just made, so the bundle's are copied in as
+    they were at the source (the deep audit recounts them against the rows)."""
+    with translating():
+        await conn.execute("DELETE FROM agent_usage")
+
+
+async def signed_memories(
+    conn: AnyConn,
+) -> AsyncIterator[tuple[Memory, bytes, str, datetime]]:
+    """Each memory whose current revision is agent-signed, with that signature, its signer
+    and when it was signed."""
+    columns = ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
+    query = (f"SELECT {columns}, s.signature AS sig, s.signed_by AS sig_by, "
+             "s.signed_at AS sig_at FROM memories m JOIN memory_signatures s "
+             "ON s.memory_id = m.id AND s.revision = m.revision ORDER BY m.id")
+    with translating():
+        async with conn.cursor("signed_memories", row_factory=dict_row) as cursor:
+            await cursor.execute(query)
+            while rows := await cursor.fetchmany(2000):
+                for row in rows:
+                    signature, by, at = row.pop("sig"), row.pop("sig_by"), row.pop("sig_at")
+                    yield memory_from_row(row), bytes(signature), str(by), at
