@@ -162,8 +162,10 @@ cnpg_image() {  # 5. CloudNativePG's manager FROM scratch, when ensure-binaries.
   fi
   h="$( (hash_inputs "$repo/images/cnpg"; sha256sum "$manager" | cut -d' ' -f1) | sha256sum | cut -d' ' -f1)"
   is_current cnpg "$h" && return 0
-  rm -rf "$ctx" && mkdir -p "$ctx"
-  cp "$manager" "$ctx/manager"
+  local arch; arch="$(dpkg --print-architecture)"  # amd64, arm64: Go's names too
+  rm -rf "$ctx" && mkdir -p "$ctx/rootfs/operator"
+  install -m 0755 "$manager" "$ctx/rootfs/operator/manager_$arch"
+  ln -s "operator/manager_$arch" "$ctx/rootfs/manager"
   cp "$repo/images/cnpg/Dockerfile" "$ctx/"
   podman_build "$CNPG_IMAGE" "$ctx/Dockerfile" "$ctx"
   export_image cnpg "$CNPG_IMAGE" "$h"
