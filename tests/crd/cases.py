@@ -102,12 +102,42 @@ CORTEX_CASES = [
     Case(
         "cortex-both-databases",
         obj("MemoryCortex", "c-both", {"database": {"managed": {}, **EXTERNAL}}),
-        "set exactly one of database.managed or database.external",
+        "set exactly one of database.managed, database.external or database.cloudNativePG",
     ),
     Case(
         "cortex-no-database-kind",
         obj("MemoryCortex", "c-none", {"database": {}}),
-        "set exactly one of database.managed or database.external",
+        "set exactly one of database.managed, database.external or database.cloudNativePG",
+    ),
+    Case(
+        "cortex-cloudnativepg",
+        obj("MemoryCortex", "c-cnpg", {"database": {"cloudNativePG": {
+            "instances": 3, "storage": {"size": "10Gi", "storageClassName": "fast"},
+            "synchronous": {"number": 1, "method": "first", "dataDurability": "preferred"},
+            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+            "parameters": {"max_connections": "200", "work_mem": "16MB"}}}}),
+    ),
+    Case(
+        "cortex-cloudnativepg-and-managed",
+        obj("MemoryCortex", "c-cnpg2", {"database": {"managed": {}, "cloudNativePG": {}}}),
+        "set exactly one of database.managed, database.external or database.cloudNativePG",
+    ),
+    Case(
+        "cortex-cloudnativepg-sync-too-many",
+        obj("MemoryCortex", "c-cnpg3", {"database": {"cloudNativePG": {
+            "instances": 2, "synchronous": {"number": 2}}}}),
+        "synchronous.number must be less than instances",
+    ),
+    Case(
+        "cortex-cloudnativepg-owned-parameter",
+        obj("MemoryCortex", "c-cnpg4", {"database": {"cloudNativePG": {
+            "parameters": {"shared_preload_libraries": "pg_stat_statements"}}}}),
+        "shared_preload_libraries and synchronous_standby_names are set by the operator",
+    ),
+    Case(
+        "cortex-cloudnativepg-no-instances",
+        obj("MemoryCortex", "c-cnpg5", {"database": {"cloudNativePG": {"instances": 0}}}),
+        "instances in body should be greater than or equal to 1",
     ),
     Case(
         "cortex-missing-database",

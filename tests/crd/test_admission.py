@@ -108,14 +108,18 @@ def test_status_takes_conditions_and_shows_them_in_columns(crds: Kube, namespace
             "conditions": [ready("True", "serving at 10.0.0.1")],
             "schemaVersion": 3,
             "kgBackend": "age",
+            "databaseMode": "CloudNativePG",
+            "primary": "status-db-2",
         },
     )
     assert accepted, output
     wide = crds.kubectl("get", "-n", namespace, "mcx", "status", "-o", "wide").stdout
     header, row = wide.splitlines()
-    assert header.split()[:5] == ["NAME", "READY", "REASON", "SCHEMA", "GRAPH"]
+    assert header.split()[:7] == ["NAME", "READY", "REASON", "DATABASE", "PRIMARY", "SCHEMA",
+                                  "GRAPH"]
     assert "MESSAGE" in header
-    assert row.split()[:5] == ["status", "True", "Reconciled", "3", "age"]
+    assert row.split()[:7] == ["status", "True", "Reconciled", "CloudNativePG", "status-db-2",
+                               "3", "age"]
     assert "serving at 10.0.0.1" in row
 
 

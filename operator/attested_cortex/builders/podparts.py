@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from attested_cortex.builders import names
+from attested_cortex.builders import clusters, names
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.builders.secrets import URI_KEY
 
@@ -15,10 +15,13 @@ DATABASE_URL_ENV: Final = "CORTEX_DATABASE_URL"
 
 
 def connection_secret(cortex: Cortex) -> tuple[str, str]:
-    """(Secret name, key) of the connection URI: generated (managed) or referenced."""
+    """(Secret name, key) of the connection URI: generated (managed), referenced
+    (external) or CloudNativePG's application Secret (its URI names the ``-rw`` Service)."""
     external = cortex.spec.database.external
     if external is not None:
         return external.secret_ref.name, external.secret_ref.key
+    if cortex.spec.database.cloud_native_pg is not None:
+        return clusters.app_secret_name(cortex.meta.name), clusters.APP_URI_KEY
     return names.db_secret_name(cortex.meta.name), URI_KEY
 
 

@@ -41,6 +41,7 @@ RESOURCES: Final[dict[tuple[str, str], tuple[str, bool]]] = {
     ("policy/v1", "PodDisruptionBudget"): ("poddisruptionbudgets", True),
     ("networking.k8s.io/v1", "NetworkPolicy"): ("networkpolicies", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
+    ("postgresql.cnpg.io/v1", "Cluster"): ("clusters", True),
     (f"{GROUP}/{VERSION}", "MemoryCortex"): ("memorycortexes", True),
     (f"{GROUP}/{VERSION}", "AgentIdentity"): ("agentidentities", True),
     (f"{GROUP}/{VERSION}", "HookChain"): ("hookchains", True),

@@ -27,6 +27,7 @@ from attested_cortex.builders.inputs import Defaults, parse_meta
 from attested_cortex.controller import agentidentity, hookchain, memorycortex, permissionrule
 from attested_cortex.controller.applying import CollisionError, Writer
 from attested_cortex.controller.login import connection_info, login
+from attested_cortex.controller.memorycortex.cloudnativepg import clusters_served
 from attested_cortex.controller.metrics import RECONCILES
 from attested_cortex.controller.queueing import Key, WorkQueue
 from attested_cortex.controller.runtime import Runtime, Views, snapshot
@@ -199,7 +200,8 @@ async def _child_changed(namespace: str | None, labels: Mapping[str, str], memo:
 # names it (builders/rollout.py).
 for _group_version, _plural in (("apps/v1", "statefulsets"), ("apps/v1", "deployments"),
                                 ("batch/v1", "jobs"), ("v1", "secrets"), ("v1", "configmaps"),
-                                ("v1", "services"), ("v1", "pods")):
+                                ("v1", "services"), ("v1", "pods"),
+                                ("postgresql.cnpg.io/v1", "clusters")):
     _group, _, _version = _group_version.rpartition("/")
     kopf.on.event(_group, _version, _plural, registry=REGISTRY, labels=CHILD_LABELS,
                   id=f"child_{_plural}")(_child_changed)
@@ -225,7 +227,8 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
 
     queue = WorkQueue(reconcile, workers=WORKERS)
     holder["rt"] = Runtime(writer=Writer(api), queue=queue, views=views,
-                           defaults=defaults_from_env())
+                           defaults=defaults_from_env(), watches_clusters=bool(
+                               memo.get("clusterwide")) or await clusters_served(api))
     memo["runtime"] = holder["rt"]
     memo["api"] = api
     memo["workers"] = asyncio.create_task(queue.run())

@@ -59,6 +59,8 @@ class Runtime:
     queue: WorkQueue
     views: Views
     defaults: Defaults
+    #: kopf serves the watch on CloudNativePG Clusters (ADR 0029); else passes poll them.
+    watches_clusters: bool = False
 
     namespace_uids: dict[str, tuple[float, str]] = field(default_factory=dict)
 

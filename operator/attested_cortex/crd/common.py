@@ -104,6 +104,22 @@ class ResourceRequirements(CrdModel):
     )
 
 
+class StorageSpec(CrdModel):
+    """A database data volume (one per instance)."""
+
+    size: str = Field(
+        default="10Gi",
+        description="Size of the data volume, a Kubernetes quantity such as 10Gi.",
+        max_length=32,
+        pattern=STORAGE_SIZE_PATTERN,
+    )
+    storage_class_name: str | None = Field(
+        default=None,
+        description="StorageClass of the data volume; the cluster default when absent.",
+        max_length=253,
+    )
+
+
 class Condition(CrdModel):
     """One observation of the object's state, in the exact metav1.Condition shape."""
 

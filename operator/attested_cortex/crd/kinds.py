@@ -72,6 +72,10 @@ KINDS: Final[tuple[Kind, ...]] = (
         spec=MemoryCortexSpec,
         status=MemoryCortexStatus,
         columns=_common_columns(
+            Column("Database", ".status.databaseMode",
+                   description="Managed, External or CloudNativePG."),
+            Column("Primary", ".status.primary",
+                   description="The database pod that takes writes."),
             Column("Schema", ".status.schemaVersion", type="integer"),
             Column("Graph", ".status.kgBackend"),
             Column("Permissions", ".spec.permissions.mode"),

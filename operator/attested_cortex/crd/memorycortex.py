@@ -10,12 +10,14 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+from attested_cortex.crd.cloudnativepg import CloudNativePGDatabase
 from attested_cortex.crd.common import (
     STORAGE_SIZE_PATTERN,
     CommonStatus,
     CrdModel,
     ResourceRequirements,
     SecretKeyReference,
+    StorageSpec,
     section,
 )
 from attested_cortex.crd.permissionrule import namespace_pattern_extra
@@ -26,23 +28,8 @@ GraphBackend = Literal["Auto", "AGE", "CTE"]
 PermissionMode = Literal["Advisory", "Enforce", "Off"]
 ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
 AuthMode = Literal["Kubernetes", "Tokens"]
+DatabaseMode = Literal["Managed", "External", "CloudNativePG"]
 RuleLine = Annotated[str, StringConstraints(max_length=2048)]
-
-
-class StorageSpec(CrdModel):
-    """The persistent volume of the managed database."""
-
-    size: str = Field(
-        default="10Gi",
-        description="Size of the data volume, a Kubernetes quantity such as 10Gi.",
-        max_length=32,
-        pattern=STORAGE_SIZE_PATTERN,
-    )
-    storage_class_name: str | None = Field(
-        default=None,
-        description="StorageClass of the data volume; the cluster default when absent.",
-        max_length=253,
-    )
 
 
 class ManagedDatabase(CrdModel):
@@ -68,13 +55,19 @@ class ExternalDatabase(CrdModel):
 
 
 class DatabaseSpec(CrdModel):
-    """Where the memories live: exactly one of managed or external."""
+    """Where the memories live: exactly one of managed, external or cloudNativePG."""
 
     managed: ManagedDatabase | None = Field(
-        default=None, description="Run PostgreSQL+AGE as a StatefulSet next to the server."
+        default=None, description="Run PostgreSQL+AGE as a StatefulSet next to the server: "
+        "one pod, one volume, no replica (development and small teams)."
     )
     external: ExternalDatabase | None = Field(
         default=None, description="Use an existing PostgreSQL database."
+    )
+    cloud_native_pg: CloudNativePGDatabase | None = Field(
+        default=None, alias="cloudNativePG",
+        description="Run PostgreSQL+AGE as a CloudNativePG Cluster owned by the cortex: "
+        "replicas, automatic failover, synchronous commits (CloudNativePG must be installed).",
     )
 
 
@@ -225,12 +218,14 @@ class MemoryCortexSpec(CrdModel):
     """Desired state of a MemoryCortex."""
 
     database: DatabaseSpec = Field(
-        description="The database: exactly one of managed or external.",
+        description="The database: exactly one of managed, external or cloudNativePG.",
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "has(self.managed) != has(self.external)",
-                    "message": "set exactly one of database.managed or database.external",
+                    "rule": "[has(self.managed), has(self.external), has(self.cloudNativePG)]"
+                            ".filter(x, x).size() == 1",
+                    "message": "set exactly one of database.managed, database.external or "
+                               "database.cloudNativePG",
                 }
             ]
         },
@@ -264,6 +259,16 @@ class MemoryCortexStatus(CommonStatus):
     )
     endpoint: str | None = Field(
         default=None, description="In-cluster URL of the memory server.", max_length=1024
+    )
+    database_mode: DatabaseMode | None = Field(
+        default=None, description="Which database the cortex uses: Managed, External or "
+        "CloudNativePG."
+    )
+    primary: str | None = Field(
+        default=None,
+        description="The pod of the database's current primary (CloudNativePG's "
+        "currentPrimary; the StatefulSet pod in Managed mode).",
+        max_length=253,
     )
     connection_secret: str | None = Field(
         default=None,

@@ -39,6 +39,8 @@ class DatabaseOutcome:
     connection_secret: str
     retry_in: float | None = None
     storage: Observation | None = None  # StorageReady, managed databases only
+    #: The pod that takes writes, where the operator knows it (not for external).
+    primary: str | None = None
 
 
 async def ensure_credentials(rt: Runtime, cortex: Cortex) -> None:
@@ -83,7 +85,8 @@ async def ensure(rt: Runtime, cortex: Cortex) -> DatabaseOutcome:
     if ready >= 1:
         return DatabaseOutcome(Observation.of("DatabaseReady", True, "DatabaseRunning",
                                               "the database pod is ready"), secret,
-                               retry_in=retry, storage=grown)
+                               retry_in=retry, storage=grown,
+                               primary=f"{n.db_name(cortex.meta.name)}-0")
     return DatabaseOutcome(Observation.of(
         "DatabaseReady", False, "DatabaseStarting",
         f"waiting for pod {n.db_name(cortex.meta.name)}-0 to be ready (and its volume "

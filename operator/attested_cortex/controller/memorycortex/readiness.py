@@ -27,10 +27,19 @@ BACKENDS: Final = {"AGE": "age", "CTE": "cte", "Auto": "cte"}
 Object = dict[str, Any]
 
 
+def database_mode(cortex: Cortex) -> str:
+    """Managed, External or CloudNativePG (the ``kubectl get mcx`` column)."""
+    wanted = cortex.spec.database
+    if wanted.cloud_native_pg is not None:
+        return "CloudNativePG"
+    return "External" if wanted.external is not None else "Managed"
+
+
 def fields(cortex: Cortex, satellites: Satellites, db: DatabaseOutcome,
            schema: SchemaOutcome) -> Object:
     """The status fields besides the conditions."""
-    return {"schemaVersion": schema.version, "kgBackend": BACKENDS[cortex.spec.graph.backend],
+    return {"databaseMode": database_mode(cortex), "primary": db.primary,
+            "schemaVersion": schema.version, "kgBackend": BACKENDS[cortex.spec.graph.backend],
             "endpoint": services.endpoint(cortex), "connectionSecret": db.connection_secret,
             "ruleSummary": [summary_line(r) for r in satellites.rules],
             "hookCount": len(satellites.hooks), "identities": len(satellites.identities)}

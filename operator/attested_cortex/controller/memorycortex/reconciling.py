@@ -14,7 +14,14 @@ from attested_cortex.builders import names as n
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import InvalidSpecError, parse_cortex, parse_meta
 from attested_cortex.controller.applying import together
-from attested_cortex.controller.memorycortex import database, gathering, readiness, schema, server
+from attested_cortex.controller.memorycortex import (
+    cloudnativepg,
+    database,
+    gathering,
+    readiness,
+    schema,
+    server,
+)
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.controller.statuses import write_status
@@ -64,9 +71,10 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
             Observation.of("Paused", True, "Paused", "spec.paused: nothing is changed")])
         return None
     satellites = gathering.gather(rt.views, cortex)
+    ensure_database = (cloudnativepg.ensure if cortex.spec.database.cloud_native_pg is not None
+                       else database.ensure)
     db: database.DatabaseOutcome
-    db, _ = await together(database.ensure(rt, cortex),
-                                 server.prepare(rt, cortex, satellites))
+    db, _ = await together(ensure_database(rt, cortex), server.prepare(rt, cortex, satellites))
     migrated = await schema.ensure(rt, cortex, status,
                                    database_ready=db.condition.status == "True")
     served = await server.ensure(rt, cortex, satellites,

@@ -1,0 +1,125 @@
+"""The CloudNativePG ``postgresql.cnpg.io/v1`` Cluster of a ``cloudNativePG`` cortex. Pure.
+
+Built from ``spec.database.cloudNativePG`` like the managed StatefulSet is from ``managed``
+(CloudNativePG's own ``pkg/specs`` style: a spec literal in, an object out). Decided here
+rather than by the user:
+
+- the image: ours (``images/postgres-age``), PostgreSQL 17 + Apache AGE + pgvector, whose
+  ``postgres`` user is uid/gid 999 (``postgresUID``/``postgresGID``, CloudNativePG's
+  default being 26);
+- Apache AGE preloaded through ``postgresql.shared_preload_libraries`` (CloudNativePG owns
+  that parameter and refuses it in ``parameters``): the server's sessions then need no
+  ``LOAD 'age'``, which only a superuser may run;
+- ``bootstrap.initdb``: the database and its owner, the application user of the
+  ``<cluster>-app`` Secret, and, as the superuser at bootstrap, the two extensions the
+  application user may not create itself (``age`` and ``vector`` are untrusted) and the
+  owner's read access to AGE's catalog, so the same ``cortexctl migrate`` serves all three
+  modes (its ``CREATE EXTENSION IF NOT EXISTS`` finds them, the owner creates the graph);
+  the superuser is not reachable from outside (``enableSuperuserAccess: false``);
+- the recommended labels on the Cluster and, through ``inheritedMetadata``, on what
+  CloudNativePG creates for it (``managed-by`` stays on the Cluster only: its pods and
+  Secrets are CloudNativePG's);
+- monitoring off unless ``podMonitor`` asks.
+
+CloudNativePG's pods already meet the "restricted" Pod Security Standard (non-root,
+RuntimeDefault seccomp, no privilege escalation, all capabilities dropped, read-only root).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from attested_cortex.builders import names
+from attested_cortex.builders.inputs import Cortex, Defaults
+from attested_cortex.builders.secrets import DB_NAME, DB_USER
+from attested_cortex.crd.cloudnativepg import CloudNativePGDatabase
+
+Object = dict[str, Any]
+
+API_VERSION: Final = "postgresql.cnpg.io/v1"
+KIND: Final = "Cluster"
+#: The ``postgres`` user of images/postgres-age (Debian's).
+POSTGRES_UID: Final = 999
+#: The application Secret CloudNativePG writes: username, password, host, port, dbname, uri.
+APP_SECRET_SUFFIX: Final = "-app"
+#: Its key holding ``postgresql://user:password@<cluster>-rw.<namespace>:5432/<db>``.
+APP_URI_KEY: Final = "uri"
+PRELOADED: Final = ("age",)
+#: Run once by CloudNativePG as the superuser in the new application database: the two
+#: untrusted extensions, and what the owner needs of AGE's catalog to create and use its
+#: graph (found with cortexctl migrate and serve as a non-superuser owner: without USAGE
+#: "permission denied for schema ag_catalog", without SELECT "... for table ag_graph").
+BOOTSTRAP_SQL: Final = ("CREATE EXTENSION IF NOT EXISTS age",
+                        "CREATE EXTENSION IF NOT EXISTS vector",
+                        f"GRANT USAGE ON SCHEMA ag_catalog TO {DB_USER}",
+                        f"GRANT SELECT ON ALL TABLES IN SCHEMA ag_catalog TO {DB_USER}")
+
+
+def cluster_name(cortex: str) -> str:
+    """The Cluster (and the prefix of its pods, Services and Secrets)."""
+    return names.db_name(cortex)
+
+
+def app_secret_name(cortex: str) -> str:
+    """CloudNativePG's application Secret of the cortex's Cluster."""
+    return cluster_name(cortex) + APP_SECRET_SUFFIX
+
+
+def rw_service_name(cortex: str) -> str:
+    """The read-write Service: always the current primary."""
+    return cluster_name(cortex) + "-rw"
+
+
+def spec_of(cortex: Cortex) -> CloudNativePGDatabase:
+    """``spec.database.cloudNativePG``; a ValueError for a cortex of another mode."""
+    wanted = cortex.spec.database.cloud_native_pg
+    if wanted is None:
+        raise ValueError("a Cluster is built only for spec.database.cloudNativePG")
+    return wanted
+
+
+def _postgresql(wanted: CloudNativePGDatabase) -> Object:
+    out: Object = {"shared_preload_libraries": list(PRELOADED),
+                   "parameters": dict(sorted((wanted.parameters or {}).items()))}
+    if wanted.synchronous is not None:
+        out["synchronous"] = {"method": wanted.synchronous.method,
+                              "number": wanted.synchronous.number,
+                              "dataDurability": wanted.synchronous.data_durability}
+    return out
+
+
+def _storage(wanted: CloudNativePGDatabase) -> Object:
+    out: Object = {"size": wanted.storage.size}
+    if wanted.storage.storage_class_name:
+        out["storageClass"] = wanted.storage.storage_class_name
+    return out
+
+
+def _inherited_labels(cortex: str) -> dict[str, str]:
+    labels = names.labels(cortex, "database")
+    del labels[names.MANAGED_BY_LABEL]
+    return labels
+
+
+def build_cluster(cortex: Cortex, defaults: Defaults) -> Object:
+    """The Cluster, owned by the cortex (ADR 0028)."""
+    wanted = spec_of(cortex)
+    name = cortex.meta.name
+    spec: Object = {
+        "instances": wanted.instances,
+        "imageName": wanted.image_name or defaults.postgres_image,
+        "imagePullPolicy": defaults.image_pull_policy,
+        "postgresUID": POSTGRES_UID, "postgresGID": POSTGRES_UID,
+        "enableSuperuserAccess": False,
+        "inheritedMetadata": {"labels": _inherited_labels(name)},
+        "bootstrap": {"initdb": {"database": DB_NAME, "owner": DB_USER,
+                                 "postInitApplicationSQL": list(BOOTSTRAP_SQL)}},
+        "postgresql": _postgresql(wanted),
+        "storage": _storage(wanted),
+        "monitoring": {"enablePodMonitor": wanted.pod_monitor},
+    }
+    if wanted.resources is not None:
+        spec["resources"] = wanted.resources.model_dump(exclude_none=True)
+    return {"apiVersion": API_VERSION, "kind": KIND,
+            "metadata": names.metadata(cluster_name(name), cortex.meta, component="database"),
+            "spec": spec}

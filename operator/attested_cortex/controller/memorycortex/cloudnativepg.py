@@ -1,0 +1,83 @@
+"""DatabaseReady of a ``cloudNativePG`` cortex: its CloudNativePG Cluster, applied and read.
+
+Called by :mod:`.reconciling` in place of :mod:`.database` when the spec asks for
+CloudNativePG. One server-side apply of the Cluster (``builders/clusters.py``) per pass
+with the operator's one field manager, so spec changes (instances, resources, parameters,
+synchronous replicas) pass through, and what CloudNativePG's CRD or webhook refuses comes
+back as ``InvalidError``, reported as ``ApplyRefused`` with the API's words by the
+registry's dispatch. The apply's answer carries the Cluster's status, mapped to our
+condition by ``builders/clusterstates.py`` with no further read.
+
+CloudNativePG not installed (the API server does not serve ``clusters.postgresql.cnpg.io``:
+the apply is a 404) is ``CloudNativePGMissing``, with the command that installs it, looked
+at again every :data:`MISSING_RETRY_S` (one request). Once installed the next pass creates
+the Cluster: no restart. Cluster changes reach the operator through its watch when kopf
+serves it (ADR 0029: CloudNativePG installed when the operator started, or an operator
+watching all namespaces, whose kopf sees CRDs appear); otherwise the pass polls the Cluster
+(:data:`UNWATCHED_POLL_S` while it is not healthy, :data:`UNWATCHED_HEALTHY_POLL_S` after).
+
+The server and the migration Job read CloudNativePG's ``<cluster>-app`` Secret by reference
+(``builders/podparts.py``): its ``uri`` names the ``<cluster>-rw`` Service, so they follow
+the primary. The Secret is never read or copied by the operator.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from attested_cortex.builders import clusters, clusterstates
+from attested_cortex.builders.conditions import Observation
+from attested_cortex.builders.inputs import Cortex
+from attested_cortex.controller.memorycortex.database import DatabaseOutcome
+from attested_cortex.controller.runtime import Runtime
+from attested_cortex.kubeclient import KubeApi, NotFoundError
+
+#: CloudNativePG absent: look again this often (one request; it is installed by a person).
+MISSING_RETRY_S: Final = 60.0
+#: Without a watch on Clusters: follow one that is not healthy this often...
+UNWATCHED_POLL_S: Final = 10.0
+#: ...and a healthy one this often (a failover is noticed within this bound).
+UNWATCHED_HEALTHY_POLL_S: Final = 60.0
+RELEASE: Final = "1.27.1"
+INSTALL: Final = ("kubectl apply --server-side -f https://github.com/cloudnative-pg/"
+                  f"cloudnative-pg/releases/download/v{RELEASE}/cnpg-{RELEASE}.yaml")
+
+
+def missing(cortex: Cortex) -> DatabaseOutcome:
+    """CloudNativePG is not installed: say so, with the command that installs it."""
+    message = (f"spec.database.cloudNativePG needs CloudNativePG, and this cluster does not "
+               f"serve clusters.postgresql.cnpg.io; install it (version {RELEASE} is the one "
+               f"tested) with: {INSTALL}; the cortex proceeds once it is installed, "
+               "without restarting this operator")
+    return DatabaseOutcome(Observation.of("DatabaseReady", False, "CloudNativePGMissing",
+                                          message),
+                           clusters.app_secret_name(cortex.meta.name),
+                           retry_in=MISSING_RETRY_S)
+
+
+def _poll(rt: Runtime, state: clusterstates.ClusterState) -> float | None:
+    if rt.watches_clusters:
+        return None
+    healthy = state.condition.reason == "ClusterHealthy"
+    return UNWATCHED_HEALTHY_POLL_S if healthy else UNWATCHED_POLL_S
+
+
+async def ensure(rt: Runtime, cortex: Cortex) -> DatabaseOutcome:
+    """Apply the Cluster; DatabaseReady and the primary from the status it answers with."""
+    try:
+        applied = await rt.writer.apply(clusters.build_cluster(cortex, rt.defaults))
+    except NotFoundError:
+        return missing(cortex)
+    state = clusterstates.observe(applied, name=clusters.cluster_name(cortex.meta.name))
+    return DatabaseOutcome(state.condition, clusters.app_secret_name(cortex.meta.name),
+                           retry_in=_poll(rt, state), primary=state.primary)
+
+
+async def clusters_served(api: KubeApi) -> bool:
+    """Whether the API server serves CloudNativePG's Clusters now (discovery, no RBAC):
+    asked once at start-up, when kopf resolves what it watches."""
+    try:
+        answer = await api.request("GET", f"/apis/{clusters.API_VERSION}")
+    except NotFoundError:
+        return False
+    return any(r.get("name") == "clusters" for r in answer.get("resources") or [])

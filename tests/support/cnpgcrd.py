@@ -1,0 +1,60 @@
+"""CloudNativePG's Cluster CRD, from the release manifest its Go module ships.
+
+Callers: tests/builders/test_clusters.py (the builder's output validated against the CRD's
+OpenAPI schema) and tests/operator/test_cloudnativepg.py (the CRD alone installed on the
+control plane: no CloudNativePG operator runs there). The module comes from the Go module
+cache, downloaded there once by ``go mod download`` when absent (the same module
+hack/k8s/ensure-binaries.sh builds the operator from).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from attested_cortex.controller.memorycortex.cloudnativepg import RELEASE
+
+MODULE: Final = "github.com/cloudnative-pg/cloudnative-pg"
+CRD_NAME: Final = "clusters.postgresql.cnpg.io"
+Object = dict[str, Any]
+
+
+def _module_dir() -> Path:
+    cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    here = Path(cache) / f"{MODULE}@v{RELEASE}"
+    if here.is_dir():
+        return here
+    listed = subprocess.run(["go", "mod", "download", "-json", f"{MODULE}@v{RELEASE}"],
+                            capture_output=True, text=True, check=True).stdout
+    return Path(json.loads(listed)["Dir"])
+
+
+@functools.cache
+def release_manifest() -> Path:
+    """``releases/cnpg-<version>.yaml`` of the tested CloudNativePG version."""
+    return _module_dir() / "releases" / f"cnpg-{RELEASE}.yaml"
+
+
+@functools.cache
+def cluster_crd() -> Object:
+    """The ``clusters.postgresql.cnpg.io`` CustomResourceDefinition of that release."""
+    with release_manifest().open() as stream:
+        for document in yaml.safe_load_all(stream):
+            if document and document.get("kind") == "CustomResourceDefinition" and \
+                    document["metadata"]["name"] == CRD_NAME:
+                crd: Object = document
+                return crd
+    raise AssertionError(f"{release_manifest()} holds no {CRD_NAME} CRD")
+
+
+def cluster_schema() -> Object:
+    """The ``openAPIV3Schema`` of the served version (v1)."""
+    version = next(v for v in cluster_crd()["spec"]["versions"] if v["name"] == "v1")
+    schema: Object = version["schema"]["openAPIV3Schema"]
+    return schema
