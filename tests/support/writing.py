@@ -13,6 +13,7 @@ each content exactly once (a retry whose first attempt had committed must not st
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -60,7 +61,7 @@ def longest_gap(acks: list[Ack], *, start: float | None = None) -> tuple[float, 
     after); with ``start``, only gaps ending after it count."""
     times = sorted(a.acked for a in acks)
     best = (0.0, 0.0, 0.0)
-    for before, after in zip(times, times[1:], strict=False):
+    for before, after in itertools.pairwise(times):
         if start is not None and after < start:
             continue
         if after - before > best[0]:
@@ -83,12 +84,12 @@ def http_post(base: Callable[[], str], token: str) -> Post:
     """A POST through urllib to the cortex at ``base()`` (re-read each time: a forward moves)."""
 
     def post(path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
-        request = urllib.request.Request(  # noqa: S310 (the loopback forward)
+        request = urllib.request.Request(
             base() + path, data=json.dumps(body).encode(), method="POST",
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}",
                      **headers})
         try:
-            with urllib.request.urlopen(request, timeout=ATTEMPT_TIMEOUT_S) as answer:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=ATTEMPT_TIMEOUT_S) as answer:
                 return answer.status, json.loads(answer.read() or b"null")
         except urllib.error.HTTPError as error:
             try:
