@@ -159,6 +159,26 @@ def recovery_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def ha_rows(d: dict[str, Any]) -> list[Row]:
+    f = d.get("failover", {})
+    single, ha = d.get("single", {}), d.get("ha", {})
+    size = d.get("size")
+    return [
+        (f"write unavailability on primary deletion, p50 / max of {_fmt(f.get('failovers'))} "
+         "(3-instance CloudNativePG, 1 synchronous replica)",
+         f"{_fmt(_get(f, 'gap_s', 'p50'))} / {_fmt(_get(f, 'gap_s', 'max'))} s", "<= 30 s"),
+        ("acknowledged writes lost across those failovers",
+         f"{_fmt(f.get('acknowledged_lost'))} of {_fmt(f.get('acknowledged_writes'))} "
+         f"({_fmt(f.get('duplicated'))} duplicated)", "0"),
+        (f"sequential stores/s at {size}, 3-instance synchronous vs managed single pod",
+         f"{_fmt(ha.get('stores_per_second'))} vs {_fmt(single.get('stores_per_second'))} /s "
+         f"(ratio {_fmt(d.get('store_throughput_ratio_ha_over_single'))})", "recorded"),
+        (f"recall p95 at {size}, 3-instance synchronous vs managed single pod",
+         f"{_fmt(_get(ha, 'recall_ms', 'p95'))} vs {_fmt(_get(single, 'recall_ms', 'p95'))} ms",
+         "recorded"),
+    ]
+
+
 def operator_rows(d: dict[str, Any]) -> list[Row]:
     steady, cold = d.get("steady") or {}, d.get("cold_start") or {}
     count = cold.get("cortexes", 200)
@@ -284,6 +304,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "quality": quality_rows, "policy": policy_rows, "kg": kg_rows,
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
+    "ha": ha_rows,
 }
 
 
