@@ -11,10 +11,11 @@ import pytest
 from attested_cortex.builders import podparts
 from attested_cortex.builders.clusters import build_cluster
 from attested_cortex.builders.jobs import build_migration_job
-from tests.builders.specs import CORTEX, DEFAULTS, assert_child_metadata, cortex
+from tests.builders.specs import CORTEX, DEFAULTS, NAMESPACE, assert_child_metadata, cortex
 from tests.support.cnpgcrd import cluster_schema
 
 Object = dict[str, Any]
+NS_UID = "6f1c2d3e-0000-4000-8000-00000000000a"
 
 FULL = {"instances": 3, "storage": {"size": "20Gi", "storageClassName": "fast-ssd"},
         "synchronous": {"number": 1, "method": "first", "dataDurability": "preferred"},
@@ -45,16 +46,20 @@ def undeclared(value: Any, schema: Object, where: str = "") -> list[str]:
 
 @pytest.mark.parametrize("fields", [{}, FULL, {"instances": 1}], ids=["defaults", "full", "one"])
 def test_built_cluster_is_valid_for_cloudnativepg_1_27(fields: Object) -> None:
-    cluster = build_cluster(cnpg(fields), DEFAULTS)
+    cluster = build_cluster(cnpg(fields), DEFAULTS, namespace_uid=NS_UID)
     schema = cluster_schema()
     errors = [e.message for e in jsonschema_rs.validator_for(schema).iter_errors(cluster)]
     assert errors == []
     assert undeclared(cluster, schema) == []
 
 
-def test_owned_by_the_cortex_with_the_recommended_labels() -> None:
-    cluster = build_cluster(cnpg(), DEFAULTS)
+def test_controlled_by_the_cortex_owned_by_its_namespace_too() -> None:
+    cluster = build_cluster(cnpg(), DEFAULTS, namespace_uid=NS_UID)
     assert (cluster["apiVersion"], cluster["kind"]) == ("postgresql.cnpg.io/v1", "Cluster")
+    cortex_ref, namespace_ref = cluster["metadata"]["ownerReferences"]
+    assert namespace_ref == {"apiVersion": "v1", "kind": "Namespace", "name": NAMESPACE,
+                             "uid": NS_UID}
+    cluster["metadata"]["ownerReferences"] = [cortex_ref]
     assert_child_metadata(cluster, name=f"{CORTEX}-db", component="database")
     inherited = cluster["spec"]["inheritedMetadata"]["labels"]
     assert inherited == {"app.kubernetes.io/name": "attested-cortex",
@@ -63,7 +68,7 @@ def test_owned_by_the_cortex_with_the_recommended_labels() -> None:
 
 
 def test_defaults_three_instances_our_image_and_age_preloaded() -> None:
-    spec = build_cluster(cnpg(), DEFAULTS)["spec"]
+    spec = build_cluster(cnpg(), DEFAULTS, namespace_uid=NS_UID)["spec"]
     assert spec["instances"] == 3
     assert spec["imageName"] == DEFAULTS.postgres_image
     assert (spec["postgresUID"], spec["postgresGID"]) == (999, 999)
@@ -77,7 +82,8 @@ def test_defaults_three_instances_our_image_and_age_preloaded() -> None:
 
 
 def test_bootstrap_creates_the_database_its_owner_and_the_extensions() -> None:
-    initdb = build_cluster(cnpg(), DEFAULTS)["spec"]["bootstrap"]["initdb"]
+    spec = build_cluster(cnpg(), DEFAULTS, namespace_uid=NS_UID)["spec"]
+    initdb = spec["bootstrap"]["initdb"]
     assert (initdb["database"], initdb["owner"]) == ("cortex", "cortex")
     assert initdb["postInitApplicationSQL"] == [
         "CREATE EXTENSION IF NOT EXISTS age", "CREATE EXTENSION IF NOT EXISTS vector",
@@ -86,7 +92,7 @@ def test_bootstrap_creates_the_database_its_owner_and_the_extensions() -> None:
 
 
 def test_user_choices_pass_through() -> None:
-    spec = build_cluster(cnpg(FULL), DEFAULTS)["spec"]
+    spec = build_cluster(cnpg(FULL), DEFAULTS, namespace_uid=NS_UID)["spec"]
     assert spec["instances"] == 3
     assert spec["imageName"] == "registry.example/pg-age:17.6"
     assert spec["storage"] == {"size": "20Gi", "storageClass": "fast-ssd"}
@@ -100,18 +106,20 @@ def test_user_choices_pass_through() -> None:
 
 
 def test_synchronous_defaults_to_a_quorum_that_requires_durability() -> None:
-    spec = build_cluster(cnpg({"synchronous": {"number": 2}, "instances": 3}), DEFAULTS)["spec"]
+    wanted = cnpg({"synchronous": {"number": 2}, "instances": 3})
+    spec = build_cluster(wanted, DEFAULTS, namespace_uid=NS_UID)["spec"]
     assert spec["postgresql"]["synchronous"] == {"method": "any", "number": 2,
                                                  "dataDurability": "required"}
 
 
 def test_same_spec_same_object() -> None:
-    assert build_cluster(cnpg(FULL), DEFAULTS) == build_cluster(cnpg(FULL), DEFAULTS)
+    first, again = (build_cluster(cnpg(FULL), DEFAULTS, namespace_uid=NS_UID) for _ in "ab")
+    assert first == again
 
 
 def test_only_for_a_cloudnativepg_cortex() -> None:
     with pytest.raises(ValueError, match="cloudNativePG"):
-        build_cluster(cortex(), DEFAULTS)
+        build_cluster(cortex(), DEFAULTS, namespace_uid=NS_UID)
 
 
 def test_migration_and_server_read_the_app_secret_by_reference() -> None:

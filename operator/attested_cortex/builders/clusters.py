@@ -101,8 +101,19 @@ def _inherited_labels(cortex: str) -> dict[str, str]:
     return labels
 
 
-def build_cluster(cortex: Cortex, defaults: Defaults) -> Object:
-    """The Cluster, owned by the cortex (ADR 0028)."""
+def _metadata(cortex: Cortex, namespace_uid: str) -> Object:
+    """Controlled by the cortex, and owned by its Namespace too: when the cortex is deleted
+    the garbage collector only drops the cortex's reference (another owner remains), so the
+    Cluster, its volumes and its credentials outlive the cortex as the managed database's
+    claim does, and a cortex made again under the same name adopts it (ADR 0028)."""
+    meta = names.metadata(cluster_name(cortex.meta.name), cortex.meta, component="database")
+    meta["ownerReferences"].append({"apiVersion": "v1", "kind": "Namespace",
+                                    "name": cortex.meta.namespace, "uid": namespace_uid})
+    return meta
+
+
+def build_cluster(cortex: Cortex, defaults: Defaults, *, namespace_uid: str) -> Object:
+    """The Cluster of the cortex (ADR 0028); ``namespace_uid``: its Namespace's uid."""
     wanted = spec_of(cortex)
     name = cortex.meta.name
     spec: Object = {
@@ -121,5 +132,4 @@ def build_cluster(cortex: Cortex, defaults: Defaults) -> Object:
     if wanted.resources is not None:
         spec["resources"] = wanted.resources.model_dump(exclude_none=True)
     return {"apiVersion": API_VERSION, "kind": KIND,
-            "metadata": names.metadata(cluster_name(name), cortex.meta, component="database"),
-            "spec": spec}
+            "metadata": _metadata(cortex, namespace_uid), "spec": spec}

@@ -10,11 +10,13 @@ condition by ``builders/clusterstates.py`` with no further read.
 
 CloudNativePG not installed (the API server does not serve ``clusters.postgresql.cnpg.io``:
 the apply is a 404) is ``CloudNativePGMissing``, with the command that installs it, looked
-at again every :data:`MISSING_RETRY_S` (one request). Once installed the next pass creates
-the Cluster: no restart. Cluster changes reach the operator through its watch when kopf
-serves it (ADR 0029: CloudNativePG installed when the operator started, or an operator
-watching all namespaces, whose kopf sees CRDs appear); otherwise the pass polls the Cluster
-(:data:`UNWATCHED_POLL_S` while it is not healthy, :data:`UNWATCHED_HEALTHY_POLL_S` after).
+at again with a backoff read from the condition's age (:func:`missing_retry`: 5 s to 60 s,
+one request each). Once installed the next pass creates the Cluster: no restart.
+
+Cluster changes reach the operator through its watch when kopf serves it (ADR 0029:
+CloudNativePG installed when the operator started, or an operator watching all namespaces,
+whose kopf sees CRDs appear); otherwise the pass polls the Cluster (:data:`UNWATCHED_POLL_S`
+while it is not healthy, :data:`UNWATCHED_HEALTHY_POLL_S` after).
 
 The server and the migration Job read CloudNativePG's ``<cluster>-app`` Secret by reference
 (``builders/podparts.py``): its ``uri`` names the ``<cluster>-rw`` Service, so they follow
@@ -23,7 +25,9 @@ the primary. The Secret is never read or copied by the operator.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
 
 from attested_cortex.builders import clusters, clusterstates
 from attested_cortex.builders.conditions import Observation
@@ -32,8 +36,10 @@ from attested_cortex.controller.memorycortex.database import DatabaseOutcome
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.kubeclient import KubeApi, NotFoundError
 
-#: CloudNativePG absent: look again this often (one request; it is installed by a person).
-MISSING_RETRY_S: Final = 60.0
+#: CloudNativePG absent: look again after a quarter of the time it has been missing, within
+#: these bounds (one request each time): soon after a person read the condition and
+#: installed it, every minute for a cortex that has waited long.
+MISSING_RETRY_S: Final = (5.0, 60.0)
 #: Without a watch on Clusters: follow one that is not healthy this often...
 UNWATCHED_POLL_S: Final = 10.0
 #: ...and a healthy one this often (a failover is noticed within this bound).
@@ -43,7 +49,22 @@ INSTALL: Final = ("kubectl apply --server-side -f https://github.com/cloudnative
                   f"cloudnative-pg/releases/download/v{RELEASE}/cnpg-{RELEASE}.yaml")
 
 
-def missing(cortex: Cortex) -> DatabaseOutcome:
+def missing_retry(missing_for_s: float) -> float:
+    """Seconds until the next look for CloudNativePG, after ``missing_for_s`` without it."""
+    low, high = MISSING_RETRY_S
+    return min(high, max(low, missing_for_s / 4))
+
+
+def _missing_for(status: Mapping[str, Any]) -> float:
+    """Seconds DatabaseReady has said CloudNativePGMissing (0 when it does not yet)."""
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "DatabaseReady" and cond.get("reason") == "CloudNativePGMissing":
+            since = datetime.fromisoformat(str(cond["lastTransitionTime"]).replace("Z", "+00:00"))
+            return max(0.0, (datetime.now(UTC) - since).total_seconds())
+    return 0.0
+
+
+def missing(cortex: Cortex, status: Mapping[str, Any]) -> DatabaseOutcome:
     """CloudNativePG is not installed: say so, with the command that installs it."""
     message = (f"spec.database.cloudNativePG needs CloudNativePG, and this cluster does not "
                f"serve clusters.postgresql.cnpg.io; install it (version {RELEASE} is the one "
@@ -52,7 +73,7 @@ def missing(cortex: Cortex) -> DatabaseOutcome:
     return DatabaseOutcome(Observation.of("DatabaseReady", False, "CloudNativePGMissing",
                                           message),
                            clusters.app_secret_name(cortex.meta.name),
-                           retry_in=MISSING_RETRY_S)
+                           retry_in=missing_retry(_missing_for(status)))
 
 
 def _poll(rt: Runtime, state: clusterstates.ClusterState) -> float | None:
@@ -62,12 +83,15 @@ def _poll(rt: Runtime, state: clusterstates.ClusterState) -> float | None:
     return UNWATCHED_HEALTHY_POLL_S if healthy else UNWATCHED_POLL_S
 
 
-async def ensure(rt: Runtime, cortex: Cortex) -> DatabaseOutcome:
-    """Apply the Cluster; DatabaseReady and the primary from the status it answers with."""
+async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any]) -> DatabaseOutcome:
+    """Apply the Cluster; DatabaseReady and the primary from the status it answers with
+    (``status``: the cortex's, for how long CloudNativePG has been missing)."""
+    uid = await rt.namespace_uid(cortex.meta.namespace)
     try:
-        applied = await rt.writer.apply(clusters.build_cluster(cortex, rt.defaults))
+        applied = await rt.writer.apply(clusters.build_cluster(cortex, rt.defaults,
+                                                               namespace_uid=uid))
     except NotFoundError:
-        return missing(cortex)
+        return missing(cortex, status)
     state = clusterstates.observe(applied, name=clusters.cluster_name(cortex.meta.name))
     return DatabaseOutcome(state.condition, clusters.app_secret_name(cortex.meta.name),
                            retry_in=_poll(rt, state), primary=state.primary)

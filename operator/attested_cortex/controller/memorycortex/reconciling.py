@@ -71,10 +71,10 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
             Observation.of("Paused", True, "Paused", "spec.paused: nothing is changed")])
         return None
     satellites = gathering.gather(rt.views, cortex)
-    ensure_database = (cloudnativepg.ensure if cortex.spec.database.cloud_native_pg is not None
-                       else database.ensure)
+    ensured = (cloudnativepg.ensure(rt, cortex, status)
+               if cortex.spec.database.cloud_native_pg is not None else database.ensure(rt, cortex))
     db: database.DatabaseOutcome
-    db, _ = await together(ensure_database(rt, cortex), server.prepare(rt, cortex, satellites))
+    db, _ = await together(ensured, server.prepare(rt, cortex, satellites))
     migrated = await schema.ensure(rt, cortex, status,
                                    database_ready=db.condition.status == "True")
     served = await server.ensure(rt, cortex, satellites,
