@@ -21,6 +21,7 @@ import mcp_types as types
 from attested_cortex.errors import CortexError, NotFoundError, TooLargeError
 from attested_cortex.jsonbounds import check_value, parse
 from attested_cortex.mcp.tools import BY_NAME, Answer
+from attested_cortex.service import idempotency
 from attested_cortex.service.context import Caller, Services
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,18 @@ async def call(svc: Services, caller: Caller, name: str,
                                 code="unknown_tool", tool=name[:100])
         args = parse(tool.arguments, check_arguments(arguments,
                                                       max_bytes=svc.limits.max_body_bytes))
-        return answer(await tool.run(svc, caller, args))
+        if tool.keyed is None:
+            return answer(await tool.run(svc, caller, args))
+        kind, resource = tool.keyed
+
+        async def write(who: Caller) -> Answer:
+            return await tool.run(svc, who, args)
+
+        # with the POST's Idempotency-Key header, at most once per key (ADR 0030)
+        written = await idempotency.once(
+            svc, caller, write, operation=f"mcp {name}", request=args.model_dump(mode="json"),
+            kind=kind, status=200, resource_id=resource(args))
+        return answer(written.answer)
     except CortexError as exc:
         if exc.http_status >= 500 and exc.http_status != 503:
             log.exception("internal error in an MCP tool call", extra={"tool": name[:100]})

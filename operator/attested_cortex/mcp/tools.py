@@ -15,6 +15,7 @@ Adding a tool is one entry: ``Tool("name", "what it does", ArgumentModel, run)``
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,6 +39,7 @@ from attested_cortex.service.commands import RecallQuery, StoreMemory
 from attested_cortex.service.context import Caller, Services
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
 from attested_cortex.service.graph_views import link_view
+from attested_cortex.service.idempotency import Kind
 from attested_cortex.service.queries import (
     AuditQuery,
     LinkRef,
@@ -69,6 +71,9 @@ class Tool(Generic[A]):
     arguments: type[A]
     run: Callable[[Services, Caller, A], Awaitable[Answer]]
     read_only: bool = False
+    #: A write an Idempotency-Key makes happen once (ADR 0030): what it writes, and the id
+    #: of the object an update changes (None: a create).
+    keyed: tuple[Kind, Callable[[A], uuid.UUID | None]] | None = None
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
@@ -161,7 +166,7 @@ async def _approval_decide(svc: Services, caller: Caller, a: SignedDecision) -> 
 TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_store", "Store a memory: text in a `/`-separated namespace, with an "
          "optional title, tags and metadata. Answers the stored memory (its id).",
-         StoreMemory, _store),
+         StoreMemory, _store, keyed=("memory", lambda a: None)),
     Tool("memory_recall", "Recall the memories that best match a natural-language query, "
          "best first; `budget_tokens` fills results greedily up to that many tokens "
          "(about 4 characters each), `namespace` searches it and its ancestors.",
@@ -169,9 +174,9 @@ TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_get", "Read one memory by id.", MemoryRef, _get, read_only=True),
     Tool("memory_update", "Change a memory's content, title, tags or metadata (only its "
          "author may); omitted fields stay. `expected_revision` refuses a concurrent change.",
-         UpdateMemoryById, _update),
+         UpdateMemoryById, _update, keyed=("memory", lambda a: a.id)),
     Tool("memory_forget", "Delete a memory (a tombstone stays; only its author may).",
-         MemoryRef, _forget),
+         MemoryRef, _forget, keyed=("memory", lambda a: a.id)),
     Tool("memory_list", "List the live memories of a namespace and its children, newest "
          "first by creation, one page at a time: pass the answer's `next` as `cursor`.",
          ListMemories, _list, read_only=True),
@@ -179,9 +184,10 @@ TOOLS: tuple[Tool[Any], ...] = (
          MemoryRef, _memory_verify, read_only=True),
     Tool("link_create", "Link two memories with a relation (related_to, supersedes, "
          "contradicts, derived_from or x-<name>), optionally valid from/until an instant and "
-         "signed by the agent's Ed25519 key.", CreateLink, _link),
+         "signed by the agent's Ed25519 key.", CreateLink, _link,
+         keyed=("link", lambda a: a.id)),
     Tool("link_invalidate", "Close a link's validity window (only the agent that observed "
-         "it may).", InvalidateLink, _invalidate),
+         "it may).", InvalidateLink, _invalidate, keyed=("link", lambda a: a.link_id)),
     Tool("link_verify", "Re-verify a stored link's signature from its row.", LinkRef,
          _link_verify, read_only=True),
     Tool("kg_query", "Memories reachable from a start memory within `depth` (1..5) links, "
@@ -201,7 +207,7 @@ TOOLS: tuple[Tool[Any], ...] = (
          "namespace where transcripts are enabled; cite its spans from memory_store's "
          "`citations` ({transcript_id, start, end}: Unicode code points, not UTF-16 "
          "units; end exclusive).",
-         StoreTranscript, _transcript_store),
+         StoreTranscript, _transcript_store, keyed=("transcript", lambda a: None)),
     Tool("memory_replay", "The transcript spans a memory cites (full: each cited transcript "
          "whole); only its author may, and pruned transcripts say so.", ReplayMemory,
          _replay, read_only=True),

@@ -16,6 +16,10 @@ from attested_cortex.errors import CortexError, HeldForApprovalError, QuotaExcee
 
 log = logging.getLogger(__name__)
 
+#: Seconds a 503 asks the client to wait: the pool reconnects within half a second of the
+#: database answering again (store/pooling.py), so one second is never early by much.
+RETRY_AFTER_S = 1
+
 
 def error_response(status: int, code: str, message: str, details: Any = None) -> web.Response:
     """The JSON error envelope."""
@@ -29,6 +33,11 @@ def from_domain(exc: CortexError) -> web.Response:
     response = error_response(exc.http_status, exc.code, exc.message, exc.details)
     if isinstance(exc, QuotaExceededError):
         response.headers["Retry-After"] = str(exc.retry_after)
+    elif exc.http_status == 503:
+        # the database is away, restarting or changing primaries (ADR 0030): nothing was
+        # written unless a COMMIT's answer was lost, which a retry with an Idempotency-Key
+        # answers once
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
     if isinstance(exc, HeldForApprovalError):
         response.headers["Location"] = f"/v1/approvals/{exc.approval_id}"
     return response

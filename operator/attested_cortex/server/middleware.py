@@ -18,6 +18,7 @@ from aiohttp import web
 
 from attested_cortex.mcp.serving import PATH as MCP_PATH
 from attested_cortex.server.logs import request_id
+from attested_cortex.server.replaying import key_of
 from attested_cortex.server.state import CALLER_KEY, state
 from attested_cortex.service.pipeline import take_rate
 
@@ -70,7 +71,7 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
         if rated:
             take_rate(state(request).services, caller)
         caller = dataclasses.replace(caller, approval=None if approval is None else approval[:64],
-                                     rated=rated)
+                                     rated=rated, idempotency_key=key_of(request))
         request[CALLER_KEY] = caller
     response: web.StreamResponse = await handler(request)
     return response

@@ -23,10 +23,10 @@ COMMON_ERRORS = (400, 401, 403, 413, 429, 503)
 
 @dataclass(frozen=True)
 class Param:
-    """A path or query parameter."""
+    """A path, query or header parameter."""
 
     name: str
-    where: str  # "path" | "query"
+    where: str  # "path" | "query" | "header"
     schema: dict[str, Any]
     required: bool = False
     description: str = ""
@@ -46,6 +46,16 @@ class Operation:
     errors: Sequence[int] = COMMON_ERRORS
     public: bool = False
     extra_responses: dict[int, str] = field(default_factory=dict)
+
+
+#: The header every write takes (ADR 0030): the same key and request answer the first answer.
+IDEMPOTENCY_KEY = Param(
+    "Idempotency-Key", "header",
+    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+    description="Makes the write happen at most once: a request sent again with the same "
+    "key and body (after a 503 or a lost answer) gets the first answer, with "
+    "`Idempotent-Replayed: true`; the same key with another request is 409 "
+    "`idempotency_key_reused`. Keys belong to the calling agent and are kept.")
 
 
 def params_of(model: type[BaseModel], where: str) -> list[Param]:

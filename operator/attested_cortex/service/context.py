@@ -18,6 +18,7 @@ from attested_cortex.policy.rules import RuleSet
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.service.limits import Limits
 from attested_cortex.store.database import Database
+from attested_cortex.store.idempotency import Claim
 from attested_cortex.types import AgentId
 
 PermissionMode = Literal["advisory", "enforce", "off"]
@@ -35,6 +36,10 @@ class Caller:
     #: The request already took its rate-quota token (the HTTP layer takes it right after
     #: authentication, before the body is read): the pipeline does not take another.
     rated: bool = False
+    #: The request's Idempotency-Key (ADR 0030; :mod:`.idempotency`), and the claim a first
+    #: write with it takes in its transaction.
+    idempotency_key: str | None = None
+    claim: Claim | None = None
 
 
 class ChainOutcome(Protocol):

@@ -72,9 +72,10 @@ class CreateCall(Call[Link]):
             link = await link_rows.create_link(
                 conn, graph=backend(svc), src_id=cmd.src_id, dst_id=cmd.dst_id,
                 relation=cmd.relation, observed_by=caller.agent_id, valid_from=plan.valid_from,
-                valid_until=plan.valid_until, link_id=cmd.id, signature=outcome.signature,
-                attest_level=outcome.level, signed_by=outcome.signed_by,
-                signed_at=plan.signed_at,
+                valid_until=plan.valid_until,
+                link_id=cmd.id or settling.chosen_id(self.settlement),
+                signature=outcome.signature, attest_level=outcome.level,
+                signed_by=outcome.signed_by, signed_at=plan.signed_at,
             )
             await write_records.record_link(svc, conn, caller, "link.recorded", link)
             if outcome.verified:  # last statement: the chain lock is held until commit

@@ -124,7 +124,7 @@ class StoreCall(Call[Memory]):
             signed_at=cmd.signed_at)
         cap = self.settlement.cap
         if (mirror is None and signed is None and not cmd.citations and cap is not None
-                and self.settlement.approval is None):
+                and self.settlement.approval is None and self.settlement.claim is None):
             memory = await self._one_statement(svc, caller, cap)
             await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
             return memory
@@ -136,7 +136,7 @@ class StoreCall(Call[Memory]):
             memory = await rows.insert(
                 conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                 tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
-                memory_id=uuid.uuid4(),
+                memory_id=settling.chosen_id(self.settlement) or uuid.uuid4(),
             )
             await settling.check_cap(conn, self.settlement, adds=self._bytes())
             if mirror is not None:

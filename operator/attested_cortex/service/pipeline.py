@@ -115,7 +115,7 @@ async def _execute(svc: Services, caller: Caller, call: Call[R], outcome: Outcom
     approval is spent exactly when the write commits), else spending the approval first and
     releasing it when the operation fails (a call that does not settle writes nothing)."""
     if call.settles:
-        call.settlement = Settlement(outcome.approved, cap)
+        call.settlement = Settlement(outcome.approved, cap, caller.claim)
         return await call.execute(svc, caller)
     if outcome.approved is not None:
         outcome.consumed = await svc.approvals.spend(outcome.approved)

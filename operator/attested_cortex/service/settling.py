@@ -15,8 +15,11 @@ commit or roll back with the write itself:
   concurrent writes of one owner queue on the row lock, so the value read is exact and the
   cap holds under any concurrency.
 
-Lock order of every write (docs/adr/0017): the approval row, the written rows, the owners'
-usage rows (the trigger), the chain lock (the record, the last statement). Called by the
+A write sent with an Idempotency-Key takes it first (:func:`spend`; ADR 0030): the key is
+taken exactly when the write commits, and a retry whose answer was lost finds it.
+
+Lock order of every write (docs/adr/0017): the key row, the approval row, the written rows,
+the owners' usage rows (the trigger), the chain lock (the record, the last statement). Called by the
 executes of :mod:`.memories`, :mod:`.transcripts` and :mod:`.links`; :mod:`.pipeline`
 builds the :class:`Settlement`. A memory store with nothing else to write does both checks'
 work in its one statement instead (no approval to spend; the cap checked by
@@ -29,8 +32,9 @@ import uuid
 from dataclasses import dataclass
 
 from attested_cortex.errors import ConflictError, TooLargeError
-from attested_cortex.store import approvals, usage
+from attested_cortex.store import approvals, idempotency, usage
 from attested_cortex.store.database import Conn
+from attested_cortex.store.idempotency import Claim
 
 
 @dataclass(frozen=True)
@@ -47,13 +51,17 @@ class Settlement:
 
     approval: uuid.UUID | None = None
     cap: Cap | None = None
+    claim: Claim | None = None  # the Idempotency-Key the write takes (ADR 0030)
 
 
 NOTHING = Settlement()
 
 
 async def spend(conn: Conn, settlement: Settlement) -> None:
-    """Mark the write's approval used (409 when another request used it first)."""
+    """Take the write's Idempotency-Key, then mark its approval used (409 when another
+    request took the key or used the approval first)."""
+    if settlement.claim is not None:
+        await idempotency.take(conn, settlement.claim)
     if settlement.approval is None:
         return
     if not await approvals.consume(conn, settlement.approval):
@@ -70,6 +78,11 @@ async def check_cap(conn: Conn, settlement: Settlement, *, adds: int) -> None:
     used = (await usage.stored(conn, agent=cap.owner)).total
     if used > cap.limit:
         raise over_cap(cap, used=used - adds, adds=adds)
+
+
+def chosen_id(settlement: Settlement) -> uuid.UUID | None:
+    """The id a keyed write gives what it creates (its key's row names it), else None."""
+    return settlement.claim.resource_id if settlement.claim is not None else None
 
 
 def over_cap(cap: Cap, *, used: int, adds: int) -> TooLargeError:

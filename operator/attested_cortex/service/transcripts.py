@@ -161,7 +161,8 @@ class StoreCall(Call[Transcript]):
         async with svc.db.transaction() as conn:
             await settling.spend(conn, self.settlement)
             stored = await rows.insert(
-                conn, transcript_id=uuid.uuid4(), namespace=self.cmd.namespace,
+                conn, transcript_id=settling.chosen_id(self.settlement) or uuid.uuid4(),
+                namespace=self.cmd.namespace,
                 owner=caller.agent_id, metadata=self.cmd.metadata, frame=frame,
                 raw_bytes=len(raw), raw_chars=len(self.cmd.content))
             await settling.check_cap(conn, self.settlement, adds=len(frame))

@@ -69,6 +69,9 @@ class Database:
             conn = await psycopg.AsyncConnection.connect(
                 dsn, autocommit=True, row_factory=dict_row,
                 connect_timeout=max(2, round(chosen.connect_timeout_s)),
+                # a standby (the old primary, still behind the address during a failover)
+                # is refused at connect: the pool retries, and the request is a 503
+                target_session_attrs="read-write",
             )
             try:
                 # Instants are read back in UTC, whatever the server's TimeZone: every

@@ -34,6 +34,8 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT", "memory_transcript_links"),
     # Read only: the triggers of migration 0009 (SECURITY DEFINER) keep the counters.
     ("SELECT", "agent_usage"),
+    # A key is taken in its write's transaction, answered after it; never deleted (ADR 0030).
+    ("SELECT, INSERT, UPDATE", "idempotency_keys"),
 )
 
 

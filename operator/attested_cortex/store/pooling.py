@@ -15,7 +15,10 @@ figure of issue 13 (docs/PERFORMANCE.md has the measurements):
   not a round trip, so a request after an idle database restart gets a fresh connection
   instead of an error.
 - **Nothing half-used returns.** A connection that comes back closed, broken or inside a
-  transaction (a cancelled request) is closed, never reused.
+  transaction (a cancelled request) is closed, never reused; so is one whose server ended
+  its session or refused a write as read-only (a primary demoted under it keeps the socket
+  open: :func:`~.errors.ends_session`). With the read-write target (``Database.open``), its
+  replacement reaches whichever server is primary behind the same address (ADR 0030).
 
 Concurrency is bounded by ``max_size`` checkout slots; waiting for a slot is bounded by
 :attr:`PoolSettings.checkout_timeout_s` (then 503: the server is overloaded, not broken).
@@ -40,7 +43,7 @@ from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg.rows import DictRow
 
 from attested_cortex.errors import NotReadyError
-from attested_cortex.store.errors import connection_reason
+from attested_cortex.store.errors import connection_reason, ends_session
 
 Conn = psycopg.AsyncConnection[DictRow]
 ConnectFn = Callable[[], Awaitable[Conn]]
@@ -87,10 +90,14 @@ class Pool:
             raise NotReadyError("every database connection is busy; retry shortly") from exc
         try:
             conn = await self._take()
+            ended = False
             try:
                 yield conn
+            except psycopg.Error as exc:
+                ended = ends_session(exc)
+                raise
             finally:
-                await self._give_back(conn)
+                await self._give_back(conn, ended=ended)
         finally:
             self._slots.release()
 
@@ -131,8 +138,8 @@ class Pool:
         self._retry_at = time.monotonic() + self._delay_s
         self._last_error = connection_reason(exc)
 
-    async def _give_back(self, conn: Conn) -> None:
-        if self._closed or not reusable(conn):
+    async def _give_back(self, conn: Conn, *, ended: bool = False) -> None:
+        if self._closed or ended or not reusable(conn):
             await _close(conn)
         else:
             self._idle.append(conn)

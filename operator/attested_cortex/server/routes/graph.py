@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
+from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model, read_query
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
+from attested_cortex.server.openapi import (
+    COMMON_ERRORS,
+    IDEMPOTENCY_KEY,
+    Operation,
+    params_of,
+)
 from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.schemas import (
     LinkListOut,
@@ -17,6 +25,7 @@ from attested_cortex.server.schemas import (
 )
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import kg, links
+from attested_cortex.service.context import Caller
 from attested_cortex.service.graph_commands import CreateLink, InvalidateLink, KgPaths, KgQuery
 from attested_cortex.service.graph_views import link_view
 from attested_cortex.service.queries import LinkRef, LinksPage, MemoryRef, TimelineQuery
@@ -29,7 +38,12 @@ async def create_link(request: web.Request) -> web.Response:
     """Link two memories; 201 with the stored (and possibly signed) link."""
     svc = state(request).services
     cmd = await read_model(request, CreateLink, max_bytes=svc.limits.max_body_bytes)
-    return web.json_response(link_view(await links.create(svc, caller(request), cmd)), status=201)
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return link_view(await links.create(svc, who, cmd))
+
+    return await replaying.once(request, cmd, write, kind="link", status=201,
+                                resource_id=cmd.id)
 
 
 @routes.get("/v1/links/{id}/verify")
@@ -77,13 +91,17 @@ async def kg_invalidate(request: web.Request) -> web.Response:
     """Close a link's validity window."""
     svc = state(request).services
     cmd = await read_model(request, InvalidateLink, max_bytes=svc.limits.max_body_bytes)
-    return web.json_response(link_view(await links.invalidate(svc, caller(request), cmd)))
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return link_view(await links.invalidate(svc, who, cmd))
+
+    return await replaying.once(request, cmd, write, kind="link", resource_id=cmd.link_id)
 
 
 _MISSING = (*COMMON_ERRORS, 404)
 operations = [
     Operation("POST", "/v1/links", "Link two memories", 201, LinkOut, CreateLink,
-              errors=(*_MISSING, 409)),
+              params=[IDEMPOTENCY_KEY], errors=(*_MISSING, 409)),
     Operation("GET", "/v1/links/{id}/verify", "Re-verify a link's signature", 200,
               LinkVerifyOut, params=params_of(LinkRef, "path"),
               errors=_MISSING),
@@ -97,5 +115,5 @@ operations = [
     Operation("GET", "/v1/kg/timeline", "Links of a memory ordered by validity", 200,
               TimelineOut, params=params_of(TimelineQuery, "query"), errors=_MISSING),
     Operation("POST", "/v1/kg/invalidate", "Close a link's validity window", 200, LinkOut,
-              InvalidateLink, errors=(*_MISSING, 409)),
+              InvalidateLink, params=[IDEMPOTENCY_KEY], errors=(*_MISSING, 409)),
 ]

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from aiohttp import web
 
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.namespaces import parse_namespace
+from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model, read_query
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
+from attested_cortex.server.openapi import (
+    COMMON_ERRORS,
+    IDEMPOTENCY_KEY,
+    Operation,
+    params_of,
+)
 from attested_cortex.server.schemas import MemoryListOut, MemoryOut, MemoryVerifyOut
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import memories
 from attested_cortex.service.commands import StoreMemory, UpdateMemory
+from attested_cortex.service.context import Caller
 from attested_cortex.service.queries import ListMemories, MemoryRef
 from attested_cortex.service.views import memory_view
 
@@ -33,8 +41,11 @@ async def store_memory(request: web.Request) -> web.Response:
     """Store a memory; 201 with the stored memory."""
     svc = state(request).services
     cmd = await read_model(request, StoreMemory, max_bytes=svc.limits.max_body_bytes)
-    memory = await memories.store(svc, caller(request), cmd)
-    return web.json_response(memory_view(memory), status=201)
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return memory_view(await memories.store(svc, who, cmd))
+
+    return await replaying.once(request, cmd, write, kind="memory", status=201)
 
 
 @routes.get("/v1/memories")
@@ -62,15 +73,23 @@ async def update_memory(request: web.Request) -> web.Response:
     svc = state(request).services
     memory_id = path_uuid(request)
     cmd = await read_model(request, UpdateMemory, max_bytes=svc.limits.max_body_bytes)
-    memory = await memories.update(svc, caller(request), memory_id, cmd)
-    return web.json_response(memory_view(memory))
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return memory_view(await memories.update(svc, who, memory_id, cmd))
+
+    return await replaying.once(request, cmd, write, kind="memory", resource_id=memory_id)
 
 
 @routes.delete("/v1/memories/{id}")
 async def delete_memory(request: web.Request) -> web.Response:
     """Tombstone a memory; answers the tombstone."""
-    memory = await memories.delete(state(request).services, caller(request), path_uuid(request))
-    return web.json_response(memory_view(memory))
+    svc, memory_id = state(request).services, path_uuid(request)
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return memory_view(await memories.delete(svc, who, memory_id))
+
+    return await replaying.once(request, MemoryRef(id=memory_id), write, kind="memory",
+                                resource_id=memory_id)
 
 
 @routes.get("/v1/memories/{id}/verify")
@@ -82,7 +101,8 @@ async def verify_memory(request: web.Request) -> web.Response:
 
 _ID = params_of(MemoryRef, "path")[0]
 operations = [
-    Operation("POST", "/v1/memories", "Store a memory", 201, MemoryOut, StoreMemory),
+    Operation("POST", "/v1/memories", "Store a memory", 201, MemoryOut, StoreMemory,
+              params=[IDEMPOTENCY_KEY], errors=(*COMMON_ERRORS, 409)),
     Operation(
         "GET", "/v1/memories", "List live memories of a namespace subtree", 200, MemoryListOut,
         params=params_of(ListMemories, "query"),
@@ -90,9 +110,9 @@ operations = [
     Operation("GET", "/v1/memories/{id}", "Read a memory", 200, MemoryOut, params=[_ID],
               errors=(*COMMON_ERRORS, 404)),
     Operation("PATCH", "/v1/memories/{id}", "Update a memory", 200, MemoryOut, UpdateMemory,
-              params=[_ID], errors=(*COMMON_ERRORS, 404, 409)),
+              params=[_ID, IDEMPOTENCY_KEY], errors=(*COMMON_ERRORS, 404, 409)),
     Operation("DELETE", "/v1/memories/{id}", "Delete a memory (tombstone)", 200, MemoryOut,
-              params=[_ID], errors=(*COMMON_ERRORS, 404)),
+              params=[_ID, IDEMPOTENCY_KEY], errors=(*COMMON_ERRORS, 404, 409)),
     Operation("GET", "/v1/memories/{id}/verify", "Re-verify an agent-signed memory write", 200,
               MemoryVerifyOut, params=[_ID], errors=(*COMMON_ERRORS, 404)),
 ]

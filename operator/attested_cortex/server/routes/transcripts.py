@@ -3,15 +3,19 @@ function of :mod:`attested_cortex.service.transcripts`, answer."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from attested_cortex.errors import InvalidInputError
+from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model
-from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
+from attested_cortex.server.openapi import COMMON_ERRORS, IDEMPOTENCY_KEY, Operation, Param
 from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.schemas import ReplayOut, TranscriptOut
 from attested_cortex.server.state import caller, state
 from attested_cortex.service import transcripts
+from attested_cortex.service.context import Caller
 from attested_cortex.service.transcript_commands import ReplayMemory, StoreTranscript
 
 routes = web.RouteTableDef()
@@ -23,8 +27,11 @@ async def store_transcript(request: web.Request) -> web.Response:
     """Store a transcript; 201 with its row (sizes, state, retention)."""
     svc = state(request).services
     cmd = await read_model(request, StoreTranscript, max_bytes=svc.limits.max_body_bytes)
-    stored = await transcripts.store_transcript(svc, caller(request), cmd)
-    return web.json_response(transcripts.transcript_view(stored, svc), status=201)
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return transcripts.transcript_view(await transcripts.store_transcript(svc, who, cmd), svc)
+
+    return await replaying.once(request, cmd, write, kind="transcript", status=201)
 
 
 @routes.get("/v1/memories/{id}/replay")
@@ -40,7 +47,8 @@ async def replay_memory(request: web.Request) -> web.Response:
 
 operations = [
     Operation("POST", "/v1/transcripts", "Store a transcript (zstd level 3 at rest)", 201,
-              TranscriptOut, StoreTranscript),
+              TranscriptOut, StoreTranscript, params=[IDEMPOTENCY_KEY],
+              errors=(*COMMON_ERRORS, 409)),
     Operation("GET", "/v1/memories/{id}/replay", "Replay the transcript spans a memory cites",
               200, ReplayOut,
               params=[Param("id", "path", {"type": "string", "format": "uuid"},

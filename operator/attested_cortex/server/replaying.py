@@ -1,0 +1,45 @@
+"""The ``Idempotency-Key`` header of HTTP writes (ADR 0030): read once by the authentication
+middleware into the caller, and the write routes (memories, links, transcripts) answered
+through :func:`attested_cortex.service.idempotency.once`: a repeated request gets the first
+answer with ``Idempotent-Replayed: true``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from aiohttp import web
+from pydantic import BaseModel
+
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.server.state import caller, state
+from attested_cortex.service import idempotency
+
+HEADER = "Idempotency-Key"
+REPLAYED = "Idempotent-Replayed"
+#: Printable ASCII without spaces, as the IETF draft's examples (UUIDs, random tokens).
+_GOOD_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+
+
+def key_of(request: web.Request) -> str | None:
+    """The request's Idempotency-Key, or None (400 when it is malformed)."""
+    key = request.headers.get(HEADER)
+    if key is None or _GOOD_KEY.fullmatch(key):
+        return key
+    raise InvalidInputError(f"{HEADER} must be 1 to 255 printable ASCII characters without "
+                            "spaces (a UUID is a good key)", field=HEADER)
+
+
+async def once(request: web.Request, body: BaseModel, write: idempotency.WriteFn, *,
+               kind: idempotency.Kind, status: int = 200,
+               resource_id: uuid.UUID | None = None) -> web.Response:
+    """``write`` answered ``status``, at most once per Idempotency-Key."""
+    written = await idempotency.once(
+        state(request).services, caller(request), write,
+        operation=f"{request.method} {request.path}", request=body.model_dump(mode="json"),
+        kind=kind, status=status, resource_id=resource_id)
+    response = web.json_response(written.answer, status=written.status)
+    if written.replayed:
+        response.headers[REPLAYED] = "true"
+    return response

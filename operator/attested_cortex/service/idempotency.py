@@ -1,0 +1,136 @@
+"""Writes sent with an Idempotency-Key: done once, answered the same each time (ADR 0030).
+Called by :mod:`attested_cortex.server.replaying` (HTTP) and :mod:`attested_cortex.mcp.calling`
+(MCP tool calls), through :func:`once`.
+
+A client that got a 503 (or no answer at all) during a failover cannot know whether its write
+committed. Sent again with the same key and the same request, it gets the answer of the write
+that committed (``replayed``), or the write runs now if none did; never two writes. The same
+key with another request is refused (409 ``idempotency_key_reused``). Keys belong to the
+authenticated agent. Only a committed write takes a key: a refusal or a 503 leaves it free.
+
+The key itself is taken in the write's transaction (:func:`.settling.spend`); this module
+holds what happens around it: the request's digest (:func:`digest`, pure), the key's row if a
+committed write took it (:func:`prior`), keeping the answer once given (:func:`keep`), and the
+answer of a write whose answer was never kept (:func:`rebuilt`: the connection dropped after
+its COMMIT, so the server knew nothing of the commit; the object it wrote is read back).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from attested_cortex.errors import ConflictError, CortexError, NotFoundError
+from attested_cortex.service.context import Caller, Services
+from attested_cortex.service.graph_views import link_view
+from attested_cortex.service.transcripts import transcript_view
+from attested_cortex.service.views import memory_view
+from attested_cortex.store import idempotency, links, memories, transcripts
+from attested_cortex.store.idempotency import IN_USE, Claim, Kept
+
+__all__ = ["IN_USE", "Claim", "Kept", "Kind", "Written", "digest", "keep", "once", "prior",
+           "rebuilt"]
+
+log = logging.getLogger(__name__)
+
+#: What a keyed write writes, so that a lost answer can be rebuilt from it.
+Kind = Literal["memory", "link", "transcript"]
+WriteFn = Callable[[Caller], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Written:
+    """A write's answer: its body and status, and whether an earlier request wrote it."""
+
+    answer: dict[str, Any]
+    status: int
+    replayed: bool = False
+
+
+async def once(svc: Services, caller: Caller, write: WriteFn, *, operation: str,
+               request: Mapping[str, Any], kind: Kind, status: int,
+               resource_id: uuid.UUID | None = None) -> Written:
+    """``write`` run for ``caller`` and answered ``status``; with the caller's
+    Idempotency-Key, at most once per key (``resource_id``: the object an update changes; a
+    create's id is chosen here, so that a lost answer can be read back)."""
+    key = caller.idempotency_key
+    if key is None:
+        return Written(await write(caller), status)
+    sha = digest(operation, request)
+    for _ in range(2):  # a concurrent request with the key committed first: answer as it
+        kept = await prior(svc, caller, key)
+        if kept is not None:
+            return await _replayed(svc, caller, key, kept, sha, kind=kind, status=status)
+        taking = dataclasses.replace(caller, claim=Claim(
+            caller.agent_id, key, sha, resource_id or uuid.uuid4()))
+        try:
+            answer = await write(taking)
+        except ConflictError as exc:
+            if exc.code != IN_USE:
+                raise
+            continue
+        await keep(svc, caller, key, status=status, body=answer)
+        return Written(answer, status)
+    raise ConflictError("a request with this Idempotency-Key is still in flight; retry",
+                        code=IN_USE)
+
+
+async def _replayed(svc: Services, caller: Caller, key: str, kept: Kept, sha: bytes, *,
+                    kind: Kind, status: int) -> Written:
+    if kept.request_sha256 != sha:
+        raise ConflictError(
+            "this Idempotency-Key was used for a different request (another operation or "
+            "body); use a new key for a new write", code="idempotency_key_reused")
+    if kept.answer is not None and kept.status is not None:
+        return Written(kept.answer, kept.status, replayed=True)
+    # committed, but its answer was lost on the way
+    answer = await rebuilt(svc, kind, kept.resource_id)
+    await keep(svc, caller, key, status=status, body=answer)
+    return Written(answer, status, replayed=True)
+
+
+def digest(operation: str, body: Mapping[str, Any]) -> bytes:
+    """The SHA-256 of an operation and its parsed body, canonical (key order and spacing do
+    not matter): the same request sent again has the same digest."""
+    text = json.dumps([operation, body], sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).digest()
+
+
+async def prior(svc: Services, caller: Caller, key: str) -> Kept | None:
+    """The row of ``caller``'s ``key`` if a committed write took it."""
+    async with svc.db.connection() as conn:
+        return await idempotency.find(conn, caller.agent_id, key)
+
+
+async def keep(svc: Services, caller: Caller, key: str, *, status: int,
+               body: dict[str, Any]) -> None:
+    """Keep the answer of the write that took ``key``. Best effort: the write has committed
+    and its answer is given whatever happens here; if the database went away meanwhile, a
+    retry rebuilds the answer from the object written (:func:`rebuilt`)."""
+    try:
+        async with svc.db.connection() as conn:
+            await idempotency.answer(conn, caller.agent_id, key, status=status, body=body)
+    except CortexError as exc:
+        log.warning("the answer of a keyed write was not kept; a retry rebuilds it",
+                    extra={"agent_id": caller.agent_id, "code": exc.code})
+
+
+async def rebuilt(svc: Services, kind: Kind, resource_id: uuid.UUID) -> dict[str, Any]:
+    """The answer of a committed write whose answer was never kept, from what it wrote as it
+    is now (a later update of the object shows in it)."""
+    async with svc.db.connection() as conn:
+        if kind == "memory":
+            return memory_view(await memories.get(conn, resource_id))
+        if kind == "link":
+            return link_view(await links.get_link(conn, link_id=resource_id))
+        found = await transcripts.get_many(conn, [resource_id])
+    if resource_id not in found:
+        raise NotFoundError(f"transcript {resource_id} does not exist", id=str(resource_id))
+    return transcript_view(found[resource_id], svc)
