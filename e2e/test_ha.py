@@ -59,6 +59,10 @@ def ha(namespace: str, cnpg: CloudNativePG) -> Iterator[str]:
         pytest.fail(f"{CORTEX} not Ready: {ready.stderr}\n" + kubectl(
             "get", "-n", namespace, "mcx,cluster,pods,jobs", "-o", "wide").stdout + kubectl(
             "get", "-n", namespace, f"mcx/{CORTEX}", "-o", "jsonpath={.status}").stdout)
+    # Ready means the primary takes writes (ClusterDegraded is Ready too): the failover cases
+    # start from every replica streaming.
+    wait_until(_settled(namespace), seconds=SETTLE_S, interval_s=1.0,
+               what=f"all {INSTANCES} instances ready")
     yield namespace
 
 
