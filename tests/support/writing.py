@@ -26,6 +26,9 @@ from typing import Any
 
 #: Statuses after which the same write is sent again (the cortex said "not done, retry").
 RETRYABLE = frozenset({502, 503, 504})
+#: A 409 with this code is "the first attempt with this key is still in flight; retry"
+#: (service/idempotency.py); any other 409 is final.
+IN_FLIGHT = "idempotency_key_in_use"
 #: Between two attempts of one write: short against a failover, long against a busy loop.
 RETRY_PAUSE_S = 0.2
 ATTEMPT_TIMEOUT_S = 10.0
@@ -54,6 +57,11 @@ class Ledger:
     @property
     def retried(self) -> int:
         return sum(a.attempts - 1 for a in self.acks)
+
+
+def _in_flight(status: int, answer: Any) -> bool:
+    error = answer.get("error") if isinstance(answer, dict) else None
+    return status == 409 and isinstance(error, dict) and error.get("code") == IN_FLIGHT
 
 
 def longest_gap(acks: list[Ack], *, start: float | None = None) -> tuple[float, float, float]:
@@ -160,7 +168,7 @@ class SteadyWriter:
                                                 time.monotonic(), attempts))
                     return
                 self.ledger.failures.append((time.monotonic(), str(status)))
-                if status not in RETRYABLE:
+                if status not in RETRYABLE and not _in_flight(status, answer):
                     return  # refused for good (counted): not a write the cortex holds
             self._stop.wait(RETRY_PAUSE_S)  # the client's retry pause
 
