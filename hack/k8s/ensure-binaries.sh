@@ -8,8 +8,8 @@
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
 #   (none given = all of these), and the real node's kubelet kube-proxy coredns crictl and
 #   cnpg (CloudNativePG's manager, plus its release manifest beside it as
-#   cnpg-<version>.yaml), built only when named (`node` names all five). Idempotent and flock-protected; a component whose
-#   stamp matches its version is skipped. Everything is built from source with the local Go toolchain through
+#   cnpg-<version>.yaml), built only when named (`node` names all five). Idempotent and
+#   flock-protected; a component whose stamp matches its version is skipped. Everything is built from source with the local Go toolchain through
 #   generated wrapper modules under $ATTESTED_CORTEX_CACHE/k8s/<version>/src; nothing in the
 #   repository is written.
 set -euo pipefail
@@ -174,7 +174,7 @@ main() {
   for arg in "$@"; do
     case "$arg" in
       --print-bin-dir) echo "$bin_dir"; return 0 ;;
-      -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; return 0 ;;
+      -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; return 0 ;;
       -*) die "unknown option '$arg'" ;;
       node) components+=("${node_components[@]}") ;;
       *) components+=("$arg") ;;
