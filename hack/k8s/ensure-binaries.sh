@@ -174,7 +174,7 @@ main() {
   for arg in "$@"; do
     case "$arg" in
       --print-bin-dir) echo "$bin_dir"; return 0 ;;
-      -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; return 0 ;;
+      -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; return 0 ;;
       -*) die "unknown option '$arg'" ;;
       node) components+=("${node_components[@]}") ;;
       *) components+=("$arg") ;;
