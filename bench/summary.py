@@ -308,6 +308,39 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
 }
 
 
+def ha_lines() -> list[str]:
+    """What bounds a failover's write gap, from docs/benchmarks/ha.json (bench/ha.py)."""
+    path = RESULTS / "ha.json"
+    if not path.exists():
+        return []
+    d = json.loads(path.read_text())
+    rounds = _get(d, "failover", "rounds") or []
+    lines = ["", "## High availability (CloudNativePG, `python -m bench ha`)", "",
+             f"A 3-instance cluster with one synchronous replica (CloudNativePG "
+             f"{d.get('cnpg_version')}, built here), on the real node; a writer stores "
+             f"{_get(d, 'failover', 'write_rate_per_s')} memories/s through the cortex's Service "
+             "and retries each write with its Idempotency-Key (after 0.2 s) until acknowledged, "
+             "while the primary pod is deleted. Per failover: the longest stretch without an "
+             "acknowledgement from the deletion on, and when CloudNativePG named the new "
+             "primary (its Cluster's currentPrimary). The rest of the gap is the server's pool "
+             "reconnecting to the read-write Service's new endpoint and the client's retry "
+             "pause.", "",
+             "| failover | gap (s) | CNPG moved the primary after (s) | old -> new primary |",
+             "|---|---|---|---|"]
+    lines.extend(f"| {r['round']} | {r['gap_s']} | {r['primary_moved_after_s']} | "
+                 f"{r['old_primary']} -> {r['new_primary']} |" for r in rounds)
+    single, ha = d.get("single", {}), d.get("ha", {})
+    lines.extend(["", f"Same run, {d.get('size')} memories in each cortex: sequential stores "
+                  f"{_fmt(ha.get('stores_per_second'))} /s on the synchronous cluster vs "
+                  f"{_fmt(single.get('stores_per_second'))} /s on the managed pod (store p50 "
+                  f"{_fmt(_get(ha, 'store_ms', 'p50'))} vs "
+                  f"{_fmt(_get(single, 'store_ms', 'p50'))} ms: the synchronous replica's "
+                  "confirmation is the difference); recall p95 "
+                  f"{_fmt(_get(ha, 'recall_ms', 'p95'))} vs "
+                  f"{_fmt(_get(single, 'recall_ms', 'p95'))} ms (reads stay on the primary)."])
+    return lines
+
+
 def fuzz_lines() -> list[str]:
     """The fuzzing budget of ``make test``, read from the suites' own constants."""
     from tests.server import test_fuzz
@@ -361,6 +394,7 @@ def write_performance() -> Path:
             continue
         for measure, value, goal in build(json.loads(path.read_text())):
             lines.append(f"| {area} | {measure} | {value} | {goal} |")
+    lines.extend(ha_lines())
     lines.extend(fuzz_lines())
     out = ROOT / "docs" / "PERFORMANCE.md"
     out.write_text("\n".join(lines) + "\n")
