@@ -59,6 +59,13 @@ class Ledger:
         return sum(a.attempts - 1 for a in self.acks)
 
 
+def _answer_name(status: int, answer: Any) -> str:
+    """``201``, or the status with the error's code (``503 database_failover``)."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return f"{status} {code}" if code else str(status)
+
+
 def _in_flight(status: int, answer: Any) -> bool:
     error = answer.get("error") if isinstance(answer, dict) else None
     return status == 409 and isinstance(error, dict) and error.get("code") == IN_FLIGHT
@@ -162,12 +169,12 @@ class SteadyWriter:
                 self.ledger.statuses[type(error).__name__] += 1
                 self.ledger.failures.append((time.monotonic(), type(error).__name__))
             else:
-                self.ledger.statuses[str(status)] += 1
+                self.ledger.statuses[_answer_name(status, answer)] += 1
                 if status == 201:
                     self.ledger.acks.append(Ack(key, content, str(answer["id"]), first,
                                                 time.monotonic(), attempts))
                     return
-                self.ledger.failures.append((time.monotonic(), str(status)))
+                self.ledger.failures.append((time.monotonic(), _answer_name(status, answer)))
                 if status not in RETRYABLE and not _in_flight(status, answer):
                     return  # refused for good (counted): not a write the cortex holds
             self._stop.wait(RETRY_PAUSE_S)  # the client's retry pause
