@@ -10,6 +10,8 @@ import pytest
 
 from attested_cortex.builders import podparts
 from attested_cortex.builders.clusters import build_cluster
+from attested_cortex.builders.configmaps import Satellites
+from attested_cortex.builders.deployments import build_deployment
 from attested_cortex.builders.jobs import build_migration_job
 from tests.builders.specs import CORTEX, DEFAULTS, NAMESPACE, assert_child_metadata, cortex
 from tests.support.cnpgcrd import cluster_schema
@@ -130,3 +132,11 @@ def test_migration_and_server_read_the_app_secret_by_reference() -> None:
     env = job["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env == [{"name": "CORTEX_DATABASE_URL", "valueFrom": {
         "secretKeyRef": {"name": f"{CORTEX}-db-app", "key": "uri"}}}]
+
+
+def test_the_server_reads_the_app_secret_by_reference() -> None:
+    deployment = build_deployment(cnpg(), DEFAULTS, Satellites())
+    server = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "CORTEX_DATABASE_URL", "valueFrom": {
+        "secretKeyRef": {"name": f"{CORTEX}-db-app", "key": "uri"}}} in server["env"]
+    assert f"{CORTEX}-db-app" not in str(server.get("args", []))

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.chart.conftest import Release, install, permissions
+from tests.support import cnpgcrd
 from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
@@ -74,6 +75,14 @@ def can(release: Release, verb: str, resource: str, *flags: str) -> bool:
         "auth", "can-i", verb, resource, *flags, f"--as={release.user}", check=False
     )
     return result.stdout.strip() == "yes"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cloudnativepg_kinds(kube: Kube) -> None:
+    """CloudNativePG's CRDs (only them): ``kubectl auth can-i`` needs discovery to read
+    ``clusters.postgresql.cnpg.io`` as resource and group, so without them a "no" would
+    prove nothing."""
+    cnpgcrd.install(kube, *cnpgcrd.all_crds())
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.operator.conftest import Object, Operated, OperatorProcess, cortex
-from tests.support.cnpgcrd import CRD_NAME, cluster_crd
+from tests.support.cnpgcrd import CRD_NAME, cluster_crd, install
 from tests.support.kube import Kube
 from tests.support.waiting import wait_until
 
@@ -31,16 +31,6 @@ CLUSTER = "clusters.postgresql.cnpg.io"
 HA = {"cloudNativePG": {"instances": 3, "storage": {"size": "2Gi"},
                         "synchronous": {"number": 1},
                         "parameters": {"max_connections": "150"}}}
-
-
-def install_crd(kube: Kube) -> None:
-    kube.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(cluster_crd()))
-
-    def established() -> bool:
-        crd = json.loads(kube.kubectl("get", "crd", CRD_NAME, "-o", "json").stdout)
-        return any(c["type"] == "Established" and c["status"] == "True"
-                   for c in (crd.get("status") or {}).get("conditions") or [])
-    wait_until(established, what=f"CRD {CRD_NAME} established", seconds=60, interval_s=0.2)
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +51,12 @@ def cluster_of(operated: Operated, name: str) -> Object:
                       what=f"Cluster {name}-db", seconds=90, interval_s=0.5)
 
 
+def events_of(operated: Operated, name: str, reason: str) -> list[Object]:
+    listed = json.loads(operated.kubectl("get", "events", "-o", "json", "--field-selector",
+                                         f"involvedObject.name={name}").stdout)
+    return [e for e in listed["items"] if e.get("reason") == reason]
+
+
 def status_of(operated: Operated, name: str) -> Object:
     status: Object = (operated.get("MemoryCortex", name) or {}).get("status") or {}
     return status
@@ -78,11 +74,16 @@ def test_missing_cloudnativepg_is_reported_and_the_cortex_proceeds_once_installe
     assert status_of(operated, "ha")["databaseMode"] == "CloudNativePG"
     assert operated.get("Job", "ha-migrate-v10") is None
     assert operated.get("Deployment", "ha-server") is None
+    warned = wait_until(lambda: events_of(operated, "ha", "CloudNativePGMissing"),
+                        what="a CloudNativePGMissing event", seconds=30, interval_s=0.5)
+    assert warned[0]["type"] == "Warning"
 
-    install_crd(operated.kube)
+    install(operated.kube, cluster_crd())
     cluster_of(operated, "ha")
     operated.wait_condition("MemoryCortex", "ha", "DatabaseReady", "False",
                             reason="ClusterCreating")
+    assert wait_until(lambda: events_of(operated, "ha", "ClusterCreating"),
+                      what="a ClusterCreating event", seconds=30, interval_s=0.5)
     assert running.process.poll() is None and len(operated.running) == 1
     assert "Traceback" not in running.output()
 
@@ -214,3 +215,34 @@ def test_the_cluster_outlives_its_cortex_and_is_adopted_by_the_next(
             "metadata"]["uid"] and c,
         what="Cluster keep-db adopted by the new cortex", seconds=60, interval_s=0.5)
     assert adopted["metadata"]["uid"] == first["metadata"]["uid"]  # the same data
+
+
+def test_a_cluster_someone_else_controls_is_left_alone(operated: Operated,
+                                                       running: OperatorProcess) -> None:
+    operated.kubectl("create", "configmap", "holder")
+    holder = operated.get("ConfigMap", "holder") or {}
+    theirs = {"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+              "metadata": {"name": "taken-db", "ownerReferences": [{
+                  "apiVersion": "v1", "kind": "ConfigMap", "name": "holder",
+                  "uid": holder["metadata"]["uid"], "controller": True}]},
+              "spec": {"instances": 1, "storage": {"size": "1Gi"}}}
+    operated.kubectl("create", "-f", "-", input=json.dumps(theirs))
+    operated.apply(cortex("taken", database=HA))
+    refused = operated.wait_condition("MemoryCortex", "taken", "DatabaseReady", "False",
+                                      reason="NameCollision")
+    assert "Cluster taken-db is controlled by ConfigMap holder" in refused["message"]
+    assert (operated.get(CLUSTER, "taken-db") or {})["spec"]["instances"] == 1
+
+
+def test_an_operator_started_with_cloudnativepg_installed_watches_its_clusters(
+        operated: Operated, running: OperatorProcess) -> None:
+    assert "Unresolved resources" in running.output()  # the first one started without it
+    operated.stop_all()
+    watching = operated.start()
+    operated.kubectl("patch", CLUSTER, "keep-db", "--type=merge",
+                     "-p", json.dumps({"spec": {"instances": 1}}))
+    wait_until(lambda: (operated.get(CLUSTER, "keep-db") or {})["spec"]["instances"] == 3,
+               what="the hand-edited Cluster put back to the cortex's spec", seconds=60,
+               interval_s=0.5)
+    assert "Unresolved resources" not in watching.output()
+    assert "Traceback" not in watching.output()

@@ -27,6 +27,7 @@ def test_managed_cortex_becomes_ready_with_every_child(operated: Operated,
     assert status["schemaVersion"] >= 4 and status["kgBackend"] == "cte"
     assert status["endpoint"] == f"http://alpha.{operated.namespace}.svc:8080"
     assert status["connectionSecret"] == "alpha-db-credentials"
+    assert (status["databaseMode"], status["primary"]) == ("Managed", "alpha-db-0")
     generation = operated.get("MemoryCortex", "alpha")["metadata"]["generation"]
     assert {c["type"]: (c["status"], c["observedGeneration"]) for c in status["conditions"]} == {
         t: ("True", generation) for t in ("DatabaseReady", "SchemaReady", "ServerReady", "Ready",
@@ -98,7 +99,9 @@ def test_external_database_waits_for_its_secret(operated: Operated,
     env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "CORTEX_DATABASE_URL", "valueFrom": {"secretKeyRef": {
         "name": "delta-uri", "key": "uri"}}} in env
-    assert operated.get("MemoryCortex", "delta")["status"]["connectionSecret"] == "delta-uri"
+    status = operated.get("MemoryCortex", "delta")["status"]
+    assert status["connectionSecret"] == "delta-uri"
+    assert status["databaseMode"] == "External" and "primary" not in status
 
 
 def test_disruption_budget_only_with_two_replicas(operated: Operated,

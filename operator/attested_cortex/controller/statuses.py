@@ -60,7 +60,8 @@ async def report_unparsable(writer: Writer, *, kind: str, body: Mapping[str, Any
 #: Reasons that mean "still on its way", not "something is wrong".
 PROGRESSING: Final = frozenset({
     "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
-    "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection"})
+    "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection",
+    "ClusterCreating"})
 
 
 def summarise(changed: Sequence[Object]) -> dict[str, str]:

@@ -21,6 +21,11 @@ while it is not healthy, :data:`UNWATCHED_HEALTHY_POLL_S` after).
 The server and the migration Job read CloudNativePG's ``<cluster>-app`` Secret by reference
 (``builders/podparts.py``): its ``uri`` names the ``<cluster>-rw`` Service, so they follow
 the primary. The Secret is never read or copied by the operator.
+
+A Cluster of the same name controlled by someone else is ``DatabaseReady=False``
+(``NameCollision``, or ``WaitingForGarbageCollection`` while a deleted cortex's reference is
+still on it, ADR 0028): without a watch the pass comes back to look, as nothing else would
+wake it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any, Final
 from attested_cortex.builders import clusters, clusterstates
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex
+from attested_cortex.controller.applying import CollisionError
 from attested_cortex.controller.memorycortex.database import DatabaseOutcome
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.kubeclient import KubeApi, NotFoundError
@@ -92,6 +98,10 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any]) -> Data
                                                                namespace_uid=uid))
     except NotFoundError:
         return missing(cortex, status)
+    except CollisionError as exc:  # another owner's Cluster, or a deleted cortex's reference
+        return DatabaseOutcome(Observation.of("DatabaseReady", False, exc.reason, str(exc)),
+                               clusters.app_secret_name(cortex.meta.name),
+                               retry_in=None if rt.watches_clusters else UNWATCHED_POLL_S)
     state = clusterstates.observe(applied, name=clusters.cluster_name(cortex.meta.name))
     return DatabaseOutcome(state.condition, clusters.app_secret_name(cortex.meta.name),
                            retry_in=_poll(rt, state), primary=state.primary)
