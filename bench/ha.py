@@ -123,9 +123,11 @@ def install(kube: Kube) -> dict[str, float]:
     took["cloudnativepg"] = round(time.monotonic() - began, 1)
     began = time.monotonic()
     kube.ok("create", "serviceaccount", "bench-writer", "-n", NAMESPACE)
+    cortexes = [managed(SINGLE), hacluster.memorycortex(HA, NAMESPACE, instances=3)]
+    for cortex in cortexes:  # the fill's 8 clients are one agent: no per-agent rate limit
+        cortex["spec"]["quotas"] = {"requestsPerSecond": 100000, "storagePerAgent": "10Gi"}
     kube.ok("apply", "-f", "-", input=json.dumps(
-        {"apiVersion": "v1", "kind": "List",
-         "items": [managed(SINGLE), hacluster.memorycortex(HA, NAMESPACE, instances=3)]}))
+        {"apiVersion": "v1", "kind": "List", "items": cortexes}))
     for name in (SINGLE, HA):
         kube.ok("wait", "-n", NAMESPACE, "--for=condition=Ready", "--timeout=600s",
                 f"memorycortex/{name}", timeout=620)
