@@ -164,9 +164,11 @@ def failover_lines() -> str:
       kubectl get cluster {CORTEX}-db -n {NAMESPACE} -w &     # CNPG's view: phase, primary
       kubectl get mcx {CORTEX} -n {NAMESPACE} -w &            # ours: DatabaseReady, primary
       kubectl delete pod -n {NAMESPACE} "$({primary})"
-      # a write during the failover answers 503 database_failover (retry with the same
-      # Idempotency-Key); the new primary takes writes within seconds
-      curl -s -H "Idempotency-Key: try-1" ... {{API}}/v1/memories
+      # writes meanwhile answer 503 for a few seconds (measured: 6-10 s), then 201 from the
+      # new primary; a 503 is safe to send again with the same Idempotency-Key
+      curl -s {{AUTH}} -H "Idempotency-Key: during-failover-1" \\
+        -d '{{"namespace":"team/deploys","content":"written during a failover"}}' \\
+        {{API}}/v1/memories
     """)
 
 
@@ -234,8 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         token_file.touch(mode=0o600)
         token_file.write_text(token)
         mcx = cluster.run("kubectl", "get", "mcx", "-n", NAMESPACE)
+        auth = (f'-H "Authorization: Bearer $(cat {token_file})" '
+                '-H "Content-Type: application/json"')
         print(walkthrough(node.kubeconfig, mcx, base, token_file, node.layout.run / "logs")
-              + (failover_lines().replace("{API}", base) if ha else ""), flush=True)
+              + (failover_lines().replace("{API}", base).replace("{AUTH}", auth) if ha
+                 else ""), flush=True)
         # Only Ctrl-C / SIGTERM end the run: a pod deletion or a rollout ends a kubectl
         # port-forward, and the Forward restarts it on the same port.
         while not interrupted.wait(0.5):
