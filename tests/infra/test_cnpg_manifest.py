@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hack import cnpg
 
-UPSTREAM = "ghcr.io/cloudnative-pg/cloudnative-pg:1.27.1"
+UPSTREAM = "upstream.example/cloudnative-pg/cloudnative-pg:1.27.1"  # what the release names
 OURS = "docker.io/attested-cortex/cloudnative-pg:1.27.1"
 
 
