@@ -8,11 +8,14 @@ export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
 # The Go toolchain (only needed for a cold build of the local control plane).
 export PATH := $(PATH):/usr/local/go/bin
 PYTEST_ARGS ?=
+# make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
+CORTEX ?= managed
 
 .PHONY: help venv deps node-deps images node-up node-down test run serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
+	@echo "make run CORTEX=ha - the same with CloudNativePG and a 3-instance cortex, and how to watch a failover"
 	@echo "make serve - the cortex server alone (PostgreSQL + AGE, no Kubernetes; Ctrl-C stops it)"
 	@echo "make test  - install everything the tests need and run the whole suite"
 	@echo "make lint  - ruff, mypy (strict), import-linter, helm lint, CRD drift check"
@@ -35,8 +38,9 @@ deps: venv
 	hack/pg/ensure-age-root.sh
 	hack/k8s/ensure-binaries.sh
 
-# The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy
-# and CoreDNS, and the images built offline. `make test` runs the real-node tests once these exist.
+# The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy,
+# CoreDNS and CloudNativePG's manager (with its release manifest), and the images built offline.
+# `make test` runs the real-node tests once these exist.
 node-deps: deps
 	hack/k8s/ensure-node-packages.sh
 	hack/k8s/ensure-binaries.sh node
@@ -65,7 +69,7 @@ test: deps
 run: venv
 	hack/ensure-system-packages.sh
 	hack/k8s/ensure-node-packages.sh
-	$(BIN)/python hack/run.py
+	$(BIN)/python hack/run.py --cortex $(CORTEX)
 
 # The cortex server alone on 127.0.0.1 (PostgreSQL 17 + AGE, dev auth), no Kubernetes.
 serve: venv

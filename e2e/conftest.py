@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.support.realnode"]
+pytest_plugins = ["tests.support.realnode", "tests.support.cnpg"]
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASE = "attested-cortex"

@@ -47,15 +47,16 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 class Forward:
     """``kubectl port-forward`` of the cortex Service to a free port on 127.0.0.1."""
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, namespace: str, service: str = CORTEX) -> None:
         self.namespace = namespace
+        self.service = service
         self.process: subprocess.Popen[str] | None = None
         self.base = ""
 
     def start(self) -> None:
         self.stop()
         self.process = subprocess.Popen(
-            ["kubectl", "port-forward", "-n", self.namespace, f"svc/{CORTEX}", "0:8080",
+            ["kubectl", "port-forward", "-n", self.namespace, f"svc/{self.service}", "0:8080",
              "--address", "127.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, env=TARGET.env())
         assert self.process.stdout is not None

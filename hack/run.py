@@ -14,10 +14,17 @@ read a token minted for the ``planner`` ServiceAccount from a file (mode 0600) i
 working directory; the token itself is never printed. Ctrl-C (or SIGTERM) stops the
 port-forward and the node (which removes every process, mount and network piece it made)
 and deletes the working directory. ``make serve`` (hack/serve.py) is the server alone.
+
+``make run CORTEX=ha`` (``--cortex ha``) starts the same system with the cortex's database on
+CloudNativePG: the node's CloudNativePG (built by ``hack/k8s/ensure-binaries.sh node`` and
+hack/images/build.sh, once) installed from its release manifest (hack/cnpg.py), and
+examples/cortex-ha/memorycortex.yaml (3 instances, one synchronous replica) in place of
+examples/cortex/memorycortex.yaml; the walkthrough adds how to watch a failover.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -33,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from hack import cnpg  # noqa: E402
 from hack.forwarding import Forward  # noqa: E402
 from hack.k8s.localkube import binaries  # noqa: E402
 from hack.k8s.localkube.realnode import RealNode  # noqa: E402
@@ -44,6 +52,7 @@ RELEASE = "attested-cortex"
 CORTEX = "team-memory"  # examples/cortex/memorycortex.yaml
 AGENT = "planner"       # examples/cortex/agentidentities.yaml (custody Cortex)
 READY_TIMEOUT = "240s"
+HA_READY_TIMEOUT = "600s"  # three instances one after the other, then the migration
 CACHE = Path(os.environ.get("ATTESTED_CORTEX_CACHE", Path.home() / ".cache" / "attested-cortex"))
 TIMINGS = CACHE / "run-timings.json"
 
@@ -87,7 +96,35 @@ class Cluster:
         return done.stdout
 
 
-def install(cluster: Cluster) -> None:
+def install_cloudnativepg(cluster: Cluster, bin_dir: Path) -> None:
+    """CloudNativePG from its release manifest (our images), usable once its webhooks answer."""
+    print("make run: kubectl apply --server-side -f <CloudNativePG release> ...", flush=True)
+    began = time.monotonic()
+    installer = cnpg.Installer(
+        kubectl=lambda *args, input=None: subprocess.run(
+            ["kubectl", *args], input=input, capture_output=True, text=True, env=cluster.env,
+            timeout=300, check=False),
+        manifest=cnpg.local_manifest(bin_dir))
+    installer.apply()
+    deadline = time.monotonic() + 300
+    while not (installer.deployment_available() and installer.webhooks_answer()):
+        if time.monotonic() > deadline:
+            raise RuntimeError("CloudNativePG did not become available within 300 s")
+        time.sleep(1)  # the poll interval of a bounded wait
+    print(f"make run: CloudNativePG {cnpg.version()} ready in "
+          f"{time.monotonic() - began:.0f}s", flush=True)
+
+
+def examples(ha: bool) -> list[Path]:
+    """What is applied: examples/cortex/, its MemoryCortex swapped for the HA one."""
+    files = sorted((ROOT / "examples" / "cortex").glob("*.yaml"))
+    if not ha:
+        return files
+    return [f for f in files if f.name != "memorycortex.yaml"] + [
+        ROOT / "examples" / "cortex-ha" / "memorycortex.yaml"]
+
+
+def install(cluster: Cluster, *, ha: bool = False) -> None:
     """The chart, then the examples, then a bounded wait for everything to be Ready."""
     namespace = cluster.run("kubectl", "create", "namespace", NAMESPACE, "--dry-run=client",
                             "-o", "yaml")
@@ -98,11 +135,14 @@ def install(cluster: Cluster) -> None:
     cluster.run("helm", "upgrade", "--install", RELEASE, str(ROOT / "charts" / "attested-cortex"),
                 "--namespace", NAMESPACE, "--set", "image.pullPolicy=IfNotPresent",
                 "--wait", "--timeout", "3m")
-    print("make run: kubectl apply -f examples/cortex/ ...", flush=True)
-    cluster.run("kubectl", "apply", "-n", NAMESPACE, "-f", str(ROOT / "examples" / "cortex"))
+    print(f"make run: kubectl apply -f examples/cortex/{' (cortex-ha)' if ha else ''} ...",
+          flush=True)
+    for path in examples(ha):
+        cluster.run("kubectl", "apply", "-n", NAMESPACE, "-f", str(path))
+    timeout = HA_READY_TIMEOUT if ha else READY_TIMEOUT
     for kind in ("memorycortex", "agentidentity", "hookchain", "permissionrule"):
         cluster.run("kubectl", "wait", "-n", NAMESPACE, "--for=condition=Ready", kind, "--all",
-                    f"--timeout={READY_TIMEOUT}")
+                    f"--timeout={timeout}", timeout=700)
 
 
 def port_forward(cluster: Cluster, log: Path) -> Forward:
@@ -114,6 +154,22 @@ def port_forward(cluster: Cluster, log: Path) -> Forward:
         forward.stop()
         raise RuntimeError(f"port-forward failed: {log.read_text()[-2000:]}")
     return forward
+
+
+def failover_lines() -> str:
+    """How to watch a failover of the HA cortex (appended to the walkthrough)."""
+    primary = f"kubectl get mcx {CORTEX} -n {NAMESPACE} -o jsonpath='{{.status.primary}}'"
+    return textwrap.dedent(f"""
+    Watch a failover (CloudNativePG, 3 instances, 1 synchronous replica):
+      kubectl get cluster {CORTEX}-db -n {NAMESPACE} -w &     # CNPG's view: phase, primary
+      kubectl get mcx {CORTEX} -n {NAMESPACE} -w &            # ours: DatabaseReady, primary
+      kubectl delete pod -n {NAMESPACE} "$({primary})"
+      # writes meanwhile answer 503 for a few seconds (measured: 6-10 s), then 201 from the
+      # new primary; a 503 is safe to send again with the same Idempotency-Key
+      curl -s {{AUTH}} -H "Idempotency-Key: during-failover-1" \\
+        -d '{{"namespace":"team/deploys","content":"written during a failover"}}' \\
+        {{API}}/v1/memories
+    """)
 
 
 def walkthrough(kubeconfig: Path, mcx: str, base: str, token_file: Path, logs: Path) -> str:
@@ -146,8 +202,13 @@ def walkthrough(kubeconfig: Path, mcx: str, base: str, token_file: Path, logs: P
     """)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Build, start, install, print the walkthrough, wait for Ctrl-C, stop everything."""
+    parser = argparse.ArgumentParser(prog="hack/run.py")
+    parser.add_argument("--cortex", choices=("managed", "ha"),
+                        default=os.environ.get("CORTEX") or "managed",
+                        help="managed: one PostgreSQL pod; ha: CloudNativePG, 3 instances")
+    ha = parser.parse_args(argv).cortex == "ha"
     interrupted = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: interrupted.set())
@@ -164,7 +225,9 @@ def main() -> int:
         node.start()
         print(f"make run: node started in {sum(node.timings.values()):.1f}s", flush=True)
         cluster = Cluster(node.kubeconfig, bin_dir, workdir)
-        install(cluster)
+        if ha:
+            install_cloudnativepg(cluster, bin_dir)
+        install(cluster, ha=ha)
         forward = port_forward(cluster, workdir / "port-forward.log")
         base = forward.url
         token_file = workdir / "planner.token"
@@ -173,8 +236,11 @@ def main() -> int:
         token_file.touch(mode=0o600)
         token_file.write_text(token)
         mcx = cluster.run("kubectl", "get", "mcx", "-n", NAMESPACE)
-        print(walkthrough(node.kubeconfig, mcx, base, token_file, node.layout.run / "logs"),
-              flush=True)
+        auth = (f'-H "Authorization: Bearer $(cat {token_file})" '
+                '-H "Content-Type: application/json"')
+        print(walkthrough(node.kubeconfig, mcx, base, token_file, node.layout.run / "logs")
+              + (failover_lines().replace("{API}", base).replace("{AUTH}", auth) if ha
+                 else ""), flush=True)
         # Only Ctrl-C / SIGTERM end the run: a pod deletion or a rollout ends a kubectl
         # port-forward, and the Forward restarts it on the same port.
         while not interrupted.wait(0.5):

@@ -16,7 +16,10 @@
 #   3. localhost/attested-cortex/pause:3.10  images/pause, a `gcc -static` pause FROM scratch
 #      (containerd's sandbox_image);
 #   4. docker.io/attested-cortex/postgres-age:17 and docker.io/attested-cortex/cortex:<appVersion>
-#      from the very Dockerfiles users build with Docker, the base passed as a build argument.
+#      from the very Dockerfiles users build with Docker, the base passed as a build argument;
+#   5. docker.io/attested-cortex/cloudnative-pg:<version> (images/cnpg, FROM scratch) around the
+#      manager `hack/k8s/ensure-binaries.sh cnpg` built, when it is built (`make node-deps`
+#      builds it; without it this image is skipped and the real node runs without CloudNativePG).
 # Each image is saved as a docker archive in <cache>/images/out/<name>.tar, which
 # `ctr -n k8s.io images import` loads into the node. An image is rebuilt only when the hash
 # of its inputs (Dockerfile, context files, base, this script) changes, so a second run only
@@ -40,6 +43,8 @@ readonly PAUSE_IMAGE=localhost/attested-cortex/pause:3.10
 readonly POSTGRES_IMAGE=docker.io/attested-cortex/postgres-age:17
 app_version="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/attested-cortex/Chart.yaml")"
 readonly CORTEX_IMAGE="docker.io/attested-cortex/cortex:$app_version"
+cnpg_version="$(sed -n 's/^CNPG_VERSION=v//p' "$repo/hack/k8s/versions.env")"
+readonly CNPG_IMAGE="docker.io/attested-cortex/cloudnative-pg:$cnpg_version"
 
 die() { echo "images: $*" >&2; exit 1; }
 log() { echo "images: $*" >&2; }
@@ -147,6 +152,26 @@ pause_image() {  # 3. static pause FROM scratch
   export_image pause "$PAUSE_IMAGE" "$h"
 }
 
+cnpg_image() {  # 5. CloudNativePG's manager FROM scratch, when ensure-binaries.sh built it
+  local bin manager ctx="$cache/cnpg-context" h
+  bin="$("$repo/hack/k8s/ensure-binaries.sh" --print-bin-dir)"
+  manager="$bin/cnpg"
+  if [ ! -x "$manager" ] || [ "$(cat "$bin/.cnpg.version" 2>/dev/null)" != "v$cnpg_version" ]; then
+    log "no CloudNativePG manager v$cnpg_version built (hack/k8s/ensure-binaries.sh cnpg): image skipped"
+    return 0
+  fi
+  h="$( (hash_inputs "$repo/images/cnpg"; sha256sum "$manager" | cut -d' ' -f1) | sha256sum | cut -d' ' -f1)"
+  is_current cnpg "$h" && return 0
+  local arch; arch="$(dpkg --print-architecture)"  # amd64, arm64: Go's names too
+  rm -rf "$ctx" && mkdir -p "$ctx/rootfs/operator"
+  install -m 0755 "$manager" "$ctx/rootfs/operator/manager_$arch"
+  ln -s "operator/manager_$arch" "$ctx/rootfs/manager"
+  cp "$repo/images/cnpg/Dockerfile" "$ctx/"
+  podman_build "$CNPG_IMAGE" "$ctx/Dockerfile" "$ctx"
+  export_image cnpg "$CNPG_IMAGE" "$h"
+  rm -rf "$ctx"
+}
+
 main() {
   case "${1:-}" in
     --print-dir) echo "$out"; return 0 ;;
@@ -189,9 +214,10 @@ main() {
       --build-arg "PYTHON_IMAGE=$PYTHON_IMAGE"
     export_image cortex "$CORTEX_IMAGE" "$h"
   fi
+  cnpg_image
   # Intermediate layers and replaced tags are garbage once exported.
   pm image prune -f >/dev/null 2>&1 || true
-  log "ready in $out: pause postgres-age cortex"
+  log "ready in $out: pause postgres-age cortex$([ -f "$out/cnpg.tar" ] && echo ' cnpg')"
 }
 
 main "$@"

@@ -6,9 +6,10 @@
 #
 # Usage: hack/k8s/ensure-binaries.sh [--print-bin-dir] [component|node...]
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
-#   (none given = all of these), and the real node's kubelet kube-proxy coredns crictl, built
-#   only when named (`node` names all four). Idempotent and flock-protected; a component whose
-#   stamp matches its version is skipped. Everything is built from source with the local Go toolchain through
+#   (none given = all of these), and the real node's kubelet kube-proxy coredns crictl and
+#   cnpg (CloudNativePG's manager, plus its release manifest beside it as
+#   cnpg-<version>.yaml), built only when named (`node` names all five). Idempotent and
+#   flock-protected; a component whose stamp matches its version is skipped. Everything is built from source with the local Go toolchain through
 #   generated wrapper modules under $ATTESTED_CORTEX_CACHE/k8s/<version>/src; nothing in the
 #   repository is written.
 set -euo pipefail
@@ -25,7 +26,7 @@ export GOTOOLCHAIN=local
 kube_components=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 all_components=(etcd "${kube_components[@]}" kwok helm)
 # The real one-node cluster (hack/k8s/localkube/realnode.py); `make test` does not build these.
-node_components=(kubelet kube-proxy coredns crictl)
+node_components=(kubelet kube-proxy coredns crictl cnpg)
 
 die() { echo "ensure-binaries: $*" >&2; exit 1; }
 log() { echo "ensure-binaries: $*" >&2; }
@@ -37,6 +38,7 @@ version_of() {
     helm) echo "$HELM_VERSION" ;;
     coredns) echo "$COREDNS_VERSION" ;;
     crictl) echo "$CRICTL_VERSION" ;;
+    cnpg) echo "$CNPG_VERSION" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
       echo "$KUBERNETES_VERSION" ;;
     *) die "unknown component '$1' (known: ${all_components[*]} ${node_components[*]})" ;;
@@ -129,6 +131,21 @@ build_crictl() {  # the CRI client the real node's stop uses to tear pod sandbox
     sigs.k8s.io/cri-tools/cmd/crictl
 }
 
+build_cnpg() {
+  # CloudNativePG's manager, static as its release image has it (one binary: the operator, and
+  # the instance manager its bootstrap init container copies into every postgres pod), with
+  # the ldflags of its .goreleaser.yml; the release manifest of the same module is kept beside
+  # it, for hack/cnpg/manifest.py to point at our images.
+  local dir="$src_dir/cnpg" pkg=github.com/cloudnative-pg/cloudnative-pg flags module
+  wrapper_module "$dir" "$pkg" "$CNPG_VERSION"
+  module="$(module_dir "$dir" "$pkg" "$CNPG_VERSION")"
+  flags="-X $pkg/pkg/versions.buildVersion=${CNPG_VERSION#v}"
+  flags+=" -X $pkg/pkg/versions.buildCommit=${CNPG_VERSION} -X $pkg/pkg/versions.buildDate=unknown"
+  go_build "$dir" "$flags" "$pkg/cmd/manager"
+  mv "$bin_dir/manager" "$bin_dir/cnpg"
+  install -m 0644 "$module/releases/cnpg-${CNPG_VERSION#v}.yaml" "$bin_dir/cnpg-${CNPG_VERSION#v}.yaml"
+}
+
 build() {  # build COMPONENT...: only those not yet built
   local wanted=() kube=() c
   for c in "$@"; do version_of "$c" >/dev/null; is_built "$c" || wanted+=("$c"); done
@@ -140,7 +157,7 @@ build() {  # build COMPONENT...: only those not yet built
       kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
         kube+=("$c"); continue ;;
       etcd) build_etcd ;; kwok) build_kwok ;; helm) build_helm ;;
-      coredns) build_coredns ;; crictl) build_crictl ;;
+      coredns) build_coredns ;; crictl) build_crictl ;; cnpg) build_cnpg ;;
     esac
     mark_built "$c"; log "built $c $(version_of "$c") in $((SECONDS - start))s"
   done
@@ -157,7 +174,7 @@ main() {
   for arg in "$@"; do
     case "$arg" in
       --print-bin-dir) echo "$bin_dir"; return 0 ;;
-      -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; return 0 ;;
+      -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; return 0 ;;
       -*) die "unknown option '$arg'" ;;
       node) components+=("${node_components[@]}") ;;
       *) components+=("$arg") ;;

@@ -81,6 +81,8 @@ def test_defaults_three_instances_our_image_and_age_preloaded() -> None:
     assert "resources" not in spec
     assert spec["monitoring"] == {"enablePodMonitor": False}
     assert spec["enableSuperuserAccess"] is False
+    # A deleted primary stops at once: no failover waits for the pool's sessions to end.
+    assert spec["smartShutdownTimeout"] == 0
 
 
 def test_bootstrap_creates_the_database_its_owner_and_the_extensions() -> None:

@@ -57,6 +57,8 @@ DRAIN_TIMEOUT_S = 60.0
 NODE_BINARIES = ("kubelet", "kube-proxy", "coredns", "crictl")
 HOST_COMMANDS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip")
 IMAGES = ("pause", "postgres-age", "cortex")
+# Imported when hack/images/build.sh exported them (CloudNativePG: after `make node-deps`).
+OPTIONAL_IMAGES = ("cnpg",)
 KUBELET = pki.ClientIdentity(name="kubelet", user=f"system:node:{NODE_NAME}",
                              groups=("system:nodes",))
 KUBE_PROXY = pki.ClientIdentity(name="kube-proxy", user="system:kube-proxy")
@@ -258,7 +260,8 @@ class RealNode:
     def _import_images(self) -> None:
         """Load each export whose stamp changed since it was last imported (warm: nothing)."""
         self.layout.imported.mkdir(parents=True, exist_ok=True)
-        for image in IMAGES:
+        optional = [i for i in OPTIONAL_IMAGES if (self.images_dir / f"{i}.tar").is_file()]
+        for image in (*IMAGES, *optional):
             stamp = (self.images_dir / f"{image}.sha").read_text()
             done = self.layout.imported / f"{image}.sha"
             ref = (self.images_dir / f"{image}.ref").read_text().strip()

@@ -45,6 +45,14 @@ APP_SECRET_SUFFIX: Final = "-app"
 #: Its key holding ``postgresql://user:password@<cluster>-rw.<namespace>:5432/<db>``.
 APP_URI_KEY: Final = "uri"
 PRELOADED: Final = ("age",)
+#: Seconds of PostgreSQL's smart shutdown when an instance stops (CloudNativePG's default 180,
+#: then fast). Smart shutdown waits for clients to disconnect, and the cortex's pool never
+#: does: a deleted primary kept serving its pooled sessions, its replicas kept receiving WAL
+#: and CloudNativePG, which elects a new primary only once every WAL receiver is down, waited
+#: the whole 180 s (measured on the real node, e2e/test_ha.py). Fast at once instead: open
+#: transactions are rolled back (the server answers 503 and the client retries with its
+#: Idempotency-Key), acknowledged commits are on the synchronous replica already (ADR 0032).
+SMART_SHUTDOWN_S: Final = 0
 #: Run once by CloudNativePG as the superuser in the new application database: the two
 #: untrusted extensions, and what the owner needs of AGE's catalog to create and use its
 #: graph (found with cortexctl migrate and serve as a non-superuser owner: without USAGE
@@ -122,6 +130,7 @@ def build_cluster(cortex: Cortex, defaults: Defaults, *, namespace_uid: str) -> 
         "imagePullPolicy": defaults.image_pull_policy,
         "postgresUID": POSTGRES_UID, "postgresGID": POSTGRES_UID,
         "enableSuperuserAccess": False,
+        "smartShutdownTimeout": SMART_SHUTDOWN_S,
         "inheritedMetadata": {"labels": _inherited_labels(name)},
         "bootstrap": {"initdb": {"database": DB_NAME, "owner": DB_USER,
                                  "postInitApplicationSQL": list(BOOTSTRAP_SQL)}},
