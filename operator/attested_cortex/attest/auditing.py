@@ -15,7 +15,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 from attested_cortex.attest import cbor
-from attested_cortex.attest.chain import Statement, chain_fault, signature_fault
+from attested_cortex.attest.chain import Statement, first_break, signature_fault
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign
@@ -121,7 +121,7 @@ class _Walk:
 
     def walk(self, rows: list[EventRow], pool: Executor) -> str | None:
         """Check a batch; advance past every good event; return the first fault, if any."""
-        good, fault = self._chain(rows)
+        good, fault = first_break(rows, expected_sequence=self.expected, expected_prev=self.prev)
         signature_at, signature_fault_ = self._signatures(rows[:good], pool)
         if signature_fault_ is not None:
             good, fault = signature_at, signature_fault_
@@ -129,14 +129,6 @@ class _Walk:
             self.expected, self.prev = rows[good - 1].sequence + 1, rows[good - 1].hash
         return fault
 
-    def _chain(self, rows: list[EventRow]) -> tuple[int, str | None]:
-        expected, prev = self.expected, self.prev
-        for index, event in enumerate(rows):
-            fault = chain_fault(event, expected_sequence=expected, expected_prev=prev)
-            if fault is not None:
-                return index, fault
-            expected, prev = event.sequence + 1, event.hash
-        return len(rows), None
 
     def _signatures(self, rows: list[EventRow], pool: Executor) -> tuple[int, str | None]:
         keyring = self.keyring

@@ -21,6 +21,7 @@ these fields itself on insert (a trigger); this module recomputes them to verify
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -123,6 +124,20 @@ def chain_fault(event: EventRow, *, expected_sequence: int, expected_prev: bytes
         statement=statement, payload_hash=event.payload_hash,
     )
     return None if recomputed == event.hash else "hash_mismatch"
+
+
+def first_break(events: Sequence[EventRow], *, expected_sequence: int,
+                expected_prev: bytes) -> tuple[int, str | None]:
+    """Walk ``events`` on from the chain's ``expected_sequence`` and ``expected_prev``: the
+    index of the first that breaks it with the reason (:func:`chain_fault`), or
+    ``(len(events), None)`` when all fit. Shared by the audit and the bundle import."""
+    expected, prev = expected_sequence, expected_prev
+    for index, event in enumerate(events):
+        fault = chain_fault(event, expected_sequence=expected, expected_prev=prev)
+        if fault is not None:
+            return index, fault
+        expected, prev = event.sequence + 1, event.hash
+    return len(events), None
 
 
 def signature_fault(event: EventRow, keyring: Keyring) -> str | None:

@@ -15,7 +15,7 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from attested_cortex.attest.chain import chain_fault, signature_fault
+from attested_cortex.attest.chain import first_break, signature_fault
 from attested_cortex.attest.keyring import Keyring, build_keyring, parse_keyring_file
 from attested_cortex.bundles import copytext
 from attested_cortex.bundles.errors import BundleError
@@ -87,7 +87,7 @@ class ChainWalk:
             except ValueError as exc:
                 at = self.expected + len(events)
                 raise BundleError("unreadable_event", f"{name} event {at}", str(exc)) from exc
-        good, fault = self._chain(events)
+        good, fault = first_break(events, expected_sequence=self.expected, expected_prev=self.prev)
         signed = [(i, e) for i, e in enumerate(events[:good])
                   if e.signature is not None and self.keyring.knows(e.agent_id)]
         bad = self._signatures(signed)
@@ -99,14 +99,6 @@ class ChainWalk:
         if events:
             self.expected, self.prev = events[-1].sequence + 1, events[-1].hash
 
-    def _chain(self, events: list[EventRow]) -> tuple[int, str | None]:
-        expected, prev = self.expected, self.prev
-        for index, event in enumerate(events):
-            fault = chain_fault(event, expected_sequence=expected, expected_prev=prev)
-            if fault is not None:
-                return index, fault
-            expected, prev = event.sequence + 1, event.hash
-        return len(events), None
 
     def _signatures(self, signed: list[tuple[int, EventRow]]) -> tuple[int, str] | None:
         size = max(1, -(-len(signed) // self.workers))
