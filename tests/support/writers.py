@@ -10,7 +10,6 @@ write a link between the last two memories, then every fifth a transcript.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import time
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 import aiohttp
 
 from tests.support.cortex import CortexClient, Reply
+from tests.support.waiting import await_until
 
 #: The client's own pause before a retry (it could honour Retry-After: 1; the tests keep the
 #: gap measured by the server's recovery, not by the client's patience).
@@ -85,20 +85,23 @@ class Writer:
             self.transcripts.append(transcript.body["id"])
 
     async def until_answered(self, method: str, path: str, body: Any, *, key: str) -> Reply:
-        """Send until the answer is not a 503 (then it must be a 201)."""
-        deadline = time.monotonic() + WRITE_DEADLINE_S
-        while True:
+        """Send until the answer is not a 503 (then it must be a 201), every
+        :data:`RETRY_PAUSE_S`, for at most :data:`WRITE_DEADLINE_S`."""
+
+        async def attempt() -> Reply | None:
             try:
                 reply = await self.client.call(method, path, body,
                                                headers={"Idempotency-Key": key})
             except aiohttp.ClientError:
                 self.dropped += 1
-            else:
-                self.statuses[reply.status] += 1
-                if reply.status != 503:
-                    assert reply.status == 201, reply.text
-                    self.replayed += reply.headers.get("Idempotent-Replayed") == "true"
-                    return reply
+                return None
+            self.statuses[reply.status] += 1
+            if reply.status == 503:
                 assert reply.headers["Retry-After"] == "1", reply.headers
-            assert time.monotonic() < deadline, f"{path} unanswered for {WRITE_DEADLINE_S} s"
-            await asyncio.sleep(RETRY_PAUSE_S)
+                return None
+            assert reply.status == 201, reply.text
+            self.replayed += reply.headers.get("Idempotent-Replayed") == "true"
+            return reply
+
+        return await await_until(attempt, seconds=WRITE_DEADLINE_S, interval_s=RETRY_PAUSE_S,
+                                 what=f"{path} answered with something else than 503")
