@@ -34,7 +34,7 @@ def memorycortex(name: str, namespace: str, *, instances: int = 3,
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"database": {"cloudNativePG": database},
                      "server": {"replicas": 1, "auth": {"mode": "Kubernetes"}},
-                     "permissions": {"mode": "Off"}}}
+                     "permissions": {"mode": "Off"}, "transcripts": {"enabled": True}}}
 
 
 def get_json(kubectl: Kubectl, *args: str) -> Any:
@@ -91,6 +91,18 @@ def kill_postgres(kubectl: Kubectl, namespace: str, pod: str) -> None:
                    'kill -KILL "$(head -n 1 "$PGDATA/postmaster.pid")"')
     if done.returncode != 0:
         raise AssertionError(f"kill -KILL of postgres in {pod}: {done.stderr}")
+
+
+def rows(kubectl: Kubectl, namespace: str, cortex: str, query: str) -> list[list[str]]:
+    """``query``'s rows read on the primary (psql in its postgres container, as the
+    database's superuser over the local socket): what the cortex holds, seen from the
+    database itself."""
+    pod = primary(kubectl, namespace, cortex)
+    done = kubectl("exec", "-n", namespace, pod, "-c", "postgres", "--", "psql", "-d", "cortex",
+                   "-AtF", "\t", "-v", "ON_ERROR_STOP=1", "-c", query)
+    if done.returncode != 0:
+        raise AssertionError(f"psql on {pod}: {done.stderr}")
+    return [line.split("\t") for line in done.stdout.splitlines() if line]
 
 
 def deep_audit(kubectl: Kubectl, namespace: str, cortex: str) -> subprocess.CompletedProcess[str]:

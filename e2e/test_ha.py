@@ -3,11 +3,13 @@
 The chart's operator (a real pod) turns ``spec.database.cloudNativePG`` (3 instances, one
 synchronous replica) into a CNPG Cluster (CNPG built here and installed by tests/support/cnpg.py),
 runs the migration against it and points the server at the read-write Service. Then, with a
-writer (tests/support/writing.py) storing memories at a steady rate and retrying each write with
-its Idempotency-Key until acknowledged, the primary is (1) deleted, (2) its postgres SIGKILLed;
-a replica is deleted; a switchover is asked for as ``kubectl cnpg promote`` does. After each,
-every acknowledged id is present exactly once and the deep audit is clean; the gap (last
-acknowledgement before the disruption to the first after) is printed.
+writer (tests/support/writing.py) storing memories (with links and transcripts among them) at
+a steady rate and retrying each write with its Idempotency-Key until acknowledged, the primary
+is (1) deleted, (2) its postgres SIGKILLed; a replica is deleted; a switchover is asked for as
+``kubectl cnpg promote`` does. After each, every acknowledged id is present exactly once (the
+memories as the API lists them, the links and transcripts as the primary's database holds
+them) and the deep audit is clean; the gap (last acknowledgement before the disruption to the
+first after) is printed.
 
 The tests share the cortex (module scope) and run in file order; one failover per case keeps
 the module's time reasonable (it prints its figures; bench/ha.py repeats them).
@@ -47,6 +49,8 @@ SETTLE_S = 300.0         # a failover and the old primary back as a replica
 WRITE_RATE = 5.0         # memories a second: steady, small against the machine
 BEFORE = 10              # acknowledgements before the disruption...
 AFTER = 10               # ...and after it
+LINKS_EVERY = 3          # a link between the last two memories every third write...
+TRANSCRIPTS_EVERY = 5    # ...and a transcript every fifth
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -103,7 +107,8 @@ def _disrupted(forward: Forward, token: str, namespace: str, what: str,
     """Write steadily, disrupt, keep writing until the cluster settled and AFTER more acks;
     then every acknowledged write is there once and the audit is clean. Returns the gap."""
     writer = SteadyWriter(http_post(lambda: forward.base, token), namespace=f"ha/{what}",
-                          prefix=f"{what}-{int(time.time())}", rate=WRITE_RATE).start()
+                          prefix=f"{what}-{int(time.time())}", rate=WRITE_RATE,
+                          links_every=LINKS_EVERY, transcripts_every=TRANSCRIPTS_EVERY).start()
     try:
         wait_until(lambda: len(writer.ledger.acks) >= BEFORE, seconds=60,
                    what=f"{BEFORE} acknowledged writes before {what}")
@@ -119,14 +124,27 @@ def _disrupted(forward: Forward, token: str, namespace: str, what: str,
     # The old primary may serve on while it stops: the outage can come after the moment.
     longest, _, _ = longest_gap(ledger.acks, start=moment)
     counted = tally(ledger, list_namespace(_get(forward, token), f"ha/{what}"))
-    print(f"\n{what}: {counted.acknowledged} acknowledged writes, gap {gap:.1f}s (longest "
+    links = tally(ledger, _held(namespace, "link", "id::text, src_id || '->' || dst_id",
+                                "links"), "link")
+    transcripts = tally(ledger, _held(namespace, "transcript", "id::text, metadata->>'write'",
+                                      f"transcripts WHERE namespace = 'ha/{what}'"), "transcript")
+    print(f"\n{what}: {counted.acknowledged} memories, {links.acknowledged} links, "
+          f"{transcripts.acknowledged} transcripts acknowledged, gap {gap:.1f}s (longest "
           f"without an acknowledgement afterwards {longest:.1f}s), retried {ledger.retried}, "
           f"answers {dict(ledger.statuses)}")
     assert counted.clean, counted
+    assert links.acknowledged and links.clean, links
+    assert transcripts.acknowledged and transcripts.clean, transcripts
     assert not [a for a in ledger.statuses if a.startswith("500")], ledger.statuses
     audit = hacluster.deep_audit(kubectl, namespace, CORTEX)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     return longest
+
+
+def _held(namespace: str, kind: str, columns: str, source: str) -> list[dict[str, Any]]:
+    """The objects of ``kind`` the database holds: id, and what tells writes apart."""
+    found = hacluster.rows(kubectl, namespace, CORTEX, f"SELECT {columns} FROM {source}")
+    return [{"id": row[0], "content": row[1]} for row in found]
 
 
 def _settled(namespace: str, *, not_primary: str | None = None) -> Any:

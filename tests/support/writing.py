@@ -1,4 +1,4 @@
-"""A client that stores memories at a steady rate and remembers every acknowledged one.
+"""A client that writes at a steady rate and remembers every acknowledged write.
 
 Callers: e2e/test_ha.py (failover without loss) and bench/ha.py (unavailability per failover).
 It is what an agent does during a database failover: write, and when the cortex answers a
@@ -6,6 +6,9 @@ retryable failure (503, or the connection or the answer lost), send the *same* w
 the same ``Idempotency-Key`` after a short pause until it is acknowledged (201). Every write has
 its own key and its own content, so afterwards the cortex must hold each acknowledged id, and
 each content exactly once (a retry whose first attempt had committed must not store twice).
+Besides a memory per slot, the writer may link the last two acknowledged memories every
+``links_every`` slots and store a transcript every ``transcripts_every`` (its metadata names
+its key, so a duplicate is found by it): the three writes a failover must not lose.
 
 :class:`Ledger` is the record (pure: appended to by the writer thread, read afterwards);
 :func:`longest_gap` and :func:`gap_around` turn it into the unavailability figures.
@@ -36,14 +39,16 @@ ATTEMPT_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class Ack:
-    """One acknowledged write: its key, the id the cortex gave, when it was sent and answered."""
+    """One acknowledged write: its key, the id the cortex gave, when it was sent and answered;
+    ``kind`` is memory, link or transcript."""
 
     key: str
     content: str
-    memory_id: str
+    object_id: str
     first_sent: float
     acked: float
     attempts: int
+    kind: str = "memory"
 
 
 @dataclass
@@ -57,6 +62,10 @@ class Ledger:
     @property
     def retried(self) -> int:
         return sum(a.attempts - 1 for a in self.acks)
+
+    def of(self, kind: str) -> list[Ack]:
+        """The acknowledged writes of one kind (memory, link, transcript)."""
+        return [a for a in list(self.acks) if a.kind == kind]
 
 
 def _answer_name(status: int, answer: Any) -> str:
@@ -116,13 +125,17 @@ def http_post(base: Callable[[], str], token: str) -> Post:
 
 
 class SteadyWriter:
-    """A thread storing ``rate`` memories a second into ``namespace`` until stopped."""
+    """A thread storing ``rate`` memories a second into ``namespace`` until stopped (and a
+    link every ``links_every`` of them, a transcript every ``transcripts_every``; 0: none)."""
 
-    def __init__(self, post: Post, *, namespace: str, prefix: str, rate: float = 5.0) -> None:
+    def __init__(self, post: Post, *, namespace: str, prefix: str, rate: float = 5.0,
+                 links_every: int = 0, transcripts_every: int = 0) -> None:
         self.post = post
         self.namespace = namespace
         self.prefix = prefix
         self.interval = 1.0 / rate
+        self.links_every = links_every
+        self.transcripts_every = transcripts_every
         self.ledger = Ledger()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"writer-{prefix}", daemon=True)
@@ -159,12 +172,26 @@ class SteadyWriter:
     def _write(self, number: int) -> None:
         key = f"{self.prefix}-{number}"
         content = f"{self.prefix} acknowledged write number {number}"
-        body = {"namespace": self.namespace, "content": content}
+        self._send("/v1/memories", {"namespace": self.namespace, "content": content}, key,
+                   content, "memory")
+        memories = self.ledger.of("memory")
+        if self.links_every and number % self.links_every == 0 and len(memories) >= 2:
+            src, dst = memories[-2].object_id, memories[-1].object_id
+            self._send("/v1/links", {"src_id": src, "dst_id": dst, "relation": "related_to"},
+                       f"{key}-link", f"{src}->{dst}", "link")
+        if self.transcripts_every and number % self.transcripts_every == 0:
+            self._send("/v1/transcripts", {
+                "namespace": self.namespace, "metadata": {"write": f"{key}-transcript"},
+                "content": f"user: {content}?\nagent: kept.\n"},
+                f"{key}-transcript", f"{key}-transcript", "transcript")
+
+    def _send(self, path: str, body: dict[str, Any], key: str, content: str, kind: str) -> None:
+        """Send one write until acknowledged (or refused for good, or the writer stops)."""
         first, attempts = time.monotonic(), 0
         while not self._stop.is_set() or attempts == 0:
             attempts += 1
             try:
-                status, answer = self.post("/v1/memories", body, {"Idempotency-Key": key})
+                status, answer = self.post(path, body, {"Idempotency-Key": key})
             except (OSError, ValueError) as error:  # refused, reset, timed out: ambiguous
                 self.ledger.statuses[type(error).__name__] += 1
                 self.ledger.failures.append((time.monotonic(), type(error).__name__))
@@ -172,7 +199,7 @@ class SteadyWriter:
                 self.ledger.statuses[_answer_name(status, answer)] += 1
                 if status == 201:
                     self.ledger.acks.append(Ack(key, content, str(answer["id"]), first,
-                                                time.monotonic(), attempts))
+                                                time.monotonic(), attempts, kind))
                     return
                 self.ledger.failures.append((time.monotonic(), _answer_name(status, answer)))
                 if status not in RETRYABLE and not _in_flight(status, answer):
@@ -193,12 +220,14 @@ class Tally:
         return not self.missing and not self.duplicated
 
 
-def tally(ledger: Ledger, held: list[dict[str, Any]]) -> Tally:
-    """Compare the acknowledgements with the memories listed afterwards (id, content)."""
+def tally(ledger: Ledger, held: list[dict[str, Any]], kind: str = "memory") -> Tally:
+    """Compare the acknowledged writes of ``kind`` with the objects found afterwards (id, and
+    what tells one write from another: a memory's content, a transcript's key, a link's ends)."""
+    acks = ledger.of(kind)
     ids = {str(m["id"]) for m in held}
     counts = Counter(str(m["content"]) for m in held)
-    return Tally(acknowledged=len(ledger.acks),
-                 missing=[a.memory_id for a in ledger.acks if a.memory_id not in ids],
+    return Tally(acknowledged=len(acks),
+                 missing=[a.object_id for a in acks if a.object_id not in ids],
                  duplicated={c: n for c, n in counts.items() if n > 1})
 
 
