@@ -37,4 +37,5 @@ spec:
 """
     result = kubectl("apply", "-f", "-", input=manifest)
     assert result.returncode != 0
-    assert "set exactly one of database.managed or database.external" in result.stderr
+    assert ("set exactly one of database.managed, database.external or "
+            "database.cloudNativePG") in result.stderr

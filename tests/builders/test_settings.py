@@ -133,7 +133,8 @@ def test_the_audit_signer_key_loads_as_the_signer(tmp_path: Path) -> None:
     c = cortex()
     signer = loaded(tmp_path, c).audit_signer
     assert signer is not None
-    secret = build_audit_signer_secret(c, keyfiles.identity_files(generate_key(AgentId(signer))))
+    secret = build_audit_signer_secret(c, keyfiles.identity_files(generate_key(AgentId(signer))),
+                                       namespace_uid="ns-uid")
     pod = build_deployment(c, DEFAULTS, Satellites())["spec"]["template"]["spec"]
     volume = next(v for v in pod["volumes"] if v["name"] == "audit-signer")
     mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "audit-signer")
@@ -161,3 +162,13 @@ def test_a_setting_change_rolls_the_pods() -> None:
     before = config_hash(cortex())
     for spec in (f[1] for f in FIELDS):
         assert config_hash(cortex(spec)) != before, spec
+
+
+def test_the_audit_signer_key_outlives_its_cortex() -> None:
+    """Controlled by the cortex, owned by its Namespace too: deleting the cortex keeps the
+    key the chain in the kept volume was signed with (e2e/test_system's re-made cortex)."""
+    refs = build_audit_signer_secret(cortex(), {}, namespace_uid="ns-uid")["metadata"][
+        "ownerReferences"]
+    assert [(r["kind"], r.get("controller", False)) for r in refs] == [
+        ("MemoryCortex", True), ("Namespace", False)]
+    assert refs[1]["uid"] == "ns-uid"

@@ -71,8 +71,17 @@ def build_key_secret(identity: Identity, *, name: str, files: dict[str, str],
     return _secret(meta, files)
 
 
-def build_audit_signer_secret(cortex: Cortex, files: dict[str, str]) -> Object:
-    """The audit signer's key pair in the ``--keys-dir`` format (file name -> content)."""
+def build_audit_signer_secret(cortex: Cortex, files: dict[str, str], *,
+                              namespace_uid: str) -> Object:
+    """The audit signer's key pair in the ``--keys-dir`` format (file name -> content).
+
+    Controlled by the cortex and owned by its Namespace too (as the CloudNativePG Cluster
+    is, ADR 0028): the chain it signed outlives a deleted cortex in the database's volume,
+    so the key must too, or a cortex made again under the same name would generate a new
+    one and its deep audit would find the earlier events signed by a key it does not know
+    (ADR 0035)."""
     meta = names.metadata(names.audit_signer_secret_name(cortex.meta.name), cortex.meta,
                           component="server")
+    meta["ownerReferences"].append({"apiVersion": "v1", "kind": "Namespace",
+                                    "name": cortex.meta.namespace, "uid": namespace_uid})
     return _secret(meta, files)

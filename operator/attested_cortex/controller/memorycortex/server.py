@@ -72,8 +72,9 @@ async def _audit_signer_secret(rt: Runtime, cortex: Cortex) -> None:
     signer, name = settings.audit_signer(cortex), settings.audit_signer_secret(cortex)
     if signer is None or name is None:
         return
+    uid = await rt.namespace_uid(cortex.meta.namespace)
     await rt.create_once(lambda: secret_builders.build_audit_signer_secret(
-        cortex, keyfiles.identity_files(generate_key(AgentId(signer)))),
+        cortex, keyfiles.identity_files(generate_key(AgentId(signer))), namespace_uid=uid),
         cortex.meta.namespace, name)
 
 
