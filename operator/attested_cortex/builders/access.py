@@ -27,10 +27,9 @@ def build_tokenreview_binding(cortex: Cortex, defaults: Defaults, namespace_uid:
     """ClusterRoleBinding of the chart's TokenReview role to the server's ServiceAccount."""
     ns, name = cortex.meta.namespace, cortex.meta.name
     labels = {**names.labels(name, "server"), names.NAMESPACE_LABEL: ns}
-    owner = {"apiVersion": "v1", "kind": "Namespace", "name": ns, "uid": namespace_uid}
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": names.tokenreview_binding_name(ns, name), "labels": labels,
-                         "ownerReferences": [owner]},
+                         "ownerReferences": [names.namespace_owner(ns, namespace_uid)]},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                         "name": defaults.tokenreview_role},
             "subjects": [{"kind": "ServiceAccount", "name": names.server_name(name),

@@ -115,8 +115,7 @@ def _metadata(cortex: Cortex, namespace_uid: str) -> Object:
     Cluster, its volumes and its credentials outlive the cortex as the managed database's
     claim does, and a cortex made again under the same name adopts it (ADR 0028)."""
     meta = names.metadata(cluster_name(cortex.meta.name), cortex.meta, component="database")
-    meta["ownerReferences"].append({"apiVersion": "v1", "kind": "Namespace",
-                                    "name": cortex.meta.namespace, "uid": namespace_uid})
+    meta["ownerReferences"].append(names.namespace_owner(cortex.meta.namespace, namespace_uid))
     return meta
 
 

@@ -64,6 +64,13 @@ def owner_reference(kind: str, meta: Meta) -> Object:
             "uid": meta.uid, "controller": True, "blockOwnerDeletion": True}
 
 
+def namespace_owner(namespace: str, uid: str) -> Object:
+    """An owner reference to the Namespace (not a controller): the object goes only with the
+    namespace, or with its last other owner (the garbage collector drops a deleted owner's
+    reference while another remains)."""
+    return {"apiVersion": "v1", "kind": "Namespace", "name": namespace, "uid": uid}
+
+
 def metadata(name: str, owner: Meta, *, kind: str = "MemoryCortex",
              component: Component | None = None, cortex: str | None = None) -> Object:
     """``metadata`` of a namespaced child owned by ``owner``."""

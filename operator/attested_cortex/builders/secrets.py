@@ -82,6 +82,5 @@ def build_audit_signer_secret(cortex: Cortex, files: dict[str, str], *,
     (ADR 0035)."""
     meta = names.metadata(names.audit_signer_secret_name(cortex.meta.name), cortex.meta,
                           component="server")
-    meta["ownerReferences"].append({"apiVersion": "v1", "kind": "Namespace",
-                                    "name": cortex.meta.namespace, "uid": namespace_uid})
+    meta["ownerReferences"].append(names.namespace_owner(cortex.meta.namespace, namespace_uid))
     return _secret(meta, files)
