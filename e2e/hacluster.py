@@ -14,14 +14,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from attested_cortex.builders.clusters import cluster_name
+
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 CLUSTER_API = "clusters.postgresql.cnpg.io"
 
 
-def cluster_name(cortex: str) -> str:
-    """The cortex's Cluster (builders/names.db_name)."""
-    return f"{cortex}-db"
 
 
 def memorycortex(name: str, namespace: str, *, instances: int = 3,
