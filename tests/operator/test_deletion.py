@@ -1,5 +1,6 @@
 """Delete flows: a satellite's removal leaves its cortex's configuration; a cortex's removal
-takes every child with it, including the cluster-scoped TokenReview binding."""
+takes every child with it, including the cluster-scoped TokenReview binding, but for the audit
+signer's key, which the Namespace keeps with the chain it signed."""
 
 from __future__ import annotations
 
@@ -53,10 +54,17 @@ def test_deleting_a_cortex_removes_every_child(operated: Operated,
     operated.kubectl("delete", "mcx/doomed", "--timeout=60s")
     selector = "app.kubernetes.io/instance=doomed"
 
+    # The audit signer's key Secret is owned by the Namespace too and stays, as the chain it
+    # signed does in the database's volume (ADR 0035); everything else goes.
+    kept = "secret/doomed-audit-signer"
+
     def nothing_left() -> bool:
         out = operated.kubectl("get", "sts,deploy,job,svc,cm,secret,netpol,sa,pdb", "-l",
-                               selector, "-o", "name").stdout.strip()
+                               selector, "-o", "name").stdout.split()
         gone = operated.kube.kubectl("get", "clusterrolebinding", binding, check=False)
-        return out == "" and gone.returncode != 0
+        return out == [kept] and gone.returncode != 0
 
-    wait_until(nothing_left, what="every child of doomed to go", seconds=120, interval_s=0.2)
+    wait_until(nothing_left, what="every child of doomed but its signer key to go", seconds=120,
+               interval_s=0.2)
+    owners = operated.get("secret", "doomed-audit-signer")["metadata"]["ownerReferences"]
+    assert [o["kind"] for o in owners if o["kind"] == "Namespace"] == ["Namespace"]
