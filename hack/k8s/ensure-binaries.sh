@@ -8,7 +8,11 @@
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
 #   (none given = all of these), and the real node's kubelet kube-proxy coredns crictl and
 #   cnpg (CloudNativePG's manager, plus its release manifest beside it as
-#   cnpg-<version>.yaml), built only when named (`node` names all five). Idempotent and
+#   cnpg-<version>.yaml), built only when named (`node` names all five); and the opt-in test
+#   tools promtool (cmd/promtool of github.com/prometheus/prometheus) and kstatus
+#   (hack/kstatus: sigs.k8s.io/cli-utils' pkg/kstatus behind a stdin/stdout main), built only
+#   when named (`tools` names both; they take a lock of their own, so they build while the
+#   control plane does). Each build records its seconds and prints "last time N s". Idempotent and
 #   flock-protected; a component whose stamp matches its version is skipped. Everything is built from source with the local Go toolchain through
 #   generated wrapper modules under $ATTESTED_CORTEX_CACHE/k8s/<version>/src; nothing in the
 #   repository is written.
@@ -27,6 +31,8 @@ kube_components=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 all_components=(etcd "${kube_components[@]}" kwok helm)
 # The real one-node cluster (hack/k8s/localkube/realnode.py); `make test` does not build these.
 node_components=(kubelet kube-proxy coredns crictl cnpg)
+# Test tools, opt-in: tests that need them skip with the command that builds them.
+tool_components=(promtool kstatus)
 
 die() { echo "ensure-binaries: $*" >&2; exit 1; }
 log() { echo "ensure-binaries: $*" >&2; }
@@ -39,9 +45,11 @@ version_of() {
     coredns) echo "$COREDNS_VERSION" ;;
     crictl) echo "$CRICTL_VERSION" ;;
     cnpg) echo "$CNPG_VERSION" ;;
+    promtool) echo "$PROMETHEUS_VERSION" ;;
+    kstatus) echo "$CLI_UTILS_VERSION-$(sha256sum "$here/../kstatus/main.go" "$here/../kstatus/go.mod" | sha256sum | cut -c1-12)" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
       echo "$KUBERNETES_VERSION" ;;
-    *) die "unknown component '$1' (known: ${all_components[*]} ${node_components[*]})" ;;
+    *) die "unknown component '$1' (known: ${all_components[*]} ${node_components[*]} ${tool_components[*]})" ;;
   esac
 }
 
@@ -51,6 +59,9 @@ is_built() {  # a binary counts as built when its stamp names the pinned version
 }
 
 mark_built() { version_of "$1" >"$bin_dir/.$1.version"; }
+
+# The seconds the last build of $1 took (kept beside its stamp), for "last time N s".
+last_time() { cat "$bin_dir/.$1.seconds" 2>/dev/null || echo "?"; }
 
 # Creates a wrapper module in $1 requiring module $2 at version $3 (fresh each time: cheap).
 wrapper_module() {
@@ -146,9 +157,27 @@ build_cnpg() {
   install -m 0644 "$module/releases/cnpg-${CNPG_VERSION#v}.yaml" "$bin_dir/cnpg-${CNPG_VERSION#v}.yaml"
 }
 
+build_promtool() {  # Prometheus' rule checker and rule unit tester, as its Makefile builds it
+  local dir="$src_dir/promtool" pkg=github.com/prometheus/prometheus flags
+  wrapper_module "$dir" "$pkg" "$PROMETHEUS_VERSION"
+  flags="-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}"
+  go_build "$dir" "$flags" "$pkg/cmd/promtool"
+}
+
+build_kstatus() {  # hack/kstatus, its go.mod pinning cli-utils; built out of a copy
+  local dir="$src_dir/kstatus"
+  rm -rf "$dir" && mkdir -p "$dir"
+  cp "$here/../kstatus/main.go" "$here/../kstatus/go.mod" "$dir/"
+  go_build "$dir" "" .
+}
+
 build() {  # build COMPONENT...: only those not yet built
   local wanted=() kube=() c
-  for c in "$@"; do version_of "$c" >/dev/null; is_built "$c" || wanted+=("$c"); done
+  for c in "$@"; do
+    version_of "$c" >/dev/null
+    if is_built "$c"; then log "$c $(version_of "$c") already built (last time $(last_time "$c") s)"
+    else wanted+=("$c"); fi
+  done
   [[ ${#wanted[@]} -eq 0 ]] && return 0
   command -v go >/dev/null || die "Go toolchain not found; install Go (see docs/testing-kubernetes.md)"
   for c in "${wanted[@]}"; do
@@ -158,8 +187,10 @@ build() {  # build COMPONENT...: only those not yet built
         kube+=("$c"); continue ;;
       etcd) build_etcd ;; kwok) build_kwok ;; helm) build_helm ;;
       coredns) build_coredns ;; crictl) build_crictl ;; cnpg) build_cnpg ;;
+      promtool) build_promtool ;; kstatus) build_kstatus ;;
     esac
-    mark_built "$c"; log "built $c $(version_of "$c") in $((SECONDS - start))s"
+    mark_built "$c"; echo $((SECONDS - start)) >"$bin_dir/.$c.seconds"
+    log "built $c $(version_of "$c") in $((SECONDS - start))s (last time $(last_time "$c") s)"
   done
   if [[ ${#kube[@]} -gt 0 ]]; then
     local start=$SECONDS
@@ -177,12 +208,19 @@ main() {
       -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; return 0 ;;
       -*) die "unknown option '$arg'" ;;
       node) components+=("${node_components[@]}") ;;
+      tools) components+=("${tool_components[@]}") ;;
       *) components+=("$arg") ;;
     esac
   done
   [[ ${#components[@]} -eq 0 ]] && components=("${all_components[@]}")
   mkdir -p "$bin_dir" "$src_dir"
-  exec 9>"$cache_root/.lock"
+  # The test tools share no file with the control plane's build: they lock apart.
+  local lock=.lock c
+  for c in "${components[@]}"; do
+    [[ " ${tool_components[*]} " == *" $c "* ]] || { lock=.lock; break; }
+    lock=.tools.lock
+  done
+  exec 9>"$cache_root/$lock"
   flock 9
   build "${components[@]}"
 }

@@ -1,6 +1,13 @@
 """Status conditions: merge, transitions and the Ready summary."""
 
-from attested_cortex.builders.conditions import Observation, find, merge, ready, transitions
+from attested_cortex.builders.conditions import (
+    Observation,
+    find,
+    kstatus,
+    merge,
+    ready,
+    transitions,
+)
 
 T0 = "2026-11-30T10:00:00Z"
 T1 = "2026-11-30T11:00:00Z"
@@ -81,3 +88,19 @@ def test_find() -> None:
     conds = merge(None, [Observation.of("Ready", True, "Ready", "")], generation=1, now=T0)
     assert find(conds, "Ready") is conds[0]
     assert find(conds, "Other") is None and find(None, "Ready") is None
+
+
+def test_kstatus_pair_follows_ready() -> None:
+    """Reconciling/Stalled restate Ready for kstatus (ADR 0046): on its way, failed, done."""
+    moving = frozenset({"Migrating"})
+    pairs = {
+        (o.type, o.status)
+        for o in kstatus(Observation("Ready", "False", "Migrating", "m"), moving)}
+    assert pairs == {("Reconciling", "True"), ("Stalled", "False")}
+    failed = kstatus(Observation("Ready", "False", "MigrationFailed", "job failed"), moving)
+    assert {(o.type, o.status) for o in failed} == {("Reconciling", "False"), ("Stalled", "True")}
+    assert next(o for o in failed if o.type == "Stalled").message == "job failed"
+    done = kstatus(Observation("Ready", "True", "Ready", "ok"), moving)
+    assert {o.status for o in done} == {"False"}
+    unknown = kstatus(Observation("Ready", "Unknown", "Odd", "?"), moving)
+    assert ("Reconciling", "True") in {(o.type, o.status) for o in unknown}

@@ -35,7 +35,10 @@ async def test_a_valid_chain_lists_its_accepted_hooks(op: Operated) -> None:
     assert status["hookCount"] == 2
     assert op.reasons(KIND, "safety") == {"Accepted": ("True", "Valid"),
                                           "CortexFound": ("False", "CortexNotFound"),
-                                          "Ready": ("False", "CortexNotFound")}
+                                          "Ready": ("False", "CortexNotFound"),
+                                          # kstatus reads it InProgress (ADR 0046)
+                                          "Reconciling": ("True", "CortexNotFound"),
+                                          "Stalled": ("False", "CortexNotFound")}
     assert op.condition(KIND, "safety", "Accepted")["message"] == "2 hooks valid"
 
 
@@ -97,5 +100,8 @@ async def test_an_unparsable_chain_says_which_field(op: Operated) -> None:
     op.apply(chain("bad", {"name": "x", "events": ["pre_store"], "mode": "Sometimes"}))
     await op.reconcile(KIND, "bad")
     assert op.reasons(KIND, "bad") == {"Accepted": ("False", "InvalidSpec"),
-                                       "Ready": ("False", "InvalidSpec")}
+                                       "Ready": ("False", "InvalidSpec"),
+                                       # kstatus reads it Failed (ADR 0046)
+                                       "Reconciling": ("False", "InvalidSpec"),
+                                       "Stalled": ("True", "InvalidSpec")}
     assert "spec.hooks.0" in op.condition(KIND, "bad", "Accepted")["message"]

@@ -24,7 +24,9 @@ async def test_a_rule_without_its_cortex_is_compiled_and_says_what_it_waits_for(
     assert await op.reconcile(KIND, "team") is None
     assert op.reasons(KIND, "team") == {"Accepted": ("True", "Compiled"),
                                         "CortexFound": ("False", "CortexNotFound"),
-                                        "Ready": ("False", "CortexNotFound")}
+                                        "Ready": ("False", "CortexNotFound"),
+                                        "Reconciling": ("True", "CortexNotFound"),
+                                        "Stalled": ("False", "CortexNotFound")}
     status = op.status(KIND, "team")
     assert status["observedGeneration"] == 1
     assert {c["observedGeneration"] for c in status["conditions"]} == {1}
@@ -64,7 +66,9 @@ async def test_a_spec_the_model_refuses_is_reported_once_and_nothing_else(op: Op
     op.apply(rule("odd", decision="Perhaps"))
     await op.reconcile(KIND, "odd")
     assert op.reasons(KIND, "odd") == {"Accepted": ("False", "Invalid"),
-                                       "Ready": ("False", "Invalid")}
+                                       "Ready": ("False", "Invalid"),
+                                       "Reconciling": ("False", "Invalid"),
+                                       "Stalled": ("True", "Invalid")}
     assert "spec.decision" in op.condition(KIND, "odd", "Accepted")["message"]
     writes = op.writes()
     await op.reconcile(KIND, "odd")

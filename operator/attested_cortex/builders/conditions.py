@@ -69,6 +69,26 @@ def ready(parts: Sequence[Observation], *, ready_reason: str = "Ready",
     return Observation("Ready", "True", ready_reason, ready_message)
 
 
+#: The two abnormal-true conditions kstatus reads (Flux's health, ADR 0046), derived from Ready.
+KSTATUS_TYPES = frozenset({"Reconciling", "Stalled"})
+
+
+def kstatus(summary: Observation, progressing: frozenset[str]) -> list[Observation]:
+    """Reconciling and Stalled from the summary Ready: kstatus reads Ready False as
+    InProgress whatever its reason, so a failure (a reason not in ``progressing``, e.g.
+    MigrationFailed) must say Stalled=True to read Failed; something on its way says
+    Reconciling=True; Ready True clears both. Written False rather than removed, so that a
+    pass that finds nothing new finds them equal and writes nothing."""
+    if summary.status == "True":
+        return [Observation("Reconciling", "False", summary.reason, "ready"),
+                Observation("Stalled", "False", summary.reason, "ready")]
+    moving = summary.reason in progressing or summary.status == "Unknown"
+    return [Observation("Reconciling", "True" if moving else "False", summary.reason,
+                        summary.message if moving else "stopped: see Stalled"),
+            Observation("Stalled", "False" if moving else "True", summary.reason,
+                        "in progress: see Reconciling" if moving else summary.message)]
+
+
 def find(conditions: Sequence[Object] | None, type_: str) -> Object | None:
     """The condition of ``type_``, if present."""
     return next((c for c in conditions or () if c.get("type") == type_), None)

@@ -28,7 +28,7 @@ from attested_cortex.controller import agentidentity, hookchain, memorycortex, p
 from attested_cortex.controller.applying import ApiWriter, CollisionError
 from attested_cortex.controller.login import connection_info, login
 from attested_cortex.controller.memorycortex.cloudnativepg import clusters_served
-from attested_cortex.controller.metrics import RECONCILES
+from attested_cortex.controller.metrics import CONDITIONS, RECONCILES
 from attested_cortex.controller.queueing import Key, WorkQueue
 from attested_cortex.controller.runtime import Runtime, Views, snapshot
 from attested_cortex.controller.statuses import write_status
@@ -237,6 +237,7 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     api = KubeApi(login())
     views = Views()
+    CONDITIONS.views = views
     holder: dict[str, Runtime] = {}
 
     async def reconcile(key: Key) -> float | None:

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from attested_cortex.builders.conditions import Observation, merge, ready, transitions
+from attested_cortex.builders.conditions import (
+    KSTATUS_TYPES,
+    Observation,
+    find,
+    kstatus,
+    merge,
+    ready,
+    transitions,
+)
 from attested_cortex.builders.inputs import Meta, parse_meta
 from attested_cortex.controller.applying import Writer
 from attested_cortex.controller.eventing import now, post_event
@@ -32,6 +40,7 @@ async def write_status(writer: Writer, *, kind: str, meta: Meta, current: Mappin
     anything changed."""
     old = current.get("conditions") or []
     conditions = merge(old, observed, generation=meta.generation, now=now())
+    conditions = _with_kstatus(conditions, generation=meta.generation)
     wanted: Object = {"observedGeneration": meta.generation, "conditions": conditions,
                       **(fields or {})}
     if not _differs(current, wanted):
@@ -43,10 +52,21 @@ async def write_status(writer: Writer, *, kind: str, meta: Meta, current: Mappin
     await writer.apply({"apiVersion": f"{GROUP}/{VERSION}", "kind": kind,
                         "metadata": {"name": meta.name, "namespace": meta.namespace},
                         "status": status}, subresource="status")
-    changed = transitions(old, conditions)
+    # Reconciling and Stalled only restate Ready: no event of their own.
+    changed = [c for c in transitions(old, conditions) if c["type"] not in KSTATUS_TYPES]
     if changed:
         await post_event(writer, kind=kind, meta=meta, **summarise(changed))
     return True
+
+
+def _with_kstatus(conditions: list[Object], *, generation: int) -> list[Object]:
+    """Reconciling and Stalled derived from the merged Ready (ADR 0046)."""
+    summary = find(conditions, "Ready")
+    if summary is None:
+        return conditions
+    derived = kstatus(Observation(summary["type"], summary["status"], summary["reason"],
+                                  summary["message"]), MOVING)
+    return merge(conditions, derived, generation=generation, now=now())
 
 
 async def report_unparsable(writer: Writer, *, kind: str, body: Mapping[str, Any],
@@ -62,6 +82,10 @@ PROGRESSING: Final = frozenset({
     "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
     "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection",
     "ClusterCreating"})
+#: What kstatus must read as InProgress (Reconciling=True) rather than Failed (Stalled=True):
+#: the progressing reasons and the transient ones that are still events' Warnings.
+MOVING: Final = PROGRESSING | frozenset({
+    "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "CortexNotFound"})
 
 
 def summarise(changed: Sequence[Object]) -> dict[str, str]:

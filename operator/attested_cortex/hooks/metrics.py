@@ -16,7 +16,8 @@ _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 
 
 class HookMetrics:
-    """Per-hook fires, decisions, failures, latency; daemon restarts; config reloads."""
+    """Per-hook fires, decisions, failures (and those let through: failed open), latency;
+    daemon restarts; config reloads."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.fires = Counter(
@@ -29,6 +30,12 @@ class HookMetrics:
         self.failures = Counter(
             "cortex_hook_failures", "Hook failures by cause (timeout, crash, malformed, ...).",
             ["hook", "event", "cause"], registry=registry,
+        )
+        # A failure whose effect is allow is one fail_mode open let through (closed denies):
+        # the series the chart's CortexHookFailingOpen alert reads.
+        self.failed_open = Counter(
+            "cortex_hook_failed_open", "Hook failures let through by fail_mode open.",
+            ["hook", "event"], registry=registry,
         )
         self.latency = Histogram(
             "cortex_hook_latency_seconds", "Time from fire to decision, per hook.",
@@ -62,3 +69,5 @@ class HookMetrics:
         self.decisions.labels(hook, event, effect).inc()
         if failure is not None:
             self.failures.labels(hook, event, failure).inc()
+            if effect == "allow":
+                self.failed_open.labels(hook, event).inc()

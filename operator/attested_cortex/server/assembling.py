@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
@@ -31,6 +31,7 @@ from attested_cortex.server.configuring import (
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
+from attested_cortex.service.resources import auditing
 from attested_cortex.service.workers.embedding import (
     Vectors,
     VectorSettings,
@@ -64,7 +65,14 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     policy = policy_from(settings)
     record = recording.approval_recorder(permission_mode=settings.permissions.mode,
                                          registry=registry, sink=sink)
-    approvals = approvals_from(settings, db, policy, record=record)
+    # Counted on first use, registered now: every series the chart's alerts and dashboard
+    # read is on /metrics from the start (tests/gitops/test_metric_names.py).
+    recording.counter(registry)
+    auditing.counter(registry)
+    # Registered with approvals off too (then 0): the dashboard's panel never reads "no data".
+    pending = Gauge("cortex_approvals_pending", "Actions waiting for an approval decision",
+                    registry=registry)
+    approvals = approvals_from(settings, db, policy, record=record, pending_gauge=pending)
     vectors = await _open_vectors(settings, db, registry)  # last: it may load a model
     stack.push_async_callback(close_vectors, vectors)
     services = Services(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 
+from prometheus_client import Gauge
+
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.quotas import Buckets
@@ -64,7 +66,7 @@ def limits_from(settings: ServerSettings) -> Limits:
 
 
 def approvals_from(settings: ServerSettings, db: Database, policy: Policy, *,
-                   record: Recorder) -> Approvals | None:
+                   record: Recorder, pending_gauge: Gauge | None = None) -> Approvals | None:
     """The approval service; without a secret it exists but refuses (never open)."""
     config = settings.approval
     if not config.enabled:
@@ -84,7 +86,7 @@ def approvals_from(settings: ServerSettings, db: Database, policy: Policy, *,
                      bounds=HeldBounds(config.max_held_per_agent,
                                        config.max_held_bytes_per_agent,
                                        config.retention_seconds),
-                     record=record)
+                     record=record, pending_gauge=pending_gauge)
 
 
 def retention_from(settings: ServerSettings) -> Retention:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from prometheus_client import CollectorRegistry, Counter
+
 from attested_cortex.attest.auditing import verify_chain
 from attested_cortex.attest.sweeping import sweep
 from attested_cortex.service.pipeline import attesting
@@ -30,6 +32,9 @@ from attested_cortex.store.database import Database
 Report = dict[str, Any]
 #: The verification running now on each server's database, by kind (deep or not).
 _RUNNING: WeakKeyDictionary[Database, dict[bool, asyncio.Task[Report]]] = WeakKeyDictionary()
+#: ``cortex_audit_verifications_total`` of each server's registry (the chart's
+#: CortexAuditVerificationFailing alert reads it): one count per walk, not per waiter.
+_COUNTED: WeakKeyDictionary[CollectorRegistry, Counter] = WeakKeyDictionary()
 
 
 @dataclass
@@ -68,6 +73,35 @@ def _finished(running: dict[bool, asyncio.Task[Report]], deep: bool,
 
 
 async def _verify(svc: Services, *, deep: bool) -> Report:
+    try:
+        report = await _walk(svc, deep=deep)
+    except Exception:
+        _count(svc.metrics_registry, deep=deep, result="error")
+        raise
+    _count(svc.metrics_registry, deep=deep, result="ok" if report["ok"] else "failed")
+    return report
+
+
+def counter(registry: CollectorRegistry | None) -> Counter | None:
+    """``cortex_audit_verifications_total`` on ``registry`` (one per registry; the server
+    registers it at start so that it is on ``/metrics`` before the first verification)."""
+    if registry is None:
+        return None
+    found = _COUNTED.get(registry)
+    if found is None:
+        found = _COUNTED[registry] = Counter(
+            "cortex_audit_verifications", "Audit chain verifications, by depth and result",
+            ["deep", "result"], registry=registry)
+    return found
+
+
+def _count(registry: CollectorRegistry | None, *, deep: bool, result: str) -> None:
+    found = counter(registry)
+    if found is not None:
+        found.labels(str(deep).lower(), result).inc()
+
+
+async def _walk(svc: Services, *, deep: bool) -> Report:
     keyring = attesting.snapshot(svc.keys).keyring
     async with svc.db.connection() as conn:
         report = dataclasses.asdict(await verify_chain(conn, keyring=keyring))

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from prometheus_client import Gauge
+
 from attested_cortex import tasks
 from attested_cortex.errors import (
     ConflictError,
@@ -124,6 +126,8 @@ class Approvals:
     record: Recorder | None = None
     sweep_interval_s: float = 1.0
     bounds: HeldBounds = field(default_factory=lambda: HeldBounds())
+    #: ``cortex_approvals_pending``, set by every sweep (the dashboard's approvals panel).
+    pending_gauge: Gauge | None = None
     _subscribers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)
     _remembered: set[str] = field(default_factory=set)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -278,6 +282,8 @@ class Approvals:
         for action in expired:
             if self.record is not None:
                 await self.record("expired", action)
+        if self.pending_gauge is not None:
+            self.pending_gauge.set(await self.count_pending())
         await self.refresh_rules()
         async with self.db.transaction() as conn:  # last and apart: it never holds up expiry
             await rows.purge(conn, older_than_s=self.bounds.retention_s)
