@@ -27,11 +27,13 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	obj := map[string]interface{}{}
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	// Unstructured's own decoding keeps integers int64 (generation, observedGeneration),
+	// which kstatus reads as such; encoding/json would make them float64.
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
 		fail(err)
 	}
-	res, err := status.Compute(&unstructured.Unstructured{Object: obj})
+	res, err := status.Compute(obj)
 	if err != nil {
 		fail(err)
 	}

@@ -207,6 +207,15 @@ class KubeApi:
                       params: Mapping[str, str] | None = None,
                       content_type: str = "application/json") -> Object:
         """One request; the decoded JSON answer, or an :class:`ApiError`."""
+        text = await self.request_text(method, path, body=body, params=params,
+                                       content_type=content_type)
+        result: Object = json.loads(text) if text else {}
+        return result
+
+    async def request_text(self, method: str, path: str, *, body: object = None,
+                           params: Mapping[str, str] | None = None,
+                           content_type: str = "application/json") -> str:
+        """One request; the answer's text (a pod's log), or an :class:`ApiError`."""
         headers = self._headers()
         data = None
         if body is not None:
@@ -219,5 +228,4 @@ class KubeApi:
                     raise _error(response.status, text)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise ApiUnavailableError(0, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-        result: Object = json.loads(text) if text else {}
-        return result
+        return text

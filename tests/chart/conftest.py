@@ -42,9 +42,12 @@ def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def render(*sets: str, namespace: str = "cortex-system") -> list[dict[str, Any]]:
-    """The chart's objects for ``--set`` values ``sets``."""
+def render(*sets: str, namespace: str = "cortex-system",
+           api_versions: tuple[str, ...] | list[str] = ()) -> list[dict[str, Any]]:
+    """The chart's objects for ``--set`` values ``sets`` (``api_versions``: what the API
+    server is said to serve, as ``helm template --api-versions`` takes it)."""
     flags = [arg for value in sets for arg in ("--set", value)]
+    flags += [arg for version in api_versions for arg in ("--api-versions", version)]
     out = helm("template", "rel", str(CHART), "--namespace", namespace, *flags).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 

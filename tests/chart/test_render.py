@@ -136,5 +136,8 @@ def test_containers_meet_the_restricted_pod_security_standard() -> None:
 
 def test_pod_monitor_is_optional() -> None:
     assert by_kind(render(), "PodMonitor") == []
-    monitor = by_kind(render("metrics.podMonitor.enabled=true"), "PodMonitor")[0]
+    assert by_kind(render("metrics.podMonitor.enabled=true"), "PodMonitor") == []  # no CRD
+    monitor = by_kind(render("metrics.podMonitor.enabled=true",
+                             api_versions=["monitoring.coreos.com/v1/PodMonitor"]),
+                      "PodMonitor")[0]
     assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"

@@ -31,7 +31,9 @@ def test_managed_cortex_becomes_ready_with_every_child(operated: Operated,
     generation = operated.get("MemoryCortex", "alpha")["metadata"]["generation"]
     assert {c["type"]: (c["status"], c["observedGeneration"]) for c in status["conditions"]} == {
         t: ("True", generation) for t in ("DatabaseReady", "SchemaReady", "ServerReady", "Ready",
-                                          "StorageReady")}
+                                          "StorageReady")} | {
+        # kstatus' abnormal-true pair, cleared once Ready (ADR 0046)
+        t: ("False", generation) for t in ("Reconciling", "Stalled")}
     for kind, name, component in (("statefulset", "alpha-db", "database"),
                                   ("service", "alpha-db", "database"),
                                   ("networkpolicy", "alpha-db", "database"),
