@@ -12,6 +12,11 @@ from pathlib import Path
 import pytest
 from hack.k8s.localkube import binaries
 
+# The fixtures of the two operator test speeds, shared here: the real operator on the real
+# control plane, and the in-memory cluster the same reconcile code runs on.
+from tests.controller_fast.conftest import op  # noqa: F401
+from tests.operator.conftest import operated, operator  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "attested-cortex"
 RULES = CHART / "files" / "prometheus-rules.yaml"

@@ -23,16 +23,9 @@ import pytest
 from attested_cortex.builders import names as n
 from tests.controller_fast.conftest import Operated as FastOperated
 from tests.controller_fast.conftest import cortex as fast_cortex
-from tests.controller_fast.conftest import database_runs, job_finished, op  # noqa: F401
+from tests.controller_fast.conftest import database_runs, job_finished
 from tests.gitops.conftest import CHART
-from tests.operator.conftest import (  # noqa: F401
-    Operated,
-    OperatorProcess,
-    cortex,
-    operated,
-    operator,
-    satellite,
-)
+from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
 
 HEALTH_LUA = CHART / "files" / "argocd-health.lua"
 KINDS = ("MemoryCortex", "PermissionRule", "HookChain", "AgentIdentity")
@@ -113,7 +106,7 @@ def test_every_kind_reads_in_progress_then_current_and_stalled_reads_failed(
     read_as(kstatus, lua, operated.get("MemoryCortex", "ks-future"), "Failed")
 
 
-async def test_a_failed_migration_reads_failed(op: FastOperated, kstatus: Path,  # noqa: F811
+async def test_a_failed_migration_reads_failed(op: FastOperated, kstatus: Path,
                                                lua: str) -> None:
     op.apply(fast_cortex("mem"))
     await op.reconcile("MemoryCortex", "mem")
