@@ -85,7 +85,9 @@ PROGRESSING: Final = frozenset({
 #: What kstatus must read as InProgress (Reconciling=True) rather than Failed (Stalled=True):
 #: the progressing reasons and the transient ones that are still events' Warnings.
 MOVING: Final = PROGRESSING | frozenset({
-    "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "CortexNotFound"})
+    "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "CortexNotFound",
+    # a Secret Git applies beside the cortex (a sealed or external secret) comes a little later
+    "ConnectionSecretMissing", "SecretMissing"})
 
 
 def summarise(changed: Sequence[Object]) -> dict[str, str]:
