@@ -100,6 +100,9 @@ def test_every_kind_reads_in_progress_then_current_and_stalled_reads_failed(
         operated.wait_condition(kind, name, "Ready", seconds=120)
         read_as(kstatus, lua, operated.get(kind, name), "Current")
 
+    # The operator's view of the same conditions, what the chart's alerts read.
+    assert operator.metric("cortex_operator_condition", kind="MemoryCortex", name="ks",
+                           type="Ready") == 1.0
     newest = operated.get("MemoryCortex", "ks")["status"]["schemaVersion"]
     operated.apply(cortex("ks-future", schema={"targetVersion": newest + 1}))
     operated.wait_condition("MemoryCortex", "ks-future", "Stalled")

@@ -43,7 +43,8 @@ async def test_status_token_approvals_and_verify(
         migrated_pg15_dsn: str, tmp_path: Path) -> None:
     operated.kubectl("create", "serviceaccount", "pl-sa")
     operated.apply(cortex("pl"),
-                   satellite("AgentIdentity", "pl-agent", "pl", serviceAccountRef={"name": "pl-sa"}),
+                   satellite("AgentIdentity", "pl-agent", "pl",
+                             serviceAccountRef={"name": "pl-sa"}),
                    satellite("PermissionRule", "pl-rule", "pl", namespace="team/**",
                              agents=["*"], operations=["store"], decision="Allow"))
     await asyncio.to_thread(operated.kubectl, "wait", "--for=condition=Ready", "mcx/pl",
@@ -54,7 +55,7 @@ async def test_status_token_approvals_and_verify(
     for expected in (f"MemoryCortex {operated.namespace}/pl   Ready: True", "DatabaseReady",
                      "SchemaReady", f"http://pl.{operated.namespace}.svc:8080",
                      "PermissionRules (1)", "pl-rule", "Allow store on team/**",
-                     "AgentIdentitys (1)", "pl-agent", "HookChains (0)"):
+                     "AgentIdentities (1)", "pl-agent", "HookChains (0)"):
         assert expected in shown.stdout, shown.stdout
 
     minted = await asyncio.to_thread(plugin, operated, "token", "pl-agent", "--duration", "600")

@@ -27,8 +27,10 @@ from attested_cortex.kubeclient import ApiNotFoundError, Connection, KubeApi
 from attested_cortex.policy.signatures import sign
 
 Object = dict[str, Any]
-SATELLITES = (("PermissionRule", "permissionrules"), ("HookChain", "hookchains"),
-              ("AgentIdentity", "agentidentities"))
+#: Kind, plural (the API's path and the heading of its list).
+SATELLITES = (("PermissionRule", "PermissionRules", "permissionrules"),
+              ("HookChain", "HookChains", "hookchains"),
+              ("AgentIdentity", "AgentIdentities", "agentidentities"))
 HTTP_TIMEOUT_S = 600.0  # a deep audit walks every row
 
 
@@ -93,11 +95,11 @@ async def status(api: KubeApi, namespace: str, args: argparse.Namespace) -> int:
     for cond in st.get("conditions") or []:
         lines.append(f"    {cond.get('type'):<16} {cond.get('status'):<8} "
                      f"{cond.get('reason', '')}: {cond.get('message', '')}")
-    for kind, plural in SATELLITES:
+    for kind, heading, plural in SATELLITES:
         found = (await api.request("GET", _own(namespace, plural))).get("items") or []
         mine = [o for o in found
                 if ((o.get("spec") or {}).get("cortexRef") or {}).get("name") == args.cortex]
-        lines.append(f"  {kind}s ({len(mine)}):")
+        lines.append(f"  {heading} ({len(mine)}):")
         lines += [f"    {o['metadata']['name']:<32} Ready: {_ready(o)}"
                   + _satellite_detail(kind, o) for o in mine]
     print("\n".join(lines))
