@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,11 @@ def test_every_kind_reads_in_progress_then_current_and_stalled_reads_failed(
         read_as(kstatus, lua, operated.get(kind, name), "Current")
 
     # The operator's view of the same conditions, what the chart's alerts read.
-    assert operator.metric("cortex_operator_condition", kind="MemoryCortex", name="ks",
-                           type="Ready") == 1.0
+    with urllib.request.urlopen(f"http://127.0.0.1:{operator.metrics}/metrics",
+                                timeout=5) as reply:
+        scraped = reply.read().decode()
+    assert (f'cortex_operator_condition{{kind="MemoryCortex",name="ks",'
+            f'namespace="{operated.namespace}",type="Ready"}} 1.0') in scraped
     newest = operated.get("MemoryCortex", "ks")["status"]["schemaVersion"]
     operated.apply(cortex("ks-future", schema={"targetVersion": newest + 1}))
     operated.wait_condition("MemoryCortex", "ks-future", "Stalled")
