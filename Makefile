@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
 CORTEX ?= managed
 
-.PHONY: help venv deps node-deps images node-up node-down test run serve lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps node-deps tools images node-up node-down test run serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
@@ -33,10 +33,17 @@ $(BIN)/.installed: pyproject.toml
 venv: $(BIN)/.installed
 
 # System packages and cached services (PostgreSQL 15, PostgreSQL 17 + AGE root, Kubernetes binaries).
+# kstatus (Flux's health, for tests/gitops/test_health.py) is cheap: 140 s cold, 1 s cached.
+# promtool is not (1520 s cold): `make tools` builds it; its test skips without it.
 deps: venv
 	hack/ensure-system-packages.sh
 	hack/pg/ensure-age-root.sh
 	hack/k8s/ensure-binaries.sh
+	hack/k8s/ensure-binaries.sh kstatus
+
+# Opt-in test tools (promtool and kstatus), built from their Go modules.
+tools:
+	hack/k8s/ensure-binaries.sh tools
 
 # The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy,
 # CoreDNS and CloudNativePG's manager (with its release manifest), and the images built offline.
