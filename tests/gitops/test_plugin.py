@@ -58,6 +58,13 @@ async def test_status_token_approvals_and_verify(
                      "AgentIdentities (1)", "pl-agent", "HookChains (0)"):
         assert expected in shown.stdout, shown.stdout
 
+    # kwok's nodes serve no logs: the API server's answer shows the plugin asked the kubelet
+    # for the server container of this cortex's server pod (the real node serves them).
+    logged = await asyncio.to_thread(plugin, operated, "logs", "pl", "--tail", "7")
+    assert logged.returncode == 2
+    assert f"/containerLogs/{operated.namespace}/pl-server-" in logged.stderr
+    assert "/server?tailLines=7" in logged.stderr
+
     minted = await asyncio.to_thread(plugin, operated, "token", "pl-agent", "--duration", "600")
     assert minted.returncode == 0, minted.stderr
     claims = minted.stdout.strip().split(".")[1]
