@@ -1,7 +1,8 @@
-"""Fixtures of the GitOps and observability tests: the opt-in tools they run.
+"""Fixtures of the GitOps and observability tests: the tools they run.
 
-promtool and kstatus are built only on request (``hack/k8s/ensure-binaries.sh tools``); a test
-that needs one skips, naming that command, when it is not built.
+kstatus is built by ``make deps`` and lua5.4 installed by hack/ensure-system-packages.sh: a
+test that misses either fails, naming the command (the suite's rule for its binaries).
+promtool is opt-in (``make tools``: about 25 minutes cold): its test skips, naming the command.
 """
 
 from __future__ import annotations
@@ -23,28 +24,28 @@ RULES = CHART / "files" / "prometheus-rules.yaml"
 DASHBOARD = CHART / "files" / "grafana-dashboard.json"
 
 
-def tool(name: str) -> Path:
-    """The opt-in tool ``name`` from the build cache, or a skip that says how to build it."""
-    path = binaries.bin_dir() / name
+@pytest.fixture(scope="session")
+def promtool() -> Path:
+    path = binaries.bin_dir() / "promtool"
     if not path.is_file():
-        pytest.skip(f"{name} is not built: run hack/k8s/ensure-binaries.sh {name} "
-                    "(an opt-in build group, not part of make deps)")
+        pytest.skip("promtool is not built: make tools (hack/k8s/ensure-binaries.sh promtool; "
+                    "opt-in, not part of make deps)")
     return path
 
 
 @pytest.fixture(scope="session")
-def promtool() -> Path:
-    return tool("promtool")
-
-
-@pytest.fixture(scope="session")
 def kstatus() -> Path:
-    return tool("kstatus")
+    path = binaries.bin_dir() / "kstatus"
+    if not path.is_file():
+        pytest.fail("kstatus missing: run make deps (hack/k8s/ensure-binaries.sh kstatus)",
+                    pytrace=False)
+    return path
 
 
 @pytest.fixture(scope="session")
 def lua() -> str:
     found = shutil.which("lua5.4")
     if found is None:
-        pytest.skip("lua5.4 is not installed (Debian package lua5.4: apt-get install lua5.4)")
+        pytest.fail("lua5.4 missing: run hack/ensure-system-packages.sh (make deps)",
+                    pytrace=False)
     return found
