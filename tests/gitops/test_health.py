@@ -6,8 +6,9 @@ while it reconciles, done once Ready and failed once it stalls.
 Real objects on the real control plane, driven by the real operator (kwok runs the pods and
 completes the Jobs): satellites made before their cortex wait for it, a cortex whose
 database Secret is not there yet waits for it, then all become Ready; a cortex asking for a
-schema this build does not know stalls. A failed migration cannot be had from kwok (its Jobs
-complete): that status is the one the operator's own passes write on a failed Job
+schema this build does not know stalls. A failed migration and a rollout in progress cannot
+be had from kwok (its Jobs complete, its pods are available at once): those statuses are the
+ones the operator's own passes write on a failed Job and a Deployment still rolling
 (tests/controller_fast's in-memory cluster, the same reconcile code).
 """
 
@@ -24,7 +25,7 @@ import pytest
 from attested_cortex.builders import names as n
 from tests.controller_fast.conftest import Operated as FastOperated
 from tests.controller_fast.conftest import cortex as fast_cortex
-from tests.controller_fast.conftest import database_runs, job_finished
+from tests.controller_fast.conftest import database_runs, job_finished, server_rolled
 from tests.gitops.conftest import CHART
 from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
 
@@ -113,19 +114,38 @@ def test_every_kind_reads_in_progress_then_current_and_stalled_reads_failed(
     read_as(kstatus, lua, operated.get("MemoryCortex", "ks-future"), "Failed")
 
 
+def fast_body(op: FastOperated) -> dict[str, Any]:
+    body = op.get("MemoryCortex", "mem")
+    assert body is not None
+    return body
+
+
+async def test_a_rollout_reads_in_progress_until_its_pods_are_available(
+        op: FastOperated, kstatus: Path, lua: str) -> None:
+    """kwok makes a server available at once; the passes over a Deployment still rolling
+    (the operator's own, on the in-memory cluster) read InProgress, then Current."""
+    op.apply(fast_cortex("mem"))
+    await op.reconcile("MemoryCortex", "mem")
+    database_runs(op)
+    await op.reconcile("MemoryCortex", "mem")
+    job_finished(op, n.job_name("mem", op.rt.defaults.schema_version))
+    await op.reconcile("MemoryCortex", "mem")
+    assert op.reasons("MemoryCortex", "mem")["ServerReady"][0] == "False"
+    read_as(kstatus, lua, fast_body(op), "InProgress")
+    server_rolled(op)
+    await op.reconcile("MemoryCortex", "mem")
+    read_as(kstatus, lua, fast_body(op), "Current")
+
+
 async def test_a_failed_migration_reads_failed(op: FastOperated, kstatus: Path,
                                                lua: str) -> None:
     op.apply(fast_cortex("mem"))
     await op.reconcile("MemoryCortex", "mem")
     database_runs(op)
     await op.reconcile("MemoryCortex", "mem")
-    body = op.get("MemoryCortex", "mem")
-    assert body is not None
-    read_as(kstatus, lua, body, "InProgress")  # migrating
+    read_as(kstatus, lua, fast_body(op), "InProgress")  # migrating
     job_finished(op, n.job_name("mem", op.rt.defaults.schema_version), "Failed",
                  "BackoffLimitExceeded")
     await op.reconcile("MemoryCortex", "mem")
-    body = op.get("MemoryCortex", "mem")
-    assert body is not None
     assert op.reasons("MemoryCortex", "mem")["SchemaReady"] == ("False", "MigrationFailed")
-    read_as(kstatus, lua, body, "Failed")
+    read_as(kstatus, lua, fast_body(op), "Failed")
