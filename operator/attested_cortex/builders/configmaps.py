@@ -48,10 +48,12 @@ class Satellites:
 
 
 def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
-    """``--auth kubernetes``: service account -> agent id, from serviceAccountRef."""
+    """``--auth kubernetes``: service account -> agent id, scopes and trust tier, from
+    serviceAccountRef."""
     mapping = [{"service_account": f"{i.meta.namespace}/{i.spec.service_account_ref.name}",
                 "agent_id": keyrings.agent_id(i)}
                | ({"scopes": sorted(i.spec.scopes)} if i.spec.scopes is not None else {})
+               | ({"trust_tier": i.spec.trust_tier} if i.spec.trust_tier is not None else {})
                for i in identities if i.spec.service_account_ref is not None]
     return sorted(mapping, key=lambda m: m["service_account"])
 
@@ -76,6 +78,9 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
                         "write_default": WRITE_DEFAULTS[spec.permissions.write_default],
                         "rules": [rules.compile_rule(r) for r in rules.ordered(satellites.rules)]},
         "agents": agent_mapping(satellites.identities),
+        "trust": {"default_tier": spec.trust.default_tier,
+                  "ceilings": {tier: dict(sorted(marks.items()))
+                               for tier, marks in sorted(spec.trust.ceilings.items())}},
         "approval": sections.approval_settings(spec.approval),
         "transcripts": transcripts_settings(spec.transcripts),
         "quotas": sections.quotas_settings(cortex, satellites.identities),

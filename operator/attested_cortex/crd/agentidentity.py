@@ -123,6 +123,13 @@ class AgentIdentitySpec(CrdModel):
         max_length=64,
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
+    trust_tier: Literal["Trusted", "SemiTrusted", "Untrusted"] | None = Field(
+        default=None,
+        description="The agent's trust tier: its scopes are capped by the tier's ceiling "
+        "(MemoryCortex spec.trust; docs/adr/0049). The cortex's spec.trust.defaultTier when "
+        "absent. Kernel is the server's own and cannot be given to an agent. Applies to "
+        "requests authenticated through serviceAccountRef.",
+    )
     rotation_policy: RotationPolicy = Field(
         default="Never",
         description="Never keeps the key; Always replaces it on rotationSchedule.",

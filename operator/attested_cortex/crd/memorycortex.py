@@ -22,6 +22,8 @@ from attested_cortex.crd.common import (
 )
 from attested_cortex.crd.permissionrule import namespace_pattern_extra
 from attested_cortex.crd.settings import AuditSpec, DatabaseTimeouts, EmbeddingSpec, LimitsSpec
+from attested_cortex.policy.scopes import BASES
+from attested_cortex.policy.tiers import CALLER_TIERS, MARK_PATTERN
 
 TRANSCRIPT_PATTERN_LENGTH = 128
 
@@ -244,6 +246,36 @@ class QuotasSpec(CrdModel):
     )
 
 
+CeilingMark = Annotated[str, StringConstraints(pattern=MARK_PATTERN, max_length=530)]
+TierMarks = Annotated[dict[str, CeilingMark], Field(max_length=len(BASES))]
+_TIER_LIST = ", ".join(f"'{t}'" for t in CALLER_TIERS)
+_BASE_LIST = ", ".join(f"'{b}'" for b in sorted(BASES))
+
+
+class TrustSpec(CrdModel):
+    """Trust tiers and their scope ceilings (ADR 0049)."""
+
+    default_tier: Literal["Trusted", "SemiTrusted", "Untrusted"] = Field(
+        default="Trusted",
+        description="The tier of a credential that names none (an AgentIdentity without "
+        "trustTier, a tokens-file line without tier=).",
+    )
+    ceilings: dict[str, TierMarks] = Field(
+        default_factory=dict,
+        description="Per-tier marks merged over the defaults (docs/adr/0049): tier "
+        "(Trusted, SemiTrusted, Untrusted) -> scope base -> granted, denied, qualified "
+        "(only a qualified held scope passes) or qualified:<namespace pattern> (only held "
+        "scopes inside it pass). Kernel, the server's own tier, cannot be tuned.",
+        max_length=3,
+        json_schema_extra={"x-kubernetes-validations": [
+            {"rule": f"self.all(t, t in [{_TIER_LIST}])",
+             "message": "ceilings are keyed by tier: Trusted, SemiTrusted or Untrusted"},
+            {"rule": f"self.all(t, self[t].all(s, s in [{_BASE_LIST}]))",
+             "message": f"a ceiling marks scope bases: {', '.join(sorted(BASES))}"},
+        ]},
+    )
+
+
 class SchemaSpec(CrdModel):
     """The database schema version."""
 
@@ -287,6 +319,7 @@ class MemoryCortexSpec(CrdModel):
     embedding: EmbeddingSpec = section(EmbeddingSpec, "Where recall's vectors come from.")
     limits: LimitsSpec = section(LimitsSpec, "Bounds on requests and answers.")
     audit: AuditSpec = section(AuditSpec, "The signed audit chain.")
+    trust: TrustSpec = section(TrustSpec, "Trust tiers and their scope ceilings.")
     schema_: SchemaSpec = Field(
         default_factory=SchemaSpec,
         alias="schema",

@@ -3,17 +3,22 @@
 * ``dev`` trusts the ``X-Agent-Id`` header. It is refused unless every listen address is
   loopback (checked by :func:`check_dev_listen`), so it can never face a network.
 * ``tokens`` reads a file of SHA-256 token hashes mapped to agent ids and scopes (one
-  ``<sha256-hex> <agent-id> [scope,scope,...]`` per line, ``#`` comments; no scopes: every
-  scope but ``memory.override``). Tokens come from ``cortexctl tokens generate``
-  (:mod:`.tokens`); a hash without the generator's mark, i.e. a hand-chosen token, is
-  refused when the file is loaded. Tokens are compared as hashes with
-  :func:`hmac.compare_digest` against every entry, so timing reveals nothing.
+  ``<sha256-hex> <agent-id> [scope,scope,...] [tier=<trust tier>]`` per line, ``#``
+  comments; no scopes: every scope but ``memory.override``; no tier: the configured
+  default). Tokens come from ``cortexctl tokens generate`` (:mod:`.tokens`); a hash
+  without the generator's mark, i.e. a hand-chosen token, is refused when the file is
+  loaded. Tokens are compared as hashes with :func:`hmac.compare_digest` against every
+  entry, so timing reveals nothing.
 * ``kubernetes`` (:mod:`.auth_kubernetes`) asks the API server (TokenReview) who a
   service-account token belongs to.
+
+Every method says the credential's trust tier; :func:`confine` (the auth middleware, right
+after authentication) caps the scopes by the tier's ceiling (ADR 0049).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import ipaddress
 import re
@@ -24,12 +29,21 @@ from typing import Protocol
 
 from attested_cortex.errors import InvalidInputError, UnauthenticatedError
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet, attenuate
+from attested_cortex.policy.tiers import (
+    CALLER_TIERS,
+    DEFAULT_TIER,
+    Ceilings,
+    TrustTier,
+    lower,
+    parse_tier,
+    refuse_kernel,
+)
 from attested_cortex.server import tokens
 from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.types import AgentId
 
 AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@/\-]{0,199}")
-_HASH_LINE = re.compile(r"([0-9a-f]{64})\s+(\S+)(?:\s+(\S+))?")
+_HASH_LINE = re.compile(r"([0-9a-f]{64})\s+(\S+)(?:\s+(?!tier=)(\S+))?(?:\s+tier=(\S+))?")
 
 
 class Authenticator(Protocol):
@@ -61,15 +75,30 @@ class DevAuth:
     """Development mode: the caller says who it is in ``X-Agent-Id``."""
 
     mode: str = "dev"
+    tier: TrustTier = DEFAULT_TIER
 
     async def authenticate(self, headers: Mapping[str, str]) -> Caller:
         value = headers.get("X-Agent-Id")
         if not value:
             raise UnauthenticatedError("send the X-Agent-Id header (dev authentication)")
-        return Caller(parse_agent_id(value), self.mode, narrowed(DEFAULT, headers))
+        return Caller(parse_agent_id(value), self.mode, narrowed(DEFAULT, headers),
+                      tier=self.tier)
 
 
 SCOPES_HEADER = "X-Cortex-Scopes"
+TIER_HEADER = "X-Cortex-Trust-Tier"
+
+
+def confine(caller: Caller, ceilings: Ceilings, headers: Mapping[str, str]) -> Caller:
+    """The caller with its effective scopes (held ∩ its tier's ceiling): computed once per
+    request, before anything else reads it. Kernel is refused; ``X-Cortex-Trust-Tier`` may
+    only lower the credential's tier (403 above it)."""
+    refuse_kernel(caller.tier, caller.agent_id)
+    requested = headers.get(TIER_HEADER)
+    tier = caller.tier if requested is None else lower(caller.tier, requested.strip())
+    ceiling = ceilings[tier]
+    return dataclasses.replace(caller, tier=tier, held=caller.scopes, ceiling=ceiling,
+                               scopes=ceiling.confine(caller.scopes))
 
 
 def narrowed(held: ScopeSet, headers: Mapping[str, str]) -> ScopeSet:
@@ -89,14 +118,14 @@ def narrowed(held: ScopeSet, headers: Mapping[str, str]) -> ScopeSet:
 class TokenAuth:
     """Bearer tokens checked against a file of their SHA-256 hashes."""
 
-    entries: tuple[tuple[bytes, AgentId, ScopeSet], ...]
+    entries: tuple[tuple[bytes, AgentId, ScopeSet, TrustTier], ...]
     mode: str = "tokens"
 
     @classmethod
-    def from_file(cls, path: Path) -> TokenAuth:
-        """Load ``<sha256-hex> <agent-id> [scopes]`` lines; a malformed line, an unknown
-        scope or a hand-chosen token's hash is an error naming the line."""
-        entries: list[tuple[bytes, AgentId, ScopeSet]] = []
+    def from_file(cls, path: Path, *, default_tier: TrustTier = DEFAULT_TIER) -> TokenAuth:
+        """Load ``<sha256-hex> <agent-id> [scopes] [tier=T]`` lines; a malformed line, an
+        unknown scope or tier, or a hand-chosen token's hash is an error naming the line."""
+        entries: list[tuple[bytes, AgentId, ScopeSet, TrustTier]] = []
         for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             line = raw.split("#", 1)[0].strip()
             if not line:
@@ -117,19 +146,23 @@ class TokenAuth:
                 scopes = ScopeSet.parse(match[3].split(",")) if match[3] else DEFAULT
             except InvalidInputError as exc:
                 raise InvalidInputError(f"{where}: {exc.message}", field="tokens_file") from exc
-            entries.append((hashed, AgentId(match[2]), scopes))
+            if match[4] is not None and match[4] not in CALLER_TIERS:
+                raise InvalidInputError(f"{where}: tier must be one of "
+                                        f"{', '.join(CALLER_TIERS)}", field="tokens_file")
+            tier = parse_tier(match[4]) if match[4] is not None else default_tier
+            entries.append((hashed, AgentId(match[2]), scopes, tier))
         return cls(tuple(entries))
 
     async def authenticate(self, headers: Mapping[str, str]) -> Caller:
         token = bearer_token(headers)
         digest = tokens.digest(token)
-        found: tuple[AgentId, ScopeSet] | None = None
-        for known, agent, scopes in self.entries:
+        found: tuple[AgentId, ScopeSet, TrustTier] | None = None
+        for known, agent, scopes, tier in self.entries:
             if hmac.compare_digest(known, digest):
-                found = (agent, scopes)
+                found = (agent, scopes, tier)
         if found is None or not tokens.well_formed(token):
             raise UnauthenticatedError("the bearer token is not recognised")
-        return Caller(found[0], self.mode, narrowed(found[1], headers))
+        return Caller(found[0], self.mode, narrowed(found[1], headers), tier=found[2])
 
 
 def is_loopback(host: str) -> bool:

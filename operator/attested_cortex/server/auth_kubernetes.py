@@ -3,7 +3,8 @@
 The agent id and scopes of ``system:serviceaccount:<ns>:<name>`` come from the config's
 ``agents`` mapping (rendered by the operator from AgentIdentity objects); an unmapped service
 account is ``k8s:<ns>/<name>`` (the default ``agentId`` of an AgentIdentity bound to it) with
-the default scopes. Any other kind of user is refused. An API server that cannot be reached
+the default scopes; its trust tier from the mapping's ``trust_tier`` (else the configured
+default). Any other kind of user is refused. An API server that cannot be reached
 or answers an error fails closed: 503, never a guess. Positive answers are cached for a
 short time under the SHA-256 of the token (never the token itself), so a busy agent costs
 one review per minute, not one per request.
@@ -12,6 +13,7 @@ one review per minute, not one per request.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import ssl
 import time
@@ -29,6 +31,7 @@ from attested_cortex.kubeclient import (
     in_cluster,
 )
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
+from attested_cortex.policy.tiers import DEFAULT_TIER, TrustTier
 from attested_cortex.server.auth import bearer_token, narrowed, parse_agent_id
 from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.types import AgentId
@@ -69,6 +72,9 @@ class KubernetesAuth:
 
     review: Review
     agents: AgentMap = field(default_factory=dict)
+    #: ``<namespace>/<service account>`` -> trust tier; absent: ``default_tier``.
+    tiers: Mapping[str, TrustTier] = field(default_factory=dict)
+    default_tier: TrustTier = DEFAULT_TIER
     ttl_s: float = 60.0
     max_entries: int = 10_000
     mode: str = "kubernetes"
@@ -80,16 +86,17 @@ class KubernetesAuth:
         cached = self._cache.get(digest)
         now = time.monotonic()
         if cached is not None and cached[0] > now:
-            return Caller(cached[1].agent_id, cached[1].auth, narrowed(cached[1].scopes, headers))
+            return dataclasses.replace(cached[1], scopes=narrowed(cached[1].scopes, headers))
         authenticated, username = await self.review(token)
         if not authenticated:
             raise UnauthenticatedError("the API server did not accept this token")
         agent_id, scopes = identity_for(username, self.agents)
-        caller = Caller(agent_id, self.mode, scopes)
+        tier = self.tiers.get(service_account(username), self.default_tier)
+        caller = Caller(agent_id, self.mode, scopes, tier=tier)
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
         self._cache[digest] = (now + self.ttl_s, caller)
-        return Caller(caller.agent_id, caller.auth, narrowed(caller.scopes, headers))
+        return dataclasses.replace(caller, scopes=narrowed(caller.scopes, headers))
 
 
 def client_review(*, kubeconfig: Path | None, audiences: Sequence[str] = ()) -> Review:

@@ -18,6 +18,7 @@ from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.quotas import Buckets
 from attested_cortex.policy.rules import RuleSet, compile_rules
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
+from attested_cortex.policy.tiers import TrustTier, ceilings
 from attested_cortex.server.auth import (
     Authenticator,
     DevAuth,
@@ -39,16 +40,23 @@ def build_auth(settings: ServerSettings) -> Authenticator:
     hosts = [split_listen(a)[0] for a in settings.listen]
     if settings.auth == "dev":
         check_dev_listen(hosts)
-        return DevAuth()
+        return DevAuth(tier=settings.trust.default_tier)
     if settings.auth == "tokens":
         if settings.tokens_file is None:
             raise InvalidInputError("--auth tokens needs --tokens-file", field="tokens_file")
-        return TokenAuth.from_file(settings.tokens_file)
+        return TokenAuth.from_file(settings.tokens_file, default_tier=settings.trust.default_tier)
     from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
 
     return KubernetesAuth(client_review(kubeconfig=settings.kubeconfig,
                                         audiences=settings.token_audiences),
-                          agents=agent_map(settings))
+                          agents=agent_map(settings), tiers=agent_tiers(settings),
+                          default_tier=settings.trust.default_tier)
+
+
+def agent_tiers(settings: ServerSettings) -> dict[str, TrustTier]:
+    """The trust tiers the ``agents`` mapping names (service account -> tier)."""
+    return {m.service_account: m.trust_tier for m in settings.agents
+            if m.trust_tier is not None}
 
 
 def agent_map(settings: ServerSettings) -> dict[str, tuple[AgentId, ScopeSet]]:
@@ -106,7 +114,8 @@ def retention_from(settings: ServerSettings) -> Retention:
 
 
 def policy_from(settings: ServerSettings) -> Policy:
-    """Rules, write default and quotas from the settings (a bad rule pattern is an error)."""
+    """Rules, write default, quotas and trust ceilings from the settings (a bad rule
+    pattern or ceiling mark is an error)."""
     quotas = settings.quotas
     rates = {q.agent_id: float(q.requests_per_second) for q in quotas.per_agent
              if q.requests_per_second is not None}
@@ -117,4 +126,5 @@ def policy_from(settings: ServerSettings) -> Policy:
         storage_per_agent_bytes=quotas.storage_per_agent_bytes,
         storage_overrides={q.agent_id: q.storage_bytes for q in quotas.per_agent
                            if q.storage_bytes is not None},
+        ceilings=ceilings({t: dict(m) for t, m in settings.trust.ceilings.items()}),
     )

@@ -1,8 +1,8 @@
 """Request middleware: request id + access log + metrics, then authentication.
 
-Order (outermost first): request context -> errors -> authentication and the rate quota ->
-route. Public paths (health, readiness, metrics, OpenAPI) need no credentials and cost no
-token.
+Order (outermost first): request context -> errors -> authentication (with the effective
+scopes of the caller's trust tier, ADR 0049) and the rate quota -> route. Public paths
+(health, readiness, metrics, OpenAPI) need no credentials and cost no token.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from attested_cortex.mcp.serving import PATH as MCP_PATH
+from attested_cortex.server.auth import confine
 from attested_cortex.server.logs import request_id
 from attested_cortex.server.replaying import key_of
 from attested_cortex.server.state import CALLER_KEY, state
@@ -65,7 +66,8 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     its quota gets a tool error, as MCP clients expect (an HTTP 429 ends the SDK's session),
     and the transport's own requests (handshake, event stream) cost none."""
     if request.path not in PUBLIC_PATHS:
-        caller = await state(request).auth.authenticate(request.headers)
+        caller = confine(await state(request).auth.authenticate(request.headers),
+                         state(request).services.policy.ceilings, request.headers)
         approval = request.headers.get(APPROVAL_HEADER)
         rated = request.path != MCP_PATH
         if rated:

@@ -8,12 +8,13 @@ falls back to a default.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from attested_cortex.errors import InvalidInputError
+from attested_cortex.policy.tiers import MARK_PATTERN
 
 
 class RuleSettings(BaseModel):
@@ -57,6 +58,19 @@ class AgentMapping(BaseModel):
     #: Scopes of the agent (``memory.read:team/**`` ...); None: every scope except
     #: ``memory.override``.
     scopes: list[str] | None = Field(None, max_length=64)
+    #: The agent's trust tier (ADR 0049); None: ``trust.default_tier``.
+    trust_tier: Literal["Trusted", "SemiTrusted", "Untrusted"] | None = None
+
+
+class TrustSettings(BaseModel):
+    """Trust tiers (ADR 0049): the tier of a credential naming none, and per-tier marks
+    merged over the defaults of :mod:`attested_cortex.policy.tiers` (tier -> scope -> mark)."""
+
+    model_config = ConfigDict(extra="forbid")
+    default_tier: Literal["Trusted", "SemiTrusted", "Untrusted"] = "Trusted"
+    ceilings: dict[Literal["Trusted", "SemiTrusted", "Untrusted"],
+                   dict[str, Annotated[str, Field(pattern=MARK_PATTERN)]]] = Field(
+        default_factory=dict)
 
 
 class ApprovalSettings(BaseModel):
@@ -169,6 +183,7 @@ class ServerSettings(BaseModel):
     audit_signer: str | None = Field(None, min_length=1, max_length=253)
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     agents: list[AgentMapping] = Field(default_factory=list, max_length=10_000)
+    trust: TrustSettings = Field(default_factory=TrustSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     transcripts: TranscriptsSettings = Field(default_factory=TranscriptsSettings)
     quotas: QuotasSettings = Field(default_factory=QuotasSettings)

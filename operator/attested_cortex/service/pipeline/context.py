@@ -21,6 +21,7 @@ from attested_cortex.policy.decisions import Verdict
 from attested_cortex.policy.quotas import Buckets
 from attested_cortex.policy.rules import RuleSet
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
+from attested_cortex.policy.tiers import Ceiling, TrustTier, ceilings
 from attested_cortex.service.pipeline.limits import Limits
 from attested_cortex.service.pipeline.operations import OperationSpec
 from attested_cortex.store.database import Database
@@ -54,6 +55,13 @@ class Caller:
     #: write with it takes in its transaction.
     idempotency_key: str | None = None
     claim: Claim | None = None
+    #: The credential's trust tier (ADR 0049); Kernel is the server's own work, refused
+    #: from a caller. With a ``ceiling``, ``scopes`` are the effective scopes (held ∩
+    #: ceiling, computed once when the request is authenticated) and ``held`` what the
+    #: credential holds, so a refusal can name the ceiling that removed a scope.
+    tier: TrustTier = "Kernel"
+    held: ScopeSet | None = None
+    ceiling: Ceiling | None = None
 
 
 class ChainOutcome(Protocol):
@@ -90,13 +98,15 @@ class HookFirer(Protocol):
 
 @dataclass(frozen=True)
 class Policy:
-    """Rules, the no-rule default for writes, and quotas (see :mod:`.running`)."""
+    """Rules, the no-rule default for writes, quotas and trust ceilings (see :mod:`.running`)."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     write_default: Verdict = "allow"
     buckets: Buckets | None = None
     storage_per_agent_bytes: int = 100 * 1024 * 1024
     storage_overrides: Mapping[str, int] = field(default_factory=dict)
+    #: Trust tier -> ceiling (:mod:`attested_cortex.policy.tiers`).
+    ceilings: Mapping[str, Ceiling] = field(default_factory=ceilings)
 
     def storage_limit(self, agent_id: str) -> int:
         """The agent's stored-bytes cap."""

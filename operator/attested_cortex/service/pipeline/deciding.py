@@ -11,17 +11,23 @@ from typing import Any
 
 from attested_cortex.errors import DeniedError
 from attested_cortex.policy.decisions import ALLOW, Decision, strictest
+from attested_cortex.policy.tiers import ceiling_refusal
 from attested_cortex.service.pipeline.calls import Call, Outcome, Target
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.operations import OperationSpec
 
 
 def check_scope(spec: OperationSpec, caller: Caller, target: Target) -> None:
+    """403 ``scope_denied`` for a scope not held; ``trust_ceiling`` for one held but
+    removed by the caller's trust tier (ADR 0049)."""
     if spec.scope is None:
         return
     wanted = target.namespaces or (None,)
     for namespace in wanted:
         if not caller.scopes.allows(spec.scope, namespace):
+            if caller.ceiling is not None and caller.held is not None \
+                    and caller.held.allows(spec.scope, namespace):
+                raise ceiling_refusal(caller.agent_id, caller.ceiling, spec.scope, namespace)
             where = f" in namespace {namespace!r}" if namespace else ""
             raise DeniedError(
                 f"agent {caller.agent_id} lacks scope {spec.scope}{where}",

@@ -22,6 +22,8 @@ from prometheus_client import CollectorRegistry, Counter
 
 from attested_cortex.attest.auditing import append_event
 from attested_cortex.attest.loading import KeySource
+from attested_cortex.errors import DeniedError
+from attested_cortex.policy.decisions import Decision
 from attested_cortex.service.pipeline.attesting import snapshot
 from attested_cortex.service.pipeline.context import AuditSink, Caller, Services
 from attested_cortex.service.pipeline.operations import OPERATIONS, OperationSpec
@@ -49,12 +51,17 @@ def counter(registry: CollectorRegistry | None) -> Counter | None:
 
 
 async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Outcome) -> None:
-    """Record the operation's non-Allow decisions (a no-op for a plain success)."""
-    if not outcome.decisions:
+    """Record the operation's non-Allow decisions and a trust-ceiling refusal (a no-op for
+    a plain success); each record names the caller's tier and effective scopes."""
+    decisions = list(outcome.decisions)
+    error = outcome.error
+    if isinstance(error, DeniedError) and error.code == "trust_ceiling":
+        decisions.append(Decision("deny", "trust_ceiling", error.message, error.code))
+    if not decisions:
         return
     metric = counter(svc.metrics_registry)
     sink = svc.audit_sink
-    for decision in outcome.decisions:
+    for decision in decisions:
         effect = "advisory" if decision in outcome.advisory else (
             "post" if decision is outcome.post_denied and outcome.error is None else "enforced")
         source = decision.source.split(":", 1)[0]
@@ -63,7 +70,8 @@ async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Out
         record = {"operation": spec.name, "agent_id": caller.agent_id,
                   "verdict": decision.verdict, "source": decision.source,
                   "reason": decision.reason, "effect": effect,
-                  "mode": svc.permission_mode}
+                  "mode": svc.permission_mode, "trust_tier": caller.tier,
+                  "effective_scopes": str(caller.scopes)}
         level = logging.WARNING if effect == "advisory" else logging.INFO
         log.log(level, "policy decision", extra=record)
         if sink is not None:

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from attested_cortex.errors import CortexError, SchemaMissingError
+from attested_cortex.policy.tiers import CALLER_TIERS
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline import usage
 from attested_cortex.service.pipeline.attesting import snapshot
@@ -85,6 +86,18 @@ def permissions(svc: Services) -> dict[str, Any]:
         "rule_summary": [rule.summary() for rule in rules],
         "ownership": "author-only updates and deletes; observer-only invalidation",
     }
+
+
+def trust(svc: Services, caller: Caller | None) -> dict[str, Any]:
+    """The tier ceilings (ADR 0049) and, for the caller, its tier and effective scopes."""
+    answer: dict[str, Any] = {"ceilings": {tier: svc.policy.ceilings[tier].describe()
+                                           for tier in CALLER_TIERS}}
+    if caller is not None:
+        held = caller.held if caller.held is not None else caller.scopes
+        answer["you"] = {"tier": caller.tier,
+                         "effective_scopes": [str(s) for s in caller.scopes.scopes],
+                         "held_scopes": [str(s) for s in held.scopes]}
+    return answer
 
 
 async def quotas(svc: Services, caller: Caller | None) -> dict[str, Any]:
@@ -180,6 +193,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "transcripts": await transcripts_state(svc),
         "attestation": attestation(svc),
         "quotas": await quotas(svc, caller),
+        "trust": trust(svc, caller),
         "approval": await approval(svc),
         "limits": svc.limits.as_dict(),
         "mcp": mcp(svc),
