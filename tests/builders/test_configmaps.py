@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from attested_cortex.attest.keyring import build_keyring, parse_keyring_file
 from attested_cortex.builders.configmaps import (
@@ -17,7 +18,9 @@ from attested_cortex.builders.configmaps import (
 from attested_cortex.builders.hookfiles import hooks_in_force
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.builders.quantities import quantity_bytes
+from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.loading import parse_settings_text
+from attested_cortex.server.configuring import agent_tiers, policy_from
 from attested_cortex.server.settings import ServerSettings, load_settings
 from tests.builders.specs import (
     CORTEX,
@@ -227,3 +230,33 @@ def test_identity_scopes_reach_the_agent_mapping_and_load(tmp_path: Path) -> Non
     agents = {a.service_account: a for a in load_settings(path, {}).agents}
     assert agents[f"{NAMESPACE}/scout-sa"].scopes == ["graph.read", "memory.read:team/**"]
     assert agents[f"{NAMESPACE}/planner-sa"].scopes is None  # all but memory.override
+
+
+def test_trust_reaches_the_server(tmp_path: Path) -> None:
+    """spec.trust and trustTier as config.yaml holds them, and as the server loads them."""
+    spec = {"trust": {"defaultTier": "SemiTrusted", "ceilings": {
+        "Untrusted": {"memory.read": "qualified:public/docs/**"},
+        "SemiTrusted": {"graph.read": "granted"}}}}
+    tiered = identity("scout", service_account="scout-sa", spec={"trustTier": "Untrusted"})
+    plain = identity("planner", service_account="planner-sa")
+    built = build_config_map(cortex(spec), Satellites(identities=(tiered, plain)))
+    document = yaml.safe_load(built["data"]["config.yaml"])
+    assert document["trust"] == {"default_tier": "SemiTrusted", "ceilings": {
+        "SemiTrusted": {"graph.read": "granted"},
+        "Untrusted": {"memory.read": "qualified:public/docs/**"}}}
+    assert [a.get("trust_tier") for a in document["agents"]] == [None, "Untrusted"]
+
+    loaded = settings(tmp_path, cortex(spec), Satellites(identities=(tiered, plain)))
+    ceilings = policy_from(loaded).ceilings
+    assert str(ceilings["Untrusted"].mark("memory.read")) == "qualified:public/docs/**"
+    assert str(ceilings["SemiTrusted"].mark("graph.read")) == "granted"
+    assert str(ceilings["SemiTrusted"].mark("memory.forget")) == "qualified"  # a default
+    assert agent_tiers(loaded) == {f"{NAMESPACE}/scout-sa": "Untrusted"}
+
+
+def test_a_bad_ceiling_pattern_stops_the_server(tmp_path: Path) -> None:
+    """A mark the CRD's regex admits but the namespace grammar does not: the loader names it."""
+    loaded = settings(tmp_path, cortex({"trust": {"ceilings": {
+        "Untrusted": {"memory.read": "qualified:a/../b"}}}}))
+    with pytest.raises(InvalidInputError, match="segment"):
+        policy_from(loaded)

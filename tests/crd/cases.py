@@ -391,7 +391,27 @@ SETTINGS_CASES = [
          "spec.quotas.storage in body should match"),
 ]
 
-CREATE_CASES = CORTEX_CASES + CHAIN_CASES + RULE_CASES + IDENTITY_CASES + SETTINGS_CASES
+#: spec.trust (ADR 0049) and AgentIdentity.spec.trustTier.
+TRUST_CASES = [
+    Case("trust-ceilings", cortex("c-trust", trust={
+        "defaultTier": "SemiTrusted",
+        "ceilings": {"SemiTrusted": {"graph.read": "granted", "memory.forget": "denied"},
+                     "Untrusted": {"memory.read": "qualified:public/**",
+                                   "audit.read": "qualified"}}})),
+    Case("trust-kernel-ceiling", cortex("c-trust2", trust={
+        "ceilings": {"Kernel": {"memory.read": "denied"}}}), "ceilings are keyed by tier"),
+    Case("trust-unknown-scope", cortex("c-trust3", trust={
+        "ceilings": {"Trusted": {"shell.exec": "denied"}}}), "a ceiling marks scope bases"),
+    Case("trust-bad-mark", cortex("c-trust4", trust={
+        "ceilings": {"Trusted": {"memory.read": "sometimes"}}}), "should match"),
+    Case("trust-kernel-default", cortex("c-trust5", trust={"defaultTier": "Kernel"}),
+         "Unsupported value"),
+    Case("identity-tier", identity("i-tier", trustTier="Untrusted")),
+    Case("identity-kernel", identity("i-kernel", trustTier="Kernel"), "Unsupported value"),
+]
+
+CREATE_CASES = (CORTEX_CASES + CHAIN_CASES + RULE_CASES + IDENTITY_CASES + SETTINGS_CASES
+                + TRUST_CASES)
 
 #: (id, original, updated, expected error or None) for transition rules.
 UPDATE_CASES = [
