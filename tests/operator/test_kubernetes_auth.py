@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
-from attested_cortex.server.configuring import agent_map
+from attested_cortex.server.configuring import agent_map, agent_tiers
 from attested_cortex.server.settings import ServerSettings
 from tests.support.cortex import MakeCortex
 from tests.support.kube import Kube
@@ -57,6 +57,33 @@ async def test_the_config_maps_service_accounts_to_agents_and_scopes(
     write = await client.call("POST", "/v1/memories", {"namespace": "shared/x", "content": "c"},
                               agent=None, headers=bearer)
     assert write.status == 403 and write.body["error"]["code"] == "scope_denied"
+
+
+async def test_the_mapping_gives_the_trust_tier(
+    kube: Kube, kube_namespace: str, make_cortex: MakeCortex, migrated_pg15_dsn: str,
+) -> None:
+    """ADR 0049: the AgentIdentity's trustTier, rendered as the mapping's trust_tier, caps
+    the agent's scopes on every request (the reviewed one and the cached ones)."""
+    kube.kubectl("-n", kube_namespace, "create", "serviceaccount", "relay")
+    token = kube.kubectl("-n", kube_namespace, "create", "token", "relay").stdout.strip()
+    settings = ServerSettings(agents=[{
+        "service_account": f"{kube_namespace}/relay", "agent_id": "team:relay",
+        "trust_tier": "SemiTrusted"}])
+    auth = KubernetesAuth(client_review(kubeconfig=kube.kubeconfig), agents=agent_map(settings),
+                          tiers=agent_tiers(settings))
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, auth=auth)
+    bearer = {"Authorization": f"Bearer {token}"}
+    for _ in range(2):  # reviewed, then from the cache
+        caps = await client.call("GET", "/v1/capabilities", agent=None, headers=bearer)
+        assert caps.body["trust"]["you"]["tier"] == "SemiTrusted"
+        assert caps.body["trust"]["you"]["effective_scopes"] == ["memory.read", "memory.write"]
+    stored = await client.call("POST", "/v1/memories", {"namespace": "n", "content": "c"},
+                               agent=None, headers=bearer)
+    assert stored.status == 201, stored.text
+    forget = await client.call("DELETE", f"/v1/memories/{stored.body['id']}", agent=None,
+                               headers=bearer)
+    assert forget.status == 403 and forget.body["error"]["code"] == "trust_ceiling"
+    assert forget.body["error"]["details"]["mark"] == "qualified"
 
 
 async def test_an_unreachable_api_server_fails_closed_with_503(
