@@ -45,6 +45,8 @@ FROM_RESOURCES: dict[str, str] = {
     "quotas.storage_per_agent_bytes": "MemoryCortex spec.quotas.storagePerAgent",
     "quotas.enabled": "MemoryCortex spec.quotas.enabled",
     "quotas.per_agent": "AgentIdentity spec.quotas",
+    "trust.default_tier": "MemoryCortex spec.trust.defaultTier",
+    "trust.ceilings": "MemoryCortex spec.trust.ceilings",
     "limits.max_body_bytes": "MemoryCortex spec.limits.maxBodyBytes",
     "limits.max_content_chars": "MemoryCortex spec.limits.maxContentChars",
     "limits.max_metadata_bytes": "MemoryCortex spec.limits.maxMetadataBytes",

@@ -1,8 +1,9 @@
 """``cortexctl tokens generate``: a bearer token for ``--auth tokens`` and its file line.
 
 Registered by ``attested_cortex.cli.main``. The token is printed once, on stdout, for the
-agent's secret store; the line for the server's tokens file (hash, agent id, scopes) goes to
-stderr, or is appended to ``--tokens-file``. The server never sees or stores the token.
+agent's secret store; the line for the server's tokens file (hash, agent id, scopes, trust
+tier) goes to stderr, or is appended to ``--tokens-file``. The server never sees or stores
+the token.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.policy.scopes import ScopeSet
+from attested_cortex.policy.tiers import CALLER_TIERS
 from attested_cortex.server.auth import AGENT_ID
 from attested_cortex.server.tokens import generate
 
@@ -27,6 +29,8 @@ def register(subparsers: Any) -> None:
     gen.add_argument("--agent-id", required=True)
     gen.add_argument("--scope", action="append", default=[],
                      help="a scope such as memory.read:team/** (repeat; none: the defaults)")
+    gen.add_argument("--trust-tier", choices=CALLER_TIERS, default=None,
+                     help="the token's trust tier (ADR 0049; none: the server's default)")
     gen.add_argument("--tokens-file", type=Path, default=None,
                      help="append the hash line to this file instead of printing it")
     gen.set_defaults(handler=run)
@@ -41,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     line = f"{hashed} {args.agent_id}"
     if args.scope:
         line += " " + ",".join(str(s) for s in scopes.scopes)
+    if args.trust_tier is not None:
+        line += f" tier={args.trust_tier}"
     if args.tokens_file is not None:
         with args.tokens_file.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")

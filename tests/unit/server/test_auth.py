@@ -1,12 +1,17 @@
 """Authentication methods: dev header, hashed bearer tokens, and the loopback rule."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from attested_cortex.errors import InvalidInputError, UnauthenticatedError
-from attested_cortex.server.auth import DevAuth, TokenAuth, check_dev_listen
+from attested_cortex.errors import DeniedError, InvalidInputError, UnauthenticatedError
+from attested_cortex.policy import tiers
+from attested_cortex.policy.scopes import ScopeSet
+from attested_cortex.server.auth import DevAuth, TokenAuth, check_dev_listen, confine
 from attested_cortex.server.tokens import digest, generate, well_formed
+from attested_cortex.service.pipeline.context import Caller
+from attested_cortex.types import AgentId
 
 TOKEN, HASH = generate()
 
@@ -70,3 +75,34 @@ def test_dev_auth_only_on_loopback() -> None:
     check_dev_listen(["127.0.0.1", "::1", "localhost", "127.0.0.2"])
     with pytest.raises(InvalidInputError, match="only allowed on loopback"):
         check_dev_listen(["127.0.0.1", "0.0.0.0"])
+
+
+async def test_a_tokens_file_line_carries_its_trust_tier(tmp_path: Path) -> None:
+    """``tier=`` after the scopes, or alone; none: the default given to the loader."""
+    second, hashed = generate()
+    auth = TokenAuth.from_file(
+        tokens_file(tmp_path, f"{HASH} relay memory.read tier=Untrusted\n{hashed} local\n"),
+        default_tier="SemiTrusted")
+    relay = await auth.authenticate({"Authorization": f"Bearer {TOKEN}"})
+    local = await auth.authenticate({"Authorization": f"Bearer {second}"})
+    assert (relay.tier, str(relay.scopes)) == ("Untrusted", "memory.read")
+    assert local.tier == "SemiTrusted"
+    with pytest.raises(InvalidInputError, match="tokens:1: tier must be one of"):
+        TokenAuth.from_file(tokens_file(tmp_path, f"{HASH} relay tier=Root\n"))
+
+
+def test_confine_caps_lowers_and_refuses() -> None:
+    ceilings = tiers.ceilings()
+    held = Caller(AgentId("a"), "tokens", ScopeSet.parse(["memory.read", "memory.forget:p/**",
+                                                          "memory.forget", "graph.read"]),
+                  tier="SemiTrusted")
+    semi = confine(held, ceilings, {})
+    assert str(semi.scopes) == "memory.forget:p/** memory.read"
+    assert semi.held == held.scopes
+    low = confine(held, ceilings, {"X-Cortex-Trust-Tier": "Untrusted"})
+    assert (low.tier, str(low.scopes)) == ("Untrusted", "")
+    for refused, caller in (("Trusted", held), (None, replace(held, tier="Kernel"))):
+        headers = {"X-Cortex-Trust-Tier": refused} if refused else {}
+        with pytest.raises(DeniedError) as err:
+            confine(caller, ceilings, headers)
+        assert err.value.code == "trust_ceiling"
