@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import base64
 
+import jsonschema_rs
+
 from attested_cortex.builders import certificates
 from attested_cortex.builders.configmaps import Satellites, server_settings
 from attested_cortex.builders.deployments import build_deployment
 from attested_cortex.builders.services import build_server_service, endpoint
 from attested_cortex.crd.hookchain import Hook
 from attested_cortex.server.settings import ServerSettings
+from tests.builders.test_clusters import undeclared
 from tests.builders.specs import CORTEX, DEFAULTS, NAMESPACE, assert_child_metadata, cortex
+from tests.support.certmanagercrd import certificate_schema
 
 SELF_SIGNED = {"server": {"tls": {"selfSigned": {}}}}
 OWN = {"server": {"tls": {"secretRef": {"name": "my-cert"}, "minVersion": "1.3"}}}
@@ -59,6 +63,10 @@ def test_cert_manager_certificate() -> None:
                                           "attested-cortex-operator",
                                       "app.kubernetes.io/component": "server"}},
         "issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}}
+    schema = certificate_schema()  # cert-manager's own CRD (from its Go module)
+    assert [e.message for e in jsonschema_rs.validator_for(schema).iter_errors(certificate)] \
+        == []
+    assert undeclared(certificate, schema) == []
 
 
 def test_server_pod_mounts_the_certificate_and_probes_over_https() -> None:

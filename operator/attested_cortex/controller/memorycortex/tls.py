@@ -37,6 +37,8 @@ from attested_cortex.kubeclient import ApiConflictError, ApiNotFoundError
 Object = dict[str, Any]
 KIND: Final = "MemoryCortex"
 MISSING_RETRY_S: Final = 30.0
+#: The cert-manager release whose Certificate CRD the tests check the builder against.
+CERT_MANAGER_RELEASE: Final = "1.21.2"
 #: Come back at least this often to look at a leaf's age (a day: renewal is weeks early).
 LONGEST_WAIT_S: Final = 86400.0
 
@@ -130,8 +132,8 @@ async def _cert_manager(rt: Runtime, cortex: Cortex) -> TlsOutcome:
         return TlsOutcome(Observation.of(
             "ServerReady", False, "CertManagerMissing",
             "spec.server.tls.certManager needs cert-manager, and this cluster does not serve "
-            "certificates.cert-manager.io; install cert-manager, or choose selfSigned or "
-            "secretRef"), MISSING_RETRY_S)
+            f"certificates.cert-manager.io; install cert-manager (version {CERT_MANAGER_RELEASE} "
+            "is the one tested), or choose selfSigned or secretRef"), MISSING_RETRY_S)
     return TlsOutcome()
 
 
