@@ -13,8 +13,8 @@ from attested_cortex.builders.deployments import build_deployment
 from attested_cortex.builders.services import build_server_service, endpoint
 from attested_cortex.crd.hookchain import Hook
 from attested_cortex.server.settings import ServerSettings
-from tests.builders.test_clusters import undeclared
 from tests.builders.specs import CORTEX, DEFAULTS, NAMESPACE, assert_child_metadata, cortex
+from tests.builders.test_clusters import undeclared
 from tests.support.certmanagercrd import certificate_schema
 
 SELF_SIGNED = {"server": {"tls": {"selfSigned": {}}}}
