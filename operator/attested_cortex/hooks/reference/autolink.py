@@ -12,8 +12,9 @@ near 0. Environment: ``CORTEX_URL`` (required), and the hook's own credentials:
 ``CORTEX_TOKEN`` (sent as a bearer token), ``CORTEX_TOKEN_FILE`` (a file holding the token,
 read for each call since a service-account token rotates; the operator sets it to the pod's
 token under Kubernetes auth) or ``CORTEX_AGENT_ID`` (``--auth dev`` only). An ``https://``
-cortex is verified against ``CORTEX_CA_FILE`` when set (the operator sets it to the cortex's
-CA bundle when the server serves TLS, ADR 0047), else the system's roots.
+cortex is verified against ``CORTEX_CA_FILE`` when that file exists (the operator sets it to
+the CA of the server's certificate when the server serves TLS, ADR 0047), else against the
+system's roots.
 """
 
 from __future__ import annotations
@@ -92,7 +93,10 @@ class CortexClient:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError("CORTEX_URL must be an http:// or https:// URL")
         self._base = base_url.rstrip("/")
-        self._tls: ssl.SSLContext = pki.client_context(Path(ca_file) if ca_file else None)
+        # The operator's CA volume is optional (a user's Secret may hold no ca.crt): absent,
+        # the system's roots verify, never nothing.
+        ca = Path(ca_file) if ca_file else None
+        self._tls: ssl.SSLContext = pki.client_context(ca if ca and ca.is_file() else None)
         self._token_file = None if token else token_file
         self._headers = {"Content-Type": "application/json"}
         if token:
