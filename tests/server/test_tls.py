@@ -11,6 +11,7 @@ clients are real: aiohttp, the standard library, ``openssl s_client``, ``cortexc
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import socket
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,6 +32,9 @@ from mcp.client.stdio import StdioServerParameters
 
 from attested_cortex import pki
 from attested_cortex.hooks.reference.autolink import CortexClient
+from attested_cortex.store.migrating import migrate
+from tests.support.pgservers import PgServer
+from tests.support.postgres import fresh_database
 from tests.support.served import CORTEXCTL, Served, serve
 from tests.support.waiting import wait_until
 
@@ -66,51 +71,91 @@ def port_of(served: Served) -> int:
     return int(served.base.rsplit(":", 1)[1])
 
 
-@pytest.fixture
-def ca(tmp_path: Path) -> pki.Issued:
-    issued = pki.issue_ca("test cortex CA", now=datetime.now(UTC))
-    (tmp_path / "ca.crt").write_text(issued.cert_pem)
-    return issued
+@pytest.fixture(scope="module")
+def ca() -> pki.Issued:
+    return pki.issue_ca("test cortex CA", now=datetime.now(UTC))
 
 
-@pytest.fixture
-def https(migrated_pg15_dsn: str, tmp_path: Path, ca: pki.Issued):
-    volume = tmp_path / "tls"
+@pytest.fixture(scope="module")
+def https(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory,
+          ca: pki.Issued) -> Iterator[tuple[Served, Path, pki.Issued, Path]]:
+    """One server for the module (each start costs seconds); the reload test, which leaves
+    it serving a renewed certificate of the same CA, runs last."""
+    workdir = tmp_path_factory.mktemp("tls")
+    (workdir / "ca.crt").write_text(ca.cert_pem)
+    volume = workdir / "tls"
     volume.mkdir()
     first = pki.issue_leaf(ca, dns_names=NAMES, ip_addresses=IPS, now=datetime.now(UTC))
     secret_volume(volume, "v1", first.cert_pem, first.key_pem)
-    config = tmp_path / "cortex.yaml"
-    config.write_text(yaml.safe_dump({"tls": {
+    config = workdir / "cortex.yaml"
+    config.write_text(yaml.safe_dump({"embedder": "none", "tls": {
         "cert_file": str(volume / "tls.crt"), "key_file": str(volume / "tls.key"),
         "reload_interval_seconds": 0.2}}))
-    with serve(migrated_pg15_dsn, tmp_path, "--config", str(config),
-               tls=pki.client_context(tmp_path / "ca.crt")) as served:
-        yield served, volume, first
+    with fresh_database(pg15_server, label="tls") as database:
+        asyncio.run(migrate(database.dsn))
+        with serve(database.dsn, workdir, "--config", str(config),
+                   tls=pki.client_context(workdir / "ca.crt")) as served:
+            yield served, volume, first, workdir / "ca.crt"
 
 
-def test_serves_https_and_reloads_a_renewed_certificate(https, ca: pki.Issued,
-                                                        tmp_path: Path) -> None:
-    served, volume, first = https
+async def test_aiohttp_and_the_reference_hook_verify_with_the_ca(https) -> None:
+    served, _, _, ca_file = https
+    context = pki.client_context(ca_file)
+    headers = {"X-Agent-Id": "dev:tls"}
+    async with aiohttp.ClientSession(headers=headers) as session:
+        async with session.post(f"{served.base}/v1/memories", ssl=context, json={
+                "namespace": "tls", "content": "served over https"}) as stored:
+            assert stored.status == 201
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await session.get(f"{served.base}/healthz")  # the system's roots do not know it
+    hook = CortexClient(served.base, token=None, agent_id="dev:tls", token_file=None,
+                        ca_file=str(ca_file))
+    found = hook.post("/v1/recall", {"query": "https", "namespace": "tls"})
+    assert [r["content"] for r in found["results"]] == ["served over https"]
+
+
+def test_doctor_verifies_with_ca_file(https) -> None:
+    served, _, _, ca_path = https
+    ca_file = str(ca_path)
+    doctor = subprocess.run([*CORTEXCTL, "doctor", "--server", served.base, "--ca-file",
+                             ca_file, "--json"], capture_output=True, text=True, timeout=60)
+    assert doctor.returncode == 0, doctor.stderr
+    unverified = subprocess.run([*CORTEXCTL, "doctor", "--server", served.base],
+                                capture_output=True, text=True, timeout=60)
+    assert unverified.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in unverified.stderr
+
+
+async def test_mcp_relays_over_https_with_the_ca_file(https) -> None:
+    served, _, _, ca_path = https
+    ca_file = str(ca_path)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "attested_cortex", "mcp", "--server", served.base, "--agent-id", "dev:m"],
+        env={"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "CORTEX_CA_FILE": ca_file})
+    async with Client(params, mode="legacy") as client:
+        caps = await client.call_tool("capabilities", {})
+    assert not caps.is_error
+
+
+def test_serves_https_and_reloads_a_renewed_certificate(https, ca: pki.Issued) -> None:
+    served, volume, first, ca_file = https
     port = port_of(served)
     assert served_fingerprint(port, sni=True) == pki.fingerprint(first.cert_pem)
-    with pytest.raises(urllib.error.URLError):  # plain HTTP on the HTTPS port
+    with pytest.raises(OSError):  # plain HTTP on the HTTPS port: closed, no answer
         urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)
-    old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    old.load_verify_locations(tmp_path / "ca.crt")
-    old.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
-    old.maximum_version = ssl.TLSVersion.TLSv1_1
-    with pytest.raises((ssl.SSLError, OSError)):  # below TLS 1.2 is refused
-        socket_ = socket.create_connection(("127.0.0.1", port), timeout=5)
-        with socket_, old.wrap_socket(socket_, server_hostname="localhost"):
-            pass
+    # A client willing to speak TLS 1.1 (security level 0 lifts its own floor) is refused.
+    legacy = subprocess.run(
+        ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_1", "-cipher",
+         "DEFAULT@SECLEVEL=0"], input="", capture_output=True, text=True, timeout=30)
+    assert legacy.returncode != 0 and "no peer certificate available" in legacy.stdout
     verify = subprocess.run(
         ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-CAfile",
-         str(tmp_path / "ca.crt"), "-verify_return_error", "-verify_hostname", "localhost"],
+         str(ca_file), "-verify_return_error", "-verify_hostname", "localhost"],
         input="", capture_output=True, text=True, timeout=30)
     assert verify.returncode == 0 and "Verify return code: 0 (ok)" in verify.stdout
 
     # A connection opened before the renewal keeps working after it.
-    client = pki.client_context(tmp_path / "ca.crt")
+    client = pki.client_context(ca_file)
     kept = client.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5),
                               server_hostname="localhost")
     second = pki.issue_leaf(ca, dns_names=NAMES, ip_addresses=IPS, now=datetime.now(UTC))
@@ -130,42 +175,3 @@ def test_serves_https_and_reloads_a_renewed_certificate(https, ca: pki.Issued,
                what="the mismatched pair to be refused", seconds=15)
     assert served_fingerprint(port, sni=True) == renewed
     assert second.key_pem.splitlines()[1] not in served.log.read_text()  # no key in logs
-
-
-async def test_aiohttp_and_the_reference_hook_verify_with_the_ca(https, tmp_path: Path) -> None:
-    served, _, _ = https
-    context = pki.client_context(tmp_path / "ca.crt")
-    headers = {"X-Agent-Id": "dev:tls"}
-    async with aiohttp.ClientSession(headers=headers) as session:
-        async with session.post(f"{served.base}/v1/memories", ssl=context, json={
-                "namespace": "tls", "content": "served over https"}) as stored:
-            assert stored.status == 201
-        with pytest.raises(aiohttp.ClientConnectorCertificateError):
-            await session.get(f"{served.base}/healthz")  # the system's roots do not know it
-    hook = CortexClient(served.base, token=None, agent_id="dev:tls", token_file=None,
-                        ca_file=str(tmp_path / "ca.crt"))
-    found = hook.post("/v1/recall", {"query": "https", "namespace": "tls"})
-    assert [r["content"] for r in found["results"]] == ["served over https"]
-
-
-def test_doctor_verifies_with_ca_file(https, tmp_path: Path) -> None:
-    served, _, _ = https
-    ca_file = str(tmp_path / "ca.crt")
-    doctor = subprocess.run([*CORTEXCTL, "doctor", "--server", served.base, "--ca-file",
-                             ca_file, "--json"], capture_output=True, text=True, timeout=60)
-    assert doctor.returncode == 0, doctor.stderr
-    unverified = subprocess.run([*CORTEXCTL, "doctor", "--server", served.base],
-                                capture_output=True, text=True, timeout=60)
-    assert unverified.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in unverified.stderr
-
-
-async def test_mcp_relays_over_https_with_the_ca_file(https, tmp_path: Path) -> None:
-    served, _, _ = https
-    ca_file = str(tmp_path / "ca.crt")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "attested_cortex", "mcp", "--server", served.base, "--agent-id", "dev:m"],
-        env={"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "CORTEX_CA_FILE": ca_file})
-    async with Client(params, mode="legacy") as client:
-        caps = await client.call_tool("capabilities", {})
-    assert not caps.is_error
