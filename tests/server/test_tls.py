@@ -175,3 +175,18 @@ def test_serves_https_and_reloads_a_renewed_certificate(https, ca: pki.Issued) -
                what="the mismatched pair to be refused", seconds=15)
     assert served_fingerprint(port, sni=True) == renewed
     assert second.key_pem.splitlines()[1] not in served.log.read_text()  # no key in logs
+
+
+def test_serve_refuses_half_a_pair_and_a_pair_that_does_not_load(
+        ca: pki.Issued, tmp_path: Path) -> None:
+    leaf = pki.issue_leaf(ca, dns_names=NAMES, now=datetime.now(UTC))
+    (tmp_path / "tls.crt").write_text(leaf.cert_pem)
+    (tmp_path / "tls.key").write_text(ca.key_pem)  # not the certificate's key
+    base = [*CORTEXCTL, "serve", "--database-url", "postgresql://unused@127.0.0.1:1/x",
+            "--tls-cert-file", str(tmp_path / "tls.crt")]
+    half = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert half.returncode == 1 and "--tls-key-file go together" in half.stderr
+    bad = subprocess.run([*base, "--tls-key-file", str(tmp_path / "tls.key")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "cannot load tls.cert_file/tls.key_file" in bad.stderr
+    assert "PRIVATE" not in bad.stderr
