@@ -11,6 +11,7 @@ clients are real: aiohttp, the standard library, ``openssl s_client``, ``cortexc
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import os
@@ -31,7 +32,11 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from attested_cortex import pki
+from attested_cortex.cli import serve as serve_cli
+from attested_cortex.errors import CortexError, InvalidInputError
 from attested_cortex.hooks.reference.autolink import CortexClient
+from attested_cortex.server.settings import TlsSettings
+from attested_cortex.server.tls import ReloadingTls
 from attested_cortex.store.migrating import migrate
 from tests.support.pgservers import PgServer
 from tests.support.postgres import fresh_database
@@ -179,14 +184,11 @@ def test_serves_https_and_reloads_a_renewed_certificate(https, ca: pki.Issued) -
 
 def test_serve_refuses_half_a_pair_and_a_pair_that_does_not_load(
         ca: pki.Issued, tmp_path: Path) -> None:
+    with pytest.raises(CortexError, match="--tls-key-file go together"):
+        serve_cli._tls(argparse.Namespace(tls_cert_file=tmp_path, tls_key_file=None))
     leaf = pki.issue_leaf(ca, dns_names=NAMES, now=datetime.now(UTC))
     (tmp_path / "tls.crt").write_text(leaf.cert_pem)
     (tmp_path / "tls.key").write_text(ca.key_pem)  # not the certificate's key
-    base = [*CORTEXCTL, "serve", "--database-url", "postgresql://unused@127.0.0.1:1/x",
-            "--tls-cert-file", str(tmp_path / "tls.crt")]
-    half = subprocess.run(base, capture_output=True, text=True, timeout=60)
-    assert half.returncode == 1 and "--tls-key-file go together" in half.stderr
-    bad = subprocess.run([*base, "--tls-key-file", str(tmp_path / "tls.key")],
-                         capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 1 and "cannot load tls.cert_file/tls.key_file" in bad.stderr
-    assert "PRIVATE" not in bad.stderr
+    with pytest.raises(InvalidInputError, match=r"cannot load tls\.cert_file") as refused:
+        ReloadingTls(TlsSettings(cert_file=tmp_path / "tls.crt", key_file=tmp_path / "tls.key"))
+    assert "PRIVATE" not in str(refused.value)  # before serve opens anything (serving.py)
