@@ -22,6 +22,7 @@ from attested_cortex.crd.common import (
 )
 from attested_cortex.crd.permissionrule import namespace_pattern_extra
 from attested_cortex.crd.settings import AuditSpec, DatabaseTimeouts, EmbeddingSpec, LimitsSpec
+from attested_cortex.crd.tls import ServerTlsSpec
 
 TRANSCRIPT_PATTERN_LENGTH = 128
 
@@ -130,6 +131,11 @@ class ServerSpec(CrdModel):
     log_level: LogLevel = Field(
         default="Info",
         description="Least severe server log records written: Debug, Info, Warning or Error.",
+    )
+    tls: ServerTlsSpec | None = Field(
+        default=None,
+        description="Serve HTTPS: exactly one of selfSigned, secretRef or certManager; plain "
+        "HTTP when absent.",
     )
 
 
