@@ -83,7 +83,9 @@ def kubectl_json(*args: str) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without a script's cluster, e2e tests need the real node: same gate as tests/realnode."""
+    """Without a script's cluster, e2e tests need the real node: same gate as tests/realnode.
+    test_system.py runs last whatever the file names (it ends with ``helm uninstall``)."""
+    items.sort(key=lambda item: Path(str(item.fspath)).name == "test_system.py")
     if external():
         return
     for item in items:

@@ -5,6 +5,12 @@ import re
 
 from attested_cortex.builders import names
 from attested_cortex.builders.access import build_disruption_budget, build_service_account
+from attested_cortex.builders.certificates import (
+    build_ca_bundle,
+    build_ca_secret,
+    build_certificate,
+    build_leaf_secret,
+)
 from attested_cortex.builders.configmaps import Satellites, build_config_map
 from attested_cortex.builders.deployments import build_deployment
 from attested_cortex.builders.inputs import MAX_CORTEX_NAME, Cortex
@@ -28,7 +34,18 @@ def children(c: Cortex) -> list[Object]:
             build_deployment(c, DEFAULTS, Satellites()), build_server_service(c),
             build_config_map(c, Satellites()), build_approval_secret(c, "00"),
             build_audit_signer_secret(c, {"agent-id": "cortex:a/b"}, namespace_uid="ns-uid"),
-            build_service_account(c), build_disruption_budget(c)]
+            build_service_account(c), build_disruption_budget(c),
+            *tls_children(c)]
+
+
+def tls_children(c: Cortex) -> list[Object]:
+    """The TLS objects: a selfSigned cortex's Secrets and bundle, a certManager one's
+    Certificate (the same names whatever the spec)."""
+    managed = cortex({"server": {"tls": {"certManager": {"issuerRef": {"name": "i"}}}}},
+                     name=c.meta.name)
+    return [build_ca_secret(c, cert_pem="ca", key_pem="k"),
+            build_leaf_secret(c, cert_pem="c", key_pem="k", ca_pem="ca"),
+            build_ca_bundle(c, "ca"), build_certificate(managed)]
 
 
 def component_of(obj: Object, c: Cortex) -> str:

@@ -59,6 +59,7 @@ FROM_RESOURCES: dict[str, str] = {
     "embedding.api_key_file": "MemoryCortex spec.embedding.apiKeySecretRef",
     "embedding.timeout_ms": "MemoryCortex spec.embedding.timeoutMs",
     "log_level": "MemoryCortex spec.server.logLevel",
+    "tls": "MemoryCortex spec.server.tls",
     "db_lock_timeout_ms": "MemoryCortex spec.database.timeouts.lockMs",
     "db_statement_timeout_ms": "MemoryCortex spec.database.timeouts.statementMs",
 }

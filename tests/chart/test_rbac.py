@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.chart.conftest import Release, install, permissions
-from tests.support import cnpgcrd
+from tests.support import certmanagercrd, cnpgcrd
 from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
@@ -48,6 +48,8 @@ FORBIDDEN = [
     # does that), and none of its other kinds is touched.
     ("delete", "clusters.postgresql.cnpg.io", []),
     ("update", "clusters.postgresql.cnpg.io", []),
+    # cert-manager: the Certificate is applied and deleted, never updated (ADR 0047).
+    ("update", "certificates.cert-manager.io", []),
     ("patch", "clusters.postgresql.cnpg.io", ["--subresource=status"]),
     ("create", "backups.postgresql.cnpg.io", []),
     ("get", "poolers.postgresql.cnpg.io", []),
@@ -79,10 +81,11 @@ def can(release: Release, verb: str, resource: str, *flags: str) -> bool:
 
 @pytest.fixture(scope="module", autouse=True)
 def cloudnativepg_kinds(kube: Kube) -> None:
-    """CloudNativePG's CRDs (only them): ``kubectl auth can-i`` needs discovery to read
-    ``clusters.postgresql.cnpg.io`` as resource and group, so without them a "no" would
+    """CloudNativePG's CRDs and cert-manager's Certificate CRD (only them): ``kubectl auth
+    can-i`` needs discovery to read ``clusters.postgresql.cnpg.io`` and
+    ``certificates.cert-manager.io`` as resource and group, so without them a "no" would
     prove nothing."""
-    cnpgcrd.install(kube, *cnpgcrd.all_crds())
+    cnpgcrd.install(kube, *cnpgcrd.all_crds(), certmanagercrd.certificate_crd())
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.request
@@ -27,12 +28,13 @@ def free_port() -> int:
         return port
 
 
-def wait_until_up(url: str, process: subprocess.Popen[bytes], *, seconds: float = 30) -> None:
+def wait_until_up(url: str, process: subprocess.Popen[bytes], *, seconds: float = 30,
+                  tls: ssl.SSLContext | None = None) -> None:
     """Poll ``url`` until it answers; fail early if the process dies."""
     def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
-        with urllib.request.urlopen(url, timeout=1):
+        with urllib.request.urlopen(url, timeout=1, context=tls):
             return True
 
     wait_until(answers, what=f"{url} to answer", seconds=seconds, ignoring=(OSError,))
@@ -60,9 +62,12 @@ class Served:
 
 
 @contextmanager
-def serve(dsn: str, workdir: Path, *extra: str) -> Iterator[Served]:
-    """Run ``cortexctl serve`` on a free loopback port until the block ends."""
+def serve(dsn: str, workdir: Path, *extra: str,
+          tls: ssl.SSLContext | None = None) -> Iterator[Served]:
+    """Run ``cortexctl serve`` on a free loopback port until the block ends; ``tls``: it
+    serves HTTPS (its settings in ``extra``), verified with this client context."""
     port = free_port()
+    base = f"{'https' if tls is not None else 'http'}://127.0.0.1:{port}"
     log = workdir / f"serve-{port}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
@@ -72,9 +77,9 @@ def serve(dsn: str, workdir: Path, *extra: str) -> Iterator[Served]:
         )
     try:
         try:
-            wait_until_up(f"http://127.0.0.1:{port}/healthz", process)
+            wait_until_up(f"{base}/healthz", process, tls=tls)
         except (RuntimeError, TimeoutError) as exc:
             raise RuntimeError(f"{exc}; its log ends:\n{log.read_text()[-2000:]}") from exc
-        yield Served(f"http://127.0.0.1:{port}", process, log)
+        yield Served(base, process, log)
     finally:
         stop(process)

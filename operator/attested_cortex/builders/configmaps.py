@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import yaml
 
-from attested_cortex.builders import hookfiles, keyrings, names, rules
+from attested_cortex.builders import certificates, hookfiles, keyrings, names, rules
 from attested_cortex.builders import settings as sections
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.services import SERVER_PORT
@@ -97,6 +97,9 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
     signer = sections.audit_signer(cortex)
     if signer is not None:
         settings["audit_signer"] = signer
+    tls = certificates.server_tls_settings(cortex)
+    if tls is not None:
+        settings["tls"] = tls
     return settings
 
 

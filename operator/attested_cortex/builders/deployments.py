@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from attested_cortex.builders import (
+    certificates,
     configmaps,
     hookfiles,
     names,
@@ -27,7 +28,7 @@ from attested_cortex.builders import (
 from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex, Defaults, Identity
 from attested_cortex.builders.jobs import CORTEX_UID, cortex_image
-from attested_cortex.builders.services import SERVER_PORT
+from attested_cortex.builders.services import SERVER_PORT, port_name
 
 Object = dict[str, Any]
 
@@ -73,6 +74,9 @@ def _volumes(cortex: Cortex, satellites: Satellites,
                        "mountPath": f"{configmaps.KEYS_DIR}/{identity.meta.name}"})
     _auth_volumes(cortex, volumes, mounts)
     _settings_volumes(cortex, volumes, mounts)
+    tls_volumes, tls_mounts, _ = certificates.volumes(cortex)
+    volumes.extend(tls_volumes)
+    mounts.extend(tls_mounts)
     return volumes, mounts
 
 
@@ -112,9 +116,16 @@ def _auth_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object]) -
                        "readOnly": True})
 
 
-def _probe(path: str, period: int, failures: int) -> Object:
-    return {"httpGet": {"path": path, "port": "http"}, "periodSeconds": period,
-            "timeoutSeconds": 3, "failureThreshold": failures}
+def _probe(cortex: Cortex, path: str, period: int, failures: int) -> Object:
+    """An HTTP(S) probe (the kubelet does not verify the certificate: it checks the
+    server answers, the clients check who it is). No ``scheme`` for HTTP, its default: a
+    cortex without TLS keeps the pod template it had, and is not rolled by an upgrade."""
+    port = port_name(cortex)
+    get: Object = {"path": path, "port": port}
+    if port == "https":
+        get["scheme"] = "HTTPS"
+    return {"httpGet": get, "periodSeconds": period, "timeoutSeconds": 3,
+            "failureThreshold": failures}
 
 
 def _server_container(cortex: Cortex, defaults: Defaults, mounts: list[Object]) -> Object:
@@ -123,8 +134,9 @@ def _server_container(cortex: Cortex, defaults: Defaults, mounts: list[Object]) 
         "imagePullPolicy": defaults.image_pull_policy, "command": ["cortexctl"],
         "args": ["serve", "--config", f"{configmaps.CONFIG_DIR}/{configmaps.CONFIG_FILE}"],
         "env": [podparts.database_env(cortex)],
-        "ports": [{"name": "http", "containerPort": SERVER_PORT, "protocol": "TCP"}],
-        "readinessProbe": _probe("/readyz", 5, 3), "livenessProbe": _probe("/healthz", 10, 6),
+        "ports": [{"name": port_name(cortex), "containerPort": SERVER_PORT, "protocol": "TCP"}],
+        "readinessProbe": _probe(cortex, "/readyz", 5, 3),
+        "livenessProbe": _probe(cortex, "/healthz", 10, 6),
         "resources": security.resources(cortex.spec.server.resources),
         "securityContext": security.container_security(), "volumeMounts": mounts,
     }
@@ -137,9 +149,12 @@ def build_deployment(cortex: Cortex, defaults: Defaults, satellites: Satellites,
     name = cortex.meta.name
     volumes, mounts = _volumes(cortex, satellites, lost_keys)
     kubernetes_auth = cortex.spec.server.auth.mode == "Kubernetes"
+    _, _, ca_mounts = certificates.volumes(cortex)
+    ca_file = f"{certificates.TLS_CA_DIR}/{certificates.CA_KEY}" if ca_mounts else None
     containers = [_server_container(cortex, defaults, mounts),
                   *sidecars.build_sidecars(satellites.hooks, defaults.image_pull_policy,
-                                           server_port=SERVER_PORT, token_file=kubernetes_auth)]
+                                           server_port=SERVER_PORT, token_file=kubernetes_auth,
+                                           ca_file=ca_file, mounts=ca_mounts)]
     pod_spec: Object = {
         "serviceAccountName": names.server_name(name),
         "automountServiceAccountToken": kubernetes_auth, "enableServiceLinks": False,

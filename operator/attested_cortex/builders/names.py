@@ -114,6 +114,21 @@ def audit_signer_secret_name(cortex: str) -> str:
     return f"{cortex}-audit-signer"
 
 
+def tls_secret_name(cortex: str) -> str:
+    """The server's certificate (selfSigned and certManager; also the Certificate's name)."""
+    return f"{cortex}-tls"
+
+
+def tls_ca_secret_name(cortex: str) -> str:
+    """The selfSigned CA's key pair (created once)."""
+    return f"{cortex}-tls-ca"
+
+
+def ca_bundle_name(cortex: str) -> str:
+    """The ConfigMap publishing the selfSigned CA (``ca.crt``) for clients."""
+    return f"{cortex}-ca"
+
+
 def job_name(cortex: str, version: int) -> str:
     """The migration Job of one target schema version."""
     return f"{cortex}-migrate-v{version}"
@@ -143,7 +158,8 @@ def staged_key_secret_name(identity: str) -> str:
 #: another owner is never adopted or patched.
 FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     "Service": ("", "-db"), "StatefulSet": ("-db",), "NetworkPolicy": ("-db",),
-    "Secret": ("-db-credentials", "-approval-hmac", "-audit-signer"), "ConfigMap": ("-config",),
+    "Secret": ("-db-credentials", "-approval-hmac", "-audit-signer", "-tls", "-tls-ca"),
+    "ConfigMap": ("-config", "-ca"), "Certificate": ("-tls",),
     "ServiceAccount": ("-server",), "Deployment": ("-server",),
     "PodDisruptionBudget": ("-server",)}
 

@@ -26,15 +26,22 @@ def build_db_service(cortex: Cortex) -> Object:
     }
 
 
+def port_name(cortex: Cortex) -> str:
+    """``https`` when the server serves TLS, else ``http``: the container port's and the
+    Service port's name (what a mesh or an ingress reads the protocol from)."""
+    return "https" if cortex.spec.server.tls is not None else "http"
+
+
 def build_server_service(cortex: Cortex) -> Object:
     """The memory server's Service (type and port from ``spec.server.service``)."""
     service = cortex.spec.server.service
+    port = port_name(cortex)
     return {
         "apiVersion": "v1", "kind": "Service",
         "metadata": names.metadata(names.service_name(cortex.meta.name), cortex.meta,
                                    component="server"),
         "spec": {"type": service.type, "selector": names.selector(cortex.meta.name, "server"),
-                 "ports": [{"name": "http", "port": service.port, "targetPort": "http",
+                 "ports": [{"name": port, "port": service.port, "targetPort": port,
                             "protocol": "TCP"}]},
     }
 
@@ -42,4 +49,5 @@ def build_server_service(cortex: Cortex) -> Object:
 def endpoint(cortex: Cortex) -> str:
     """The in-cluster URL of the memory server (reported in status)."""
     service = names.service_name(cortex.meta.name)
-    return f"http://{service}.{cortex.meta.namespace}.svc:{cortex.spec.server.service.port}"
+    return (f"{port_name(cortex)}://{service}.{cortex.meta.namespace}.svc:"
+            f"{cortex.spec.server.service.port}")

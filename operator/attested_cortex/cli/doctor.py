@@ -1,6 +1,7 @@
 """``cortexctl doctor``: what is configured and live, asked of a running server or worked
 out from a configuration exactly as ``serve`` would (schema, graph backend, hooks, rules,
-where transcripts are kept and for how long, with their live counts and sweeper).
+where transcripts are kept and for how long, with their live counts and sweeper). An
+``https://`` server is verified against ``--ca-file`` (ADR 0047), else the system's roots.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--server", help="base URL of a running server, e.g. http://127.0.0.1:8080")
     parser.add_argument("--agent-id", default="dev:doctor", help="X-Agent-Id for dev auth")
     parser.add_argument("--token", help="bearer token for tokens auth")
+    parser.add_argument("--ca-file", type=Path,
+                        help="PEM CA bundle that verifies an https:// server (default: the "
+                        "system's roots)")
     parser.add_argument("--database-url", help="check locally against this database")
     parser.add_argument("--config", type=Path, help="serve's YAML settings file")
     parser.add_argument("--hooks", action="store_true", help="list hooks by event in detail")
@@ -107,6 +111,8 @@ def transcript_lines(state: dict[str, Any]) -> list[str]:
 
 
 def _remote(args: argparse.Namespace) -> dict[str, Any]:
+    from attested_cortex import pki
+
     headers = {"X-Agent-Id": args.agent_id}
     if args.token:
         headers = {"Authorization": f"Bearer {args.token}"}
@@ -115,7 +121,12 @@ def _remote(args: argparse.Namespace) -> dict[str, Any]:
     request = urllib.request.Request(  # noqa: S310 - scheme checked above
         f"{args.server.rstrip('/')}/v1/capabilities", headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        tls = pki.client_context(args.ca_file)
+    except OSError as exc:
+        raise CortexError(f"cannot read --ca-file: {exc}") from exc
+    try:
+        with urllib.request.urlopen(request, timeout=10,  # noqa: S310
+                                    context=tls) as response:
             result: dict[str, Any] = json.load(response)
             return result
     except urllib.error.HTTPError as exc:

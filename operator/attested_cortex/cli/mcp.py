@@ -6,7 +6,8 @@ Kubernetes service-account token, sent as ``Authorization: Bearer``), ``$CORTEX_
 (the same, from the environment), then ``--agent-id`` / ``$CORTEX_AGENT_ID`` (sent as
 ``X-Agent-Id``, for a server run with ``--auth dev``). ``--scopes`` / ``$CORTEX_SCOPES``
 narrows what the token may do (``X-Cortex-Scopes``). The token is read once and never
-logged. See docs/mcp.md.
+logged. An ``https://`` cortex is verified against ``--ca-file`` / ``$CORTEX_CA_FILE`` (the
+CA bundle the operator publishes, ADR 0047), else the system's roots. See docs/mcp.md.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def register(subparsers: Any) -> None:
                         "$CORTEX_AGENT_ID)")
     parser.add_argument("--scopes", default=os.environ.get("CORTEX_SCOPES"),
                         help="narrow the token to these scopes (X-Cortex-Scopes)")
+    parser.add_argument("--ca-file", type=Path,
+                        default=os.environ.get("CORTEX_CA_FILE") or None,
+                        help="PEM CA bundle that verifies an https:// cortex (default: "
+                        "$CORTEX_CA_FILE, else the system's roots)")
     parser.set_defaults(handler=run)
 
 
@@ -71,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     """Serve stdio until the agent host closes it."""
     import logging
 
+    from attested_cortex import pki
     from attested_cortex.mcp.relay import Upstream, endpoint_url, serve_stdio
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the protocol
@@ -83,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"cortexctl mcp: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve_stdio(Upstream(endpoint_url(args.server), headers)))
+        tls = pki.client_context(args.ca_file)
+    except OSError as exc:
+        print(f"cortexctl mcp: cannot read --ca-file: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve_stdio(Upstream(endpoint_url(args.server), headers, tls)))
     except Exception as exc:  # cannot reach or authenticate to the cortex at start-up
         print(f"cortexctl mcp: cannot serve {endpoint_url(args.server)}: "
               f"{_first_cause(exc)}", file=sys.stderr)

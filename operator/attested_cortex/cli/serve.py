@@ -34,8 +34,21 @@ def register(subparsers: Any) -> None:
                         help="hybrid recall's embedder: the embedded default model (the "
                         "default), none (full-text recall only), client (vectors sent with "
                         "each request) or an OpenAI-compatible endpoint URL")
+    parser.add_argument("--tls-cert-file", type=Path,
+                        help="serve HTTPS with this PEM certificate (and chain); reloaded when "
+                        "the file changes (with --tls-key-file)")
+    parser.add_argument("--tls-key-file", type=Path, help="the certificate's PEM private key")
     parser.add_argument("--config", type=Path, help="YAML settings file")
     parser.set_defaults(handler=run)
+
+
+def _tls(args: argparse.Namespace) -> dict[str, Path] | None:
+    """The ``tls`` section from the two flags (both or neither)."""
+    if (args.tls_cert_file is None) != (args.tls_key_file is None):
+        raise CortexError("--tls-cert-file and --tls-key-file go together")
+    if args.tls_cert_file is None:
+        return None
+    return {"cert_file": args.tls_cert_file, "key_file": args.tls_key_file}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             "tokens_file": args.tokens_file, "kubeconfig": args.kubeconfig,
             "graph_backend": args.graph_backend,
             "hooks_file": args.hooks_file, "keys_dir": args.keys_dir,
-            "embedder": args.embedder,
+            "embedder": args.embedder, "tls": _tls(args),
         })
         if not settings.database_url:
             raise CortexError("--database-url is required (or database_url in --config)")

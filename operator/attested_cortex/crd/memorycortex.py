@@ -22,6 +22,7 @@ from attested_cortex.crd.common import (
 )
 from attested_cortex.crd.permissionrule import namespace_pattern_extra
 from attested_cortex.crd.settings import AuditSpec, DatabaseTimeouts, EmbeddingSpec, LimitsSpec
+from attested_cortex.crd.tls import ServerTlsSpec
 from attested_cortex.policy.scopes import BASES
 from attested_cortex.policy.tiers import CALLER_TIERS, MARK_PATTERN
 
@@ -132,6 +133,11 @@ class ServerSpec(CrdModel):
     log_level: LogLevel = Field(
         default="Info",
         description="Least severe server log records written: Debug, Info, Warning or Error.",
+    )
+    tls: ServerTlsSpec | None = Field(
+        default=None,
+        description="Serve HTTPS: exactly one of selfSigned, secretRef or certManager; plain "
+        "HTTP when absent.",
     )
 
 

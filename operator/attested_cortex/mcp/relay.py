@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -56,12 +57,17 @@ class Upstream:
 
     url: str  # the /mcp endpoint
     headers: Mapping[str, str]  # Authorization: Bearer ..., or X-Agent-Id (dev auth)
+    #: How an https:// cortex is verified (``pki.client_context``: its CA or the system's).
+    tls: ssl.SSLContext | None = None
 
 
-def http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
+def http_client(headers: Mapping[str, str],
+                tls: ssl.SSLContext | None = None) -> httpx2.AsyncClient:
     """The pooled HTTP client an SDK transport sends through, with ``headers`` on every
-    request; use it as an async context manager."""
-    return httpx2.AsyncClient(headers=dict(headers), timeout=HTTP_TIMEOUT)
+    request and ``tls`` verifying an https:// cortex (None: the system's roots); use it as
+    an async context manager."""
+    return httpx2.AsyncClient(headers=dict(headers), timeout=HTTP_TIMEOUT,
+                              verify=tls if tls is not None else True)
 
 
 def endpoint_url(server: str) -> str:
@@ -132,7 +138,7 @@ async def serve_stdio(target: Upstream) -> None:
     The cortex is reached with the 2026-07-28 per-request envelope when it speaks it (every
     call a plain POST, nothing to expire while the host idles) and with a session otherwise.
     """
-    async with http_client(target.headers) as http:
+    async with http_client(target.headers, target.tls) as http:
         transport = streamable_http_client(target.url, http_client=http)
         try:
             async with asyncio.timeout(STARTUP_TIMEOUT_S):

@@ -1,9 +1,10 @@
 """The server process of ``cortexctl serve``: assemble, listen, wait for a signal.
 
 Order: authentication from the settings (dev mode refused off loopback,
-:func:`.configuring.build_auth`) -> the services (:func:`.assembling.open_services`) ->
-application -> listeners. Shutdown on SIGINT/SIGTERM closes listeners, then every part in
-reverse order of opening.
+:func:`.configuring.build_auth`) -> the TLS context when ``tls`` is set (:mod:`.tls`, a bad
+pair refused before anything opens) -> the services (:func:`.assembling.open_services`) ->
+application -> listeners (HTTPS with the reloading context, its watcher a task of the run).
+Shutdown on SIGINT/SIGTERM closes listeners, then every part in reverse order of opening.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from attested_cortex.server.assembling import open_services
 from attested_cortex.server.configuring import build_auth
 from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.settings import ServerSettings, split_listen
+from attested_cortex.server.tls import ReloadingTls
 
 log = logging.getLogger(__name__)
 
@@ -36,19 +38,29 @@ def freeze_startup_heap() -> None:
     gc.freeze()
 
 
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
 async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGINT/SIGTERM."""
     auth = build_auth(settings)
+    tls = ReloadingTls(settings.tls) if settings.tls is not None else None
     async with AsyncExitStack() as stack:
         services = await open_services(settings, stack)
         app = build_app(services, auth=auth)
         runner = CortexRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
+        scheme = "https" if tls is not None else "http"
         for address in settings.listen:
             host, port = split_listen(address)
-            await web.TCPSite(runner, host, port, shutdown_timeout=5).start()
-            log.info("listening", extra={"address": f"http://{address}", "auth": auth.mode})
+            await web.TCPSite(runner, host, port, shutdown_timeout=5,
+                              ssl_context=tls.context if tls is not None else None).start()
+            log.info("listening", extra={"address": f"{scheme}://{address}", "auth": auth.mode})
+        if tls is not None:
+            stack.push_async_callback(_cancel, asyncio.create_task(tls.watch()))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

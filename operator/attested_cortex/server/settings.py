@@ -164,6 +164,17 @@ class EmbeddingSettings(BaseModel):
     write_queue: int = Field(4096, ge=0, le=1_000_000)
 
 
+class TlsSettings(BaseModel):
+    """HTTPS (ADR 0047): a certificate pair in PEM files, reloaded when they change."""
+
+    model_config = ConfigDict(extra="forbid")
+    cert_file: Path  # the server certificate, then its chain
+    key_file: Path
+    min_version: Literal["1.2", "1.3"] = "1.2"
+    #: How often the files are looked at for a renewed certificate.
+    reload_interval_seconds: float = Field(10.0, ge=0.05, le=3600)
+
+
 class ServerSettings(BaseModel):
     """The server's configuration."""
 
@@ -172,6 +183,8 @@ class ServerSettings(BaseModel):
     database_url: str = ""
     listen: list[str] = Field(default_factory=lambda: ["127.0.0.1:8080"])
     auth: Literal["dev", "tokens", "kubernetes"] = "dev"
+    #: None: plain HTTP (loopback development, or TLS ended in front of the server).
+    tls: TlsSettings | None = None
     tokens_file: Path | None = None
     kubeconfig: Path | None = None  # --auth kubernetes outside a cluster
     token_audiences: list[str] = Field(default_factory=list)

@@ -1,4 +1,5 @@
-"""The MemoryCortex pass: parse, pause, gather, database, schema, server, status.
+"""The MemoryCortex pass: parse, pause, gather, database (with the server's configuration
+and its TLS certificate), schema, server, status.
 
 Also the clean-up of what owner references cannot remove: the cluster-scoped TokenReview
 binding of a deleted cortex (deleted right away when the operator sees the cortex go, and
@@ -21,6 +22,7 @@ from attested_cortex.controller.memorycortex import (
     readiness,
     schema,
     server,
+    tls,
 )
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
@@ -74,12 +76,16 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     ensured = (cloudnativepg.ensure(rt, cortex, status)
                if cortex.spec.database.cloud_native_pg is not None else database.ensure(rt, cortex))
     db: database.DatabaseOutcome
-    db, _ = await together(ensured, server.prepare(rt, cortex, satellites))
+    certificate: tls.TlsOutcome
+    db, _, certificate = await together(ensured, server.prepare(rt, cortex, satellites),
+                                        tls.ensure(rt, cortex))
     migrated = await schema.ensure(rt, cortex, status,
                                    database_ready=db.condition.status == "True")
     served = await server.ensure(rt, cortex, satellites,
-                                 schema_ready=migrated.condition.status == "True")
+                                 schema_ready=migrated.condition.status == "True",
+                                 blocked=certificate.problem)
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
                            server=served.condition)
-    delays = [d for d in (db.retry_in, migrated.retry_in, served.retry_in) if d is not None]
+    delays = [d for d in (db.retry_in, migrated.retry_in, served.retry_in, certificate.retry_in)
+              if d is not None]
     return min(delays, default=None)

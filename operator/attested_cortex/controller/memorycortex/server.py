@@ -181,20 +181,23 @@ async def _pods(rt: Runtime, cortex: Cortex) -> list[Object]:
 
 
 async def ensure(rt: Runtime, cortex: Cortex, satellites: Satellites, *,
-                 schema_ready: bool) -> ServerOutcome:
-    """The Deployment (only when ``schema_ready``, its Secrets exist and no burst of
-    satellite changes is settling) and the PDB; ServerReady from what runs."""
+                 schema_ready: bool, blocked: Observation | None = None) -> ServerOutcome:
+    """The Deployment (only when ``schema_ready``, its Secrets exist, no burst of satellite
+    changes is settling and nothing ``blocked`` it: the TLS step's ServerReady, e.g.
+    ``CertManagerMissing``) and the PDB; ServerReady from what runs."""
     ns = cortex.meta.namespace
     lost = await _lost_keys(rt, cortex, satellites)
     built = deployments.build_deployment(cortex, rt.defaults, satellites, frozenset(lost))
     missing = await _missing(rt, ns, built) if schema_ready else []
     held = rt.settling("MemoryCortex", ns, cortex.meta.name)  # the settled pass rolls
-    deployment = await _roll_or_read(rt, cortex, built,
-                                     roll=schema_ready and not missing and not held)
+    deployment = await _roll_or_read(
+        rt, cortex, built, roll=schema_ready and not missing and not held and blocked is None)
     pods = await _pods(rt, cortex) if deployment is not None else []
     observed = rollout.server_readiness(
         deployment, cortex.spec.server.replicas, pods,
         exists=lambda secret: rt.views.get("Secret", ns, secret) is not None)
     pending = _pending(deployment, built, held=held, schema_ready=schema_ready)
+    if blocked is not None:
+        return ServerOutcome(blocked)
     return ServerOutcome(_verdict(observed, missing, lost, pending),
                          SECRET_RETRY_S if missing else None)

@@ -11,7 +11,10 @@ adjacent pairs (bigrams), minus a short stop-word list; no external model. Thres
 near 0. Environment: ``CORTEX_URL`` (required), and the hook's own credentials:
 ``CORTEX_TOKEN`` (sent as a bearer token), ``CORTEX_TOKEN_FILE`` (a file holding the token,
 read for each call since a service-account token rotates; the operator sets it to the pod's
-token under Kubernetes auth) or ``CORTEX_AGENT_ID`` (``--auth dev`` only).
+token under Kubernetes auth) or ``CORTEX_AGENT_ID`` (``--auth dev`` only). An ``https://``
+cortex is verified against ``CORTEX_CA_FILE`` when that file exists (the operator sets it to
+the CA of the server's certificate when the server serves TLS, ADR 0047), else against the
+system's roots.
 """
 
 from __future__ import annotations
@@ -21,13 +24,16 @@ import json
 import math
 import os
 import re
+import ssl
 import sys
 import urllib.request
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
+from attested_cortex import pki
 from attested_cortex.hooks.reference.serving import serve
 from attested_cortex.hooks.wire import RawHookRequest
 
@@ -83,10 +89,14 @@ class CortexClient:
     """The few calls the hook makes to the cortex HTTP API, with its own credentials."""
 
     def __init__(self, base_url: str, *, token: str | None, agent_id: str | None,
-                 token_file: str | None = None) -> None:
+                 token_file: str | None = None, ca_file: str | None = None) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError("CORTEX_URL must be an http:// or https:// URL")
         self._base = base_url.rstrip("/")
+        # The operator's CA volume is optional (a user's Secret may hold no ca.crt): absent,
+        # the system's roots verify, never nothing.
+        ca = Path(ca_file) if ca_file else None
+        self._tls: ssl.SSLContext = pki.client_context(ca if ca and ca.is_file() else None)
         self._token_file = None if token else token_file
         self._headers = {"Content-Type": "application/json"}
         if token:
@@ -106,7 +116,8 @@ class CortexClient:
             self._base + path, data=json.dumps(body).encode(), headers=self._request_headers(),
             method="POST",
         )
-        with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10,  # noqa: S310
+                                    context=self._tls) as reply:
             return json.loads(reply.read() or b"null")
 
 
@@ -141,7 +152,8 @@ def main() -> None:
     linker = AutoLinker(
         client=CortexClient(os.environ["CORTEX_URL"], token=os.environ.get("CORTEX_TOKEN"),
                             agent_id=os.environ.get("CORTEX_AGENT_ID"),
-                            token_file=os.environ.get("CORTEX_TOKEN_FILE")),
+                            token_file=os.environ.get("CORTEX_TOKEN_FILE"),
+                            ca_file=os.environ.get("CORTEX_CA_FILE")),
         threshold=float(os.environ.get("AUTOLINK_THRESHOLD", DEFAULT_THRESHOLD)),
         max_links=int(os.environ.get("AUTOLINK_MAX_LINKS", DEFAULT_MAX_LINKS)),
     )
