@@ -5,6 +5,7 @@ import re
 
 from attested_cortex.builders import names
 from attested_cortex.builders.access import build_disruption_budget, build_service_account
+from attested_cortex.builders.backups import build_logical_backup_cronjob
 from attested_cortex.builders.configmaps import Satellites, build_config_map
 from attested_cortex.builders.deployments import build_deployment
 from attested_cortex.builders.inputs import MAX_CORTEX_NAME, Cortex
@@ -28,13 +29,21 @@ def children(c: Cortex) -> list[Object]:
             build_deployment(c, DEFAULTS, Satellites()), build_server_service(c),
             build_config_map(c, Satellites()), build_approval_secret(c, "00"),
             build_audit_signer_secret(c, {"agent-id": "cortex:a/b"}, namespace_uid="ns-uid"),
-            build_service_account(c), build_disruption_budget(c)]
+            build_service_account(c), build_disruption_budget(c),
+            build_logical_backup_cronjob(with_backup(c), DEFAULTS)]
+
+
+def with_backup(c: Cortex) -> Cortex:
+    store = {"endpoint": "http://s3:9000", "bucket": "bkt", "credentials": {"name": "k"}}
+    return cortex({"backup": {"logical": {"objectStore": store}}}, name=c.meta.name)
 
 
 def component_of(obj: Object, c: Cortex) -> str:
     name = obj["metadata"]["name"]
     if obj["kind"] == "Job":
         return "migration"
+    if obj["kind"] == "CronJob":
+        return "backup"
     if name in (names.db_name(c.meta.name), names.db_secret_name(c.meta.name)):
         return "database"
     return "server"
@@ -61,6 +70,8 @@ def test_names_fit_for_the_longest_cortex_name() -> None:
         assert len(name) <= 63 and DNS_LABEL.match(name), name
         for value in obj["metadata"]["labels"].values():
             assert len(value) <= 63
+    # A CronJob's Jobs are named "<cronjob>-<minutes>" (11 more characters).
+    assert len(names.backup_cronjob_name(c.meta.name)) <= 52
     # The StatefulSet's pod and its controller-revision-hash label ("<sts>-<10 chars>").
     sts = names.db_name(c.meta.name)
     assert len(f"{sts}-0") <= 63 and len(f"{sts}-0123456789") <= 63

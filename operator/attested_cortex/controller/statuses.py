@@ -61,6 +61,7 @@ async def report_unparsable(writer: Writer, *, kind: str, body: Mapping[str, Any
 PROGRESSING: Final = frozenset({
     "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
     "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection",
+    "BackupScheduled",
     "ClusterCreating"})
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+from attested_cortex.crd.backups import BackupSpec, BackupStatus
 from attested_cortex.crd.cloudnativepg import CloudNativePGDatabase
 from attested_cortex.crd.common import (
     STORAGE_SIZE_PATTERN,
@@ -287,6 +288,7 @@ class MemoryCortexSpec(CrdModel):
     embedding: EmbeddingSpec = section(EmbeddingSpec, "Where recall's vectors come from.")
     limits: LimitsSpec = section(LimitsSpec, "Bounds on requests and answers.")
     audit: AuditSpec = section(AuditSpec, "The signed audit chain.")
+    backup: BackupSpec = section(BackupSpec, "Scheduled backups to an object store.")
     schema_: SchemaSpec = Field(
         default_factory=SchemaSpec,
         alias="schema",
@@ -337,3 +339,6 @@ class MemoryCortexStatus(CommonStatus):
     identities: int | None = Field(
         default=None, ge=0, description="AgentIdentities whose public keys the server trusts."
     )
+    backup: BackupStatus | None = Field(
+        default=None, description="What the scheduled backups achieved: the last success and "
+        "the last failure.")
