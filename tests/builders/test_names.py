@@ -5,11 +5,11 @@ import re
 
 from attested_cortex.builders import names
 from attested_cortex.builders.access import build_disruption_budget, build_service_account
-from attested_cortex.builders.backups import build_logical_backup_cronjob
 from attested_cortex.builders.configmaps import Satellites, build_config_map
 from attested_cortex.builders.deployments import build_deployment
 from attested_cortex.builders.inputs import MAX_CORTEX_NAME, Cortex
 from attested_cortex.builders.jobs import build_migration_job
+from attested_cortex.builders.logicalbackups import build_logical_backup_cronjob
 from attested_cortex.builders.networkpolicies import build_db_network_policy
 from attested_cortex.builders.secrets import (
     build_approval_secret,
@@ -34,7 +34,7 @@ def children(c: Cortex) -> list[Object]:
 
 
 def with_backup(c: Cortex) -> Cortex:
-    store = {"endpoint": "http://s3:9000", "bucket": "bkt", "credentials": {"name": "k"}}
+    store = {"endpoint": "http://s3:9000", "bucket": "bkt", "credentialsSecretRef": {"name": "k"}}
     return cortex({"backup": {"logical": {"objectStore": store}}}, name=c.meta.name)
 
 

@@ -10,7 +10,6 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
-from attested_cortex.crd.backups import BackupSpec, BackupStatus
 from attested_cortex.crd.cloudnativepg import CloudNativePGDatabase
 from attested_cortex.crd.common import (
     STORAGE_SIZE_PATTERN,
@@ -21,6 +20,7 @@ from attested_cortex.crd.common import (
     StorageSpec,
     section,
 )
+from attested_cortex.crd.logicalbackups import BackupSection, LogicalBackupStatus
 from attested_cortex.crd.permissionrule import namespace_pattern_extra
 from attested_cortex.crd.settings import AuditSpec, DatabaseTimeouts, EmbeddingSpec, LimitsSpec
 
@@ -288,7 +288,8 @@ class MemoryCortexSpec(CrdModel):
     embedding: EmbeddingSpec = section(EmbeddingSpec, "Where recall's vectors come from.")
     limits: LimitsSpec = section(LimitsSpec, "Bounds on requests and answers.")
     audit: AuditSpec = section(AuditSpec, "The signed audit chain.")
-    backup: BackupSpec = section(BackupSpec, "Scheduled backups to an object store.")
+    backup: BackupSection = section(BackupSection, "Scheduled backups to an object store "
+                                    "(every database mode).")
     schema_: SchemaSpec = Field(
         default_factory=SchemaSpec,
         alias="schema",
@@ -339,6 +340,6 @@ class MemoryCortexStatus(CommonStatus):
     identities: int | None = Field(
         default=None, ge=0, description="AgentIdentities whose public keys the server trusts."
     )
-    backup: BackupStatus | None = Field(
-        default=None, description="What the scheduled backups achieved: the last success and "
-        "the last failure.")
+    logical_backup: LogicalBackupStatus | None = Field(
+        default=None, description="Where spec.backup.logical's runs stand: the last success "
+        "and the last failure.")

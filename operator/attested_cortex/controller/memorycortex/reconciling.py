@@ -1,4 +1,4 @@
-"""The MemoryCortex pass: parse, pause, gather, database, schema, server, backup, status.
+"""The MemoryCortex pass: parse, pause, gather, database, schema, server, logical backup, status.
 
 Also the clean-up of what owner references cannot remove: the cluster-scoped TokenReview
 binding of a deleted cortex (deleted right away when the operator sees the cortex go, and
@@ -15,10 +15,10 @@ from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import InvalidSpecError, parse_cortex, parse_meta
 from attested_cortex.controller.applying import together
 from attested_cortex.controller.memorycortex import (
-    backup,
     cloudnativepg,
     database,
     gathering,
+    logicalbackup,
     readiness,
     schema,
     server,
@@ -80,8 +80,8 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
                                    database_ready=db.condition.status == "True")
     served = await server.ensure(rt, cortex, satellites,
                                  schema_ready=migrated.condition.status == "True")
-    backed_up = await backup.ensure(rt, cortex, status)
+    backed_up = await logicalbackup.ensure(rt, cortex, status)
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
-                           server=served.condition, backup=backed_up)
+                           server=served.condition, logical_backup=backed_up)
     delays = [d for d in (db.retry_in, migrated.retry_in, served.retry_in) if d is not None]
     return min(delays, default=None)

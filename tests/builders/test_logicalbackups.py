@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from attested_cortex.builders.backups import build_logical_backup_cronjob, last_runs
+from attested_cortex.builders.logicalbackups import build_logical_backup_cronjob, last_runs
 from tests.builders.specs import (
     CORTEX,
     DEFAULTS,
@@ -17,7 +17,7 @@ from tests.builders.specs import (
 )
 
 STORE = {"endpoint": "https://s3.example.com", "bucket": "backups",
-         "credentials": {"name": "s3-keys"}}
+         "credentialsSecretRef": {"name": "s3-keys"}}
 
 
 def backed_up(extra: dict[str, Any] | None = None, **spec: Any) -> Any:
@@ -49,7 +49,7 @@ def test_the_cronjob_exports_to_the_store_and_keeps_the_newest_bundles() -> None
 
 
 def test_credentials_and_the_database_url_come_from_secrets_never_arguments() -> None:
-    cron = build_logical_backup_cronjob(backed_up({"region": "eu-1"}), DEFAULTS)
+    cron = build_logical_backup_cronjob(backed_up(), DEFAULTS)
     export = container(cron["spec"]["jobTemplate"]["spec"]["template"], "export")
     env = env_of(export)
     assert env["AWS_ENDPOINT_URL"] == {"name": "AWS_ENDPOINT_URL",
@@ -58,7 +58,7 @@ def test_credentials_and_the_database_url_come_from_secrets_never_arguments() ->
         "secretKeyRef": {"name": "s3-keys", "key": "ACCESS_KEY_ID"}}
     assert env["AWS_SECRET_ACCESS_KEY"]["valueFrom"] == {
         "secretKeyRef": {"name": "s3-keys", "key": "ACCESS_SECRET_KEY"}}
-    assert env["AWS_REGION"]["value"] == "eu-1"
+    assert "AWS_REGION" not in env
     assert env["CORTEX_DATABASE_URL"]["valueFrom"] == {
         "secretKeyRef": {"name": f"{CORTEX}-db-credentials", "key": "uri"}}
     assert not any("s3-keys" in a or "postgresql://" in a for a in export["args"])
@@ -85,7 +85,7 @@ def test_an_explicit_path_and_no_signer() -> None:
 
 
 def test_without_the_section_there_is_no_cronjob() -> None:
-    with pytest.raises(ValueError, match="backup.logical"):
+    with pytest.raises(ValueError, match=r"backup\.logical"):
         build_logical_backup_cronjob(cortex(), DEFAULTS)
 
 
@@ -100,14 +100,16 @@ def test_status_from_the_runs_newest_last_and_a_success_is_never_forgotten() -> 
                           "Job has reached the specified backoff limit"),
                       job("b-1", "Complete", "2026-12-01T03:00:07Z"),
                       {"metadata": {"name": "b-3"}, "status": {"active": 1}}], None)
-    assert runs.status == {"lastSuccessfulTime": "2026-12-01T03:00:07Z", "lastFailure": {
-        "time": "2026-12-02T03:00:09Z", "reason": "BackupFailed",
-        "message": "Job b-2 failed (BackoffLimitExceeded: Job has reached the specified "
-                   "backoff limit)"}}
+    assert runs.status == {
+        "lastSuccessfulBackup": "2026-12-01T03:00:07Z", "lastBackupName": "b-1",
+        "lastFailure": {"backup": "b-2", "time": "2026-12-02T03:00:09Z",
+                        "reason": "BackoffLimitExceeded: Job has reached the specified "
+                                  "backoff limit"}}
     assert runs.newest == ("b-2", False, "BackoffLimitExceeded",
                            "Job has reached the specified backoff limit")
     later = last_runs([job("b-4", "Complete", "2026-12-03T03:00:05Z")], runs.status)
-    assert later.status["lastSuccessfulTime"] == "2026-12-03T03:00:05Z"
+    assert (later.status["lastSuccessfulBackup"], later.status["lastBackupName"]) == (
+        "2026-12-03T03:00:05Z", "b-4")
     assert later.status["lastFailure"] == runs.status["lastFailure"]
     assert later.newest is not None and later.newest[:2] == ("b-4", True)
     gone = last_runs([], later.status)  # the history limit removed every Job

@@ -8,8 +8,9 @@ environment variables, never in arguments), the public keys from the configurati
 ConfigMap's keyring files, and the audit signer's key, which signs the manifest. No
 ServiceAccount token, restricted Pod Security, one run at a time (``Forbid``).
 
-:func:`last_runs` turns the CronJob's Jobs into ``status.backup`` (the field names the
-physical path shares). Called by ``controller/memorycortex/backup.py``.
+:func:`last_runs` turns the CronJob's Jobs into ``status.logicalBackup`` (the field names
+of the physical path's ``status.backup``). Called by
+``controller/memorycortex/logicalbackup.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from typing import Any, Final
 
 from attested_cortex.builders import configmaps, jobs, names, podparts, security, settings
 from attested_cortex.builders.inputs import Cortex, Defaults
-from attested_cortex.crd.backups import LogicalBackupSpec
+from attested_cortex.crd.logicalbackups import (
+    ACCESS_KEY_ID,
+    ACCESS_SECRET_KEY,
+    LogicalBackupSpec,
+)
 
 Object = dict[str, Any]
 
@@ -37,21 +42,19 @@ SIGNER_FILES: Final = ("agent-id", "private.pem", "public.pem", "fingerprint")
 
 def location(cortex: Cortex, spec: LogicalBackupSpec) -> str:
     """``s3://bucket/path``; the path defaults to the cortex's namespace/name."""
-    path = spec.object_store.path.strip("/") or f"{cortex.meta.namespace}/{cortex.meta.name}"
+    path = (spec.object_store.path or "").strip("/") or (
+        f"{cortex.meta.namespace}/{cortex.meta.name}")
     return f"s3://{spec.object_store.bucket}/{path}"
 
 
 def _env(cortex: Cortex, spec: LogicalBackupSpec) -> list[Object]:
-    store, creds = spec.object_store, spec.object_store.credentials
-    env = [podparts.database_env(cortex),
-           {"name": "AWS_ENDPOINT_URL", "value": store.endpoint.rstrip("/")},
-           {"name": "AWS_ACCESS_KEY_ID", "valueFrom": {"secretKeyRef": {
-               "name": creds.name, "key": creds.access_key_id_key}}},
-           {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {
-               "name": creds.name, "key": creds.secret_access_key_key}}}]
-    if store.region:
-        env.append({"name": "AWS_REGION", "value": store.region})
-    return env
+    store, secret = spec.object_store, spec.object_store.credentials_secret_ref.name
+    return [podparts.database_env(cortex),
+            {"name": "AWS_ENDPOINT_URL", "value": store.endpoint.rstrip("/")},
+            {"name": "AWS_ACCESS_KEY_ID", "valueFrom": {"secretKeyRef": {
+                "name": secret, "key": ACCESS_KEY_ID}}},
+            {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {
+                "name": secret, "key": ACCESS_SECRET_KEY}}}]
 
 
 def _volumes(cortex: Cortex) -> tuple[list[Object], list[Object]]:
@@ -113,7 +116,7 @@ def build_logical_backup_cronjob(cortex: Cortex, defaults: Defaults) -> Object:
 
 @dataclass(frozen=True)
 class Runs:
-    """What the finished runs say: ``status.backup`` and the newest run's outcome."""
+    """What the finished runs say: ``status.logicalBackup`` and the newest run's outcome."""
 
     status: Object
     #: The newest finished run: (job name, succeeded, reason, message); None: none yet.
@@ -129,20 +132,21 @@ def _finished(job: Mapping[str, Any]) -> tuple[str, bool, Mapping[str, Any]] | N
 
 
 def last_runs(jobs_: Iterable[Mapping[str, Any]], current: Mapping[str, Any] | None) -> Runs:
-    """``status.backup`` from the CronJob's Jobs, kept from ``current`` where the Jobs are
-    gone (history limits remove old ones: a success is never forgotten)."""
+    """``status.logicalBackup`` from the CronJob's Jobs, kept from ``current`` where the Jobs
+    are gone (history limits remove old ones: a success is never forgotten). Runs are taken
+    oldest first, so the newest of equal times wins."""
     status: Object = dict(current or {})
     finished = sorted(((f, j) for j in jobs_ if (f := _finished(j)) is not None),
                       key=lambda pair: (pair[0][0], str(pair[1]["metadata"]["name"])))
     newest = None
     for (when, ok, cond), job in finished:
         name = str(job["metadata"]["name"])
-        if ok and when >= str(status.get("lastSuccessfulTime") or ""):
-            status["lastSuccessfulTime"] = when
-        reason = str(cond.get("reason") or ("Completed" if ok else "BackupFailed"))
+        reason = str(cond.get("reason") or ("Completed" if ok else "Failed"))
         message = str(cond.get("message") or "")
+        if ok and when >= str(status.get("lastSuccessfulBackup") or ""):
+            status["lastSuccessfulBackup"], status["lastBackupName"] = when, name
         if not ok and when >= str((status.get("lastFailure") or {}).get("time") or ""):
-            status["lastFailure"] = {"time": when, "reason": "BackupFailed",
-                                     "message": f"Job {name} failed ({reason}: {message})"[:4096]}
+            status["lastFailure"] = {"backup": name, "time": when,
+                                     "reason": f"{reason}: {message}"[:1024]}
         newest = (name, ok, reason, message)
     return Runs(status, newest)

@@ -1,5 +1,5 @@
-"""BackedUp and status.backup: the logical backup CronJob of spec.backup.logical, what its
-runs did (a failure names the export's last words, a Warning for each one, the cortex
+"""LogicalBackupHealthy and status.logicalBackup: the CronJob of spec.backup.logical, what
+its runs did (a failure names the export's last words, a Warning for each one, the cortex
 stays Ready), and the CronJob gone with the section."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ KIND = "MemoryCortex"
 CRON = n.backup_cronjob_name("mem")
 LOGICAL = {"schedule": "0 3 * * *", "retention": 3, "objectStore": {
     "endpoint": "http://minio.backup:9000", "bucket": "backups",
-    "credentials": {"name": "s3-keys"}}}
+    "credentialsSecretRef": {"name": "s3-keys"}}}
 
 
 def backed_up() -> dict[str, object]:
@@ -56,13 +56,14 @@ async def test_runs_become_status_and_a_failure_is_a_warning_while_the_cortex_se
     await ready(op)
     cron = op.get("CronJob", CRON, "batch/v1")
     assert cron is not None and cron["spec"]["schedule"] == "0 3 * * *"
-    assert op.reasons(KIND, "mem")["BackedUp"] == ("Unknown", "BackupScheduled")
+    assert op.reasons(KIND, "mem")["LogicalBackupHealthy"] == ("Unknown", "BackupScheduled")
 
     run(op, f"{CRON}-1")
     job_finished(op, f"{CRON}-1")
     await op.reconcile(KIND, "mem")
-    assert op.reasons(KIND, "mem")["BackedUp"] == ("True", "BackupSucceeded")
-    success = op.status(KIND, "mem")["backup"]["lastSuccessfulTime"]
+    assert op.reasons(KIND, "mem")["LogicalBackupHealthy"] == ("True", "BackupSucceeded")
+    success = op.status(KIND, "mem")["logicalBackup"]["lastSuccessfulBackup"]
+    assert op.status(KIND, "mem")["logicalBackup"]["lastBackupName"] == f"{CRON}-1"
 
     for job in (f"{CRON}-2", f"{CRON}-3"):
         run(op, job)
@@ -70,14 +71,14 @@ async def test_runs_become_status_and_a_failure_is_a_warning_while_the_cortex_se
                              "could not be reached (MaxRetryError)")
         job_finished(op, job, "Failed", "Job has reached the specified backoff limit")
         await op.reconcile(KIND, "mem")
-        failed = op.condition(KIND, "mem", "BackedUp")
+        failed = op.condition(KIND, "mem", "LogicalBackupHealthy")
         assert (failed["status"], failed["reason"]) == ("False", "BackupFailed")
         assert failed["message"].startswith(f"Job {job} failed")
         assert "could not be reached" in failed["message"]
-    backup = op.status(KIND, "mem")["backup"]
-    assert backup["lastSuccessfulTime"] == success
-    assert backup["lastFailure"]["reason"] == "BackupFailed"
-    assert f"{CRON}-3" in backup["lastFailure"]["message"]
+    backup = op.status(KIND, "mem")["logicalBackup"]
+    assert backup["lastSuccessfulBackup"] == success
+    assert backup["lastFailure"]["backup"] == f"{CRON}-3"
+    assert backup["lastFailure"]["reason"].endswith("could not be reached (MaxRetryError)")
     assert op.events(KIND, "mem").count(("Warning", "BackupFailed")) == 2  # one per failure
     assert op.reasons(KIND, "mem")["Ready"] == ("True", "CortexReady")  # still serving
 
@@ -97,6 +98,6 @@ async def test_the_cronjob_goes_with_the_section(op: Operated) -> None:
 async def test_a_schedule_cron_cannot_read_is_refused_without_a_cronjob(op: Operated) -> None:
     op.apply(cortex("mem", backup={"logical": {**LOGICAL, "schedule": "61 * * * *"}}))
     await op.reconcile(KIND, "mem")
-    refused = op.condition(KIND, "mem", "BackedUp")
+    refused = op.condition(KIND, "mem", "LogicalBackupHealthy")
     assert (refused["status"], refused["reason"]) == ("False", "InvalidSchedule")
     assert op.get("CronJob", CRON, "batch/v1") is None
