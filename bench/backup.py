@@ -5,7 +5,8 @@ Run by ``make bench`` (through ``python -m bench``) or alone: ``python -m bench.
 [--memories N]``. Starts a private PostgreSQL 17 + AGE server (the production database).
 The source is filled in bulk, not through the API: N memories, N-1 links (one in ten signed
 by the agent's key), and a signed write record in the chain for each, so the import's deep
-sweep and signature checks do all their work. Writes docs/benchmarks/backup.json. Goals
+sweep and signature checks do all their work. Also times ``audit verify --deep`` (what the
+verification Job runs) on the imported database. Writes docs/benchmarks/backup.json. Goals
 (issue 24): export >= 5,000 memories/s, import with full verification >= 2,000 memories/s,
 verification >= 20,000 events/s.
 """
@@ -107,6 +108,30 @@ def _db_size(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
+async def _audit(dsn: str, keyring: Any, events: int) -> dict[str, Any]:
+    """What the verification Job runs (``cortexctl audit verify --deep`` with the keyring):
+    the chain read from the database with every signature checked, then the deep sweep."""
+    from attested_cortex.attest.auditing import verify_chain
+    from attested_cortex.attest.sweeping import sweep
+    from attested_cortex.store.database import Database
+
+    database = await Database.open(dsn, min_size=1, max_size=1, statement_timeout_s=3600.0)
+    try:
+        async with database.connection() as conn:
+            started = time.perf_counter()
+            report = await verify_chain(conn, keyring=keyring)
+            chain_s = time.perf_counter() - started
+            started = time.perf_counter()
+            swept = await sweep(conn)
+            sweep_s = time.perf_counter() - started
+    finally:
+        await database.close()
+    assert report.ok and report.events == events, report
+    return {"events": events, "signatures_checked": report.signatures_checked,
+            "chain_seconds": round(chain_s, 2), "chain_events_per_s": round(events / chain_s),
+            "deep_sweep_seconds": round(sweep_s, 2), "deep_ok": swept.as_json()["ok"]}
+
+
 def _verification(bundle: Path, keyring: Any) -> dict[str, Any]:
     """The bundle's chain walked with every signature checked, and hashes only."""
     return {"with_signatures": _walk(bundle, keyring),
@@ -150,6 +175,7 @@ async def run(server: Any, count: int) -> dict[str, Any]:
         started = time.perf_counter()
         imported = await import_bundle(target, bundle, trusted=keyring, require_signed=True)
         import_s = time.perf_counter() - started
+    audit = await _audit(target, keyring, exported.chain_events)
     return {
         "memories": count, "links": count - 1, "events": exported.chain_events,
         "fill_seconds": round(filled, 1),
@@ -163,6 +189,7 @@ async def run(server: Any, count: int) -> dict[str, Any]:
         "size": {"bundle_bytes": bundle_bytes, "database_bytes": source_bytes,
                  "bundle_to_database": round(bundle_bytes / source_bytes, 3)},
         "verification": verification,
+        "audit_verify_deep_on_the_import": audit,
         "goals": {"export_memories_per_s": 5000, "import_memories_per_s": 2000,
                   "verification_events_per_s": 20000},
     }
