@@ -141,7 +141,10 @@ class BundleStore:
             for obj in self.client.list_objects(self.location.bucket, prefix=prefix,
                                                 recursive=True):
                 name = str(obj.object_name)
-                target = dest / name[len(prefix):]
+                target = (dest / name[len(prefix):]).resolve()
+                if not target.is_relative_to(dest.resolve()):  # a key with ../ in it
+                    raise ObjectStoreError(f"object {name} would be written outside the "
+                                           "bundle's directory", code="bad_object_name")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 self.client.fget_object(self.location.bucket, name, str(target))
         return chosen
