@@ -5,7 +5,10 @@ Run by ``make bench`` (through ``python -m bench``) or alone: ``python -m bench.
 [--memories N]``. Starts a private PostgreSQL 17 + AGE server (the production database).
 The source is filled in bulk, not through the API: N memories, N-1 links (one in ten signed
 by the agent's key), and a signed write record in the chain for each, so the import's deep
-sweep and signature checks do all their work. Writes docs/benchmarks/backup.json. Goals
+sweep and signature checks do all their work. Also times ``audit verify --deep`` (what the
+verification Job runs) on the imported database, and the export to / import from a real
+S3 server (MinIO, when ``ensure-binaries.sh minio`` built it). Writes
+docs/benchmarks/backup.json. Goals
 (issue 24): export >= 5,000 memories/s, import with full verification >= 2,000 memories/s,
 verification >= 20,000 events/s.
 """
@@ -35,6 +38,12 @@ from attested_cortex.bundles import DirectorySink, export_bundle, import_bundle
 from attested_cortex.bundles.checking import ChainWalk
 from attested_cortex.bundles.formats import EVENTS
 from attested_cortex.bundles.manifests import parse
+from attested_cortex.bundles.objectstores import (
+    BundleStore,
+    StoreSettings,
+    bundle_name,
+    parse_location,
+)
 from attested_cortex.store.dumping import owner_connection
 from attested_cortex.store.events import APPEND_VALUES
 from attested_cortex.store.links import Link
@@ -107,6 +116,30 @@ def _db_size(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
+async def _audit(dsn: str, keyring: Any, events: int) -> dict[str, Any]:
+    """What the verification Job runs (``cortexctl audit verify --deep`` with the keyring):
+    the chain read from the database with every signature checked, then the deep sweep."""
+    from attested_cortex.attest.auditing import verify_chain
+    from attested_cortex.attest.sweeping import sweep
+    from attested_cortex.store.database import Database
+
+    database = await Database.open(dsn, min_size=1, max_size=1, statement_timeout_s=3600.0)
+    try:
+        async with database.connection() as conn:
+            started = time.perf_counter()
+            report = await verify_chain(conn, keyring=keyring)
+            chain_s = time.perf_counter() - started
+            started = time.perf_counter()
+            swept = await sweep(conn)
+            sweep_s = time.perf_counter() - started
+    finally:
+        await database.close()
+    assert report.ok and report.events == events, report
+    return {"events": events, "signatures_checked": report.signatures_checked,
+            "chain_seconds": round(chain_s, 2), "chain_events_per_s": round(events / chain_s),
+            "deep_sweep_seconds": round(sweep_s, 2), "deep_ok": swept.as_json()["ok"]}
+
+
 def _verification(bundle: Path, keyring: Any) -> dict[str, Any]:
     """The bundle's chain walked with every signature checked, and hashes only."""
     return {"with_signatures": _walk(bundle, keyring),
@@ -126,6 +159,41 @@ def _walk(bundle: Path, keyring: Any) -> dict[str, Any]:
     events = manifest.chain_events
     return {"events": events, "signatures_checked": walk.signatures,
             "seconds": round(seconds, 2), "events_per_s": round(events / seconds)}
+
+
+async def _object_store(server: Any, source: str, count: int, keyring: Any,
+                        key: AgentKey) -> dict[str, Any]:
+    """Export to a real S3 server (MinIO as a local process, when built) and import back:
+    what ``cortexctl export --to`` and ``import --from`` cost over the directory path."""
+    from tests.support import objectstore  # MinIO, as the tests start it
+
+    with tempfile.TemporaryDirectory(prefix="cortex-s3-") as tmp:
+        try:
+            running = objectstore.start(Path(tmp) / "data", bucket="backups")
+        except objectstore.ObjectStoreError as exc:
+            return {"skipped": str(exc)}
+        try:
+            store = BundleStore(StoreSettings(running.endpoint, running.access_key,
+                                              running.secret_key),
+                                parse_location("s3://backups/bench"))
+            name = bundle_name(datetime.now(UTC))
+            started = time.perf_counter()
+            async with owner_connection(source) as conn:
+                await export_bundle(conn, store.sink(name), keyring=keyring, signer=key)
+            export_s = time.perf_counter() - started
+            target = create_database(server, "bench_backup_s3_target")
+            await migrate(target)
+            started = time.perf_counter()
+            store.download(name, Path(tmp) / "bundle")
+            await import_bundle(target, Path(tmp) / "bundle", trusted=keyring,
+                                require_signed=True)
+            import_s = time.perf_counter() - started
+        finally:
+            running.stop()
+    return {"export_seconds": round(export_s, 2), "export_memories_per_s": round(
+        count / export_s), "import_seconds": round(import_s, 2),
+        "import_memories_per_s": round(count / import_s),
+        "includes": "upload of every object; download, then the same verified import"}
 
 
 async def run(server: Any, count: int) -> dict[str, Any]:
@@ -150,6 +218,8 @@ async def run(server: Any, count: int) -> dict[str, Any]:
         started = time.perf_counter()
         imported = await import_bundle(target, bundle, trusted=keyring, require_signed=True)
         import_s = time.perf_counter() - started
+    audit = await _audit(target, keyring, exported.chain_events)
+    s3 = await _object_store(server, source, count, keyring, key)
     return {
         "memories": count, "links": count - 1, "events": exported.chain_events,
         "fill_seconds": round(filled, 1),
@@ -163,6 +233,8 @@ async def run(server: Any, count: int) -> dict[str, Any]:
         "size": {"bundle_bytes": bundle_bytes, "database_bytes": source_bytes,
                  "bundle_to_database": round(bundle_bytes / source_bytes, 3)},
         "verification": verification,
+        "audit_verify_deep_on_the_import": audit,
+        "object_store": s3,
         "goals": {"export_memories_per_s": 5000, "import_memories_per_s": 2000,
                   "verification_events_per_s": 20000},
     }

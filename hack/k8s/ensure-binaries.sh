@@ -8,7 +8,8 @@
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
 #   (none given = all of these), and the real node's kubelet kube-proxy coredns crictl and
 #   cnpg (CloudNativePG's manager, plus its release manifest beside it as
-#   cnpg-<version>.yaml), built only when named (`node` names all five); and the opt-in test
+#   cnpg-<version>.yaml) and minio (the S3-compatible object store of the backup tests, ADR
+#   0037), built only when named (`node` names all six); and the opt-in test
 #   tools promtool (cmd/promtool of github.com/prometheus/prometheus) and kstatus
 #   (hack/kstatus: sigs.k8s.io/cli-utils' pkg/kstatus behind a stdin/stdout main), built only
 #   when named (`tools` names both; they take a lock of their own, so they build while the
@@ -30,7 +31,7 @@ export GOTOOLCHAIN=local
 kube_components=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 all_components=(etcd "${kube_components[@]}" kwok helm)
 # The real one-node cluster (hack/k8s/localkube/realnode.py); `make test` does not build these.
-node_components=(kubelet kube-proxy coredns crictl cnpg)
+node_components=(kubelet kube-proxy coredns crictl cnpg minio)
 # Test tools, opt-in: tests that need them skip with the command that builds them.
 tool_components=(promtool kstatus)
 
@@ -47,10 +48,16 @@ version_of() {
     cnpg) echo "$CNPG_VERSION" ;;
     promtool) echo "$PROMETHEUS_VERSION" ;;
     kstatus) echo "$CLI_UTILS_VERSION-$(sha256sum "$here/../kstatus/main.go" "$here/../kstatus/go.mod" | sha256sum | cut -c1-12)" ;;
+    minio) echo "$MINIO_VERSION" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
       echo "$KUBERNETES_VERSION" ;;
     *) die "unknown component '$1' (known: ${all_components[*]} ${node_components[*]} ${tool_components[*]})" ;;
   esac
+}
+
+last_time() {  # " (last time N s)" when a build of $1 was timed before (any version)
+  local seconds; seconds="$(cat "$bin_dir/.$1.seconds" 2>/dev/null || true)"
+  [[ -n "$seconds" ]] && echo " (last time ${seconds} s)" || echo " (first time: minutes)"
 }
 
 is_built() {  # a binary counts as built when its stamp names the pinned version
@@ -60,8 +67,6 @@ is_built() {  # a binary counts as built when its stamp names the pinned version
 
 mark_built() { version_of "$1" >"$bin_dir/.$1.version"; }
 
-# The seconds the last build of $1 took (kept beside its stamp), for "last time N s".
-last_time() { cat "$bin_dir/.$1.seconds" 2>/dev/null || echo "?"; }
 
 # Creates a wrapper module in $1 requiring module $2 at version $3 (fresh each time: cheap).
 wrapper_module() {
@@ -171,26 +176,42 @@ build_kstatus() {  # hack/kstatus, its go.mod pinning cli-utils; built out of a 
   go_build "$dir" "" .
 }
 
+build_minio() {
+  # MinIO's server, unmodified (AGPL-3.0: a test/dev fixture, never in the chart; ADR 0037),
+  # with the version variables its buildscripts/gen-ldflags.go sets, read from the pseudo-
+  # version (v0.0.0-<UTC date>-<12-hex commit>) so `minio --version` names the commit.
+  local dir="$src_dir/minio" pkg=github.com/minio/minio flags stamp commit
+  wrapper_module "$dir" "$pkg" "$MINIO_VERSION"
+  stamp="${MINIO_VERSION#v0.0.0-}"; commit="${stamp#*-}"; stamp="${stamp%%-*}"
+  stamp="${stamp:0:4}-${stamp:4:2}-${stamp:6:2}T${stamp:8:2}:${stamp:10:2}:${stamp:12:2}Z"
+  flags="-X $pkg/cmd.Version=$stamp -X $pkg/cmd.CopyrightYear=${stamp:0:4}"
+  flags+=" -X $pkg/cmd.ReleaseTag=DEVELOPMENT.${stamp//:/-} -X $pkg/cmd.CommitID=$commit"
+  flags+=" -X $pkg/cmd.ShortCommitID=${commit:0:12}"
+  go_build "$dir" "$flags" "$pkg"
+}
+
 build() {  # build COMPONENT...: only those not yet built
   local wanted=() kube=() c
   for c in "$@"; do
     version_of "$c" >/dev/null
-    if is_built "$c"; then log "$c $(version_of "$c") already built (last time $(last_time "$c") s)"
+    if is_built "$c"; then log "$c $(version_of "$c") already built$(last_time "$c")"
     else wanted+=("$c"); fi
   done
   [[ ${#wanted[@]} -eq 0 ]] && return 0
   command -v go >/dev/null || die "Go toolchain not found; install Go (see docs/testing-kubernetes.md)"
   for c in "${wanted[@]}"; do
     local start=$SECONDS
+    log "building $c $(version_of "$c")$(last_time "$c")"
     case "$c" in
       kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
         kube+=("$c"); continue ;;
       etcd) build_etcd ;; kwok) build_kwok ;; helm) build_helm ;;
       coredns) build_coredns ;; crictl) build_crictl ;; cnpg) build_cnpg ;;
       promtool) build_promtool ;; kstatus) build_kstatus ;;
+      minio) build_minio ;;
     esac
     mark_built "$c"; echo $((SECONDS - start)) >"$bin_dir/.$c.seconds"
-    log "built $c $(version_of "$c") in $((SECONDS - start))s (last time $(last_time "$c") s)"
+    log "built $c $(version_of "$c") in $((SECONDS - start))s"
   done
   if [[ ${#kube[@]} -gt 0 ]]; then
     local start=$SECONDS

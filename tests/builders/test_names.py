@@ -15,6 +15,7 @@ from attested_cortex.builders.configmaps import Satellites, build_config_map
 from attested_cortex.builders.deployments import build_deployment
 from attested_cortex.builders.inputs import MAX_CORTEX_NAME, Cortex
 from attested_cortex.builders.jobs import build_migration_job
+from attested_cortex.builders.logicalbackups import build_logical_backup_cronjob
 from attested_cortex.builders.networkpolicies import build_db_network_policy
 from attested_cortex.builders.secrets import (
     build_approval_secret,
@@ -35,7 +36,7 @@ def children(c: Cortex) -> list[Object]:
             build_config_map(c, Satellites()), build_approval_secret(c, "00"),
             build_audit_signer_secret(c, {"agent-id": "cortex:a/b"}, namespace_uid="ns-uid"),
             build_service_account(c), build_disruption_budget(c),
-            *tls_children(c)]
+            build_logical_backup_cronjob(with_backup(c), DEFAULTS), *tls_children(c)]
 
 
 def tls_children(c: Cortex) -> list[Object]:
@@ -48,10 +49,19 @@ def tls_children(c: Cortex) -> list[Object]:
             build_ca_bundle(c, "ca"), build_certificate(managed)]
 
 
+
+
+def with_backup(c: Cortex) -> Cortex:
+    store = {"endpoint": "http://s3:9000", "bucket": "bkt", "credentialsSecretRef": {"name": "k"}}
+    return cortex({"backup": {"logical": {"objectStore": store}}}, name=c.meta.name)
+
+
 def component_of(obj: Object, c: Cortex) -> str:
     name = obj["metadata"]["name"]
     if obj["kind"] == "Job":
         return "migration"
+    if obj["kind"] == "CronJob":
+        return "backup"
     if name in (names.db_name(c.meta.name), names.db_secret_name(c.meta.name)):
         return "database"
     return "server"
@@ -78,6 +88,8 @@ def test_names_fit_for_the_longest_cortex_name() -> None:
         assert len(name) <= 63 and DNS_LABEL.match(name), name
         for value in obj["metadata"]["labels"].values():
             assert len(value) <= 63
+    # A CronJob's Jobs are named "<cronjob>-<minutes>" (11 more characters).
+    assert len(names.backup_cronjob_name(c.meta.name)) <= 52
     # The StatefulSet's pod and its controller-revision-hash label ("<sts>-<10 chars>").
     sts = names.db_name(c.meta.name)
     assert len(f"{sts}-0") <= 63 and len(f"{sts}-0123456789") <= 63

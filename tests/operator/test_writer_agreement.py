@@ -17,10 +17,13 @@ from typing import Any
 import pytest
 
 from attested_cortex.builders.inputs import Meta
+from attested_cortex.builders.logicalbackups import build_logical_backup_cronjob
 from attested_cortex.controller.applying import APPLY, ApiWriter, CollisionError, Writer, path
 from attested_cortex.controller.eventing import post_event
 from attested_cortex.crd import GROUP, VERSION
 from attested_cortex.kubeclient import ApiConflictError, ApiNotFoundError, KubeApi, from_kubeconfig
+from tests.builders.specs import DEFAULTS
+from tests.builders.specs import cortex as cortex_spec
 from tests.crd.conftest import install_crds
 from tests.support.kube import Kube
 from tests.support.memorycluster import MemoryCluster, MemoryWriter
@@ -187,3 +190,20 @@ async def test_events_and_label_selectors(side: Side) -> None:
     events = await w.list("v1", "Event", side.namespace, "")
     assert [(e["involvedObject"]["name"], e["type"], e["reason"]) for e in events] == [
         ("hc", "Warning", "InvalidHook")]
+
+
+async def test_the_backup_cronjob_is_accepted_applies_unchanged_and_goes(side: Side) -> None:
+    store = {"endpoint": "http://minio:9000", "bucket": "backups",
+             "credentialsSecretRef": {"name": "k"}}
+    built = build_logical_backup_cronjob(
+        cortex_spec({"backup": {"logical": {"objectStore": store}}}), DEFAULTS)
+    # no owner here: the control plane's garbage collector would remove an orphan
+    meta = {k: v for k, v in built["metadata"].items() if k != "ownerReferences"}
+    cron = {**built, "metadata": {**meta, "namespace": side.namespace}}
+    w = side.writer
+    live = await w.apply(cron)
+    assert live["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0][
+        "args"][:2] == ["export", "--to"]
+    assert version(await w.apply(cron)) == version(live)
+    assert await w.remove("batch/v1", "CronJob", side.namespace, meta["name"])
+    assert await w.get("batch/v1", "CronJob", side.namespace, meta["name"]) is None

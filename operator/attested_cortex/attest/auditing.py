@@ -15,10 +15,11 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 from attested_cortex.attest import cbor
-from attested_cortex.attest.chain import Statement, first_break, signature_fault
+from attested_cortex.attest.chain import Statement
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign
+from attested_cortex.attest.verifying import check_batch
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.store import events
 from attested_cortex.store.database import Conn
@@ -101,8 +102,8 @@ async def verify_chain(
         # aclosing: stopping at the first fault must still close the cursor and transaction.
         async with aclosing(events.stream_events(conn, batch=batch)) as stream:
             async for rows in stream:
-                # Hashing and Ed25519 run off the event loop; libsodium releases the GIL,
-                # so signature checks of one batch spread over the pool's threads.
+                # Hashing and Ed25519 run off the event loop; the batch's signatures are
+                # checked on the pool's threads while its hashes are walked (verifying.py).
                 fault = await asyncio.to_thread(state.walk, rows, pool)
                 if fault is not None:
                     return state.report(fault)
@@ -121,35 +122,15 @@ class _Walk:
 
     def walk(self, rows: list[EventRow], pool: Executor) -> str | None:
         """Check a batch; advance past every good event; return the first fault, if any."""
-        good, fault = first_break(rows, expected_sequence=self.expected, expected_prev=self.prev)
-        signature_at, signature_fault_ = self._signatures(rows[:good], pool)
-        if signature_fault_ is not None:
-            good, fault = signature_at, signature_fault_
-        if good:
-            self.expected, self.prev = rows[good - 1].sequence + 1, rows[good - 1].hash
-        return fault
-
-
-    def _signatures(self, rows: list[EventRow], pool: Executor) -> tuple[int, str | None]:
-        keyring = self.keyring
-        if keyring is None:
-            return len(rows), None
-        known = [(i, e) for i, e in enumerate(rows) if _signed_by_known(e, keyring)]
-        # Contiguous chunks, one per worker: a future per event would cost more than a verify.
-        size = max(1, -(-len(known) // _WORKERS))
-        chunks = [known[start : start + size] for start in range(0, len(known), size)]
-        found = [f for f in pool.map(lambda c: _first_bad(c, keyring), chunks) if f is not None]
-        if found:
-            index, fault = min(found)
-            self._count(rows[: index + 1], keyring)
-            return index, fault
-        self._count(rows, keyring)
-        return len(rows), None
-
-    def _count(self, rows: list[EventRow], keyring: Keyring) -> None:
-        known = sum(1 for e in rows if _signed_by_known(e, keyring))
-        self.checked += known
-        self.unverified += len(rows) - known
+        verdict = check_batch(rows, expected_sequence=self.expected, expected_prev=self.prev,
+                              keyring=self.keyring, pool=pool, workers=_WORKERS)
+        if self.keyring is not None:
+            self.checked += verdict.checked
+            self.unverified += verdict.examined - verdict.checked
+        if verdict.good:
+            last = rows[verdict.good - 1]
+            self.expected, self.prev = last.sequence + 1, last.hash
+        return verdict.fault
 
     def report(self, fault: str | None) -> ChainReport:
         count = self.expected - 1
@@ -162,18 +143,6 @@ class _Walk:
             signatures_checked=self.checked,
             unverified=self.unverified,
         )
-
-
-def _signed_by_known(event: EventRow, keyring: Keyring) -> bool:
-    return event.signature is not None and keyring.knows(event.agent_id)
-
-
-def _first_bad(chunk: list[tuple[int, EventRow]], keyring: Keyring) -> tuple[int, str] | None:
-    for index, event in chunk:
-        fault = signature_fault(event, keyring)
-        if fault is not None:
-            return index, fault
-    return None
 
 
 def _statement(

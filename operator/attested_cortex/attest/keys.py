@@ -16,6 +16,7 @@ A private key's ``repr`` never shows the seed.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -29,8 +30,10 @@ SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
 KEY_BYTES = 32
 
 
+@functools.lru_cache(maxsize=4096)
 def fingerprint_of(public_key: bytes) -> Fingerprint:
-    """SHA-256 (lowercase hex) of a raw public key."""
+    """SHA-256 (lowercase hex) of a raw public key. Cached: a chain verification asks it
+    for the same few keys once per event."""
     return Fingerprint(hashlib.sha256(public_key).hexdigest())
 
 

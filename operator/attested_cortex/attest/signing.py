@@ -9,6 +9,7 @@ it signs in Cortex custody. Verification never raises for a bad signature: it an
 from __future__ import annotations
 
 import base64
+import functools
 
 from nacl.exceptions import BadSignatureError
 from nacl.exceptions import ValueError as NaclValueError
@@ -31,10 +32,17 @@ def verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
     if len(public_key) != KEY_BYTES or len(signature) != SIGNATURE_BYTES:
         return False
     try:
-        VerifyKey(public_key).verify(message, signature)
+        _verify_key(public_key).verify(message, signature)
     except (BadSignatureError, NaclValueError):
         return False
     return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _verify_key(public_key: bytes) -> VerifyKey:
+    """One VerifyKey per public key: a chain verification checks every event of an agent
+    with the same key (libsodium's verify itself keeps no state, so sharing is safe)."""
+    return VerifyKey(public_key)
 
 
 def parse_signature(text: str) -> bytes:

@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 from attested_cortex.builders.inputs import Meta
 from attested_cortex.crd import GROUP, VERSION
 
-Component = Literal["database", "migration", "server"]
+Component = Literal["database", "migration", "server", "backup"]
 Object = dict[str, Any]
 
 APP: Final = "attested-cortex"
@@ -134,6 +134,11 @@ def job_name(cortex: str, version: int) -> str:
     return f"{cortex}-migrate-v{version}"
 
 
+def backup_cronjob_name(cortex: str) -> str:
+    """The logical backup CronJob (at most 47 characters: a CronJob's name may have 52)."""
+    return f"{cortex}-backup"
+
+
 def tokenreview_binding_name(namespace: str, cortex: str) -> str:
     """Cluster-scoped binding that lets the server review service-account tokens."""
     return f"attested-cortex:{namespace}:{cortex}"
@@ -161,7 +166,7 @@ FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     "Secret": ("-db-credentials", "-approval-hmac", "-audit-signer", "-tls", "-tls-ca"),
     "ConfigMap": ("-config", "-ca"), "Certificate": ("-tls",),
     "ServiceAccount": ("-server",), "Deployment": ("-server",),
-    "PodDisruptionBudget": ("-server",)}
+    "PodDisruptionBudget": ("-server",), "CronJob": ("-backup",)}
 
 
 def claimants(kind: str, name: str) -> set[str]:

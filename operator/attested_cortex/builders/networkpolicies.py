@@ -1,4 +1,5 @@
-"""The database's NetworkPolicy: only this cortex's server pods and migration Jobs get in."""
+"""The database's NetworkPolicy: only this cortex's server pods, migration Jobs and logical
+backup runs get in."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ Object = dict[str, Any]
 
 
 def build_db_network_policy(cortex: Cortex) -> Object:
-    """Ingress to the database pod from the server and migration pods of the same cortex."""
+    """Ingress to the database pod from the server, migration and backup pods of the same
+    cortex."""
     peers = [{"podSelector": {"matchLabels": names.selector(cortex.meta.name, component)}}
-             for component in ("server", "migration")]
+             for component in ("server", "migration", "backup")]
     return {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": names.metadata(names.db_name(cortex.meta.name), cortex.meta,

@@ -15,8 +15,8 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from attested_cortex.attest.chain import first_break, signature_fault
 from attested_cortex.attest.keyring import Keyring, build_keyring, parse_keyring_file
+from attested_cortex.attest.verifying import check_batch
 from attested_cortex.bundles import copytext
 from attested_cortex.bundles.errors import BundleError
 from attested_cortex.bundles.formats import BY_NAME, KEYS
@@ -67,9 +67,10 @@ class ChainWalk:
     """The chain checked across chunks: sequences from 1 without gaps, each event linked to
     the previous one's hash and hashed as documented, signatures of known agents valid.
 
-    Signatures of a chunk are checked on ``workers`` threads (libsodium releases the GIL),
-    in contiguous slices as :func:`~attested_cortex.attest.auditing.verify_chain` does; the
-    first fault by position is the one reported."""
+    A chunk is checked by :func:`~attested_cortex.attest.verifying.check_batch`, as
+    :func:`~attested_cortex.attest.auditing.verify_chain` checks a batch: its signatures on
+    ``workers`` threads while its hashes are walked; the first fault by position is the one
+    reported."""
 
     def __init__(self, keyring: Keyring, *, workers: int = _WORKERS) -> None:
         self.keyring = keyring
@@ -87,32 +88,16 @@ class ChainWalk:
             except ValueError as exc:
                 at = self.expected + len(events)
                 raise BundleError("unreadable_event", f"{name} event {at}", str(exc)) from exc
-        good, fault = first_break(events, expected_sequence=self.expected, expected_prev=self.prev)
-        signed = [(i, e) for i, e in enumerate(events[:good])
-                  if e.signature is not None and self.keyring.knows(e.agent_id)]
-        bad = self._signatures(signed)
-        if bad is not None:
-            good, fault = bad
-        if fault is not None:
-            raise BundleError("chain_broken", f"{name} event {self.expected + good}", fault)
-        self.signatures += len(signed)
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            verdict = check_batch(events, expected_sequence=self.expected,
+                                  expected_prev=self.prev, keyring=self.keyring, pool=pool,
+                                  workers=self.workers)
+        if verdict.fault is not None:
+            raise BundleError("chain_broken", f"{name} event {self.expected + verdict.good}",
+                              verdict.fault)
+        self.signatures += verdict.checked
         if events:
             self.expected, self.prev = events[-1].sequence + 1, events[-1].hash
-
-
-    def _signatures(self, signed: list[tuple[int, EventRow]]) -> tuple[int, str] | None:
-        size = max(1, -(-len(signed) // self.workers))
-        slices = [signed[start:start + size] for start in range(0, len(signed), size)]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            found = [f for f in pool.map(self._first_bad, slices) if f is not None]
-        return min(found) if found else None
-
-    def _first_bad(self, chunk: list[tuple[int, EventRow]]) -> tuple[int, str] | None:
-        for index, event in chunk:
-            fault = signature_fault(event, self.keyring)
-            if fault is not None:
-                return index, fault
-        return None
 
     def finish(self, manifest: Manifest) -> None:
         """The chain ends where the manifest says: no event dropped from its tail."""

@@ -3,9 +3,12 @@
 ``export --database-url URL`` reads the database directly (with ``--keys`` for the public
 keys the bundle carries and ``--signer`` for the agent whose private key signs the
 manifest); ``export --server URL`` downloads ``GET /v1/export`` (a tar stream the server
-signs with its audit signer) and unpacks it. ``import`` verifies a bundle and imports it
-into an empty database as the migrating role. Exit 0 done, 1 bundle or target refused (the
-message names what and where; nothing was imported), 2 the command could not run. Thin over
+signs with its audit signer) and unpacks it. ``--out DIR`` writes a directory, ``--to
+s3://bucket/path`` a new bundle in an object store (``--retain N`` then prunes; the logical
+backup CronJob runs exactly this). ``import`` verifies a bundle (``--bundle DIR`` or
+``--from s3://...``) and imports it into an empty database as the migrating role. Exit 0
+done, 1 bundle or target refused (the message names what and where; nothing was imported),
+2 the command could not run. Thin over
 :mod:`attested_cortex.bundles`; registered by :mod:`attested_cortex.cli.main`.
 """
 
@@ -13,12 +16,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import sys
 import tarfile
+import tempfile
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +35,20 @@ def register(subparsers: Any, name: str) -> None:
     """Add ``export`` or ``import``."""
     if name == "export":
         parser = subparsers.add_parser("export", help="write a bundle of a whole cortex")
-        source = parser.add_mutually_exclusive_group(required=True)
+        env_url = os.environ.get("CORTEX_DATABASE_URL")
+        source = parser.add_mutually_exclusive_group(required=not env_url)
         source.add_argument("--server", help="base URL of a running cortex (GET /v1/export)")
-        source.add_argument("--database-url", help="PostgreSQL URL of the cortex's database")
-        parser.add_argument("--out", type=Path, required=True, help="new or empty directory")
+        source.add_argument("--database-url", default=env_url, help="PostgreSQL URL of the "
+                            "cortex's database (default: $CORTEX_DATABASE_URL)")
+        target = parser.add_mutually_exclusive_group(required=True)
+        target.add_argument("--out", type=Path, help="new or empty directory")
+        target.add_argument("--to", metavar="s3://BUCKET/PATH",
+                            help="an S3-compatible object store: a new bundle in a folder "
+                            "named by the export's UTC time under PATH (credentials from "
+                            "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)")
+        parser.add_argument("--retain", type=int, metavar="N",
+                            help="with --to: then delete all but the newest N bundles")
+        _endpoint_argument(parser)
         parser.add_argument("--keys", type=Path, help="key root: the public keys to carry and "
                             "the signer's private key (with --database-url)")
         parser.add_argument("--signer", help="agent id whose private key in --keys signs "
@@ -46,7 +62,13 @@ def register(subparsers: Any, name: str) -> None:
     else:
         parser = subparsers.add_parser("import", help="verify a bundle; import it into an "
                                        "empty cortex, all or nothing")
-        parser.add_argument("--bundle", type=Path, required=True, help="bundle directory")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--bundle", type=Path, help="bundle directory")
+        source.add_argument("--from", dest="from_", metavar="s3://BUCKET/PATH",
+                            help="a bundle in an S3-compatible object store: PATH names the "
+                            "bundle's folder, or the folder of a scheduled backup (its newest "
+                            "complete bundle)")
+        _endpoint_argument(parser)
         parser.add_argument("--database-url", required=True,
                             help="PostgreSQL URL of the empty target, as the migrating role")
         parser.add_argument("--keys", type=Path, help="trusted key root: verify the manifest "
@@ -58,23 +80,62 @@ def register(subparsers: Any, name: str) -> None:
         parser.set_defaults(handler=run_import)
 
 
+def _endpoint_argument(parser: Any) -> None:
+    parser.add_argument("--endpoint", default=None, help="the object store's http(s) URL "
+                        "(else $AWS_ENDPOINT_URL)")
+
+
 def run_export(args: argparse.Namespace) -> int:
     """Export; print what was written."""
     try:
-        out: Path = args.out
-        if out.exists() and any(out.iterdir()):
-            raise FileExistsError(f"--out {out} is not empty")
-        out.mkdir(parents=True, exist_ok=True)
-        if args.server:
-            report: dict[str, Any] = _download(args, out)
+        if args.to:
+            report, where = _export_to_store(args)
         else:
-            report = dataclasses.asdict(asyncio.run(_export(args, out)))
+            report, where = _export_to_directory(args), str(args.out)
     except (CortexError, OSError, ValueError) as exc:
         return _failed("export", exc)
     print(json.dumps(report, indent=2) if args.json else
           f"exported {report['chain_events']} events, head {report['chain_head']}; "
-          f"signed by {report['signed_by'] or '(unsigned)'} -> {out}")
+          f"signed by {report['signed_by'] or '(unsigned)'} -> {where}")
     return 0
+
+
+def _export_to_directory(args: argparse.Namespace) -> dict[str, Any]:
+    out: Path = args.out
+    if args.retain is not None:
+        raise ValueError("--retain needs --to")
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"--out {out} is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    if args.server:
+        return _download(args, out)
+    return dataclasses.asdict(asyncio.run(_export(args, out)))
+
+
+def _export_to_store(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """A new bundle under ``--to`` (then retention); the report names it and what went."""
+    from datetime import UTC, datetime
+
+    from attested_cortex.bundles import objectstores
+
+    if args.server:
+        raise ValueError("--to exports with --database-url (a server's export: --out)")
+    if args.retain is not None and args.retain < 1:
+        raise ValueError("--retain must be at least 1")
+    store = _bundle_store(args, args.to)
+    bundle = objectstores.bundle_name(datetime.now(UTC))
+    report = dataclasses.asdict(asyncio.run(_export(args, store.sink(bundle))))
+    report["bundle"] = store.location.url() + "/" + bundle
+    if args.retain is not None:
+        report["pruned"] = store.prune(args.retain)
+    return report, report["bundle"]
+
+
+def _bundle_store(args: argparse.Namespace, url: str) -> Any:
+    from attested_cortex.bundles import objectstores
+
+    settings = objectstores.StoreSettings.from_env(os.environ, endpoint=args.endpoint)
+    return objectstores.BundleStore(settings, objectstores.parse_location(url))
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -83,8 +144,9 @@ def run_import(args: argparse.Namespace) -> int:
 
     try:
         trusted = _keys(args.keys).keyring if args.keys else None
-        report = asyncio.run(import_bundle(args.database_url, args.bundle, trusted=trusted,
-                                           require_signed=args.require_signature))
+        with _fetched(args) as bundle:
+            report = asyncio.run(import_bundle(args.database_url, bundle, trusted=trusted,
+                                               require_signed=args.require_signature))
     except BundleError as exc:
         print(f"cortexctl import: refused, nothing imported: {exc.message}", file=sys.stderr)
         return 1
@@ -98,6 +160,26 @@ def run_import(args: argparse.Namespace) -> int:
               f"{report.chain_head}); {report.signatures_checked} signatures checked with "
               f"the {report.keys}'s keys; signed by {report.signed_by or '(unsigned)'}")
     return 0
+
+
+@contextlib.contextmanager
+def _fetched(args: argparse.Namespace) -> Iterator[Path]:
+    """The bundle directory to import: ``--bundle``, or ``--from`` downloaded into a
+    private temporary directory (removed after; the import verifies every byte of it)."""
+    if args.from_ is None:
+        yield args.bundle
+        return
+    from attested_cortex.bundles import objectstores
+
+    location = objectstores.parse_location(args.from_)
+    parent, _, last = location.prefix.rpartition("/")
+    with tempfile.TemporaryDirectory(prefix="cortex-bundle-") as tmp:
+        named = _bundle_store(args, f"s3://{location.bucket}/{parent}") if last else None
+        if named is not None and last in named.bundles():
+            named.download(last, Path(tmp))
+        else:
+            _bundle_store(args, args.from_).download(None, Path(tmp))
+        yield Path(tmp)
 
 
 def _failed(command: str, exc: Exception) -> int:
@@ -114,7 +196,8 @@ def _keys(root: Path) -> Any:
     return load_snapshot(root)
 
 
-async def _export(args: argparse.Namespace, out: Path) -> Any:
+async def _export(args: argparse.Namespace, target: Any) -> Any:
+    """Export ``--database-url`` to a directory (a Path) or a sink (an object store's)."""
     from attested_cortex.attest.keyring import EMPTY_KEYRING
     from attested_cortex.bundles import DirectorySink, export_bundle
     from attested_cortex.store.dumping import owner_connection
@@ -127,7 +210,8 @@ async def _export(args: argparse.Namespace, out: Path) -> Any:
         if signer is None:
             raise ValueError(f"--signer {args.signer} has no private key under --keys")
     async with owner_connection(args.database_url) as conn:
-        return await export_bundle(conn, DirectorySink(out), signer=signer,
+        sink = DirectorySink(target) if isinstance(target, Path) else target
+        return await export_bundle(conn, sink, signer=signer,
                                    keyring=snapshot.keyring if snapshot else EMPTY_KEYRING)
 
 

@@ -44,6 +44,7 @@ RESOURCES: Final[dict[tuple[str, str], tuple[str, bool]]] = {
     ("apps/v1", "StatefulSet"): ("statefulsets", True),
     ("apps/v1", "Deployment"): ("deployments", True),
     ("batch/v1", "Job"): ("jobs", True),
+    ("batch/v1", "CronJob"): ("cronjobs", True),
     ("policy/v1", "PodDisruptionBudget"): ("poddisruptionbudgets", True),
     ("networking.k8s.io/v1", "NetworkPolicy"): ("networkpolicies", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),

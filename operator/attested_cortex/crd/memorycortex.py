@@ -20,6 +20,7 @@ from attested_cortex.crd.common import (
     StorageSpec,
     section,
 )
+from attested_cortex.crd.logicalbackups import BackupSection, LogicalBackupStatus
 from attested_cortex.crd.permissionrule import namespace_pattern_extra
 from attested_cortex.crd.settings import AuditSpec, DatabaseTimeouts, EmbeddingSpec, LimitsSpec
 from attested_cortex.crd.tls import ServerTlsSpec
@@ -326,6 +327,8 @@ class MemoryCortexSpec(CrdModel):
     limits: LimitsSpec = section(LimitsSpec, "Bounds on requests and answers.")
     audit: AuditSpec = section(AuditSpec, "The signed audit chain.")
     trust: TrustSpec = section(TrustSpec, "Trust tiers and their scope ceilings.")
+    backup: BackupSection = section(BackupSection, "Scheduled backups to an object store "
+                                    "(every database mode).")
     schema_: SchemaSpec = Field(
         default_factory=SchemaSpec,
         alias="schema",
@@ -376,3 +379,6 @@ class MemoryCortexStatus(CommonStatus):
     identities: int | None = Field(
         default=None, ge=0, description="AgentIdentities whose public keys the server trusts."
     )
+    logical_backup: LogicalBackupStatus | None = Field(
+        default=None, description="Where spec.backup.logical's runs stand: the last success "
+        "and the last failure.")

@@ -16,6 +16,7 @@ from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.builders.rules import summary_line
 from attested_cortex.controller.memorycortex.database import DatabaseOutcome
+from attested_cortex.controller.memorycortex.logicalbackup import LogicalBackupOutcome
 from attested_cortex.controller.memorycortex.schema import SchemaOutcome
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.controller.statuses import write_status
@@ -47,14 +48,18 @@ def fields(cortex: Cortex, satellites: Satellites, db: DatabaseOutcome,
 
 async def report(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
                  satellites: Satellites, *, db: DatabaseOutcome, schema: SchemaOutcome,
-                 server: Observation) -> None:
+                 server: Observation, logical_backup: LogicalBackupOutcome | None = None) -> None:
     """Write the conditions and fields (only if they changed)."""
     parts = [db.condition, schema.condition, server]
     observed = [*parts, ready(parts, ready_reason="CortexReady",
                               ready_message="database, schema and server are ready")]
     if db.storage is not None:  # not part of Ready: a volume still growing serves as before
         observed.append(db.storage)
+    if logical_backup is not None and logical_backup.condition is not None:
+        observed.append(logical_backup.condition)  # nor a failing backup
     if any(c.get("type") == "Paused" for c in status.get("conditions") or []):
         observed.append(Observation.of("Paused", False, "Reconciling", "spec.paused is false"))
+    extra = {"logicalBackup": logical_backup.status} if logical_backup is not None else {}
     await write_status(rt.writer, kind=KIND, meta=cortex.meta, current=status,
-                       observed=observed, fields=fields(cortex, satellites, db, schema))
+                       observed=observed, fields={**fields(cortex, satellites, db, schema),
+                                                  **extra})

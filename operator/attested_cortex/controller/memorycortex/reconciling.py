@@ -1,5 +1,5 @@
 """The MemoryCortex pass: parse, pause, gather, database (with the server's configuration
-and its TLS certificate), schema, server, status.
+and its TLS certificate), schema, server, logical backup, status.
 
 Also the clean-up of what owner references cannot remove: the cluster-scoped TokenReview
 binding of a deleted cortex (deleted right away when the operator sees the cortex go, and
@@ -19,6 +19,7 @@ from attested_cortex.controller.memorycortex import (
     cloudnativepg,
     database,
     gathering,
+    logicalbackup,
     readiness,
     schema,
     server,
@@ -84,8 +85,9 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     served = await server.ensure(rt, cortex, satellites,
                                  schema_ready=migrated.condition.status == "True",
                                  blocked=certificate.problem)
+    backed_up = await logicalbackup.ensure(rt, cortex, status)
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
-                           server=served.condition)
+                           server=served.condition, logical_backup=backed_up)
     delays = [d for d in (db.retry_in, migrated.retry_in, served.retry_in, certificate.retry_in)
               if d is not None]
     return min(delays, default=None)

@@ -43,8 +43,9 @@ def _job_condition(job: Object, type_: str) -> Object | None:
     return None
 
 
-async def _last_words(rt: Runtime, cortex: Cortex, job_name: str) -> str:
-    """The failed migrate container's termination message (its last log lines)."""
+async def last_words(rt: Runtime, cortex: Cortex, job_name: str) -> str:
+    """A failed Job's container termination message (its last log lines): the migrate
+    command's, or a logical backup's export (``backup.py``)."""
     pods = await rt.writer.list("v1", "Pod", cortex.meta.namespace, f"job-name={job_name}")
     for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""),
                       reverse=True):
@@ -58,7 +59,7 @@ async def _last_words(rt: Runtime, cortex: Cortex, job_name: str) -> str:
 async def _failed(rt: Runtime, cortex: Cortex, job: Object, failed: Object,
                   known: int | None) -> SchemaOutcome:
     name = job["metadata"]["name"]
-    words = await _last_words(rt, cortex, name)
+    words = await last_words(rt, cortex, name)
     reason = "DatabaseNewerThanBuild" if NEWER_MARKER in words else "MigrationFailed"
     message = (f"Job {name} failed ({failed.get('reason', 'Failed')}: "
                f"{failed.get('message', '')})" + (f"; migrate said: {words}" if words else ""))
