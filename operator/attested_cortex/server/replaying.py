@@ -13,6 +13,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from attested_cortex.errors import InvalidInputError
+from attested_cortex.server.encoding import json_answer
 from attested_cortex.server.state import caller, state
 from attested_cortex.service.resources import idempotency
 
@@ -41,7 +42,7 @@ async def once(request: web.Request, body: BaseModel, write: idempotency.WriteFn
     written = await idempotency.once(
         state(request).services, who, write, operation=f"{request.method} {request.path}",
         request=shown, kind=kind, status=status, resource_id=resource_id)
-    response = web.json_response(written.answer, status=written.status)
+    response = json_answer(written.answer, status=written.status)
     if written.replayed:
         response.headers[REPLAYED] = "true"
     return response
