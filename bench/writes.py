@@ -96,7 +96,7 @@ def run() -> dict[str, Any]:
         bulk_load(dsn, gen, EXISTING)
         load_s = round(time.perf_counter() - started, 1)
         with serve(dsn, Path(tmp), "--config", config, "--embedder", "none") as served:
-            asyncio.run(batches(served.base, list(gen.memories(BATCH))))  # warm-up
+            asyncio.run(batches(served.base, list(gen.memories(2 * BATCH))))  # warm-up
             out["batch"] = {**asyncio.run(batches(served.base, list(gen.memories(
                 BATCH * BATCHES)))), "existing": EXISTING, "load_seconds": load_s,
                 "mode": "fulltext (--embedder none)"}
