@@ -13,7 +13,7 @@ import sys
 from bench.summary import write_performance
 
 AREAS = ("hooks", "attest", "recall", "policy", "kg", "operator", "recovery", "quality",
-         "transcripts", "mcp", "backup", "ha")
+         "transcripts", "mcp", "backup", "ha", "writes")
 
 
 def main(argv: list[str]) -> int:

@@ -315,11 +315,33 @@ def backup_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def writes_rows(d: dict[str, Any]) -> list[Row]:
+    seq, batch = d.get("sequential_fulltext") or {}, d.get("batch") or {}
+    return [
+        ("sequential stores (HTTP, --embedder none, client on the same 2 cores): stores/s; "
+         "p50 / p95; load average (1 min)",
+         f"{_fmt(seq.get('per_second'), ' /s')}; {_fmt(_get(seq, 'latency_ms', 'p50'))} / "
+         f"{_fmt(_get(seq, 'latency_ms', 'p95'), ' ms')}; "
+         f"{_load(seq)}", ">= 500 /s"),
+        (f"POST /v1/memories:batch ({_fmt(batch.get('per_request'))} per request) at "
+         f"{_fmt(batch.get('existing'))} existing: memories/s; request p95; chain verified; "
+         "load average (1 min)",
+         f"{_fmt(batch.get('per_second'), ' memories/s')}; "
+         f"{_fmt(_get(batch, 'request_ms', 'p95'), ' ms')}; {batch.get('chain_ok')}; "
+         f"{_load(batch)}", ">= 5000 memories/s"),
+    ]
+
+
+def _load(run: dict[str, Any]) -> str:
+    load = _get(run, "load_average", 0)
+    return "n/a" if load is None else f"{load:.1f}"
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "quality": quality_rows, "policy": policy_rows, "kg": kg_rows,
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
-    "backup": backup_rows, "ha": ha_rows,
+    "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
 }
 
 

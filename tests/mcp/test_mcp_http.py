@@ -37,7 +37,7 @@ EXPECTED_TOOLS = {
     "memory_store", "memory_get", "memory_update", "memory_forget", "memory_list",
     "memory_recall", "memory_verify", "link_create", "link_invalidate", "link_verify",
     "kg_query", "kg_paths", "kg_timeline", "audit_verify", "capabilities", "approvals_list",
-    "approval_decide", "transcript_store", "memory_replay",
+    "approval_decide", "transcript_store", "memory_replay", "memory_store_batch",
 }
 
 
@@ -88,9 +88,10 @@ async def test_store_recall_get_update_list_forget(cortex: CortexClient, mode: s
             "namespace": "proj/a", "content": "the deploy key rotates every friday",
             "title": "rotation", "tags": ["ops"]}))
         assert stored["author"] == cortex.agent and stored["revision"] == 1
-        for i in range(5):
-            ok(await client.call_tool("memory_store", {
-                "namespace": "proj/a", "content": f"friday filler memory number {i} " * 20}))
+        fillers = ok(await client.call_tool("memory_store_batch", {"memories": [
+            {"namespace": "proj/a", "content": f"friday filler memory number {i} " * 20}
+            for i in range(5)]}))["memories"]
+        assert [m["revision"] for m in fillers] == [1] * 5
         found = ok(await client.call_tool("memory_recall", {"query": "deploy key rotates",
                                                             "namespace": "proj/a"}))
         assert found["results"][0]["id"] == stored["id"]

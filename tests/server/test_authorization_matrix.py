@@ -39,6 +39,7 @@ MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 #: writes nothing (a query with a body).
 CLASSIFIED: dict[tuple[str, str], str] = {
     ("POST", "/v1/memories"): "own",
+    ("POST", "/v1/memories:batch"): "own",
     ("PATCH", "/v1/memories/{id}"): "victim",
     ("DELETE", "/v1/memories/{id}"): "victim",
     ("POST", "/v1/links"): "own",
@@ -133,6 +134,19 @@ async def _attack_store(w: World, who: str) -> list[tuple[Reply, int, set[str]]]
     # spending alice's approval on her exact request, as someone else
     spend = await w.team.call(who, "POST", "/v1/memories",
                               {"namespace": "held/x", "content": "needs a yes"},
+                              **{"X-Cortex-Approval": w.approval})
+    return [(cite, 400, {"unknown_transcript"}), (spend, 403, {"approval_mismatch"})]
+
+
+async def _attack_store_batch(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    t = w.transcript["id"]
+    cite = await w.team.call(who, "POST", "/v1/memories:batch", {"memories": [
+        {"namespace": "proj", "content": "mine"},
+        {"namespace": "proj", "content": "mine now",
+         "citations": [{"transcript_id": t, "start": 0, "end": 8}]}]})
+    assert cite.body["error"]["details"]["index"] == 1, cite.text
+    spend = await w.team.call(who, "POST", "/v1/memories:batch",
+                              {"memories": [{"namespace": "held/x", "content": "needs a yes"}]},
                               **{"X-Cortex-Approval": w.approval})
     return [(cite, 400, {"unknown_transcript"}), (spend, 403, {"approval_mismatch"})]
 
@@ -256,6 +270,7 @@ ATTACKS: dict[tuple[str, str], Attack] = {
     ("POST", "/mcp"): _attack_mcp,
     ("DELETE", "/mcp"): _attack_mcp_end,
     ("POST", "/v1/memories"): _attack_store,
+    ("POST", "/v1/memories:batch"): _attack_store_batch,
     ("PATCH", "/v1/memories/{id}"): _attack_update,
     ("DELETE", "/v1/memories/{id}"): _attack_delete,
     ("POST", "/v1/links"): _attack_link,
@@ -327,6 +342,8 @@ async def test_a_token_without_write_scopes_mutates_nothing(
     body = json.dumps({"decision": "approve"}).encode()
     attempts: dict[tuple[str, str], tuple[str, Any, dict[str, str]]] = {
         ("POST", "/v1/memories"): ("/v1/memories", {"namespace": "proj", "content": "r"}, {}),
+        ("POST", "/v1/memories:batch"): (
+            "/v1/memories:batch", {"memories": [{"namespace": "proj", "content": "r"}]}, {}),
         ("PATCH", "/v1/memories/{id}"): (f"/v1/memories/{m}", {"content": "r"}, {}),
         ("DELETE", "/v1/memories/{id}"): (f"/v1/memories/{m}", None, {}),
         ("POST", "/v1/links"): ("/v1/links", {"src_id": m, "dst_id": other,
@@ -347,6 +364,7 @@ async def test_a_token_without_write_scopes_mutates_nothing(
     stamp = signed("POST", f"/v1/approvals/{w.approval}", b'{"decision":"approve"}')
     for name, arguments in [
         ("memory_store", {"namespace": "proj", "content": "r"}),
+        ("memory_store_batch", {"memories": [{"namespace": "proj", "content": "r"}]}),
         ("memory_update", {"id": m, "content": "r"}),
         ("memory_forget", {"id": m}),
         ("link_create", {"src_id": m, "dst_id": other, "relation": "supersedes"}),

@@ -78,6 +78,8 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
     b = await client.store("proj", "beta memory")
     calls: list[tuple[str, str, str, Any]] = [
         ("POST", "/v1/memories", "/v1/memories", {"namespace": "proj", "content": "gamma"}),
+        ("POST", "/v1/memories:batch", "/v1/memories:batch",
+         {"memories": [{"namespace": "proj", "content": "delta"}]}),
         ("GET", "/v1/memories", "/v1/memories?namespace=proj", None),
         ("GET", "/v1/memories/{id}", f"/v1/memories/{a['id']}", None),
         ("PATCH", "/v1/memories/{id}", f"/v1/memories/{a['id']}", {"title": "t"}),

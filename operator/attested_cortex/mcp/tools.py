@@ -29,6 +29,7 @@ from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import (
     approvals_api,
     auditing,
+    batches,
     introspection,
     kg,
     links,
@@ -37,7 +38,7 @@ from attested_cortex.service.resources import (
     transcripts,
 )
 from attested_cortex.service.resources.approvals_api import ListApprovals, SignedDecision
-from attested_cortex.service.resources.commands import RecallQuery, StoreMemory
+from attested_cortex.service.resources.commands import RecallQuery, StoreMemories, StoreMemory
 from attested_cortex.service.resources.graph_commands import (
     CreateLink,
     InvalidateLink,
@@ -91,6 +92,10 @@ class Tool(Generic[A]):
 
 async def _store(svc: Services, caller: Caller, a: StoreMemory) -> Answer:
     return memory_view(await memories.store(svc, caller, a))
+
+
+async def _store_batch(svc: Services, caller: Caller, a: StoreMemories) -> Answer:
+    return {"memories": [memory_view(m) for m in await batches.store_batch(svc, caller, a)]}
 
 
 async def _transcript_store(svc: Services, caller: Caller, a: StoreTranscript) -> Answer:
@@ -173,6 +178,9 @@ TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_store", "Store a memory: text in a `/`-separated namespace, with an "
          "optional title, tags and metadata. Answers the stored memory (its id).",
          StoreMemory, _store, keyed=("memory", lambda a: None)),
+    Tool("memory_store_batch", "Store up to 1,000 memories at once, all or nothing (each as "
+         "memory_store would; a refusal names the memory's `index`). Answers them in order.",
+         StoreMemories, _store_batch, keyed=("memories", lambda a: None)),
     Tool("memory_recall", "Recall the memories that best match a natural-language query, "
          "best first; `budget_tokens` fills results greedily up to that many tokens "
          "(about 4 characters each), `namespace` searches it and its ancestors.",

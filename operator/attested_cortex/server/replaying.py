@@ -13,6 +13,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from attested_cortex.errors import InvalidInputError
+from attested_cortex.server.encoding import json_answer
 from attested_cortex.server.state import caller, state
 from attested_cortex.service.resources import idempotency
 
@@ -35,11 +36,13 @@ async def once(request: web.Request, body: BaseModel, write: idempotency.WriteFn
                kind: idempotency.Kind, status: int = 200,
                resource_id: uuid.UUID | None = None) -> web.Response:
     """``write`` answered ``status``, at most once per Idempotency-Key."""
+    who = caller(request)
+    # the request's digest is only needed with a key (a plain write skips the dump)
+    shown = body.model_dump(mode="json") if who.idempotency_key is not None else {}
     written = await idempotency.once(
-        state(request).services, caller(request), write,
-        operation=f"{request.method} {request.path}", request=body.model_dump(mode="json"),
-        kind=kind, status=status, resource_id=resource_id)
-    response = web.json_response(written.answer, status=written.status)
+        state(request).services, who, write, operation=f"{request.method} {request.path}",
+        request=shown, kind=kind, status=status, resource_id=resource_id)
+    response = json_answer(written.answer, status=written.status)
     if written.replayed:
         response.headers[REPLAYED] = "true"
     return response

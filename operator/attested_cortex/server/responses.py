@@ -50,6 +50,12 @@ class MemoryListOut(BaseModel):
                              "null at the end")
 
 
+class MemoryBatchOut(BaseModel):
+    """The memories a batch stored, in the order they were sent."""
+
+    memories: list[MemoryOut]
+
+
 class HitOut(MemoryOut):
     """A recalled memory with its score."""
 

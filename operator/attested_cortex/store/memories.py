@@ -104,6 +104,36 @@ async def insert_recorded(
     return memory_from_row(row)
 
 
+@dataclass(frozen=True)
+class NewMemory:
+    """One row of :func:`insert_many`."""
+
+    id: uuid.UUID
+    namespace: str
+    title: str
+    content: str
+    tags: Sequence[str]
+    metadata: dict[str, Any]
+
+
+async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str
+                      ) -> list[Memory]:
+    """Insert ``memories`` (one author's) in one COPY and return them as written, in order:
+    one statement, so one run of the usage trigger for the whole batch (the author's usage
+    row is locked once, at its end), and the cheapest way PostgreSQL takes rows (a third
+    less than one INSERT over unnested arrays for 1,000 memories, docs/adr/0044). Inside
+    the caller's transaction; the batch's records are appended after it (the chain lock
+    last: docs/adr/0017)."""
+    copying = ("COPY memories (id, namespace, title, content, tags, metadata, author) "
+               "FROM STDIN")
+    async with conn.cursor() as cur, cur.copy(copying) as copy:
+        for m in memories:
+            await copy.write_row((m.id, m.namespace, m.title, m.content, list(m.tags),
+                                  Jsonb(m.metadata), author))
+    written = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
+    return [written[m.id] for m in memories]
+
+
 #: The SQLSTATE of ``cortex_reserve_bytes`` past the cap (migration 0010).
 CAP_REACHED = "CX413"
 
@@ -125,6 +155,14 @@ async def get(conn: Conn, memory_id: uuid.UUID, *, for_update: bool = False) -> 
     if row is None:
         raise NotFoundError(f"memory {memory_id} does not exist", id=str(memory_id))
     return memory_from_row(row)
+
+
+async def get_many(conn: Conn, ids: Sequence[uuid.UUID]) -> list[Memory]:
+    """The memories among ``ids`` that exist (tombstones included), in the order of ``ids``."""
+    cur = await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ANY(%s)",
+                             (list(ids),))
+    found = {row["id"]: memory_from_row(row) for row in await cur.fetchall()}
+    return [found[i] for i in ids if i in found]
 
 
 async def update(

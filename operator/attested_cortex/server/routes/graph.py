@@ -8,6 +8,7 @@ from aiohttp import web
 
 from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model, read_query
+from attested_cortex.server.encoding import json_answer
 from attested_cortex.server.openapi import COMMON_ERRORS, IDEMPOTENCY_KEY, Operation, params_of
 from attested_cortex.server.responses import (
     LinkListOut,
@@ -67,7 +68,7 @@ async def kg_query(request: web.Request) -> web.Response:
     """Memories reachable from a start memory."""
     svc = state(request).services
     cmd = await read_model(request, KgQuery, max_bytes=svc.limits.max_body_bytes)
-    return web.json_response(await kg.query(svc, caller(request), cmd))
+    return json_answer(await kg.query(svc, caller(request), cmd))
 
 
 @routes.post("/v1/kg/paths")
@@ -75,7 +76,7 @@ async def kg_paths(request: web.Request) -> web.Response:
     """Simple paths between two memories."""
     svc = state(request).services
     cmd = await read_model(request, KgPaths, max_bytes=svc.limits.max_body_bytes)
-    return web.json_response(await kg.paths(svc, caller(request), cmd))
+    return json_answer(await kg.paths(svc, caller(request), cmd))
 
 
 @routes.get("/v1/kg/timeline")

@@ -12,11 +12,16 @@ from attested_cortex.namespaces import parse_namespace
 from attested_cortex.server import replaying
 from attested_cortex.server.body import read_model, read_query
 from attested_cortex.server.openapi import COMMON_ERRORS, IDEMPOTENCY_KEY, Operation, params_of
-from attested_cortex.server.responses import MemoryListOut, MemoryOut, MemoryVerifyOut
+from attested_cortex.server.responses import (
+    MemoryBatchOut,
+    MemoryListOut,
+    MemoryOut,
+    MemoryVerifyOut,
+)
 from attested_cortex.server.state import caller, state
 from attested_cortex.service.pipeline.context import Caller
-from attested_cortex.service.resources import memories
-from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory
+from attested_cortex.service.resources import batches, memories
+from attested_cortex.service.resources.commands import StoreMemories, StoreMemory, UpdateMemory
 from attested_cortex.service.resources.queries import ListMemories, MemoryRef
 from attested_cortex.service.resources.views import memory_view
 
@@ -41,6 +46,18 @@ async def store_memory(request: web.Request) -> web.Response:
         return memory_view(await memories.store(svc, who, cmd))
 
     return await replaying.once(request, cmd, write, kind="memory", status=201)
+
+
+@routes.post("/v1/memories:batch")
+async def store_memories(request: web.Request) -> web.Response:
+    """Store up to 1,000 memories, all or nothing; 201 with them, in order."""
+    svc = state(request).services
+    cmd = await read_model(request, StoreMemories, max_bytes=svc.limits.max_batch_body_bytes)
+
+    async def write(who: Caller) -> dict[str, Any]:
+        return {"memories": [memory_view(m) for m in await batches.store_batch(svc, who, cmd)]}
+
+    return await replaying.once(request, cmd, write, kind="memories", status=201)
 
 
 @routes.get("/v1/memories")
@@ -98,6 +115,9 @@ _ID = params_of(MemoryRef, "path")[0]
 operations = [
     Operation("POST", "/v1/memories", "Store a memory", 201, MemoryOut, StoreMemory,
               params=[IDEMPOTENCY_KEY], errors=(*COMMON_ERRORS, 409)),
+    Operation("POST", "/v1/memories:batch", "Store up to 1,000 memories, all or nothing", 201,
+              MemoryBatchOut, StoreMemories, params=[IDEMPOTENCY_KEY],
+              errors=(*COMMON_ERRORS, 409)),
     Operation(
         "GET", "/v1/memories", "List live memories of a namespace subtree", 200, MemoryListOut,
         params=params_of(ListMemories, "query"),

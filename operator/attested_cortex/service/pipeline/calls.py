@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
 
@@ -60,10 +61,22 @@ class Call(Generic[R]):
     settles: ClassVar[bool] = False
     #: What ``execute`` settles, set by the pipeline before it runs.
     settlement: Settlement = NOTHING
+    #: Whether the call is a batch of items, each firing its own hook events (a hook's
+    #: refusal then names the item's ``index``).
+    batched: ClassVar[bool] = False
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         """The namespaces and owner the operation touches (may read the database)."""
         return Target()
+
+    def hooked(self, target: Target) -> Sequence[tuple[Call[Any], str | None]]:
+        """The calls the hook steps fire events for, each with the namespace it fires in:
+        this call, in its target's one namespace; a batch answers each of its items."""
+        return ((self, target.namespaces[0] if len(target.namespaces) == 1 else None),)
+
+    def hooked_results(self, result: R) -> Sequence[Any]:
+        """The result each of :meth:`hooked`'s calls carries into its post- events."""
+        return (result,)
 
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         """The payload of a pre- event, built from the request as it is now."""

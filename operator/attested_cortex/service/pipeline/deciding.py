@@ -108,17 +108,24 @@ def recheck(
         outcome.ask = outcome.ask or again.ask
 
 
-def refusal(spec: OperationSpec, decision: Decision) -> DeniedError:
+def refusal(spec: OperationSpec, decision: Decision, *, index: int | None = None
+            ) -> DeniedError:
+    """The 403 of ``decision`` (``index``: the item of a batch a hook refused)."""
     extra: dict[str, Any] = {}
     if decision.source.startswith("hook:"):
         extra = {"event": decision.source.removeprefix("hook:"),
                  "hook_code": decision.hook_code}
+    if index is not None:
+        extra["index"] = index
     if decision.verdict == "ask_user":
         return DeniedError(decision.reason or "this operation needs a human's approval",
                            code="approval_required", decision="ask_user",
                            source=decision.source, reason=decision.reason,
                            operation=spec.name, **extra)
-    return DeniedError(decision.reason or f"{spec.name} denied", code=decision.code,
+    message = decision.reason or f"{spec.name} denied"
+    if index is not None:
+        message = f"memories[{index}]: {message}"
+    return DeniedError(message, code=decision.code,
                        decision="deny", source=decision.source, reason=decision.reason,
                        operation=spec.name, **extra)
 

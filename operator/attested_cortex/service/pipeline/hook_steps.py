@@ -23,28 +23,28 @@ async def pre_hooks(
     outcome: Outcome,
 ) -> None:
     hooks = svc.hooks
-    if hooks is None:
+    if hooks is None or not any(hooks.wants(event) for event in spec.pre_events):
         return
-    namespace = target.namespaces[0] if len(target.namespaces) == 1 else None
-    for event in spec.pre_events:
-        if not hooks.wants(event):
-            continue
-        answer = await hooks.fire(event, call.pre_payload(event), agent_id=caller.agent_id,
-                                  namespace=namespace)
-        decision = hook_decision(event, answer)
-        if decision.verdict == "deny":
-            outcome.decisions.append(decision)
-            raise refusal(spec, decision)
-        if decision.verdict == "ask_user":
-            outcome.decisions.append(decision)
-            if svc.permission_mode == "enforce":
-                outcome.ask = outcome.ask or decision
-            else:
-                outcome.advisory.append(decision)
-                log.warning("hook asked for approval; allowed in %s mode",
-                            svc.permission_mode, extra={"event": event})
-        outcome.modified = outcome.modified or answer.modified
-        call.modified(event, dict(answer.payload))
+    for index, (part, namespace) in enumerate(call.hooked(target)):
+        for event in spec.pre_events:
+            if not hooks.wants(event):
+                continue
+            answer = await hooks.fire(event, part.pre_payload(event),
+                                      agent_id=caller.agent_id, namespace=namespace)
+            decision = hook_decision(event, answer)
+            if decision.verdict == "deny":
+                outcome.decisions.append(decision)
+                raise refusal(spec, decision, index=index if call.batched else None)
+            if decision.verdict == "ask_user":
+                outcome.decisions.append(decision)
+                if svc.permission_mode == "enforce":
+                    outcome.ask = outcome.ask or decision
+                else:
+                    outcome.advisory.append(decision)
+                    log.warning("hook asked for approval; allowed in %s mode",
+                                svc.permission_mode, extra={"event": event})
+            outcome.modified = outcome.modified or answer.modified
+            part.modified(event, dict(answer.payload))
 
 
 async def gate(
@@ -90,24 +90,26 @@ async def post_hooks(
     result: R, outcome: Outcome,
 ) -> None:
     hooks = svc.hooks
-    if hooks is None:
+    if hooks is None or not any(hooks.wants(event) for event in spec.post_events):
         return
-    namespace = target.namespaces[0] if len(target.namespaces) == 1 else None
-    for event in spec.post_events:
-        if not hooks.wants(event):
-            continue
-        answer = await hooks.fire(event, call.post_payload(event, result),
-                                  agent_id=caller.agent_id, namespace=namespace)
-        if answer.decision != "deny":
-            continue
-        decision = hook_decision(event, answer)
-        outcome.post_denied = decision
-        outcome.decisions.append(decision)
-        if spec.event_class == "read":
-            # docs/hooks.md: a Deny on a read's post- event withholds the results.
-            raise DeniedError(
-                f"{decision.reason} (results withheld)", code="hook_denied", decision="deny",
-                source=decision.source, reason=decision.reason, operation=spec.name,
-                event=event, hook_code=decision.hook_code, withheld=True)
-        log.warning("a %s hook denied after the write was committed; the write stands",
-                    event, extra={"event": event, "reason": decision.reason})
+    parts = call.hooked(target)
+    for (part, namespace), each in zip(parts, call.hooked_results(result), strict=True):
+        for event in spec.post_events:
+            if not hooks.wants(event):
+                continue
+            answer = await hooks.fire(event, part.post_payload(event, each),
+                                      agent_id=caller.agent_id, namespace=namespace)
+            if answer.decision != "deny":
+                continue
+            decision = hook_decision(event, answer)
+            outcome.post_denied = decision
+            outcome.decisions.append(decision)
+            if spec.event_class == "read":
+                # docs/hooks.md: a Deny on a read's post- event withholds the results.
+                raise DeniedError(
+                    f"{decision.reason} (results withheld)", code="hook_denied",
+                    decision="deny", source=decision.source, reason=decision.reason,
+                    operation=spec.name, event=event, hook_code=decision.hook_code,
+                    withheld=True)
+            log.warning("a %s hook denied after the write was committed; the write stands",
+                        event, extra={"event": event, "reason": decision.reason})

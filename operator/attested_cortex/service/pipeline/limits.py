@@ -15,6 +15,9 @@ class Limits:
     """Every bound the API enforces."""
 
     max_body_bytes: int = 1024 * 1024
+    #: The body of ``POST /v1/memories:batch`` (up to ``max_batch_memories`` memories).
+    max_batch_body_bytes: int = 16 * 1024 * 1024
+    max_batch_memories: int = 1000
     max_content_chars: int = 256 * 1024
     max_metadata_bytes: int = 16 * 1024
     max_title_chars: int = 512

@@ -38,6 +38,10 @@ def _op(name: str, cls: EventClass | None, pre: tuple[EventName, ...],
 
 MEMORY_STORE: Final = _op("memory.store", "write", ("pre_store", "pre_index"),
                           ("post_index", "post_store"), "memory.write", "store", restricted=True)
+# A batch fires each memory's store events in turn (a Deny of any refuses the whole batch).
+MEMORY_STORE_BATCH: Final = _op("memory.store_batch", "write", ("pre_store", "pre_index"),
+                                ("post_index", "post_store"), "memory.write", "store",
+                                restricted=True)
 MEMORY_GET: Final = _op("memory.get", None, (), (), "memory.read", "search")
 MEMORY_UPDATE: Final = _op("memory.update", "write", ("pre_update", "pre_index"),
                            ("post_index", "post_update"), "memory.write", "update",
@@ -80,8 +84,8 @@ APPROVAL_DECIDE: Final = _op("approvals.decide", "approval", ("pre_approval",),
 #: Every operation by name.
 OPERATIONS: Final[dict[str, OperationSpec]] = {
     spec.name: spec for spec in (
-        MEMORY_STORE, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE, MEMORY_VERIFY, MEMORY_LIST,
-        RECALL,
+        MEMORY_STORE, MEMORY_STORE_BATCH, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE,
+        MEMORY_VERIFY, MEMORY_LIST, RECALL,
         LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
         KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, EXPORT, CAPABILITIES,
         APPROVALS_LIST, APPROVALS_STREAM, APPROVAL_DECIDE,

@@ -20,6 +20,7 @@ refused (409 ``changed_behind_the_server``) and reported instead.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from attested_cortex.attest import cbor
 from attested_cortex.attest.auditing import append_event, record_event
@@ -88,6 +89,27 @@ async def record_signed_memory(conn: Conn, caller: Caller, memory: Memory,
     await append_event(conn, agent_id=caller.agent_id, event_type="memory.signed",
                        payload=plan.payload.encode(), signature=plan.signature,
                        key_fingerprint=plan.key.fingerprint)
+
+
+async def record_stored(svc: Services, conn: Conn, caller: Caller,
+                        written: Sequence[tuple[Memory, SignedMemoryPlan | None]]) -> None:
+    """Append the records of a batch of stores inside its transaction, in one statement:
+    each memory its own ``memory.stored`` event, followed by its ``memory.signed``
+    statement (and its signature row) when the agent signed it, as a store of each one by
+    one would have."""
+    key, pending = signer(svc, caller), []
+    for memory, plan in written:
+        payload = cbor.encode(memory_record(memory, plan.signature if plan else None))
+        pending.append(PendingEvent(caller.agent_id, "memory.stored", payload) if key is None
+                       else PendingEvent(caller.agent_id, "memory.stored", payload,
+                                         sign(key, payload), key.public.fingerprint))
+        if plan is not None:
+            await signatures.insert(conn, MemorySignature(
+                memory.id, memory.revision, plan.signature, plan.key.fingerprint,
+                caller.agent_id, plan.signed_at, plan.level))
+            pending.append(PendingEvent(caller.agent_id, "memory.signed", plan.payload.encode(),
+                                        plan.signature, plan.key.fingerprint))
+    await events.append_rows(conn, pending)
 
 
 async def record_link(svc: Services, conn: Conn, caller: Caller, event: LinkEvent,

@@ -113,6 +113,22 @@ class StoreMemory(BaseModel):
         return check_namespace(value)
 
 
+#: The most memories one ``POST /v1/memories:batch`` stores.
+MAX_BATCH = 1000
+
+
+class StoreMemories(BaseModel):
+    """``POST /v1/memories:batch``: up to 1,000 memories, stored all or nothing."""
+
+    model_config = _STRICT
+
+    memories: list[StoreMemory] = Field(
+        min_length=1, max_length=MAX_BATCH,
+        description="The memories, stored in this order, each as `POST /v1/memories` "
+        "stores one (its hooks fire for each; a refusal of any stores none and names its "
+        "`index`)")
+
+
 class UpdateMemory(BaseModel):
     """``PATCH /v1/memories/{id}``: the fields to change; omitted fields stay."""
 

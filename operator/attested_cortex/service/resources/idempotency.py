@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from attested_cortex.errors import ConflictError, CortexError, NotFoundError
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.resources.batches import batch_ids
+from attested_cortex.service.resources.commands import MAX_BATCH
 from attested_cortex.service.resources.graph_views import link_view
 from attested_cortex.service.resources.transcripts import transcript_view
 from attested_cortex.service.resources.views import memory_view
@@ -40,7 +42,7 @@ __all__ = ["IN_USE", "Claim", "Kept", "Kind", "Written", "digest", "keep", "once
 log = logging.getLogger(__name__)
 
 #: What a keyed write writes, so that a lost answer can be rebuilt from it.
-Kind = Literal["memory", "link", "transcript"]
+Kind = Literal["memory", "memories", "link", "transcript"]
 WriteFn = Callable[[Caller], Awaitable[dict[str, Any]]]
 
 
@@ -128,6 +130,9 @@ async def rebuilt(svc: Services, kind: Kind, resource_id: uuid.UUID) -> dict[str
     async with svc.db.connection() as conn:
         if kind == "memory":
             return memory_view(await memories.get(conn, resource_id))
+        if kind == "memories":  # a batch: its ids follow from the key's (batches.batch_ids)
+            batch = await memories.get_many(conn, batch_ids(resource_id, MAX_BATCH))
+            return {"memories": [memory_view(m) for m in batch]}
         if kind == "link":
             return link_view(await links.get_link(conn, link_id=resource_id))
         found = await transcripts.get_many(conn, [resource_id])

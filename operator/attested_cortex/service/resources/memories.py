@@ -85,9 +85,9 @@ class StoreCall(Call[Memory]):
     async def target(self, svc: Services, caller: Caller) -> Target:
         check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
         embedding.check_vector(svc.vectors, self.vector)
-        return Target((self.cmd.namespace,), caller.agent_id, self._bytes())
+        return Target((self.cmd.namespace,), caller.agent_id, self.stored_bytes())
 
-    def _bytes(self) -> int:
+    def stored_bytes(self) -> int:
         cmd = self.cmd
         return memory_bytes(namespace=cmd.namespace, content=cmd.content, title=cmd.title,
                             tags=cmd.tags, metadata=cmd.metadata)
@@ -131,7 +131,7 @@ class StoreCall(Call[Memory]):
                 tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
                 memory_id=settling.chosen_id(self.settlement) or uuid.uuid4(),
             )
-            await settling.check_cap(conn, self.settlement, adds=self._bytes())
+            await settling.check_cap(conn, self.settlement, adds=self.stored_bytes())
             if mirror is not None:
                 await mirror.on_memory_created(conn, memory.id, memory.namespace)
             await transcripts.cite(conn, memory.id, cited)
@@ -147,7 +147,7 @@ class StoreCall(Call[Memory]):
         """The store with nothing else to write: one statement, in the same lock order (the
         usage row locked and the cap checked first, the chain record last), without the
         BEGIN and COMMIT round trips (the chain lock is held for the statement only)."""
-        cmd, memory_id, adds = self.cmd, uuid.uuid4(), self._bytes()
+        cmd, memory_id, adds = self.cmd, uuid.uuid4(), self.stored_bytes()
         record = write_records.pending_memory(svc, caller, "memory.stored",
                                               _as_stored(memory_id, cmd, caller))
         try:

@@ -123,8 +123,11 @@ class StoreCall(Call[Transcript]):
         check_sizes(svc.limits, content=None, metadata=self.cmd.metadata)  # as for memories
         # What the store adds to the owner's quota: the frame at rest and the metadata (as
         # the memory store counts metadata). Called again after a hook's Modify.
-        adds = len(await self._frame(svc)) + len(json.dumps(self.cmd.metadata).encode())
-        return Target((self.cmd.namespace,), caller.agent_id, adds)
+        return Target((self.cmd.namespace,), caller.agent_id, self._adds(await self._frame(svc)))
+
+    def _adds(self, frame: bytes) -> int:
+        """What storing ``frame`` with the request's metadata adds to the owner's bytes."""
+        return len(frame) + len(json.dumps(self.cmd.metadata).encode())
 
     async def _frame(self, svc: Services) -> bytes:
         """The zstd frame of the current content (compressed once per distinct content)."""
@@ -165,7 +168,7 @@ class StoreCall(Call[Transcript]):
                 namespace=self.cmd.namespace,
                 owner=caller.agent_id, metadata=self.cmd.metadata, frame=frame,
                 raw_bytes=len(raw), raw_chars=len(self.cmd.content))
-            await settling.check_cap(conn, self.settlement, adds=len(frame))
+            await settling.check_cap(conn, self.settlement, adds=self._adds(frame))
             # The record covers the row the database returned (its normalised metadata).
             await write_records.record_transcript(svc, conn, caller, "transcript.stored",
                                                   stored)

@@ -1,0 +1,110 @@
+"""The write path for fleets (issue 25): sequential stores over HTTP and batch stores.
+
+Goals (this 2-core machine): >= 500 sequential ``POST /v1/memories`` per second with
+``--embedder none`` and every guarantee on (the chain record in the store's statement, the
+usage trigger and the storage cap, hooks and rules evaluated); >= 5,000 memories per second
+through ``POST /v1/memories:batch`` (1,000 per request) into a cortex that already holds
+100,000 memories. A real ``cortexctl serve`` on PostgreSQL 17 + AGE (the production
+database), one aiohttp client on the same two cores; the chain is verified after the batches
+(every memory has its record). The machine's load is recorded with each figure: the
+sequential figures are the best of interleaved runs, the batch figure one run of
+``BATCHES`` requests. Run alone: ``python -m bench.writes``; docs/adr/0044-batch-writes.md
+reads these figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from tests.support.served import serve
+
+from attested_cortex.store.migrating import migrate
+from bench.common import age_server, create_database, percentiles, unthrottled_config, write_result
+from bench.recall import bulk_load
+from bench.textgen import TextGenerator
+
+STORES = 1500
+RUNS = 2
+EXISTING = int(os.environ.get("BENCH_WRITES_EXISTING", "100000"))
+BATCH = 1000
+BATCHES = 20
+
+
+async def sequential(base: str, bodies: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sequential single stores: rate and latency."""
+    samples: list[float] = []
+    async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
+        started = time.perf_counter()
+        for body in bodies:
+            t0 = time.perf_counter()
+            async with session.post(f"{base}/v1/memories", json=body) as response:
+                assert response.status == 201, await response.text()
+            samples.append((time.perf_counter() - t0) * 1000)
+        elapsed = time.perf_counter() - started
+    return {"stores": len(bodies), "per_second": round(len(bodies) / elapsed, 1),
+            "latency_ms": percentiles(samples), "load_average": list(os.getloadavg())}
+
+
+async def batches(base: str, bodies: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sequential batch requests of ``BATCH`` memories: memories per second, request
+    latency, and the chain verified afterwards."""
+    samples: list[float] = []
+    async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
+        started = time.perf_counter()
+        for at in range(0, len(bodies), BATCH):
+            t0 = time.perf_counter()
+            async with session.post(f"{base}/v1/memories:batch",
+                                    json={"memories": bodies[at:at + BATCH]}) as response:
+                assert response.status == 201, await response.text()
+                await response.read()
+            samples.append((time.perf_counter() - t0) * 1000)
+        elapsed = time.perf_counter() - started
+        load = list(os.getloadavg())
+        async with session.get(f"{base}/v1/audit/verify") as response:
+            verified = await response.json()
+    return {"memories": len(bodies), "per_request": BATCH,
+            "per_second": round(len(bodies) / elapsed, 1), "request_ms": percentiles(samples),
+            "load_average": load, "chain_ok": verified["ok"], "chain_events": verified["events"]}
+
+
+def run() -> dict[str, Any]:
+    """Run the writes benchmark and write docs/benchmarks/writes.json."""
+    out: dict[str, Any] = {"goals": {"sequential_stores_per_second": 500,
+                                     "batch_memories_per_second": 5000}}
+    gen = TextGenerator(seed=13)
+    with age_server() as server, tempfile.TemporaryDirectory() as tmp:
+        config = str(unthrottled_config(Path(tmp)))
+        runs = []
+        for index in range(RUNS):
+            dsn = create_database(server, f"bench_writes_seq_{index}")
+            asyncio.run(migrate(dsn))
+            with serve(dsn, Path(tmp), "--config", config, "--embedder", "none") as served:
+                asyncio.run(sequential(served.base, list(gen.memories(100))))  # warm-up
+                runs.append(asyncio.run(sequential(served.base, list(gen.memories(STORES)))))
+        out["sequential_fulltext"] = {**max(runs, key=lambda r: float(r["per_second"])),
+                                      "runs_per_second": [r["per_second"] for r in runs],
+                                      "mode": "fulltext (--embedder none)"}
+        dsn = create_database(server, "bench_writes_batch")
+        asyncio.run(migrate(dsn))
+        started = time.perf_counter()
+        bulk_load(dsn, gen, EXISTING)
+        load_s = round(time.perf_counter() - started, 1)
+        with serve(dsn, Path(tmp), "--config", config, "--embedder", "none") as served:
+            asyncio.run(batches(served.base, list(gen.memories(2 * BATCH))))  # warm-up
+            out["batch"] = {**asyncio.run(batches(served.base, list(gen.memories(
+                BATCH * BATCHES)))), "existing": EXISTING, "load_seconds": load_s,
+                "mode": "fulltext (--embedder none)"}
+    write_result("writes", out)
+    return out
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))
