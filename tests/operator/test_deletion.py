@@ -65,8 +65,8 @@ def test_deleting_a_cortex_removes_every_child(operated: Operated,
         gone = operated.kube.kubectl("get", "clusterrolebinding", binding, check=False)
         return sorted(out) == kept and gone.returncode != 0
 
-    wait_until(nothing_left, what="every child of doomed but its signer and master keys to go", seconds=120,
-               interval_s=0.2)
+    wait_until(nothing_left, what="every child of doomed but its signer and master keys to go",
+               seconds=120, interval_s=0.2)
     for secret in ("doomed-audit-signer", "doomed-master-key"):
         owners = operated.get("secret", secret)["metadata"]["ownerReferences"]
         assert [o["kind"] for o in owners if o["kind"] == "Namespace"] == ["Namespace"]
