@@ -90,7 +90,8 @@ def _settings_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object
             "items": [{"key": f, "path": f} for f in KEY_FILES]}})
         mounts.append({"name": "audit-signer", "readOnly": True,
                        "mountPath": f"{configmaps.KEYS_DIR}/{settings.AUDIT_SIGNER_SUBDIR}"})
-    # The whole Secret: a new version added in place reaches the pods without a roll.
+    # The whole Secret (no items): a version added later appears as a file in the running
+    # pods; the server reads the ring at start, so it is used from the next restart.
     volumes.append({"name": "master-key", "secret": {
         "secretName": names.master_key_secret_name(cortex.meta.name), "defaultMode": 0o440}})
     mounts.append({"name": "master-key", "readOnly": True,
