@@ -21,6 +21,7 @@ from attested_cortex.builders.secrets import (
     build_approval_secret,
     build_audit_signer_secret,
     build_db_credentials,
+    build_master_key_secret,
 )
 from attested_cortex.builders.services import build_db_service, build_server_service
 from attested_cortex.builders.statefulsets import build_statefulset
@@ -35,6 +36,7 @@ def children(c: Cortex) -> list[Object]:
             build_deployment(c, DEFAULTS, Satellites()), build_server_service(c),
             build_config_map(c, Satellites()), build_approval_secret(c, "00"),
             build_audit_signer_secret(c, {"agent-id": "cortex:a/b"}, namespace_uid="ns-uid"),
+            build_master_key_secret(c, {"current": "v1"}, namespace_uid="ns-uid"),
             build_service_account(c), build_disruption_budget(c),
             build_logical_backup_cronjob(with_backup(c), DEFAULTS), *tls_children(c)]
 
@@ -70,7 +72,8 @@ def component_of(obj: Object, c: Cortex) -> str:
 def test_every_child_has_the_labels_and_the_controller_reference() -> None:
     c = cortex()
     for obj in children(c):
-        if obj["kind"] == "Secret" and obj["metadata"]["name"].endswith("-audit-signer"):
+        if obj["kind"] == "Secret" and obj["metadata"]["name"].endswith(("-audit-signer",
+                                                                          "-master-key")):
             # owned by the Namespace too, so it outlives the cortex (test_settings)
             obj = {**obj, "metadata": {**obj["metadata"],
                                        "ownerReferences": obj["metadata"]["ownerReferences"][:1]}}

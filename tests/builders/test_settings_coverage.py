@@ -80,6 +80,8 @@ SERVER_ONLY: dict[str, str] = {
     "embedding.vector_pool": "chosen by the recall quality set (ADR 0014)",
     "embedding.write_queue": "memory bound of the write-behind embedder, sized with the "
                              "container's memory by the operator's defaults",
+    "master_key": "the operator always mounts its own <cortex>-master-key Secret (ADR 0050); "
+                  "a file or a passphrase is for a server outside Kubernetes",
     "pool_max_size": "replicas x pool must stay under the database's max_connections, "
                      "which the operator sizes for its default",
 }

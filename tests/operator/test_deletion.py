@@ -54,17 +54,19 @@ def test_deleting_a_cortex_removes_every_child(operated: Operated,
     operated.kubectl("delete", "mcx/doomed", "--timeout=60s")
     selector = "app.kubernetes.io/instance=doomed"
 
-    # The audit signer's key Secret is owned by the Namespace too and stays, as the chain it
-    # signed does in the database's volume (ADR 0035); everything else goes.
-    kept = "secret/doomed-audit-signer"
+    # The audit signer's key Secret and the master key Secret are owned by the Namespace too
+    # and stay, as the chain they signed and keyed does in the database's volume (ADRs 0035,
+    # 0050); everything else goes.
+    kept = ["secret/doomed-audit-signer", "secret/doomed-master-key"]
 
     def nothing_left() -> bool:
         out = operated.kubectl("get", "sts,deploy,job,svc,cm,secret,netpol,sa,pdb", "-l",
                                selector, "-o", "name").stdout.split()
         gone = operated.kube.kubectl("get", "clusterrolebinding", binding, check=False)
-        return out == [kept] and gone.returncode != 0
+        return sorted(out) == kept and gone.returncode != 0
 
-    wait_until(nothing_left, what="every child of doomed but its signer key to go", seconds=120,
-               interval_s=0.2)
-    owners = operated.get("secret", "doomed-audit-signer")["metadata"]["ownerReferences"]
-    assert [o["kind"] for o in owners if o["kind"] == "Namespace"] == ["Namespace"]
+    wait_until(nothing_left, what="every child of doomed but its signer and master keys to go",
+               seconds=120, interval_s=0.2)
+    for secret in ("doomed-audit-signer", "doomed-master-key"):
+        owners = operated.get("secret", secret)["metadata"]["ownerReferences"]
+        assert [o["kind"] for o in owners if o["kind"] == "Namespace"] == ["Namespace"]

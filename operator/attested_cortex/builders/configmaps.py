@@ -88,6 +88,7 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         "embedder": sections.embedder(cortex),
         "embedding": sections.embedding_settings(cortex),
         "log_level": spec.server.log_level.upper(),
+        "master_key": {"dir": sections.MASTER_KEY_DIR},
         **sections.database_settings(cortex),
     }
     if auth == "tokens":

@@ -81,7 +81,8 @@ def _volumes(cortex: Cortex, satellites: Satellites,
 
 
 def _settings_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object]) -> None:
-    """The audit signer's key and the embedding endpoint's key, each from its Secret."""
+    """The audit signer's key, the master key ring and the embedding endpoint's key, each
+    from its Secret."""
     signer = settings.audit_signer_secret(cortex)
     if signer is not None:
         volumes.append({"name": "audit-signer", "secret": {
@@ -89,6 +90,12 @@ def _settings_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object
             "items": [{"key": f, "path": f} for f in KEY_FILES]}})
         mounts.append({"name": "audit-signer", "readOnly": True,
                        "mountPath": f"{configmaps.KEYS_DIR}/{settings.AUDIT_SIGNER_SUBDIR}"})
+    # The whole Secret (no items): a version added later appears as a file in the running
+    # pods; the server reads the ring at start, so it is used from the next restart.
+    volumes.append({"name": "master-key", "secret": {
+        "secretName": names.master_key_secret_name(cortex.meta.name), "defaultMode": 0o440}})
+    mounts.append({"name": "master-key", "readOnly": True,
+                   "mountPath": settings.MASTER_KEY_DIR})
     embedding = cortex.spec.embedding
     if embedding.mode == "Endpoint" and embedding.api_key_secret_ref is not None:
         ref = embedding.api_key_secret_ref

@@ -114,6 +114,11 @@ def audit_signer_secret_name(cortex: str) -> str:
     return f"{cortex}-audit-signer"
 
 
+def master_key_secret_name(cortex: str) -> str:
+    """Generated master key of the cortex's key hierarchy (ADR 0050)."""
+    return f"{cortex}-master-key"
+
+
 def tls_secret_name(cortex: str) -> str:
     """The server's certificate (selfSigned and certManager; also the Certificate's name)."""
     return f"{cortex}-tls"
@@ -163,7 +168,8 @@ def staged_key_secret_name(identity: str) -> str:
 #: another owner is never adopted or patched.
 FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     "Service": ("", "-db"), "StatefulSet": ("-db",), "NetworkPolicy": ("-db",),
-    "Secret": ("-db-credentials", "-approval-hmac", "-audit-signer", "-tls", "-tls-ca"),
+    "Secret": ("-db-credentials", "-approval-hmac", "-audit-signer", "-master-key", "-tls",
+               "-tls-ca"),
     "ConfigMap": ("-config", "-ca"), "Certificate": ("-tls",),
     "ServiceAccount": ("-server",), "Deployment": ("-server",),
     "PodDisruptionBudget": ("-server",), "CronJob": ("-backup",)}

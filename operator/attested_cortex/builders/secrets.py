@@ -1,5 +1,5 @@
-"""Secrets the operator generates: database credentials, the approval HMAC key, agent keys
-and the cortex's audit signer key.
+"""Secrets the operator generates: database credentials, the approval HMAC key, agent keys,
+the cortex's audit signer key and its master key.
 
 Each is built from material the controller generated (the builders draw no randomness) and
 is created with a create-only request: an existing Secret is adopted, never overwritten.
@@ -81,6 +81,20 @@ def build_audit_signer_secret(cortex: Cortex, files: dict[str, str], *,
     one and its deep audit would find the earlier events signed by a key it does not know
     (ADR 0035)."""
     meta = names.metadata(names.audit_signer_secret_name(cortex.meta.name), cortex.meta,
+                          component="server")
+    meta["ownerReferences"].append(names.namespace_owner(cortex.meta.namespace, namespace_uid))
+    return _secret(meta, files)
+
+
+def build_master_key_secret(cortex: Cortex, files: dict[str, str], *,
+                            namespace_uid: str) -> Object:
+    """The cortex's master key ring (``attest.masterkeys.ring_files``: ``current`` and
+    ``v<N>`` in hex), the root of its key hierarchy (ADR 0050).
+
+    Controlled by the cortex and owned by its Namespace too, as the audit signer is (ADR
+    0035): what is encrypted or keyed under it stays in the database's volume after the
+    cortex is deleted, and a cortex made again under the same name must read it."""
+    meta = names.metadata(names.master_key_secret_name(cortex.meta.name), cortex.meta,
                           component="server")
     meta["ownerReferences"].append(names.namespace_owner(cortex.meta.namespace, namespace_uid))
     return _secret(meta, files)

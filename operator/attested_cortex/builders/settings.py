@@ -27,6 +27,8 @@ EMBEDDING_KEY_FILE: Final = "api-key"
 #: Where the audit signer's key Secret is mounted, under ``keys_dir``: ``_`` starts no
 #: Kubernetes object name, so no AgentIdentity's own mount can land on it.
 AUDIT_SIGNER_SUBDIR: Final = "_audit-signer"
+#: Where the master key Secret is mounted (``current`` and ``v<N>`` files, ADR 0050).
+MASTER_KEY_DIR: Final = "/var/run/cortex/master-key"
 EMBEDDERS: Final = {"Default": "default", "None": "none", "Client": "client"}
 
 

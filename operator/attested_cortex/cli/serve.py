@@ -38,6 +38,15 @@ def register(subparsers: Any) -> None:
                         help="serve HTTPS with this PEM certificate (and chain); reloaded when "
                         "the file changes (with --tls-key-file)")
     parser.add_argument("--tls-key-file", type=Path, help="the certificate's PEM private key")
+    parser.add_argument("--master-key-file", type=Path,
+                        help="the cortex's master key (32 raw bytes or 64 hex characters); "
+                        "the operator mounts its Secret instead (master_key.dir)")
+    parser.add_argument("--master-key-passphrase-file", type=Path,
+                        help="standalone: derive the master key from the passphrase in this "
+                        "file with Argon2id (with --master-key-salt)")
+    parser.add_argument("--master-key-salt", metavar="HEX32",
+                        help="the passphrase's salt: 32 hex characters, fixed for the "
+                        "installation")
     parser.add_argument("--config", type=Path, help="YAML settings file")
     parser.set_defaults(handler=run)
 
@@ -49,6 +58,21 @@ def _tls(args: argparse.Namespace) -> dict[str, Path] | None:
     if args.tls_cert_file is None:
         return None
     return {"cert_file": args.tls_cert_file, "key_file": args.tls_key_file}
+
+
+def _master_key(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``master_key`` section from the flags (a key file, or a passphrase and salt)."""
+    if args.master_key_file is not None and args.master_key_passphrase_file is not None:
+        raise CortexError("--master-key-file and --master-key-passphrase-file exclude "
+                          "each other")
+    if (args.master_key_salt is not None) != (args.master_key_passphrase_file is not None):
+        raise CortexError("--master-key-passphrase-file and --master-key-salt go together")
+    if args.master_key_file is not None:
+        return {"file": args.master_key_file}
+    if args.master_key_passphrase_file is not None:
+        return {"passphrase_file": args.master_key_passphrase_file,
+                "salt": args.master_key_salt}
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             "graph_backend": args.graph_backend,
             "hooks_file": args.hooks_file, "keys_dir": args.keys_dir,
             "embedder": args.embedder, "tls": _tls(args),
+            "master_key": _master_key(args),
         })
         if not settings.database_url:
             raise CortexError("--database-url is required (or database_url in --config)")

@@ -1,16 +1,18 @@
 """The composition root: the one place a server's parts are opened and put together.
 
 :func:`open_services` is called by ``cortexctl serve`` (:mod:`.serving`), ``cortexctl doctor``,
-the benches and the tests, so each runs the same assembly. Order: schema check (refuse a newer
-or altered schema; an older one serves but is not ready until migrated) -> graph backend ->
-pool -> hooks -> keys -> the audit chain writer -> policy -> approvals -> embedder and vector
-state (the backfill starts in the background) -> transcript retention; the sweepers start last,
-once the services exist. Every part is built before the frozen :class:`Services` that holds it;
-the caller's ``stack`` closes them in reverse.
+the benches and the tests, so each runs the same assembly. Order: the master key ring (ADR
+0050) -> schema check (refuse a newer or altered schema; an older one serves but is not ready
+until migrated) -> graph backend -> pool -> hooks -> keys -> the audit chain writer -> policy
+-> approvals -> embedder and vector state (the backfill starts in the background) ->
+transcript retention; the sweepers start last, once the services exist. Every part is built
+before the frozen :class:`Services` that holds it; the caller's ``stack`` closes them in reverse.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 
@@ -24,6 +26,7 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.dispatching import open_pipeline
 from attested_cortex.server.configuring import (
     approvals_from,
+    key_ring_from,
     limits_from,
     policy_from,
     retention_from,
@@ -48,9 +51,15 @@ from attested_cortex.store.graph.selecting import select_backend
 from attested_cortex.store.migrating import current_version
 from attested_cortex.types import AgentId
 
+log = logging.getLogger(__name__)
+
 
 async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Services:
     """Open every part the settings ask for; ``stack`` closes them."""
+    # First: a missing or malformed master key stops start-up before anything is opened.
+    key_ring = await asyncio.to_thread(key_ring_from, settings)  # Argon2id may run
+    if key_ring is not None:  # versions and fingerprints only, never material
+        log.info("master key ring loaded: %s", key_ring.describe())
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
@@ -78,7 +87,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry, keys=keys, policy=policy, vectors=vectors,
+        metrics_registry=registry, keys=keys, key_ring=key_ring, policy=policy, vectors=vectors,
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
         audit_sink=sink,

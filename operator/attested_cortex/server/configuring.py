@@ -13,6 +13,13 @@ import functools
 
 from prometheus_client import Gauge
 
+from attested_cortex.attest.masterkeys import (
+    Argon2Params,
+    KeyRing,
+    key_from_passphrase,
+    load_key_file,
+    load_ring_dir,
+)
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.quotas import Buckets
@@ -128,3 +135,26 @@ def policy_from(settings: ServerSettings) -> Policy:
                            if q.storage_bytes is not None},
         ceilings=ceilings({t: dict(m) for t, m in settings.trust.ceilings.items()}),
     )
+
+
+def key_ring_from(settings: ServerSettings) -> KeyRing | None:
+    """The master key ring (ADR 0050): the mounted Secret, a key file or a passphrase;
+    None when none is configured. Unreadable or malformed material stops start-up with a
+    message naming the setting, never quoting the material. A passphrase costs one
+    Argon2id run (the seed's 64 MiB, about a tenth of a second on one core)."""
+    config = settings.master_key
+    if config is None:
+        return None
+    if config.dir is not None:
+        return load_ring_dir(config.dir)
+    if config.file is not None:
+        return load_key_file(config.file)
+    assert config.passphrase_file is not None and config.salt is not None  # the validator's
+    try:
+        passphrase = config.passphrase_file.read_bytes().rstrip(b"\r\n")
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read master_key.passphrase_file: {exc.strerror}",
+                                field="master_key.passphrase_file") from exc
+    params = Argon2Params(iterations=config.argon2_iterations,
+                          memory_kib=config.argon2_memory_kib, lanes=config.argon2_lanes)
+    return KeyRing.single(key_from_passphrase(passphrase, bytes.fromhex(config.salt), params))

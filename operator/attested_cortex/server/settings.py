@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.policy.tiers import MARK_PATTERN
@@ -175,6 +175,33 @@ class TlsSettings(BaseModel):
     reload_interval_seconds: float = Field(10.0, ge=0.05, le=3600)
 
 
+class MasterKeySettings(BaseModel):
+    """The cortex's master key (ADR 0050): exactly one of ``dir`` (the operator's mounted
+    ``<cortex>-master-key`` Secret: ``current`` and ``v<N>`` files), ``file`` (one key,
+    ``--master-key-file``) or ``passphrase_file`` (Argon2id with ``salt``, standalone)."""
+
+    model_config = ConfigDict(extra="forbid")
+    dir: Path | None = None
+    file: Path | None = None
+    passphrase_file: Path | None = None
+    #: 32 hex characters (16 bytes), fixed for the installation: the passphrase's salt.
+    salt: str | None = Field(None, pattern=r"^[0-9a-fA-F]{32}$")
+    #: Argon2id cost; the defaults are seed 003's (m = 64 MiB, t = 3, p = 4).
+    argon2_iterations: int = Field(3, ge=1, le=100)
+    argon2_memory_kib: int = Field(64 * 1024, ge=8 * 1024, le=4 * 1024 * 1024)
+    argon2_lanes: int = Field(4, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MasterKeySettings:
+        given = [n for n in ("dir", "file", "passphrase_file") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of dir, file, passphrase_file")
+        if self.passphrase_file is not None and self.salt is None:
+            raise ValueError("passphrase_file needs salt (32 hex characters, e.g. from "
+                             "`python3 -c 'import secrets; print(secrets.token_hex(16))'`)")
+        return self
+
+
 class ServerSettings(BaseModel):
     """The server's configuration."""
 
@@ -194,6 +221,8 @@ class ServerSettings(BaseModel):
     #: Agent id of a Cortex-custody identity in ``keys_dir`` that signs policy statements
     #: (would-be denials, refusals, approval decisions) into the audit chain.
     audit_signer: str | None = Field(None, min_length=1, max_length=253)
+    #: None: no key hierarchy (nothing is encrypted or keyed under it).
+    master_key: MasterKeySettings | None = None
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     agents: list[AgentMapping] = Field(default_factory=list, max_length=10_000)
     trust: TrustSettings = Field(default_factory=TrustSettings)

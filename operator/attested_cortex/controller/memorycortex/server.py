@@ -31,7 +31,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Final
 
-from attested_cortex.attest import keyfiles
+from attested_cortex.attest import keyfiles, masterkeys
 from attested_cortex.attest.keys import generate_key
 from attested_cortex.builders import access, configmaps, deployments, rollout, services, settings
 from attested_cortex.builders import names as n
@@ -78,6 +78,15 @@ async def _audit_signer_secret(rt: Runtime, cortex: Cortex) -> None:
         cortex.meta.namespace, name)
 
 
+async def _master_key_secret(rt: Runtime, cortex: Cortex) -> None:
+    """The master key, generated once (ADR 0050): never replaced, never regenerated while
+    the Secret exists, never read back into status, events or logs."""
+    uid = await rt.namespace_uid(cortex.meta.namespace)
+    await rt.create_once(lambda: secret_builders.build_master_key_secret(
+        cortex, masterkeys.ring_files({1: masterkeys.generate_key()}, current=1),
+        namespace_uid=uid), cortex.meta.namespace, n.master_key_secret_name(cortex.meta.name))
+
+
 async def _tokenreview_binding(rt: Runtime, cortex: Cortex) -> None:
     name = n.tokenreview_binding_name(cortex.meta.namespace, cortex.meta.name)
     if cortex.spec.server.auth.mode != "Kubernetes":
@@ -101,6 +110,7 @@ async def prepare(rt: Runtime, cortex: Cortex, satellites: Satellites) -> None:
         rt.writer.apply(configmaps.build_config_map(cortex, satellites)),
         _approval_secret(rt, cortex),
         _audit_signer_secret(rt, cortex),
+        _master_key_secret(rt, cortex),
         rt.writer.apply(access.build_service_account(cortex)),
         _tokenreview_binding(rt, cortex),
         rt.writer.apply(services.build_server_service(cortex)))

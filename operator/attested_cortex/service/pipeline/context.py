@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from attested_cortex.attest.loading import KeySource
+from attested_cortex.attest.masterkeys import KeyRing
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import Verdict
 from attested_cortex.policy.quotas import Buckets
@@ -136,6 +137,8 @@ class Services:
     auth_mode: str = "dev"
     metrics_registry: CollectorRegistry | None = None  # shared by every part that counts
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
+    #: The master key's versions and their subkeys (ADR 0050); None: no key hierarchy.
+    key_ring: KeyRing | None = None
     vectors: Vectors | None = None  # hybrid recall state: embedder, write-behind, backfill
     policy: Policy = field(default_factory=Policy)
     approvals: Approvals | None = None  # the approval API, when configured
