@@ -274,6 +274,18 @@ def quality_rows(d: dict[str, Any]) -> list[Row]:
         gain = part.get("hybrid_minus_fulltext_r@5")
         goal = ">= +0.10" if kind == "paraphrase" else ">= 0 (loses nothing)"
         rows.append((f"{kind}: hybrid minus full-text R@5", _fmt(gain), goal))
+    for label, run in (("default", d), ("small", d.get("small") or {})):
+        if not run.get("embedder"):
+            continue
+        for kind, goal in (("paraphrase", ">= 0.5 (default)"), ("lexical", ">= 0.98")):
+            rows.append((f"{label} embedder ({run['embedder']}), {kind} hybrid R@5 / MRR; "
+                         "held-out set",
+                         f"{_get(run, kind, 'hybrid', 'r@5')} / "
+                         f"{_get(run, kind, 'hybrid', 'mrr')}; "
+                         f"{_get(run, 'heldout', kind, 'hybrid', 'r@5')} / "
+                         f"{_get(run, 'heldout', kind, 'hybrid', 'mrr')} "
+                         f"(n={_get(run, 'heldout', kind, 'hybrid', 'n')})",
+                         goal + ("; held-out >= 0.8" if kind == "paraphrase" else "")))
     return rows
 
 
