@@ -118,6 +118,8 @@ def embed_batch(loaded: Loaded, texts: Sequence[str]) -> Any:
 class DefaultEmbedder(LocalEmbedder):
     """The offline default embedder (MiniLM)."""
 
+    call_texts = BATCH
+
     def __init__(self, onnx: Path | None = None) -> None:
         super().__init__(EmbedderInfo("default", MODEL, DIMENSION))
         self._loaded = load(onnx)

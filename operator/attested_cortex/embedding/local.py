@@ -16,9 +16,12 @@ from attested_cortex.embedding.base import EmbedderInfo, EmbeddingError
 
 class LocalEmbedder:
     """An embedded model: ``inline_texts`` or fewer texts are embedded on the event loop
-    (cheaper than the hop to a thread when a text costs microseconds), more in a thread."""
+    (cheaper than the hop to a thread when a text costs microseconds), more in a thread,
+    ``call_texts`` at a time, each such call within the deadline (``embedding.timeout_ms``
+    is "one embedding call": a backfill batch of long memories is several)."""
 
     inline_texts = 0
+    call_texts = 1024
 
     def __init__(self, info: EmbedderInfo) -> None:
         self._info = info
@@ -39,11 +42,16 @@ class LocalEmbedder:
                     background: bool = False) -> list[list[float]]:
         if len(texts) <= self.inline_texts and not background:
             return self.embed_now(texts)
-        try:
-            async with asyncio.timeout(timeout_s):  # not wait_for: see attested_cortex.tasks
-                return await asyncio.to_thread(self.embed_now, texts)
-        except TimeoutError as exc:
-            raise EmbeddingError(f"embedding {len(texts)} texts took over {timeout_s}s") from exc
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.call_texts):
+            chunk = texts[start:start + self.call_texts]
+            try:
+                async with asyncio.timeout(timeout_s):  # not wait_for: see attested_cortex.tasks
+                    out += await asyncio.to_thread(self.embed_now, chunk)
+            except TimeoutError as exc:
+                raise EmbeddingError(
+                    f"embedding {len(chunk)} texts took over {timeout_s}s") from exc
+        return out
 
     async def aclose(self) -> None:
         return None
