@@ -320,6 +320,23 @@ def transcripts_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def embedders_rows(d: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for name in ("default", "small"):
+        m = d.get(name)
+        if m:
+            rows.append((f"{name} embedder ({m['model']}, {m['dimension']} dims, one core): "
+                         "query p50 / p95; batch rate; cold load; RSS added; installed",
+                         f"{_fmt(_get(m, 'query_embed_ms', 'p50'))} / "
+                         f"{_fmt(_get(m, 'query_embed_ms', 'p95'))} ms; "
+                         f"{_fmt(m.get('memories_per_second_batches_of_64'), ' /s')}; "
+                         f"{_fmt(m.get('cold_load_seconds'), ' s')}; "
+                         f"{_fmt(m.get('rss_mb_added'), ' MB')}; "
+                         f"{_fmt(m.get('installed_mb'), ' MB')}",
+                         "RSS <= +300 MB" if name == "default" else "recorded"))
+    return rows
+
+
 def backup_rows(d: dict[str, Any]) -> list[Row]:
     count = _get(d, "memories")
     return [
@@ -336,7 +353,8 @@ def backup_rows(d: dict[str, Any]) -> list[Row]:
 
 
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
-    "recall": recall_rows, "quality": quality_rows, "policy": policy_rows, "kg": kg_rows,
+    "recall": recall_rows, "embedders": embedders_rows, "quality": quality_rows,
+    "policy": policy_rows, "kg": kg_rows,
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
     "backup": backup_rows, "ha": ha_rows,
