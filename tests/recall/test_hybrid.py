@@ -97,7 +97,9 @@ async def test_namespace_filter_searches_its_vectors(age_database: Database,
     (a small namespace exactly, by primary key; a large one as the planner chooses:
     docs/adr/0014), never those of others."""
     monkeypatch.setattr(store_recall, "EXACT_MAX", exact_max)
-    cortex = await make_cortex(age_database.dsn)
+    # every vector a candidate, however unlike (MiniLM's cosine goes below 0): the test is
+    # about which namespaces are searched, not how alike their memories are
+    cortex = await make_cortex(age_database.dsn, embedding={"min_similarity": -1.0})
     inside = await cortex.store("org/team", DEPLOY)
     parent = await cortex.store("org", "Kubernetes operators watch custom resources")
     outside = await cortex.store("other/team", DEPLOY + " (other team)")
