@@ -27,9 +27,10 @@ tens of thousands of rows), so recall works on bounded candidate lists:
 The full-text score says how well a memory matches (docs/adr/0008): the share of the query's
 words it contains, each weighted by its rarity (``ln(1/frequency)``, frequencies from the
 planner's statistics of the search column, the words it does not track counting as rarer
-than those it does), then cover density (``ts_rank_cd``: proximity of the words) as the
-remainder. ``ts_rank_cd`` alone gave a memory matching one of three query words the same
-score as one matching all three, and recency decided.
+than those it does), squared (a partial match is a weak one: docs/adr/0042), then cover
+density (``ts_rank_cd``: proximity of the words) as the remainder. ``ts_rank_cd`` alone
+gave a memory matching one of three query words the same score as one matching all three,
+and recency decided.
 
 Equal scores order by ``updated_at`` (newest first), then ``id``: the order is total, so
 the same data always answers the same way. A query namespace ``a/b/c`` searches ``a/b/c``,
@@ -56,6 +57,10 @@ RRF_K = 60
 EXACT_MAX = 1500
 #: Weights of the full-text score: rarity-weighted word coverage, then cover density.
 COVERAGE_WEIGHT = 0.85
+#: Coverage is raised to this power: a memory holding one query word of three is a weak
+#: match, and fused with a middling vector it outranked paraphrases found by the vector half
+#: alone (docs/adr/0042).
+COVERAGE_POWER = 2
 
 _FTS = """
 and_c AS (
@@ -75,10 +80,10 @@ lex AS MATERIALIZED (
 ),
 fts AS (
     SELECT c.id,
-           ({coverage} * coalesce(
+           ({coverage} * power(coalesce(
                 (SELECT sum(lex.idf) FROM lex
                  WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
-                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0)
+                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0), {power})
             + {density} * ts_rank_cd(m.search, {or_query}, 32))::float8 AS fts
     FROM (SELECT id FROM and_c UNION SELECT id FROM or_c) c JOIN memories m USING (id)
 ),
@@ -300,7 +305,8 @@ async def fulltext_candidates(
     params["idfs"] = [r["idf"] for r in lex]
     statement = "".join([
         "WITH", _FTS.format(ns_filter=ns_filter, or_query=_OR_QUERY,
-                            coverage=COVERAGE_WEIGHT, density=1 - COVERAGE_WEIGHT),
+                            coverage=COVERAGE_WEIGHT, density=1 - COVERAGE_WEIGHT,
+                            power=COVERAGE_POWER),
         "SELECT id, fts, r FROM fts_r"])
     # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
     # falls back to ranking every match (the plan choice depends on how common they are).
