@@ -34,9 +34,11 @@ DIMENSION: Final = 384
 #: tokenizer.json says so; sentence-transformers allows 256) and the cost grows with length:
 #: 256 pieces took twice 128's time for the same recall on the quality sets (docs/adr/0042).
 MAX_TOKENS: Final = 128
-#: Texts per onnxruntime call: longer batches pad more, hold larger buffers and gain nothing
-#: on one thread.
-BATCH: Final = 16
+#: Texts per onnxruntime call, each call within ``embedding.timeout_ms`` (the backfill's at
+#: least 5 s): 4 texts of 128 pieces took about 0.4 s idle and 1.2 s on a machine loaded 6
+#: times over, where 16 went past 5 s and the backfill stalled. On one thread larger calls
+#: gain nothing: 4 x 128 rows already keep the matrix products busy.
+BATCH: Final = 4
 #: onnxruntime's intra-op threads: one core, so a recall burst cannot starve PostgreSQL.
 THREADS: Final = 1
 TOKENIZER: Final = Path(__file__).parent / "models" / "all-MiniLM-L6-v2.tokenizer.json"
