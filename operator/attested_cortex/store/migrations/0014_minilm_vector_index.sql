@@ -1,5 +1,5 @@
 -- 0014: the HNSW index of the embedded default's dimension, now 384 (all-MiniLM-L6-v2,
--- docs/adr/0042), made by the migration like 256's (the `small` model's, kept).
+-- docs/adr/0042), made by the migration like 256's (the `default` model's, kept).
 --
 -- Without it the server's backfill creates the index only where its role owns the table; a
 -- server that does not (the operator's deployments) would search 384-dimension vectors by
