@@ -12,8 +12,8 @@ import sys
 
 from bench.summary import write_performance
 
-AREAS = ("hooks", "attest", "recall", "policy", "kg", "operator", "recovery", "quality",
-         "transcripts", "mcp", "backup", "ha", "writes")
+AREAS = ("hooks", "attest", "recall", "embedders", "policy", "kg", "operator", "recovery",
+         "quality", "transcripts", "mcp", "backup", "ha", "writes")
 
 
 def main(argv: list[str]) -> int:

@@ -215,36 +215,43 @@ def rarest_word_queries(dsn: str, count: int, seed: int) -> list[tuple[str, str]
 
 
 async def rarest_word_recall(base: str, queries: list[tuple[str, str]]) -> dict[str, Any]:
-    """R@1/R@5/R@10 and MRR of the rarest-words queries (limit 10)."""
+    """R@1/R@5/R@10 and MRR of the rarest-words queries (limit 10), and their latency (the
+    rare-word query set; ``time_recalls``' Zipf queries are the common-word set)."""
     ranks: list[int | None] = []
+    samples: list[float] = []
     async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
         for text, target in queries:
+            started = time.perf_counter()
             async with session.post(f"{base}/v1/recall",
                                     json={"query": text, "limit": 10}) as response:
                 body = await response.json()
                 assert response.status == 200, body
+            samples.append((time.perf_counter() - started) * 1000)
             got = [h["id"] for h in body["results"]]
             ranks.append(got.index(target) + 1 if target in got else None)
     n = len(ranks)
     return {"n": n, **{f"r@{k}": round(sum(1 for r in ranks if r and r <= k) / n, 3)
                        for k in (1, 5, 10)},
-            "mrr": round(sum(1 / r for r in ranks if r) / n, 3)}
+            "mrr": round(sum(1 / r for r in ranks if r) / n, 3),
+            "latency_ms": percentiles(samples[len(samples) // 10:]),
+            "load_average": load_average()}
 
 
 def embedder_cost(gen: TextGenerator) -> dict[str, Any]:
-    """The embedded default's own cost: load, one query, a backfill batch (in process)."""
+    """The embedded default's own cost: load, one query, a backfill batch (in process).
+    bench/embedders.py measures each embedded model apart, pinned to one core."""
     from attested_cortex.embedding import default
 
     started = time.perf_counter()
     embedder = default.DefaultEmbedder()
     load_s = time.perf_counter() - started
-    queries = [gen.query() for _ in range(2000)]
+    queries = [gen.query() for _ in range(1000)]
     samples = []
     for q in queries:
         t0 = time.perf_counter()
         embedder.embed_now([q])
         samples.append((time.perf_counter() - t0) * 1000)
-    texts = [f"{m['title']}\n{m['content']}" for m in gen.memories(6400)]
+    texts = [f"{m['title']}\n{m['content']}" for m in gen.memories(1024)]
     t0 = time.perf_counter()
     for i in range(0, len(texts), 64):
         embedder.embed_now(texts[i:i + 64])
@@ -260,7 +267,7 @@ def run() -> dict[str, Any]:
     gen = TextGenerator(seed=11)
     out: dict[str, Any] = {"goals": {
         "recall_p95_ms_10k": 10, "recall_p95_ms_100k": 30, "stores_per_second": 500,
-        "hybrid_recall_p95_ms_10k": 15, "hybrid_recall_p95_ms_100k": 40,
+        "hybrid_recall_p95_ms_10k": 15, "hybrid_recall_p95_ms_100k": 20,
         "hybrid_store_ratio_min": 0.8, "rarest_words_r@5_100k": 0.98}}
     out["embedder"] = embedder_cost(TextGenerator(seed=3))
     with age_server() as server, tempfile.TemporaryDirectory() as tmp:

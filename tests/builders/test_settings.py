@@ -38,6 +38,7 @@ def loaded(tmp_path: Path, c: Cortex, s: Satellites | None = None) -> ServerSett
 
 FIELDS: list[tuple[str, Object, Read, Any]] = [
     ("embedding none", {"embedding": {"mode": "None"}}, lambda s: s.embedder, "none"),
+    ("embedding minilm", {"embedding": {"mode": "MiniLM"}}, lambda s: s.embedder, "minilm"),
     ("embedding client", {"embedding": {"mode": "Client", "model": "m", "dimension": 8}},
      lambda s: (s.embedder, s.embedding.model, s.embedding.dimension), ("client", "m", 8)),
     ("embedding endpoint url", {"embedding": ENDPOINT}, lambda s: s.embedder,

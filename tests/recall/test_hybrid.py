@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from attested_cortex.embedding import default, minilm
 from attested_cortex.server.auth import TokenAuth
 from attested_cortex.server.tokens import generate
 from attested_cortex.store import recall as store_recall
@@ -61,8 +62,8 @@ async def test_default_embedder_finds_a_paraphrase(age_database: Database,
     assert all(r["embedded"] is True for r in body["results"])
     caps = await capabilities(cortex)
     assert caps["mode"] == "hybrid" and caps["vector_extension"] is True
-    assert caps["embedder"] == {"source": "default", "model": "wordllama/l2_supercat",
-                                "dimension": 256}
+    assert caps["embedder"] == {"source": "default", "model": default.MODEL,
+                                "dimension": default.DIMENSION}
     assert caps["vector_index"] is True
 
 
@@ -96,7 +97,9 @@ async def test_namespace_filter_searches_its_vectors(age_database: Database,
     (a small namespace exactly, by primary key; a large one as the planner chooses:
     docs/adr/0014), never those of others."""
     monkeypatch.setattr(store_recall, "EXACT_MAX", exact_max)
-    cortex = await make_cortex(age_database.dsn)
+    # every vector a candidate, however unlike (a cosine may go below 0): the test is
+    # about which namespaces are searched, not how alike their memories are
+    cortex = await make_cortex(age_database.dsn, embedding={"min_similarity": -1.0})
     inside = await cortex.store("org/team", DEPLOY)
     parent = await cortex.store("org", "Kubernetes operators watch custom resources")
     outside = await cortex.store("other/team", DEPLOY + " (other team)")
@@ -201,7 +204,8 @@ async def test_server_embedders_refuse_client_vectors(age_database: Database,
                                                       make_cortex: MakeCortex) -> None:
     cortex = await make_cortex(age_database.dsn)
     reply = await cortex.call("POST", "/v1/memories",
-                              {"namespace": "kb", "content": "x", "embedding": [1.0] * 256})
+                              {"namespace": "kb", "content": "x",
+                               "embedding": [1.0] * default.DIMENSION})
     assert reply.status == 400 and "does not take client vectors" in reply.text
 
 
@@ -360,6 +364,36 @@ async def test_model_change_re_embeds_in_the_background(age_database: Database,
         assert body["mode"] == "hybrid" and "Deploys" in body["results"][0]["content"]
 
 
+async def test_a_new_embedded_model_re_embeds_while_full_text_still_answers(
+        age_database: Database, make_cortex: MakeCortex) -> None:
+    """The embedded model changed (the default wordllama to MiniLM: docs/adr/0042; the same
+    holds when MiniLM becomes the default): the new server's backfill re-embeds every memory,
+    with progress in capabilities, and recall answers from the full-text half of what is not
+    re-embedded yet."""
+    first = await make_cortex(age_database.dsn)
+    ids = [(await first.store("kb", f"{text} ({i})"))["id"]
+           for i in range(6) for text in (DEPLOY, *OTHERS)]
+    await first.embedded_behind()
+    second = await make_cortex(age_database.dsn, embedder="minilm",
+                               embedding={"backfill_batch": 5})
+    early = await recall(second, "Deploys freeze Fridays")
+    assert early["results"] and all("Deploys" in r["content"] for r in early["results"][:6])
+
+    async def done() -> dict[str, Any] | None:
+        caps = await capabilities(second)
+        return caps if caps["backfill"]["pending"] == 0 else None
+
+    caps = await await_until(done, seconds=60)
+    assert caps["backfill"]["embedded"] >= len(ids)
+    with psycopg.connect(age_database.dsn) as conn:
+        rows = conn.execute("SELECT model, dim, count(*) FROM memory_embeddings "
+                            "GROUP BY 1, 2").fetchall()
+    assert rows == [(minilm.MODEL, minilm.DIMENSION, len(ids))]
+    body = await recall(second, "when can't we ship?")
+    assert body["mode"] == "hybrid" and "Deploys" in body["results"][0]["content"]
+    assert all(r["embedded"] is True for r in body["results"])
+
+
 # -- databases without pgvector ---------------------------------------------------------------
 
 async def test_pg15_without_pgvector_is_fulltext(cortex: CortexClient) -> None:
@@ -413,7 +447,7 @@ async def test_bad_embedder_setting_stops_start_up(age_database: Database,
                                                    make_cortex: MakeCortex) -> None:
     from attested_cortex.errors import InvalidInputError
 
-    with pytest.raises(InvalidInputError, match="use default, none, client"):
+    with pytest.raises(InvalidInputError, match="use default, minilm, none, client"):
         await make_cortex(age_database.dsn, embedder="bogus")
     with pytest.raises(InvalidInputError, match=r"embedding\.model and embedding\.dimension"):
         await make_cortex(age_database.dsn, embedder="client")

@@ -29,7 +29,7 @@ EMBEDDING_KEY_FILE: Final = "api-key"
 AUDIT_SIGNER_SUBDIR: Final = "_audit-signer"
 #: Where the master key Secret is mounted (``current`` and ``v<N>`` files, ADR 0050).
 MASTER_KEY_DIR: Final = "/var/run/cortex/master-key"
-EMBEDDERS: Final = {"Default": "default", "None": "none", "Client": "client"}
+EMBEDDERS: Final = {"Default": "default", "MiniLM": "minilm", "None": "none", "Client": "client"}
 
 
 def embedder(cortex: Cortex) -> str:

@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field, JsonValue
 
 from attested_cortex.crd.common import CrdModel, section
 
-EmbeddingMode = Literal["Default", "None", "Client", "Endpoint"]
+EmbeddingMode = Literal["Default", "MiniLM", "None", "Client", "Endpoint"]
 SignerMode = Literal["Operator", "Off"]
 
 
@@ -70,7 +70,9 @@ class EmbeddingSpec(CrdModel):
 
     mode: EmbeddingMode = Field(
         default="Default",
-        description="Default: the small model embedded in the server image; None: no vectors, "
+        description="Default: the small static model embedded in the server image (256 "
+        "dimensions); MiniLM: all-MiniLM-L6-v2 embedded beside it (384 dimensions, better on "
+        "paraphrases, slower to embed); None: no vectors, "
         "full-text recall only; Client: agents send vectors (model and dimension say which); "
         "Endpoint: an OpenAI-compatible embeddings endpoint at url.",
     )

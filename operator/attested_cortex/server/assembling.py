@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.embedding.base import EmbeddingError
-from attested_cortex.embedding.choosing import build_embedder
+from attested_cortex.embedding.choosing import MODES, build_embedder
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.dispatching import open_pipeline
 from attested_cortex.server.configuring import (
@@ -161,10 +161,10 @@ async def _open_vectors(
     loaded where its vectors can be stored.
     """
     e = settings.embedding
-    if settings.embedder not in ("default", "none", "client") and not \
+    if settings.embedder not in MODES and not \
             settings.embedder.startswith(("http://", "https://")):
         raise InvalidInputError(
-            f"--embedder {settings.embedder!r}: use default, none, client or an http(s) URL",
+            f"--embedder {settings.embedder!r}: use {', '.join(MODES)} or an http(s) URL",
             field="embedder")
     spec = settings.embedder if await vectors_available(db) else "none"
     try:

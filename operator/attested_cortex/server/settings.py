@@ -231,7 +231,7 @@ class ServerSettings(BaseModel):
     quotas: QuotasSettings = Field(default_factory=QuotasSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     embedder: str = Field("default", min_length=1, max_length=2048,
-                          description="default | none | client | an http(s) URL")
+                          description="default | minilm | none | client | an http(s) URL")
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     log_level: str = "INFO"
     pool_max_size: int = Field(10, ge=1, le=200)

@@ -1,5 +1,8 @@
-"""Recall: full-text and (where configured) vector candidates, fused and ranked in one
-statement. Called by the service layer's recall pipeline.
+"""Recall: full-text and (where configured) vector candidates, fused and ranked. Called by
+the service layer's recall pipeline, in two steps: :func:`fulltext_candidates` (the query's
+lexemes, then its ranked full-text candidates: no vector needed, so it runs while the query
+is embedded) and :func:`fuse` (the vector candidates, the fusion and the scores, in one
+statement). :func:`recall` runs both in turn.
 
 Ranking every match does not scale (a 3-term OR over common words at 100k memories ranks
 tens of thousands of rows), so recall works on bounded candidate lists:
@@ -24,9 +27,10 @@ tens of thousands of rows), so recall works on bounded candidate lists:
 The full-text score says how well a memory matches (docs/adr/0008): the share of the query's
 words it contains, each weighted by its rarity (``ln(1/frequency)``, frequencies from the
 planner's statistics of the search column, the words it does not track counting as rarer
-than those it does), then cover density (``ts_rank_cd``: proximity of the words) as the
-remainder. ``ts_rank_cd`` alone gave a memory matching one of three query words the same
-score as one matching all three, and recency decided.
+than those it does), squared (a partial match is a weak one: docs/adr/0042), then cover
+density (``ts_rank_cd``: proximity of the words) as the remainder. ``ts_rank_cd`` alone
+gave a memory matching one of three query words the same score as one matching all three,
+and recency decided.
 
 Equal scores order by ``updated_at`` (newest first), then ``id``: the order is total, so
 the same data always answers the same way. A query namespace ``a/b/c`` searches ``a/b/c``,
@@ -53,6 +57,10 @@ RRF_K = 60
 EXACT_MAX = 1500
 #: Weights of the full-text score: rarity-weighted word coverage, then cover density.
 COVERAGE_WEIGHT = 0.85
+#: Coverage is raised to this power: a memory holding one query word of three is a weak
+#: match, and fused with a middling vector it outranked paraphrases found by the vector half
+#: alone (docs/adr/0042).
+COVERAGE_POWER = 2
 
 _FTS = """
 and_c AS (
@@ -72,10 +80,10 @@ lex AS MATERIALIZED (
 ),
 fts AS (
     SELECT c.id,
-           ({coverage} * coalesce(
+           ({coverage} * power(coalesce(
                 (SELECT sum(lex.idf) FROM lex
                  WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
-                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0)
+                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0), {power})
             + {density} * ts_rank_cd(m.search, {or_query}, 32))::float8 AS fts
     FROM (SELECT id FROM and_c UNION SELECT id FROM or_c) c JOIN memories m USING (id)
 ),
@@ -250,11 +258,30 @@ class Hit:
     embedded: bool | None = None
 
 
-async def recall(
+@dataclass(frozen=True)
+class FulltextCandidates:
+    """The first step of a recall: the full-text candidate list, ranked (``fts_r``), and the
+    parameters the second step (:func:`fuse`) reuses."""
+
+    ids: list[Any]
+    scores: list[float]
+    ranks: list[int]
+    params: dict[str, Any]
+    ns_filter: str
+    #: The vector half reads the namespace's vectors exactly (see ``_VEC_EXACT``).
+    exact: bool
+
+
+async def fulltext_candidates(
     conn: Conn, *, query: str, namespace: str | None, limit: int, pool: int = DEFAULT_POOL,
-    vector: QueryVector | None = None,
-) -> list[Hit]:
-    """The best ``limit`` memories for ``query``, best first (see the module docstring)."""
+    vectors: bool = False,
+) -> FulltextCandidates:
+    """Step 1 of a recall: the query's lexemes, then its full-text candidates, ranked.
+
+    It needs no query vector, so the service runs it while the query is being embedded.
+    ``vectors``: a vector half may follow, so a namespace's size is looked up as well (in the
+    lexemes' round trip) to choose how :func:`fuse` reads its vectors.
+    """
     params: dict[str, Any] = {"query": query, "limit": limit, "pool": max(pool, limit)}
     if namespace is None:
         ns_filter = ""
@@ -264,7 +291,7 @@ async def recall(
         params["namespaces"] = ancestors(namespace)
         params["qdepth"] = depth(namespace)
     exact = False
-    if namespace is not None and vector is not None and vector.search:
+    if namespace is not None and vectors:
         async with conn.pipeline():  # one round trip for both
             cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
             plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],), prepare=False)
@@ -276,8 +303,34 @@ async def recall(
     lex = await cur.fetchall()
     params["lexemes"] = [r["lexeme"] for r in lex]
     params["idfs"] = [r["idf"] for r in lex]
-    parts = ["WITH", _FTS.format(ns_filter=ns_filter, or_query=_OR_QUERY,
-                                 coverage=COVERAGE_WEIGHT, density=1 - COVERAGE_WEIGHT)]
+    statement = "".join([
+        "WITH", _FTS.format(ns_filter=ns_filter, or_query=_OR_QUERY,
+                            coverage=COVERAGE_WEIGHT, density=1 - COVERAGE_WEIGHT,
+                            power=COVERAGE_POWER),
+        "SELECT id, fts, r FROM fts_r"])
+    # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
+    # falls back to ranking every match (the plan choice depends on how common they are).
+    cur = await conn.execute(statement.encode(), params, prepare=False)
+    rows = await cur.fetchall()
+    return FulltextCandidates([r["id"] for r in rows], [r["fts"] for r in rows],
+                              [r["r"] for r in rows], params, ns_filter, exact)
+
+
+#: The full-text candidates of step 1, sent back as arrays (``fts_r`` of :data:`_FTS`).
+_FTS_GIVEN = """
+fts_r AS (
+    SELECT * FROM unnest(%(fts_ids)s::uuid[], %(fts_scores)s::float8[], %(fts_ranks)s::bigint[])
+        AS f(id, fts, r)
+)"""
+
+
+async def fuse(conn: Conn, found: FulltextCandidates,
+               vector: QueryVector | None = None) -> list[Hit]:
+    """Step 2 of a recall: the vector candidates (hybrid mode), fused with ``found`` and
+    scored, best first, in one statement (see the module docstring)."""
+    params = {**found.params, "fts_ids": found.ids, "fts_scores": found.scores,
+              "fts_ranks": found.ranks}
+    parts = ["WITH", _FTS_GIVEN]
     embedded = "NULL::boolean"
     if vector is not None:
         dim = len(vector.vector)
@@ -286,15 +339,27 @@ async def recall(
     if vector is not None and vector.search:
         params.update(qvec=vector_literal(vector.vector), vector_pool=vector.vector_pool,
                       min_similarity=vector.min_similarity)
-        vec = _VEC_EXACT.format(dim=dim) if exact else _VEC.format(dim=dim, ns_filter=ns_filter)
-        parts += [vec, _HYBRID_SELECT.format(k=RRF_K)]
+        parts += [_VEC_EXACT.format(dim=dim) if found.exact else
+                  _VEC.format(dim=dim, ns_filter=found.ns_filter),
+                  _HYBRID_SELECT.format(k=RRF_K)]
     else:
         parts.append(_FTS_SELECT)
     parts.append(_FINAL.format(embedded=embedded))
-    # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
-    # falls back to ranking every match (the plan choice depends on how common they are).
+    # Not prepared either: the vector half's plan depends on the namespace's size.
     cur = await conn.execute("".join(parts).encode(), params, prepare=False)
     return [_hit(row) for row in await cur.fetchall()]
+
+
+async def recall(
+    conn: Conn, *, query: str, namespace: str | None, limit: int, pool: int = DEFAULT_POOL,
+    vector: QueryVector | None = None,
+) -> list[Hit]:
+    """The best ``limit`` memories for ``query``, best first: both steps, one after the
+    other (the service overlaps step 1 with the query's embedding instead)."""
+    found = await fulltext_candidates(
+        conn, query=query, namespace=namespace, limit=limit, pool=pool,
+        vectors=vector is not None and vector.search)
+    return await fuse(conn, found, vector)
 
 
 def _hit(row: dict[str, Any]) -> Hit:

@@ -6,10 +6,12 @@ post_recall hook, run through the operation pipeline (:mod:`..pipeline.running`)
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from attested_cortex import tasks
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.service.pipeline import operations as ops
@@ -127,12 +129,19 @@ class RecallCall(Call[RecallResult]):
 
     async def execute(self, svc: Services, caller: Caller) -> RecallResult:
         query = self.query
-        plan = await embedding.plan_query(svc.vectors, query.query, query.embedding)
-        async with svc.db.connection() as conn:
-            hits = await store_recall.recall(
-                conn, query=query.query, namespace=query.namespace, limit=query.limit,
-                pool=svc.limits.recall_pool, vector=plan.vector,
-            )
+        # The query embeds (in a worker thread) while the full-text half runs: a recall
+        # costs the longer of the two, not their sum (docs/adr/0042).
+        planning = asyncio.create_task(
+            embedding.plan_query(svc.vectors, query.query, query.embedding))
+        try:
+            async with svc.db.connection() as conn:
+                found = await store_recall.fulltext_candidates(
+                    conn, query=query.query, namespace=query.namespace, limit=query.limit,
+                    pool=svc.limits.recall_pool, vectors=embedding.searches(svc.vectors))
+                plan = await planning
+                hits = await store_recall.fuse(conn, found, plan.vector)
+        finally:
+            await _settled(planning)
         hits = [h for h in hits if visible(svc, caller, self.spec, h.memory.namespace)]
         searched = plan.vector is not None and plan.vector.search
         ranked = replace(apply_budget(hits, query.budget_tokens),
@@ -143,6 +152,15 @@ class RecallCall(Call[RecallResult]):
     def post_payload(self, event: EventName, result: RecallResult) -> dict[str, Any]:
         return payload(event, **self._hooked(),
                        results=[hit_view(h) for h in result.hits], truncated=result.truncated)
+
+
+async def _settled(planning: asyncio.Task[Any]) -> None:
+    """The query's planning, ended: cancelled if the full-text half failed first (its
+    error is the one the caller sees), its own error read so it is not reported twice."""
+    if not planning.done():
+        await tasks.stop([planning], timeout_s=1.0)
+    elif not planning.cancelled():
+        planning.exception()
 
 
 #: RecallQuery fields hooks never see (as on the hybrid branch before the pipeline).

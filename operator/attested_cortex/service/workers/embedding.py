@@ -358,11 +358,17 @@ class QueryPlan:
     degraded: str | None = None
 
 
+def searches(vectors: Vectors | None) -> bool:
+    """Whether a recall may have a vector half (what :func:`plan_query` will say, known
+    before the query is embedded)."""
+    return vectors is not None and vectors.ready and vectors.embedder is not None
+
+
 async def plan_query(
     vectors: Vectors | None, text: str, client_vector: Sequence[float] | None,
 ) -> QueryPlan:
     """Embed the query (or take the client's vector) within the deadline."""
-    if vectors is None or not vectors.ready or vectors.embedder is None:
+    if vectors is None or not searches(vectors) or vectors.embedder is None:
         return QueryPlan(None)
     embedder = vectors.embedder
     info = embedder.info
