@@ -1,6 +1,6 @@
 """A walk of ``GET /v1/memories`` over 100k memories, page by page while another task keeps
 writing, returns each memory that existed when it began exactly once (issue 24), and every
-page reads through the listing index of migration 0012, not a sort of the table.
+page reads through the listing index of migration 0013, not a sort of the table.
 
 Seconds (marked slow): 31 to 65 s measured on the shared two-core machine under a load of 7
 to 14. The 100k rows go in with one INSERT ... SELECT (100k HTTP writes would take minutes),

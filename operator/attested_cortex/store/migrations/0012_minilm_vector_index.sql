@@ -1,4 +1,4 @@
--- 0014: the HNSW index of the embedded default's dimension, now 384 (all-MiniLM-L6-v2,
+-- 0012: the HNSW index of MiniLM's dimension, 384 (all-MiniLM-L6-v2, `--embedder minilm`,
 -- docs/adr/0042), made by the migration like 256's (the `default` model's, kept).
 --
 -- Without it the server's backfill creates the index only where its role owns the table; a

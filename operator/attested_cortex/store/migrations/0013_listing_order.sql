@@ -1,4 +1,4 @@
--- 0012: the listing order of memories as an index (issue 24; docs/adr/0040-listing-cursors.md).
+-- 0013: the listing order of memories as an index (issue 24; docs/adr/0040-listing-cursors.md).
 --
 -- `GET /v1/memories` and the MCP `memory_list` page live memories newest first by
 -- (created_at, id), the cursor being the last (created_at, id) shown. Without an index in
