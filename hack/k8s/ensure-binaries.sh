@@ -8,7 +8,8 @@
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
 #   (none given = all of these), and the real node's kubelet kube-proxy coredns crictl and
 #   cnpg (CloudNativePG's manager, plus its release manifest beside it as
-#   cnpg-<version>.yaml), built only when named (`node` names all five). Idempotent and
+#   cnpg-<version>.yaml) and minio (the S3-compatible object store of the backup tests, ADR
+#   0037), built only when named (`node` names all six). Each build prints "last time N s". Idempotent and
 #   flock-protected; a component whose stamp matches its version is skipped. Everything is built from source with the local Go toolchain through
 #   generated wrapper modules under $ATTESTED_CORTEX_CACHE/k8s/<version>/src; nothing in the
 #   repository is written.
@@ -26,7 +27,7 @@ export GOTOOLCHAIN=local
 kube_components=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 all_components=(etcd "${kube_components[@]}" kwok helm)
 # The real one-node cluster (hack/k8s/localkube/realnode.py); `make test` does not build these.
-node_components=(kubelet kube-proxy coredns crictl cnpg)
+node_components=(kubelet kube-proxy coredns crictl cnpg minio)
 
 die() { echo "ensure-binaries: $*" >&2; exit 1; }
 log() { echo "ensure-binaries: $*" >&2; }
@@ -39,10 +40,16 @@ version_of() {
     coredns) echo "$COREDNS_VERSION" ;;
     crictl) echo "$CRICTL_VERSION" ;;
     cnpg) echo "$CNPG_VERSION" ;;
+    minio) echo "$MINIO_VERSION" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
       echo "$KUBERNETES_VERSION" ;;
     *) die "unknown component '$1' (known: ${all_components[*]} ${node_components[*]})" ;;
   esac
+}
+
+last_time() {  # " (last time N s)" when a build of $1 was timed before (any version)
+  local seconds; seconds="$(cat "$bin_dir/.$1.seconds" 2>/dev/null || true)"
+  [[ -n "$seconds" ]] && echo " (last time ${seconds} s)" || echo " (first time: minutes)"
 }
 
 is_built() {  # a binary counts as built when its stamp names the pinned version
@@ -146,6 +153,20 @@ build_cnpg() {
   install -m 0644 "$module/releases/cnpg-${CNPG_VERSION#v}.yaml" "$bin_dir/cnpg-${CNPG_VERSION#v}.yaml"
 }
 
+build_minio() {
+  # MinIO's server, unmodified (AGPL-3.0: a test/dev fixture, never in the chart; ADR 0037),
+  # with the version variables its buildscripts/gen-ldflags.go sets, read from the pseudo-
+  # version (v0.0.0-<UTC date>-<12-hex commit>) so `minio --version` names the commit.
+  local dir="$src_dir/minio" pkg=github.com/minio/minio flags stamp commit
+  wrapper_module "$dir" "$pkg" "$MINIO_VERSION"
+  stamp="${MINIO_VERSION#v0.0.0-}"; commit="${stamp#*-}"; stamp="${stamp%%-*}"
+  stamp="${stamp:0:4}-${stamp:4:2}-${stamp:6:2}T${stamp:8:2}:${stamp:10:2}:${stamp:12:2}Z"
+  flags="-X $pkg/cmd.Version=$stamp -X $pkg/cmd.CopyrightYear=${stamp:0:4}"
+  flags+=" -X $pkg/cmd.ReleaseTag=DEVELOPMENT.${stamp//:/-} -X $pkg/cmd.CommitID=$commit"
+  flags+=" -X $pkg/cmd.ShortCommitID=${commit:0:12}"
+  go_build "$dir" "$flags" "$pkg"
+}
+
 build() {  # build COMPONENT...: only those not yet built
   local wanted=() kube=() c
   for c in "$@"; do version_of "$c" >/dev/null; is_built "$c" || wanted+=("$c"); done
@@ -153,13 +174,16 @@ build() {  # build COMPONENT...: only those not yet built
   command -v go >/dev/null || die "Go toolchain not found; install Go (see docs/testing-kubernetes.md)"
   for c in "${wanted[@]}"; do
     local start=$SECONDS
+    log "building $c $(version_of "$c")$(last_time "$c")"
     case "$c" in
       kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
         kube+=("$c"); continue ;;
       etcd) build_etcd ;; kwok) build_kwok ;; helm) build_helm ;;
       coredns) build_coredns ;; crictl) build_crictl ;; cnpg) build_cnpg ;;
+      minio) build_minio ;;
     esac
-    mark_built "$c"; log "built $c $(version_of "$c") in $((SECONDS - start))s"
+    mark_built "$c"; echo $((SECONDS - start)) >"$bin_dir/.$c.seconds"
+    log "built $c $(version_of "$c") in $((SECONDS - start))s"
   done
   if [[ ${#kube[@]} -gt 0 ]]; then
     local start=$SECONDS
