@@ -61,7 +61,7 @@ async def report_unparsable(writer: Writer, *, kind: str, body: Mapping[str, Any
 PROGRESSING: Final = frozenset({
     "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
     "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection",
-    "ClusterCreating"})
+    "ClusterCreating", "BackupPending", "Verifying"})
 
 
 def summarise(changed: Sequence[Object]) -> dict[str, str]:

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+from attested_cortex.crd.backups import BackupStatus, RestoreStatus
 from attested_cortex.crd.cloudnativepg import CloudNativePGDatabase
 from attested_cortex.crd.common import (
     STORAGE_SIZE_PATTERN,
@@ -337,3 +338,9 @@ class MemoryCortexStatus(CommonStatus):
     identities: int | None = Field(
         default=None, ge=0, description="AgentIdentities whose public keys the server trusts."
     )
+    backup: BackupStatus | None = Field(
+        default=None, description="Where the cortex's backups stand (spec.database."
+        "cloudNativePG.backup).")
+    restore: RestoreStatus | None = Field(
+        default=None, description="What the verification of this restored cortex checked "
+        "(condition DataVerified).")

@@ -1,4 +1,5 @@
-"""The MemoryCortex pass: parse, pause, gather, database, schema, server, status.
+"""The MemoryCortex pass: parse, pause, gather, database, backup, schema, verification of
+a restore, server, status.
 
 Also the clean-up of what owner references cannot remove: the cluster-scoped TokenReview
 binding of a deleted cortex (deleted right away when the operator sees the cortex go, and
@@ -15,12 +16,14 @@ from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import InvalidSpecError, parse_cortex, parse_meta
 from attested_cortex.controller.applying import together
 from attested_cortex.controller.memorycortex import (
+    backup,
     cloudnativepg,
     database,
     gathering,
     readiness,
     schema,
     server,
+    verification,
 )
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
@@ -75,11 +78,15 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
                if cortex.spec.database.cloud_native_pg is not None else database.ensure(rt, cortex))
     db: database.DatabaseOutcome
     db, _ = await together(ensured, server.prepare(rt, cortex, satellites))
+    backed = await backup.ensure(rt, cortex, status, db)
     migrated = await schema.ensure(rt, cortex, status,
                                    database_ready=db.condition.status == "True")
-    served = await server.ensure(rt, cortex, satellites,
-                                 schema_ready=migrated.condition.status == "True")
+    schema_ready = migrated.condition.status == "True"
+    verdict, verify_in = await verification.ensure(rt, cortex, status, schema_ready=schema_ready)
+    served = await server.ensure(rt, cortex, satellites, schema_ready=schema_ready and (
+        verdict is None or verdict.verified))
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
-                           server=served.condition)
-    delays = [d for d in (db.retry_in, migrated.retry_in, served.retry_in) if d is not None]
+                           server=served.condition, backup=backed, verdict=verdict)
+    delays = [d for d in (db.retry_in, backed.retry_in, migrated.retry_in, verify_in,
+                          served.retry_in) if d is not None]
     return min(delays, default=None)
