@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 
 from hack import objectstore
+
 from tests.builders.specs import assert_restricted
 
 
