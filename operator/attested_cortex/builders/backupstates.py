@@ -67,7 +67,11 @@ def _fields(cluster_status: Object, backups: Sequence[Object]) -> dict[str, Any]
         "lastSuccessfulBackup": ((last or {}).get("status") or {}).get("stoppedAt")
         or cluster_status.get("lastSuccessfulBackup"),
         "lastBackupName": last["metadata"]["name"] if last else None,
-        "firstRecoverabilityPoint": cluster_status.get("firstRecoverabilityPoint"),
+        # CloudNativePG's own figure, or (before it has written one) the end of the oldest
+        # completed base backup: the earliest instant a restore can reach.
+        "firstRecoverabilityPoint": cluster_status.get("firstRecoverabilityPoint") or min(
+            (str(b["status"]["stoppedAt"]) for b in completed
+             if (b.get("status") or {}).get("stoppedAt")), default=None),
         "completed": len(completed),
         "lastFailure": _failure(max(failed, key=_created)) if failed else None}
     return {k: v for k, v in out.items() if v is not None}
