@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from attested_cortex.builders.backups import build_scheduled_backup
+from attested_cortex.builders.backups import build_scheduled_backup, postgres_time
 from attested_cortex.builders.clusters import build_cluster
 from attested_cortex.builders.inputs import InvalidSpecError
 from tests.builders.specs import CORTEX, DEFAULTS, assert_child_metadata, cortex
@@ -75,10 +75,15 @@ def test_restore_from_the_source_s_folder_to_a_time() -> None:
                             namespace_uid=NS_UID)
     assert cluster["spec"]["bootstrap"] == {"recovery": {
         "database": "cortex", "owner": "cortex", "source": "origin",
-        "recoveryTarget": {"targetTime": "2026-12-02T12:00:00Z"}}}
+        "recoveryTarget": {"targetTime": "2026-12-02 12:00:00.000000+00"}}}
     assert cluster["spec"]["externalClusters"] == [{"name": "origin", "barmanObjectStore": {
         **BARMAN, "destinationPath": "s3://cortex-backups/", "serverName": "old-notes-db"}}]
     valid(cluster, cluster_schema())
+
+
+def test_target_time_reaches_postgres_with_a_numeric_offset() -> None:
+    assert postgres_time("2026-12-02T13:56:36Z") == "2026-12-02 13:56:36.000000+00"
+    assert postgres_time("2026-12-02T15:56:36.25+02:00") == "2026-12-02 13:56:36.250000+00"
 
 
 def test_restore_from_a_backup_by_name_to_its_end() -> None:

@@ -16,6 +16,7 @@ controller (the ScheduledBackup).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from attested_cortex.builders import names
@@ -77,6 +78,15 @@ def _origin(recovery: RecoverySpec) -> list[Object]:
     return [{"name": ORIGIN, "barmanObjectStore": section}]
 
 
+def postgres_time(instant: str) -> str:
+    """``targetTime`` as PostgreSQL's recovery_target_time takes it: UTC with a numeric
+    offset. CloudNativePG rewrites an RFC 3339 time in UTC to ``... 13:56:36.000000Z``, and
+    PostgreSQL refuses a zone abbreviation there ("invalid value for parameter
+    recovery_target_time", found on the real node); this form it passes through as it is."""
+    moment = datetime.fromisoformat(instant.replace(" ", "T")).astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f+00")
+
+
 def recovery_bootstrap(recovery: RecoverySpec) -> tuple[Object, list[Object]]:
     """The Cluster's ``bootstrap`` and ``externalClusters`` for a restore."""
     out: Object = {"database": DB_NAME, "owner": DB_USER}
@@ -85,7 +95,7 @@ def recovery_bootstrap(recovery: RecoverySpec) -> tuple[Object, list[Object]]:
     else:
         out["source"] = ORIGIN
     if recovery.target_time is not None:
-        out["recoveryTarget"] = {"targetTime": recovery.target_time}
+        out["recoveryTarget"] = {"targetTime": postgres_time(recovery.target_time)}
     return {"recovery": out}, _origin(recovery)
 
 
