@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -40,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hack import cnpg  # noqa: E402
+from hack import cnpg, objectstore  # noqa: E402
 from hack.forwarding import Forward  # noqa: E402
 from hack.k8s.localkube import binaries  # noqa: E402
 from hack.k8s.localkube.realnode import RealNode  # noqa: E402
@@ -50,6 +51,8 @@ from hack.k8s.localkube.waiting import ControlPlaneError  # noqa: E402
 NAMESPACE = os.environ.get("CORTEX_RUN_NAMESPACE", "attested-cortex")
 RELEASE = "attested-cortex"
 CORTEX = "team-memory"  # examples/cortex/memorycortex.yaml
+#: The object store credentials examples/cortex-ha/memorycortex.yaml's backup names.
+BACKUP_CREDENTIALS = "team-memory-backups"
 AGENT = "planner"       # examples/cortex/agentidentities.yaml (custody Cortex)
 READY_TIMEOUT = "240s"
 HA_READY_TIMEOUT = "600s"  # three instances one after the other, then the migration
@@ -113,6 +116,29 @@ def install_cloudnativepg(cluster: Cluster, bin_dir: Path) -> None:
         time.sleep(1)  # the poll interval of a bounded wait
     print(f"make run: CloudNativePG {cnpg.version()} ready in "
           f"{time.monotonic() - began:.0f}s", flush=True)
+
+
+def install_objectstore(cluster: Cluster) -> None:
+    """MinIO as a pod with its own volume (ADR 0037) and the Secret the HA example's backup
+    names: the cortex archives its WAL and takes base backups there (barman-cloud creates
+    the bucket on its first upload)."""
+    if not (images_dir() / "minio.tar").is_file():
+        print("make run: no MinIO image (hack/k8s/ensure-binaries.sh minio, hack/images/"
+              "build.sh): the HA cortex's backups will report BackupHealthy=False", flush=True)
+        return
+    access, secret = "make-run", secrets.token_hex(20)
+    installer = objectstore.Installer(kubectl=lambda *args, input=None: subprocess.run(
+        ["kubectl", *args], input=input, capture_output=True, text=True, env=cluster.env,
+        timeout=300, check=False))
+    installer.apply(objectstore.manifests(access_key=access, secret_key=secret))
+    installer.apply([objectstore.credentials_secret(BACKUP_CREDENTIALS, NAMESPACE,
+                                                    access_key=access, secret_key=secret)])
+    deadline = time.monotonic() + 180
+    while not installer.ready():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the object store (MinIO) did not become ready within 180 s")
+        time.sleep(1)  # the poll interval of a bounded wait
+    print(f"make run: object store ready at {objectstore.endpoint()}", flush=True)
 
 
 def examples(ha: bool) -> list[Path]:
@@ -227,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster = Cluster(node.kubeconfig, bin_dir, workdir)
         if ha:
             install_cloudnativepg(cluster, bin_dir)
+            install_objectstore(cluster)
         install(cluster, ha=ha)
         forward = port_forward(cluster, workdir / "port-forward.log")
         base = forward.url

@@ -19,7 +19,10 @@
 #      from the very Dockerfiles users build with Docker, the base passed as a build argument;
 #   5. docker.io/attested-cortex/cloudnative-pg:<version> (images/cnpg, FROM scratch) around the
 #      manager `hack/k8s/ensure-binaries.sh cnpg` built, when it is built (`make node-deps`
-#      builds it; without it this image is skipped and the real node runs without CloudNativePG).
+#      builds it; without it this image is skipped and the real node runs without CloudNativePG);
+#   6. docker.io/attested-cortex/minio:<version> (images/minio, FROM scratch) around the MinIO
+#      server `hack/k8s/ensure-binaries.sh minio` built, when it is built: the object store of
+#      the backup e2e and `make run CORTEX=ha` (ADR 0037; never in the chart).
 # Each image is saved as a docker archive in <cache>/images/out/<name>.tar, which
 # `ctr -n k8s.io images import` loads into the node. An image is rebuilt only when the hash
 # of its inputs (Dockerfile, context files, base, this script) changes, so a second run only
@@ -45,6 +48,8 @@ app_version="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/c
 readonly CORTEX_IMAGE="docker.io/attested-cortex/cortex:$app_version"
 cnpg_version="$(sed -n 's/^CNPG_VERSION=v//p' "$repo/hack/k8s/versions.env")"
 readonly CNPG_IMAGE="docker.io/attested-cortex/cloudnative-pg:$cnpg_version"
+minio_version="$(sed -n 's/^MINIO_VERSION=//p' "$repo/hack/k8s/versions.env")"
+readonly MINIO_IMAGE="docker.io/attested-cortex/minio:${minio_version#v0.0.0-}"
 
 die() { echo "images: $*" >&2; exit 1; }
 log() { echo "images: $*" >&2; }
@@ -172,6 +177,24 @@ cnpg_image() {  # 5. CloudNativePG's manager FROM scratch, when ensure-binaries.
   rm -rf "$ctx"
 }
 
+minio_image() {  # 6. MinIO's server FROM scratch, when ensure-binaries.sh built it
+  local bin server ctx="$cache/minio-context" h
+  bin="$("$repo/hack/k8s/ensure-binaries.sh" --print-bin-dir)"
+  server="$bin/minio"
+  if [ ! -x "$server" ] || [ "$(cat "$bin/.minio.version" 2>/dev/null)" != "$minio_version" ]; then
+    log "no MinIO $minio_version built (hack/k8s/ensure-binaries.sh minio): image skipped"
+    return 0
+  fi
+  h="$( (hash_inputs "$repo/images/minio"; sha256sum "$server" | cut -d' ' -f1) | sha256sum | cut -d' ' -f1)"
+  is_current minio "$h" && return 0
+  rm -rf "$ctx" && mkdir -p "$ctx/rootfs"
+  install -m 0755 "$server" "$ctx/rootfs/minio"
+  cp "$repo/images/minio/Dockerfile" "$ctx/"
+  podman_build "$MINIO_IMAGE" "$ctx/Dockerfile" "$ctx"
+  export_image minio "$MINIO_IMAGE" "$h"
+  rm -rf "$ctx"
+}
+
 main() {
   case "${1:-}" in
     --print-dir) echo "$out"; return 0 ;;
@@ -215,9 +238,10 @@ main() {
     export_image cortex "$CORTEX_IMAGE" "$h"
   fi
   cnpg_image
+  minio_image
   # Intermediate layers and replaced tags are garbage once exported.
   pm image prune -f >/dev/null 2>&1 || true
-  log "ready in $out: pause postgres-age cortex$([ -f "$out/cnpg.tar" ] && echo ' cnpg')"
+  log "ready in $out: pause postgres-age cortex$([ -f "$out/cnpg.tar" ] && echo ' cnpg')$([ -f "$out/minio.tar" ] && echo ' minio')"
 }
 
 main "$@"

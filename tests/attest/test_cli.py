@@ -84,14 +84,21 @@ async def test_audit_verify_reports_ok_then_the_first_bad_sequence(
     generated = cortexctl("identity", "generate", "--agent-id", "p", "--out", str(keydir))
     assert generated.returncode == 0
     await append_many(chain_db.app_dsn, read_identity(keydir), 5)
+    summary = tmp_path / "summary.json"  # what the restore verification Job reports
     ok = cortexctl("audit", "verify", "--database-url", chain_db.app_dsn,
-                   "--keys", str(tmp_path / "keys"))
+                   "--keys", str(tmp_path / "keys"), "--summary", str(summary))
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("ok: 5 events") and "signatures checked 5" in ok.stdout
+    written = json.loads(summary.read_text())
+    assert (written["ok"], written["events"], written["last_event"],
+            written["signatures_checked"]) == (True, 5, 5, 5)
     await tamper(chain_db.dsn, ("UPDATE signed_events SET payload = %s WHERE sequence = 3",
                                 (cbor.encode({"n": "changed"}),)))
-    bad = cortexctl("audit", "verify", "--database-url", chain_db.app_dsn, "--json")
+    bad = cortexctl("audit", "verify", "--database-url", chain_db.app_dsn, "--json",
+                    "--summary", str(summary))
     assert bad.returncode == 1
+    assert json.loads(summary.read_text())["first_mismatch"] == (
+        "event 3: " + json.loads(bad.stdout)["reason"])
     report = json.loads(bad.stdout)
     assert (report["ok"], report["first_bad_sequence"], report["events"]) == (False, 3, 2)
     text = cortexctl("audit", "verify", "--database-url", chain_db.app_dsn)
@@ -100,8 +107,11 @@ async def test_audit_verify_reports_ok_then_the_first_bad_sequence(
 
 def test_audit_verify_cannot_run_exits_2(tmp_path: Path) -> None:
     unreachable = cortexctl("audit", "verify", "--database-url",
-                            "postgresql://nobody@127.0.0.1:9/none", "--timeout", "1")
+                            "postgresql://nobody@127.0.0.1:9/none", "--timeout", "1",
+                            "--summary", str(tmp_path / "summary.json"))
     assert unreachable.returncode == 2 and "database" in unreachable.stderr
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written["ok"] is False and "database" in written["error"]
     no_keys = cortexctl("audit", "verify", "--database-url", "postgresql://x@127.0.0.1:9/x",
                         "--keys", str(tmp_path / "absent"))
     assert no_keys.returncode == 2 and "not a directory" in no_keys.stderr

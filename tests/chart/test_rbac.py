@@ -45,7 +45,8 @@ FORBIDDEN = [
     ("update", "jobs.batch", []),
     ("*", "*", []),
     # CloudNativePG: Clusters are applied, never deleted (their cortex's owner reference
-    # does that), and none of its other kinds is touched.
+    # does that); Backups are only listed (the ScheduledBackup makes them); none of its
+    # other kinds is touched.
     ("delete", "clusters.postgresql.cnpg.io", []),
     ("update", "clusters.postgresql.cnpg.io", []),
     # cert-manager: the Certificate is applied and deleted, never updated (ADR 0047).
@@ -54,7 +55,8 @@ FORBIDDEN = [
     ("create", "backups.postgresql.cnpg.io", []),
     ("get", "poolers.postgresql.cnpg.io", []),
     ("create", "databases.postgresql.cnpg.io", []),
-    ("create", "scheduledbackups.postgresql.cnpg.io", []),
+    ("delete", "backups.postgresql.cnpg.io", []),
+    ("update", "scheduledbackups.postgresql.cnpg.io", []),
     ("get", "imagecatalogs.postgresql.cnpg.io", []),
 ]
 

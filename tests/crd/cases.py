@@ -140,6 +140,32 @@ CORTEX_CASES = [
         "instances in body should be greater than or equal to 1",
     ),
     Case(
+        "cortex-cloudnativepg-backup-and-restore",
+        obj("MemoryCortex", "c-cnpg6", {"database": {"cloudNativePG": {
+            "backup": {"objectStore": {"endpoint": "http://minio.b:9000", "bucket": "bkp",
+                                       "path": "a/b", "credentialsSecretRef": {"name": "s3"}},
+                       "retention": "7d", "schedule": "0 */5 * * * *"},
+            "bootstrap": {"recovery": {
+                "objectStore": {"endpoint": "http://minio.b:9000", "bucket": "bkp",
+                                "credentialsSecretRef": {"name": "s3"}},
+                "sourceCortex": "old", "targetTime": "2026-12-02T12:00:00Z"}}}}}),
+    ),
+    Case(
+        "cortex-cloudnativepg-restore-two-sources",
+        obj("MemoryCortex", "c-cnpg7", {"database": {"cloudNativePG": {"bootstrap": {
+            "recovery": {"backupName": "b1", "sourceCortex": "old", "objectStore": {
+                "endpoint": "http://minio.b:9000", "bucket": "bkp",
+                "credentialsSecretRef": {"name": "s3"}}}}}}}),
+        "set exactly one of recovery.objectStore (with sourceCortex) or recovery.backupName",
+    ),
+    Case(
+        "cortex-cloudnativepg-restore-no-source-cortex",
+        obj("MemoryCortex", "c-cnpg8", {"database": {"cloudNativePG": {"bootstrap": {
+            "recovery": {"objectStore": {"endpoint": "http://minio.b:9000", "bucket": "bkp",
+                                         "credentialsSecretRef": {"name": "s3"}}}}}}}),
+        "recovery.objectStore needs sourceCortex",
+    ),
+    Case(
         "cortex-missing-database",
         obj("MemoryCortex", "c-missing", {}),
         "spec.database: Required value",

@@ -58,7 +58,7 @@ NODE_BINARIES = ("kubelet", "kube-proxy", "coredns", "crictl")
 HOST_COMMANDS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip")
 IMAGES = ("pause", "postgres-age", "cortex")
 # Imported when hack/images/build.sh exported them (CloudNativePG: after `make node-deps`).
-OPTIONAL_IMAGES = ("cnpg",)
+OPTIONAL_IMAGES = ("cnpg", "minio")
 KUBELET = pki.ClientIdentity(name="kubelet", user=f"system:node:{NODE_NAME}",
                              groups=("system:nodes",))
 KUBE_PROXY = pki.ClientIdentity(name="kube-proxy", user="system:kube-proxy")

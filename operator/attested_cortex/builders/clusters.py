@@ -19,7 +19,10 @@ rather than by the user:
 - the recommended labels on the Cluster and, through ``inheritedMetadata``, on what
   CloudNativePG creates for it (``managed-by`` stays on the Cluster only: its pods and
   Secrets are CloudNativePG's);
-- monitoring off unless ``podMonitor`` asks.
+- monitoring off unless ``podMonitor`` asks;
+- with ``backup``, WAL archiving and base backups to the object store, and with
+  ``bootstrap.recovery`` the database restored from a backup instead of initdb
+  (``builders/backups.py``, ADR 0038).
 
 CloudNativePG's pods already meet the "restricted" Pod Security Standard (non-root,
 RuntimeDefault seccomp, no privilege escalation, all capabilities dropped, read-only root).
@@ -29,10 +32,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from attested_cortex.builders import names
+from attested_cortex.builders import backups, names
 from attested_cortex.builders.inputs import Cortex, Defaults
 from attested_cortex.builders.secrets import DB_NAME, DB_USER
-from attested_cortex.crd.cloudnativepg import CloudNativePGDatabase
+from attested_cortex.crd.cloudnativepg import CloudNativePGDatabase, RecoverySpec
 
 Object = dict[str, Any]
 
@@ -86,6 +89,19 @@ def spec_of(cortex: Cortex) -> CloudNativePGDatabase:
     return wanted
 
 
+def restored_from(wanted: CloudNativePGDatabase) -> RecoverySpec | None:
+    """The backup the Cluster starts from, or None for a new, empty database."""
+    return wanted.bootstrap.recovery if wanted.bootstrap is not None else None
+
+
+def _bootstrap(wanted: CloudNativePGDatabase) -> Object:
+    recovery = restored_from(wanted)
+    if recovery is not None:
+        return backups.recovery_bootstrap(recovery)[0]
+    return {"initdb": {"database": DB_NAME, "owner": DB_USER,
+                       "postInitApplicationSQL": list(BOOTSTRAP_SQL)}}
+
+
 def _postgresql(wanted: CloudNativePGDatabase) -> Object:
     out: Object = {"shared_preload_libraries": list(PRELOADED),
                    "parameters": dict(sorted((wanted.parameters or {}).items()))}
@@ -131,13 +147,17 @@ def build_cluster(cortex: Cortex, defaults: Defaults, *, namespace_uid: str) -> 
         "enableSuperuserAccess": False,
         "smartShutdownTimeout": SMART_SHUTDOWN_S,
         "inheritedMetadata": {"labels": _inherited_labels(name)},
-        "bootstrap": {"initdb": {"database": DB_NAME, "owner": DB_USER,
-                                 "postInitApplicationSQL": list(BOOTSTRAP_SQL)}},
+        "bootstrap": _bootstrap(wanted),
         "postgresql": _postgresql(wanted),
         "storage": _storage(wanted),
         "monitoring": {"enablePodMonitor": wanted.pod_monitor},
     }
     if wanted.resources is not None:
         spec["resources"] = wanted.resources.model_dump(exclude_none=True)
+    if wanted.backup is not None:
+        spec["backup"] = backups.cluster_backup(wanted.backup)
+    recovery = restored_from(wanted)
+    if recovery is not None and (origin := backups.recovery_bootstrap(recovery)[1]):
+        spec["externalClusters"] = origin
     return {"apiVersion": API_VERSION, "kind": KIND,
             "metadata": _metadata(cortex, namespace_uid), "spec": spec}

@@ -5,6 +5,11 @@ known agent carries a valid signature, and with ``--deep`` every memory, link an
 row matches its latest write record); exit 1 with the first bad sequence number or the
 mismatches, by id, when not; exit 2 when the check could not run (database unreachable,
 unreadable keys). Called by :mod:`attested_cortex.cli.main`.
+
+``--summary FILE`` also writes a one-line JSON summary there (the counts, the last event
+kept and the first mismatch, at most :data:`SUMMARY_BYTES`): the restore verification Job
+(``builders/verification.py``) points it at its termination message, which the operator
+reads into ``DataVerified`` and ``status.restore``.
 """
 
 from __future__ import annotations
@@ -13,11 +18,15 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from attested_cortex.errors import CortexError, operator_message
+
+#: Kubernetes keeps at most 4096 bytes of a termination message.
+SUMMARY_BYTES: Final = 4000
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +36,9 @@ def register(subparsers: Any) -> None:
     )
     actions = parser.add_subparsers(dest="audit_action", metavar="ACTION", required=True)
     verify = actions.add_parser("verify", help="verify every event of the chain")
-    verify.add_argument("--database-url", required=True, help="PostgreSQL URL")
+    env_url = os.environ.get("CORTEX_DATABASE_URL")
+    verify.add_argument("--database-url", required=not env_url, default=env_url,
+                        help="PostgreSQL URL (default: $CORTEX_DATABASE_URL)")
     verify.add_argument(
         "--keys", type=Path, help="key root (identity dirs, keyring JSON) to check signatures"
     )
@@ -38,6 +49,8 @@ def register(subparsers: Any) -> None:
     verify.add_argument(
         "--timeout", type=float, default=10.0, help="seconds to wait for the database"
     )
+    verify.add_argument("--summary", type=Path,
+                        help="also write a one-line JSON summary to this file")
     parser.set_defaults(handler=run)
 
 
@@ -54,13 +67,50 @@ def run(args: argparse.Namespace) -> int:
     except (CortexError, OSError) as exc:
         message = operator_message(exc) if isinstance(exc, CortexError) else str(exc)
         print(f"cortexctl audit verify: {message}", file=sys.stderr)
+        if args.summary is not None:
+            _write_summary(args.summary, {"ok": False, "error": message[:1000]})
         return 2
+    if args.summary is not None:
+        _write_summary(args.summary, summary(dataclasses.asdict(report), swept))
     if args.json:
         print(json.dumps({**dataclasses.asdict(report),
                           **({"deep": swept} if swept is not None else {})}, indent=2))
     else:
         _print(report, swept)
     return 0 if report.ok and (swept is None or swept["ok"]) else 1
+
+
+def _first_mismatch(swept: dict[str, Any] | None) -> str | None:
+    if not swept or not swept["mismatches"]:
+        return None
+    m = swept["mismatches"][0]
+    fields = f" ({', '.join(m['fields'])})" if m["fields"] else ""
+    at = f" [event {m['sequence']}]" if m["sequence"] is not None else ""
+    return f"{m['kind']} {m['id']}: {m['problem']}{fields}{at}"
+
+
+def summary(chain: dict[str, Any], swept: dict[str, Any] | None) -> dict[str, Any]:
+    """The counts, the last event kept and the first problem, as one small JSON object."""
+    ok = bool(chain["ok"]) and (swept is None or bool(swept["ok"]))
+    out: dict[str, Any] = {
+        "ok": ok, "events": chain["events"], "head_hash": chain["head_hash"],
+        "last_event": chain["events"] if chain["ok"] else None,
+        "signatures_checked": chain["signatures_checked"], "unverified": chain["unverified"]}
+    if not chain["ok"]:
+        out["first_mismatch"] = (f"event {chain['first_bad_sequence']}: {chain['reason']}")
+    if swept is not None:
+        out.update({k: swept[k] for k in ("memories", "links", "transcripts",
+                                          "mismatch_count")})
+        out.setdefault("first_mismatch", _first_mismatch(swept))
+    return out
+
+
+def _write_summary(path: Path, data: dict[str, Any]) -> None:
+    text = json.dumps(data, separators=(",", ":"))
+    if len(text.encode()) > SUMMARY_BYTES and data.get("first_mismatch"):
+        data = {**data, "first_mismatch": str(data["first_mismatch"])[:500]}
+        text = json.dumps(data, separators=(",", ":"))
+    path.write_text(text + "\n")
 
 
 def _print(report: Any, swept: dict[str, Any] | None) -> None:

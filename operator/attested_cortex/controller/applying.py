@@ -50,6 +50,8 @@ RESOURCES: Final[dict[tuple[str, str], tuple[str, bool]]] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
     ("postgresql.cnpg.io/v1", "Cluster"): ("clusters", True),
     ("cert-manager.io/v1", "Certificate"): ("certificates", True),
+    ("postgresql.cnpg.io/v1", "ScheduledBackup"): ("scheduledbackups", True),
+    ("postgresql.cnpg.io/v1", "Backup"): ("backups", True),
     # The custom resources, from the one list of them (crd/kinds.py).
     **{(kind.api_version, kind.kind): (kind.plural, True) for kind in KINDS},
 }

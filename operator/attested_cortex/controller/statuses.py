@@ -81,8 +81,7 @@ async def report_unparsable(writer: Writer, *, kind: str, body: Mapping[str, Any
 PROGRESSING: Final = frozenset({
     "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
     "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection",
-    "BackupScheduled",
-    "ClusterCreating"})
+    "BackupScheduled", "ClusterCreating", "BackupPending", "Verifying"})
 #: What kstatus must read as InProgress (Reconciling=True) rather than Failed (Stalled=True):
 #: the progressing reasons and the transient ones that are still events' Warnings.
 MOVING: Final = PROGRESSING | frozenset({

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+from attested_cortex.crd.backups import BackupStatus, RestoreStatus
 from attested_cortex.crd.cloudnativepg import CloudNativePGDatabase
 from attested_cortex.crd.common import (
     STORAGE_SIZE_PATTERN,
@@ -382,3 +383,9 @@ class MemoryCortexStatus(CommonStatus):
     logical_backup: LogicalBackupStatus | None = Field(
         default=None, description="Where spec.backup.logical's runs stand: the last success "
         "and the last failure.")
+    backup: BackupStatus | None = Field(
+        default=None, description="Where the cortex's backups stand (spec.database."
+        "cloudNativePG.backup).")
+    restore: RestoreStatus | None = Field(
+        default=None, description="What the verification of this restored cortex checked "
+        "(condition DataVerified).")

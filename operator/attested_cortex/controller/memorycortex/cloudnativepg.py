@@ -133,7 +133,7 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any]) -> Data
                                retry_in=None if rt.watches_clusters else UNWATCHED_POLL_S)
     state = clusterstates.observe(applied, name=clusters.cluster_name(cortex.meta.name))
     return DatabaseOutcome(state.condition, clusters.app_secret_name(cortex.meta.name),
-                           retry_in=_poll(rt, state), primary=state.primary)
+                           retry_in=_poll(rt, state), primary=state.primary, cluster=applied)
 
 
 async def clusters_served(api: KubeApi) -> bool:

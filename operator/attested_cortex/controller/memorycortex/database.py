@@ -14,7 +14,9 @@ create that loses a race (409) adopts the winner's. It is never regenerated.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from attested_cortex.builders import names as n
 from attested_cortex.builders import networkpolicies, podparts, services, statefulsets, storage
@@ -41,6 +43,8 @@ class DatabaseOutcome:
     storage: Observation | None = None  # StorageReady, managed databases only
     #: The pod that takes writes, where the operator knows it (not for external).
     primary: str | None = None
+    #: The CloudNativePG Cluster as the apply answered it (its status: backups, archiving).
+    cluster: Mapping[str, Any] | None = None
 
 
 async def ensure_credentials(rt: Runtime, cortex: Cortex) -> None:

@@ -1,8 +1,10 @@
 """Ready and the status fields: what the database, schema and server steps found, summed up.
 
 The summary ``Ready`` is the first part that is not True (its reason and message), so
-``kubectl get mcx`` says what the cortex waits for. ``Paused`` is reported False again
-once a paused cortex is resumed.
+``kubectl get mcx`` says what the cortex waits for. A restored cortex's ``DataVerified``
+is one of the parts (before the server: ``RestoreNotVerified`` is what Ready says when the
+restored data does not verify); ``BackupHealthy`` is not (a cortex whose object store is
+down keeps serving). ``Paused`` is reported False again once a paused cortex is resumed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from attested_cortex.builders.conditions import Observation, ready
 from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.builders.rules import summary_line
+from attested_cortex.builders.verification import Verdict
+from attested_cortex.controller.memorycortex.backup import BackupOutcome
 from attested_cortex.controller.memorycortex.database import DatabaseOutcome
 from attested_cortex.controller.memorycortex.logicalbackup import LogicalBackupOutcome
 from attested_cortex.controller.memorycortex.schema import SchemaOutcome
@@ -37,8 +41,20 @@ def database_mode(cortex: Cortex) -> str:
 
 
 def fields(cortex: Cortex, satellites: Satellites, db: DatabaseOutcome,
-           schema: SchemaOutcome) -> Object:
-    """The status fields besides the conditions."""
+           schema: SchemaOutcome, backup: BackupOutcome | None = None,
+           verdict: Verdict | None = None) -> Object:
+    """The status fields besides the conditions (``backup`` and ``restore`` only where the
+    cortex has them: a field left out keeps its value)."""
+    out = _fields(cortex, satellites, db, schema)
+    if backup is not None and backup.fields is not None:
+        out["backup"] = backup.fields
+    if verdict is not None and verdict.restore is not None:
+        out["restore"] = verdict.restore
+    return out
+
+
+def _fields(cortex: Cortex, satellites: Satellites, db: DatabaseOutcome,
+            schema: SchemaOutcome) -> Object:
     return {"databaseMode": database_mode(cortex), "primary": db.primary,
             "schemaVersion": schema.version, "kgBackend": BACKENDS[cortex.spec.graph.backend],
             "endpoint": services.endpoint(cortex), "connectionSecret": db.connection_secret,
@@ -48,18 +64,24 @@ def fields(cortex: Cortex, satellites: Satellites, db: DatabaseOutcome,
 
 async def report(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
                  satellites: Satellites, *, db: DatabaseOutcome, schema: SchemaOutcome,
-                 server: Observation, logical_backup: LogicalBackupOutcome | None = None) -> None:
+                 server: Observation, backup: BackupOutcome | None = None,
+                 verdict: Verdict | None = None,
+                 logical_backup: LogicalBackupOutcome | None = None) -> None:
     """Write the conditions and fields (only if they changed)."""
-    parts = [db.condition, schema.condition, server]
+    verified = [verdict.condition] if verdict is not None else []
+    parts = [db.condition, schema.condition, *verified, server]
     observed = [*parts, ready(parts, ready_reason="CortexReady",
                               ready_message="database, schema and server are ready")]
     if db.storage is not None:  # not part of Ready: a volume still growing serves as before
         observed.append(db.storage)
+    if backup is not None and backup.condition is not None:  # nor is an object store down
+        observed.append(backup.condition)
     if logical_backup is not None and logical_backup.condition is not None:
         observed.append(logical_backup.condition)  # nor a failing backup
     if any(c.get("type") == "Paused" for c in status.get("conditions") or []):
         observed.append(Observation.of("Paused", False, "Reconciling", "spec.paused is false"))
     extra = {"logicalBackup": logical_backup.status} if logical_backup is not None else {}
     await write_status(rt.writer, kind=KIND, meta=cortex.meta, current=status,
-                       observed=observed, fields={**fields(cortex, satellites, db, schema),
-                                                  **extra})
+                       observed=observed,
+                       fields={**fields(cortex, satellites, db, schema, backup, verdict),
+                               **extra})

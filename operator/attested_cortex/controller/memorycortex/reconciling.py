@@ -1,5 +1,6 @@
 """The MemoryCortex pass: parse, pause, gather, database (with the server's configuration
-and its TLS certificate), schema, server, logical backup, status.
+and its TLS certificate), backup, schema, verification of a restore, server, logical
+backup, status.
 
 Also the clean-up of what owner references cannot remove: the cluster-scoped TokenReview
 binding of a deleted cortex (deleted right away when the operator sees the cortex go, and
@@ -16,6 +17,7 @@ from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import InvalidSpecError, parse_cortex, parse_meta
 from attested_cortex.controller.applying import together
 from attested_cortex.controller.memorycortex import (
+    backup,
     cloudnativepg,
     database,
     gathering,
@@ -24,6 +26,7 @@ from attested_cortex.controller.memorycortex import (
     schema,
     server,
     tls,
+    verification,
 )
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
@@ -80,14 +83,17 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     certificate: tls.TlsOutcome
     db, _, certificate = await together(ensured, server.prepare(rt, cortex, satellites),
                                         tls.ensure(rt, cortex))
+    backed = await backup.ensure(rt, cortex, status, db)
     migrated = await schema.ensure(rt, cortex, status,
                                    database_ready=db.condition.status == "True")
-    served = await server.ensure(rt, cortex, satellites,
-                                 schema_ready=migrated.condition.status == "True",
-                                 blocked=certificate.problem)
+    schema_ready = migrated.condition.status == "True"
+    verdict, verify_in = await verification.ensure(rt, cortex, status, schema_ready=schema_ready)
+    served = await server.ensure(rt, cortex, satellites, schema_ready=schema_ready and (
+        verdict is None or verdict.verified), blocked=certificate.problem)
     backed_up = await logicalbackup.ensure(rt, cortex, status)
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
-                           server=served.condition, logical_backup=backed_up)
-    delays = [d for d in (db.retry_in, migrated.retry_in, served.retry_in, certificate.retry_in)
-              if d is not None]
+                           server=served.condition, backup=backed, verdict=verdict,
+                           logical_backup=backed_up)
+    delays = [d for d in (db.retry_in, backed.retry_in, migrated.retry_in, verify_in,
+                          served.retry_in, certificate.retry_in) if d is not None]
     return min(delays, default=None)

@@ -1,0 +1,260 @@
+"""Physical backups and the verified restore on the real node (issue 24).
+
+A real S3 server (MinIO built here, a pod with its own volume: hack/objectstore.py, ADR 0037)
+and one ``cloudNativePG`` cortex with ``backup`` (one instance: the time budget). In file
+order, sharing the module's cortexes:
+
+1. the ScheduledBackup's immediate backup completes, is listed in ``status.backup`` and its
+   objects are in the bucket; ``BackupHealthy`` is True;
+2. writes A, an instant T, writes B, then one of B's memory rows is changed behind the
+   server (psql as the superuser on the source's primary) and the WAL is switched so the
+   archive has it all; a new cortex restored to T holds exactly A, ``DataVerified=True``
+   naming the last event kept, and serves; a new cortex restored to the end holds the
+   changed row: ``DataVerified=False`` naming that memory, ``Ready=False
+   RestoreNotVerified``, no server Deployment; the source is untouched by both;
+3. the object store down (its Deployment scaled to 0) while WAL must be archived:
+   ``BackupHealthy=False`` with barman-cloud's reason, a Warning event, and the cortex
+   keeps answering writes; the store back, archiving resumes.
+
+It prints how long the backup, each restore and its verification took.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hack import objectstore
+from minio import Minio
+from tests.support.cnpg import CloudNativePG
+from tests.support.waiting import wait_until
+
+from e2e import hacluster
+from e2e.conftest import kubectl, kubectl_json
+from e2e.test_system import Forward
+
+SOURCE, PITR, FULL = "bk-src", "bk-pitr", "bk-full"
+BUCKET, PREFIX = "cortex-backups", "e2e"
+READY_S = 600.0          # a Cluster (initdb or a restore), the migration, the server
+BACKUP_S = 300.0
+CREDENTIALS = "s3-credentials"
+Get = Callable[[str], tuple[int, Any]]
+
+
+def ok(result: Any) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return str(result.stdout)
+
+
+def store_spec() -> dict[str, Any]:
+    return {"endpoint": objectstore.endpoint(), "bucket": BUCKET, "path": PREFIX,
+            "credentialsSecretRef": {"name": CREDENTIALS}}
+
+
+def cortex(name: str, namespace: str, **database: Any) -> dict[str, Any]:
+    body = hacluster.memorycortex(name, namespace, instances=1, synchronous=None)
+    body["spec"]["database"]["cloudNativePG"].update(database)
+    return body
+
+
+def status(namespace: str, name: str) -> dict[str, Any]:
+    return dict(kubectl_json("get", f"memorycortex/{name}", "-n", namespace).get("status") or {})
+
+
+def condition(namespace: str, name: str, type_: str) -> dict[str, Any]:
+    found = [c for c in status(namespace, name).get("conditions") or [] if c["type"] == type_]
+    return found[0] if found else {}
+
+
+@dataclass(frozen=True)
+class Store:
+    """MinIO on the node and its root credentials (the host reaches its pod's IP)."""
+
+    installer: objectstore.Installer
+    access: str
+    secret: str
+
+    def client(self) -> Minio:
+        ip = self.installer.pod_ip()
+        assert ip, "MinIO's pod has no IP"
+        return Minio(f"{ip}:{objectstore.PORT}", access_key=self.access,
+                     secret_key=self.secret, secure=False)
+
+    def keys(self, prefix: str) -> list[str]:
+        return sorted(str(o.object_name) for o in self.client().list_objects(
+            BUCKET, prefix=prefix, recursive=True))
+
+
+@pytest.fixture(scope="module")
+def store(namespace: str) -> Iterator[Store]:
+    """MinIO on the node, a bucket, and the credentials Secret in the release namespace."""
+    found = Store(objectstore.Installer(kubectl), "e2e-" + secrets.token_hex(4),
+                  secrets.token_hex(20))
+    found.installer.apply(objectstore.manifests(access_key=found.access,
+                                                secret_key=found.secret))
+    wait_until(found.installer.ready, seconds=180, interval_s=1.0, what="MinIO's pod ready")
+    found.client().make_bucket(BUCKET)
+    found.installer.apply([objectstore.credentials_secret(
+        CREDENTIALS, namespace, access_key=found.access, secret_key=found.secret)])
+    yield found
+    found.installer.uninstall()
+
+
+def wait_ready(namespace: str, name: str) -> float:
+    began = time.monotonic()
+    wait_until(lambda: condition(namespace, name, "Ready").get("status") == "True",
+               seconds=READY_S, interval_s=2.0, what=f"{name} Ready")
+    return round(time.monotonic() - began, 1)
+
+
+@pytest.fixture(scope="module")
+def source(namespace: str, cnpg: CloudNativePG, store: Store) -> Iterator[str]:
+    ok(kubectl("create", "serviceaccount", "bk-writer", "-n", namespace))
+    body = cortex(SOURCE, namespace, backup={"objectStore": store_spec(), "retention": "7d"})
+    ok(kubectl("apply", "-f", "-", input=json.dumps(body)))
+    print(f"\n{SOURCE} Ready in {wait_ready(namespace, SOURCE)} s")
+    yield namespace
+
+
+@pytest.fixture(scope="module")
+def api(source: str) -> Iterator[tuple[Get, Callable[[str, dict[str, Any]], tuple[int, Any]]]]:
+    forward = Forward(source, service=SOURCE)
+    forward.start()
+    token = ok(kubectl("create", "token", "bk-writer", "-n", source, "--duration", "2h")).strip()
+
+    def call(method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        request = urllib.request.Request(  # noqa: S310 (the loopback forward)
+            forward.base + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    yield (lambda path: call("GET", path)), (lambda path, body: call("POST", path, body))
+    forward.stop()
+
+
+def write(post: Callable[[str, dict[str, Any]], tuple[int, Any]], label: str,
+          count: int) -> list[str]:
+    ids = []
+    for i in range(count):
+        code, answer = post("/v1/memories", {"namespace": "bk", "content": f"{label} {i}"})
+        assert code == 201, answer
+        ids.append(answer["id"])
+    return ids
+
+
+def sql(namespace: str, name: str, query: str) -> list[list[str]]:
+    return hacluster.rows(kubectl, namespace, name, query)
+
+
+def test_a_scheduled_backup_succeeds_and_is_listed(source: str,
+                                                   store: Store) -> None:
+    began = time.monotonic()
+    wait_until(lambda: condition(source, SOURCE, "BackupHealthy").get("status") == "True",
+               seconds=BACKUP_S, interval_s=2.0,
+               what=f"{SOURCE}'s first backup (BackupHealthy)")
+    backup = status(source, SOURCE)["backup"]
+    print(f"\nfirst backup completed {round(time.monotonic() - began, 1)} s after Ready: "
+          f"{backup}")
+    assert backup["completed"] >= 1 and backup["lastBackupName"], backup
+    assert backup["firstRecoverabilityPoint"], backup
+    listed = kubectl_json("get", "backups.postgresql.cnpg.io", "-n", source)["items"]
+    assert backup["lastBackupName"] in [b["metadata"]["name"] for b in listed]
+    keys = store.keys(f"{PREFIX}/{SOURCE}-db/")
+    assert any("/base/" in k and k.endswith("backup.info") for k in keys), keys[:20]
+    assert any("/wals/" in k for k in keys), keys[:20]
+
+
+def archived_after_switch(namespace: str) -> Callable[[], bool]:
+    """Switch to a new WAL segment; the check is that the one just closed is archived."""
+    (closed,) = sql(namespace, SOURCE, "SELECT pg_walfile_name(pg_switch_wal())")[0]
+
+    def archived() -> bool:
+        (last,) = sql(namespace, SOURCE,
+                      "SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver")[0]
+        return last >= closed
+    return archived
+
+
+def test_pitr_keeps_exactly_the_earlier_writes_and_a_changed_row_never_serves(
+        source: str, api: tuple[Get, Any]) -> None:
+    _, post = api
+    earlier = write(post, "before", 3)
+    instant = math.floor(time.time()) + 1  # a whole second after every earlier commit...
+    wait_until(lambda: time.time() > instant + 1, seconds=5, what="the clock past T + 1 s")
+    later = write(post, "after", 3)  # ...and at least a second before every later one
+    target = datetime.fromtimestamp(instant, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    sql(source, SOURCE, f"UPDATE memories SET content = 'changed behind the server' "
+                        f"WHERE id = '{later[1]}'")
+    wait_until(archived_after_switch(source), seconds=120, interval_s=1.0,
+               what="the last WAL segment archived")
+
+    recovery = {"objectStore": store_spec(), "sourceCortex": SOURCE}
+    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
+        PITR, source, bootstrap={"recovery": {**recovery, "targetTime": target}}))))
+    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
+        FULL, source, bootstrap={"recovery": recovery}))))
+    print(f"\n{PITR} (to {target}) Ready in {wait_ready(source, PITR)} s")
+    held = {row[0] for row in sql(source, PITR, "SELECT id::text FROM memories")}
+    assert set(earlier) <= held and not held & set(later), (held, earlier, later)
+    verified = condition(source, PITR, "DataVerified")
+    assert verified["status"] == "True", verified
+    restore = status(source, PITR)["restore"]
+    assert restore["verified"] and restore["memories"] == len(held), restore
+    assert f"to {restore['lastEvent']} (the last event kept" in verified["message"], verified
+
+    began = time.monotonic()
+    wait_until(lambda: condition(source, FULL, "DataVerified").get("reason") ==
+               "RestoreNotVerified", seconds=READY_S, interval_s=2.0,
+               what=f"{FULL}'s verification failing")
+    print(f"{FULL} refused {round(time.monotonic() - began, 1)} s after {PITR} was Ready: "
+          f"{condition(source, FULL, 'DataVerified')['message']}")
+    assert later[1] in status(source, FULL)["restore"]["firstMismatch"]
+    assert condition(source, FULL, "Ready")["reason"] == "RestoreNotVerified"
+    assert kubectl("get", f"deployment/{FULL}-server", "-n", source).returncode != 0
+    events = kubectl_json("get", "events", "-n", source, "--field-selector",
+                          f"involvedObject.name={FULL}")["items"]
+    assert any(e["type"] == "Warning" and e["reason"] == "RestoreNotVerified" for e in events)
+    assert condition(source, SOURCE, "Ready")["status"] == "True"  # the source untouched
+    for name in (PITR, FULL):  # free the node for the last case
+        kubectl("delete", f"memorycortex/{name}", "-n", source, "--wait=false")
+        kubectl("delete", f"clusters.postgresql.cnpg.io/{name}-db", "-n", source,
+                "--wait=false")
+
+
+def test_an_unreachable_object_store_is_reported_and_the_cortex_keeps_serving(
+        source: str, store: Store, api: tuple[Get, Any]) -> None:
+    _, post = api
+    store.installer.scale(0)
+    try:
+        wait_until(lambda: not store.installer.ready(), seconds=60, what="MinIO down")
+        write(post, "outage", 2)
+        sql(source, SOURCE, "SELECT pg_switch_wal()")
+        wait_until(lambda: condition(source, SOURCE, "BackupHealthy").get("status") == "False",
+                   seconds=300, interval_s=2.0, what="BackupHealthy False")
+        failing = condition(source, SOURCE, "BackupHealthy")
+        print(f"\nobject store down: {failing['reason']}: {failing['message']}")
+        assert failing["reason"] in ("ArchivingFailing", "BackupFailed"), failing
+        events = kubectl_json("get", "events", "-n", source, "--field-selector",
+                              f"involvedObject.name={SOURCE}")["items"]
+        assert any(e["type"] == "Warning" and e["reason"] == failing["reason"] for e in events)
+        assert len(write(post, "still serving", 2)) == 2
+        assert condition(source, SOURCE, "Ready")["status"] == "True"
+    finally:
+        store.installer.scale(1)
+    wait_until(store.installer.ready, seconds=180, interval_s=1.0, what="MinIO back")
+    wait_until(archived_after_switch(source), seconds=300, interval_s=2.0,
+               what="archiving resumed")

@@ -1,0 +1,114 @@
+"""``status.backup`` and the ``BackupHealthy`` condition of a ``cloudNativePG`` cortex,
+read from its Cluster's status and its ``Backup`` objects. Pure.
+
+CloudNativePG reports WAL archiving in the Cluster's ``ContinuousArchiving`` condition
+(False with barman-cloud's words when the object store refuses or cannot be reached), the
+last backup in ``LastBackupSucceeded``, and ``firstRecoverabilityPoint`` /
+``lastSuccessfulBackup`` (in-tree Barman object store; ADR 0038); each base backup is a
+``Backup`` (``status.phase`` pending/running/completed/failed, ``stoppedAt``, ``error``).
+:func:`observe` sums these up, first match wins: archiving failing; the newest Backup
+failed; no backup completed yet; healthy. ``BackupHealthy`` is not part of ``Ready``: a
+cortex whose object store is down keeps serving, and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from attested_cortex.builders.conditions import Observation
+
+Object = Mapping[str, Any]
+TYPE: Final = "BackupHealthy"
+ARCHIVING: Final = "ContinuousArchiving"
+#: Reasons of BackupHealthy; BackupPending is progress, not a fault (controller/statuses.py).
+FAILING: Final = "ArchivingFailing"
+FAILED: Final = "BackupFailed"
+PENDING: Final = "BackupPending"
+HEALTHY: Final = "BackupsSucceeding"
+
+
+@dataclass(frozen=True)
+class BackupState:
+    """The condition, ``status.backup``, and the failed Backup that is new since ``before``."""
+
+    condition: Observation
+    fields: dict[str, Any]
+    new_failure: dict[str, Any] | None
+
+
+def _condition(cluster_status: Object, type_: str) -> Object:
+    return next((c for c in cluster_status.get("conditions") or [] if c.get("type") == type_),
+                {})
+
+
+def _created(backup: Object) -> str:
+    return str((backup.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def _phase(backup: Object) -> str:
+    return str((backup.get("status") or {}).get("phase") or "pending")
+
+
+def _failure(backup: Object) -> dict[str, Any]:
+    status = backup.get("status") or {}
+    reason = status.get("error") or status.get("commandError") or "failed"
+    when = status.get("stoppedAt") or _created(backup) or None
+    return {"backup": backup["metadata"]["name"], "time": when, "reason": str(reason)[:1024]}
+
+
+def _fields(cluster_status: Object, backups: Sequence[Object]) -> dict[str, Any]:
+    completed = [b for b in backups if _phase(b) == "completed"]
+    failed = [b for b in backups if _phase(b) == "failed"]
+    last = max(completed, key=lambda b: str((b.get("status") or {}).get("stoppedAt") or ""),
+               default=None)
+    out: dict[str, Any] = {
+        "lastSuccessfulBackup": ((last or {}).get("status") or {}).get("stoppedAt")
+        or cluster_status.get("lastSuccessfulBackup"),
+        "lastBackupName": last["metadata"]["name"] if last else None,
+        # CloudNativePG's own figure, or (before it has written one) the end of the oldest
+        # completed base backup: the earliest instant a restore can reach.
+        "firstRecoverabilityPoint": cluster_status.get("firstRecoverabilityPoint") or min(
+            (str(b["status"]["stoppedAt"]) for b in completed
+             if (b.get("status") or {}).get("stoppedAt")), default=None),
+        "completed": len(completed),
+        "lastFailure": _failure(max(failed, key=_created)) if failed else None}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _verdict(cluster_status: Object, backups: Sequence[Object], fields: Mapping[str, Any],
+             destination: str) -> Observation:
+    archiving = _condition(cluster_status, ARCHIVING)
+    if archiving.get("status") == "False":
+        return Observation.of(TYPE, False, FAILING,
+                              f"WAL archiving to {destination} fails: "
+                              f"{archiving.get('message') or archiving.get('reason')}")
+    newest = max(backups, key=_created, default=None)
+    if newest is not None and _phase(newest) == "failed":
+        failure = _failure(newest)
+        return Observation.of(TYPE, False, FAILED,
+                              f"Backup {failure['backup']} to {destination} failed: "
+                              f"{failure['reason']}")
+    if not fields.get("lastSuccessfulBackup"):
+        running = f"Backup {newest['metadata']['name']} is {_phase(newest)}" if newest else \
+            "no backup has started yet"
+        return Observation.of(TYPE, False, PENDING,
+                              f"no backup to {destination} has completed yet: {running}")
+    return Observation.of(TYPE, True, HEALTHY,
+                          f"last backup {fields.get('lastBackupName') or ''} completed at "
+                          f"{fields['lastSuccessfulBackup']} to {destination}; recoverable "
+                          f"from {fields.get('firstRecoverabilityPoint') or 'its end'}; WAL "
+                          "archiving works")
+
+
+def observe(cluster: Object | None, backups: Sequence[Object], *, destination: str,
+            before: Mapping[str, Any] | None) -> BackupState:
+    """What the Cluster and its Backups say; ``before``: the cortex's ``status.backup``."""
+    cluster_status = (cluster or {}).get("status") or {}
+    fields = _fields(cluster_status, backups)
+    condition = _verdict(cluster_status, backups, fields, destination)
+    failure = fields.get("lastFailure")
+    known = ((before or {}).get("lastFailure") or {}).get("backup")
+    new = failure if failure is not None and failure.get("backup") != known else None
+    return BackupState(condition, fields, new)

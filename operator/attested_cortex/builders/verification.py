@@ -1,0 +1,158 @@
+"""The verified restore: the Job that proves a restored database before it serves, and
+what its answer means (``DataVerified``, ``status.restore``). Pure.
+
+A cortex whose database was restored (:func:`restores_data`: today a ``cloudNativePG``
+``bootstrap.recovery``; the logical import will answer True here too) gets one Job,
+``cortexctl audit verify --deep`` against the restored database, with the public keys the
+server would trust (the cortex's ConfigMap, as the server mounts it). The Job writes a
+one-line JSON summary to its termination message; :func:`observe` turns it into the
+condition. The server's Deployment is created only once ``DataVerified`` is True
+(``controller/memorycortex/verification.py``): a chain that is broken or a row that differs
+from its write record never serves, and ``Ready`` says ``RestoreNotVerified``.
+
+The answer is kept in ``status.restore``, so the Job's TTL removing it changes nothing and
+the verification never runs twice for one restore. A point-in-time restore keeps a prefix
+of the source's chain: the summary names its last event (sequence and hash).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from attested_cortex.builders import names, podparts, security
+from attested_cortex.builders.conditions import Observation
+from attested_cortex.builders.inputs import Cortex, Defaults
+from attested_cortex.builders.jobs import CORTEX_UID, cortex_image
+
+Object = dict[str, Any]
+
+TYPE: Final = "DataVerified"
+#: Ready's reason (and DataVerified's) when the restored data does not verify.
+NOT_VERIFIED: Final = "RestoreNotVerified"
+KEYS_DIR: Final = "/keys"
+TERMINATION_LOG: Final = "/dev/termination-log"
+#: A failed Job is not retried: the same data would fail the same way.
+BACKOFF_LIMIT: Final = 0
+TTL_SECONDS: Final = 24 * 3600
+#: An hour for a large chain (the CLI allows an hour per statement).
+DEADLINE_SECONDS: Final = 3600
+SUMMARY_KEYS: Final = ("events", "memories", "links", "transcripts")
+
+
+def restores_data(cortex: Cortex) -> bool:
+    """Whether this cortex's database is a restore that must verify before it serves."""
+    cnpg = cortex.spec.database.cloud_native_pg
+    return cnpg is not None and cnpg.bootstrap is not None and cnpg.bootstrap.recovery is not None
+
+
+def job_name(cortex: str) -> str:
+    """The one verification Job of a restored cortex."""
+    return f"{cortex}-verify-restore"
+
+
+def build_verification_job(cortex: Cortex, defaults: Defaults) -> Object:
+    """The Job running ``cortexctl audit verify --deep`` over the restored database."""
+    name = cortex.meta.name
+    container = {
+        "name": "verify", "image": cortex_image(cortex, defaults),
+        "imagePullPolicy": defaults.image_pull_policy,
+        "command": ["cortexctl"],
+        "args": ["audit", "verify", "--deep", "--keys", KEYS_DIR, "--timeout", "60",
+                 "--summary", TERMINATION_LOG],
+        "env": [podparts.database_env(cortex)],
+        "terminationMessagePath": TERMINATION_LOG,
+        "terminationMessagePolicy": "File",
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                      "limits": {"memory": "512Mi"}},
+        "securityContext": security.container_security(),
+        "volumeMounts": [{"name": "keys", "mountPath": KEYS_DIR, "readOnly": True},
+                         {"name": "tmp", "mountPath": "/tmp"}],
+    }
+    pod = {"metadata": {"labels": names.labels(name, "migration")},
+           "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": security.pod_security(user=CORTEX_UID, group=CORTEX_UID),
+                    "containers": [container],
+                    "volumes": [{"name": "keys", "configMap": {"name": names.config_name(name)}},
+                                {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]}}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": names.metadata(job_name(name), cortex.meta, component="migration"),
+            "spec": {"backoffLimit": BACKOFF_LIMIT, "ttlSecondsAfterFinished": TTL_SECONDS,
+                     "activeDeadlineSeconds": DEADLINE_SECONDS, "template": pod}}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """DataVerified and ``status.restore`` (None while nothing is known yet)."""
+
+    condition: Observation
+    restore: Object | None
+
+    @property
+    def verified(self) -> bool:
+        return self.condition.status == "True"
+
+
+def parse_summary(message: str) -> Mapping[str, Any] | None:
+    """The JSON summary the Job wrote, or None if its message is not one."""
+    try:
+        data = json.loads(message.strip().splitlines()[-1]) if message.strip() else None
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _counts(summary: Mapping[str, Any]) -> str:
+    return ", ".join(f"{summary.get(k, 0)} {k}" for k in SUMMARY_KEYS)
+
+
+def _restore(job: str, summary: Mapping[str, Any], verified: bool) -> Object:
+    out: Object = {"verified": verified, "job": job,
+                   **{k: summary.get(k) for k in SUMMARY_KEYS},
+                   "signaturesChecked": summary.get("signatures_checked"),
+                   "lastEvent": summary.get("last_event"), "headHash": summary.get("head_hash"),
+                   "firstMismatch": summary.get("first_mismatch")}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def passed(job: str, summary: Mapping[str, Any]) -> Verdict:
+    """The Job completed: the whole chain and every row verified."""
+    last = summary.get("last_event")
+    message = (f"Job {job} verified the restored data: {_counts(summary)}; chain intact from "
+               f"event 1 to {last} (the last event kept, hash {summary.get('head_hash')}), "
+               f"{summary.get('signatures_checked', 0)} signatures checked, "
+               f"{summary.get('unverified', 0)} by agents whose keys this cortex does not hold")
+    return Verdict(Observation.of(TYPE, True, "Verified", message), _restore(job, summary, True))
+
+
+def failed(job: str, summary: Mapping[str, Any] | None, why: str) -> Verdict:
+    """The Job failed: the first mismatch by id, or why it could not check."""
+    if summary is None or "error" in summary or summary.get("ok") is not False:
+        detail = (summary or {}).get("error") or why
+        message = f"Job {job} could not verify the restored data: {detail}"
+        return Verdict(Observation.of(TYPE, False, NOT_VERIFIED, message),
+                       {"verified": False, "job": job, "firstMismatch": str(detail)[:1024]})
+    message = (f"Job {job}: the restored data does not verify: first mismatch "
+               f"{summary.get('first_mismatch')}; {summary.get('mismatch_count', 0)} "
+               f"mismatches over {_counts(summary)}; the server is not started")
+    return Verdict(Observation.of(TYPE, False, NOT_VERIFIED, message),
+                   _restore(job, summary, False))
+
+
+def waiting(reason: str, message: str) -> Verdict:
+    """Not decided yet (the database or schema is not ready, or the Job runs)."""
+    return Verdict(Observation.of(TYPE, False, reason, message), None)
+
+
+def remembered(restore: Mapping[str, Any] | None, conditions: list[Object]) -> Verdict | None:
+    """The verdict already in status (the Job may be gone): it is never decided twice."""
+    if not restore or "verified" not in restore:
+        return None
+    before = next((c for c in conditions if c.get("type") == TYPE), None)
+    if before is None or before.get("reason") not in ("Verified", NOT_VERIFIED):
+        return None
+    return Verdict(Observation(TYPE, before["status"], before["reason"], before["message"]),
+                   dict(restore))

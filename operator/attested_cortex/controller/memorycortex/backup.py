@@ -1,0 +1,82 @@
+"""BackupHealthy and ``status.backup`` of a ``cloudNativePG`` cortex with ``backup``.
+
+Called by :mod:`.reconciling` after the database step. WAL archiving itself is the
+Cluster's ``spec.backup`` (applied with the Cluster, ``builders/clusters.py``); this step
+applies the cortex's ``ScheduledBackup`` (server-side apply, controlled by the cortex) once
+the database is ready, lists the Cluster's ``Backup`` objects (CloudNativePG labels them
+``cnpg.io/cluster``) and reads the Cluster's status (``builders/backupstates.py``). A
+Backup that failed since the last pass posts a Warning event naming it and barman-cloud's
+reason (the condition's own transition posts one too, so only a failure that finds the
+condition already False posts here). With ``backup`` removed from the spec the
+ScheduledBackup goes; the Backups and the bucket's content stay.
+
+Not part of ``Ready``: an unreachable object store is a condition and an event, and the
+cortex keeps serving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from attested_cortex.builders import backups, backupstates, clusters
+from attested_cortex.builders.conditions import Observation
+from attested_cortex.builders.inputs import Cortex
+from attested_cortex.controller.eventing import post_event
+from attested_cortex.controller.memorycortex.database import DatabaseOutcome
+from attested_cortex.controller.runtime import Runtime
+from attested_cortex.kubeclient import ApiNotFoundError
+
+KIND: Final = "MemoryCortex"
+#: While a backup runs or archiving fails, look again this often (reads only): Backups are
+#: not watched, and a failing archive changes nothing on the Cluster between its retries.
+UNSETTLED_POLL_S: Final = 30.0
+
+
+@dataclass(frozen=True)
+class BackupOutcome:
+    """BackupHealthy (None: no backups configured) and ``status.backup``."""
+
+    condition: Observation | None = None
+    fields: dict[str, Any] | None = None
+    retry_in: float | None = None
+
+
+def _was_false(status: Mapping[str, Any]) -> bool:
+    return any(c.get("type") == backupstates.TYPE and c.get("status") == "False"
+               for c in status.get("conditions") or [])
+
+
+async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
+                 db: DatabaseOutcome) -> BackupOutcome:
+    """Apply the ScheduledBackup and read where the backups stand."""
+    cnpg = cortex.spec.database.cloud_native_pg
+    wanted = cnpg.backup if cnpg is not None else None
+    ns, name = cortex.meta.namespace, cortex.meta.name
+    if wanted is None:
+        if cnpg is not None and status.get("backup") is not None:
+            await rt.writer.remove(backups.API_VERSION, backups.SCHEDULED_KIND, ns,
+                                   backups.scheduled_backup_name(name))
+        return BackupOutcome()
+    if db.condition.status != "True" or db.cluster is None:
+        return BackupOutcome(Observation.of(
+            backupstates.TYPE, False, backupstates.PENDING,
+            "backups start once the database is ready"), status.get("backup"))
+    try:
+        await rt.writer.apply(backups.build_scheduled_backup(cortex, wanted))
+        listed = await rt.writer.list(backups.API_VERSION, backups.BACKUP_KIND, ns,
+                                      f"{backups.CLUSTER_LABEL}={clusters.cluster_name(name)}")
+    except ApiNotFoundError:  # CloudNativePG went away between two steps: DatabaseReady says
+        return BackupOutcome()
+    state = backupstates.observe(db.cluster, listed,
+                                 destination=backups.destination(wanted.object_store),
+                                 before=status.get("backup"))
+    if state.new_failure is not None and _was_false(status):
+        failure = state.new_failure
+        await post_event(rt.writer, kind=KIND, meta=cortex.meta, type_="Warning",
+                         reason=backupstates.FAILED,
+                         message=f"Backup {failure['backup']} failed: {failure['reason']}")
+    unsettled = state.condition.status != "True"
+    return BackupOutcome(state.condition, state.fields,
+                         UNSETTLED_POLL_S if unsettled else None)

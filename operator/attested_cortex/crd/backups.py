@@ -1,0 +1,68 @@
+"""``status.backup`` and ``status.restore`` of a MemoryCortex: what its backups and its
+restore came to. Pure data.
+
+Shared by both backup paths (issue 24): the physical one (CloudNativePG's Barman object
+store, read by ``builders/backupstates.py``) fills ``backup`` now; the logical one
+(``spec.backup.logical``) reports in the same fields. ``restore`` is written by the
+verification step (``builders/verification.py``) of any restore, physical or logical.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, JsonValue
+
+from attested_cortex.crd.common import CrdModel
+
+
+def _time() -> dict[str, JsonValue]:
+    return {"format": "date-time"}
+
+
+class BackupFailure(CrdModel):
+    """The last backup that failed, and why."""
+
+    backup: str | None = Field(default=None, description="The failed Backup's name.",
+                               max_length=253)
+    time: str | None = Field(default=None, description="When it failed.", max_length=40,
+                             json_schema_extra=_time())
+    reason: str = Field(description="What the backup tool said.", max_length=1024)
+
+
+class BackupStatus(CrdModel):
+    """Where the cortex's backups stand."""
+
+    last_successful_backup: str | None = Field(
+        default=None, description="When the last backup that succeeded completed.",
+        max_length=40, json_schema_extra=_time())
+    last_backup_name: str | None = Field(
+        default=None, description="The Backup that completed last.", max_length=253)
+    first_recoverability_point: str | None = Field(
+        default=None, description="The earliest instant a restore can go back to (the "
+        "oldest base backup kept).", max_length=40, json_schema_extra=_time())
+    completed: int | None = Field(
+        default=None, ge=0, description="Backups completed and still listed.")
+    last_failure: BackupFailure | None = Field(
+        default=None, description="The last backup that failed, if any.")
+
+
+class RestoreStatus(CrdModel):
+    """What the verification of a restored cortex checked (condition DataVerified)."""
+
+    verified: bool = Field(description="Whether the restored chain and rows verified.")
+    job: str | None = Field(default=None, description="The verification Job.",
+                            max_length=253)
+    events: int | None = Field(default=None, ge=0, description="Audit events verified.")
+    memories: int | None = Field(default=None, ge=0, description="Memory rows checked.")
+    links: int | None = Field(default=None, ge=0, description="Link rows checked.")
+    transcripts: int | None = Field(default=None, ge=0,
+                                    description="Transcript rows checked.")
+    signatures_checked: int | None = Field(default=None, ge=0,
+                                           description="Event signatures verified.")
+    last_event: int | None = Field(
+        default=None, ge=0, description="The sequence of the last event kept (a point-in-"
+        "time restore keeps a prefix of the source chain).")
+    head_hash: str | None = Field(default=None, description="The hash of that event.",
+                                  max_length=128)
+    first_mismatch: str | None = Field(
+        default=None, description="The first row or event that did not verify, by id.",
+        max_length=1024)

@@ -1,0 +1,83 @@
+"""The verified restore's pure half (builders/verification.py) and the reading of backups
+(builders/backupstates.py): literals in, Job, condition and status out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attested_cortex.builders import backupstates, verification
+from attested_cortex.cli.audit import summary
+from tests.builders.specs import CORTEX, DEFAULTS, assert_child_metadata, assert_restricted, cortex
+
+STORE = {"endpoint": "http://minio:9000", "bucket": "bkp", "credentialsSecretRef": {"name": "s3"}}
+RESTORED = cortex({"database": {"cloudNativePG": {"bootstrap": {"recovery": {
+    "objectStore": STORE, "sourceCortex": "src"}}}}})
+
+
+def test_only_a_restored_cortex_is_verified() -> None:
+    assert verification.restores_data(RESTORED)
+    assert not verification.restores_data(cortex())
+    assert not verification.restores_data(cortex({"database": {"cloudNativePG": {}}}))
+
+
+def test_the_job_runs_the_deep_audit_with_the_servers_keys() -> None:
+    job = verification.build_verification_job(RESTORED, DEFAULTS)
+    assert_child_metadata(job, name=f"{CORTEX}-verify-restore", component="migration")
+    assert job["spec"]["backoffLimit"] == 0
+    pod = job["spec"]["template"]
+    assert_restricted(pod)
+    (container,) = pod["spec"]["containers"]
+    assert container["args"] == ["audit", "verify", "--deep", "--keys", "/keys", "--timeout",
+                                 "60", "--summary", "/dev/termination-log"]
+    assert container["env"] == [{"name": "CORTEX_DATABASE_URL", "valueFrom": {"secretKeyRef": {
+        "name": f"{CORTEX}-db-app", "key": "uri"}}}]
+    assert pod["spec"]["volumes"][0] == {"name": "keys",
+                                         "configMap": {"name": f"{CORTEX}-config"}}
+
+
+def test_the_cli_summary_names_the_first_mismatch_and_the_last_event() -> None:
+    chain = {"ok": True, "events": 9, "head_hash": "h9", "first_bad_sequence": None,
+             "reason": None, "signatures_checked": 9, "unverified": 0}
+    swept = {"ok": False, "memories": 3, "links": 1, "transcripts": 0, "mismatch_count": 2,
+             "mismatches": [{"kind": "memory", "id": "m1", "problem": "differs_from_record",
+                             "fields": ["content"], "sequence": 4}], "truncated": True}
+    assert summary(chain, swept) == {
+        "ok": False, "events": 9, "head_hash": "h9", "last_event": 9, "signatures_checked": 9,
+        "unverified": 0, "memories": 3, "links": 1, "transcripts": 0, "mismatch_count": 2,
+        "first_mismatch": "memory m1: differs_from_record (content) [event 4]"}
+    broken = {**chain, "ok": False, "events": 3, "first_bad_sequence": 4,
+              "reason": "prev_hash_mismatch"}
+    assert summary(broken, None)["first_mismatch"] == "event 4: prev_hash_mismatch"
+    assert summary(broken, None)["last_event"] is None
+
+
+def test_a_job_that_could_not_run_is_not_a_pass() -> None:
+    verdict = verification.failed("j", verification.parse_summary(
+        '{"ok":false,"error":"database unreachable"}'), "BackoffLimitExceeded")
+    assert (verdict.condition.status, verdict.condition.reason) == ("False", "RestoreNotVerified")
+    assert "could not verify the restored data: database unreachable" in verdict.condition.message
+    assert verification.parse_summary("Traceback ...") is None
+
+
+def backup(name: str, phase: str, created: str, **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "creationTimestamp": created},
+            "status": {"phase": phase, **status}}
+
+
+def test_backups_first_match_wins() -> None:
+    done = backup("b1", "completed", "2026-12-01T03:00:00Z", stoppedAt="2026-12-01T03:01:00Z")
+    failed = backup("b2", "failed", "2026-12-02T03:00:00Z", error="AccessDenied")
+    cluster = {"status": {"firstRecoverabilityPoint": "2026-12-01T03:01:00Z"}}
+    state = backupstates.observe(cluster, [done, failed], destination="s3://bkp/",
+                                 before={"lastFailure": {"backup": "b0", "reason": "x"}})
+    assert (state.condition.status, state.condition.reason) == ("False", "BackupFailed")
+    assert state.condition.message == "Backup b2 to s3://bkp/ failed: AccessDenied"
+    assert state.new_failure == {"backup": "b2", "time": "2026-12-02T03:00:00Z",
+                                 "reason": "AccessDenied"}
+    state = backupstates.observe(cluster, [done], destination="s3://bkp/", before=None)
+    assert (state.condition.status, state.condition.reason) == ("True", "BackupsSucceeding")
+    assert state.new_failure is None
+    pending = backupstates.observe({}, [backup("b3", "running", "t")], destination="s3://bkp/",
+                                   before=None)
+    assert pending.condition.reason == "BackupPending"
+    assert "Backup b3 is running" in pending.condition.message

@@ -1,0 +1,169 @@
+"""Backups and the verified restore of a cloudNativePG cortex, whole passes in memory:
+the ScheduledBackup applied once the database is ready, BackupHealthy and status.backup from
+the Cluster and its Backups (a failing object store is a Warning and the cortex keeps its
+server), and a restored cortex whose server exists only after its verification Job passed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from attested_cortex.builders import names as n
+from attested_cortex.controller.versions import newest_schema_version
+from tests.controller_fast.conftest import Operated, cortex, job_finished, server_rolled
+
+KIND = "MemoryCortex"
+CNPG = "postgresql.cnpg.io/v1"
+STORE = {"endpoint": "http://minio.backups:9000", "bucket": "bkp",
+         "credentialsSecretRef": {"name": "s3"}}
+BACKED_UP = {"cloudNativePG": {"instances": 1, "backup": {"objectStore": STORE}}}
+RESTORED = {"cloudNativePG": {"instances": 1, "bootstrap": {"recovery": {
+    "objectStore": STORE, "sourceCortex": "src", "targetTime": "2026-12-02T12:00:00Z"}}}}
+Object = dict[str, Any]
+
+
+def cluster_healthy(op: Operated, name: str, **extra: Any) -> None:
+    """The Cluster runs, as CloudNativePG reports it, with the application Secret it made."""
+    op.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-db-app"},
+              "stringData": {"uri": "postgresql://x"}})
+    op.set_status(CNPG, "Cluster", f"{name}-db", {
+        "phase": "Cluster in healthy state", "currentPrimary": f"{name}-db-1",
+        "targetPrimary": f"{name}-db-1", "instances": 1, "readyInstances": 1,
+        "instancesStatus": {"healthy": [f"{name}-db-1"]},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "ClusterIsReady",
+                        "message": "", "lastTransitionTime": "2026-12-02T10:00:00Z"},
+                       *extra.pop("conditions", [])], **extra})
+
+
+def backup(op: Operated, name: str, phase: str, stamp: str, **status: Any) -> None:
+    op.apply({"apiVersion": CNPG, "kind": "Backup",
+              "metadata": {"name": name, "labels": {"cnpg.io/cluster": "src-db"},
+                           "creationTimestamp": stamp},
+              "spec": {"cluster": {"name": "src-db"}}})
+    op.set_status(CNPG, "Backup", name, {"phase": phase, **status})
+
+
+async def test_backups_scheduled_and_reported(op: Operated) -> None:
+    op.apply(cortex("src", database=BACKED_UP))
+    await op.reconcile(KIND, "src")
+    assert op.get("ScheduledBackup", "src-db", CNPG) is None  # not before the database
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("False", "BackupPending")
+
+    cluster_healthy(op, "src")
+    await op.reconcile(KIND, "src")
+    scheduled = op.get("ScheduledBackup", "src-db", CNPG)
+    assert scheduled is not None and scheduled["spec"]["cluster"] == {"name": "src-db"}
+    assert scheduled["metadata"]["ownerReferences"][0]["name"] == "src"
+
+    backup(op, "src-db-1", "completed", "2026-12-02T10:05:00Z",
+           stoppedAt="2026-12-02T10:06:00Z")
+    cluster_healthy(op, "src", firstRecoverabilityPoint="2026-12-02T10:06:00Z")
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+    assert op.status(KIND, "src")["backup"] == {
+        "lastSuccessfulBackup": "2026-12-02T10:06:00Z", "lastBackupName": "src-db-1",
+        "firstRecoverabilityPoint": "2026-12-02T10:06:00Z", "completed": 1}
+
+    calls = len(op.writer.calls)
+    await op.reconcile(KIND, "src")  # nothing new: no status write, no event
+    assert ("apply", KIND, "status") not in op.writer.calls[calls:]
+    assert ("create", "Event", "") not in op.writer.calls[calls:]
+
+
+async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Operated) -> None:
+    op.apply(cortex("src", database=BACKED_UP))
+    await op.reconcile(KIND, "src")
+    cluster_healthy(op, "src")
+    await op.reconcile(KIND, "src")
+    job_finished(op, n.job_name("src", newest_schema_version()))
+    await op.reconcile(KIND, "src")
+    server_rolled(op, "src")
+    backup(op, "src-db-1", "completed", "2026-12-02T10:05:00Z",
+           stoppedAt="2026-12-02T10:06:00Z")
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["Ready"] == ("True", "CortexReady")
+
+    unreachable = "could not connect to the endpoint URL: http://minio.backups:9000/bkp"
+    backup(op, "src-db-2", "failed", "2026-12-02T11:00:00Z", error=unreachable)
+    cluster_healthy(op, "src", conditions=[{
+        "type": "ContinuousArchiving", "status": "False", "reason": "ContinuousArchivingFailing",
+        "message": unreachable, "lastTransitionTime": "2026-12-02T11:00:00Z"}])
+    assert await op.reconcile(KIND, "src") is not None  # Backups are not watched: it looks
+    failing = op.condition(KIND, "src", "BackupHealthy")
+    assert (failing["status"], failing["reason"]) == ("False", "ArchivingFailing")
+    assert unreachable in failing["message"] and "s3://bkp/" in failing["message"]
+    assert op.status(KIND, "src")["backup"]["lastFailure"] == {
+        "backup": "src-db-2", "time": "2026-12-02T11:00:00Z", "reason": unreachable}
+    assert op.reasons(KIND, "src")["Ready"] == ("True", "CortexReady")
+    assert op.events(KIND, "src")[-1] == ("Warning", "ArchivingFailing")
+    assert op.get("Deployment", "src-server", "apps/v1") is not None
+
+    backup(op, "src-db-3", "failed", "2026-12-02T12:00:00Z", error=unreachable)
+    await op.reconcile(KIND, "src")  # a second failure: the condition stays, an event says so
+    assert op.events(KIND, "src")[-1] == ("Warning", "BackupFailed")
+
+
+def verify_pod(op: Operated, name: str, summary: Object) -> None:
+    """The verification Job's pod, terminated with the summary the CLI wrote."""
+    job = f"{name}-verify-restore"
+    op.apply({"apiVersion": "v1", "kind": "Pod",
+              "metadata": {"name": f"{job}-x", "labels": {"job-name": job}}, "spec": {}})
+    op.set_status("v1", "Pod", f"{job}-x", {"containerStatuses": [{
+        "name": "verify", "state": {"terminated": {"message": json.dumps(summary)}}}]})
+
+
+async def restored_up_to_verification(op: Operated) -> None:
+    op.apply(cortex("dst", database=RESTORED))
+    await op.reconcile(KIND, "dst")
+    cluster = op.get("Cluster", "dst-db", CNPG)
+    assert cluster is not None and cluster["spec"]["bootstrap"]["recovery"]["source"] == "origin"
+    cluster_healthy(op, "dst")
+    await op.reconcile(KIND, "dst")
+    assert op.get("Job", "dst-verify-restore", "batch/v1") is None  # not before the schema
+    job_finished(op, n.job_name("dst", newest_schema_version()))
+    await op.reconcile(KIND, "dst")
+    assert op.get("Job", "dst-verify-restore", "batch/v1") is not None
+    assert op.reasons(KIND, "dst")["DataVerified"] == ("False", "Verifying")
+    assert op.get("Deployment", "dst-server", "apps/v1") is None
+
+
+async def test_a_restore_serves_only_once_verified(op: Operated) -> None:
+    await restored_up_to_verification(op)
+    summary = {"ok": True, "events": 42, "head_hash": "ab12", "last_event": 42,
+               "signatures_checked": 40, "unverified": 2, "memories": 20, "links": 7,
+               "transcripts": 3, "mismatch_count": 0, "first_mismatch": None}
+    verify_pod(op, "dst", summary)
+    job_finished(op, "dst-verify-restore")
+    await op.reconcile(KIND, "dst")
+    verified = op.condition(KIND, "dst", "DataVerified")
+    assert (verified["status"], verified["reason"]) == ("True", "Verified")
+    assert "20 memories, 7 links, 3 transcripts" in verified["message"]
+    assert "from event 1 to 42 (the last event kept, hash ab12)" in verified["message"]
+    assert op.status(KIND, "dst")["restore"] == {
+        "verified": True, "job": "dst-verify-restore", "events": 42, "memories": 20,
+        "links": 7, "transcripts": 3, "signaturesChecked": 40, "lastEvent": 42,
+        "headHash": "ab12"}
+    assert op.get("Deployment", "dst-server", "apps/v1") is not None
+
+    op.cluster.delete("batch/v1", "Job", "ns", "dst-verify-restore")  # its TTL ran out
+    await op.reconcile(KIND, "dst")
+    assert op.get("Job", "dst-verify-restore", "batch/v1") is None  # never verified twice
+    assert op.reasons(KIND, "dst")["DataVerified"] == ("True", "Verified")
+
+
+async def test_a_restore_that_does_not_verify_never_serves(op: Operated) -> None:
+    await restored_up_to_verification(op)
+    mismatch = "memory 0193a: differs_from_record (content) [event 17]"
+    verify_pod(op, "dst", {"ok": False, "events": 42, "head_hash": "ab12", "last_event": 42,
+                           "signatures_checked": 40, "unverified": 2, "memories": 20,
+                           "links": 7, "transcripts": 3, "mismatch_count": 1,
+                           "first_mismatch": mismatch})
+    job_finished(op, "dst-verify-restore", "Failed", "BackoffLimitExceeded")
+    await op.reconcile(KIND, "dst")
+    failed = op.condition(KIND, "dst", "DataVerified")
+    assert (failed["status"], failed["reason"]) == ("False", "RestoreNotVerified")
+    assert mismatch in failed["message"]
+    assert op.reasons(KIND, "dst")["Ready"] == ("False", "RestoreNotVerified")
+    assert op.status(KIND, "dst")["restore"]["firstMismatch"] == mismatch
+    assert op.get("Deployment", "dst-server", "apps/v1") is None
+    assert ("Warning", "RestoreNotVerified") in op.events(KIND, "dst")
