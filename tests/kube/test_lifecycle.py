@@ -87,7 +87,13 @@ def test_the_up_command_serves_until_interrupted_then_leaves_nothing(tmp_path: P
             lines = _read_until(output, "Ctrl-C")
         finally:
             up.send_signal(signal.SIGINT)
-            up.wait(timeout=60)
+            try:
+                up.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                # SIGINT ignored (a shell's background job inherits that): fail, don't hang
+                up.terminate()
+                up.wait(timeout=60)
+                raise
             reader.join(timeout=60)
     printed = dict(line.strip().split(": ", 1) for line in lines if ": " in line)
     assert printed["kubeconfig"] == str(directory / "admin.kubeconfig")
