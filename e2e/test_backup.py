@@ -123,6 +123,11 @@ def source(namespace: str, cnpg: CloudNativePG, store: Store) -> Iterator[str]:
     ok(kubectl("apply", "-f", "-", input=json.dumps(body)))
     print(f"\n{SOURCE} Ready in {wait_ready(namespace, SOURCE)} s")
     yield namespace
+    # The release namespace is shared with the later modules (test_ha_lifecycle uninstalls
+    # CloudNativePG; test_system waits on its cortex): leave no cortex of this module behind.
+    for name in (SOURCE, PITR, FULL):
+        kubectl("delete", f"memorycortex/{name}", "-n", namespace, "--ignore-not-found",
+                "--wait=true", "--timeout=180s")
 
 
 @pytest.fixture(scope="module")

@@ -151,11 +151,19 @@ def _all_there(agent: Agent, ids: list[str]) -> bool:
     return True
 
 
+def _applied(namespace: str) -> list[tuple[str, str]]:
+    """(kind, name) of every custom resource this module applied."""
+    return [(item["kind"].lower(), item["metadata"]["name"])
+            for item in manifests.resources(namespace) if item["kind"].lower() in KINDS]
+
+
 def test_every_resource_becomes_ready_and_the_pods_really_ran(forward: Forward,
                                                               cortex: str) -> None:
-    for kind in KINDS:
-        ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}", kind,
-                   "--all"))
+    # By name: other e2e modules share the release namespace and may leave cortexes of their
+    # own there (being deleted, or deliberately not Ready); ``--all`` would wait on those too.
+    for kind, name in _applied(cortex):
+        ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
+                   f"{kind}/{name}"))
     ok(kubectl("wait", "-n", cortex, "--for=condition=Ready", f"--timeout={WAIT}",
                f"pod/{CORTEX}-db-0"))
     jobs = kubectl_json("get", "jobs", "-n", cortex, "-l",
