@@ -23,7 +23,8 @@ def test_only_a_restored_cortex_is_verified() -> None:
 def test_the_job_runs_the_deep_audit_with_the_servers_keys() -> None:
     job = verification.build_verification_job(RESTORED, DEFAULTS)
     assert_child_metadata(job, name=f"{CORTEX}-verify-restore", component="migration")
-    assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["backoffLimit"] == 2  # a verifier that could not run, not the data
+    assert job["metadata"]["annotations"]["cortex.attested.dev/verification-attempt"] == "1"
     pod = job["spec"]["template"]
     assert_restricted(pod)
     (container,) = pod["spec"]["containers"]
@@ -51,11 +52,20 @@ def test_the_cli_summary_names_the_first_mismatch_and_the_last_event() -> None:
     assert summary(broken, None)["last_event"] is None
 
 
-def test_a_job_that_could_not_run_is_not_a_pass() -> None:
-    verdict = verification.failed("j", verification.parse_summary(
-        '{"ok":false,"error":"database unreachable"}'), "BackoffLimitExceeded")
-    assert (verdict.condition.status, verdict.condition.reason) == ("False", "RestoreNotVerified")
-    assert "could not verify the restored data: database unreachable" in verdict.condition.message
+def test_only_a_mismatch_reported_with_exit_1_is_a_verdict_on_the_data() -> None:
+    mismatch = {"ok": False, "first_mismatch": "memory m1: changed", "mismatch_count": 1}
+    assert verification.data_failed(1, mismatch)
+    assert not verification.data_failed(2, {"ok": False, "error": "database unreachable"})
+    assert not verification.data_failed(1, {"ok": False, "error": "keys unreadable"})
+    assert not verification.data_failed(137, mismatch)  # killed: the summary is not its end
+    assert not verification.data_failed(None, None)  # evicted before it wrote anything
+    verdict = verification.could_not_verify("j", 3, "database unreachable",
+                                            "2026-12-02T12:00:00Z")
+    assert (verdict.condition.status, verdict.condition.reason) == ("False",
+                                                                   "VerificationError")
+    assert verdict.restore == {"job": "j", "attempts": 3, "lastError": "database unreachable",
+                               "retryAt": "2026-12-02T12:00:00Z"}
+    assert [verification.retry_delay(n) for n in (1, 2, 3, 6, 9)] == [30, 60, 120, 600, 600]
     assert verification.parse_summary("Traceback ...") is None
 
 

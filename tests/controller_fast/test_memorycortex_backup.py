@@ -1,11 +1,14 @@
 """Backups and the verified restore of a cloudNativePG cortex, whole passes in memory:
 the ScheduledBackup applied once the database is ready, BackupHealthy and status.backup from
 the Cluster and its Backups (a failing object store is a Warning and the cortex keeps its
-server), and a restored cortex whose server exists only after its verification Job passed."""
+server; the section removed takes them with it), and a restored cortex whose server exists
+only after its verification Job passed (a verifier that could not run is retried, a verdict
+on the data is final: ADR 0054)."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from attested_cortex.builders import names as n
@@ -102,14 +105,39 @@ async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Ope
     await op.reconcile(KIND, "src")  # a second failure: the condition stays, an event says so
     assert op.events(KIND, "src")[-1] == ("Warning", "BackupFailed")
 
+    op.apply(cortex("src", database={"cloudNativePG": {"instances": 1}}))  # backups dropped
+    await op.reconcile(KIND, "src")
+    assert op.get("ScheduledBackup", "src-db", CNPG) is None
+    assert "BackupHealthy" not in op.reasons(KIND, "src")  # no stale condition is left
+    assert "backup" not in op.status(KIND, "src")
+    assert op.reasons(KIND, "src")["Ready"] == ("True", "CortexReady")
+    calls = len(op.writer.calls)
+    await op.reconcile(KIND, "src")  # and then nothing more to write
+    assert ("apply", KIND, "status") not in op.writer.calls[calls:]
+    assert ("delete", "ScheduledBackup", "") not in op.writer.calls[calls:]
 
-def verify_pod(op: Operated, name: str, summary: Object) -> None:
-    """The verification Job's pod, terminated with the summary the CLI wrote."""
+
+def verify_pod(op: Operated, name: str, summary: Object | None, exit_code: int = 0,
+               pod: str = "x") -> None:
+    """The verification Job's pod, terminated with the exit code and the summary the CLI
+    wrote (None: killed before it wrote one)."""
     job = f"{name}-verify-restore"
-    op.apply({"apiVersion": "v1", "kind": "Pod",
-              "metadata": {"name": f"{job}-x", "labels": {"job-name": job}}, "spec": {}})
-    op.set_status("v1", "Pod", f"{job}-x", {"containerStatuses": [{
-        "name": "verify", "state": {"terminated": {"message": json.dumps(summary)}}}]})
+    op.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": f"{job}-{pod}", "labels": {"job-name": job},
+        "creationTimestamp": datetime.now(UTC).isoformat()}, "spec": {}})
+    ended: Object = {"exitCode": exit_code}
+    if summary is not None:
+        ended["message"] = json.dumps(summary)
+    op.set_status("v1", "Pod", f"{job}-{pod}", {"containerStatuses": [{
+        "name": "verify", "state": {"terminated": ended}}]})
+
+
+def job_failed(op: Operated, reason: str, message: str, ago_s: float = 0) -> None:
+    """The verification Job failed, as the Job controller reports it, ``ago_s`` ago."""
+    when = (datetime.now(UTC) - timedelta(seconds=ago_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    op.set_status("batch/v1", "Job", "dst-verify-restore", {"conditions": [{
+        "type": "Failed", "status": "True", "reason": reason, "message": message,
+        "lastTransitionTime": when}]})
 
 
 async def restored_up_to_verification(op: Operated) -> None:
@@ -157,8 +185,9 @@ async def test_a_restore_that_does_not_verify_never_serves(op: Operated) -> None
     verify_pod(op, "dst", {"ok": False, "events": 42, "head_hash": "ab12", "last_event": 42,
                            "signatures_checked": 40, "unverified": 2, "memories": 20,
                            "links": 7, "transcripts": 3, "mismatch_count": 1,
-                           "first_mismatch": mismatch})
-    job_finished(op, "dst-verify-restore", "Failed", "BackoffLimitExceeded")
+                           "first_mismatch": mismatch}, exit_code=1)
+    job_failed(op, "PodFailurePolicy", "Container verify for pod ns/dst-verify-restore-x "
+               "failed with exit code 1 matching FailJob rule at index 0")
     await op.reconcile(KIND, "dst")
     failed = op.condition(KIND, "dst", "DataVerified")
     assert (failed["status"], failed["reason"]) == ("False", "RestoreNotVerified")
@@ -167,3 +196,60 @@ async def test_a_restore_that_does_not_verify_never_serves(op: Operated) -> None
     assert op.status(KIND, "dst")["restore"]["firstMismatch"] == mismatch
     assert op.get("Deployment", "dst-server", "apps/v1") is None
     assert ("Warning", "RestoreNotVerified") in op.events(KIND, "dst")
+
+
+async def test_a_verifier_that_could_not_run_is_retried_and_never_serves_meanwhile(
+    op: Operated,
+) -> None:
+    await restored_up_to_verification(op)
+    job = op.get("Job", "dst-verify-restore", "batch/v1") or {}
+    rules = job["spec"]["podFailurePolicy"]["rules"]  # exit 1 is final; evictions do not count
+    assert rules[0]["onExitCodes"]["values"] == [1] and rules[0]["action"] == "FailJob"
+    assert rules[1] == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
+                                                                "status": "True"}]}
+    unreachable = {"ok": False, "error": "the database at dst-db-rw:5432 did not answer "
+                   "within 60 s"}
+    verify_pod(op, "dst", unreachable, exit_code=2)
+    job_failed(op, "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    wait = await op.reconcile(KIND, "dst")
+    pending = op.condition(KIND, "dst", "DataVerified")
+    assert (pending["status"], pending["reason"]) == ("False", "VerificationError")
+    assert "(attempt 1): the database at dst-db-rw:5432 did not answer" in pending["message"]
+    assert op.reasons(KIND, "dst")["Ready"] == ("False", "VerificationError")
+    assert ("Warning", "VerificationError") in op.events(KIND, "dst")
+    restore = op.status(KIND, "dst")["restore"]
+    assert restore["attempts"] == 1 and "verified" not in restore and restore["retryAt"]
+    assert wait is not None and 25 < wait <= 30  # the first retry after 30 s
+    assert op.get("Job", "dst-verify-restore", "batch/v1") is not None  # kept until then
+    assert op.get("Deployment", "dst-server", "apps/v1") is None
+
+    job_failed(op, "BackoffLimitExceeded", "Job has reached the specified backoff limit",
+               ago_s=31)  # the retry is due
+    await op.reconcile(KIND, "dst")
+    assert op.get("Job", "dst-verify-restore", "batch/v1") is None
+    op.cluster.delete("v1", "Pod", "ns", "dst-verify-restore-x")  # its pods go with it
+    await op.reconcile(KIND, "dst")
+    second = op.get("Job", "dst-verify-restore", "batch/v1") or {}
+    assert second["metadata"]["annotations"]["cortex.attested.dev/verification-attempt"] == "2"
+    assert op.reasons(KIND, "dst")["DataVerified"] == ("False", "Verifying")
+
+    job_failed(op, "DeadlineExceeded", "Job was active longer than specified deadline")
+    await op.reconcile(KIND, "dst")  # killed at its deadline, no report: not a verdict either
+    again = op.condition(KIND, "dst", "DataVerified")
+    assert (again["reason"], op.status(KIND, "dst")["restore"]["attempts"]) == (
+        "VerificationError", 2)
+    assert "Job was active longer than specified deadline" in again["message"]
+    assert op.events(KIND, "dst").count(("Warning", "VerificationError")) == 2
+
+    job_failed(op, "DeadlineExceeded", "Job was active longer than specified deadline",
+               ago_s=61)  # the second retry waits 60 s
+    await op.reconcile(KIND, "dst")
+    await op.reconcile(KIND, "dst")
+    verify_pod(op, "dst", {"ok": True, "events": 5, "head_hash": "ab", "last_event": 5,
+                           "signatures_checked": 5, "unverified": 0, "memories": 2,
+                           "links": 0, "transcripts": 0}, pod="y")
+    job_finished(op, "dst-verify-restore")
+    await op.reconcile(KIND, "dst")
+    assert op.reasons(KIND, "dst")["DataVerified"] == ("True", "Verified")
+    assert op.status(KIND, "dst")["restore"]["verified"] is True
+    assert op.get("Deployment", "dst-server", "apps/v1") is not None

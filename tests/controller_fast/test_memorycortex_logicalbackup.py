@@ -87,12 +87,18 @@ async def test_runs_become_status_and_a_failure_is_a_warning_while_the_cortex_se
     assert (op.cluster.changes, op.events(KIND, "mem")) == (changes, events)  # idle: no change
 
 
-async def test_the_cronjob_goes_with_the_section(op: Operated) -> None:
+async def test_the_cronjob_condition_and_status_go_with_the_section(op: Operated) -> None:
     await ready(op)
-    assert op.get("CronJob", CRON, "batch/v1") is not None
+    run(op, f"{CRON}-1")
+    job_finished(op, f"{CRON}-1")
+    await op.reconcile(KIND, "mem")
+    assert "logicalBackup" in op.status(KIND, "mem")
     op.apply(cortex("mem"))
     await op.reconcile(KIND, "mem")
     assert op.get("CronJob", CRON, "batch/v1") is None
+    assert "LogicalBackupHealthy" not in op.reasons(KIND, "mem")  # nothing stale is left
+    assert "logicalBackup" not in op.status(KIND, "mem")
+    assert op.reasons(KIND, "mem")["Ready"] == ("True", "CortexReady")
 
 
 async def test_a_schedule_cron_cannot_read_is_refused_without_a_cronjob(op: Operated) -> None:

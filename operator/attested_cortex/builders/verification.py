@@ -13,6 +13,14 @@ from its write record never serves, and ``Ready`` says ``RestoreNotVerified``.
 The answer is kept in ``status.restore``, so the Job's TTL removing it changes nothing and
 the verification never runs twice for one restore. A point-in-time restore keeps a prefix
 of the source's chain: the summary names its last event (sequence and hash).
+
+Only a verdict is final (ADR 0054). ``cortexctl audit verify`` exits 1 when the data does
+not verify and 2 when it could not check (database unreachable, unreadable keys): the Job's
+``podFailurePolicy`` fails the Job at once on exit 1, ignores a pod disrupted by the cluster
+(evicted, preempted) and lets Kubernetes retry any other failure a few times;
+:func:`data_failed` reads the verdict from the pod's exit code and summary, and anything
+else that ends the Job (retries exhausted, the deadline) is ``VerificationError``: the
+operator runs a new Job after :func:`retry_delay`, and the server stays down meanwhile.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from attested_cortex.builders import names, podparts, security
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex, Defaults
 from attested_cortex.builders.jobs import CORTEX_UID, cortex_image
+from attested_cortex.crd import GROUP
 
 Object = dict[str, Any]
 
@@ -34,8 +43,19 @@ TYPE: Final = "DataVerified"
 NOT_VERIFIED: Final = "RestoreNotVerified"
 KEYS_DIR: Final = "/keys"
 TERMINATION_LOG: Final = "/dev/termination-log"
-#: A failed Job is not retried: the same data would fail the same way.
-BACKOFF_LIMIT: Final = 0
+#: Exit codes of ``cortexctl audit verify``: the data does not verify / could not check.
+DATA_FAILED_EXIT: Final = 1
+COULD_NOT_CHECK_EXIT: Final = 2
+#: Reason of DataVerified (and Ready) while the verifier could not reach a verdict.
+VERIFICATION_ERROR: Final = "VerificationError"
+#: Pods a Job may retry for a verifier that could not run (exit 2, killed); Kubernetes
+#: backs off 10 s, 20 s. Exit 1 (the data) fails the Job at once: the same data fails the
+#: same way.
+BACKOFF_LIMIT: Final = 2
+#: A Job that ended without a verdict is run again after 30 s, 60 s, ... at most 10 min.
+RETRY_BASE_S: Final = 30.0
+RETRY_CAP_S: Final = 600.0
+ATTEMPT_ANNOTATION: Final = f"{GROUP}/verification-attempt"
 TTL_SECONDS: Final = 24 * 3600
 #: An hour for a large chain (the CLI allows an hour per statement).
 DEADLINE_SECONDS: Final = 3600
@@ -53,8 +73,29 @@ def job_name(cortex: str) -> str:
     return f"{cortex}-verify-restore"
 
 
-def build_verification_job(cortex: Cortex, defaults: Defaults) -> Object:
-    """The Job running ``cortexctl audit verify --deep`` over the restored database."""
+def retry_delay(attempt: int) -> float:
+    """Seconds before the run after the ``attempt``-th Job that reached no verdict."""
+    return min(RETRY_BASE_S * 2.0 ** max(attempt - 1, 0), RETRY_CAP_S)
+
+
+def data_failed(exit_code: int | None, summary: Mapping[str, Any] | None) -> bool:
+    """Whether a failed verifier's answer is a verdict on the data (final), rather than
+    "could not check" (retried): exit 1 with a summary that names a mismatch."""
+    return (exit_code == DATA_FAILED_EXIT and summary is not None
+            and summary.get("ok") is False and "error" not in summary)
+
+
+def _failure_policy() -> Object:
+    return {"rules": [
+        {"action": "FailJob", "onExitCodes": {"containerName": "verify", "operator": "In",
+                                              "values": [DATA_FAILED_EXIT]}},
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
+                                                     "status": "True"}]}]}
+
+
+def build_verification_job(cortex: Cortex, defaults: Defaults, attempt: int = 1) -> Object:
+    """The Job running ``cortexctl audit verify --deep`` over the restored database
+    (``attempt``: how many Jobs this restore has had, this one included)."""
     name = cortex.meta.name
     container = {
         "name": "verify", "image": cortex_image(cortex, defaults),
@@ -78,9 +119,12 @@ def build_verification_job(cortex: Cortex, defaults: Defaults) -> Object:
                     "containers": [container],
                     "volumes": [{"name": "keys", "configMap": {"name": names.config_name(name)}},
                                 {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]}}
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": names.metadata(job_name(name), cortex.meta, component="migration"),
-            "spec": {"backoffLimit": BACKOFF_LIMIT, "ttlSecondsAfterFinished": TTL_SECONDS,
+    metadata = names.metadata(job_name(name), cortex.meta, component="migration")
+    metadata["annotations"] = {**metadata.get("annotations", {}),
+                               ATTEMPT_ANNOTATION: str(attempt)}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+            "spec": {"backoffLimit": BACKOFF_LIMIT, "podFailurePolicy": _failure_policy(),
+                     "ttlSecondsAfterFinished": TTL_SECONDS,
                      "activeDeadlineSeconds": DEADLINE_SECONDS, "template": pod}}
 
 
@@ -128,18 +172,23 @@ def passed(job: str, summary: Mapping[str, Any]) -> Verdict:
     return Verdict(Observation.of(TYPE, True, "Verified", message), _restore(job, summary, True))
 
 
-def failed(job: str, summary: Mapping[str, Any] | None, why: str) -> Verdict:
-    """The Job failed: the first mismatch by id, or why it could not check."""
-    if summary is None or "error" in summary or summary.get("ok") is not False:
-        detail = (summary or {}).get("error") or why
-        message = f"Job {job} could not verify the restored data: {detail}"
-        return Verdict(Observation.of(TYPE, False, NOT_VERIFIED, message),
-                       {"verified": False, "job": job, "firstMismatch": str(detail)[:1024]})
+def failed(job: str, summary: Mapping[str, Any]) -> Verdict:
+    """The verifier's verdict: the data does not verify (the first mismatch by id). Final."""
     message = (f"Job {job}: the restored data does not verify: first mismatch "
                f"{summary.get('first_mismatch')}; {summary.get('mismatch_count', 0)} "
                f"mismatches over {_counts(summary)}; the server is not started")
     return Verdict(Observation.of(TYPE, False, NOT_VERIFIED, message),
                    _restore(job, summary, False))
+
+
+def could_not_verify(job: str, attempt: int, why: str, retry_at: str) -> Verdict:
+    """The Job ended without a verdict (the database unreachable, the pod evicted, the
+    deadline): not final, the verification runs again at ``retry_at``."""
+    message = (f"Job {job} could not verify the restored data (attempt {attempt}): {why}; "
+               f"it runs again at {retry_at}; the server is not started")
+    return Verdict(Observation.of(TYPE, False, VERIFICATION_ERROR, message),
+                   {"job": job, "attempts": attempt, "lastError": why[:1024],
+                    "retryAt": retry_at})
 
 
 def waiting(reason: str, message: str) -> Verdict:

@@ -9,7 +9,7 @@ carry secrets: callers put names, reasons and counts in them, not data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from attested_cortex.builders.conditions import (
@@ -35,11 +35,13 @@ def _differs(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 async def write_status(writer: Writer, *, kind: str, meta: Meta, current: Mapping[str, Any],
                        observed: Sequence[Observation],
-                       fields: Mapping[str, Any] | None = None) -> bool:
-    """Merge ``observed`` into the conditions, set ``fields`` (None removes one); write if
-    anything changed."""
+                       fields: Mapping[str, Any] | None = None,
+                       dropped: Collection[str] = ()) -> bool:
+    """Merge ``observed`` into the conditions, remove the ``dropped`` types (what the spec no
+    longer asks for), set ``fields`` (None removes one); write if anything changed."""
     old = current.get("conditions") or []
-    conditions = merge(old, observed, generation=meta.generation, now=now())
+    conditions = [c for c in merge(old, observed, generation=meta.generation, now=now())
+                  if c.get("type") not in dropped]
     conditions = _with_kstatus(conditions, generation=meta.generation)
     wanted: Object = {"observedGeneration": meta.generation, "conditions": conditions,
                       **(fields or {})}
@@ -87,7 +89,9 @@ PROGRESSING: Final = frozenset({
 MOVING: Final = PROGRESSING | frozenset({
     "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "CortexNotFound",
     # a Secret Git applies beside the cortex (a sealed or external secret) comes a little later
-    "ConnectionSecretMissing", "SecretMissing"})
+    "ConnectionSecretMissing", "SecretMissing",
+    # a restore's verifier that could not run: retried with backoff (ADR 0054)
+    "VerificationError"})
 
 
 def summarise(changed: Sequence[Object]) -> dict[str, str]:

@@ -48,7 +48,9 @@ class BackupStatus(CrdModel):
 class RestoreStatus(CrdModel):
     """What the verification of a restored cortex checked (condition DataVerified)."""
 
-    verified: bool = Field(description="Whether the restored chain and rows verified.")
+    verified: bool | None = Field(
+        default=None, description="Whether the restored chain and rows verified (absent "
+        "while the verifier has not reached a verdict).")
     job: str | None = Field(default=None, description="The verification Job.",
                             max_length=253)
     events: int | None = Field(default=None, ge=0, description="Audit events verified.")
@@ -66,3 +68,12 @@ class RestoreStatus(CrdModel):
     first_mismatch: str | None = Field(
         default=None, description="The first row or event that did not verify, by id.",
         max_length=1024)
+    attempts: int | None = Field(
+        default=None, ge=0, description="Verification Jobs that could not reach a verdict "
+        "(database unreachable, pod evicted, deadline); each one is retried with backoff.")
+    last_error: str | None = Field(
+        default=None, description="Why the last verification Job could not reach a verdict.",
+        max_length=1024)
+    retry_at: str | None = Field(
+        default=None, description="When the verification runs again.", max_length=40,
+        json_schema_extra=_time())

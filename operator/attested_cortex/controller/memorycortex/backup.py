@@ -8,7 +8,8 @@ the database is ready, lists the Cluster's ``Backup`` objects (CloudNativePG lab
 Backup that failed since the last pass posts a Warning event naming it and barman-cloud's
 reason (the condition's own transition posts one too, so only a failure that finds the
 condition already False posts here). With ``backup`` removed from the spec the
-ScheduledBackup goes; the Backups and the bucket's content stay.
+ScheduledBackup goes (and readiness drops BackupHealthy and ``status.backup``); the Backups
+and the bucket's content stay.
 
 Not part of ``Ready``: an unreachable object store is a condition and an event, and the
 cortex keeps serving.
@@ -55,7 +56,8 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
     wanted = cnpg.backup if cnpg is not None else None
     ns, name = cortex.meta.namespace, cortex.meta.name
     if wanted is None:
-        if cnpg is not None and status.get("backup") is not None:
+        if cnpg is not None and (status.get("backup") is not None or any(
+                c.get("type") == backupstates.TYPE for c in status.get("conditions") or [])):
             await rt.writer.remove(backups.API_VERSION, backups.SCHEDULED_KIND, ns,
                                    backups.scheduled_backup_name(name))
         return BackupOutcome()

@@ -5,6 +5,8 @@ The summary ``Ready`` is the first part that is not True (its reason and message
 is one of the parts (before the server: ``RestoreNotVerified`` is what Ready says when the
 restored data does not verify); ``BackupHealthy`` is not (a cortex whose object store is
 down keeps serving). ``Paused`` is reported False again once a paused cortex is resumed.
+A backup section removed from the spec takes its condition and status field with it
+(:func:`unasked`): a stale BackupHealthy would describe backups that no longer run.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from attested_cortex.builders import services
+from attested_cortex.builders.backupstates import TYPE as BACKUP_HEALTHY
 from attested_cortex.builders.conditions import Observation, ready
 from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex
@@ -20,6 +23,9 @@ from attested_cortex.builders.rules import summary_line
 from attested_cortex.builders.verification import Verdict
 from attested_cortex.controller.memorycortex.backup import BackupOutcome
 from attested_cortex.controller.memorycortex.database import DatabaseOutcome
+from attested_cortex.controller.memorycortex.logicalbackup import (
+    CONDITION as LOGICAL_BACKUP_HEALTHY,
+)
 from attested_cortex.controller.memorycortex.logicalbackup import LogicalBackupOutcome
 from attested_cortex.controller.memorycortex.schema import SchemaOutcome
 from attested_cortex.controller.runtime import Runtime
@@ -38,6 +44,21 @@ def database_mode(cortex: Cortex) -> str:
     if wanted.cloud_native_pg is not None:
         return "CloudNativePG"
     return "External" if wanted.external is not None else "Managed"
+
+
+def unasked(cortex: Cortex) -> tuple[list[str], Object]:
+    """The backup conditions and status fields of sections the spec does not have (a None
+    field is removed)."""
+    cnpg = cortex.spec.database.cloud_native_pg
+    conditions: list[str] = []
+    gone: Object = {}
+    if cnpg is None or cnpg.backup is None:
+        conditions.append(BACKUP_HEALTHY)
+        gone["backup"] = None
+    if cortex.spec.backup.logical is None:
+        conditions.append(LOGICAL_BACKUP_HEALTHY)
+        gone["logicalBackup"] = None
+    return conditions, gone
 
 
 def fields(cortex: Cortex, satellites: Satellites, db: DatabaseOutcome,
@@ -81,7 +102,8 @@ async def report(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
     if any(c.get("type") == "Paused" for c in status.get("conditions") or []):
         observed.append(Observation.of("Paused", False, "Reconciling", "spec.paused is false"))
     extra = {"logicalBackup": logical_backup.status} if logical_backup is not None else {}
+    dropped, gone = unasked(cortex)
     await write_status(rt.writer, kind=KIND, meta=cortex.meta, current=status,
-                       observed=observed,
+                       observed=observed, dropped=dropped,
                        fields={**fields(cortex, satellites, db, schema, backup, verdict),
-                               **extra})
+                               **extra, **gone})
