@@ -144,13 +144,14 @@ def forward(kube: Kube, name: str, log: Path) -> Forward:
     return forwarding
 
 
-def call(base: str, token: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+def call(base: str, token: str, method: str, path: str, body: Any = None, *,
+         timeout: float = 30) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(
         base + path, data=data, method=method,
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             return answer.status, json.loads(answer.read() or b"null")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"null")

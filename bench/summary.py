@@ -4,6 +4,7 @@ figures next to their goals, with the command that produced them."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -337,9 +338,72 @@ def embedders_rows(d: dict[str, Any]) -> list[Row]:
     return rows
 
 
+_TIMELINE = re.compile(r"^\+\s*(-?[0-9.]+) s (.*)$")
+
+
+def backup_phases(backup: dict[str, Any]) -> dict[str, float | None]:
+    """Where one on-demand backup's time went, from the instance's log lines that
+    bench/backup_physical.py keeps (seconds after the Backup was created): ``queued`` until
+    barman-cloud-backup starts (CloudNativePG runs one backup at a time), ``checkpoint``
+    until the checkpoint the backup asked for completes (a checkpoint already running is
+    waited for first), ``upload`` until barman-cloud-backup completes (the base files, then
+    the WAL up to the backup's end archived)."""
+    started = forced = checkpointed = completed = None
+    for line in backup.get("timeline") or []:
+        found = _TIMELINE.match(line)
+        if found is None:
+            continue
+        at, text = float(found.group(1)), found.group(2)
+        if started is None and "Starting barman-cloud-backup" in text:
+            started = at
+        elif started is not None and forced is None and "checkpoint starting: force" in text:
+            forced = at
+        elif forced is not None and checkpointed is None and "checkpoint complete" in text:
+            checkpointed = at
+        elif checkpointed is not None and completed is None and \
+                "Completed barman-cloud-backup" in text:
+            completed = at
+
+    def span(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else round(b - a, 1)
+    return {"queued": started, "checkpoint": span(started, checkpointed),
+            "upload": span(checkpointed, completed)}
+
+
+def physical_rows(p: dict[str, Any]) -> list[Row]:
+    """The physical path (bench/backup_physical.py), when measured."""
+    if not p:
+        return []
+    size, spread, burst = p.get("size_memories"), p.get("backup") or {}, (
+        p.get("backup_immediate_checkpoint") or {})
+    restore = p.get("restore") or {}
+    slow, fast = backup_phases(spread), backup_phases(burst)
+    return [
+        (f"physical backup of {_fmt(size)} memories (barman-cloud to MinIO on the node): "
+         "created -> completed; of which queued behind a running backup / checkpoint / "
+         "upload and end of WAL archived",
+         f"{_fmt(spread.get('seconds'), ' s')}; {_fmt(slow['queued'])} / "
+         f"{_fmt(slow['checkpoint'])} / {_fmt(slow['upload'])} s "
+         f"(load {_fmt(_get(p, 'load_average_before', 0))} -> "
+         f"{_fmt(_get(spread, 'load_average_after', 0))})", "recorded"),
+        ("physical backup, same data, immediate checkpoint (the operator's setting now): "
+         "created -> completed; queued / checkpoint / upload and end of WAL archived",
+         f"{_fmt(burst.get('seconds'), ' s')}; {_fmt(fast['queued'])} / "
+         f"{_fmt(fast['checkpoint'])} / {_fmt(fast['upload'])} s", "recorded"),
+        (f"physical restore of {_fmt(size)} memories into a new cortex: Cluster restored; "
+         "verification Job (events/s); Ready",
+         f"{_fmt(restore.get('cluster_restored_s'), ' s')}; "
+         f"{_fmt(restore.get('verification_job_s'), ' s')} "
+         f"({_fmt(restore.get('verified_events_per_s'))} events/s); "
+         f"{_fmt(restore.get('ready_s'), ' s')}", "recorded"),
+        ("physical: bucket bytes after two base backups and the WAL",
+         _fmt(p.get("bucket_bytes")), "recorded"),
+    ]
+
+
 def backup_rows(d: dict[str, Any]) -> list[Row]:
     count = _get(d, "memories")
-    return [
+    return [*physical_rows(d.get("physical") or {}),
         (f"export (logical bundle, {_fmt(count)} memories with links)",
          _fmt(_get(d, "export", "memories_per_s"), " memories/s"), ">= 5000 memories/s"),
         ("import with full verification",

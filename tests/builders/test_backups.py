@@ -46,7 +46,9 @@ def valid(obj: Object, schema: Object) -> None:
 def test_backup_turns_on_wal_archiving_to_the_object_store() -> None:
     cluster = build_cluster(cnpg({"backup": {"objectStore": STORE, "retention": "14d"}}),
                             DEFAULTS, namespace_uid=NS_UID)
-    assert cluster["spec"]["backup"] == {"barmanObjectStore": BARMAN, "retentionPolicy": "14d"}
+    assert cluster["spec"]["backup"] == {"barmanObjectStore": {  # no spread checkpoint
+        **BARMAN, "data": {"compression": "gzip", "immediateCheckpoint": True}},
+        "retentionPolicy": "14d"}
     assert "initdb" in cluster["spec"]["bootstrap"]
     valid(cluster, cluster_schema())
 
