@@ -6,13 +6,18 @@ order, sharing the module's cortexes:
 
 1. the ScheduledBackup's immediate backup completes, is listed in ``status.backup`` and its
    objects are in the bucket; ``BackupHealthy`` is True;
-2. writes A, an instant T, writes B, then one of B's memory rows is changed behind the
-   server (psql as the superuser on the source's primary) and the WAL is switched so the
-   archive has it all; a new cortex restored to T holds exactly A, ``DataVerified=True``
-   naming the last event kept, and serves; a new cortex restored to the end holds the
-   changed row: ``DataVerified=False`` naming that memory, ``Ready=False
-   RestoreNotVerified``, no server Deployment; the source is untouched by both;
-3. the object store down (its Deployment scaled to 0) while WAL must be archived:
+2. writes A (memories, a link signed with the agent's own key, a transcript and a memory
+   citing it), an instant T, writes B, the WAL switched so the archive has it all; a new
+   cortex restored to T holds exactly A, ``DataVerified=True`` naming the last event kept,
+   and serves; a new cortex restored to the end (the full restore) answers as the source
+   does: the same memories, the same links whose signatures verify with the agent's public
+   key, the same replay, the same per-agent usage, ``audit verify --deep`` clean and the
+   same chain head;
+3. one of B's memory rows changed behind the server (psql as the superuser on the source's
+   primary), archived, and a third cortex restored to the end: ``DataVerified=False``
+   naming that memory, ``Ready=False RestoreNotVerified``, no server Deployment; the
+   source is untouched by every restore;
+4. the object store down (its Deployment scaled to 0) while WAL must be archived:
    ``BackupHealthy=False`` with barman-cloud's reason, a Warning event, and the cortex
    keeps answering writes; the store back, archiving resumes.
 
@@ -21,6 +26,7 @@ It prints how long the backup, each restore and its verification took.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import secrets
@@ -35,14 +41,20 @@ from typing import Any
 import pytest
 from hack import objectstore
 from minio import Minio
+from nacl.signing import VerifyKey
 from tests.support.cnpg import CloudNativePG
 from tests.support.waiting import wait_until
 
+from attested_cortex.attest.keys import key_from_seed, seed_from_pem
+from attested_cortex.attest.payloads import link_payload
+from attested_cortex.attest.signing import sign
+from attested_cortex.types import AgentId
 from e2e import hacluster
 from e2e.conftest import kubectl, kubectl_json
 from e2e.test_system import Forward
 
-SOURCE, PITR, FULL = "bk-src", "bk-pitr", "bk-full"
+SOURCE, PITR, FULL, TAMPERED = "bk-src", "bk-pitr", "bk-full", "bk-tampered"
+WRITER = "bk-writer"  # the service account, and its AgentIdentity holding its own key
 BUCKET, PREFIX = "cortex-backups", "e2e"
 READY_S = 600.0          # a Cluster (initdb or a restore), the migration, the server
 BACKUP_S = 300.0
@@ -118,37 +130,71 @@ def wait_ready(namespace: str, name: str) -> float:
 
 @pytest.fixture(scope="module")
 def source(namespace: str, cnpg: CloudNativePG, store: Store) -> Iterator[str]:
-    ok(kubectl("create", "serviceaccount", "bk-writer", "-n", namespace))
+    ok(kubectl("create", "serviceaccount", WRITER, "-n", namespace))
     body = cortex(SOURCE, namespace, backup={"objectStore": store_spec(), "retention": "7d"})
-    ok(kubectl("apply", "-f", "-", input=json.dumps(body)))
+    identity = {"apiVersion": "cortex.attested.dev/v1alpha1", "kind": "AgentIdentity",
+                "metadata": {"name": WRITER, "namespace": namespace},
+                "spec": {"cortexRef": {"name": SOURCE}, "keyCustody": "Agent",
+                         "serviceAccountRef": {"name": WRITER}}}
+    ok(kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                      "items": [body, identity]})))
     print(f"\n{SOURCE} Ready in {wait_ready(namespace, SOURCE)} s")
+    ok(kubectl("wait", "-n", namespace, "--for=condition=Ready", "--timeout=120s",
+               f"agentidentity/{WRITER}"))
+    # The writer's public key is in the server's configuration: the pass that counted the
+    # identity rolled the server out with it (Ready in the same status waits for that).
+    wait_until(lambda: status(namespace, SOURCE).get("identities") == 1 and condition(
+        namespace, SOURCE, "Ready").get("status") == "True", seconds=READY_S, interval_s=2.0,
+        what=f"{SOURCE} serving with {WRITER}'s key")
+    ok(kubectl("rollout", "status", "-n", namespace, f"deployment/{SOURCE}-server",
+               "--timeout=180s"))
     yield namespace
     # The release namespace is shared with the later modules (test_ha_lifecycle uninstalls
     # CloudNativePG; test_system waits on its cortex): leave no cortex of this module behind.
-    for name in (SOURCE, PITR, FULL):
+    kubectl("delete", f"agentidentity/{WRITER}", "-n", namespace, "--ignore-not-found")
+    for name in (SOURCE, PITR, FULL, TAMPERED):
         kubectl("delete", f"memorycortex/{name}", "-n", namespace, "--ignore-not-found",
                 "--wait=true", "--timeout=180s")
 
 
-@pytest.fixture(scope="module")
-def api(source: str) -> Iterator[tuple[Get, Callable[[str, dict[str, Any]], tuple[int, Any]]]]:
-    forward = Forward(source, service=SOURCE)
-    forward.start()
-    token = ok(kubectl("create", "token", "bk-writer", "-n", source, "--duration", "2h")).strip()
+class Client:
+    """A port-forward to one cortex's Service and calls with the writer's token."""
 
-    def call(method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    def __init__(self, namespace: str, name: str, token: str) -> None:
+        self.forward = Forward(namespace, service=name)
+        self.forward.start()
+        self.token = token
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         request = urllib.request.Request(  # noqa: S310 (the loopback forward)
-            forward.base + path, method=method,
+            self.forward.base + path, method=method,
             data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            headers={"Authorization": f"Bearer {self.token}",
+                     "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
                 return answer.status, json.loads(answer.read())
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
 
-    yield (lambda path: call("GET", path)), (lambda path, body: call("POST", path, body))
-    forward.stop()
+    def get(self, path: str) -> Any:
+        code, answer = self.call("GET", path)
+        assert code == 200, (path, code, answer)
+        return answer
+
+
+@pytest.fixture(scope="module")
+def token(source: str) -> str:
+    return ok(kubectl("create", "token", WRITER, "-n", source, "--duration", "2h")).strip()
+
+
+@pytest.fixture(scope="module")
+def api(source: str, token: str) -> Iterator[tuple[Get, Callable[[str, dict[str, Any]],
+                                                            tuple[int, Any]]]]:
+    client = Client(source, SOURCE, token)
+    yield (lambda path: client.call("GET", path)), (lambda path, body: client.call(
+        "POST", path, body))
+    client.forward.stop()
 
 
 def write(post: Callable[[str, dict[str, Any]], tuple[int, Any]], label: str,
@@ -194,18 +240,79 @@ def archived_after_switch(namespace: str) -> Callable[[], bool]:
     return archived
 
 
-def test_pitr_keeps_exactly_the_earlier_writes_and_a_changed_row_never_serves(
-        source: str, api: tuple[Get, Any]) -> None:
+@dataclass(frozen=True)
+class Signed:
+    """What the full restore must answer as the source did: the memories a link and a
+    replay start from, and the agent key that signed the link."""
+
+    link_src: str
+    cited: str
+    public_key: bytes
+
+
+def signed_link_and_transcript(namespace: str, post: Callable[[str, dict[str, Any]],
+                                                             tuple[int, Any]]) -> tuple[
+        Signed, list[str]]:
+    """A link signed with the writer's own key (custody Agent) and a transcript cited by a
+    memory, written through the API; the ids of the memories written."""
+    secret = kubectl_json("get", "secret", f"{WRITER}-agent-key", "-n", namespace)["data"]
+    agent_id = base64.b64decode(secret["agent-id"]).decode()
+    key = key_from_seed(AgentId(agent_id),
+                        seed_from_pem(base64.b64decode(secret["private.pem"]).decode()))
+    a, b = write(post, "linked", 2)
+    body = {"src_id": a, "dst_id": b, "relation": "derived_from",
+            "valid_from": "2026-11-01T10:00:00Z"}
+    payload = link_payload(src_id=a, dst_id=b, relation="derived_from", observed_by=agent_id,
+                           valid_from=datetime.fromisoformat(body["valid_from"]),
+                           valid_until=None)
+    body["signature"] = base64.b64encode(sign(key, payload.encode())).decode()
+    code, link = post("/v1/links", body)
+    assert code == 201 and link["attest_level"] == "peer_attested", link
+    code, transcript = post("/v1/transcripts", {
+        "namespace": "bk", "content": "user: where do backups go?\nagent: to MinIO, hourly"})
+    assert code == 201, transcript
+    code, cited = post("/v1/memories", {"namespace": "bk", "content": "backups go to MinIO",
+                                        "citations": [{"transcript_id": transcript["id"],
+                                                       "start": 34, "end": 50}]})
+    assert code == 201, cited
+    return Signed(a, cited["id"], key.public.public_key), [a, b, cited["id"]]
+
+
+def verify_link(public_key: bytes, link: dict[str, Any]) -> None:
+    until = link.get("valid_until")
+    payload = link_payload(
+        src_id=link["src_id"], dst_id=link["dst_id"], relation=link["relation"],
+        observed_by=link["observed_by"], valid_from=datetime.fromisoformat(link["valid_from"]),
+        valid_until=None if until is None else datetime.fromisoformat(until))
+    VerifyKey(public_key).verify(payload.encode(), base64.b64decode(link["signature"]))
+
+
+def answers(client: Client, signed: Signed) -> dict[str, Any]:
+    """What the full restore must answer exactly as the source: the memories, the signed
+    link and the replay."""
+    return {"memories": client.get("/v1/memories?namespace=bk&limit=500"),
+            "links": client.get(f"/v1/memories/{signed.link_src}/links"),
+            "replay": client.get(f"/v1/memories/{signed.cited}/replay?full=true")}
+
+
+USAGE = "SELECT agent, memories, transcripts FROM agent_usage ORDER BY agent"
+
+
+def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the_source(
+        source: str, api: tuple[Get, Any], token: str) -> None:
     _, post = api
-    earlier = write(post, "before", 3)
+    signed, extra = signed_link_and_transcript(source, post)
+    earlier = write(post, "before", 3) + extra
     instant = math.floor(time.time()) + 1  # a whole second after every earlier commit...
     wait_until(lambda: time.time() > instant + 1, seconds=5, what="the clock past T + 1 s")
     later = write(post, "after", 3)  # ...and at least a second before every later one
     target = datetime.fromtimestamp(instant, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    sql(source, SOURCE, f"UPDATE memories SET content = 'changed behind the server' "
-                        f"WHERE id = '{later[1]}'")
     wait_until(archived_after_switch(source), seconds=120, interval_s=1.0,
                what="the last WAL segment archived")
+    at_source = Client(source, SOURCE, token)
+    expected, usage = answers(at_source, signed), sql(source, SOURCE, USAGE)
+    chain = at_source.get("/v1/audit/verify")
+    at_source.forward.stop()
 
     recovery = {"objectStore": store_spec(), "sourceCortex": SOURCE}
     ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
@@ -221,23 +328,54 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_changed_row_never_serves(
     assert restore["verified"] and restore["memories"] == len(held), restore
     assert f"to {restore['lastEvent']} (the last event kept" in verified["message"], verified
 
-    began = time.monotonic()
-    wait_until(lambda: condition(source, FULL, "DataVerified").get("reason") ==
-               "RestoreNotVerified", seconds=READY_S, interval_s=2.0,
-               what=f"{FULL}'s verification failing")
-    print(f"{FULL} refused {round(time.monotonic() - began, 1)} s after {PITR} was Ready: "
-          f"{condition(source, FULL, 'DataVerified')['message']}")
-    assert later[1] in status(source, FULL)["restore"]["firstMismatch"]
-    assert condition(source, FULL, "Ready")["reason"] == "RestoreNotVerified"
-    assert kubectl("get", f"deployment/{FULL}-server", "-n", source).returncode != 0
-    events = kubectl_json("get", "events", "-n", source, "--field-selector",
-                          f"involvedObject.name={FULL}")["items"]
-    assert any(e["type"] == "Warning" and e["reason"] == "RestoreNotVerified" for e in events)
-    assert condition(source, SOURCE, "Ready")["status"] == "True"  # the source untouched
-    for name in (PITR, FULL):  # free the node for the last case
+    print(f"{FULL} Ready in {wait_ready(source, FULL)} s after {PITR}")
+    restore = status(source, FULL)["restore"]  # what the Job verified, before any serving
+    assert restore["verified"] and restore["links"] >= 1 and restore["transcripts"] >= 1, \
+        restore
+    assert (restore["lastEvent"], restore["headHash"]) == (chain["events"],
+                                                           chain["head_hash"]), (restore, chain)
+    at_full = Client(source, FULL, token)
+    try:
+        restored = answers(at_full, signed)
+    finally:
+        at_full.forward.stop()
+    assert restored == expected  # memories, links and replay alike
+    (link,) = [x for x in restored["links"]["links"] if x["relation"] == "derived_from"]
+    verify_link(signed.public_key, link)  # the agent's signature, as restored
+    assert restored["replay"]["citations"][0]["text"] == "to MinIO, hourly", restored["replay"]
+    assert sql(source, FULL, USAGE) == usage  # the quotas' usage counters
+    deep = hacluster.deep_audit(kubectl, source, FULL)
+    assert deep.returncode == 0 and deep.stdout.startswith("ok:"), deep.stdout + deep.stderr
+    for name in (PITR, FULL):  # free the node for the next restore
         kubectl("delete", f"memorycortex/{name}", "-n", source, "--wait=false")
         kubectl("delete", f"clusters.postgresql.cnpg.io/{name}-db", "-n", source,
                 "--wait=false")
+
+
+def test_a_row_changed_behind_the_server_never_serves(source: str) -> None:
+    (victim,) = sql(source, SOURCE, "SELECT id::text FROM memories WHERE content = 'after 1'")[0]
+    sql(source, SOURCE, f"UPDATE memories SET content = 'changed behind the server' "
+                        f"WHERE id = '{victim}'")
+    wait_until(archived_after_switch(source), seconds=120, interval_s=1.0,
+               what="the last WAL segment archived")
+    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(TAMPERED, source, bootstrap={
+        "recovery": {"objectStore": store_spec(), "sourceCortex": SOURCE}}))))
+    began = time.monotonic()
+    wait_until(lambda: condition(source, TAMPERED, "DataVerified").get("reason") ==
+               "RestoreNotVerified", seconds=READY_S, interval_s=2.0,
+               what=f"{TAMPERED}'s verification failing")
+    print(f"\n{TAMPERED} refused in {round(time.monotonic() - began, 1)} s: "
+          f"{condition(source, TAMPERED, 'DataVerified')['message']}")
+    assert victim in status(source, TAMPERED)["restore"]["firstMismatch"]
+    assert condition(source, TAMPERED, "Ready")["reason"] == "RestoreNotVerified"
+    assert kubectl("get", f"deployment/{TAMPERED}-server", "-n", source).returncode != 0
+    events = kubectl_json("get", "events", "-n", source, "--field-selector",
+                          f"involvedObject.name={TAMPERED}")["items"]
+    assert any(e["type"] == "Warning" and e["reason"] == "RestoreNotVerified" for e in events)
+    assert condition(source, SOURCE, "Ready")["status"] == "True"  # the source untouched
+    kubectl("delete", f"memorycortex/{TAMPERED}", "-n", source, "--wait=false")
+    kubectl("delete", f"clusters.postgresql.cnpg.io/{TAMPERED}-db", "-n", source,
+            "--wait=false")
 
 
 def test_an_unreachable_object_store_is_reported_and_the_cortex_keeps_serving(
