@@ -112,6 +112,8 @@ def fill_batches(base: str, token: str, size: int) -> float:
 
 #: What the instance logs about a backup: CloudNativePG's own lines and PostgreSQL's records.
 ABOUT_BACKUP = re.compile(r"backup|checkpoint|barman|archiv|switch", re.IGNORECASE)
+#: One per WAL segment, beside its "Archived WAL file": left out so the cap keeps the rest.
+NOISE = "Executing barman-cloud-wal-archive"
 
 
 def instance_log(kube: Kube, since: str, began: float) -> list[str]:
@@ -127,11 +129,11 @@ def instance_log(kube: Kube, since: str, began: float) -> list[str]:
             continue
         record = entry.get("record") or {}
         words = str(record.get("message") or entry.get("msg") or "")
-        if not ABOUT_BACKUP.search(words) or not entry.get("ts"):
+        if not ABOUT_BACKUP.search(words) or NOISE in words or not entry.get("ts"):
             continue
         at = _stamp(str(entry["ts"])) - began
         lines.append(f"+{at:7.1f} s {words[:300]}")
-    return lines[:80]
+    return lines[:200]
 
 
 def backup(kube: Kube, label: str) -> dict[str, Any]:
