@@ -10,6 +10,7 @@ from pathlib import Path
 
 from attested_cortex.attest import cbor
 from attested_cortex.attest.keyfiles import read_identity
+from attested_cortex.builders import verification
 from tests.attest.chainhelp import append_many, tamper
 from tests.support.postgres import Database
 
@@ -99,6 +100,8 @@ async def test_audit_verify_reports_ok_then_the_first_bad_sequence(
     assert bad.returncode == 1
     assert json.loads(summary.read_text())["first_mismatch"] == (
         "event 3: " + json.loads(bad.stdout)["reason"])
+    # what the operator reads from the verification Job: a verdict on the data (ADR 0054)
+    assert verification.data_failed(bad.returncode, json.loads(summary.read_text()))
     report = json.loads(bad.stdout)
     assert (report["ok"], report["first_bad_sequence"], report["events"]) == (False, 3, 2)
     text = cortexctl("audit", "verify", "--database-url", chain_db.app_dsn)
@@ -112,6 +115,8 @@ def test_audit_verify_cannot_run_exits_2(tmp_path: Path) -> None:
     assert unreachable.returncode == 2 and "database" in unreachable.stderr
     written = json.loads((tmp_path / "summary.json").read_text())
     assert written["ok"] is False and "database" in written["error"]
+    # the operator retries this one: no verdict on the data (ADR 0054)
+    assert not verification.data_failed(unreachable.returncode, written)
     no_keys = cortexctl("audit", "verify", "--database-url", "postgresql://x@127.0.0.1:9/x",
                         "--keys", str(tmp_path / "absent"))
     assert no_keys.returncode == 2 and "not a directory" in no_keys.stderr
