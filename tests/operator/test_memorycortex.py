@@ -215,3 +215,33 @@ def test_a_larger_storage_size_grows_the_claim_and_changes_nothing_else(
                what="ShrinkRefused", seconds=60, interval_s=0.2)
     assert operated.get("pvc", "data-grow-db-0")["spec"]["resources"]["requests"][
         "storage"] == "2Gi"
+
+
+def test_a_removed_logical_backup_takes_its_cronjob_condition_and_status_along(
+        operated: Operated, operator: OperatorProcess) -> None:
+    logical = {"schedule": "0 3 * * *", "retention": 2, "objectStore": {
+        "endpoint": "http://minio.backup:9000", "bucket": "backups",
+        "credentialsSecretRef": {"name": "s3-keys"}}}
+    operated.apply(cortex("omega", backup={"logical": logical}))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/omega", "--timeout=120s")
+    operated.wait_condition("MemoryCortex", "omega", "LogicalBackupHealthy", "Unknown",
+                            reason="BackupScheduled")
+    operated.kubectl("create", "job", "omega-backup-now", "--from=cronjob/omega-backup")
+    operated.wait_condition("MemoryCortex", "omega", "LogicalBackupHealthy", "True",
+                            reason="BackupSucceeded", seconds=120)  # kwok ran the export pod
+    status = operated.get("MemoryCortex", "omega")["status"]
+    assert status["logicalBackup"]["lastBackupName"] == "omega-backup-now"
+
+    operated.kubectl("patch", "mcx/omega", "--type=json", "-p",
+                     json.dumps([{"op": "remove", "path": "/spec/backup/logical"}]))
+
+    def gone() -> bool:
+        status = operated.get("MemoryCortex", "omega")["status"]
+        types = {c["type"] for c in status["conditions"]}
+        return (operated.get("cronjob", "omega-backup") is None and "logicalBackup" not in status
+                and "LogicalBackupHealthy" not in types)
+    wait_until(gone, what="the CronJob, LogicalBackupHealthy and status.logicalBackup gone",
+               seconds=60, interval_s=0.5)
+    status = operated.get("MemoryCortex", "omega")["status"]
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True"
