@@ -376,6 +376,13 @@ def backup_phases(backup: dict[str, Any]) -> dict[str, float | None]:
             "upload": span(checkpointed, completed)}
 
 
+def checkpoint_kind(backup: dict[str, Any]) -> str:
+    """Which checkpoint the backup asked for, as PostgreSQL logged it."""
+    immediate = any("checkpoint starting: immediate" in line
+                    for line in backup.get("timeline") or [])
+    return "immediate" if immediate else "spread"
+
+
 def physical_rows(p: dict[str, Any]) -> list[Row]:
     """The physical path (bench/backup_physical.py), when measured."""
     if not p:
@@ -385,15 +392,15 @@ def physical_rows(p: dict[str, Any]) -> list[Row]:
     restore = p.get("restore") or {}
     slow, fast = backup_phases(spread), backup_phases(burst)
     return [
-        (f"physical backup of {_fmt(size)} memories (barman-cloud to MinIO on the node): "
-         "created -> completed; of which queued behind a running backup / checkpoint / "
-         "upload and end of WAL archived",
+        (f"physical backup of {_fmt(size)} memories (barman-cloud to MinIO on the node, "
+         f"{checkpoint_kind(spread)} checkpoint): created -> completed; of which queued "
+         "behind a running backup / checkpoint / upload and end of WAL archived",
          f"{_fmt(spread.get('seconds'), ' s')}; {_fmt(slow['queued'])} / "
          f"{_fmt(slow['checkpoint'])} / {_fmt(slow['upload'])} s "
          f"(load {_fmt(_get(p, 'load_average_before', 0))} -> "
          f"{_fmt(_get(spread, 'load_average_after', 0))})", "recorded"),
-        ("physical backup, same data, immediate checkpoint (the operator's setting now): "
-         "created -> completed; queued / checkpoint / upload and end of WAL archived",
+        (f"physical backup, same data, {checkpoint_kind(burst)} checkpoint: created -> "
+         "completed; queued / checkpoint / upload and end of WAL archived",
          f"{_fmt(burst.get('seconds'), ' s')}; {_fmt(fast['queued'])} / "
          f"{_fmt(fast['checkpoint'])} / {_fmt(fast['upload'])} s", "recorded"),
         (f"physical restore of {_fmt(size)} memories into a new cortex: Cluster restored; "
@@ -498,13 +505,15 @@ def physical_lines() -> list[str]:
     physical = json.loads(path.read_text()).get("physical") if path.exists() else None
     if not physical:
         return []
-    runs = [("as configured before (spread checkpoint)", physical.get("backup") or {}),
-            ("immediate checkpoint (the operator's setting now)",
-             physical.get("backup_immediate_checkpoint") or {})]
+    first, second = (physical.get("backup") or {},
+                     physical.get("backup_immediate_checkpoint") or {})
+    runs = [(f"first, {checkpoint_kind(first)} checkpoint", first),
+            (f"second, {checkpoint_kind(second)} checkpoint", second)]
     lines = ["", "## Physical backup (CloudNativePG, `python -m bench.backup_physical`)", "",
              f"One instance with {physical.get('size_memories')} memories (written through "
              "`POST /v1/memories:batch`), an on-demand Backup to MinIO on the real node, "
-             f"then the same again with an immediate checkpoint; load average "
+             "then the same again with an immediate checkpoint (the operator's setting since "
+             "this measurement, ADR 0038); load average "
              f"{physical.get('load_average_before')} before, "
              f"{physical.get('load_average_after')} after. Phases from the instance's own "
              "log lines (seconds after the Backup was created): queued until "
