@@ -46,12 +46,15 @@ tools:
 	hack/k8s/ensure-binaries.sh tools
 
 # The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy,
-# CoreDNS and CloudNativePG's manager (with its release manifest), and the images built offline.
+# CoreDNS and CloudNativePG's manager (with its release manifest), and the images built offline;
+# then the previous release's image and chart from git history for e2e/test_upgrade.py
+# (hack/upgrade/previous.env; 113 s cold, cached by commit).
 # `make test` runs the real-node tests once these exist.
 node-deps: deps
 	hack/k8s/ensure-node-packages.sh
 	hack/k8s/ensure-binaries.sh node
 	hack/images/build.sh
+	hack/upgrade/build-previous.sh
 
 node-up: node-deps
 	$(BIN)/python hack/k8s/realnode.py up

@@ -84,8 +84,16 @@ def kubectl_json(*args: str) -> Any:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Without a script's cluster, e2e tests need the real node: same gate as tests/realnode.
-    test_system.py runs last whatever the file names (it ends with ``helm uninstall``)."""
-    items.sort(key=lambda item: Path(str(item.fspath)).name == "test_system.py")
+    test_system.py runs last whatever the file names (it ends with ``helm uninstall``);
+    test_upgrade.py first (it hands the CRDs to the previous release while it runs, so no
+    other test may have objects of our kinds yet)."""
+    order = {"test_upgrade.py": 1, "test_system.py": 3}
+
+    def rank(item: pytest.Item) -> int:
+        path = Path(str(item.fspath))
+        return order.get(path.name, 2) if path.is_relative_to(ROOT / "e2e") else 0
+
+    items.sort(key=rank)
     if external():
         return
     for item in items:

@@ -4,9 +4,11 @@ The operator's ``selfSigned`` mode (ADR 0047) issues one CA per cortex and a lea
 server's Service names from it; the controller calls :func:`issue_ca` and :func:`issue_leaf`
 with the time and hands the PEM to a pure builder (builders draw no randomness), and asks
 :func:`renewal_due` / :func:`issued_by` / :func:`covers` of what it finds in the Secrets on
-every pass. Clients (``cortexctl doctor``, ``cortexctl mcp``, the hook sidecars) build their
-verifying context with :func:`client_context`. Everything is the ``cryptography`` library's;
-nothing here is hand-rolled. Synchronous and free of I/O but for the CA file a client names.
+every pass, and :func:`ca_rotation` of the CA (renewed with an overlap: a successor is
+published beside it before any leaf moves to it). Clients (``cortexctl doctor``,
+``cortexctl mcp``, the hook sidecars) build their verifying context with
+:func:`client_context`. Everything is the ``cryptography`` library's; nothing here is
+hand-rolled. Synchronous and free of I/O but for the CA file a client names.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -27,6 +29,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 #: A leaf is renewed once this share of its life has passed (cert-manager's default too).
 RENEW_AT: Final = 2 / 3
+#: The CA's successor is published in the bundle at RENEW_AT of the CA's life, and leaves
+#: move to it at SWITCH_AT, once the successor has been published for at least the share
+#: between the two (so a client that refreshes its bundle within that overlap never fails).
+SWITCH_AT: Final = 5 / 6
 CA_DAYS: Final = 3650
 LEAF_DAYS: Final = 90
 #: Issued a little in the past, so a node whose clock lags does not refuse a fresh leaf.
@@ -85,6 +91,8 @@ def issue_leaf(ca: Issued, *, dns_names: Sequence[str], ip_addresses: Sequence[s
     """A server certificate for ``dns_names`` (the first is its common name) signed by
     ``ca``."""
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem.encode())
+    # A leaf never outlives its CA (a CA near its end issues short leaves, renewed early).
+    not_after = min(now + timedelta(days=days), ca_cert.not_valid_after_utc)
     ca_key = serialization.load_pem_private_key(ca.key_pem.encode(), password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise ValueError("the CA key is not an EC key")
@@ -93,7 +101,7 @@ def issue_leaf(ca: Issued, *, dns_names: Sequence[str], ip_addresses: Sequence[s
     cert = (x509.CertificateBuilder().subject_name(_name(dns_names[0]))
             .issuer_name(ca_cert.subject).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - BACKDATE).not_valid_after(now + timedelta(days=days))
+            .not_valid_before(now - BACKDATE).not_valid_after(not_after)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False,
                                          key_cert_sign=False, crl_sign=False,
@@ -122,6 +130,55 @@ def renewal_due(cert_pem: str, *, now: datetime, at: float = RENEW_AT) -> bool:
         return True
     start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
     return now >= start + (end - start) * at
+
+
+CaStep = Literal["keep", "publish", "switch"]
+
+
+def _life(cert_pem: str) -> tuple[datetime, datetime]:
+    cert = load(cert_pem)
+    return cert.not_valid_before_utc, cert.not_valid_after_utc
+
+
+def ca_step_due(active_pem: str, successor_pem: str | None) -> datetime | None:
+    """When the CA's next step (:func:`ca_rotation`) is due; None: at once (unreadable)."""
+    try:
+        start, end = _life(active_pem)
+    except ValueError:
+        return None
+    if successor_pem is None:
+        return start + (end - start) * RENEW_AT
+    try:
+        published, _ = _life(successor_pem)
+    except ValueError:
+        return end  # an unreadable successor is never switched to: replaced at the end
+    overlap = (end - start) * (SWITCH_AT - RENEW_AT)
+    return min(end, max(start + (end - start) * SWITCH_AT, published + BACKDATE + overlap))
+
+
+def ca_rotation(active_pem: str, successor_pem: str | None, *, now: datetime) -> CaStep:
+    """What the selfSigned CA needs now: ``publish`` a successor beside it (RENEW_AT of its
+    life has passed and there is none yet), ``switch`` the leaves to the successor (SWITCH_AT
+    has passed and the successor has been published for the overlap; at once when the CA has
+    expired or cannot be read), or ``keep``."""
+    due = ca_step_due(active_pem, successor_pem)
+    if due is not None and now < due:
+        return "keep"
+    if successor_pem is None:
+        return "publish"
+    try:
+        load(successor_pem)
+    except ValueError:
+        return "publish"  # the CA is at its end and its successor unreadable: a new one
+    return "switch"
+
+
+def expired(cert_pem: str, *, now: datetime) -> bool:
+    """Whether the certificate's life has ended (or it cannot be read)."""
+    try:
+        return now >= _life(cert_pem)[1]
+    except ValueError:
+        return True
 
 
 def issued_by(cert_pem: str, ca_pem: str) -> bool:

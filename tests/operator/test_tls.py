@@ -1,12 +1,14 @@
 """``spec.server.tls`` on the real control plane with the real operator (ADR 0047).
 
 selfSigned: a CA and a leaf for the Service names in Secrets, the CA published in a
-ConfigMap, the pods mounting the leaf, and a leaf past 2/3 of its life renewed with an
-Event. secretRef: the user's Secret required before the server rolls. certManager: against
-cert-manager's own Certificate CRD (from its Go module; no cert-manager controller runs
-here): CertManagerMissing while the CRD is absent, then the Certificate, the server
-waiting for the Secret cert-manager would write, and the Certificate removed when the spec
-moves to selfSigned. The CEL rule refuses anything but exactly one mode.
+ConfigMap, the pods mounting the leaf, a leaf past 2/3 of its life renewed with an
+Event, and a short-lived CA renewed with an overlap (its age set through ``now`` when the test
+issues it: no sleep). secretRef: the user's Secret required before the server rolls.
+certManager: against cert-manager's own Certificate CRD (from its Go module; no
+cert-manager controller runs here): CertManagerMissing while the CRD is absent, then the
+Certificate, the server waiting for the Secret cert-manager would write, and the
+Certificate removed when the spec moves to selfSigned. The CEL rule refuses anything but
+exactly one mode.
 """
 
 from __future__ import annotations
@@ -101,6 +103,72 @@ def test_self_signed_makes_publishes_and_renews(operated: Operated,
     said = [e["message"] for e in events if e["reason"] == "CertificateRenewed"]
     assert said and "2/3 of its life has passed" in said[0]
     assert pki.fingerprint(fresh) in said[0] and "PRIVATE" not in said[0]
+
+
+def ca_secret(name: str, ca: pki.Issued, successor: pki.Issued | None = None) -> Object:
+    data = {"tls.crt": ca.cert_pem, "tls.key": ca.key_pem}
+    if successor is not None:
+        data |= {"next.crt": successor.cert_pem, "next.key": successor.key_pem}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": name}, "stringData": data}
+
+
+def reasons(operated: Operated, name: str) -> dict[str, list[str]]:
+    events = json.loads(operated.kubectl("get", "events", "-o", "json", "--field-selector",
+                                         f"involvedObject.name={name}").stdout)["items"]
+    out: dict[str, list[str]] = {}
+    for event in events:
+        out.setdefault(event["reason"], []).append(event["message"])
+    return out
+
+
+def test_a_short_lived_ca_is_renewed_with_an_overlap(operated: Operated,
+                                                     running: OperatorProcess) -> None:
+    operated.apply(cortex("rot", server=SELF_SIGNED))
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/rot", "--timeout=120s")
+    now = datetime.now(UTC)
+
+    # A 9-day CA 7 days into its life (past 2/3): a successor is published beside it, the
+    # leaf stays (re-)issued by the old CA and never outlives it.
+    short = pki.issue_ca("rot test CA", now=now - timedelta(days=7), days=9)
+    operated.apply(ca_secret("rot-tls-ca", short))
+
+    def published() -> str | None:
+        bundle = str(((operated.get("configmap", "rot-ca") or {}).get("data") or {})["ca.crt"])
+        return bundle if bundle.count("BEGIN CERTIFICATE") == 2 else None
+
+    bundle = wait_until(published, what="the successor published", seconds=60, interval_s=0.2)
+    secret = operated.get("secret", "rot-tls-ca")
+    successor = pem(secret, "next.crt")
+    assert pem(secret, "tls.crt") == short.cert_pem and bundle.startswith(short.cert_pem)
+    assert successor in bundle and pki.load(successor).not_valid_after_utc > now + timedelta(
+        days=3000)
+    leaf = wait_until(lambda: (lambda p: p if pki.issued_by(p, short.cert_pem) else None)(
+        pem(operated.get("secret", "rot-tls"), "tls.crt")), what="the leaf under the short CA",
+        seconds=60, interval_s=0.2)
+    assert pki.load(leaf).not_valid_after_utc == pki.load(short.cert_pem).not_valid_after_utc
+    said = reasons(operated, "rot")["CARenewing"]
+    assert pki.fingerprint(successor) in said[0] and "PRIVATE" not in said[0]
+
+    # The same kind of CA 8 days in, its successor published 2 days ago (past the overlap):
+    # the leaf moves to the successor, the old CA stays in the bundle as previous.crt.
+    aged = pki.issue_ca("rot test CA", now=now - timedelta(days=8), days=9)
+    heir = pki.issue_ca("rot test CA 2", now=now - timedelta(days=2))
+    operated.apply(ca_secret("rot-tls-ca", aged, heir))
+    moved = wait_until(lambda: (lambda p: p if pki.issued_by(p, heir.cert_pem) else None)(
+        pem(operated.get("secret", "rot-tls"), "tls.crt")), what="the leaf under the successor",
+        seconds=60, interval_s=0.2)
+    secret = operated.get("secret", "rot-tls-ca") or {}
+    assert pem(secret, "tls.crt") == heir.cert_pem and pem(secret, "previous.crt") == \
+        aged.cert_pem and "next.crt" not in secret["data"]
+    expected = heir.cert_pem + aged.cert_pem
+    assert pem(operated.get("secret", "rot-tls"), "ca.crt") == expected
+    wait_until(lambda: (operated.get("configmap", "rot-ca") or {})["data"]["ca.crt"] == expected,
+               what="the bundle of both CAs", seconds=30, interval_s=0.2)
+    said = reasons(operated, "rot")
+    assert pki.fingerprint(heir.cert_pem) in said["CARotated"][0]
+    assert any("its CA was renewed" in m and pki.fingerprint(moved) in m
+               for m in said["CertificateRenewed"])
 
 
 def test_secret_ref_waits_for_the_users_secret(operated: Operated,

@@ -3,6 +3,10 @@ ConfigMap, a cert-manager Certificate, and where the pod finds its certificate.
 
 Which Secret the server mounts: ``<cortex>-tls`` for selfSigned (the operator's) and
 certManager (cert-manager writes it), the user's for secretRef. The names a certificate must
+selfSigned CA Secret holds the CA that signs the leaf (``tls.crt``/``tls.key``) and, while
+it is renewed (``pki.ca_rotation``), its published successor (``next.crt``/``next.key``) or
+the CA it replaced (``previous.crt``, no key: it signs nothing more), kept until it expires;
+clients trust the bundle of all of them. The names a certificate must
 carry are the Service's DNS names, ``localhost`` and ``127.0.0.1`` (the hook sidecars call
 the server of their own pod). Certificates and keys come from the controller (builders draw
 no randomness); the Secrets are created once and a leaf is replaced only when it is renewed.
@@ -27,6 +31,9 @@ TLS_CA_DIR: Final = "/var/run/cortex/tls-ca"
 CERT_KEY: Final = "tls.crt"
 KEY_KEY: Final = "tls.key"
 CA_KEY: Final = "ca.crt"
+NEXT_CERT_KEY: Final = "next.crt"
+NEXT_KEY_KEY: Final = "next.key"
+PREVIOUS_CERT_KEY: Final = "previous.crt"
 LOOPBACK_NAMES: Final = ("localhost",)
 LOOPBACK_IPS: Final = ("127.0.0.1",)
 
@@ -58,11 +65,25 @@ def _tls_secret(meta: Object, data: dict[str, str]) -> Object:
             "metadata": meta, "data": encoded}
 
 
-def build_ca_secret(cortex: Cortex, *, cert_pem: str, key_pem: str) -> Object:
-    """The selfSigned CA's certificate and key."""
+def build_ca_secret(cortex: Cortex, *, cert_pem: str, key_pem: str,
+                    successor: tuple[str, str] | None = None,
+                    previous_pem: str | None = None) -> Object:
+    """The selfSigned CA's certificate and key; during a renewal its successor (certificate,
+    key) or the certificate of the CA it replaced."""
     meta = names.metadata(names.tls_ca_secret_name(cortex.meta.name), cortex.meta,
                           component="server")
-    return _tls_secret(meta, {CERT_KEY: cert_pem, KEY_KEY: key_pem})
+    data = {CERT_KEY: cert_pem, KEY_KEY: key_pem}
+    if successor is not None:
+        data |= {NEXT_CERT_KEY: successor[0], NEXT_KEY_KEY: successor[1]}
+    if previous_pem is not None:
+        data[PREVIOUS_CERT_KEY] = previous_pem
+    return _tls_secret(meta, data)
+
+
+def ca_bundle(*cert_pems: str | None) -> str:
+    """The PEM bundle clients trust: the signing CA first, then its successor or the CA it
+    replaced (absent ones skipped)."""
+    return "".join(p if p.endswith("\n") else p + "\n" for p in cert_pems if p)
 
 
 def build_leaf_secret(cortex: Cortex, *, cert_pem: str, key_pem: str, ca_pem: str) -> Object:
@@ -74,7 +95,8 @@ def build_leaf_secret(cortex: Cortex, *, cert_pem: str, key_pem: str, ca_pem: st
 
 
 def build_ca_bundle(cortex: Cortex, ca_pem: str) -> Object:
-    """The CA clients verify the server with, public (``kubectl get cm <cortex>-ca``)."""
+    """The CA clients verify the server with, public (``kubectl get cm <cortex>-ca``):
+    one CA, or during a renewal the bundle of :func:`ca_bundle`."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": names.metadata(names.ca_bundle_name(cortex.meta.name), cortex.meta,
                                        component="server"),

@@ -1,14 +1,16 @@
 """The server's certificate (ADR 0047): made and renewed here for selfSigned, asked of
 cert-manager for certManager, left to the user for secretRef.
 
-selfSigned, on each pass: the CA Secret is created once (never replaced: every client trusts
-it); the leaf Secret is created from it, and replaced (``replace`` with the read
+selfSigned, on each pass: the CA Secret is created once and renewed with an overlap
+(``tlsca.py``, ADR 0058: a successor published beside it at 2/3 of its life, the leaves moved
+to it later); the leaf Secret is created from it, and replaced (``replace`` with the read
 ``resourceVersion``, so a concurrent edit wins and the next pass looks again) when 2/3 of its
 life has passed, when the CA no longer signs it (the CA Secret was deleted and made anew) or
-when it lacks a Service name; each replacement posts a ``CertificateRenewed`` Event. The
+when it lacks a Service name (its ``ca.crt`` is the bundle of every CA in the overlap); each
+replacement posts a ``CertificateRenewed`` Event. The
 server reloads the renewed files without a restart (``server/tls.py``); the pass asks to
-come back when the next renewal is due. The CA is published in the ``<cortex>-ca``
-ConfigMap. Two Secret reads a pass; no write unless something is due.
+come back when the next renewal is due. The CA bundle is published in the
+``<cortex>-ca`` ConfigMap. Two Secret reads a pass; no write unless something is due.
 
 certManager: the Certificate is applied; a cluster that does not serve
 ``certificates.cert-manager.io`` is ``CertManagerMissing`` (ServerReady False, the
@@ -31,6 +33,7 @@ from attested_cortex.builders import names as n
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.controller.eventing import post_event
+from attested_cortex.controller.memorycortex import tlsca
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.kubeclient import ApiConflictError, ApiNotFoundError
 
@@ -60,27 +63,11 @@ async def _secret(rt: Runtime, cortex: Cortex, name: str) -> Object | None:
     return await rt.writer.get("v1", "Secret", cortex.meta.namespace, name)
 
 
-async def _ca(rt: Runtime, cortex: Cortex, now: datetime) -> pki.Issued:
-    """The CA, created when missing (a lost create race reads the winner's)."""
-    name = n.tls_ca_secret_name(cortex.meta.name)
-    found = await _secret(rt, cortex, name)
-    if found is None:
-        issued = pki.issue_ca(f"{cortex.meta.namespace}/{cortex.meta.name} cortex CA", now=now)
-        try:
-            return pki.Issued(**_pair(await rt.writer.create(certificates.build_ca_secret(
-                cortex, cert_pem=issued.cert_pem, key_pem=issued.key_pem))))
-        except ApiConflictError:
-            found = await _secret(rt, cortex, name)
-    return pki.Issued(**_pair(found))
-
-
-def _pair(secret: Object | None) -> dict[str, str]:
-    return {"cert_pem": _pem(secret, certificates.CERT_KEY),
-            "key_pem": _pem(secret, certificates.KEY_KEY)}
-
-
-def _why_renew(leaf_pem: str, ca: pki.Issued, cortex: Cortex, now: datetime) -> str | None:
-    if not pki.issued_by(leaf_pem, ca.cert_pem):
+def _why_renew(leaf_pem: str, ca: tlsca.CaState, cortex: Cortex,
+               now: datetime) -> str | None:
+    if ca.switched:
+        return "its CA was renewed"
+    if not pki.issued_by(leaf_pem, ca.active.cert_pem):
         return "the CA does not sign it"
     if not pki.covers(leaf_pem, certificates.dns_names(cortex)):
         return "it lacks a Service name"
@@ -98,16 +85,18 @@ def _next_look(leaf_pem: str, now: datetime) -> float:
 
 async def _self_signed(rt: Runtime, cortex: Cortex) -> TlsOutcome:
     now = datetime.now(UTC)
-    ca = await _ca(rt, cortex, now)
+    ca = await tlsca.ensure_ca(rt, cortex, now)
+    if ca is None:
+        return TlsOutcome(retry_in=1.0)  # someone else wrote the CA Secret: look again
     name = n.tls_secret_name(cortex.meta.name)
     leaf_secret = await _secret(rt, cortex, name)
     leaf_pem = _pem(leaf_secret, certificates.CERT_KEY)
     why = "no certificate yet" if leaf_secret is None else _why_renew(leaf_pem, ca, cortex, now)
     if why is not None:
-        leaf = pki.issue_leaf(ca, dns_names=certificates.dns_names(cortex),
+        leaf = pki.issue_leaf(ca.active, dns_names=certificates.dns_names(cortex),
                               ip_addresses=certificates.LOOPBACK_IPS, now=now)
         built = certificates.build_leaf_secret(cortex, cert_pem=leaf.cert_pem,
-                                               key_pem=leaf.key_pem, ca_pem=ca.cert_pem)
+                                               key_pem=leaf.key_pem, ca_pem=ca.bundle)
         try:
             if leaf_secret is None:
                 await rt.writer.create(built)
@@ -121,8 +110,9 @@ async def _self_signed(rt: Runtime, cortex: Cortex) -> TlsOutcome:
         except ApiConflictError:
             return TlsOutcome(retry_in=1.0)  # someone else wrote it: look again
         leaf_pem = leaf.cert_pem
-    await rt.writer.apply(certificates.build_ca_bundle(cortex, ca.cert_pem))
-    return TlsOutcome(retry_in=_next_look(leaf_pem, now))
+    await rt.writer.apply(certificates.build_ca_bundle(cortex, ca.bundle))
+    look = min(_next_look(leaf_pem, now), max(1.0, tlsca.next_look(ca, now)))
+    return TlsOutcome(retry_in=look)
 
 
 async def _cert_manager(rt: Runtime, cortex: Cortex) -> TlsOutcome:
