@@ -30,6 +30,7 @@ from attested_cortex.server.configuring import (
     limits_from,
     policy_from,
     retention_from,
+    sealer_from,
 )
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
@@ -60,6 +61,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     key_ring = await asyncio.to_thread(key_ring_from, settings)  # Argon2id may run
     if key_ring is not None:  # versions and fingerprints only, never material
         log.info("master key ring loaded: %s", key_ring.describe())
+    sealer = sealer_from(settings, key_ring)
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
@@ -87,7 +89,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry, keys=keys, key_ring=key_ring, policy=policy, vectors=vectors,
+        metrics_registry=registry, keys=keys, key_ring=key_ring, sealer=sealer,
+        policy=policy, vectors=vectors,
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
         audit_sink=sink,

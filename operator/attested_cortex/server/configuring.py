@@ -20,6 +20,7 @@ from attested_cortex.attest.masterkeys import (
     load_key_file,
     load_ring_dir,
 )
+from attested_cortex.attest.sealing import Sealer
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.quotas import Buckets
@@ -135,6 +136,20 @@ def policy_from(settings: ServerSettings) -> Policy:
                            if q.storage_bytes is not None},
         ceilings=ceilings({t: dict(m) for t, m in settings.trust.ceilings.items()}),
     )
+
+
+def sealer_from(settings: ServerSettings, ring: KeyRing | None) -> Sealer | None:
+    """What seals rows at rest and opens them (ADR 0056): with a master key, a sealer that
+    seals new rows when ``encryption.at_rest`` is on and opens sealed rows either way (rows
+    sealed before it was turned off stay readable). On without a master key stops start-up:
+    the operator would otherwise believe it encrypts."""
+    if ring is None:
+        if settings.encryption.at_rest:
+            raise InvalidInputError("encryption.at_rest needs a master key (master_key: dir, "
+                                    "file or passphrase_file; --master-key-file)",
+                                    field="encryption.at_rest")
+        return None
+    return Sealer(ring, seals=settings.encryption.at_rest)
 
 
 def key_ring_from(settings: ServerSettings) -> KeyRing | None:

@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from attested_cortex.store.database import Conn
 
 _COLUMNS = ("id, namespace, owner, metadata, raw_bytes, raw_chars, stored_bytes, created_at, "
-            "archived_at, pruned_at")
+            "archived_at, pruned_at, key_version")
 #: A row as its write record covers it: the frame's digest (NULL once pruned), not its bytes.
 RECORD_COLUMNS = f"{_COLUMNS}, sha256(frame) AS frame_sha256"
 #: What one transcript counts against its owner's storage quota: the frame at rest and the
@@ -45,6 +45,8 @@ class Transcript:
     created_at: datetime
     archived_at: datetime | None
     pruned_at: datetime | None
+    #: The master key version ``frame`` is sealed under (migration 0015); None: plain zstd.
+    key_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -78,13 +80,15 @@ def recorded(row: dict[str, Any]) -> Recorded:
 
 async def insert(conn: Conn, *, transcript_id: uuid.UUID, namespace: str, owner: str,
                  metadata: dict[str, Any], frame: bytes, raw_bytes: int,
-                 raw_chars: int) -> Recorded:
-    """Store one transcript (its frame already compressed)."""
+                 raw_chars: int, key_version: int | None = None) -> Recorded:
+    """Store one transcript (its frame already compressed, and sealed under
+    ``key_version`` when one is given)."""
     cur = await conn.execute(
         "INSERT INTO transcripts (id, namespace, owner, metadata, frame, raw_bytes, raw_chars, "
-        f"stored_bytes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {RECORD_COLUMNS}",
+        "stored_bytes, key_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        f"RETURNING {RECORD_COLUMNS}",
         (transcript_id, namespace, owner, Jsonb(metadata), frame, raw_bytes, raw_chars,
-         len(frame)))
+         len(frame), key_version))
     row = await cur.fetchone()
     assert row is not None
     return recorded(row)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.attest.masterkeys import KeyRing
+from attested_cortex.attest.sealing import Sealer
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import Verdict
 from attested_cortex.policy.quotas import Buckets
@@ -139,6 +140,9 @@ class Services:
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
     #: The master key's versions and their subkeys (ADR 0050); None: no key hierarchy.
     key_ring: KeyRing | None = None
+    #: Seals rows at rest under the ring when ``encryption.at_rest`` is on and opens sealed
+    #: rows (ADR 0056); None: no master key.
+    sealer: Sealer | None = None
     vectors: Vectors | None = None  # hybrid recall state: embedder, write-behind, backfill
     policy: Policy = field(default_factory=Policy)
     approvals: Approvals | None = None  # the approval API, when configured
