@@ -77,6 +77,12 @@ async def test_no_transcript_text_at_rest_with_encryption_on(
     assert row == ((1 if sealed else None), stored.body["stored_bytes"],
                    stored.body["stored_bytes"] + 2)  # + the metadata {} as sent
 
+    caps = (await client.call("GET", "/v1/capabilities")).body["encryption"]
+    assert caps["at_rest"] is sealed
+    assert caps["transcript_frames_by_key_version"] == ({"v1": 1} if sealed else {"plain": 1})
+    assert caps["master_key"]["fingerprints"] == {"v1": mk.KeyRing.single(
+        key.read_bytes()).key().fingerprint}
+
     dumped, files = at_rest(pg15_server, migrated_pg15_dsn)
     plain = text.encode()
     assert (text in dumped or plain.hex() in dumped) is not sealed

@@ -199,3 +199,11 @@ async def counts(conn: Conn) -> dict[str, int]:
     assert row is not None
     return {k: int(v) for k, v in row.items()}
 
+
+
+async def sealed_counts(conn: Conn) -> dict[int | None, int]:
+    """Frames held, by the master key version they are sealed under (None: plain): what
+    rotation must re-seal before a version may go (ADR 0056)."""
+    cur = await conn.execute("SELECT key_version, count(*) AS n FROM transcripts "
+                             "WHERE frame IS NOT NULL GROUP BY key_version")
+    return {row["key_version"]: int(row["n"]) for row in await cur.fetchall()}
