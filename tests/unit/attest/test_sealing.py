@@ -50,3 +50,15 @@ def test_the_associated_data_layout() -> None:
     """The documented layout (docs/adr/0056): label, domain, row id bytes, version."""
     assert associated_data("transcripts", ROW, 2) == (
         b"attested-cortex-v1-seal\0transcripts\0" + ROW.bytes + b"\0\0\0\2")
+
+
+def test_blind_tokens_keep_positions_and_operators() -> None:
+    """Quoted lexemes (quotes doubled, backslashes escaped) become tokens; the rest stays."""
+    from attested_cortex.attest.blinding import key_tsquery, key_tsvector, token
+
+    key = bytes(32)
+    it, bs = token(key, "it's"), token(key, "a\\b")
+    assert len(it) == 24 and token(bytes([1]) * 32, "it's") != it
+    assert key_tsvector("'it''s':1A,4 'a\\\\b':2B", key) == f"'{it}':1A,4 '{bs}':2B"
+    assert key_tsquery("'it''s' & !'a\\\\b' <-> 'it''s':*", key) == (
+        f"'{it}' & !'{bs}' <-> '{it}':*")
