@@ -83,6 +83,9 @@ SERVER_ONLY: dict[str, str] = {
                              "container's memory by the operator's defaults",
     "master_key": "the operator always mounts its own <cortex>-master-key Secret (ADR 0050); "
                   "a file or a passphrase is for a server outside Kubernetes",
+    "encryption.reseal_batch": "throughput tuning of the re-sealing worker (ADR 0056), "
+                                "not a policy",
+    "encryption.reseal_pause_ms": "an internal cadence of the re-sealing worker (ADR 0056)",
     "pool_max_size": "replicas x pool must stay under the database's max_connections, "
                      "which the operator sizes for its default",
 }

@@ -43,6 +43,7 @@ from attested_cortex.service.workers.embedding import (
     open_vectors,
     vectors_available,
 )
+from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
@@ -94,6 +95,10 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
         audit_sink=sink,
+        resealer=None if sealer is None else Resealer(
+            db, sealer, batch=settings.encryption.reseal_batch,
+            pause_s=settings.encryption.reseal_pause_ms / 1000,
+            audit_key=_signer_key(settings, keys)),
     )
     await _start_sweepers(services, settings, stack)
     return services
@@ -143,12 +148,15 @@ def _signer_key(settings: ServerSettings,
 
 async def _start_sweepers(services: Services, settings: ServerSettings,
                           stack: AsyncExitStack) -> None:
-    """Start the transcript sweeper (its first sweep runs at once) and the approval
-    service's listener and sweeper."""
+    """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker
+    and the approval service's listener and sweeper."""
     transcripts, approvals = services.transcripts, services.approvals
     if transcripts is not None:
         transcripts.start()
         stack.push_async_callback(transcripts.aclose)
+    if services.resealer is not None:
+        services.resealer.start()
+        stack.push_async_callback(services.resealer.aclose)
     if approvals is not None:
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)

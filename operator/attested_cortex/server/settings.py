@@ -208,6 +208,10 @@ class EncryptionSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     at_rest: bool = False
+    #: The re-sealing worker (rotation): frames per transaction, and the pause between
+    #: batches while older versions remain.
+    reseal_batch: int = Field(200, ge=1, le=5000)
+    reseal_pause_ms: int = Field(50, ge=0, le=60_000)
 
 
 class ServerSettings(BaseModel):

@@ -207,3 +207,33 @@ async def sealed_counts(conn: Conn) -> dict[int | None, int]:
     cur = await conn.execute("SELECT key_version, count(*) AS n FROM transcripts "
                              "WHERE frame IS NOT NULL GROUP BY key_version")
     return {row["key_version"]: int(row["n"]) for row in await cur.fetchall()}
+
+
+async def to_reseal(conn: Conn, *, current: int, plain: bool, limit: int,
+                    skip: Sequence[uuid.UUID] = ()) -> list[tuple[Recorded, bytes]]:
+    """At most ``limit`` rows whose frame is sealed under a version older than ``current``
+    (and, ``plain``, frames not sealed at all), with their frames, locked until the caller's
+    transaction ends; never a newer version (a replica not restarted yet with the new ring
+    leaves rows the others re-sealed alone)."""
+    cur = await conn.execute(
+        f"SELECT {RECORD_COLUMNS}, frame FROM transcripts WHERE frame IS NOT NULL "
+        "AND (key_version < %s OR (%s AND key_version IS NULL)) AND id <> ALL(%s) "
+        "ORDER BY key_version NULLS FIRST, id LIMIT %s FOR UPDATE SKIP LOCKED",
+        (current, plain, list(skip), limit))
+    return [(recorded(row), bytes(row["frame"])) for row in await cur.fetchall()]
+
+
+async def reseal(conn: Conn, frames: Sequence[tuple[uuid.UUID, bytes]],
+                 version: int) -> list[Recorded]:
+    """Replace these frames (locked by :func:`to_reseal`) by their re-sealed bytes under
+    ``version``, in one statement: a row changes bytes and version together."""
+    if not frames:
+        return []
+    cur = await conn.execute(
+        "UPDATE transcripts t SET frame = n.frame, key_version = %s, "
+        "stored_bytes = octet_length(n.frame) "
+        "FROM unnest(%s::uuid[], %s::bytea[]) AS n(id, frame) WHERE t.id = n.id "
+        f"RETURNING {', '.join(f't.{c.strip()}' for c in _COLUMNS.split(','))}, "
+        "sha256(t.frame) AS frame_sha256",
+        (version, [i for i, _ in frames], [f for _, f in frames]))
+    return [recorded(row) for row in await cur.fetchall()]

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from attested_cortex.service.workers.approving import Approvals
     from attested_cortex.service.workers.embedding import Vectors
+    from attested_cortex.service.workers.resealing import Resealer
     from attested_cortex.service.workers.transcript_sweeping import Transcripts
     from attested_cortex.store.graph.base import GraphBackend
 
@@ -143,6 +144,8 @@ class Services:
     #: Seals rows at rest under the ring when ``encryption.at_rest`` is on and opens sealed
     #: rows (ADR 0056); None: no master key.
     sealer: Sealer | None = None
+    #: Re-seals transcript frames under the current key version (rotation); None: no key.
+    resealer: Resealer | None = None
     vectors: Vectors | None = None  # hybrid recall state: embedder, write-behind, backfill
     policy: Policy = field(default_factory=Policy)
     approvals: Approvals | None = None  # the approval API, when configured

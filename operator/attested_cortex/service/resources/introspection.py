@@ -183,7 +183,8 @@ async def encryption(svc: Services) -> dict[str, Any]:
             "cipher": "ChaCha20-Poly1305 (IETF, 96-bit random nonce)",
             "sealed": ["transcripts.frame"],
             "master_key": svc.key_ring.describe() if svc.key_ring is not None else None,
-            "transcript_frames_by_key_version": frames}
+            "transcript_frames_by_key_version": frames,
+            "resealer": svc.resealer.as_json() if svc.resealer is not None else None}
 
 
 class CapabilitiesCall(Call[dict[str, Any]]):
