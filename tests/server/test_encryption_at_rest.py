@@ -94,3 +94,27 @@ async def test_no_transcript_text_at_rest_with_encryption_on(
         assert await replay_text(keyed, memory["id"]) == text
         keyless = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts=TRANSCRIPTS)
         assert await replay_text(keyless, memory["id"]) == "unreadable"
+
+
+@pytest.mark.parametrize("sealed", [True, False], ids=["on", "off"])
+async def test_a_held_transcript_store_rests_sealed(
+        make_cortex: MakeCortex, pg15_server: PgServer, migrated_pg15_dsn: str,
+        tmp_path: Path, sealed: bool) -> None:
+    """An AskUser rule holds the store: the request waits in pending_actions, sealed (and
+    left out of the NOTIFY), while the approver still reads it whole."""
+    key = tmp_path / "master.key"
+    key.write_bytes(mk.generate_key())
+    (tmp_path / "secret").write_bytes(b"s" * 32)
+    held = {"source": "t/held", "namespace": "chat/**", "agents": ["*"],
+            "operations": ["transcript"], "decision": "ask_user", "reason": "look first"}
+    client = await make_cortex(
+        migrated_pg15_dsn, migrated=False, transcripts=TRANSCRIPTS, master_key={"file": key},
+        encryption={"at_rest": sealed}, permissions={"mode": "enforce", "rules": [held]},
+        approval={"hmac_secret_file": tmp_path / "secret"})
+    text = marker()
+    reply = await client.call("POST", "/v1/transcripts", {"namespace": "chat/a", "content": text})
+    assert reply.status == 202, reply.text
+    (listed,) = (await client.call("GET", "/v1/approvals")).body["approvals"]
+    assert listed["request"]["content"] == text
+    dumped, files = at_rest(pg15_server, migrated_pg15_dsn)
+    assert (text in dumped) is not sealed and (text.encode() in files) is not sealed

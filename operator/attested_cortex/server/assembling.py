@@ -84,7 +84,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     # Registered with approvals off too (then 0): the dashboard's panel never reads "no data".
     pending = Gauge("cortex_approvals_pending", "Actions waiting for an approval decision",
                     registry=registry)
-    approvals = approvals_from(settings, db, policy, record=record, pending_gauge=pending)
+    approvals = approvals_from(settings, db, policy, record=record, pending_gauge=pending,
+                               sealer=sealer)
     vectors = await _open_vectors(settings, db, registry)  # last: it may load a model
     stack.push_async_callback(close_vectors, vectors)
     services = Services(

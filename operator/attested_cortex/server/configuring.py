@@ -82,7 +82,8 @@ def limits_from(settings: ServerSettings) -> Limits:
 
 
 def approvals_from(settings: ServerSettings, db: Database, policy: Policy, *,
-                   record: Recorder, pending_gauge: Gauge | None = None) -> Approvals | None:
+                   record: Recorder, pending_gauge: Gauge | None = None,
+                   sealer: Sealer | None = None) -> Approvals | None:
     """The approval service; without a secret it exists but refuses (never open)."""
     config = settings.approval
     if not config.enabled:
@@ -102,7 +103,7 @@ def approvals_from(settings: ServerSettings, db: Database, policy: Policy, *,
                      bounds=HeldBounds(config.max_held_per_agent,
                                        config.max_held_bytes_per_agent,
                                        config.retention_seconds),
-                     record=record, pending_gauge=pending_gauge)
+                     record=record, pending_gauge=pending_gauge, sealer=sealer)
 
 
 def retention_from(settings: ServerSettings) -> Retention:
