@@ -83,6 +83,12 @@ async def test_rotation_under_load_keeps_every_row_readable(
     retired = await make_cortex(dsn, migrated=False, transcripts=TRANSCRIPTS,
                                 master_key=ring_dir(tmp_path / "r3", {2: v2}, 2))
     assert all(await asyncio.gather(*(readable(retired, m) for m in ids)))
+    # v2 retired too early (a ring of v3 only): capabilities name it, replays say unreadable
+    early = await make_cortex(dsn, migrated=False, transcripts=TRANSCRIPTS,
+                              master_key=ring_dir(tmp_path / "r4", {3: mk.generate_key()}, 3))
+    caps = (await early.call("GET", "/v1/capabilities")).body["encryption"]
+    assert caps["versions_missing_from_ring"] == ["v2"]
+    assert not await readable(early, ids[0])
 
 
 async def _only(client: CortexClient, version: str) -> bool | Pending:
