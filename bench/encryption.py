@@ -9,6 +9,8 @@ so both see the same machine load. Measured:
 * sequential ``POST /v1/transcripts`` of the dialogue corpus (bench/dialogues.py): rate and
   latency percentiles, on vs off, and the bytes at rest;
 * ``GET /v1/memories/{id}/replay?full=true`` of memories citing them: latency, on vs off;
+* rotation: a third server whose key ring gains v2 re-seals the "on" database's frames
+  (frames/s until capabilities list v2 only, the server's start included);
 * in process, one core: sealing and opening the corpus's zstd frames (MB/s), and keying
   the lexemes of the recall quality set's memories into blind tokens (memories/s), the cost
   a sealed memory store will add (not wired into memories yet: ADR 0056).
@@ -21,6 +23,7 @@ import json
 import os
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -156,12 +159,46 @@ def run() -> dict[str, Any]:
             stored, out["store_http"] = asyncio.run(store_alternating(bases, corpus))
             out["replay_http"] = asyncio.run(replay_alternating(bases, stored))
             out["blinding_in_process"] = blinding_speed(off.dsn, key)
+        out["reseal"] = reseal_rate(work, on.dsn, key)
     off_rate = out["store_http"]["off"]["per_second_sequential"]
     on_rate = out["store_http"]["on"]["per_second_sequential"]
     out["store_cost_percent"] = round(100 * (off_rate - on_rate) / off_rate, 1)
     out["load_average_after"] = os.getloadavg()
     write_result("encryption", out)
     return out
+
+
+def reseal_rate(work: Path, dsn: str, key: bytes) -> dict[str, Any]:
+    """Rotation: a server whose ring gains v2 as current re-seals every frame of the "on"
+    database; frames per second until capabilities list v2 only (default batch and
+    pause)."""
+    ring = work / "ring"
+    ring.mkdir()
+    for name, text in mk.ring_files({1: key, 2: mk.generate_key()}, 2).items():
+        (ring / name).write_text(text)
+    config = work / "rotate.yaml"
+    config.write_text(yaml.safe_dump({"quotas": {"enabled": False},
+                                      "transcripts": {"enabled": True},
+                                      "encryption": {"at_rest": True},
+                                      "master_key": {"dir": str(ring)}}))
+    (work / "rotate").mkdir()
+    with serve(dsn, work / "rotate", "--config", str(config)) as served:
+        started = time.perf_counter()
+        while True:
+            request = urllib.request.Request(f"{served.base}/v1/capabilities",
+                                             headers=HEADERS)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                state = json.load(response)["encryption"]
+            frames = state["transcript_frames_by_key_version"]
+            elapsed = time.perf_counter() - started
+            if set(frames) == {"v2"}:
+                break
+            if elapsed > 600:
+                raise TimeoutError(f"re-sealing still at {frames}")
+            time.sleep(0.05)  # polling interval of a bounded wait
+    return {"frames": frames["v2"], "seconds": round(elapsed, 2),
+            "frames_per_s": round(frames["v2"] / elapsed, 1),
+            "batch": state["resealer"]["batch"], "note": "elapsed includes the server's start"}
 
 
 @dataclass(frozen=True)

@@ -339,6 +339,9 @@ def encryption_rows(d: dict[str, Any]) -> list[Row]:
         ("ChaCha20-Poly1305 seal / open of zstd frames, one core",
          f"{_fmt(sealing.get('seal_mb_per_s'))} / {_fmt(sealing.get('open_mb_per_s'))} MB/s "
          f"({_fmt(sealing.get('seal_us_per_frame'))} us a frame)", "recorded"),
+        ("re-sealing under a new key version (rotation, server start included)",
+         f"{_fmt(_get(d, 'reseal', 'frames'))} frames in {_fmt(_get(d, 'reseal', 'seconds'))} s "
+         f"({_fmt(_get(d, 'reseal', 'frames_per_s'))} frames/s)", "recorded"),
         ("blind full-text tokens (HMAC of each lexeme), one core",
          f"{_fmt(blinding.get('memories_per_s'))} memories/s "
          f"({_fmt(blinding.get('us_per_memory'))} us a memory)", "recorded"),
