@@ -321,6 +321,34 @@ def transcripts_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def encryption_rows(d: dict[str, Any]) -> list[Row]:
+    store, replay = d.get("store_http") or {}, d.get("replay_http") or {}
+    sealing, blinding = d.get("sealing_in_process") or {}, d.get("blinding_in_process") or {}
+
+    def both(part: dict[str, Any], *path: str) -> str:
+        return " vs ".join(_fmt(_get(part, mode, *path)) for mode in ("on", "off"))
+
+    load = d.get("load_average_before") or [None]
+    return [
+        ("transcript stores with encryption at rest on vs off (HTTP, sequential, "
+         "alternating; cost)", f"{both(store, 'per_second_sequential')} /s "
+         f"({_fmt(d.get('store_cost_percent'))}%); p95 {both(store, 'latency_ms', 'p95')} "
+         f"ms; load {_fmt(None if load[0] is None else round(load[0], 1))}", "<= 15% cost"),
+        ("full replay with encryption on vs off (HTTP): p50; p95",
+         f"{both(replay, 'latency_ms', 'p50')}; {both(replay, 'latency_ms', 'p95')} ms",
+         "recorded"),
+        ("ChaCha20-Poly1305 seal / open of zstd frames, one core",
+         f"{_fmt(sealing.get('seal_mb_per_s'))} / {_fmt(sealing.get('open_mb_per_s'))} MB/s "
+         f"({_fmt(sealing.get('seal_us_per_frame'))} us a frame)", "recorded"),
+        ("re-sealing under a new key version (rotation, server start included)",
+         f"{_fmt(_get(d, 'reseal', 'frames'))} frames in {_fmt(_get(d, 'reseal', 'seconds'))} s "
+         f"({_fmt(_get(d, 'reseal', 'frames_per_s'))} frames/s)", "recorded"),
+        ("blind full-text tokens (HMAC of each lexeme), one core",
+         f"{_fmt(blinding.get('memories_per_s'))} memories/s "
+         f"({_fmt(blinding.get('us_per_memory'))} us a memory)", "recorded"),
+    ]
+
+
 def embedders_rows(d: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     for name in ("default", "minilm"):
@@ -457,6 +485,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
     "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
+    "encryption": encryption_rows,
 }
 
 

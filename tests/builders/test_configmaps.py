@@ -260,3 +260,10 @@ def test_a_bad_ceiling_pattern_stops_the_server(tmp_path: Path) -> None:
         "Untrusted": {"memory.read": "qualified:a/../b"}}}}))
     with pytest.raises(InvalidInputError, match="segment"):
         policy_from(loaded)
+
+
+def test_encryption_at_rest_reaches_the_server(tmp_path: Path) -> None:
+    """spec.encryption.atRest (ADR 0056): off by default, rendered beside the master key."""
+    assert settings(tmp_path).encryption.at_rest is False
+    loaded = settings(tmp_path, cortex({"encryption": {"atRest": True}}))
+    assert loaded.encryption.at_rest is True and loaded.master_key is not None

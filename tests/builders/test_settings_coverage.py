@@ -47,6 +47,7 @@ FROM_RESOURCES: dict[str, str] = {
     "quotas.per_agent": "AgentIdentity spec.quotas",
     "trust.default_tier": "MemoryCortex spec.trust.defaultTier",
     "trust.ceilings": "MemoryCortex spec.trust.ceilings",
+    "encryption.at_rest": "MemoryCortex spec.encryption.atRest",
     "limits.max_body_bytes": "MemoryCortex spec.limits.maxBodyBytes",
     "limits.max_content_chars": "MemoryCortex spec.limits.maxContentChars",
     "limits.max_metadata_bytes": "MemoryCortex spec.limits.maxMetadataBytes",
@@ -82,6 +83,9 @@ SERVER_ONLY: dict[str, str] = {
                              "container's memory by the operator's defaults",
     "master_key": "the operator always mounts its own <cortex>-master-key Secret (ADR 0050); "
                   "a file or a passphrase is for a server outside Kubernetes",
+    "encryption.reseal_batch": "throughput tuning of the re-sealing worker (ADR 0056), "
+                                "not a policy",
+    "encryption.reseal_pause_ms": "an internal cadence of the re-sealing worker (ADR 0056)",
     "pool_max_size": "replicas x pool must stay under the database's max_connections, "
                      "which the operator sizes for its default",
 }

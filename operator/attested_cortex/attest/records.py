@@ -31,8 +31,11 @@ MemoryEvent = Literal["memory.stored", "memory.updated", "memory.deleted"]
 LinkEvent = Literal["link.recorded", "link.invalidated"]
 MEMORY_EVENTS: Final = ("memory.stored", "memory.updated", "memory.deleted")
 LINK_EVENTS: Final = ("link.recorded", "link.invalidated")
-TranscriptEvent = Literal["transcript.stored", "transcript.archived", "transcript.pruned"]
-TRANSCRIPT_EVENTS: Final = ("transcript.stored", "transcript.archived", "transcript.pruned")
+TranscriptEvent = Literal["transcript.stored", "transcript.archived", "transcript.pruned",
+                          "transcript.resealed"]
+#: ``transcript.resealed``: the frame re-sealed under a newer master key version (ADR 0056).
+TRANSCRIPT_EVENTS: Final = ("transcript.stored", "transcript.archived", "transcript.pruned",
+                            "transcript.resealed")
 #: How much a link's attestation claims: a drop between event and row is a downgrade.
 LEVEL_RANK: Final = {"unsigned": 0, "self_signed": 1, "peer_attested": 2}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -89,6 +89,7 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         "embedding": sections.embedding_settings(cortex),
         "log_level": spec.server.log_level.upper(),
         "master_key": {"dir": sections.MASTER_KEY_DIR},
+        "encryption": {"at_rest": spec.encryption.at_rest},
         **sections.database_settings(cortex),
     }
     if auth == "tokens":

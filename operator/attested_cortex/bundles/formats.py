@@ -58,7 +58,7 @@ TABLES: Final[tuple[Table, ...]] = (
                     "created_at", "asserted_until"), "id"),
     Table("transcripts", ("id", "namespace", "owner", "metadata", "frame", "raw_bytes",
                           "raw_chars", "stored_bytes", "created_at", "archived_at",
-                          "pruned_at"), "id"),
+                          "pruned_at", "key_version"), "id"),
     Table("memory_transcript_links", ("memory_id", "ordinal", "transcript_id", "span_start",
                                       "span_end"), "memory_id, ordinal"),
     USAGE,

@@ -284,6 +284,19 @@ class TrustSpec(CrdModel):
     )
 
 
+class EncryptionSpec(CrdModel):
+    """Encryption at rest under the cortex's master key (ADR 0056)."""
+
+    at_rest: bool = Field(
+        default=False,
+        description="Seal transcript frames with ChaCha20-Poly1305 under the master key's "
+        "transcripts subkey (the <cortex>-master-key Secret). Rows written before stay as "
+        "they are and stay readable; turning it off again leaves sealed rows sealed and "
+        "readable. Back up the master-key Secret with the database: without it sealed rows "
+        "cannot be read.",
+    )
+
+
 class SchemaSpec(CrdModel):
     """The database schema version."""
 
@@ -328,6 +341,7 @@ class MemoryCortexSpec(CrdModel):
     limits: LimitsSpec = section(LimitsSpec, "Bounds on requests and answers.")
     audit: AuditSpec = section(AuditSpec, "The signed audit chain.")
     trust: TrustSpec = section(TrustSpec, "Trust tiers and their scope ceilings.")
+    encryption: EncryptionSpec = section(EncryptionSpec, "Encryption at rest.")
     backup: BackupSection = section(BackupSection, "Scheduled backups to an object store "
                                     "(every database mode).")
     schema_: SchemaSpec = Field(

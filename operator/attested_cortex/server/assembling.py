@@ -30,6 +30,7 @@ from attested_cortex.server.configuring import (
     limits_from,
     policy_from,
     retention_from,
+    sealer_from,
 )
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
@@ -42,6 +43,7 @@ from attested_cortex.service.workers.embedding import (
     open_vectors,
     vectors_available,
 )
+from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
@@ -60,6 +62,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     key_ring = await asyncio.to_thread(key_ring_from, settings)  # Argon2id may run
     if key_ring is not None:  # versions and fingerprints only, never material
         log.info("master key ring loaded: %s", key_ring.describe())
+    sealer = sealer_from(settings, key_ring)
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
@@ -81,16 +84,22 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     # Registered with approvals off too (then 0): the dashboard's panel never reads "no data".
     pending = Gauge("cortex_approvals_pending", "Actions waiting for an approval decision",
                     registry=registry)
-    approvals = approvals_from(settings, db, policy, record=record, pending_gauge=pending)
+    approvals = approvals_from(settings, db, policy, record=record, pending_gauge=pending,
+                               sealer=sealer)
     vectors = await _open_vectors(settings, db, registry)  # last: it may load a model
     stack.push_async_callback(close_vectors, vectors)
     services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry, keys=keys, key_ring=key_ring, policy=policy, vectors=vectors,
+        metrics_registry=registry, keys=keys, key_ring=key_ring, sealer=sealer,
+        policy=policy, vectors=vectors,
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
         audit_sink=sink,
+        resealer=None if sealer is None else Resealer(
+            db, sealer, batch=settings.encryption.reseal_batch,
+            pause_s=settings.encryption.reseal_pause_ms / 1000,
+            audit_key=_signer_key(settings, keys)),
     )
     await _start_sweepers(services, settings, stack)
     return services
@@ -140,12 +149,15 @@ def _signer_key(settings: ServerSettings,
 
 async def _start_sweepers(services: Services, settings: ServerSettings,
                           stack: AsyncExitStack) -> None:
-    """Start the transcript sweeper (its first sweep runs at once) and the approval
-    service's listener and sweeper."""
+    """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker
+    and the approval service's listener and sweeper."""
     transcripts, approvals = services.transcripts, services.approvals
     if transcripts is not None:
         transcripts.start()
         stack.push_async_callback(transcripts.aclose)
+    if services.resealer is not None:
+        services.resealer.start()
+        stack.push_async_callback(services.resealer.aclose)
     if approvals is not None:
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)

@@ -20,6 +20,7 @@ from attested_cortex.attest.masterkeys import (
     load_key_file,
     load_ring_dir,
 )
+from attested_cortex.attest.sealing import Sealer
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.quotas import Buckets
@@ -81,7 +82,8 @@ def limits_from(settings: ServerSettings) -> Limits:
 
 
 def approvals_from(settings: ServerSettings, db: Database, policy: Policy, *,
-                   record: Recorder, pending_gauge: Gauge | None = None) -> Approvals | None:
+                   record: Recorder, pending_gauge: Gauge | None = None,
+                   sealer: Sealer | None = None) -> Approvals | None:
     """The approval service; without a secret it exists but refuses (never open)."""
     config = settings.approval
     if not config.enabled:
@@ -101,7 +103,7 @@ def approvals_from(settings: ServerSettings, db: Database, policy: Policy, *,
                      bounds=HeldBounds(config.max_held_per_agent,
                                        config.max_held_bytes_per_agent,
                                        config.retention_seconds),
-                     record=record, pending_gauge=pending_gauge)
+                     record=record, pending_gauge=pending_gauge, sealer=sealer)
 
 
 def retention_from(settings: ServerSettings) -> Retention:
@@ -135,6 +137,20 @@ def policy_from(settings: ServerSettings) -> Policy:
                            if q.storage_bytes is not None},
         ceilings=ceilings({t: dict(m) for t, m in settings.trust.ceilings.items()}),
     )
+
+
+def sealer_from(settings: ServerSettings, ring: KeyRing | None) -> Sealer | None:
+    """What seals rows at rest and opens them (ADR 0056): with a master key, a sealer that
+    seals new rows when ``encryption.at_rest`` is on and opens sealed rows either way (rows
+    sealed before it was turned off stay readable). On without a master key stops start-up:
+    the operator would otherwise believe it encrypts."""
+    if ring is None:
+        if settings.encryption.at_rest:
+            raise InvalidInputError("encryption.at_rest needs a master key (master_key: dir, "
+                                    "file or passphrase_file; --master-key-file)",
+                                    field="encryption.at_rest")
+        return None
+    return Sealer(ring, seals=settings.encryption.at_rest)
 
 
 def key_ring_from(settings: ServerSettings) -> KeyRing | None:

@@ -202,6 +202,18 @@ class MasterKeySettings(BaseModel):
         return self
 
 
+class EncryptionSettings(BaseModel):
+    """Encryption at rest (ADR 0056): transcript frames sealed under the ``transcripts``
+    subkey. Needs ``master_key``; the server refuses to start with it on and no key."""
+
+    model_config = ConfigDict(extra="forbid")
+    at_rest: bool = False
+    #: The re-sealing worker (rotation): frames per transaction, and the pause between
+    #: batches while older versions remain.
+    reseal_batch: int = Field(200, ge=1, le=5000)
+    reseal_pause_ms: int = Field(50, ge=0, le=60_000)
+
+
 class ServerSettings(BaseModel):
     """The server's configuration."""
 
@@ -223,6 +235,7 @@ class ServerSettings(BaseModel):
     audit_signer: str | None = Field(None, min_length=1, max_length=253)
     #: None: no key hierarchy (nothing is encrypted or keyed under it).
     master_key: MasterKeySettings | None = None
+    encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)
     permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     agents: list[AgentMapping] = Field(default_factory=list, max_length=10_000)
     trust: TrustSettings = Field(default_factory=TrustSettings)

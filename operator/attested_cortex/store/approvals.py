@@ -18,7 +18,7 @@ from attested_cortex.store.database import Conn
 
 _COLUMNS = ("id, agent_id, operation, rule_operation, namespace, request, fingerprint, reason, "
             "source, status, remember, created_at, expires_at, decided_at, decided_by, "
-            "consumed_at")
+            "consumed_at, key_version")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class Action:
     decided_at: datetime | None
     decided_by: str | None
     consumed_at: datetime | None
+    #: The master key version ``request`` is sealed under (migration 0015); None: plain.
+    key_version: int | None = None
 
 
 def _action(row: dict[str, Any]) -> Action:
@@ -49,14 +51,16 @@ def _action(row: dict[str, Any]) -> Action:
 
 async def insert(conn: Conn, *, agent_id: str, operation: str, rule_operation: str | None,
                  namespace: str | None, request: dict[str, Any], fingerprint: str,
-                 reason: str | None, source: str, timeout_s: int) -> Action:
-    """Hold an operation until ``timeout_s`` from now."""
+                 reason: str | None, source: str, timeout_s: int,
+                 action_id: uuid.UUID | None = None, key_version: int | None = None) -> Action:
+    """Hold an operation until ``timeout_s`` from now (``request`` sealed under
+    ``key_version`` when one is given)."""
     cur = await conn.execute(
         f"INSERT INTO pending_actions (id, agent_id, operation, rule_operation, namespace, "
-        f"request, fingerprint, reason, source, expires_at) VALUES (%s, %s, %s, %s, %s, %s, "
-        f"%s, %s, %s, now() + make_interval(secs => %s)) RETURNING {_COLUMNS}",
-        (uuid.uuid4(), agent_id, operation, rule_operation, namespace, Jsonb(request),
-         fingerprint, reason, source, timeout_s))
+        f"request, fingerprint, reason, source, expires_at, key_version) VALUES (%s, %s, %s, "
+        f"%s, %s, %s, %s, %s, %s, now() + make_interval(secs => %s), %s) RETURNING {_COLUMNS}",
+        (action_id or uuid.uuid4(), agent_id, operation, rule_operation, namespace,
+         Jsonb(request), fingerprint, reason, source, timeout_s, key_version))
     row = await cur.fetchone()
     assert row is not None
     return _action(row)

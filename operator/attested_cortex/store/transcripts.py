@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from attested_cortex.store.database import Conn
 
 _COLUMNS = ("id, namespace, owner, metadata, raw_bytes, raw_chars, stored_bytes, created_at, "
-            "archived_at, pruned_at")
+            "archived_at, pruned_at, key_version")
 #: A row as its write record covers it: the frame's digest (NULL once pruned), not its bytes.
 RECORD_COLUMNS = f"{_COLUMNS}, sha256(frame) AS frame_sha256"
 #: What one transcript counts against its owner's storage quota: the frame at rest and the
@@ -45,6 +45,8 @@ class Transcript:
     created_at: datetime
     archived_at: datetime | None
     pruned_at: datetime | None
+    #: The master key version ``frame`` is sealed under (migration 0015); None: plain zstd.
+    key_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -78,13 +80,15 @@ def recorded(row: dict[str, Any]) -> Recorded:
 
 async def insert(conn: Conn, *, transcript_id: uuid.UUID, namespace: str, owner: str,
                  metadata: dict[str, Any], frame: bytes, raw_bytes: int,
-                 raw_chars: int) -> Recorded:
-    """Store one transcript (its frame already compressed)."""
+                 raw_chars: int, key_version: int | None = None) -> Recorded:
+    """Store one transcript (its frame already compressed, and sealed under
+    ``key_version`` when one is given)."""
     cur = await conn.execute(
         "INSERT INTO transcripts (id, namespace, owner, metadata, frame, raw_bytes, raw_chars, "
-        f"stored_bytes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {RECORD_COLUMNS}",
+        "stored_bytes, key_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        f"RETURNING {RECORD_COLUMNS}",
         (transcript_id, namespace, owner, Jsonb(metadata), frame, raw_bytes, raw_chars,
-         len(frame)))
+         len(frame), key_version))
     row = await cur.fetchone()
     assert row is not None
     return recorded(row)
@@ -195,3 +199,41 @@ async def counts(conn: Conn) -> dict[str, int]:
     assert row is not None
     return {k: int(v) for k, v in row.items()}
 
+
+
+async def sealed_counts(conn: Conn) -> dict[int | None, int]:
+    """Frames held, by the master key version they are sealed under (None: plain): what
+    rotation must re-seal before a version may go (ADR 0056)."""
+    cur = await conn.execute("SELECT key_version, count(*) AS n FROM transcripts "
+                             "WHERE frame IS NOT NULL GROUP BY key_version")
+    return {row["key_version"]: int(row["n"]) for row in await cur.fetchall()}
+
+
+async def to_reseal(conn: Conn, *, current: int, plain: bool, limit: int,
+                    skip: Sequence[uuid.UUID] = ()) -> list[tuple[Recorded, bytes]]:
+    """At most ``limit`` rows whose frame is sealed under a version older than ``current``
+    (and, ``plain``, frames not sealed at all), with their frames, locked until the caller's
+    transaction ends; never a newer version (a replica not restarted yet with the new ring
+    leaves rows the others re-sealed alone)."""
+    cur = await conn.execute(
+        f"SELECT {RECORD_COLUMNS}, frame FROM transcripts WHERE frame IS NOT NULL "
+        "AND (key_version < %s OR (%s AND key_version IS NULL)) AND id <> ALL(%s) "
+        "ORDER BY key_version NULLS FIRST, id LIMIT %s FOR UPDATE SKIP LOCKED",
+        (current, plain, list(skip), limit))
+    return [(recorded(row), bytes(row["frame"])) for row in await cur.fetchall()]
+
+
+async def reseal(conn: Conn, frames: Sequence[tuple[uuid.UUID, bytes]],
+                 version: int) -> list[Recorded]:
+    """Replace these frames (locked by :func:`to_reseal`) by their re-sealed bytes under
+    ``version``, in one statement: a row changes bytes and version together."""
+    if not frames:
+        return []
+    cur = await conn.execute(
+        "UPDATE transcripts t SET frame = n.frame, key_version = %s, "
+        "stored_bytes = octet_length(n.frame) "
+        "FROM unnest(%s::uuid[], %s::bytea[]) AS n(id, frame) WHERE t.id = n.id "
+        f"RETURNING {', '.join(f't.{c.strip()}' for c in _COLUMNS.split(','))}, "
+        "sha256(t.frame) AS frame_sha256",
+        (version, [i for i, _ in frames], [f for _, f in frames]))
+    return [recorded(row) for row in await cur.fetchall()]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.attest.masterkeys import KeyRing
+from attested_cortex.attest.sealing import Sealer
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import Verdict
 from attested_cortex.policy.quotas import Buckets
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
     from attested_cortex.service.workers.approving import Approvals
     from attested_cortex.service.workers.embedding import Vectors
+    from attested_cortex.service.workers.resealing import Resealer
     from attested_cortex.service.workers.transcript_sweeping import Transcripts
     from attested_cortex.store.graph.base import GraphBackend
 
@@ -139,6 +141,11 @@ class Services:
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
     #: The master key's versions and their subkeys (ADR 0050); None: no key hierarchy.
     key_ring: KeyRing | None = None
+    #: Seals rows at rest under the ring when ``encryption.at_rest`` is on and opens sealed
+    #: rows (ADR 0056); None: no master key.
+    sealer: Sealer | None = None
+    #: Re-seals transcript frames under the current key version (rotation); None: no key.
+    resealer: Resealer | None = None
     vectors: Vectors | None = None  # hybrid recall state: embedder, write-behind, backfill
     policy: Policy = field(default_factory=Policy)
     approvals: Approvals | None = None  # the approval API, when configured

@@ -165,6 +165,35 @@ async def transcripts_state(svc: Services) -> dict[str, Any]:
                 "last": state.last_sweep.as_json() if state.last_sweep else None}}
 
 
+async def encryption(svc: Services) -> dict[str, Any]:
+    """Encryption at rest (ADR 0056): whether new rows are sealed, the key ring (versions and
+    fingerprints only), the transcript frames held per key version ("plain": unsealed), the
+    versions in use the ring lacks, and the re-sealing worker's progress."""
+    sealer = svc.sealer
+    frames: dict[str, int] | None = None
+    lacking: list[str] = []
+    if sealer is not None:
+        try:
+            async with svc.db.connection() as conn:
+                found = await transcript_rows.sealed_counts(conn)
+        except SchemaMissingError:  # not migrated to 0015 yet
+            found = None
+        if found is not None:
+            frames = {("plain" if v is None else f"v{v}"): n for v, n in sorted(
+                found.items(), key=lambda item: -1 if item[0] is None else item[0])}
+            lacking = sorted(f"v{v}" for v in found if v is not None
+                             and v not in sealer.ring.keys)
+    return {"at_rest": sealer is not None and sealer.seals,
+            "cipher": "ChaCha20-Poly1305 (IETF, 96-bit random nonce)",
+            "sealed": ["transcripts.frame"],
+            "master_key": svc.key_ring.describe() if svc.key_ring is not None else None,
+            "transcript_frames_by_key_version": frames,
+            #: Versions rows are sealed under that the ring lacks: those rows are unreadable
+            #: until the version is put back into the Secret.
+            "versions_missing_from_ring": lacking,
+            "resealer": svc.resealer.as_json() if svc.resealer is not None else None}
+
+
 class CapabilitiesCall(Call[dict[str, Any]]):
     """``GET /v1/capabilities`` through the pipeline (no scope needed)."""
 
@@ -191,6 +220,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "permissions": permissions(svc),
         "hooks": hooks,
         "transcripts": await transcripts_state(svc),
+        "encryption": await encryption(svc),
         "attestation": attestation(svc),
         "quotas": await quotas(svc, caller),
         "trust": trust(svc, caller),

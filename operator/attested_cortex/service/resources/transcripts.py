@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from attested_cortex.attest import sealing
+from attested_cortex.attest.sealing import Sealer
 from attested_cortex.errors import DeniedError, InvalidInputError, NotFoundError, TooLargeError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
@@ -123,11 +125,14 @@ class StoreCall(Call[Transcript]):
         check_sizes(svc.limits, content=None, metadata=self.cmd.metadata)  # as for memories
         # What the store adds to the owner's quota: the frame at rest and the metadata (as
         # the memory store counts metadata). Called again after a hook's Modify.
-        return Target((self.cmd.namespace,), caller.agent_id, self._adds(await self._frame(svc)))
+        return Target((self.cmd.namespace,), caller.agent_id,
+                      self._adds(await self._frame(svc), svc))
 
-    def _adds(self, frame: bytes) -> int:
-        """What storing ``frame`` with the request's metadata adds to the owner's bytes."""
-        return len(frame) + len(json.dumps(self.cmd.metadata).encode())
+    def _adds(self, frame: bytes, svc: Services) -> int:
+        """What storing ``frame`` with the request's metadata adds to the owner's bytes: the
+        frame as it will rest (sealing adds its nonce and tag)."""
+        sealing = sealing_overhead(svc)
+        return len(frame) + sealing + len(json.dumps(self.cmd.metadata).encode())
 
     async def _frame(self, svc: Services) -> bytes:
         """The zstd frame of the current content (compressed once per distinct content)."""
@@ -161,14 +166,15 @@ class StoreCall(Call[Transcript]):
         assert self.cmd.content is not None
         raw = _encoded(self.cmd.content, retention_of(svc).max_bytes)
         frame = await self._frame(svc)
+        transcript_id = settling.chosen_id(self.settlement) or uuid.uuid4()
+        version, at_rest = seal(svc, transcript_id, frame)
         async with svc.db.transaction() as conn:
             await settling.spend(conn, self.settlement)
             stored = await rows.insert(
-                conn, transcript_id=settling.chosen_id(self.settlement) or uuid.uuid4(),
-                namespace=self.cmd.namespace,
-                owner=caller.agent_id, metadata=self.cmd.metadata, frame=frame,
-                raw_bytes=len(raw), raw_chars=len(self.cmd.content))
-            await settling.check_cap(conn, self.settlement, adds=self._adds(frame))
+                conn, transcript_id=transcript_id, namespace=self.cmd.namespace,
+                owner=caller.agent_id, metadata=self.cmd.metadata, frame=at_rest,
+                raw_bytes=len(raw), raw_chars=len(self.cmd.content), key_version=version)
+            await settling.check_cap(conn, self.settlement, adds=self._adds(frame, svc))
             # The record covers the row the database returned (its normalised metadata).
             await write_records.record_transcript(svc, conn, caller, "transcript.stored",
                                                   stored)
@@ -240,15 +246,45 @@ async def _current(svc: Services, cited: dict[uuid.UUID, Transcript]) -> Current
     now = {tid: rows_now[tid][0] if tid in rows_now else t for tid, t in cited.items()}
     frames = {tid: frame for tid, (_, frame) in rows_now.items() if frame is not None}
     if sum(now[tid].raw_bytes for tid in frames) > _THREAD_BYTES:
-        return now, await asyncio.to_thread(_inflate_all, frames, now)
-    return now, _inflate_all(frames, now)
+        return now, await asyncio.to_thread(_inflate_all, svc.sealer, frames, now)
+    return now, _inflate_all(svc.sealer, frames, now)
 
 
-def _inflate_all(frames: dict[uuid.UUID, bytes],
+def sealing_overhead(svc: Services) -> int:
+    """The bytes sealing adds to a frame at rest (0 with ``encryption.at_rest`` off)."""
+    return sealing.OVERHEAD if svc.sealer is not None and svc.sealer.seals else 0
+
+
+def seal(svc: Services, transcript_id: uuid.UUID, frame: bytes) -> tuple[int | None, bytes]:
+    """(key version, frame at rest): sealed under the ``transcripts`` subkey and bound to
+    the row's id with ``encryption.at_rest`` on (ADR 0056), the frame itself otherwise."""
+    if svc.sealer is None or not svc.sealer.seals:
+        return None, frame
+    return svc.sealer.seal("transcripts", transcript_id, frame)
+
+
+def _opened(sealer: Sealer | None, t: Transcript, at_rest: bytes) -> bytes | None:
+    """The zstd frame of a row's stored frame; None when it is sealed and does not open
+    (altered, moved, or under a version this server's ring lacks): it reads ``unreadable``.
+    A sealed row stays readable with encryption turned off while the key is configured."""
+    if t.key_version is None:
+        return at_rest
+    if sealer is None:
+        return None
+    try:
+        return sealer.open("transcripts", t.id, t.key_version, at_rest)
+    except sealing.UnsealError:
+        return None
+
+
+def _inflate_all(sealer: Sealer | None, frames: dict[uuid.UUID, bytes],
                  cited: dict[uuid.UUID, Transcript]) -> dict[uuid.UUID, str]:
     texts: dict[uuid.UUID, str] = {}
-    for tid, frame in frames.items():
+    for tid, at_rest in frames.items():
         expected = cited[tid]
+        frame = _opened(sealer, expected, at_rest)
+        if frame is None:
+            continue
         try:
             text = framing.inflate_text(frame, max_bytes=expected.raw_bytes)
         except (TooLargeError, InvalidInputError):

@@ -18,6 +18,7 @@ server's ``GET /v1/approvals/stream`` subscribers see every event once.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -25,13 +26,15 @@ import logging
 import math
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from prometheus_client import Gauge
 
 from attested_cortex import tasks
+from attested_cortex.attest.masterkeys import Domain
+from attested_cortex.attest.sealing import Sealer, UnsealError
 from attested_cortex.errors import (
     ConflictError,
     CortexError,
@@ -57,6 +60,11 @@ CLOSED: Final[dict[str, Any]] = {"event": "closed"}
 LISTEN_WAIT_S: Final = 5.0
 #: Records an approval event (kind, action) in the log and the audit hook point.
 Recorder = Callable[[str, Action], Awaitable[None]]
+
+
+def _domain(operation: str) -> Domain:
+    """The subkey a held request is sealed under: its resource's."""
+    return "transcripts" if operation.startswith("transcript") else "memory"
 
 
 def fingerprint(*, agent_id: str, operation: str, request: dict[str, Any]) -> str:
@@ -133,6 +141,9 @@ class Approvals:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     #: Set while the NOTIFY listener is LISTENing: events are only delivered through it.
     _listening: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Seals held requests at rest with ``encryption.at_rest`` on, opens them for the
+    #: approver (ADR 0056); None: no master key.
+    sealer: Sealer | None = None
 
     @property
     def enabled(self) -> bool:
@@ -143,20 +154,47 @@ class Approvals:
     async def hold(self, *, agent_id: str, operation: str, rule_operation: str | None,
                    namespace: str | None, request: dict[str, Any], decision: Decision) -> Action:
         """Record a held operation and announce it (429 past the agent's bounds)."""
-        adds = len(json.dumps(request, default=str).encode())
+        action_id = uuid.uuid4()
+        version, stored = self._sealed(action_id, operation, request)
+        adds = len(json.dumps(stored, default=str).encode())  # what is stored
         async with self.db.transaction() as conn:
             refused = held_refusal(agent_id, await rows.held_by(conn, agent_id), adds=adds,
                                    bounds=self.bounds)
             if refused is not None:
                 raise refused
-            action = await rows.insert(
+            action = self._opened(await rows.insert(
                 conn, agent_id=agent_id, operation=operation, rule_operation=rule_operation,
-                namespace=namespace, request=request,
+                namespace=namespace, request=stored,
                 fingerprint=fingerprint(agent_id=agent_id, operation=operation,
                                         request=request),
-                reason=decision.reason, source=decision.source, timeout_s=self.timeout_s)
+                reason=decision.reason, source=decision.source, timeout_s=self.timeout_s,
+                action_id=action_id, key_version=version))
             await self._notify(conn, "created", action)
         return action
+
+    def _sealed(self, action_id: uuid.UUID, operation: str,
+                request: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+        """(key version, the request as stored): sealed with ``encryption.at_rest`` on."""
+        if self.sealer is None or not self.sealer.seals:
+            return None, request
+        plain = json.dumps(request, default=str, separators=(",", ":")).encode()
+        version, sealed = self.sealer.seal(_domain(operation), action_id, plain)
+        return version, {"sealed": base64.b64encode(sealed).decode("ascii")}
+
+    def _opened(self, action: Action) -> Action:
+        """The action with its request as the agent sent it; a request that does not open
+        (no key, or a version the ring lacks) says so instead of failing the listing."""
+        if action.key_version is None:
+            return action
+        try:
+            if self.sealer is None:
+                raise UnsealError("no master key is configured")
+            plain = self.sealer.open(_domain(action.operation), action.id, action.key_version,
+                                     base64.b64decode(str(action.request.get("sealed", ""))))
+            request = json.loads(plain)
+        except (UnsealError, ValueError) as exc:
+            request = {"unreadable": f"sealed under master key v{action.key_version}: {exc}"}
+        return replace(action, request=request)
 
     async def check(self, approval_id: str, *, agent_id: str, operation: str,
                     request: dict[str, Any]) -> uuid.UUID:
@@ -196,7 +234,7 @@ class Approvals:
                       limit: int) -> list[Action]:
         """Undecided actions, oldest first, after a page's last ``(created_at, id)``."""
         async with self.db.connection() as conn:
-            return await rows.pending(conn, after=after, limit=limit)
+            return [self._opened(a) for a in await rows.pending(conn, after=after, limit=limit)]
 
     async def count_pending(self) -> int:
         """How many actions wait."""
@@ -209,7 +247,7 @@ class Approvals:
             action = await rows.get(conn, _uuid(approval_id))
         if action is None:
             raise NotFoundError(f"no approval {approval_id}", approval_id=approval_id)
-        return action
+        return self._opened(action)
 
     async def decide(self, approval_id: str, *, approve: bool, remember: bool,
                      decided_by: str, signature: str) -> Action:
@@ -222,9 +260,10 @@ class Approvals:
             if not await rows.use_signature(conn, signature):
                 raise UnauthenticatedError("this approval signature was used before (a replay)",
                                            code="approval_signature_replayed")
-            action = await rows.decide(conn, action_id, decided_by=decided_by,
-                                       status="approved" if approve else "rejected",
-                                       remember=remember and approve)
+            decided = await rows.decide(conn, action_id, decided_by=decided_by,
+                                        status="approved" if approve else "rejected",
+                                        remember=remember and approve)
+            action = None if decided is None else self._opened(decided)
             if action is None:
                 current = await rows.get(conn, action_id)
                 if current is None:
@@ -275,7 +314,7 @@ class Approvals:
         """Expire overdue actions (denied), refresh remembered rules, prune signatures,
         purge actions closed for longer than the retention."""
         async with self.db.transaction() as conn:
-            expired = await rows.expire(conn)
+            expired = [self._opened(a) for a in await rows.expire(conn)]
             for action in expired:
                 await self._notify(conn, "expired", action)
             await rows.prune_signatures(conn, older_than_s=MAX_AGE_S + MAX_SKEW_S + 60)
@@ -339,6 +378,9 @@ class Approvals:
     async def _notify(self, conn: Any, kind: str, action: Action) -> None:
         event: dict[str, Any] = {"event": kind, "approval": action_view(action)}
         text = json.dumps(event, default=str)
+        if action.key_version is not None:  # a NOTIFY rests in pg_notify's files: not there
+            event["approval"]["request"] = {"omitted": "sealed at rest; GET /v1/approvals"}
+            text = json.dumps(event, default=str)
         if len(text) > 7900:  # NOTIFY payloads stop at 8000 bytes: send the request by id
             event["approval"]["request"] = {"omitted": "too large; GET /v1/approvals"}
             text = json.dumps(event, default=str)

@@ -93,14 +93,16 @@ class Transcripts:
             for cutoff, group in cutoffs.items():
                 found += await rows.to_archive(conn, namespaces=group, created_before=cutoff,
                                                limit=batch, skip=list(self.refused))
-            due = await self._unchanged(conn, ("transcript.stored",), found)
+            due = await self._unchanged(conn, ("transcript.stored", "transcript.resealed"),
+                                        found)
             done = await rows.archive(conn, due, now=now) if due else []
             await record_sweep(conn, "transcript.archived", done, key)  # last: the chain lock
             archived = len(done)
         async with self.db.transaction() as conn:
             found = await rows.to_prune(conn, archived_before=self.retention.prune_before(now),
                                         limit=batch, skip=list(self.refused))
-            due = await self._unchanged(conn, ("transcript.archived",), found)
+            due = await self._unchanged(conn, ("transcript.archived", "transcript.resealed"),
+                                        found)
             done = await rows.prune(conn, due, now=now) if due else []
             await record_sweep(conn, "transcript.pruned", done, key)
             pruned = len(done)

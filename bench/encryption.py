@@ -1,0 +1,227 @@
+"""Encryption at rest (ADR 0056): what sealing transcripts costs, on and off in one run.
+
+``python -m bench encryption`` writes ``docs/benchmarks/encryption.json`` and refreshes
+docs/PERFORMANCE.md. Two ``cortexctl serve`` processes on PostgreSQL 17 + AGE, one with
+``encryption.at_rest`` on and one off (both with the same master key file), each with its
+own database; requests alternate between them one by one (which goes first alternates too),
+so both see the same machine load. Measured:
+
+* sequential ``POST /v1/transcripts`` of the dialogue corpus (bench/dialogues.py): rate and
+  latency percentiles, on vs off, and the bytes at rest;
+* ``GET /v1/memories/{id}/replay?full=true`` of memories citing them: latency, on vs off;
+* rotation: a third server whose key ring gains v2 re-seals the "on" database's frames
+  (frames/s until capabilities list v2 only, the server's start included);
+* in process, one core: sealing and opening the corpus's zstd frames (MB/s), and keying
+  the lexemes of the recall quality set's memories into blind tokens (memories/s), the cost
+  a sealed memory store will add (not wired into memories yet: ADR 0056).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psycopg
+import yaml
+import zstandard
+from tests.support.served import serve
+
+from attested_cortex.attest import masterkeys as mk
+from attested_cortex.attest.blinding import key_tsvector
+from attested_cortex.attest.sealing import Sealer
+from attested_cortex.store.migrating import migrate
+from bench.common import age_server, create_database, percentiles, write_result
+from bench.dialogues import DialogueGenerator
+from bench.qualityset import build
+
+DIALOGUES = 300
+REPLAYS = 400
+HEADERS = {"X-Agent-Id": "dev:bench"}
+MODES = ("off", "on")
+
+
+async def store_alternating(bases: dict[str, str], corpus: list[str],
+                            ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """Every dialogue stored on both servers, alternating which goes first."""
+    samples: dict[str, list[float]] = {m: [] for m in MODES}
+    stored: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
+    async with aiohttp.ClientSession(headers=HEADERS) as session:
+        for i, text in enumerate(corpus):
+            body = {"namespace": f"support/team-{i % 5}", "content": text}
+            for mode in MODES if i % 2 else MODES[::-1]:
+                t0 = time.perf_counter()
+                async with session.post(f"{bases[mode]}/v1/transcripts", json=body) as r:
+                    answer = await r.json()
+                    assert r.status == 201, answer
+                samples[mode].append((time.perf_counter() - t0) * 1000)
+                stored[mode].append(answer)
+    return stored, {mode: {"latency_ms": percentiles(samples[mode]),
+                           "per_second_sequential": round(
+                               1000 * len(samples[mode]) / sum(samples[mode]), 1),
+                           "stored_bytes": sum(s["stored_bytes"] for s in stored[mode])}
+                    for mode in MODES}
+
+
+async def replay_alternating(bases: dict[str, str],
+                             stored: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One memory per transcript citing a span, then full replays alternating."""
+    memories: dict[str, list[str]] = {m: [] for m in MODES}
+    samples: dict[str, list[float]] = {m: [] for m in MODES}
+    async with aiohttp.ClientSession(headers=HEADERS) as session:
+        for mode in MODES:
+            for i, t in enumerate(stored[mode]):
+                body = {"namespace": f"support/team-{i % 5}", "content": f"finding {i}",
+                        "citations": [{"transcript_id": t["id"], "start": 0, "end": 100}]}
+                async with session.post(f"{bases[mode]}/v1/memories", json=body) as r:
+                    assert r.status == 201, await r.text()
+                    memories[mode].append((await r.json())["id"])
+        for i in range(REPLAYS):
+            for mode in MODES if i % 2 else MODES[::-1]:
+                memory = memories[mode][i % len(memories[mode])]
+                t0 = time.perf_counter()
+                async with session.get(f"{bases[mode]}/v1/memories/{memory}/replay"
+                                       "?full=true") as r:
+                    data = await r.json()
+                    assert r.status == 200 and data["transcripts"][0]["readable"], data
+                samples[mode].append((time.perf_counter() - t0) * 1000)
+    return {mode: {"latency_ms": percentiles(samples[mode])} for mode in MODES}
+
+
+def sealing_speed(corpus: list[bytes], key: bytes) -> dict[str, Any]:
+    """Seal and open every zstd frame of the corpus, best of three, one core."""
+    compressor = zstandard.ZstdCompressor(level=3, write_content_size=True)
+    frames = [compressor.compress(d) for d in corpus]
+    ids = [uuid.uuid4() for _ in frames]
+    sealer = Sealer(mk.KeyRing.single(key))
+    sealing, opening = [], []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        sealed = [sealer.seal("transcripts", i, f) for i, f in zip(ids, frames, strict=True)]
+        sealing.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for i, (version, s) in zip(ids, sealed, strict=True):
+            sealer.open("transcripts", i, version, s)
+        opening.append(time.perf_counter() - t0)
+    size = sum(len(f) for f in frames)
+    return {"frames": len(frames), "frame_bytes": size,
+            "seal_mb_per_s": round(size / min(sealing) / 1e6, 1),
+            "open_mb_per_s": round(size / min(opening) / 1e6, 1),
+            "seal_us_per_frame": round(min(sealing) / len(frames) * 1e6, 2)}
+
+
+def blinding_speed(dsn: str, key: bytes) -> dict[str, Any]:
+    """Key the weighted tsvectors of the quality set's memories (PostgreSQL computes them
+    once, outside the timing), best of three, one core."""
+    memories, _ = build(memories=2000, lexical=1, paraphrase=1)
+    with psycopg.connect(dsn) as conn:
+        vectors = [row[0] for row in conn.execute(
+            "SELECT (setweight(to_tsvector('english', t), 'B'))::text "
+            "FROM unnest(%s::text[]) AS t", ([m.content for m in memories],)).fetchall()]
+    subkey = mk.derive_subkey(key, "memory")
+    runs = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for v in vectors:
+            key_tsvector(v, subkey)
+        runs.append(time.perf_counter() - t0)
+    lexemes = sum(v.count("'") // 2 for v in vectors)
+    return {"memories": len(vectors), "lexemes": lexemes,
+            "memories_per_s": round(len(vectors) / min(runs)),
+            "us_per_memory": round(min(runs) / len(vectors) * 1e6, 2)}
+
+
+def run() -> dict[str, Any]:
+    """Run the encryption benchmark and write docs/benchmarks/encryption.json."""
+    corpus = DialogueGenerator(seed=16).corpus(DIALOGUES)
+    key = mk.generate_key()
+    out: dict[str, Any] = {"load_average_before": os.getloadavg(),
+                           "corpus": {"dialogues": len(corpus),
+                                      "generator": "bench/dialogues.py seed 16"},
+                           "sealing_in_process": sealing_speed([d.encode() for d in corpus], key)}
+    with age_server() as server, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        key_file = work / "master.key"
+        key_file.write_bytes(key)
+        with _served(server, work, key_file, "off") as off, \
+                _served(server, work, key_file, "on") as on:
+            bases = {"off": off.base, "on": on.base}
+            stored, out["store_http"] = asyncio.run(store_alternating(bases, corpus))
+            out["replay_http"] = asyncio.run(replay_alternating(bases, stored))
+            out["blinding_in_process"] = blinding_speed(off.dsn, key)
+        out["reseal"] = reseal_rate(work, on.dsn, key)
+    off_rate = out["store_http"]["off"]["per_second_sequential"]
+    on_rate = out["store_http"]["on"]["per_second_sequential"]
+    out["store_cost_percent"] = round(100 * (off_rate - on_rate) / off_rate, 1)
+    out["load_average_after"] = os.getloadavg()
+    write_result("encryption", out)
+    return out
+
+
+def reseal_rate(work: Path, dsn: str, key: bytes) -> dict[str, Any]:
+    """Rotation: a server whose ring gains v2 as current re-seals every frame of the "on"
+    database; frames per second until capabilities list v2 only (default batch and
+    pause)."""
+    ring = work / "ring"
+    ring.mkdir()
+    for name, text in mk.ring_files({1: key, 2: mk.generate_key()}, 2).items():
+        (ring / name).write_text(text)
+    config = work / "rotate.yaml"
+    config.write_text(yaml.safe_dump({"quotas": {"enabled": False},
+                                      "transcripts": {"enabled": True},
+                                      "encryption": {"at_rest": True},
+                                      "master_key": {"dir": str(ring)}}))
+    (work / "rotate").mkdir()
+    started = time.perf_counter()  # the worker starts with the server: count its start too
+    with serve(dsn, work / "rotate", "--config", str(config)) as served:
+        while True:
+            request = urllib.request.Request(f"{served.base}/v1/capabilities",
+                                             headers=HEADERS)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                state = json.load(response)["encryption"]
+            frames = state["transcript_frames_by_key_version"]
+            elapsed = time.perf_counter() - started
+            if set(frames) == {"v2"}:
+                break
+            if elapsed > 600:
+                raise TimeoutError(f"re-sealing still at {frames}")
+            time.sleep(0.05)  # polling interval of a bounded wait
+    return {"frames": frames["v2"], "seconds": round(elapsed, 2),
+            "frames_per_s": round(frames["v2"] / elapsed, 1),
+            "batch": state["resealer"]["batch"],
+            "note": "elapsed includes the server's start (a floor of the rate)"}
+
+
+@dataclass(frozen=True)
+class _Served:
+    base: str
+    dsn: str
+
+
+@contextmanager
+def _served(server: Any, work: Path, key_file: Path, mode: str) -> Iterator[_Served]:
+    """A ``cortexctl serve`` on its own database, encryption ``mode``."""
+    dsn = create_database(server, f"bench_encryption_{mode}")
+    asyncio.run(migrate(dsn))
+    config = work / f"{mode}.yaml"
+    config.write_text(yaml.safe_dump({"quotas": {"enabled": False},
+                                      "transcripts": {"enabled": True},
+                                      "encryption": {"at_rest": mode == "on"}}))
+    (work / mode).mkdir()
+    with serve(dsn, work / mode, "--config", str(config),
+               "--master-key-file", str(key_file)) as served:
+        yield _Served(served.base, dsn)
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))

@@ -1,0 +1,112 @@
+"""Re-sealing transcript frames under the current master key version (ADR 0056, rotation).
+
+Built at start-up when the server has a master key (:func:`attested_cortex.server.assembling.
+open_services`), kept in ``Services.resealer``. One bounded background task: each pass takes
+at most ``batch`` frames sealed under an older version (and, with ``encryption.at_rest`` on,
+frames not sealed at all), locked ``FOR UPDATE SKIP LOCKED`` so replicas share the work,
+opens each under its version, seals it under the current one and writes bytes and version in
+one UPDATE, appending a ``transcript.resealed`` write record per row in the same
+transaction (the frame's digest changed; the deep audit follows the latest record). Every
+row is readable at every moment: a reader sees it before or after its one UPDATE, and the
+ring holds both versions. A row that no longer matches its latest record (changed behind the
+server) or does not open is never re-sealed (that would launder the change into the chain):
+it is skipped from then on, logged, and counted in capabilities. Passes repeat without pause
+while work remains, ``pause_s`` apart; idle, every ``idle_s``.
+
+A version may leave the Secret once capabilities'
+``encryption.transcript_frames_by_key_version`` no longer lists it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from attested_cortex import tasks
+from attested_cortex.attest.keys import AgentKey
+from attested_cortex.attest.records import TRANSCRIPT_EVENTS
+from attested_cortex.attest.sealing import Sealer, UnsealError
+from attested_cortex.errors import CortexError
+from attested_cortex.service.pipeline.write_records import record_sweep, split_recorded
+from attested_cortex.store import transcripts as rows
+from attested_cortex.store.database import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Resealer:
+    """The re-sealing worker of one server and its progress."""
+
+    db: Database
+    sealer: Sealer
+    batch: int = 200
+    pause_s: float = 0.05
+    idle_s: float = 30.0
+    #: The key that signs the records (the ``audit_signer``'s, looked up at each pass).
+    audit_key: Callable[[], AgentKey | None] | None = None
+    resealed: int = 0
+    #: Rows never re-sealed: changed behind the server, or not opening under their version.
+    refused: set[uuid.UUID] = field(default_factory=set)
+    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    async def reseal_once(self) -> int:
+        """One batch; how many frames it re-sealed."""
+        version = self.sealer.version
+        key = self.audit_key() if self.audit_key is not None else None
+        async with self.db.transaction() as conn:
+            found = await rows.to_reseal(conn, current=version, plain=self.sealer.seals,
+                                         limit=self.batch, skip=list(self.refused))
+            frames = dict((r.transcript.id, frame) for r, frame in found)
+            unchanged, changed = await split_recorded(
+                conn, TRANSCRIPT_EVENTS, [r for r, _ in found])
+            refused = [r.transcript.id for r in changed]
+            fresh: list[tuple[uuid.UUID, bytes]] = []
+            for row in unchanged:
+                t = row.transcript
+                try:
+                    plain = (frames[t.id] if t.key_version is None else
+                             self.sealer.open("transcripts", t.id, t.key_version, frames[t.id]))
+                except UnsealError:
+                    refused.append(t.id)
+                    continue
+                fresh.append((t.id, self.sealer.seal("transcripts", t.id, plain)[1]))
+            done = await rows.reseal(conn, fresh, version)
+            await record_sweep(conn, "transcript.resealed", done, key)  # last: the chain lock
+        for tid in refused:
+            self.refused.add(tid)
+            log.warning("transcript not re-sealed: changed behind the server or not opening "
+                        "under its key version (see cortexctl audit verify --deep)",
+                        extra={"transcript_id": str(tid)})
+        self.resealed += len(done)
+        return len(done) + len(refused)
+
+    def as_json(self) -> dict[str, object]:
+        """Progress for capabilities."""
+        return {"running": self.running, "target_version": self.sealer.version,
+                "seals_plain": self.sealer.seals, "resealed": self.resealed,
+                "refused": len(self.refused), "batch": self.batch}
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._forever(), name="transcripts-resealer")
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def aclose(self) -> None:
+        await tasks.stop((self._task,))
+        self._task = None
+
+    async def _forever(self) -> None:
+        while True:
+            try:
+                worked = await self.reseal_once()
+            except (CortexError, OSError) as exc:  # the database comes back
+                log.warning("transcript re-sealing failed: %s", type(exc).__name__)
+                worked = 0
+            await asyncio.sleep(self.pause_s if worked else self.idle_s)
