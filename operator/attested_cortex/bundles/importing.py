@@ -50,11 +50,20 @@ class ImportReport:
     signatures_checked: int
     signed_by: str | None
     keys: str
+    #: True: the target already held exactly this bundle's chain and nothing was copied
+    #: (``already_ok``: the operator's import Job run a second time).
+    already: bool = False
 
 
 async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
-                        require_signed: bool = False) -> ImportReport:
-    """Verify the bundle under ``root`` and import it into the empty database at ``dsn``."""
+                        require_signed: bool = False, already_ok: bool = False) -> ImportReport:
+    """Verify the bundle under ``root`` and import it into the empty database at ``dsn``.
+
+    ``already_ok``: a target whose chain already ends at the bundle's head, with as many
+    events, is this bundle imported before (the chain's last row is the marker: its hash
+    covers every event before it); it is reported with ``already=True`` instead of being
+    refused as not empty. The manifest and its signature are checked first all the same.
+    """
     raw = _read(root, MANIFEST)
     if raw is None:
         raise BundleError("missing_chunk", MANIFEST, "not a bundle directory")
@@ -64,6 +73,10 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
     keyring = trusted if trusted is not None else carried
     signed_by = _signer(raw, _read(root, SIGNATURE), keyring, require_signed)
     async with dumping.owner_connection(dsn) as conn, conn.transaction():
+        if already_ok and await _holds(conn, manifest):
+            return ImportReport(dict(manifest.rows), manifest.chain_events,
+                                manifest.chain_head, 0, signed_by,
+                                "trusted" if trusted is not None else "bundle", already=True)
         await _check_target(conn, manifest)
         await dumping.configure(conn, COPY_SETTINGS)
         walk = await _copy(conn, root, manifest, keyring)
@@ -81,6 +94,11 @@ def _signer(raw: bytes, signature: bytes | None, keyring: Keyring,
             raise BundleError("unsigned_bundle", SIGNATURE, "the bundle carries no signature")
         return None
     return manifests.check_signature(raw, signature, keyring)
+
+
+async def _holds(conn: dumping.AnyConn, manifest: Manifest) -> bool:
+    events, head = await dumping.chain_tip(conn)
+    return events > 0 and (events, head) == (manifest.chain_events, manifest.chain_head)
 
 
 async def _check_target(conn: dumping.AnyConn, manifest: Manifest) -> None:

@@ -23,15 +23,16 @@ Object = dict[str, Any]
 RUNNING_POLL_S: Final = 5.0
 
 
-def _finished(job: Object, type_: str) -> Object | None:
+def finished(job: Object, type_: str) -> Object | None:
     for cond in (job.get("status") or {}).get("conditions") or []:
         if cond.get("type") == type_ and cond.get("status") == "True":
             return dict(cond)
     return None
 
 
-async def _message(rt: Runtime, cortex: Cortex, job_name: str) -> str:
-    """The verify container's termination message (the summary it wrote)."""
+async def termination_message(rt: Runtime, cortex: Cortex, job_name: str) -> str:
+    """A Job's container termination message, whole (the summary the verify or the import
+    command wrote; ``restoring.py`` reads the import's)."""
     pods = await rt.writer.list("v1", "Pod", cortex.meta.namespace, f"job-name={job_name}")
     for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""),
                       reverse=True):
@@ -44,11 +45,11 @@ async def _message(rt: Runtime, cortex: Cortex, job_name: str) -> str:
 
 async def _from_job(rt: Runtime, cortex: Cortex, job: Object) -> tuple[v.Verdict, float | None]:
     name = job["metadata"]["name"]
-    done, failed = _finished(job, "Complete"), _finished(job, "Failed")
+    done, failed = finished(job, "Complete"), finished(job, "Failed")
     if done is None and failed is None:
         return v.waiting("Verifying", f"Job {name} is verifying the restored data (the "
                          "audit chain and every row against its write record)"), RUNNING_POLL_S
-    summary = v.parse_summary(await _message(rt, cortex, name))
+    summary = v.parse_summary(await termination_message(rt, cortex, name))
     if done is not None and summary is not None and summary.get("ok") is True:
         return v.passed(name, summary), None
     if summary is None and failed is None:  # complete, message not there yet
