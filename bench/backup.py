@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -54,16 +55,20 @@ from attested_cortex.store.links import Link
 from attested_cortex.store.memories import Memory
 from attested_cortex.store.migrating import migrate
 from attested_cortex.types import AgentId
-from bench.common import age_server, create_database, unthrottled_config, write_result
+from bench.common import age_server, create_database, write_result
 
 AGENT = AgentId("k8s:bench/agent")
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _memory(index: int) -> Memory:
+    # Distinct times, as memories written one by one have: recall's candidate pool is the
+    # newest matches, and among equal times which ones enter it is the table's physical
+    # order, which an import does not keep (found by the round trip's recall answers).
+    at = _T0 + timedelta(milliseconds=index)
     return Memory(uuid.uuid4(), f"bench/ns{index % 50}", f"note {index}",
                   f"deploy note {index}: the migration waited on lock t{index % 97}; " * 3,
-                  (f"t{index % 7}",), {}, AGENT, 1, _T0, _T0, None)
+                  (f"t{index % 7}",), {}, AGENT, 1, at, at, None)
 
 
 def _link(index: int, src: Memory, dst: Memory, key: AgentKey) -> Link:
@@ -111,6 +116,15 @@ async def fill(dsn: str, count: int, key: AgentKey) -> None:
 
 
 HEADERS: dict[str, str] = {"X-Agent-Id": "dev:bench"}
+#: Both cortexes serve alike: no rate quota (one agent sends every request), transcripts on,
+#: recall by full text (vectors are not part of a bundle: an embedder would fill them later).
+SERVE_CONFIG = "quotas:\n  enabled: false\ntranscripts:\n  enabled: true\n"
+
+
+def _serve_flags(directory: Path) -> tuple[str, ...]:
+    config = directory / "bench-backup.yaml"
+    config.write_text(SERVE_CONFIG)
+    return ("--embedder", "none", "--config", str(config))
 DIALOGUE = ("user: the deploy of {n} failed at the migration step, why?\n"
             "agent: the migration {n} waited on the lock of table t{m}; retried after it.\n") * 6
 
@@ -154,7 +168,7 @@ def query_set(ids: list[str], cited: list[str]) -> list[tuple[str, str, Any]]:
         ("POST", "/v1/kg/query", {"start_id": pick[2], "depth": 3}),
         ("POST", "/v1/kg/paths", {"src_id": pick[2], "dst_id": ids[10], "max_depth": 4}),
         ("GET", f"/v1/kg/timeline?memory_id={pick[3]}", None),
-        ("GET", f"/v1/links/{{link}}/verify", None),
+        ("GET", "/v1/links/{link}/verify", None),
         ("GET", "/v1/audit/verify", None),
     ]
 
@@ -169,8 +183,9 @@ async def answers(base: str, asked: list[tuple[str, str, Any]], link: str) -> li
         for method, path, body in asked:
             status, raw = await _api(session, method, base + path.replace("{link}", link),
                                      body)
-            out.append((path, status, raw))
-            if path.startswith("/v1/memories?"):
+            out.append((f"{method} {path} {json.dumps(body) if body else ''}".strip(), status,
+                        raw))
+            if path.startswith("/v1/memories?"):  # and the next page, by its cursor
                 cursor = json.loads(raw)["next"]
                 status, raw = await _api(session, "GET",
                                          f"{base}/v1/memories?limit=500&cursor={cursor}")
@@ -289,17 +304,47 @@ def compare(server: Any, source: str, target: str, cited: list[str]) -> dict[str
     ids, link = _ids(source), _first_signed_link(source)
     asked = query_set(ids, cited)
     with tempfile.TemporaryDirectory(prefix="cortex-serve-") as tmp:
-        config = unthrottled_config(Path(tmp))
-        flags = ("--embedder", "none", "--config", str(config))
+        flags = _serve_flags(Path(tmp))
         with serve(source, Path(tmp), *flags) as a:
             before = asyncio.run(answers(a.base, asked, link))
         with serve(target, Path(tmp), *flags) as b:
             after = asyncio.run(answers(b.base, asked, link))
-    differ = [x[0] for x, y in zip(before, after, strict=True) if x != y]
+    pairs = list(zip(before, after, strict=True))
+    clocked = [x[0] for x, y in pairs if x != y and x[:2] == y[:2]
+               and _unclocked(x[2]) == _unclocked(y[2])]
+    differ = [x[0] for x, y in pairs if x != y and x[0] not in clocked]
     not_ok = [(x[0], x[1]) for x in before if x[1] != 200]
-    return {"queries": len(before), "identical": not differ, "differ": differ,
+    first = next(((x, y) for x, y in pairs if x[0] in differ), None)
+    return {"queries": len(before), "identical": not differ,
+            "first_difference": None if first is None else _where(first[0], first[1]),
+            "byte_identical": len(pairs) - len(clocked) - len(differ),
+            "identical_but_the_clock": clocked, "differ": differ,
             "not_200_at_the_source": not_ok,
-            "answer_bytes": sum(len(x[2]) for x in before)}
+            "answer_bytes": sum(len(x[2]) for x in before),
+            "note": "recall's score has a recency term computed from now() at the query "
+                    "(store/recall.py): asked seconds apart, the two cortexes' scores differ "
+                    "in the last digits; those answers are compared without score and "
+                    "recency (ids, order, contents and every other field byte for byte)"}
+
+
+def _where(a: tuple[str, int, bytes], b: tuple[str, int, bytes]) -> dict[str, Any]:
+    at = next((i for i, (x, y) in enumerate(zip(a[2], b[2], strict=False)) if x != y),
+              min(len(a[2]), len(b[2])))
+    return {"query": a[0], "status": [a[1], b[1]], "byte": at,
+            "source": a[2][max(0, at - 150):at + 150].decode(errors="replace"),
+            "import": b[2][max(0, at - 150):at + 150].decode(errors="replace")}
+
+
+def _unclocked(raw: bytes) -> Any:
+    """A recall answer without the numbers that depend on the time it was asked."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("score", "recency")}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+    try:
+        return strip(json.loads(raw))
+    except ValueError:
+        return None
 
 
 async def run(server: Any, count: int) -> dict[str, Any]:
@@ -314,12 +359,11 @@ async def run(server: Any, count: int) -> dict[str, Any]:
     started = time.perf_counter()
     await fill(source, count, key)
     filled = time.perf_counter() - started
-    with tempfile.TemporaryDirectory(prefix="cortex-serve-") as tmp:
-        with serve(source, Path(tmp), "--embedder", "none", "--config",
-                   str(unthrottled_config(Path(tmp)))) as served:
-            started = time.perf_counter()
-            cited = await transcripts(served.base, max(1, count // 100))
-            transcripts_s = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="cortex-serve-") as tmp, serve(
+            source, Path(tmp), *_serve_flags(Path(tmp))) as served:
+        started = time.perf_counter()
+        cited = await transcripts(served.base, max(1, count // 100))
+        transcripts_s = time.perf_counter() - started
     with tempfile.TemporaryDirectory(prefix="cortex-bundle-") as tmp:
         bundle = Path(tmp) / "bundle"
         started = time.perf_counter()

@@ -340,7 +340,8 @@ def embedders_rows(d: dict[str, Any]) -> list[Row]:
 def backup_rows(d: dict[str, Any]) -> list[Row]:
     count = _get(d, "memories")
     return [
-        (f"export (logical bundle, {_fmt(count)} memories with links)",
+        (f"export (logical bundle, {_fmt(count)} memories with links and "
+         f"{_fmt(_get(d, 'transcripts'))} transcripts)",
          _fmt(_get(d, "export", "memories_per_s"), " memories/s"), ">= 5000 memories/s"),
         ("import with full verification",
          _fmt(_get(d, "import", "memories_per_s"), " memories/s"), ">= 2000 memories/s"),
@@ -349,6 +350,11 @@ def backup_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(_get(d, 'verification', 'chain_only', 'events_per_s'))} / "
          f"{_fmt(_get(d, 'verification', 'with_signatures', 'events_per_s'))} events/s",
          ">= 20000 events/s"),
+        ("export -> import round trip: the fixed query set answered byte for byte the same",
+         f"{_get(d, 'round_trip_answers', 'identical')} "
+         f"({_fmt(_get(d, 'round_trip_answers', 'queries'))} answers)", "True"),
+        ("load average (1, 5, 15 min) when the import ran",
+         ", ".join(_fmt(x) for x in _get(d, "load_average_at_import") or []), "recorded"),
     ]
 
 
