@@ -69,8 +69,11 @@ def register(subparsers: Any, name: str) -> None:
                             "bundle's folder, or the folder of a scheduled backup (its newest "
                             "complete bundle)")
         _endpoint_argument(parser)
-        parser.add_argument("--database-url", required=True,
-                            help="PostgreSQL URL of the empty target, as the migrating role")
+        env_url = os.environ.get("CORTEX_DATABASE_URL")
+        parser.add_argument("--database-url", required=not env_url, default=env_url,
+                            help="PostgreSQL URL of the empty target, as the migrating role "
+                            "(default: $CORTEX_DATABASE_URL, as the operator's import Job "
+                            "gives it)")
         parser.add_argument("--keys", type=Path, help="trusted key root: verify the manifest "
                             "and the chain with these keys instead of the bundle's own")
         parser.add_argument("--require-signature", action="store_true",
