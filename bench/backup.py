@@ -393,6 +393,7 @@ async def run(server: Any, count: int) -> dict[str, Any]:
         "import": {"seconds": round(import_s, 2),
                    "memories_per_s": round(memories / import_s),
                    "signatures_checked": imported.signatures_checked,
+                   "phases_seconds": imported.phases,
                    "includes": "digests, manifest signature, chain walk with signatures, "
                                "link and memory signatures, deep sweep, commit, AGE mirror"},
         "size": {"bundle_bytes": bundle_bytes, "database_bytes": source_bytes,
