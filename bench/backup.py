@@ -5,7 +5,11 @@ Run by ``make bench`` (through ``python -m bench``) or alone: ``python -m bench.
 [--memories N]``. Starts a private PostgreSQL 17 + AGE server (the production database).
 The source is filled in bulk, not through the API: N memories, N-1 links (one in ten signed
 by the agent's key), and a signed write record in the chain for each, so the import's deep
-sweep and signature checks do all their work. Also times ``audit verify --deep`` (what the
+sweep and signature checks do all their work; then, through a running server, N/100
+transcripts and a memory citing each (so transcripts, their frames and citations travel
+too). After the import both cortexes are served side by side and a fixed query set (recall,
+listings, reads, graph queries, replays, the chain check) must answer byte for byte the
+same. Also times ``audit verify --deep`` (what the
 verification Job runs) on the imported database, and the export to / import from a real
 S3 server (MinIO, when ``ensure-binaries.sh minio`` built it). Writes
 docs/benchmarks/backup.json. Goals
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -57,9 +62,13 @@ _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _memory(index: int) -> Memory:
+    # Distinct times, as memories written one by one have: recall's candidate pool is the
+    # newest matches, and among equal times which ones enter it is the table's physical
+    # order, which an import does not keep (found by the round trip's recall answers).
+    at = _T0 + timedelta(milliseconds=index)
     return Memory(uuid.uuid4(), f"bench/ns{index % 50}", f"note {index}",
                   f"deploy note {index}: the migration waited on lock t{index % 97}; " * 3,
-                  (f"t{index % 7}",), {}, AGENT, 1, _T0, _T0, None)
+                  (f"t{index % 7}",), {}, AGENT, 1, at, at, None)
 
 
 def _link(index: int, src: Memory, dst: Memory, key: AgentKey) -> Link:
@@ -104,6 +113,84 @@ async def fill(dsn: str, count: int, key: AgentKey) -> None:
                     rows.append((AGENT, kind, body, sign(key, body), fingerprint))
                 await cur.executemany(APPEND_VALUES, rows)
         await conn.commit()
+
+
+HEADERS: dict[str, str] = {"X-Agent-Id": "dev:bench"}
+#: Both cortexes serve alike: no rate quota (one agent sends every request), transcripts on,
+#: recall by full text (vectors are not part of a bundle: an embedder would fill them later).
+SERVE_CONFIG = "quotas:\n  enabled: false\ntranscripts:\n  enabled: true\n"
+
+
+def _serve_flags(directory: Path) -> tuple[str, ...]:
+    config = directory / "bench-backup.yaml"
+    config.write_text(SERVE_CONFIG)
+    return ("--embedder", "none", "--config", str(config))
+DIALOGUE = ("user: the deploy of {n} failed at the migration step, why?\n"
+            "agent: the migration {n} waited on the lock of table t{m}; retried after it.\n") * 6
+
+
+async def _api(session: Any, method: str, url: str, body: Any = None) -> tuple[int, bytes]:
+    async with session.request(method, url, json=body) as reply:
+        return reply.status, await reply.read()
+
+
+async def transcripts(base: str, count: int) -> list[str]:
+    """``count`` transcripts stored through the API, each cited by a new memory; the ids of
+    the citing memories."""
+    import aiohttp
+
+    cited = []
+    async with aiohttp.ClientSession(headers=HEADERS) as session:
+        for n in range(count):
+            status, raw = await _api(session, "POST", f"{base}/v1/transcripts", {
+                "namespace": f"bench/ns{n % 50}", "content": DIALOGUE.format(n=n, m=n % 97)})
+            assert status == 201, raw
+            transcript = json.loads(raw)
+            status, raw = await _api(session, "POST", f"{base}/v1/memories", {
+                "namespace": f"bench/ns{n % 50}", "content": f"finding {n}: lock t{n % 97}",
+                "citations": [{"transcript_id": transcript["id"], "start": 0, "end": 120}]})
+            assert status == 201, raw
+            cited.append(json.loads(raw)["id"])
+    return cited
+
+
+def query_set(ids: list[str], cited: list[str]) -> list[tuple[str, str, Any]]:
+    """The fixed query set both cortexes answer (memory ids from the fill, in order)."""
+    pick = [ids[i] for i in (0, 1, 7, 500, len(ids) // 2, len(ids) - 2)]
+    return [
+        *[("POST", "/v1/recall", {"query": q, "limit": 20}) for q in (
+            "migration waited on lock t13", "deploy note 4242", "finding lock t7")],
+        ("POST", "/v1/recall", {"query": "deploy note", "namespace": "bench/ns3", "limit": 50}),
+        ("GET", "/v1/memories?limit=500", None),
+        *[("GET", f"/v1/memories/{i}", None) for i in pick],
+        *[("GET", f"/v1/memories/{i}/replay?full=true", None) for i in cited[:3]],
+        *[("GET", f"/v1/memories/{i}/replay", None) for i in cited[-3:]],
+        ("POST", "/v1/kg/query", {"start_id": pick[2], "depth": 3}),
+        ("POST", "/v1/kg/paths", {"src_id": pick[2], "dst_id": ids[10], "max_depth": 4}),
+        ("GET", f"/v1/kg/timeline?memory_id={pick[3]}", None),
+        ("GET", "/v1/links/{link}/verify", None),
+        ("GET", "/v1/audit/verify", None),
+    ]
+
+
+async def answers(base: str, asked: list[tuple[str, str, Any]], link: str) -> list[Any]:
+    """Every answer of the query set: (path, status, body bytes); the second page of the
+    listing follows the first's cursor."""
+    import aiohttp
+
+    out = []
+    async with aiohttp.ClientSession(headers=HEADERS) as session:
+        for method, path, body in asked:
+            status, raw = await _api(session, method, base + path.replace("{link}", link),
+                                     body)
+            out.append((f"{method} {path} {json.dumps(body) if body else ''}".strip(), status,
+                        raw))
+            if path.startswith("/v1/memories?"):  # and the next page, by its cursor
+                cursor = json.loads(raw)["next"]
+                status, raw = await _api(session, "GET",
+                                         f"{base}/v1/memories?limit=500&cursor={cursor}")
+                out.append(("page 2", status, raw))
+    return out
 
 
 def _size(root: Path) -> int:
@@ -196,7 +283,73 @@ async def _object_store(server: Any, source: str, count: int, keyring: Any,
         "includes": "upload of every object; download, then the same verified import"}
 
 
+def _first_signed_link(dsn: str) -> str:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT id FROM links WHERE signature IS NOT NULL "
+                           "ORDER BY created_at, id LIMIT 1").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _ids(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        return [str(r[0]) for r in conn.execute(
+            "SELECT id FROM memories ORDER BY created_at, title, id").fetchall()]
+
+
+def compare(server: Any, source: str, target: str, cited: list[str]) -> dict[str, Any]:
+    """Serve both cortexes; the fixed query set's answers, byte for byte."""
+    from tests.support.served import serve
+
+    ids, link = _ids(source), _first_signed_link(source)
+    asked = query_set(ids, cited)
+    with tempfile.TemporaryDirectory(prefix="cortex-serve-") as tmp:
+        flags = _serve_flags(Path(tmp))
+        with serve(source, Path(tmp), *flags) as a:
+            before = asyncio.run(answers(a.base, asked, link))
+        with serve(target, Path(tmp), *flags) as b:
+            after = asyncio.run(answers(b.base, asked, link))
+    pairs = list(zip(before, after, strict=True))
+    clocked = [x[0] for x, y in pairs if x != y and x[:2] == y[:2]
+               and _unclocked(x[2]) == _unclocked(y[2])]
+    differ = [x[0] for x, y in pairs if x != y and x[0] not in clocked]
+    not_ok = [(x[0], x[1]) for x in before if x[1] != 200]
+    first = next(((x, y) for x, y in pairs if x[0] in differ), None)
+    return {"queries": len(before), "identical": not differ,
+            "first_difference": None if first is None else _where(first[0], first[1]),
+            "byte_identical": len(pairs) - len(clocked) - len(differ),
+            "identical_but_the_clock": clocked, "differ": differ,
+            "not_200_at_the_source": not_ok,
+            "answer_bytes": sum(len(x[2]) for x in before),
+            "note": "recall's score has a recency term computed from now() at the query "
+                    "(store/recall.py): asked seconds apart, the two cortexes' scores differ "
+                    "in the last digits; those answers are compared without score and "
+                    "recency (ids, order, contents and every other field byte for byte)"}
+
+
+def _where(a: tuple[str, int, bytes], b: tuple[str, int, bytes]) -> dict[str, Any]:
+    at = next((i for i, (x, y) in enumerate(zip(a[2], b[2], strict=False)) if x != y),
+              min(len(a[2]), len(b[2])))
+    return {"query": a[0], "status": [a[1], b[1]], "byte": at,
+            "source": a[2][max(0, at - 150):at + 150].decode(errors="replace"),
+            "import": b[2][max(0, at - 150):at + 150].decode(errors="replace")}
+
+
+def _unclocked(raw: bytes) -> Any:
+    """A recall answer without the numbers that depend on the time it was asked."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("score", "recency")}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+    try:
+        return strip(json.loads(raw))
+    except ValueError:
+        return None
+
+
 async def run(server: Any, count: int) -> dict[str, Any]:
+    from tests.support.served import serve
+
     key = generate_key(AGENT)
     keyring = build_keyring([KeyRevision(AGENT, key.public.public_key)])
     source = create_database(server, "bench_backup_source")
@@ -206,6 +359,11 @@ async def run(server: Any, count: int) -> dict[str, Any]:
     started = time.perf_counter()
     await fill(source, count, key)
     filled = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="cortex-serve-") as tmp, serve(
+            source, Path(tmp), *_serve_flags(Path(tmp))) as served:
+        started = time.perf_counter()
+        cited = await transcripts(served.base, max(1, count // 100))
+        transcripts_s = time.perf_counter() - started
     with tempfile.TemporaryDirectory(prefix="cortex-bundle-") as tmp:
         bundle = Path(tmp) / "bundle"
         started = time.perf_counter()
@@ -218,22 +376,31 @@ async def run(server: Any, count: int) -> dict[str, Any]:
         started = time.perf_counter()
         imported = await import_bundle(target, bundle, trusted=keyring, require_signed=True)
         import_s = time.perf_counter() - started
+    load_at_import = [round(x, 2) for x in os.getloadavg()]
     audit = await _audit(target, keyring, exported.chain_events)
+    same = await asyncio.to_thread(compare, server, source, target, cited)
     s3 = await _object_store(server, source, count, keyring, key)
+    memories = exported.rows["memories"]
     return {
-        "memories": count, "links": count - 1, "events": exported.chain_events,
+        "memories": memories, "links": exported.rows["links"],
+        "transcripts": exported.rows["transcripts"], "events": exported.chain_events,
         "fill_seconds": round(filled, 1),
+        "transcripts_through_the_api_seconds": round(transcripts_s, 1),
+        "load_average_at_import": load_at_import,
         "load_average_after_run": [round(x, 2) for x in os.getloadavg()],
         "export": {"seconds": round(export_s, 2),
-                   "memories_per_s": round(count / export_s)},
-        "import": {"seconds": round(import_s, 2), "memories_per_s": round(count / import_s),
+                   "memories_per_s": round(memories / export_s)},
+        "import": {"seconds": round(import_s, 2),
+                   "memories_per_s": round(memories / import_s),
                    "signatures_checked": imported.signatures_checked,
+                   "phases_seconds": imported.phases,
                    "includes": "digests, manifest signature, chain walk with signatures, "
                                "link and memory signatures, deep sweep, commit, AGE mirror"},
         "size": {"bundle_bytes": bundle_bytes, "database_bytes": source_bytes,
                  "bundle_to_database": round(bundle_bytes / source_bytes, 3)},
         "verification": verification,
         "audit_verify_deep_on_the_import": audit,
+        "round_trip_answers": same,
         "object_store": s3,
         "goals": {"export_memories_per_s": 5000, "import_memories_per_s": 2000,
                   "verification_events_per_s": 20000},

@@ -445,7 +445,8 @@ def physical_rows(p: dict[str, Any]) -> list[Row]:
 def backup_rows(d: dict[str, Any]) -> list[Row]:
     count = _get(d, "memories")
     return [*physical_rows(d.get("physical") or {}),
-        (f"export (logical bundle, {_fmt(count)} memories with links)",
+        (f"export (logical bundle, {_fmt(count)} memories with links and "
+         f"{_fmt(_get(d, 'transcripts'))} transcripts)",
          _fmt(_get(d, "export", "memories_per_s"), " memories/s"), ">= 5000 memories/s"),
         ("import with full verification",
          _fmt(_get(d, "import", "memories_per_s"), " memories/s"), ">= 2000 memories/s"),
@@ -454,6 +455,15 @@ def backup_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(_get(d, 'verification', 'chain_only', 'events_per_s'))} / "
          f"{_fmt(_get(d, 'verification', 'with_signatures', 'events_per_s'))} events/s",
          ">= 20000 events/s"),
+        ("export -> import round trip, a fixed query set asked of both: answers byte for "
+         "byte the same; recall answers equal but for the score's recency term (now() at "
+         "the query); differing",
+         f"{_fmt(_get(d, 'round_trip_answers', 'byte_identical'))} of "
+         f"{_fmt(_get(d, 'round_trip_answers', 'queries'))}; "
+         f"{len(_get(d, 'round_trip_answers', 'identical_but_the_clock') or [])}; "
+         f"{len(_get(d, 'round_trip_answers', 'differ') or [])}", "all; -; 0"),
+        ("load average (1, 5, 15 min) when the import ran",
+         ", ".join(_fmt(x) for x in _get(d, "load_average_at_import") or []), "recorded"),
     ]
 
 

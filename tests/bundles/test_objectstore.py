@@ -18,13 +18,17 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from tests.bundles.conftest import WRITER
+from attested_cortex.builders import restores, verification
+from tests.builders.specs import DEFAULTS, cortex
+from tests.bundles.conftest import WRITER, serve
+from tests.bundles.test_round_trip import answers
 from tests.support import objectstore
-from tests.support.cortex import CortexClient
+from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.served import CORTEXCTL
 
 BUCKET = "backups"
@@ -120,3 +124,79 @@ async def test_an_unreachable_store_fails_the_export_naming_it_not_the_secret(
                                      "s3://backups/x", "--endpoint", "http://127.0.0.1:9")
     assert code == 2, out
     assert "s3://backups/x could not be reached" in err and "s3cr3t-value" not in err + out
+
+
+def job_command(job: dict[str, Any], env: dict[str, str], **swap: str) -> list[str]:
+    """The Job's container arguments as the operator built them, with the pod's file paths
+    (``swap``: its path -> a path of this test) replaced; every variable its container
+    reads is in ``env``."""
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert {e["name"] for e in container["env"]} <= env.keys()
+    return [swap.get(a, a) for a in container["args"]]
+
+
+async def test_the_operators_logical_restore_imports_once_verifies_and_answers_the_same(
+    store: objectstore.ObjectStore, source: CortexClient, keys: Path,
+    new_target: Callable[[], str], make_cortex: MakeCortex, tmp_path: Path,
+) -> None:
+    """The import Job and the verification Job of ``spec.restore.logical`` (their commands as
+    builders/restores.py and builders/verification.py build them) against real PostgreSQL
+    and the real object store: imported, never twice, verified, and the restored cortex
+    answers the fixed query set exactly as its source; a bundle with a chunk missing is
+    refused by the same Job with nothing imported."""
+    env = s3_env(store)
+    code, out, err = await cortexctl(env, "export", "--database-url", source.dsn, "--to",
+                                     f"s3://{BUCKET}/team-a/src", "--keys", str(keys),
+                                     "--signer", WRITER, "--json")
+    assert code == 0, err
+    bundle = json.loads(out)["bundle"]
+    spec = {"restore": {"logical": {"sourceCortex": "src", "requireSignature": True,
+                                    "objectStore": {"endpoint": store.endpoint,
+                                                    "bucket": BUCKET,
+                                                    "credentialsSecretRef": {"name": "s3"}}}}}
+    restored = cortex(spec)
+    job = restores.build_import_job(restored, DEFAULTS)
+    report = tmp_path / "import.json"
+    target = new_target()
+    pod_env = {**env, "CORTEX_DATABASE_URL": target}
+    command = job_command(job, pod_env, **{restores.TERMINATION_LOG: str(report)})
+    for run in ("first", "again"):  # a second run (the Job recreated) never imports twice
+        code, out, err = await cortexctl(pod_env, *command)
+        assert code == 0, err
+        summary = verification.parse_summary(report.read_text())
+        assert summary is not None and summary["ok"] and summary["source"] == bundle
+        assert summary["already"] is (run == "again") and summary["memories"] == 60
+        assert restores.imported(job["metadata"]["name"], summary)["source"] == bundle
+    for table in ("memories", "links", "signed_events", "transcripts"):
+        assert rows(target, table) == rows(source.dsn, table), table
+
+    verify = verification.build_verification_job(restored, DEFAULTS)
+    checked = tmp_path / "verify.json"
+    command = job_command(verify, pod_env, **{verification.KEYS_DIR: str(keys),
+                                          verification.TERMINATION_LOG: str(checked)})
+    code, out, err = await cortexctl(pod_env, *command)
+    assert code == 0, err + out
+    summary = verification.parse_summary(checked.read_text())
+    assert summary is not None
+    verdict = verification.passed(verify["metadata"]["name"], summary)
+    assert verdict.verified and verdict.restore is not None
+    assert verdict.restore["memories"] == 60 and verdict.restore["headHash"] == json.loads(
+        (await source.call("GET", "/v1/audit/verify")).text)["head_hash"]
+
+    imported = await serve(make_cortex, target, keys)
+    ids = source.extra["ids"]
+    assert await answers(imported, ids) == await answers(source, ids)
+
+    folder = bundle.split(f"s3://{BUCKET}/", 1)[1]
+    chunk = next(k for k in store.keys(folder + "/") if "/links" in k)
+    store.client().remove_object(BUCKET, chunk)
+    empty_env = {**env, "CORTEX_DATABASE_URL": (empty := new_target())}
+    code, out, err = await cortexctl(empty_env, *job_command(
+        job, empty_env, **{restores.TERMINATION_LOG: str(report)}))
+    assert code == restores.REFUSED_EXIT, err  # the Job's podFailurePolicy: fail at once
+    summary = verification.parse_summary(report.read_text())
+    assert summary is not None and summary["refused"] and summary["code"] == "missing_chunk"
+    refused = restores.refused(job["metadata"]["name"], summary)
+    assert refused.condition.reason == "RestoreNotVerified"
+    assert chunk.rsplit("/", 1)[1] in refused.condition.message
+    assert rows(empty, "memories") == [] and rows(empty, "signed_events") == []

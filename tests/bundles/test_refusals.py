@@ -102,13 +102,26 @@ async def test_a_corrupt_bundle_is_refused_and_nothing_imported(
     assert _rows(target) == 0
 
 
-async def test_a_target_with_rows_is_refused(bundle: Path, new_target: Callable[[], str]
-                                             ) -> None:
+async def test_a_target_with_rows_is_refused(bundle: Path, keys: Path,
+                                             new_target: Callable[[], str]) -> None:
     target = new_target()
     await import_bundle(target, bundle)
     before = _rows(target)
     with pytest.raises(BundleError) as refused:
         await import_bundle(target, bundle)
+    assert refused.value.what == "target_not_empty" and _rows(target) == before
+    # The operator's import Job runs with already_ok: the same bundle again is reported,
+    # nothing copied; a bundle whose chain ends elsewhere is still refused.
+    again = await import_bundle(target, bundle, already_ok=True)
+    assert again.already and again.chain_events > 0 and _rows(target) == before
+    manifest = json.loads((bundle / "manifest.json").read_bytes())
+    manifest["chain"]["events"] -= 1
+    raw = json.dumps(manifest, indent=1, sort_keys=True).encode() + b"\n"
+    (bundle / "manifest.json").write_bytes(raw)
+    key = load_snapshot(keys).signing_keys[AgentId(WRITER)]
+    (bundle / "manifest.sig.json").write_bytes(manifests.signature_of(raw, key))
+    with pytest.raises(BundleError) as refused:
+        await import_bundle(target, bundle, already_ok=True)
     assert refused.value.what == "target_not_empty" and _rows(target) == before
 
 

@@ -166,6 +166,29 @@ CORTEX_CASES = [
         "recovery.objectStore needs sourceCortex",
     ),
     Case(
+        "cortex-logical-restore",
+        cortex("c-lr1", restore={"logical": {"objectStore": {
+            "endpoint": "http://minio.b:9000", "bucket": "bkp",
+            "credentialsSecretRef": {"name": "s3"}}, "sourceCortex": "old",
+            "bundle": "20261202T030000.123456Z", "requireSignature": True}}),
+    ),
+    Case(
+        "cortex-logical-restore-no-folder",
+        cortex("c-lr2", restore={"logical": {"objectStore": {
+            "endpoint": "http://minio.b:9000", "bucket": "bkp",
+            "credentialsSecretRef": {"name": "s3"}}}}),
+        "restore.logical needs objectStore.path or sourceCortex",
+    ),
+    Case(
+        "cortex-logical-and-physical-restore",
+        obj("MemoryCortex", "c-lr3", {
+            "database": {"cloudNativePG": {"bootstrap": {"recovery": {"backupName": "b1"}}}},
+            "restore": {"logical": {"objectStore": {
+                "endpoint": "http://minio.b:9000", "bucket": "bkp", "path": "a",
+                "credentialsSecretRef": {"name": "s3"}}}}}),
+        "restore.logical and database.cloudNativePG.bootstrap.recovery are exclusive",
+    ),
+    Case(
         "cortex-missing-database",
         obj("MemoryCortex", "c-missing", {}),
         "spec.database: Required value",
@@ -439,6 +462,9 @@ TRUST_CASES = [
 CREATE_CASES = (CORTEX_CASES + CHAIN_CASES + RULE_CASES + IDENTITY_CASES + SETTINGS_CASES
                 + TRUST_CASES)
 
+_STORE = {"endpoint": "http://minio.b:9000", "bucket": "bkp",
+          "credentialsSecretRef": {"name": "s3"}}
+
 #: (id, original, updated, expected error or None) for transition rules.
 UPDATE_CASES = [
     (
@@ -466,4 +492,16 @@ UPDATE_CASES = [
         None,
     ),
     ("cortex-scale", cortex("c-u1"), cortex("c-u1", server={"replicas": 3}), None),
+    (
+        "cortex-add-restore",
+        cortex("c-u2"),
+        cortex("c-u2", restore={"logical": {"objectStore": _STORE, "sourceCortex": "old"}}),
+        "spec.restore is immutable",
+    ),
+    (
+        "cortex-change-restore",
+        cortex("c-u3", restore={"logical": {"objectStore": _STORE, "sourceCortex": "old"}}),
+        cortex("c-u3", restore={"logical": {"objectStore": _STORE, "sourceCortex": "new"}}),
+        "spec.restore is immutable",
+    ),
 ]

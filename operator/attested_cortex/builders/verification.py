@@ -1,8 +1,9 @@
 """The verified restore: the Job that proves a restored database before it serves, and
 what its answer means (``DataVerified``, ``status.restore``). Pure.
 
-A cortex whose database was restored (:func:`restores_data`: today a ``cloudNativePG``
-``bootstrap.recovery``; the logical import will answer True here too) gets one Job,
+A cortex whose database was restored (:func:`restores_data`: a ``cloudNativePG``
+``bootstrap.recovery``, or a logical import of ``spec.restore.logical`` once its import Job
+succeeded, ``builders/restores.py``) gets one Job,
 ``cortexctl audit verify --deep`` against the restored database, with the public keys the
 server would trust (the cortex's ConfigMap, as the server mounts it). The Job writes a
 one-line JSON summary to its termination message; :func:`observe` turns it into the
@@ -64,6 +65,8 @@ SUMMARY_KEYS: Final = ("events", "memories", "links", "transcripts")
 
 def restores_data(cortex: Cortex) -> bool:
     """Whether this cortex's database is a restore that must verify before it serves."""
+    if cortex.spec.restore is not None and cortex.spec.restore.logical is not None:
+        return True
     cnpg = cortex.spec.database.cloud_native_pg
     return cnpg is not None and cnpg.bootstrap is not None and cnpg.bootstrap.recovery is not None
 

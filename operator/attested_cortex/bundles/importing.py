@@ -7,19 +7,23 @@ each stopping the import with a :class:`~.errors.BundleError` that names what an
    (``trusted``) or, without them, under the bundle's own keys (which then proves integrity
    against accidents and against anyone without the signer's private key: ADR 0034);
 2. the target's schema version is the bundle's and every table is empty;
-3. chunk by chunk, in import order: present, the manifest's digest, its row count; the chain's
-   chunks walked event by event (:class:`~.checking.ChainWalk`); only then copied in;
+3. chunk by chunk, in import order: present, the manifest's digest, its row count, then
+   copied in; the chain's chunks walked event by event (:class:`~.checking.ChainWalk`) while
+   they are copied;
 4. the chain ends at the manifest's head (no dropped tail);
 5. every signed link and every memory's signed current revision verifies under the keys;
 6. the deep audit's sweep over the copied rows finds every row as its write record left it.
 
 All of it runs in one transaction on one connection of the migrating role; a refusal rolls it
-back, so nothing is ever visible from a bundle that does not verify.
+back, so nothing is ever visible from a bundle that does not verify. A chain chunk is walked
+while PostgreSQL copies it (the copy is only visible at the commit, after every check).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attested_cortex.attest.keyring import Keyring
@@ -50,11 +54,23 @@ class ImportReport:
     signatures_checked: int
     signed_by: str | None
     keys: str
+    #: True: the target already held exactly this bundle's chain and nothing was copied
+    #: (``already_ok``: the operator's import Job run a second time).
+    already: bool = False
+    #: Seconds per phase (copy with the chain walk, signatures, sweep, commit, AGE mirror):
+    #: where an import's time goes (bench/backup.py reports it).
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
-                        require_signed: bool = False) -> ImportReport:
-    """Verify the bundle under ``root`` and import it into the empty database at ``dsn``."""
+                        require_signed: bool = False, already_ok: bool = False) -> ImportReport:
+    """Verify the bundle under ``root`` and import it into the empty database at ``dsn``.
+
+    ``already_ok``: a target whose chain already ends at the bundle's head, with as many
+    events, is this bundle imported before (the chain's last row is the marker: its hash
+    covers every event before it); it is reported with ``already=True`` instead of being
+    refused as not empty. The manifest and its signature are checked first all the same.
+    """
     raw = _read(root, MANIFEST)
     if raw is None:
         raise BundleError("missing_chunk", MANIFEST, "not a bundle directory")
@@ -64,14 +80,35 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
     keyring = trusted if trusted is not None else carried
     signed_by = _signer(raw, _read(root, SIGNATURE), keyring, require_signed)
     async with dumping.owner_connection(dsn) as conn, conn.transaction():
+        if already_ok and await _holds(conn, manifest):
+            return ImportReport(dict(manifest.rows), manifest.chain_events,
+                                manifest.chain_head, 0, signed_by,
+                                "trusted" if trusted is not None else "bundle", already=True)
         await _check_target(conn, manifest)
         await dumping.configure(conn, COPY_SETTINGS)
+        clock = _Clock()
         walk = await _copy(conn, root, manifest, keyring)
+        clock.lap("copy_and_chain_walk")
         await _signatures(conn, keyring)
+        clock.lap("link_and_memory_signatures")
         await _sweep(conn)
+        clock.lap("deep_sweep")
+    clock.lap("commit")
     await migrate(dsn)  # rebuilds the AGE mirror of the links when the target has AGE
+    clock.lap("graph_mirror")
     return ImportReport(dict(manifest.rows), manifest.chain_events, manifest.chain_head,
-                        walk.signatures, signed_by, "trusted" if trusted is not None else "bundle")
+                        walk.signatures, signed_by, "trusted" if trusted is not None else "bundle",
+                        phases=clock.phases)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name], self.last = round(now - self.last, 2), now
 
 
 def _signer(raw: bytes, signature: bytes | None, keyring: Keyring,
@@ -81,6 +118,11 @@ def _signer(raw: bytes, signature: bytes | None, keyring: Keyring,
             raise BundleError("unsigned_bundle", SIGNATURE, "the bundle carries no signature")
         return None
     return manifests.check_signature(raw, signature, keyring)
+
+
+async def _holds(conn: dumping.AnyConn, manifest: Manifest) -> bool:
+    events, head = await dumping.chain_tip(conn)
+    return events > 0 and (events, head) == (manifest.chain_events, manifest.chain_head)
 
 
 async def _check_target(conn: dumping.AnyConn, manifest: Manifest) -> None:
@@ -107,12 +149,27 @@ async def _copy(conn: dumping.AnyConn, root: Path, manifest: Manifest,
             checking.check_chunk(chunk, data)
             assert data is not None
             if table is EVENTS:
-                walk.walk(chunk["name"], data)
-            await dumping.copy_in(conn, table.name, table.columns, data)
+                await _walk_and_copy(conn, walk, chunk["name"], data)
+            else:
+                await dumping.copy_in(conn, table.name, table.columns, data)
         if table is EVENTS:
             walk.finish(manifest)
     await dumping.chain_trigger(conn, enabled=True)
     return walk
+
+
+async def _walk_and_copy(conn: dumping.AnyConn, walk: checking.ChainWalk, name: str,
+                         data: bytes) -> None:
+    """A chunk of the chain walked (in a thread: hashes in Python, signatures in libsodium)
+    while PostgreSQL copies it in (its own process): the two overlap. Both finish before
+    either's failure is raised, the walk's first (the refusal that names the event); a
+    refused chunk's rows are rolled back with the transaction, never committed."""
+    walked, copied = await asyncio.gather(
+        asyncio.to_thread(walk.walk, name, data),
+        dumping.copy_in(conn, EVENTS.name, EVENTS.columns, data), return_exceptions=True)
+    for outcome in (walked, copied):
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 async def _signatures(conn: dumping.AnyConn, keyring: Keyring) -> None:

@@ -69,12 +69,21 @@ def register(subparsers: Any, name: str) -> None:
                             "bundle's folder, or the folder of a scheduled backup (its newest "
                             "complete bundle)")
         _endpoint_argument(parser)
-        parser.add_argument("--database-url", required=True,
-                            help="PostgreSQL URL of the empty target, as the migrating role")
+        env_url = os.environ.get("CORTEX_DATABASE_URL")
+        parser.add_argument("--database-url", required=not env_url, default=env_url,
+                            help="PostgreSQL URL of the empty target, as the migrating role "
+                            "(default: $CORTEX_DATABASE_URL, as the operator's import Job "
+                            "gives it)")
         parser.add_argument("--keys", type=Path, help="trusted key root: verify the manifest "
                             "and the chain with these keys instead of the bundle's own")
         parser.add_argument("--require-signature", action="store_true",
                             help="refuse a bundle whose manifest is not signed")
+        parser.add_argument("--already-ok", action="store_true",
+                            help="a target that already holds exactly this bundle (its chain "
+                            "head and event count) is reported as imported, not refused")
+        parser.add_argument("--summary", type=Path,
+                            help="also write a one-line JSON report to this file (the "
+                            "operator's import Job: its termination message)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     if name == "import":
         parser.set_defaults(handler=run_import)
@@ -142,18 +151,34 @@ def run_import(args: argparse.Namespace) -> int:
     """Verify and import; print what was imported, or what was refused and where."""
     from attested_cortex.bundles import BundleError, import_bundle
 
+    source: str | None = None
     try:
         trusted = _keys(args.keys).keyring if args.keys else None
-        with _fetched(args) as bundle:
+        with _fetched(args) as (bundle, source):
             report = asyncio.run(import_bundle(args.database_url, bundle, trusted=trusted,
-                                               require_signed=args.require_signature))
+                                               require_signed=args.require_signature,
+                                               already_ok=args.already_ok))
     except BundleError as exc:
+        _summary(args, {"ok": False, "refused": True, "source": source, "code": exc.what,
+                        "where": exc.where, "message": exc.message[:1000]})
         print(f"cortexctl import: refused, nothing imported: {exc.message}", file=sys.stderr)
         return 1
     except (CortexError, OSError, ValueError) as exc:
+        message = operator_message(exc) if isinstance(exc, CortexError) else str(exc)
+        _summary(args, {"ok": False, "source": source, "error": message[:1000]})
         return _failed("import", exc)
+    _summary(args, {"ok": True, "source": source, "already": report.already,
+                    "memories": report.rows.get("memories", 0),
+                    "links": report.rows.get("links", 0),
+                    "transcripts": report.rows.get("transcripts", 0),
+                    "events": report.chain_events, "head_hash": report.chain_head,
+                    "signatures_checked": report.signatures_checked,
+                    "signed_by": report.signed_by})
     if args.json:
         print(json.dumps(dataclasses.asdict(report), indent=2))
+    elif report.already:
+        print(f"already imported: the target's chain ends at the bundle's head "
+              f"{report.chain_head} ({report.chain_events} events); nothing copied")
     else:
         print(f"imported {report.rows.get('memories', 0)} memories, "
               f"{report.rows.get('links', 0)} links, {report.chain_events} events (head "
@@ -162,12 +187,18 @@ def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    if args.summary is not None:
+        args.summary.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+
+
 @contextlib.contextmanager
-def _fetched(args: argparse.Namespace) -> Iterator[Path]:
-    """The bundle directory to import: ``--bundle``, or ``--from`` downloaded into a
-    private temporary directory (removed after; the import verifies every byte of it)."""
+def _fetched(args: argparse.Namespace) -> Iterator[tuple[Path, str]]:
+    """The bundle directory to import and where it came from: ``--bundle``, or ``--from``
+    downloaded into a private temporary directory (removed after; the import verifies every
+    byte of it), named by its folder (``latest`` resolved)."""
     if args.from_ is None:
-        yield args.bundle
+        yield args.bundle, str(args.bundle)
         return
     from attested_cortex.bundles import objectstores
 
@@ -177,9 +208,11 @@ def _fetched(args: argparse.Namespace) -> Iterator[Path]:
         named = _bundle_store(args, f"s3://{location.bucket}/{parent}") if last else None
         if named is not None and last in named.bundles():
             named.download(last, Path(tmp))
+            yield Path(tmp), location.url()
         else:
-            _bundle_store(args, args.from_).download(None, Path(tmp))
-        yield Path(tmp)
+            store = _bundle_store(args, args.from_)
+            chosen = store.download(None, Path(tmp))
+            yield Path(tmp), f"{store.location.url()}/{chosen}"
 
 
 def _failed(command: str, exc: Exception) -> int:

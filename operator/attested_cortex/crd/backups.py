@@ -50,9 +50,16 @@ class RestoreStatus(CrdModel):
 
     verified: bool | None = Field(
         default=None, description="Whether the restored chain and rows verified (absent "
-        "while the verifier has not reached a verdict).")
+        "while the verifier has not reached a verdict, and while a logical restore's import "
+        "is done and its verification is not).")
     job: str | None = Field(default=None, description="The verification Job.",
                             max_length=253)
+    source: str | None = Field(
+        default=None, description="The bundle a logical restore imported (s3://bucket/"
+        "path/bundle); recorded once the import Job succeeded, so it never runs again.",
+        max_length=1200)
+    import_job: str | None = Field(default=None, description="The import Job of a logical "
+                                   "restore.", max_length=253)
     events: int | None = Field(default=None, ge=0, description="Audit events verified.")
     memories: int | None = Field(default=None, ge=0, description="Memory rows checked.")
     links: int | None = Field(default=None, ge=0, description="Link rows checked.")

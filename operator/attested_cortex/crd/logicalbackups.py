@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pydantic import Field, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 
 from attested_cortex.crd.common import CrdModel, LocalObjectReference
 
@@ -97,3 +97,60 @@ class LogicalBackupStatus(CrdModel):
     last_failure: LogicalBackupFailure | None = Field(
         default=None, description="The last run that failed, if any (kept after a later "
         "success).")
+
+
+#: ``spec.restore`` may be neither added, removed nor changed once the cortex exists: an
+#: import runs once, into the empty database the cortex was created with (ADR 0052).
+RESTORE_IMMUTABLE: Final[dict[str, JsonValue]] = {
+    "rule": "has(self.restore) == has(oldSelf.restore) && "
+            "(!has(self.restore) || self.restore == oldSelf.restore)",
+    "message": "spec.restore is immutable: a cortex is restored once, when it is created",
+}
+#: A logical restore and a physical recovery would both fill the one database.
+RESTORE_ALONE: Final[dict[str, JsonValue]] = {
+    "rule": "!has(self.restore) || !has(self.restore.logical) || "
+            "!has(self.database.cloudNativePG) || !has(self.database.cloudNativePG.bootstrap) "
+            "|| !has(self.database.cloudNativePG.bootstrap.recovery)",
+    "message": "restore.logical and database.cloudNativePG.bootstrap.recovery are exclusive: "
+               "a new cortex is restored from one source",
+}
+
+
+class LogicalRestoreSpec(CrdModel):
+    """A logical bundle in an object store (one a ``spec.backup.logical`` wrote, or
+    ``cortexctl export --to``) that a new cortex is made from."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [{
+        "rule": "has(self.objectStore.path) || has(self.sourceCortex)",
+        "message": "restore.logical needs objectStore.path or sourceCortex (whose backups "
+                   "lie under <namespace>/<sourceCortex>)",
+    }]})
+
+    object_store: LogicalObjectStore = Field(
+        description="The bucket the bundles are in (the source's spec.backup.logical."
+        "objectStore); its path is the folder of the source's backups.")
+    source_cortex: str | None = Field(
+        default=None, description="The MemoryCortex whose logical backups these are (it may "
+        "be gone): the folder is <namespace>/<sourceCortex> when objectStore.path is absent.",
+        min_length=1, max_length=50, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    bundle: str = Field(
+        default="latest",
+        description="The bundle's folder name (e.g. 20261202T030000.123456Z), or latest: "
+        "the newest complete bundle under the path.",
+        min_length=1, max_length=64, pattern=r"^(latest|[0-9]{8}T[0-9]{6}(\.[0-9]{1,6})?Z)$")
+    require_signature: bool = Field(
+        default=False,
+        description="Refuse a bundle whose manifest is not signed (by the source's audit "
+        "signer). The import always verifies every digest, the chain and every signature "
+        "under the bundle's own keys; the verification Job then checks the rows with this "
+        "cortex's keys.")
+
+
+class RestoreSection(CrdModel):
+    """Where a new cortex's data comes from when it is not a CloudNativePG recovery."""
+
+    logical: LogicalRestoreSpec | None = Field(
+        default=None,
+        description="Import a logical bundle into the new, empty database (every database "
+        "mode); the cortex serves only after the import and the verification Job passed "
+        "(DataVerified).")

@@ -21,7 +21,13 @@ from attested_cortex.crd.common import (
     StorageSpec,
     section,
 )
-from attested_cortex.crd.logicalbackups import BackupSection, LogicalBackupStatus
+from attested_cortex.crd.logicalbackups import (
+    RESTORE_ALONE,
+    RESTORE_IMMUTABLE,
+    BackupSection,
+    LogicalBackupStatus,
+    RestoreSection,
+)
 from attested_cortex.crd.permissionrule import namespace_pattern_extra
 from attested_cortex.crd.settings import AuditSpec, DatabaseTimeouts, EmbeddingSpec, LimitsSpec
 from attested_cortex.crd.tls import ServerTlsSpec
@@ -316,7 +322,7 @@ class MemoryCortexSpec(CrdModel):
                 "!has(self.approval.enabled) || self.approval.enabled",
         "message": "permissions.writeDefault AskUser needs approval.enabled: without the "
                    "approval API every write no rule matches would be refused",
-    }]})
+    }, RESTORE_IMMUTABLE, RESTORE_ALONE]})
 
     database: DatabaseSpec = Field(
         description="The database: exactly one of managed, external or cloudNativePG.",
@@ -344,6 +350,10 @@ class MemoryCortexSpec(CrdModel):
     encryption: EncryptionSpec = section(EncryptionSpec, "Encryption at rest.")
     backup: BackupSection = section(BackupSection, "Scheduled backups to an object store "
                                     "(every database mode).")
+    restore: RestoreSection | None = Field(
+        default=None,
+        description="Make this new cortex from a logical backup (immutable; absent: an empty "
+        "cortex). A CloudNativePG physical restore is database.cloudNativePG.bootstrap.")
     schema_: SchemaSpec = Field(
         default_factory=SchemaSpec,
         alias="schema",

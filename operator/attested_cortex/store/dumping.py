@@ -83,6 +83,17 @@ async def occupied(conn: AnyConn, tables: Sequence[str]) -> list[str]:
     return found
 
 
+async def chain_tip(conn: AnyConn) -> tuple[int, str | None]:
+    """How many events the chain holds and the hex hash of its last one (None: empty)."""
+    with translating():
+        cur = await conn.execute(
+            "SELECT (SELECT count(*) FROM signed_events), "
+            "(SELECT hash FROM signed_events ORDER BY sequence DESC LIMIT 1)")
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0]), (bytes(row[1]).hex() if row[1] is not None else None)
+
+
 async def chain_trigger(conn: AnyConn, *, enabled: bool) -> None:
     """Switch the chain's insert trigger off for a verified import, and back on (ALWAYS)."""
     action = "ENABLE ALWAYS" if enabled else "DISABLE"

@@ -1,6 +1,6 @@
 """The MemoryCortex pass: parse, pause, gather, database (with the server's configuration
-and its TLS certificate), backup, schema, verification of a restore, server, logical
-backup, status.
+and its TLS certificate), backup, schema, import of a logical restore, verification of a
+restore, server, logical backup, status.
 
 Also the clean-up of what owner references cannot remove: the cluster-scoped TokenReview
 binding of a deleted cortex (deleted right away when the operator sees the cortex go, and
@@ -14,7 +14,8 @@ from typing import Any
 
 from attested_cortex.builders import names as n
 from attested_cortex.builders.conditions import Observation
-from attested_cortex.builders.inputs import InvalidSpecError, parse_cortex, parse_meta
+from attested_cortex.builders.inputs import Cortex, InvalidSpecError, parse_cortex, parse_meta
+from attested_cortex.builders.verification import Verdict
 from attested_cortex.controller.applying import together
 from attested_cortex.controller.memorycortex import (
     backup,
@@ -23,6 +24,7 @@ from attested_cortex.controller.memorycortex import (
     gathering,
     logicalbackup,
     readiness,
+    restoring,
     schema,
     server,
     tls,
@@ -57,6 +59,22 @@ async def cleanup_orphans(rt: Runtime, watched: frozenset[str] | None = None) ->
     return gone
 
 
+async def _verified(rt: Runtime, cortex: Cortex, status: Object, *,
+                    schema_ready: bool) -> tuple[Verdict | None, float | None]:
+    """The import of a logical restore, then the verification of any restore: the
+    import's verdict stands while it is not done; its record joins ``status.restore``."""
+    imported = await restoring.ensure(rt, cortex, status, schema_ready=schema_ready)
+    verdict: Verdict | None
+    if imported.verdict is not None:
+        verdict, retry_in = imported.verdict, imported.retry_in
+    else:
+        verdict, retry_in = await verification.ensure(
+            rt, cortex, status, schema_ready=schema_ready and imported.done)
+    if verdict is not None and imported.record is not None:
+        verdict = Verdict(verdict.condition, {**imported.record, **(verdict.restore or {})})
+    return verdict, retry_in
+
+
 async def reconcile(rt: Runtime, key: Key) -> float | None:
     """One pass over a MemoryCortex; seconds until the next pass it wants, or None."""
     body = rt.views.get(KIND, key.namespace, key.name)
@@ -87,7 +105,7 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     migrated = await schema.ensure(rt, cortex, status,
                                    database_ready=db.condition.status == "True")
     schema_ready = migrated.condition.status == "True"
-    verdict, verify_in = await verification.ensure(rt, cortex, status, schema_ready=schema_ready)
+    verdict, verify_in = await _verified(rt, cortex, status, schema_ready=schema_ready)
     served = await server.ensure(rt, cortex, satellites, schema_ready=schema_ready and (
         verdict is None or verdict.verified), blocked=certificate.problem)
     backed_up = await logicalbackup.ensure(rt, cortex, status)

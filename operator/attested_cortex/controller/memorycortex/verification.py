@@ -26,16 +26,17 @@ Object = dict[str, Any]
 RUNNING_POLL_S: Final = 5.0
 
 
-def _finished(job: Object, type_: str) -> Object | None:
+def finished(job: Object, type_: str) -> Object | None:
     for cond in (job.get("status") or {}).get("conditions") or []:
         if cond.get("type") == type_ and cond.get("status") == "True":
             return dict(cond)
     return None
 
 
-async def _terminated(rt: Runtime, cortex: Cortex, job_name: str) -> tuple[int | None, str]:
-    """The verify container's exit code and termination message (the summary it wrote), of
-    the Job's newest pod that has one."""
+async def terminated(rt: Runtime, cortex: Cortex, job_name: str) -> tuple[int | None, str]:
+    """A Job's container exit code and termination message (the summary the verify or the
+    import command wrote), of the Job's newest pod that has one (``restoring.py`` reads the
+    import's)."""
     pods = await rt.writer.list("v1", "Pod", cortex.meta.namespace, f"job-name={job_name}")
     for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""),
                       reverse=True):
@@ -82,11 +83,11 @@ async def _unverified(rt: Runtime, job: Object, failed: Object,
 
 async def _from_job(rt: Runtime, cortex: Cortex, job: Object) -> tuple[v.Verdict, float | None]:
     name = job["metadata"]["name"]
-    done, failed = _finished(job, "Complete"), _finished(job, "Failed")
+    done, failed = finished(job, "Complete"), finished(job, "Failed")
     if done is None and failed is None:
         return v.waiting("Verifying", f"Job {name} is verifying the restored data (the "
                          "audit chain and every row against its write record)"), RUNNING_POLL_S
-    code, message = await _terminated(rt, cortex, name)
+    code, message = await terminated(rt, cortex, name)
     summary = v.parse_summary(message)
     if done is not None and summary is not None and summary.get("ok") is True:
         return v.passed(name, summary), None
