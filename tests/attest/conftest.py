@@ -13,7 +13,7 @@ import pytest
 from attested_cortex.store import migrating
 from tests.support.postgres import Database
 
-APP_GRANT = "GRANT SELECT, INSERT ON signed_events TO cortex_app"
+APP_GRANT = "GRANT SELECT, INSERT ON signed_events, signed_event_macs TO cortex_app"
 
 
 @pytest.fixture
