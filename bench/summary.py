@@ -369,6 +369,26 @@ def writes_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def audit_rows(d: dict[str, Any]) -> list[Row]:
+    seq, ver = d.get("sequential_stores") or {}, d.get("verification") or {}
+    keyed, unkeyed = seq.get("keyed") or {}, seq.get("unkeyed") or {}
+    return [
+        ("sequential stores (HTTP, one-statement store) with the master key (HMAC-keyed "
+         "chain) vs without, interleaved runs: stores/s; p95; ratio; load average (1 min)",
+         f"{_fmt(keyed.get('per_second'), ' /s')} vs {_fmt(unkeyed.get('per_second'), ' /s')}"
+         f"; {_fmt(_get(keyed, 'latency_ms', 'p95'))} vs "
+         f"{_fmt(_get(unkeyed, 'latency_ms', 'p95'), ' ms')}; "
+         f"{_fmt(seq.get('keyed_over_unkeyed'))}; {_load(keyed)} / {_load(unkeyed)}",
+         "recorded"),
+        (f"chain verification of {_fmt(_get(ver, 'hash_and_mac_chain', 'events'))} events: "
+         "hashes + MACs / hashes only / deep audit with the key (events/s)",
+         f"{_fmt(_get(ver, 'hash_and_mac_chain', 'events_per_second'))} / "
+         f"{_fmt(_get(ver, 'hash_chain', 'events_per_second'))} / "
+         f"{_fmt(_get(ver, 'deep_with_key', 'events_per_second'))}; load "
+         f"{_load(ver.get('hash_and_mac_chain') or {})}", ">= 20000 /s with the key"),
+    ]
+
+
 def _load(run: dict[str, Any]) -> str:
     load = _get(run, "load_average", 0)
     return "n/a" if load is None else f"{load:.1f}"
@@ -379,7 +399,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "policy": policy_rows, "kg": kg_rows,
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
-    "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
+    "backup": backup_rows, "ha": ha_rows, "writes": writes_rows, "audit": audit_rows,
 }
 
 

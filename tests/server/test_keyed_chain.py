@@ -165,6 +165,8 @@ async def test_every_append_path_seals_and_two_servers_share_one_chain(
 
     report = await deep(replica)
     assert report["ok"], report
+    caps = (await replica.call("GET", "/v1/capabilities")).body["attestation"]
+    assert caps["keyed_chain"] == {"enabled": True, "key_version": 1, "mac": "HMAC-SHA256"}
     keyed_part = report["keyed"]
     assert keyed_part["keyed_from"] == 1 and keyed_part["fault_count"] == 0
     assert keyed_part["macs_checked"] == report["events"]

@@ -109,7 +109,8 @@ async def verify_chain(
     state = _Walk(keyring, None if master is None else KeyedWalk.of(master))
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         # aclosing: stopping at the first fault must still close the cursor and transaction.
-        async with aclosing(events.stream_events(conn, batch=batch)) as stream:
+        async with aclosing(events.stream_events(
+                conn, batch=batch, with_macs=master is not None)) as stream:
             async for rows in stream:
                 # Hashing and Ed25519 run off the event loop; the batch's signatures are
                 # checked on the pool's threads while its hashes are walked (verifying.py).

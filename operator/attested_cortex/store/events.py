@@ -229,9 +229,10 @@ async def recorded_statements(
 
 
 async def stream_events(
-    conn: psycopg.AsyncConnection[Any], *, batch: int = 5000
+    conn: psycopg.AsyncConnection[Any], *, batch: int = 5000, with_macs: bool = False,
 ) -> AsyncGenerator[list[EventRow], None]:
-    """Every event in sequence order, in batches, through a server-side cursor.
+    """Every event in sequence order, in batches, through a server-side cursor;
+    ``with_macs``: with its MAC row (migration 0014; a schema before it is not read so).
 
     Opens its own transaction (a named cursor lives inside one). Events appended while the
     scan runs come after every row it reads, so they never disturb what it checks.
@@ -244,7 +245,8 @@ async def stream_events(
             async with cursor:
                 await cursor.execute(
                     f"SELECT {_QUALIFIED}, m.mac, m.key_version FROM signed_events e "
-                    "LEFT JOIN signed_event_macs m USING (sequence) ORDER BY e.sequence")
+                    "LEFT JOIN signed_event_macs m USING (sequence) ORDER BY e.sequence"
+                    if with_macs else f"SELECT {_COLUMNS} FROM signed_events ORDER BY sequence")
                 while rows := await cursor.fetchmany(batch):
                     yield [_row(r) for r in rows]
 
