@@ -192,3 +192,20 @@ def test_the_cli_takes_the_key_as_a_file_or_the_mounted_ring(flag: str, tmp_path
     ring = audit_cli._load_master(where if flag.endswith("file") else None,
                                   where if flag.endswith("dir") else None)
     assert ring.subkey("audit") == mk.derive_subkey(material, "audit")
+
+
+async def test_a_sealed_one_statement_store_past_the_cap_is_413_and_leaves_no_trace(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    """The pipelined transaction of the sealed store: its refusal rolls everything back and
+    the next store is sealed from the start."""
+    await migrate(migrated_pg15_dsn, app_role=APP_ROLE)
+    cortex = await make_cortex(migrated_pg15_dsn, migrated=False, graph_backend="CTE",
+                               master_key={"file": key_file(tmp_path)},
+                               quotas={"enabled": False, "storage_per_agent_bytes": 200})
+    refused = await cortex.call("POST", "/v1/memories", {"namespace": "kb",
+                                                         "content": "x" * 500})
+    assert refused.status == 413, refused.text
+    await cortex.store("kb", "small")
+    report = await deep(cortex)
+    assert report["ok"] and report["events"] == 1 and report["keyed"]["macs_checked"] == 1

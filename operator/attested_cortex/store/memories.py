@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from attested_cortex.errors import ConflictError, NotFoundError, TooLargeError
@@ -110,17 +111,33 @@ async def insert_recorded(
             if not keyed:
                 row = await (await conn.execute(query, params)).fetchone()
             else:
-                async with conn.pipeline(), conn.transaction():
-                    row = await (await conn.execute(query, params)).fetchone()
-                    assert row is not None
-                    await seal_appended(conn, [(row["chain_sequence"], row["chain_hash"],
-                                                row["chain_prev_mac"])])
+                row = await _sealed_in_two_round_trips(conn, query, params)
     except psycopg.Error as exc:  # the rest: the connection scope's translation
         if exc.sqlstate == CAP_REACHED:
             raise CapReachedError(int(exc.diag.message_detail or 0)) from exc
         raise
     assert row is not None
     return memory_from_row(row)
+
+
+async def _sealed_in_two_round_trips(conn: Conn, query: str, params: tuple[Any, ...]
+                                     ) -> dict[str, Any] | None:
+    """BEGIN and the statement in one round trip; the MAC and COMMIT in a second (psycopg's
+    ``transaction()`` inside a pipeline syncs at COMMIT and again at the pipeline's end:
+    three). On any error the transaction is rolled back before the connection goes back."""
+    try:
+        async with conn.pipeline():
+            await conn.execute("BEGIN")
+            row = await (await conn.execute(query, params)).fetchone()
+            assert row is not None
+            await seal_appended(conn, [(row["chain_sequence"], row["chain_hash"],
+                                        row["chain_prev_mac"])])
+            await conn.execute("COMMIT")
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+            await conn.execute("ROLLBACK")
+        raise
+    return row
 
 
 @dataclass(frozen=True)
