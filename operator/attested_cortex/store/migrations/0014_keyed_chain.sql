@@ -31,7 +31,11 @@ ALTER TABLE signed_event_macs ENABLE ALWAYS TRIGGER signed_event_macs_no_update_
 ALTER TABLE signed_event_macs ENABLE ALWAYS TRIGGER signed_event_macs_no_truncate;
 REVOKE ALL ON signed_event_macs FROM PUBLIC;
 
--- Not part of the event's hash (the hash input of migration 0006 is unchanged).
+-- Not part of the event's hash (the hash input of migration 0006 is unchanged), and not
+-- trusted by the verifier (it reads signed_event_macs): the MAC of event n-1 as the trigger
+-- found it under the chain lock, for the server to chain from without another round trip.
+-- NULL when event n-1 has no MAC yet, as for every row after the first of a one-statement
+-- batch (the server chains those from its own MACs).
 ALTER TABLE signed_events ADD COLUMN prev_mac bytea;
 
 -- Migration 0006's function with one statement added (prev_mac); the hash is unchanged.
