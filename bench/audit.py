@@ -7,9 +7,10 @@ Two figures, each side by side in one run:
   store) with and without ``--master-key-file``, interleaved (unkeyed, keyed, unkeyed,
   keyed...) on fresh databases so the machine's load falls on both alike; the best run of
   each and every run's rate are kept.
-- **paired stores**: the same one-statement store at the store layer (no HTTP), sealed and
-  unsealed pools on one database, alternating store by store so load drift falls on both
-  alike: the added cost per store (the MAC and a second, pipelined round trip).
+- **paired stores**: the one-statement store and a transactional store (row + record) at
+  the store layer (no HTTP), sealed and unsealed pools on one database, alternating store
+  by store so load drift falls on both alike: the added cost per store (the MAC and its
+  round trip: a second, pipelined one for the one-statement store; one more for the other).
 - **verification**: a chain of ``CHAIN_EVENTS`` events appended through the batch route by
   the keyed server, then ``verify_chain`` (hashes only, then hashes and MACs) and the deep
   audit with the key, in events per second. Goal (issue 27): >= 20,000 events/s with the key.
@@ -34,7 +35,7 @@ from attested_cortex.attest import masterkeys as mk
 from attested_cortex.attest.auditing import verify_chain
 from attested_cortex.attest.sealing import seal_from
 from attested_cortex.attest.sweeping import sweep
-from attested_cortex.store import memories
+from attested_cortex.store import events, memories
 from attested_cortex.store.database import Database
 from attested_cortex.store.events import PendingEvent
 from attested_cortex.store.migrating import migrate
@@ -65,31 +66,51 @@ async def fill(base: str, bodies: list[dict[str, Any]]) -> None:
 
 
 async def paired_stores(dsn: str, ring: mk.KeyRing, count: int) -> dict[str, Any]:
-    """``count`` one-statement stores each through a sealed and an unsealed pool on one
-    database, alternating: milliseconds per store of each."""
+    """``count`` stores of each kind through a sealed and an unsealed pool on one database,
+    alternating: milliseconds per store. ``one_statement``: the store with nothing else to
+    write; ``transactional``: a row and its record in one transaction (BEGIN, insert,
+    append, COMMIT), the shape of every other write."""
     pools = {"unkeyed": await Database.open(dsn, min_size=1, max_size=1),
              "keyed": await Database.open(dsn, min_size=1, max_size=1, seal=seal_from(ring))}
-    samples: dict[str, list[float]] = {name: [] for name in pools}
+    kinds = ("one_statement", "transactional")
+    samples: dict[str, dict[str, list[float]]] = {k: {n: [] for n in pools} for k in kinds}
     try:
         for index in range(count):
             order = list(pools) if index % 2 else list(reversed(pools))
-            for name in order:
-                event = PendingEvent("bench", "memory.stored", b"record %d %s" % (index,
-                                                                               name.encode()))
-                async with pools[name].connection() as conn:
-                    t0 = time.perf_counter()
-                    await memories.insert_recorded(
-                        conn, namespace="bench", title="", content=f"memory {index} {name}",
-                        tags=[], metadata={}, author="bench", memory_id=uuid.uuid4(),
-                        event=event, adds=20, cap=10**12)
-                    samples[name].append((time.perf_counter() - t0) * 1000)
+            for kind in kinds:
+                for name in order:
+                    samples[kind][name].append(await _store(pools[name], kind, index, name))
     finally:
         for db in pools.values():
             await db.close()
-    out: dict[str, Any] = {name: percentiles(values) for name, values in samples.items()}
-    out["median_added_ms"] = round(float(out["keyed"]["p50"]) - float(out["unkeyed"]["p50"]), 3)
+    out: dict[str, Any] = {}
+    for kind in kinds:
+        each: dict[str, Any] = {name: percentiles(v) for name, v in samples[kind].items()}
+        each["median_added_ms"] = round(float(each["keyed"]["p50"])
+                                        - float(each["unkeyed"]["p50"]), 3)
+        out[kind] = each
     out["load_average"] = list(os.getloadavg())
     return out
+
+
+async def _store(db: Database, kind: str, index: int, name: str) -> float:
+    """One store of ``kind``; its milliseconds."""
+    record = b"record %s %d %s" % (kind.encode(), index, name.encode())
+    content = f"memory {kind} {index} {name}"
+    t0 = time.perf_counter()
+    if kind == "one_statement":
+        async with db.connection() as conn:
+            await memories.insert_recorded(
+                conn, namespace="bench", title="", content=content, tags=[], metadata={},
+                author="bench", memory_id=uuid.uuid4(),
+                event=PendingEvent("bench", "memory.stored", record), adds=20, cap=10**12)
+    else:
+        async with db.transaction() as conn:
+            await memories.insert(conn, namespace="bench", title="", content=content,
+                                  tags=[], metadata={}, author="bench")
+            await events.append(conn, agent_id="bench", event_type="memory.stored",
+                                payload=record, signature=None, key_fingerprint=None)
+    return (time.perf_counter() - t0) * 1000
 
 
 async def verification(dsn: str, ring: mk.KeyRing) -> dict[str, Any]:
@@ -162,7 +183,8 @@ def run() -> dict[str, Any]:
         ring = mk.load_key_file(key)
         out["verification"] = asyncio.run(verification(dsn, ring))
         out["paired_stores"] = {**asyncio.run(paired_stores(dsn, ring, PAIRED)),
-                                "mode": "store layer, one-statement store, alternating"}
+                                "mode": "store layer (no HTTP), sealed and unsealed "
+                                        "alternating"}
     write_result("audit", out)
     return out
 

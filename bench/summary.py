@@ -380,14 +380,16 @@ def audit_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(_get(unkeyed, 'latency_ms', 'p95'), ' ms')}; "
          f"{_fmt(seq.get('keyed_over_unkeyed'))}; {_load(keyed)} / {_load(unkeyed)}",
          "recorded"),
-        ("one-statement store at the store layer, sealed vs unsealed, alternating: p50 / p95;"
-         " median added; load average (1 min)",
-         f"{_fmt(_get(d, 'paired_stores', 'keyed', 'p50'))} / "
-         f"{_fmt(_get(d, 'paired_stores', 'keyed', 'p95'), ' ms')} vs "
-         f"{_fmt(_get(d, 'paired_stores', 'unkeyed', 'p50'))} / "
-         f"{_fmt(_get(d, 'paired_stores', 'unkeyed', 'p95'), ' ms')}; "
-         f"+{_fmt(_get(d, 'paired_stores', 'median_added_ms'), ' ms')}; "
-         f"{_load(d.get('paired_stores') or {})}", "recorded"),
+        *[(f"{label} store at the store layer, sealed vs unsealed, alternating: p50 / p95;"
+           " median added; load average (1 min)",
+           f"{_fmt(_get(d, 'paired_stores', kind, 'keyed', 'p50'))} / "
+           f"{_fmt(_get(d, 'paired_stores', kind, 'keyed', 'p95'), ' ms')} vs "
+           f"{_fmt(_get(d, 'paired_stores', kind, 'unkeyed', 'p50'))} / "
+           f"{_fmt(_get(d, 'paired_stores', kind, 'unkeyed', 'p95'), ' ms')}; "
+           f"+{_fmt(_get(d, 'paired_stores', kind, 'median_added_ms'), ' ms')}; "
+           f"{_load(d.get('paired_stores') or {})}", "recorded")
+          for kind, label in (("one_statement", "one-statement"),
+                              ("transactional", "transactional (row + record)"))],
         (f"chain verification of {_fmt(_get(ver, 'hash_and_mac_chain', 'events'))} events: "
          "hashes + MACs / hashes only / deep audit with the key (events/s)",
          f"{_fmt(_get(ver, 'hash_and_mac_chain', 'events_per_second'))} / "
