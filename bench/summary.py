@@ -484,6 +484,36 @@ def writes_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def audit_rows(d: dict[str, Any]) -> list[Row]:
+    seq, ver = d.get("sequential_stores") or {}, d.get("verification") or {}
+    keyed, unkeyed = seq.get("keyed") or {}, seq.get("unkeyed") or {}
+    return [
+        ("sequential stores (HTTP, one-statement store) with the master key (HMAC-keyed "
+         "chain) vs without, interleaved runs: stores/s; p95; ratio; load average (1 min)",
+         f"{_fmt(keyed.get('per_second'), ' /s')} vs {_fmt(unkeyed.get('per_second'), ' /s')}"
+         f"; {_fmt(_get(keyed, 'latency_ms', 'p95'))} vs "
+         f"{_fmt(_get(unkeyed, 'latency_ms', 'p95'), ' ms')}; "
+         f"{_fmt(seq.get('keyed_over_unkeyed'))}; {_load(keyed)} / {_load(unkeyed)}",
+         "recorded"),
+        *[(f"{label} store at the store layer, sealed vs unsealed, alternating: p50 / p95;"
+           " median added; load average (1 min)",
+           f"{_fmt(_get(d, 'paired_stores', kind, 'keyed', 'p50'))} / "
+           f"{_fmt(_get(d, 'paired_stores', kind, 'keyed', 'p95'), ' ms')} vs "
+           f"{_fmt(_get(d, 'paired_stores', kind, 'unkeyed', 'p50'))} / "
+           f"{_fmt(_get(d, 'paired_stores', kind, 'unkeyed', 'p95'), ' ms')}; "
+           f"+{_fmt(_get(d, 'paired_stores', kind, 'median_added_ms'), ' ms')}; "
+           f"{_load(d.get('paired_stores') or {})}", "recorded")
+          for kind, label in (("one_statement", "one-statement"),
+                              ("transactional", "transactional (row + record)"))],
+        (f"chain verification of {_fmt(_get(ver, 'hash_and_mac_chain', 'events'))} events: "
+         "hashes + MACs / hashes only / deep audit with the key (events/s)",
+         f"{_fmt(_get(ver, 'hash_and_mac_chain', 'events_per_second'))} / "
+         f"{_fmt(_get(ver, 'hash_chain', 'events_per_second'))} / "
+         f"{_fmt(_get(ver, 'deep_with_key', 'events_per_second'))}; load "
+         f"{_load(ver.get('hash_and_mac_chain') or {})}", ">= 20000 /s with the key"),
+    ]
+
+
 def _load(run: dict[str, Any]) -> str:
     load = _get(run, "load_average", 0)
     return "n/a" if load is None else f"{load:.1f}"
@@ -495,7 +525,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
     "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
-    "encryption": encryption_rows,
+    "encryption": encryption_rows, "audit": audit_rows,
 }
 
 

@@ -1,7 +1,8 @@
 """Fixtures for the attestation tests: a migrated database and the least-privilege app role.
 
 ``cortexctl migrate`` is expected to grant the server role SELECT and INSERT on
-signed_events (see docs/attestation.md); until it takes the role as an option, the
+signed_events and signed_event_macs (the chain trigger reads the previous MAC; see
+docs/attestation.md); until it takes the role as an option, the
 ``chain_db`` fixture applies exactly that grant itself, as the superuser.
 """
 
@@ -13,7 +14,7 @@ import pytest
 from attested_cortex.store import migrating
 from tests.support.postgres import Database
 
-APP_GRANT = "GRANT SELECT, INSERT ON signed_events TO cortex_app"
+APP_GRANT = "GRANT SELECT, INSERT ON signed_events, signed_event_macs TO cortex_app"
 
 
 @pytest.fixture

@@ -15,10 +15,13 @@ from tests.support.postgres import Database
 
 
 async def test_everything_works_as_the_app_role(make_cortex: MakeCortex,
-                                                any_database: Database) -> None:
+                                                any_database: Database,
+                                                tmp_path: Path) -> None:
     await migrate(any_database.dsn, app_role="cortex_app")
+    key = tmp_path / "master.key"  # every append sealed (the keyed chain) as the role too
+    key.write_bytes(bytes(range(32)))
     app_dsn = any_database.server.app_dsn(any_database.name)
-    client = await make_cortex(app_dsn, migrated=False)
+    client = await make_cortex(app_dsn, migrated=False, master_key={"file": key})
     a = await client.store("org", "least privilege memory")
     b = await client.store("org", "second memory")
     assert (await client.call("PATCH", f"/v1/memories/{a['id']}", {"title": "t"})).status == 200
@@ -29,9 +32,13 @@ async def test_everything_works_as_the_app_role(make_cortex: MakeCortex,
     assert len(query.body["nodes"]) == 2
     assert (await client.call("POST", "/v1/recall", {"query": "privilege"})).body["results"]
     assert (await client.call("DELETE", f"/v1/memories/{b['id']}")).status == 200
+    keyed = (await client.call("GET", "/v1/audit/verify")).body["keyed"]
+    assert keyed["ok"] and keyed["macs_checked"] > 0
     with psycopg.connect(app_dsn) as conn:
         for statement in ("UPDATE signed_events SET agent_id = 'x'",
                           "DELETE FROM signed_events", "TRUNCATE signed_events",
+                          "UPDATE signed_event_macs SET key_version = 2",
+                          "DELETE FROM signed_event_macs", "TRUNCATE signed_event_macs",
                           "DROP TABLE memories", "DELETE FROM memories"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)

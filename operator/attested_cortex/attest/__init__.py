@@ -9,6 +9,7 @@ are small and mostly pure:
 * :mod:`.keyfiles`, :mod:`.loading` — the on-disk identity format and reloading (I/O)
 * :mod:`.signing`, :mod:`.levels`, :mod:`.chain` — sign/verify, attest_level, hash rule (pure)
 * :mod:`.auditing` — append to and verify the signed_events chain (async, database)
+* :mod:`.sealing` — the HMAC-keyed chain: the seal appends use and the keyed walk (pure)
 
 Errors are the shared tree of :mod:`attested_cortex.errors`: bad input and bad signatures
 raise ``InvalidInputError``, replays ``ConflictError``.

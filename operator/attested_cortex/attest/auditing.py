@@ -12,12 +12,15 @@ import asyncio
 import os
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from attested_cortex.attest import cbor
 from attested_cortex.attest.chain import Statement
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.keys import AgentKey
+from attested_cortex.attest.masterkeys import KeyRing
+from attested_cortex.attest.keyedchain import KeyedWalk, unchecked
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign
 from attested_cortex.attest.verifying import check_batch
 from attested_cortex.errors import InvalidInputError
@@ -39,6 +42,8 @@ class ChainReport:
     head_hash: str | None = None
     signatures_checked: int = 0
     unverified: int = 0
+    #: The HMAC-keyed chain (:mod:`.keyedchain`): checked with the master key, else says why not.
+    keyed: dict[str, Any] = field(default_factory=unchecked)
 
 
 async def append_event(
@@ -90,31 +95,41 @@ async def _append(conn: Conn, statement: Statement) -> EventRow:
 
 
 async def verify_chain(
-    conn: Conn, *, keyring: Keyring | None = None, batch: int = 5000
+    conn: Conn, *, keyring: Keyring | None = None, master: KeyRing | None = None,
+    distrusted: set[int] | None = None, batch: int = 5000,
 ) -> ChainReport:
     """Walk the chain in sequence order; report the first event that breaks it.
 
     Without a keyring only the hash chain is checked; with one, every event whose agent the
-    keyring knows must carry a valid signature by a key trusted at the event's time.
+    keyring knows must carry a valid signature by a key trusted at the event's time. With
+    the ``master`` key ring the keyed chain is checked too (:mod:`.keyedchain`): every keyed
+    fault is listed, and the first one is the report's fault when the hash chain holds;
+    ``distrusted`` (when given) receives every keyed fault's sequence, for the deep audit.
     """
-    state = _Walk(keyring)
+    state = _Walk(keyring, None if master is None else KeyedWalk.of(master))
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         # aclosing: stopping at the first fault must still close the cursor and transaction.
-        async with aclosing(events.stream_events(conn, batch=batch)) as stream:
+        async with aclosing(events.stream_events(
+                conn, batch=batch, with_macs=master is not None)) as stream:
             async for rows in stream:
                 # Hashing and Ed25519 run off the event loop; the batch's signatures are
                 # checked on the pool's threads while its hashes are walked (verifying.py).
                 fault = await asyncio.to_thread(state.walk, rows, pool)
                 if fault is not None:
-                    return state.report(fault)
-    return state.report(None)
+                    break
+            else:
+                fault = None
+    if distrusted is not None:
+        distrusted |= state.distrusted
+    return state.report(fault)
 
 
 class _Walk:
     """Running state of one verification pass, advanced one batch of events at a time."""
 
-    def __init__(self, keyring: Keyring | None) -> None:
+    def __init__(self, keyring: Keyring | None, keyed: KeyedWalk | None) -> None:
         self.keyring = keyring
+        self.keyed = keyed
         self.expected = 1
         self.prev = GENESIS_HASH
         self.checked = 0
@@ -127,6 +142,8 @@ class _Walk:
         if self.keyring is not None:
             self.checked += verdict.checked
             self.unverified += verdict.examined - verdict.checked
+        if self.keyed is not None:
+            self.keyed.walk(rows[:verdict.good])
         if verdict.good:
             last = rows[verdict.good - 1]
             self.expected, self.prev = last.sequence + 1, last.hash
@@ -134,15 +151,26 @@ class _Walk:
 
     def report(self, fault: str | None) -> ChainReport:
         count = self.expected - 1
+        first_bad = None if fault is None else self.expected
+        keyed = unchecked() if self.keyed is None else self.keyed.as_json()
+        if fault is None and self.keyed is not None and self.keyed.faults:
+            first_bad, fault = self.keyed.faults[0]
         return ChainReport(
             ok=fault is None,
             events=count,
-            first_bad_sequence=None if fault is None else self.expected,
+            first_bad_sequence=first_bad,
             reason=fault,
             head_hash=self.prev.hex() if count else None,
             signatures_checked=self.checked,
             unverified=self.unverified,
+            keyed=keyed,
         )
+
+    @property
+    def distrusted(self) -> frozenset[int]:
+        """Events the keyed walk found appended without the key (the deep audit trusts
+        no record among them)."""
+        return frozenset() if self.keyed is None else frozenset(self.keyed.distrusted)
 
 
 def _statement(

@@ -16,6 +16,11 @@ the rows still hold what those writes left. A mismatch is reported by id:
                    the recomputed sum of its rows (``fields``: ``memories``, ``transcripts``):
                    the counter table or a row was edited behind the server's triggers
 
+With the keyed chain (:mod:`.sealing`), a record event appended without the master key
+(``distrusted``: the keyed walk's faults) is no record at all: a row is compared with its
+latest *sealed* record, so a row changed together with a forged matching record is named
+``changed`` (against the record it had) or ``missing_event``.
+
 A transcript's latest record is its store, archive or prune: a frame the sweeper pruned
 matches its ``transcript.pruned`` record (frame digest null), one dropped behind the server
 does not.
@@ -23,6 +28,7 @@ does not.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -103,11 +109,12 @@ class SweepReport:
 Latest = dict[str, tuple[int, dict[str, CborValue]]]
 
 
-async def sweep(conn: Conn) -> SweepReport:
-    """Compare every row with its latest record, in one consistent snapshot."""
+async def sweep(conn: Conn, distrusted: Collection[int] = frozenset()) -> SweepReport:
+    """Compare every row with its latest record, in one consistent snapshot; records at the
+    ``distrusted`` sequences (appended without the key) are not believed."""
     report = SweepReport()
     async with scanning.snapshot(conn):
-        latest = await _latest_records(conn, report)
+        latest = await _latest_records(conn, report, distrusted)
         async for memory, signature in scanning.memories(conn):
             report.memories += 1
             _compare(report, "memory", str(memory.id), memory_record(memory, signature),
@@ -130,10 +137,12 @@ async def sweep(conn: Conn) -> SweepReport:
     return report
 
 
-async def _latest_records(conn: Conn,
-                          report: SweepReport) -> dict[Kind, Latest]:
+async def _latest_records(conn: Conn, report: SweepReport,
+                          distrusted: Collection[int]) -> dict[Kind, Latest]:
     latest: dict[Kind, Latest] = {"memory": {}, "link": {}, "transcript": {}}
     async for sequence, event_type, payload in scanning.records(conn, tuple(_KEYS)):
+        if sequence in distrusted:
+            continue
         report.records += 1
         kind, key_field = _KEYS[event_type]
         try:

@@ -42,6 +42,11 @@ def register(subparsers: Any) -> None:
     verify.add_argument(
         "--keys", type=Path, help="key root (identity dirs, keyring JSON) to check signatures"
     )
+    key = verify.add_mutually_exclusive_group()
+    key.add_argument("--master-key-file", type=Path,
+                     help="the cortex's master key, to check the HMAC-keyed chain")
+    key.add_argument("--master-key-dir", type=Path,
+                     help="the cortex's master key ring (its mounted Secret), likewise")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
     verify.add_argument("--deep", action="store_true",
                         help="also check every memory, link and transcript row against its "
@@ -60,9 +65,11 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         keyring = _load_keyring(args.keys)
+        master = _load_master(args.master_key_file, args.master_key_dir)
         report: ChainReport
         report, swept = asyncio.run(
-            _verify(args.database_url, keyring, wait_seconds=args.timeout, deep=args.deep)
+            _verify(args.database_url, keyring, master, wait_seconds=args.timeout,
+                    deep=args.deep)
         )
     except (CortexError, OSError) as exc:
         message = operator_message(exc) if isinstance(exc, CortexError) else str(exc)
@@ -114,12 +121,17 @@ def _write_summary(path: Path, data: dict[str, Any]) -> None:
 
 
 def _print(report: Any, swept: dict[str, Any] | None) -> None:
+    keyed = report.keyed
     if report.ok:
         print(f"ok: {report.events} events; head {report.head_hash or '(empty chain)'}"
               f"; signatures checked {report.signatures_checked}, unverified {report.unverified}")
+    elif keyed["checked"] and not keyed["ok"] and report.events:
+        print(f"keyed chain broken at sequence {report.first_bad_sequence}: {report.reason} "
+              f"(the hash chain of {report.events} events holds)")
     else:
         print(f"chain broken at sequence {report.first_bad_sequence}: {report.reason} "
               f"({report.events} events verified before it)")
+    _print_keyed(keyed)
     if swept is None:
         return
     print(f"deep: {swept['memories']} memories, {swept['links']} links, "
@@ -134,6 +146,27 @@ def _print(report: Any, swept: dict[str, Any] | None) -> None:
         print(f"  ... {swept['mismatch_count'] - len(swept['mismatches'])} more")
 
 
+def _print_keyed(keyed: dict[str, Any]) -> None:
+    if not keyed["checked"]:
+        print(f"keyed: not checked: {keyed['reason']}")
+        return
+    print(f"keyed: {keyed['macs_checked']} MACs checked from event {keyed['keyed_from']} "
+          f"(key versions {keyed['key_versions']}); {keyed['unkeyed_before']} events before "
+          f"the key; {keyed['fault_count']} faults")
+    for fault in keyed["faults"]:
+        print(f"  event {fault['sequence']}: {fault['problem']}")
+    if keyed["truncated"]:
+        print(f"  ... {keyed['fault_count'] - len(keyed['faults'])} more")
+
+
+def _load_master(file: Path | None, directory: Path | None) -> Any:
+    from attested_cortex.attest.masterkeys import load_key_file, load_ring_dir
+
+    if file is not None:
+        return load_key_file(file)
+    return None if directory is None else load_ring_dir(directory)
+
+
 def _load_keyring(keys: Path | None) -> Any:
     from attested_cortex.attest.loading import load_snapshot
 
@@ -144,7 +177,7 @@ def _load_keyring(keys: Path | None) -> Any:
     return load_snapshot(keys).keyring
 
 
-async def _verify(database_url: str, keyring: Any, *, wait_seconds: float,
+async def _verify(database_url: str, keyring: Any, master: Any, *, wait_seconds: float,
                   deep: bool) -> tuple[Any, dict[str, Any] | None]:
     from attested_cortex.attest.auditing import verify_chain
     from attested_cortex.attest.sweeping import sweep
@@ -158,8 +191,10 @@ async def _verify(database_url: str, keyring: Any, *, wait_seconds: float,
     )
     try:
         async with database.connection() as conn:
-            report = await verify_chain(conn, keyring=keyring)
-            swept = (await sweep(conn)).as_json() if deep else None
+            distrusted: set[int] = set()
+            report = await verify_chain(conn, keyring=keyring, master=master,
+                                        distrusted=distrusted)
+            swept = (await sweep(conn, distrusted)).as_json() if deep else None
             return report, swept
     finally:
         await database.close()

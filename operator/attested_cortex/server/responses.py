@@ -238,6 +238,28 @@ class DeepAuditOut(BaseModel):
     truncated: bool
 
 
+class KeyedFaultOut(BaseModel):
+    """One event of the keyed chain appended without the master key, or with a bad MAC."""
+
+    sequence: int
+    problem: str = Field(description="unkeyed_event, bad_mac or unknown_mac_key")
+
+
+class KeyedChainOut(BaseModel):
+    """The HMAC-keyed chain (ADR 0051): checked with the server's master key, else why not."""
+
+    checked: bool
+    ok: bool | None
+    reason: str | None = Field(None, description="Why it was not checked (no master key)")
+    key_versions: list[int] | None = None
+    keyed_from: int | None = Field(None, description="The first event with a MAC")
+    unkeyed_before: int | None = Field(None, description="Events before it (not faults)")
+    macs_checked: int | None = None
+    fault_count: int | None = None
+    faults: list[KeyedFaultOut] | None = None
+    truncated: bool | None = None
+
+
 class AuditVerifyOut(BaseModel):
     """The whole signed_events chain verified."""
 
@@ -248,6 +270,7 @@ class AuditVerifyOut(BaseModel):
     head_hash: str | None
     signatures_checked: int
     unverified: int
+    keyed: KeyedChainOut
     deep: DeepAuditOut | None = Field(None, description="With deep=true: the row sweep")
 
 

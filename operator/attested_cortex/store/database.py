@@ -24,6 +24,7 @@ from psycopg.rows import dict_row
 
 from attested_cortex.errors import NotReadyError
 from attested_cortex.store.errors import translating
+from attested_cortex.store.events import ChainSeal, bind_seal
 from attested_cortex.store.pooling import Conn, Pool, PoolSettings
 
 ConfigureFn = Callable[[Conn], Awaitable[None]]
@@ -58,10 +59,11 @@ class Database:
         cls, dsn: str, *, min_size: int = 2, max_size: int = 10,
         configure: ConfigureFn | None = None, wait_seconds: float = 10.0,
         settings: PoolSettings | None = None, lock_timeout_s: float | None = None,
-        statement_timeout_s: float | None = None,
+        statement_timeout_s: float | None = None, seal: ChainSeal | None = None,
     ) -> Database:
         """Open the pool and wait until ``min_size`` connections work (or raise
-        NotReadyError after ``wait_seconds``)."""
+        NotReadyError after ``wait_seconds``). With ``seal`` every event a connection
+        appends is sealed in the keyed chain (:func:`.events.bind_seal`, ADR 0051)."""
 
         async def connect() -> Conn:
             # autocommit: a read is one round trip (no implicit transaction to roll back
@@ -85,6 +87,8 @@ class Database:
                     _ms(chosen.statement_timeout_s)))
                 if configure is not None:
                     await configure(conn)
+                if seal is not None:
+                    bind_seal(conn, seal)
             except BaseException:
                 await conn.close()
                 raise

@@ -9,6 +9,13 @@ Appends serialize on a transaction-scoped advisory lock that the BEFORE INSERT t
 the last statement of the write transaction. The trigger also computes the event's sequence,
 prev_hash, payload_hash, created_at and hash: :func:`append` sends only what the writer
 states (agent, type, payload, signature, key) and reads back what the database made of it.
+
+The keyed chain (migration 0014, ADR 0051): a connection of a database opened with a
+:class:`ChainSeal` (:func:`bind_seal`, done by :meth:`.database.Database.open`) seals every
+event it appends, whatever the path: after the insert it has the event's hash and the MAC of
+the event before (``prev_mac``, which the trigger reads under the chain lock), asks the seal
+for the MAC and inserts it into ``signed_event_macs`` while the lock is still held. The seal
+is a callable from ``attest`` (the key never reaches this layer's SQL, nor the database).
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
+from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import errors as pg
@@ -28,6 +36,8 @@ from attested_cortex.store.errors import translate, translating
 #: The chain lock's advisory key ("atcxchai"); distinct from the migrator's.
 CHAIN_LOCK_KEY = 0x6174_6378_6368_6169
 GENESIS_HASH = bytes(32)
+#: The MAC an event chains from when the event before it has none (or it is the first).
+GENESIS_MAC = bytes(32)
 STATEMENT_INDEX = "signed_events_statement_idx"
 _COLUMNS = (
     "sequence, agent_id, event_type, payload, payload_hash, signature, key_fingerprint, "
@@ -49,6 +59,63 @@ class EventRow:
     prev_hash: bytes
     hash: bytes
     created_at: datetime
+    #: The keyed chain (migration 0014): this event's MAC row, when it has one.
+    mac: bytes | None = None
+    mac_version: int | None = None
+
+
+class ChainSeal(Protocol):
+    """What computes the keyed chain's MACs (:class:`attested_cortex.attest.keyedchain.Seal`)."""
+
+    @property
+    def version(self) -> int:
+        """The master key version whose ``audit`` subkey this seal uses."""
+        ...
+
+    def __call__(self, prev_mac: bytes, event_hash: bytes) -> bytes:
+        """HMAC-SHA256(subkey, prev_mac || event_hash)."""
+        ...
+
+
+_SEALS: WeakKeyDictionary[psycopg.AsyncConnection[Any], ChainSeal] = WeakKeyDictionary()
+
+
+def bind_seal(conn: psycopg.AsyncConnection[Any], seal: ChainSeal) -> None:
+    """Seal every event ``conn`` appends from now on (for the connection's life)."""
+    _SEALS[conn] = seal
+
+
+def sealed(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether appends on ``conn`` are sealed."""
+    return conn in _SEALS
+
+
+#: What :func:`seal_appended` needs of each appended event: sequence, hash, prev_mac.
+Appended = tuple[int, bytes, bytes | None]
+#: ``RETURNING`` of an append that is to be sealed.
+SEAL_RETURNING = "sequence, hash, prev_mac"
+
+
+async def seal_appended(conn: psycopg.AsyncConnection[Any], appended: Sequence[Appended]
+                        ) -> None:
+    """Insert the MACs of events this transaction just appended (contiguous: it holds the
+    chain lock), in sequence order: the first chains from its ``prev_mac``, each next one
+    from the MAC before it. Nothing without a seal on ``conn``."""
+    seal = _SEALS.get(conn)
+    if seal is None or not appended:
+        return
+    ordered = sorted((int(s), bytes(h), None if p is None else bytes(p)) for s, h, p in appended)
+    prev = ordered[0][2] or GENESIS_MAC
+    sequences, macs = [], []
+    for sequence, digest, _ in ordered:
+        prev = seal(prev, digest)
+        sequences.append(sequence)
+        macs.append(prev)
+    with translating():
+        await conn.execute(
+            "INSERT INTO signed_event_macs (sequence, key_version, mac) SELECT s, %s, m "
+            "FROM unnest(%s::bigint[], %s::bytea[]) AS u(s, m)",
+            (seal.version, sequences, macs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +149,7 @@ async def append(
     already recorded is a replay (ConflictError)."""
     try:
         cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
-            f"{APPEND_VALUES} RETURNING {_COLUMNS}",
+            f"{APPEND_VALUES} RETURNING {_COLUMNS}, prev_mac",
             (agent_id, event_type, payload, signature, key_fingerprint),
         )
         row = await cur.fetchone()
@@ -92,7 +159,9 @@ async def append(
             raise
         raise domain from exc
     assert row is not None
-    return _row(row)
+    event = _row(row[:-1])
+    await seal_appended(conn, [(event.sequence, event.hash, row[-1])])
+    return event
 
 
 async def append_many(conn: psycopg.AsyncConnection[Any], pending: Sequence[PendingEvent]
@@ -101,9 +170,20 @@ async def append_many(conn: psycopg.AsyncConnection[Any], pending: Sequence[Pend
     and hashes each in turn)."""
     if not pending:
         return
+    params = [event.params() for event in pending]
     with translating_events(pending[0]):
-        async with conn.cursor() as cur:
-            await cur.executemany(APPEND_VALUES, [event.params() for event in pending])
+        async with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
+            if not sealed(conn):
+                await cur.executemany(APPEND_VALUES, params)
+                return
+            await cur.executemany(f"{APPEND_VALUES} RETURNING {SEAL_RETURNING}", params,
+                                  returning=True)
+            appended: list[Appended] = []
+            while True:
+                appended.extend(await cur.fetchall())
+                if not cur.nextset():
+                    break
+    await seal_appended(conn, appended)
 
 
 async def append_rows(conn: psycopg.AsyncConnection[Any], pending: Sequence[PendingEvent]
@@ -115,11 +195,13 @@ async def append_rows(conn: psycopg.AsyncConnection[Any], pending: Sequence[Pend
         return
     columns = list(zip(*(event.params() for event in pending), strict=True))
     with translating_events(pending[0]):
-        await conn.execute(
+        cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
             "INSERT INTO signed_events (agent_id, event_type, payload, signature, "
             "key_fingerprint) SELECT a, t, p, s, k FROM unnest(%s::text[], %s::text[], "
             "%s::bytea[], %s::bytea[], %s::text[]) WITH ORDINALITY AS e(a, t, p, s, k, n) "
-            "ORDER BY n", [list(column) for column in columns])
+            f"ORDER BY n RETURNING {SEAL_RETURNING}", [list(column) for column in columns])
+        appended = await cur.fetchall()
+    await seal_appended(conn, appended)
 
 
 async def statement_recorded(
@@ -147,9 +229,10 @@ async def recorded_statements(
 
 
 async def stream_events(
-    conn: psycopg.AsyncConnection[Any], *, batch: int = 5000
+    conn: psycopg.AsyncConnection[Any], *, batch: int = 5000, with_macs: bool = False,
 ) -> AsyncGenerator[list[EventRow], None]:
-    """Every event in sequence order, in batches, through a server-side cursor.
+    """Every event in sequence order, in batches, through a server-side cursor;
+    ``with_macs``: with its MAC row (migration 0014; a schema before it is not read so).
 
     Opens its own transaction (a named cursor lives inside one). Events appended while the
     scan runs come after every row it reads, so they never disturb what it checks.
@@ -160,7 +243,10 @@ async def stream_events(
                 "signed_events_scan", row_factory=psycopg.rows.tuple_row, binary=True
             )
             async with cursor:
-                await cursor.execute(f"SELECT {_COLUMNS} FROM signed_events ORDER BY sequence")
+                await cursor.execute(
+                    f"SELECT {_QUALIFIED}, m.mac, m.key_version FROM signed_events e "
+                    "LEFT JOIN signed_event_macs m USING (sequence) ORDER BY e.sequence"
+                    if with_macs else f"SELECT {_COLUMNS} FROM signed_events ORDER BY sequence")
                 while rows := await cursor.fetchmany(batch):
                     yield [_row(r) for r in rows]
 
@@ -199,9 +285,16 @@ def _insert_error(exc: psycopg.Error, *, event_type: str) -> CortexError | None:
     return translate(exc)
 
 
+_QUALIFIED = ", ".join(f"e.{column.strip()}" for column in _COLUMNS.split(","))
+
+
 def _row(r: tuple[Any, ...]) -> EventRow:
-    sequence, agent_id, event_type, payload, payload_hash, signature, fpr, prev, digest, at = r
+    """An :class:`EventRow` from :data:`_COLUMNS` (and, streamed, the MAC and its version)."""
+    sequence, agent_id, event_type, payload, payload_hash, signature, fpr, prev, digest, at = \
+        r[:10]
+    mac, version = r[10:] if len(r) == 12 else (None, None)
     return EventRow(
         sequence, agent_id, event_type, bytes(payload), bytes(payload_hash),
         None if signature is None else bytes(signature), fpr, bytes(prev), bytes(digest), at,
+        None if mac is None else bytes(mac), version,
     )

@@ -25,6 +25,8 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memories"),
     ("SELECT, INSERT, UPDATE", "links"),
     ("SELECT, INSERT", "signed_events"),
+    # The keyed chain's MACs (migration 0014): appended only, like the events they seal.
+    ("SELECT, INSERT", "signed_event_macs"),
     ("SELECT, INSERT, UPDATE, DELETE", "pending_actions"),
     ("SELECT, INSERT, DELETE", "approval_signatures"),
     ("SELECT, INSERT", "remembered_rules"),

@@ -13,11 +13,17 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from attested_cortex.errors import ConflictError, NotFoundError, TooLargeError
 from attested_cortex.store.database import Conn
-from attested_cortex.store.events import PendingEvent, translating_events
+from attested_cortex.store.events import (
+    PendingEvent,
+    seal_appended,
+    sealed,
+    translating_events,
+)
 
 _COLUMNS = (
     "id, namespace, title, content, tags, metadata, author, revision, "
@@ -83,25 +89,55 @@ async def insert_recorded(
     """Insert a new memory and append its audit ``event`` in one statement (one round trip,
     atomic without an explicit transaction), in the lock order of every write: the author's
     usage row first (locked, and the cap checked, by ``cortex_reserve_bytes``), the chain
-    lock last (the append, fed by the inserted row). Past ``cap``: :class:`CapReachedError`."""
+    lock last (the append, fed by the inserted row). Past ``cap``: :class:`CapReachedError`.
+
+    On a sealed connection (the keyed chain, migration 0014) the MAC must be inserted before
+    the chain lock is released, so the statement runs in a transaction, pipelined: BEGIN and
+    the statement in one round trip, the MAC and COMMIT in a second."""
+    keyed = sealed(conn)
     query = (
         "WITH u AS (SELECT cortex_reserve_bytes(%s, %s, %s) AS used), "
         "m AS (INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
         f"SELECT %s, %s, %s, %s, %s, %s, %s FROM u RETURNING {_COLUMNS}), "
         "e AS (INSERT INTO signed_events (agent_id, event_type, payload, signature, "
-        "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m) SELECT * FROM m")
+        "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m"
+        + (" RETURNING sequence, hash, prev_mac) SELECT m.*, e.sequence AS chain_sequence, "
+           "e.hash AS chain_hash, e.prev_mac AS chain_prev_mac FROM m, e" if keyed
+           else ") SELECT * FROM m"))
     params = (author, adds, cap, memory_id, namespace, title, content, list(tags),
               Jsonb(metadata), author, *event.params())
     try:
         with translating_events(event):
-            cur = await conn.execute(query, params)
+            if not keyed:
+                row = await (await conn.execute(query, params)).fetchone()
+            else:
+                row = await _sealed_in_two_round_trips(conn, query, params)
     except psycopg.Error as exc:  # the rest: the connection scope's translation
         if exc.sqlstate == CAP_REACHED:
             raise CapReachedError(int(exc.diag.message_detail or 0)) from exc
         raise
-    row = await cur.fetchone()
     assert row is not None
     return memory_from_row(row)
+
+
+async def _sealed_in_two_round_trips(conn: Conn, query: str, params: tuple[Any, ...]
+                                     ) -> dict[str, Any] | None:
+    """BEGIN and the statement in one round trip; the MAC and COMMIT in a second (psycopg's
+    ``transaction()`` inside a pipeline syncs at COMMIT and again at the pipeline's end:
+    three). On any error the transaction is rolled back before the connection goes back."""
+    try:
+        async with conn.pipeline():
+            await conn.execute("BEGIN")
+            row = await (await conn.execute(query, params)).fetchone()
+            assert row is not None
+            await seal_appended(conn, [(row["chain_sequence"], row["chain_hash"],
+                                        row["chain_prev_mac"])])
+            await conn.execute("COMMIT")
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+            await conn.execute("ROLLBACK")
+        raise
+    return row
 
 
 @dataclass(frozen=True)

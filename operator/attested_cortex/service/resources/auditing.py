@@ -103,11 +103,13 @@ def _count(registry: CollectorRegistry | None, *, deep: bool, result: str) -> No
 
 async def _walk(svc: Services, *, deep: bool) -> Report:
     keyring = attesting.snapshot(svc.keys).keyring
+    distrusted: set[int] = set()
     async with svc.db.connection() as conn:
-        report = dataclasses.asdict(await verify_chain(conn, keyring=keyring))
+        report = dataclasses.asdict(await verify_chain(
+            conn, keyring=keyring, master=svc.key_ring, distrusted=distrusted))
         await conn.rollback()
         if deep:
-            swept = (await sweep(conn)).as_json()
+            swept = (await sweep(conn, distrusted)).as_json()
             report["deep"] = swept
             report["ok"] = bool(report["ok"] and swept["ok"])
     return report

@@ -63,7 +63,19 @@ def attestation(svc: Services) -> dict[str, Any]:
         "agents": agents[:100],
         "cortex_custody_agents": sorted(keys.signing_keys)[:100],
         "levels": ["unsigned", "self_signed", "peer_attested"],
+        "keyed_chain": keyed_chain(svc),
     }
+
+
+def keyed_chain(svc: Services) -> dict[str, Any]:
+    """Whether this server seals the audit chain with the master key (ADR 0051): without a
+    key it works as before, appending events the keyed audit cannot tell from the role's."""
+    ring = svc.key_ring
+    if ring is None:
+        return {"enabled": False, "reason": "no master key: events are hash-chained only "
+                "and the deep audit cannot tell the server's records from the database "
+                "role's"}
+    return {"enabled": True, "key_version": ring.current, "mac": "HMAC-SHA256"}
 
 
 def recall_capabilities(svc: Services) -> dict[str, Any]:
