@@ -36,6 +36,13 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT", "agent_usage"),
     # A key is taken in its write's transaction, answered after it; never deleted (ADR 0030).
     ("SELECT, INSERT, UPDATE", "idempotency_keys"),
+    # The spoke-memory family (migration 0017, ADR 0060): rows are updated, never deleted
+    # (a revoke, a freeze, a tombstone and a receipt's completion are updates).
+    ("SELECT, INSERT, UPDATE", "memory_spaces"),
+    ("SELECT, INSERT, UPDATE", "memory_subjects"),
+    ("SELECT, INSERT, UPDATE", "memory_grants"),
+    ("SELECT, INSERT, UPDATE", "memory_records"),
+    ("SELECT, INSERT, UPDATE", "memory_receipts"),
 )
 
 
