@@ -1,0 +1,295 @@
+"""``POST /v1/spoke/memory`` on a real server and PostgreSQL, agents with real tokens:
+the capability gate, describe, spaces (first use, freeze), subjects, grants (issuing within
+coverage, revoke re-checked on the next op), records (CAS, tombstones), receipts and the
+durable idempotency of every mutating op (one effect for twenty concurrent requests)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from attested_cortex.service.pipeline.calls import STEPS
+from attested_cortex.service.pipeline.operations import SPOKE_MEMORY
+from attested_cortex.service.resources.spoke_ops import HANDLERS
+from tests.server.test_permissions_api import Agents, agents
+from tests.server.test_pipeline import runs, tracing
+from tests.support.cortex import MakeCortex, Reply
+
+OWNER = "memory.override,memory.write,memory.read,memory.forget,audit.read"
+PATH = "/v1/spoke/memory"
+
+
+async def op(team: Agents, who: str, name: str, request: dict[str, Any], *,
+             key: str | None = None, flags: str | None = None) -> Reply:
+    body: dict[str, Any] = {"op": name, "request": request}
+    if key is not None:
+        body["idempotency_key"] = key
+    headers = {"X-Spoke-Capabilities": flags} if flags is not None else {}
+    return await team.call(who, "POST", PATH, body, **headers)
+
+
+async def ok(team: Agents, who: str, name: str, request: dict[str, Any],
+             **more: Any) -> Any:
+    reply = await op(team, who, name, request, **more)
+    assert reply.status == 200, reply.text
+    return reply.body
+
+
+def refused(reply: Reply, status: int, code: str) -> dict[str, Any]:
+    assert reply.status == status and reply.body["error"]["code"] == code, reply.text
+    found: dict[str, Any] = reply.body["error"]
+    return found
+
+
+@pytest.fixture
+async def team(make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> Agents:
+    return await agents(make_cortex, migrated_pg15_dsn, tmp_path,
+                        {"owner": OWNER, "alice": "", "bob": "", "reader": "memory.read"})
+
+
+async def seeded(team: Agents) -> None:
+    """Space ``kb`` with subject ``u1``; alice may read/write u1 in context c1 and grant."""
+    await ok(team, "owner", "memory.subjects.ensure", {"space_id": "kb", "subject_id": "u1",
+                                                      "kind": "person:human"})
+    await ok(team, "owner", "memory.grants.grant", {
+        "space_id": "kb", "principal_id": "alice", "subject_ids": ["u1"],
+        "context_ids": ["c1"], "capabilities": ["records_read", "records_write", "grants"]})
+
+
+async def test_the_capability_gate_runs_before_any_handler(team: Agents) -> None:
+    described = await ok(team, "alice", "memory.describe", {})
+    assert described["served_flags"] == ["spoke-memory"]
+    assert described["protocol_version"] and described["engine_policy_version"]
+    gated = refused(await op(team, "alice", "memory.exports.create", {"space_id": "x"}),
+                    400, "capability_missing")
+    assert gated["details"]["required"] == "spoke-memory-transfer"
+    # negotiated but not served yet: past the gate, 501
+    refused(await op(team, "alice", "memory.exports.create", {"space_id": "kb"},
+                     flags="spoke-memory, spoke-memory-transfer"), 501, "not_served")
+    refused(await op(team, "alice", "memory.describe", {}, flags="spoke-memory-transfer"),
+            400, "invalid_input")
+    refused(await op(team, "alice", "memory.nothing", {}), 400, "unknown_op")
+    bad = refused(await op(team, "alice", "memory.records.list",
+                           {"space_id": "kb", "cognition_filter": {"kind": "x"}}),
+                  400, "invalid_input")
+    assert bad["details"]["reason"] == "unsupported_cognition_requirement"
+    refused(await op(team, "alice", "memory.subjects.get", {"space_id": "../x",
+                                                            "subject_id": "u"}),
+            400, "invalid_input")
+    refused(await op(team, "alice", "memory.describe", {"extra": 1}), 400, "invalid_input")
+    assert (await team.call("alice", "POST", PATH, {"op": "memory.describe"},
+                            Authorization="Bearer nope")).status == 401
+
+
+async def test_spaces_subjects_and_freeze(team: Agents) -> None:
+    refused(await op(team, "alice", "memory.subjects.ensure", {
+        "space_id": "kb", "subject_id": "u1"}), 403, "grant_missing")
+    await seeded(team)
+    spaces = (await ok(team, "owner", "memory.spaces.list", {}))["spaces"]
+    assert [(s["space_id"], s["revision"], s["frozen"], s["pending_receipts"])
+            for s in spaces] == [("kb", 1, False, 0)]
+    assert [s["space_id"] for s in (await ok(team, "alice", "memory.spaces.list", {}))[
+        "spaces"]] == ["kb"]
+    assert (await ok(team, "bob", "memory.spaces.list", {}))["spaces"] == []
+    subject = await ok(team, "alice", "memory.subjects.get", {"space_id": "kb",
+                                                              "subject_id": "u1"})
+    assert subject["state"] == "active" and subject["kind"] == "person:human"
+    refused(await op(team, "alice", "memory.subjects.get", {"space_id": "kb",
+                                                            "subject_id": "u2"}),
+            403, "grant_missing")
+    refused(await op(team, "owner", "memory.subjects.get", {"space_id": "kb",
+                                                            "subject_id": "u2"}),
+            404, "subject_not_found")
+    refused(await op(team, "owner", "memory.subjects.ensure", {
+        "space_id": "kb", "subject_id": "u1", "kind": "person:bot"}), 409,
+        "subject_kind_mismatch")
+    refused(await op(team, "alice", "memory.spaces.freeze", {"space_id": "kb"}), 403,
+            "grant_missing")
+    refused(await op(team, "owner", "memory.spaces.freeze", {"space_id": "kb",
+                                                             "expected_revision": 9}),
+            409, "revision_conflict")
+    frozen = await ok(team, "owner", "memory.spaces.freeze", {"space_id": "kb",
+                                                              "expected_revision": 1})
+    assert frozen["status"] == "committed" and frozen["revision"] == 2
+    refused(await op(team, "owner", "memory.spaces.freeze", {"space_id": "kb"}), 409,
+            "space_frozen")
+    record = {"space_id": "kb", "subject_id": "u1", "content": {"text": "x"},
+              "placement": {"context_id": "c1"}}
+    refused(await op(team, "alice", "memory.records.create", record), 409, "space_frozen")
+    await ok(team, "alice", "memory.subjects.get", {"space_id": "kb", "subject_id": "u1"})
+    await ok(team, "owner", "memory.spaces.unfreeze", {"space_id": "kb"})
+    refused(await op(team, "owner", "memory.spaces.unfreeze", {"space_id": "kb"}), 409,
+            "space_not_frozen")
+    # fences: a subject, then one context of it
+    await ok(team, "owner", "memory.subjects.fence", {"space_id": "kb", "subject_id": "u1",
+                                                      "action": "fence_context",
+                                                      "context_id": "c1"})
+    refused(await op(team, "alice", "memory.records.create", record), 409, "context_fenced")
+    await ok(team, "owner", "memory.subjects.fence", {"space_id": "kb", "subject_id": "u1",
+                                                      "action": "unfence_context",
+                                                      "context_id": "c1"})
+    await ok(team, "owner", "memory.subjects.fence", {"space_id": "kb", "subject_id": "u1",
+                                                      "action": "fence"})
+    refused(await op(team, "alice", "memory.records.create", record), 409, "subject_fenced")
+    await ok(team, "owner", "memory.subjects.fence", {"space_id": "kb", "subject_id": "u1",
+                                                      "action": "unfence"})
+    await ok(team, "alice", "memory.records.create", record)
+    refused(await op(team, "reader", "memory.records.create", record), 403, "scope_denied")
+    refused(await op(team, "alice", "memory.subjects.get", {"space_id": "nowhere",
+                                                            "subject_id": "u1"}),
+            403, "grant_missing")
+
+
+async def test_grants_stay_within_coverage_and_revoke_is_terminal(team: Agents) -> None:
+    await seeded(team)
+    within = {"space_id": "kb", "principal_id": "bob", "subject_ids": ["u1"],
+              "context_ids": ["c1"], "capabilities": ["records_read"]}
+    for wider in ({"capabilities": ["records_read", "admin"]}, {"subject_ids": None},
+                  {"context_ids": ["c1", "c2"]}, {"shared_access": True}):
+        refused(await op(team, "alice", "memory.grants.grant", {**within, **wider}), 403,
+                "grant_amplification")
+    refused(await op(team, "alice", "memory.grants.grant", {
+        **within, "expires_at": "2001-01-01T00:00:00Z"}), 400, "invalid_input")
+    receipt = await ok(team, "alice", "memory.grants.grant", within)
+    grant_id = receipt["refs"][0]
+    mine = (await ok(team, "bob", "memory.grants.list", {"space_id": "kb"}))["grants"]
+    assert [(g["grant_id"], g["issued_by"], g["capabilities"]) for g in mine] == [
+        (grant_id, "alice", ["records_read"])]
+    refused(await op(team, "bob", "memory.grants.list", {"space_id": "kb", "view": "admin"}),
+            403, "grant_missing")
+    assert len((await ok(team, "owner", "memory.grants.list", {
+        "space_id": "kb", "view": "admin"}))["grants"]) == 2
+    made = await ok(team, "alice", "memory.records.create", {
+        "space_id": "kb", "subject_id": "u1", "content": {"text": "secret"},
+        "placement": {"context_id": "c1"}})
+    ref = {"space_id": "kb", "record_id": made["refs"][0]}
+    assert (await ok(team, "bob", "memory.records.get", ref))["content"] == {"text": "secret"}
+    refused(await op(team, "bob", "memory.grants.revoke", {"space_id": "kb",
+                                                           "grant_id": grant_id}),
+            403, "grant_missing")
+    await ok(team, "alice", "memory.grants.revoke", {"space_id": "kb", "grant_id": grant_id})
+    refused(await op(team, "bob", "memory.records.get", ref), 404, "record_not_found")
+    refused(await op(team, "owner", "memory.grants.revoke", {"space_id": "kb",
+                                                             "grant_id": grant_id}),
+            409, "grant_revoked")
+    refused(await op(team, "owner", "memory.grants.revoke", {
+        "space_id": "kb", "grant_id": "00000000-0000-0000-0000-000000000000"}), 404,
+        "grant_not_found")
+
+
+async def test_records_cas_tombstones_and_native_visibility(team: Agents) -> None:
+    await seeded(team)
+    cognition = [{"view": "recorded_at", "kind": "belief", "attribution": "u1",
+                  "basis": "said so", "recorded_at": "2026-12-01T00:00:00Z"}]
+    create = {"space_id": "kb", "subject_id": "u1", "kind": "note:fact",
+              "content": {"text": "likes tea", "structured": {"drink": "tea"},
+                          "cognition": []},
+              "placement": {"context_id": "c1"}, "source_context_id": "chat-7"}
+    receipt = await ok(team, "alice", "memory.records.create", create)
+    assert receipt["status"] == "committed" and receipt["revision"] == 1
+    assert "likes tea" not in str(receipt)  # content-free
+    ref = {"space_id": "kb", "record_id": receipt["refs"][0]}
+    record = await ok(team, "alice", "memory.records.get", ref)
+    assert record["content"] == create["content"] and record["revision"] == 1
+    assert record["provenance"] == {"source_context_id": "chat-7", "captured_by": "alice",
+                                    "candidate_id": None}
+    # the record is a memory: native reads and the chain see it
+    native = await team.call("alice", "GET", f"/v1/memories/{ref['record_id']}")
+    assert native.status == 200 and native.body["namespace"] == "kb"
+    bad = refused(await op(team, "alice", "memory.records.create", {
+        **create, "content": {"text": "x", "cognition": [{"view": "now"}]}}), 400,
+        "invalid_input")
+    assert bad["details"]["reason"] == "invalid_cognition_record"
+    refused(await op(team, "alice", "memory.records.create", {
+        **create, "placement": {"context_id": "c2"}}), 403, "grant_missing")
+    refused(await op(team, "alice", "memory.records.create", {
+        **create, "subject_id": "u9"}), 403, "grant_missing")
+    refused(await op(team, "owner", "memory.records.create", {
+        **create, "subject_id": "u9"}), 404, "subject_not_found")
+    update = {**ref, "expected_revision": 1, "content": {"text": "likes coffee",
+                                                         "cognition": cognition}}
+    assert (await ok(team, "alice", "memory.records.update", update))["revision"] == 2
+    refused(await op(team, "alice", "memory.records.update", update), 409,
+            "revision_conflict")
+    updated = await ok(team, "alice", "memory.records.get", ref)
+    assert updated["content"] == {"text": "likes coffee", "cognition": cognition}
+    assert updated["kind"] == "note:fact"
+    refused(await op(team, "alice", "memory.records.delete", {**ref, "expected_revision": 1}),
+            409, "revision_conflict")
+    await ok(team, "alice", "memory.records.delete", {**ref, "expected_revision": 2})
+    tomb = await ok(team, "alice", "memory.records.get", ref)
+    assert tomb["content"] == {"text": ""} and tomb["tombstone"] is True
+    refused(await op(team, "alice", "memory.records.update", {**update,
+                                                              "expected_revision": 3}),
+            409, "record_deleted")
+    audit = await team.call("owner", "GET", "/v1/audit/verify")
+    assert audit.body["ok"] is True and audit.body["events"] == 3, audit.text
+
+
+async def test_receipts_are_durable_and_keyed_per_space_principal_op(
+    team: Agents, make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    await seeded(team)
+    create = {"space_id": "kb", "subject_id": "u1", "content": {"text": "once"},
+              "placement": {"context_id": "c1"}}
+    replies = await asyncio.gather(*(op(team, "alice", "memory.records.create", create,
+                                        key="k-1") for _ in range(20)))
+    assert {r.status for r in replies} == {200}, [r.text for r in replies if r.status != 200]
+    assert len({r.text for r in replies}) == 1  # twenty identical receipts
+    receipt = replies[0].body
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        count = conn.execute("SELECT count(*) FROM memory_records").fetchone()
+    assert count is not None and count[0] == 1  # one effect
+    refused(await op(team, "alice", "memory.records.create",
+                     {**create, "content": {"text": "twice?"}}, key="k-1"),
+            409, "idempotency_key_reused")
+    # the same key is another request for another principal or op
+    other = await ok(team, "owner", "memory.records.create", create, key="k-1")
+    assert other["receipt_id"] != receipt["receipt_id"]
+    got = await ok(team, "alice", "memory.receipts.get", {
+        "space_id": "kb", "receipt_id": receipt["receipt_id"]})
+    assert got == receipt
+    refused(await op(team, "bob", "memory.receipts.get", {
+        "space_id": "kb", "receipt_id": receipt["receipt_id"]}), 404, "receipt_not_found")
+    # a refused request leaves its key free
+    refused(await op(team, "alice", "memory.records.create",
+                     {**create, "placement": {"context_id": "c2"}}, key="k-2"), 403,
+            "grant_missing")
+    await ok(team, "alice", "memory.records.create", create, key="k-2")
+    # forever: a new server on the same database answers the same receipt
+    (tmp_path / "again").mkdir()
+    again = await agents(make_cortex, migrated_pg15_dsn, tmp_path / "again",
+                         {"alice": ""})
+    assert await ok(again, "alice", "memory.records.create", create, key="k-1") == receipt
+
+
+async def test_every_served_op_runs_every_pipeline_step(team: Agents) -> None:
+    trace = tracing(team.client)
+    await seeded(team)
+    space, subject = {"space_id": "kb"}, {"space_id": "kb", "subject_id": "u1"}
+    made = await ok(team, "alice", "memory.records.create", {
+        **subject, "content": {"text": "t"}, "placement": {"context_id": "c1"}})
+    ref = {**space, "record_id": made["refs"][0]}
+    granted = await ok(team, "owner", "memory.grants.grant", {
+        **space, "principal_id": "bob", "capabilities": ["records_read"]})
+    for who, name, request in [
+        ("alice", "memory.describe", {}), ("alice", "memory.spaces.list", {}),
+        ("owner", "memory.spaces.freeze", space), ("owner", "memory.spaces.unfreeze", space),
+        ("alice", "memory.subjects.get", subject),
+        ("owner", "memory.subjects.fence", {**subject, "action": "fence_context",
+                                            "context_id": "c9"}),
+        ("alice", "memory.grants.list", space),
+        ("owner", "memory.grants.revoke", {**space, "grant_id": granted["refs"][0]}),
+        ("alice", "memory.records.get", ref),
+        ("alice", "memory.records.update", {**ref, "expected_revision": 1,
+                                            "kind": "note:x"}),
+        ("alice", "memory.records.delete", {**ref, "expected_revision": 2}),
+        ("alice", "memory.receipts.get", {**space, "receipt_id": made["receipt_id"]}),
+    ]:
+        await ok(team, who, name, request)
+    full = {op for op, steps in runs(trace) if steps == STEPS}
+    assert full == {SPOKE_MEMORY[name].name for name in HANDLERS}
