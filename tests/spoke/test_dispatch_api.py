@@ -14,7 +14,7 @@ import pytest
 
 from attested_cortex.service.pipeline.calls import STEPS
 from attested_cortex.service.pipeline.operations import SPOKE_MEMORY
-from attested_cortex.service.resources.spoke_ops import HANDLERS
+from attested_cortex.service.resources.spoke_dispatch import HANDLERS
 from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import runs, tracing
 from tests.support.cortex import MakeCortex, Reply
@@ -91,7 +91,7 @@ async def test_spaces_subjects_and_freeze(team: Agents) -> None:
     await seeded(team)
     spaces = (await ok(team, "owner", "memory.spaces.list", {}))["spaces"]
     assert [(s["space_id"], s["revision"], s["frozen"], s["pending_receipts"])
-            for s in spaces] == [("kb", 1, False, 0)]
+            for s in spaces] == [("kb", 2, False, 0)]  # a grant change bumps the revision
     assert [s["space_id"] for s in (await ok(team, "alice", "memory.spaces.list", {}))[
         "spaces"]] == ["kb"]
     assert (await ok(team, "bob", "memory.spaces.list", {}))["spaces"] == []
@@ -113,8 +113,8 @@ async def test_spaces_subjects_and_freeze(team: Agents) -> None:
                                                              "expected_revision": 9}),
             409, "revision_conflict")
     frozen = await ok(team, "owner", "memory.spaces.freeze", {"space_id": "kb",
-                                                              "expected_revision": 1})
-    assert frozen["status"] == "committed" and frozen["revision"] == 2
+                                                              "expected_revision": 2})
+    assert frozen["status"] == "committed" and frozen["revision"] == 3
     refused(await op(team, "owner", "memory.spaces.freeze", {"space_id": "kb"}), 409,
             "space_frozen")
     record = {"space_id": "kb", "subject_id": "u1", "content": {"text": "x"},
@@ -289,7 +289,138 @@ async def test_every_served_op_runs_every_pipeline_step(team: Agents) -> None:
                                             "kind": "note:x"}),
         ("alice", "memory.records.delete", {**ref, "expected_revision": 2}),
         ("alice", "memory.receipts.get", {**space, "receipt_id": made["receipt_id"]}),
+        ("owner", "memory.records.list", space),
+        ("owner", "memory.recall", {**space, "query": "t"}),
+        ("owner", "memory.profile.update", {**subject, "kind": "style", "text": "brief"}),
+        ("owner", "memory.profile.get", subject),
     ]:
         await ok(team, who, name, request)
+    other = await ok(team, "owner", "memory.records.create", {
+        **subject, "content": {"text": "u"}, "placement": {"context_id": "c1"}})
+    await ok(team, "owner", "memory.records.promote", {
+        **space, "record_id": other["refs"][0], "expected_revision": 1,
+        "placement": {"shared": True}})
+    captured = (await ok(team, "owner", "memory.capture", {
+        **subject, "capture_scope": {"shared": True},
+        "items": [{"text": "a"}, {"text": "b"}]}))["refs"]
+    await ok(team, "owner", "memory.candidates.list", space)
+    await ok(team, "owner", "memory.candidates.get", {**space, "candidate_id": captured[0]})
+    await ok(team, "owner", "memory.candidates.dismiss", {**space,
+                                                          "candidate_id": captured[0]})
+    await ok(team, "owner", "memory.candidates.review", {
+        **space, "candidate_id": captured[1], "decision": "drop"})
     full = {op for op, steps in runs(trace) if steps == STEPS}
     assert full == {SPOKE_MEMORY[name].name for name in HANDLERS}
+
+
+async def test_capture_then_review_is_the_only_candidate_path(team: Agents) -> None:
+    await seeded(team)
+    await ok(team, "owner", "memory.grants.grant", {
+        "space_id": "kb", "principal_id": "bob", "subject_ids": ["u1"], "context_ids": ["c1"],
+        "capabilities": ["capture"]})
+    scope = {"context_id": "c1"}
+    shown = {"shared": False, "context_id": "c1"}  # a placement is answered in full
+    captured = await ok(team, "bob", "memory.capture", {
+        "space_id": "kb", "subject_id": "u1", "capture_scope": scope,
+        "items": [{"text": "I prefer tea"}, {"text": "met at noon"}, {"text": "raw"}]})
+    tea, noon, raw = captured["refs"]
+    listed = (await ok(team, "bob", "memory.candidates.list", {"space_id": "kb"}))["candidates"]
+    assert [(c["classification"], c["capture_scope"]) for c in listed] == [
+        ("preference", shown), ("episodic", shown), ("episodic", shown)]
+    refused(await op(team, "bob", "memory.candidates.review", {
+        "space_id": "kb", "candidate_id": tea, "decision": "promote"}), 403, "grant_missing")
+    refused(await op(team, "alice", "memory.candidates.get", {
+        "space_id": "kb", "candidate_id": tea}), 404, "candidate_not_found")
+    await ok(team, "owner", "memory.grants.grant", {
+        "space_id": "kb", "principal_id": "alice", "subject_ids": ["u1"],
+        "context_ids": ["c1"], "capabilities": ["review"]})
+    promoted = await ok(team, "alice", "memory.candidates.review", {
+        "space_id": "kb", "candidate_id": tea, "decision": "promote",
+        "content_override": {"text": "prefers green tea"}})
+    record = await ok(team, "alice", "memory.records.get", {
+        "space_id": "kb", "record_id": promoted["refs"][1]})
+    assert record["content"] == {"text": "prefers green tea"}
+    assert record["placement"] == shown and record["provenance"]["candidate_id"] == tea
+    refused(await op(team, "alice", "memory.candidates.review", {
+        "space_id": "kb", "candidate_id": tea, "decision": "drop"}), 409, "candidate_consumed")
+    refused(await op(team, "alice", "memory.candidates.review", {
+        "space_id": "kb", "candidate_id": noon, "decision": "fragment"}), 400, "invalid_input")
+    bad = refused(await op(team, "alice", "memory.candidates.review", {
+        "space_id": "kb", "candidate_id": noon, "decision": "fragment",
+        "fragments": [{"text": "ok"}, {"text": "x", "cognition": [{"view": "then"}]}]}),
+        400, "invalid_input")
+    assert bad["details"]["reason"] == "invalid_cognition_record"
+    fragmented = await ok(team, "alice", "memory.candidates.review", {
+        "space_id": "kb", "candidate_id": noon, "decision": "fragment",
+        "fragments": [{"text": "met"}, {"text": "at noon"}]})
+    assert len(fragmented["refs"]) == 3
+    await ok(team, "alice", "memory.candidates.dismiss", {"space_id": "kb",
+                                                          "candidate_id": raw})
+    consumed = await ok(team, "bob", "memory.candidates.get", {"space_id": "kb",
+                                                               "candidate_id": raw})
+    assert consumed["state"] == "dismissed" and consumed["proposed"] == {"text": ""}
+    assert (await ok(team, "bob", "memory.candidates.list", {"space_id": "kb"}))[
+        "candidates"] == []
+
+
+async def test_listing_recall_promote_and_profiles(team: Agents) -> None:
+    await seeded(team)
+    await ok(team, "owner", "memory.subjects.ensure", {"space_id": "kb", "subject_id": "u2"})
+    made = []
+    for subject, placement, source, text in [
+        ("u1", {"context_id": "c1"}, "chat-1", "tea in the morning"),
+        ("u1", {"context_id": "c2"}, "chat-2", "tea at night"),
+        ("u1", {"shared": True}, "chat-1", "coffee never"),
+        ("u2", {"context_id": "c1"}, "chat-1", "tea for two"),
+    ]:
+        made.append((await ok(team, "owner", "memory.records.create", {
+            "space_id": "kb", "subject_id": subject, "content": {"text": text},
+            "placement": placement, "source_context_id": source}))["refs"][0])
+    everything = await ok(team, "owner", "memory.records.list", {"space_id": "kb"})
+    assert everything["total_authorized"] == 4
+    mine = await ok(team, "alice", "memory.records.list", {"space_id": "kb", "limit": 1})
+    assert mine["total_authorized"] == 1 and [r["record_id"] for r in mine["records"]] == [
+        made[0]] and mine["next"] is None
+    shared = await ok(team, "owner", "memory.records.list", {
+        "space_id": "kb", "selection": {"mode": "contexts_and_shared", "context_ids": ["c2"]},
+        "provenance": {"source_context_ids": ["chat-1"]}})
+    assert [r["record_id"] for r in shared["records"]] == [made[2]]
+    first = await ok(team, "owner", "memory.records.list", {"space_id": "kb", "limit": 2})
+    second = await ok(team, "owner", "memory.records.list", {
+        "space_id": "kb", "limit": 2, "cursor": first["next"]})
+    assert [r["record_id"] for r in first["records"] + second["records"]] == made
+    await ok(team, "owner", "memory.grants.grant", {
+        "space_id": "kb", "principal_id": "bob", "capabilities": ["recall"]})
+    refused(await op(team, "owner", "memory.records.list", {
+        "space_id": "kb", "limit": 2, "cursor": first["next"]}), 409, "cursor_invalid")
+    # recall needs the recall capability: alice's records_read does not give it
+    assert (await ok(team, "alice", "memory.recall", {"space_id": "kb", "query": "tea"}))[
+        "results"] == []
+    hits = await ok(team, "bob", "memory.recall", {"space_id": "kb", "query": "tea",
+                                                   "selection": {"mode": "contexts",
+                                                                 "context_ids": ["c1"]}})
+    assert {h["record"]["record_id"] for h in hits["results"]} == {made[0], made[3]}
+    hits = await ok(team, "bob", "memory.recall", {"space_id": "kb", "query": "tea",
+                                                   "budget_tokens": 4})
+    assert len(hits["results"]) == 1 and hits["truncated"] is True
+    # promote: a placement change, CAS, within the writer's coverage at both ends
+    promote = {"space_id": "kb", "record_id": made[0], "expected_revision": 1,
+               "placement": {"shared": True}}
+    refused(await op(team, "alice", "memory.records.promote", promote), 403, "grant_missing")
+    assert (await ok(team, "owner", "memory.records.promote", promote))["revision"] == 2
+    refused(await op(team, "owner", "memory.records.promote", promote), 409,
+            "revision_conflict")
+    # profiles: authored, honest-empty for absent kinds, CAS on the revision
+    refused(await op(team, "alice", "memory.profile.get", {
+        "space_id": "kb", "subject_id": "u1"}), 403, "grant_missing")
+    empty = await ok(team, "owner", "memory.profile.get", {
+        "space_id": "kb", "subject_id": "u1", "kinds": ["personality"]})
+    assert empty["documents"][0]["revision"] == 0 and empty["documents"][0]["text"] == ""
+    update = {"space_id": "kb", "subject_id": "u1", "kind": "personality", "text": "calm",
+              "expected_revision": 0}
+    assert (await ok(team, "owner", "memory.profile.update", update))["revision"] == 1
+    refused(await op(team, "owner", "memory.profile.update", update), 409,
+            "revision_conflict")
+    docs = (await ok(team, "owner", "memory.profile.get", {
+        "space_id": "kb", "subject_id": "u1"}))["documents"]
+    assert [(d["kind"], d["text"], d["revision"]) for d in docs] == [("personality", "calm", 1)]

@@ -15,7 +15,14 @@ import uuid
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 #: The version of every durable object this build writes.
 SCHEMA_VERSION: Final = 1
@@ -65,7 +72,18 @@ class Durable(Wire):
     extensions: dict[str, Any] = Field(default_factory=dict)
 
 
-class CognitionRecord(Wire):
+class Sparse(Wire):
+    """A model whose members never set are not serialized, wherever it is nested: what the
+    client sent is what it reads back (an absent member stays absent, ``[]`` stays ``[]``)."""
+
+    @model_serializer(mode="wrap")
+    def _present(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items()
+                if k in self.model_fields_set or type(self).model_fields[k].is_required()}
+
+
+class CognitionRecord(Sparse):
     """One closed standard cognition record as recorded (``view: "recorded_at"`` always).
     The cortex validates its shape; it never derives one from text (seed: never promoted by
     placement alone)."""
@@ -78,7 +96,7 @@ class CognitionRecord(Wire):
     value: dict[str, Any] = Field(default_factory=dict)
 
 
-class Content(Wire):
+class Content(Sparse):
     """Untrusted memory content: ``text``, optional opaque ``structured``, optional
     ``cognition``. A tombstone's content is exactly ``{"text": ""}``."""
 
@@ -88,7 +106,7 @@ class Content(Wire):
 
     def wire(self) -> dict[str, Any]:
         """The JSON value: members never set are absent (``[]`` stays ``[]``)."""
-        return self.model_dump(mode="json", exclude_unset=True, exclude_none=False)
+        return self.model_dump(mode="json")
 
 
 TOMBSTONE: Final = Content(text="")

@@ -20,10 +20,10 @@ DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 BASE: Final = "https://attested.dev/schemas/spoke-memory/"
 
 
-def model_schema(model: type[Wire], *, mode: str = "serialization") -> dict[str, Any]:
-    """One model's full JSON Schema document."""
-    schema = model.model_json_schema(mode="validation" if mode == "validation"
-                                     else "serialization")
+def model_schema(model: type[Wire]) -> dict[str, Any]:
+    """One model's full JSON Schema document (the validation schema: the shape the family
+    accepts and answers; an answer omits what was never set, e.g. ``Content.cognition``)."""
+    schema = model.model_json_schema(mode="validation")
     return {"$schema": DIALECT, "$id": f"{BASE}{model.__name__}.json", **schema}
 
 
@@ -32,7 +32,7 @@ def operations_schema() -> dict[str, Any]:
     return {"$schema": DIALECT, "$id": f"{BASE}operations.json", "operations": {
         op.name: {"flag": op.flag, "mutating": op.mutating, "may_pend": op.may_pend,
                   "request": op.request.model_json_schema(mode="validation"),
-                  "answer": op.answer.model_json_schema(mode="serialization")}
+                  "answer": op.answer.model_json_schema(mode="validation")}
         for op in MEMORY_OPS.values()}}
 
 

@@ -43,6 +43,8 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memory_grants"),
     ("SELECT, INSERT, UPDATE", "memory_records"),
     ("SELECT, INSERT, UPDATE", "memory_receipts"),
+    ("SELECT, INSERT, UPDATE", "memory_candidates"),  # migration 0018
+    ("SELECT, INSERT, UPDATE", "memory_profiles"),
 )
 
 

@@ -60,6 +60,12 @@ async def set_frozen(conn: Conn, space_id: str, frozen: bool) -> Row:
     return found
 
 
+async def bump_space(conn: Conn, space_id: str) -> None:
+    """A new space revision for a change of its grants (listing cursors bind it)."""
+    await conn.execute("UPDATE memory_spaces SET revision = revision + 1 WHERE space_id = %s",
+                       (space_id,))
+
+
 async def ensure_subject(conn: Conn, space_id: str, subject_id: str,
                          kind: str | None) -> tuple[Row, bool]:
     """The subject's row and whether this call created it."""
@@ -216,3 +222,12 @@ async def receipt(conn: Conn, space_id: str, receipt_id: uuid.UUID) -> Row | Non
         "SELECT * FROM memory_receipts WHERE space_id = %s AND receipt_id = %s",
         (space_id, receipt_id))
     return await cur.fetchone()
+
+
+async def records_by_id(conn: Conn, space_id: str, ids: Sequence[uuid.UUID]) -> list[Row]:
+    """The records of a space among ``ids``, in the order of ``ids``."""
+    cur = await conn.execute(
+        f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
+        " WHERE r.space_id = %s AND r.memory_id = ANY(%s)", (space_id, list(ids)))
+    found = {row["memory_id"]: row for row in await cur.fetchall()}
+    return [found[i] for i in ids if i in found]

@@ -23,7 +23,11 @@ from attested_cortex.namespaces import parse_namespace
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.operations import SPOKE_MEMORY, OperationSpec
 from attested_cortex.service.pipeline.running import Call, Target, run
-from attested_cortex.service.resources.spoke_ops import HANDLERS, Handler
+from attested_cortex.service.resources import spoke_capture as capture
+from attested_cortex.service.resources import spoke_ops as ops
+from attested_cortex.service.resources import spoke_profiles as profiles
+from attested_cortex.service.resources import spoke_reading as reading
+from attested_cortex.service.resources.spoke_ops import Handler
 from attested_cortex.service.resources.spoke_views import wire
 from attested_cortex.spoke.models import Flag, Wire
 from attested_cortex.spoke.operations import MEMORY_OPS, MemoryOp
@@ -33,6 +37,35 @@ from attested_cortex.spoke.requests import InSpace
 _FILTERED: Final = frozenset({"memory.recall", "memory.records.list",
                               "memory.reflections.state", "memory.reflections.list",
                               "memory.reflections.generate"})
+
+#: The served handlers by op name; a declared op missing here answers 501 ``not_served``.
+HANDLERS: Final[dict[str, Handler]] = {
+    "memory.describe": ops.describe,
+    "memory.spaces.list": ops.spaces_list,
+    "memory.spaces.freeze": ops.freeze,
+    "memory.spaces.unfreeze": ops.unfreeze,
+    "memory.subjects.ensure": ops.subjects_ensure,
+    "memory.subjects.get": ops.subjects_get,
+    "memory.subjects.fence": ops.subjects_fence,
+    "memory.grants.list": ops.grants_list,
+    "memory.grants.grant": ops.grants_grant,
+    "memory.grants.revoke": ops.grants_revoke,
+    "memory.capture": capture.capture,
+    "memory.candidates.list": capture.candidates_list,
+    "memory.candidates.get": capture.candidates_get,
+    "memory.candidates.dismiss": capture.candidates_dismiss,
+    "memory.candidates.review": capture.candidates_review,
+    "memory.records.create": ops.records_create,
+    "memory.records.get": ops.records_get,
+    "memory.records.update": ops.records_update,
+    "memory.records.delete": ops.records_delete,
+    "memory.records.list": reading.records_list,
+    "memory.records.promote": reading.records_promote,
+    "memory.recall": reading.recall,
+    "memory.profile.get": profiles.profile_get,
+    "memory.profile.update": profiles.profile_update,
+    "memory.receipts.get": ops.receipts_get,
+}
 
 
 @dataclass

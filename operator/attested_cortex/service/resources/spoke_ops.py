@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -18,7 +19,7 @@ from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundErr
 from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources.spoke_receipts import Effect, mutate
+from attested_cortex.service.resources.spoke_receipts import Effect, EffectFn, mutate
 from attested_cortex.service.resources.spoke_views import (
     grant_view,
     receipt_view,
@@ -31,6 +32,7 @@ from attested_cortex.spoke.coverage import Want, may_issue
 from attested_cortex.spoke.models import (
     PROTOCOL_VERSION,
     Capability,
+    Content,
     MemoryGrant,
     Placement,
     Wire,
@@ -66,7 +68,7 @@ async def spaces_list(svc: Services, caller: Caller, req: rq.Empty, key: str | N
 def _freezing(frozen: bool) -> Handler:
     async def run(svc: Services, caller: Caller, req: rq.SpaceRevision,
                   key: str | None) -> Wire:
-        async def effect(conn: Conn) -> Effect:
+        async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
             (await gate.access(conn, caller, req.space_id)).require(Want("admin"))
             space = await gate.existing_space(conn, req.space_id, lock=True)
             if req.expected_revision is not None and req.expected_revision != space["revision"]:
@@ -77,7 +79,7 @@ def _freezing(frozen: bool) -> Handler:
                                     code="space_frozen" if frozen else "space_not_frozen")
             done = await rows.set_frozen(conn, req.space_id, frozen)
             return Effect([req.space_id], done["revision"])
-        return await _mutate(svc, caller, "memory.spaces." + ("freeze" if frozen else
+        return await mutate_in(svc, caller, "memory.spaces." + ("freeze" if frozen else
                                                                "unfreeze"), req, key, effect)
     return run
 
@@ -88,15 +90,15 @@ def _stale(what: str, name: object, revision: int, expected: int) -> ConflictErr
                          revision=revision, expected_revision=expected)
 
 
-async def _mutate(svc: Services, caller: Caller, op: str, req: rq.InSpace, key: str | None,
-                  effect: Callable[[Conn], Awaitable[Effect]]) -> Wire:
+async def mutate_in(svc: Services, caller: Caller, op: str, req: rq.InSpace, key: str | None,
+                  effect: EffectFn) -> Wire:
     return await mutate(svc, caller, op=op, space_id=req.space_id,
                         request=req.model_dump(mode="json"), key=key, effect=effect)
 
 
 async def subjects_ensure(svc: Services, caller: Caller, req: rq.SubjectEnsure,
                           key: str | None) -> Wire:
-    async def effect(conn: Conn) -> Effect:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
         (await gate.access(conn, caller, req.space_id)).require(
             Want("records_write", req.subject_id))
         await gate.writable_space(conn, caller, req.space_id)
@@ -105,7 +107,7 @@ async def subjects_ensure(svc: Services, caller: Caller, req: rq.SubjectEnsure,
             raise ConflictError(f"subject {req.subject_id!r} exists with kind {row['kind']!r}",
                                 code="subject_kind_mismatch", kind=row["kind"])
         return Effect([req.subject_id], row["revision"])
-    return await _mutate(svc, caller, "memory.subjects.ensure", req, key, effect)
+    return await mutate_in(svc, caller, "memory.subjects.ensure", req, key, effect)
 
 
 async def subjects_get(svc: Services, caller: Caller, req: rq.SubjectRef,
@@ -119,7 +121,7 @@ async def subjects_get(svc: Services, caller: Caller, req: rq.SubjectRef,
 
 async def subjects_fence(svc: Services, caller: Caller, req: rq.SubjectFence,
                          key: str | None) -> Wire:
-    async def effect(conn: Conn) -> Effect:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
         (await gate.access(conn, caller, req.space_id)).require(Want("admin", req.subject_id))
         await gate.writable_space(conn, caller, req.space_id)
         row = await gate.existing_subject(conn, req.space_id, req.subject_id, lock=True)
@@ -127,7 +129,7 @@ async def subjects_fence(svc: Services, caller: Caller, req: rq.SubjectFence,
         done = await rows.set_subject(conn, req.space_id, req.subject_id, state=state,
                                       fenced=fenced)
         return Effect([req.subject_id], done["revision"])
-    return await _mutate(svc, caller, "memory.subjects.fence", req, key, effect)
+    return await mutate_in(svc, caller, "memory.subjects.fence", req, key, effect)
 
 
 def _fenced(row: dict[str, Any], req: rq.SubjectFence) -> tuple[str, list[str]]:
@@ -164,7 +166,7 @@ async def grants_grant(svc: Services, caller: Caller, req: rq.GrantIssue,
     if req.expires_at is not None and req.expires_at <= now:
         raise InvalidInputError("expires_at is in the past", field="expires_at")
 
-    async def effect(conn: Conn) -> Effect:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
         standing = await gate.access(conn, caller, req.space_id)
         await gate.writable_space(conn, caller, req.space_id)
         new = MemoryGrant(grant_id=uuid.uuid4(), issued_by=caller.agent_id, created_at=now,
@@ -174,13 +176,14 @@ async def grants_grant(svc: Services, caller: Caller, req: rq.GrantIssue,
             raise gate.amplification(caller.agent_id)
         row = await rows.insert_grant(conn, new.model_dump(exclude={
             "created_at", "revoked_at", "schema_version", "extensions"}))
+        await rows.bump_space(conn, req.space_id)
         return Effect([str(row["grant_id"])])
-    return await _mutate(svc, caller, "memory.grants.grant", req, key, effect)
+    return await mutate_in(svc, caller, "memory.grants.grant", req, key, effect)
 
 
 async def grants_revoke(svc: Services, caller: Caller, req: rq.GrantRevoke,
                         key: str | None) -> Wire:
-    async def effect(conn: Conn) -> Effect:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
         standing = await gate.access(conn, caller, req.space_id)
         await gate.writable_space(conn, caller, req.space_id)
         row = await rows.grant(conn, req.space_id, req.grant_id, lock=True)
@@ -193,31 +196,55 @@ async def grants_revoke(svc: Services, caller: Caller, req: rq.GrantRevoke,
             raise ConflictError(f"grant {req.grant_id} is already revoked (terminal)",
                                 code="grant_revoked")
         await rows.revoke(conn, req.grant_id)
+        await rows.bump_space(conn, req.space_id)
         return Effect([str(req.grant_id)])
-    return await _mutate(svc, caller, "memory.grants.revoke", req, key, effect)
+    return await mutate_in(svc, caller, "memory.grants.revoke", req, key, effect)
 
 
 async def records_create(svc: Services, caller: Caller, req: rq.RecordCreate,
                          key: str | None) -> Wire:
-    async def effect(conn: Conn) -> Effect:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
         (await gate.access(conn, caller, req.space_id)).require(
             Want("records_write", req.subject_id, req.placement))
         await gate.writable_space(conn, caller, req.space_id)
         gate.writable_subject(await gate.existing_subject(conn, req.space_id, req.subject_id,
                                                           lock=True), req.placement)
-        memory = await memory_rows.insert(
-            conn, namespace=req.space_id, title="", content=req.content.text, tags=[],
-            metadata={}, author=caller.agent_id, memory_id=uuid.uuid4())
-        present = req.content.wire()
-        await rows.insert_record(conn, {
-            "memory_id": memory.id, "space_id": req.space_id, "subject_id": req.subject_id,
-            "kind": req.kind, "context_id": req.placement.context_id,
-            "source_context_id": req.source_context_id, "captured_by": caller.agent_id,
-            "candidate_id": None, "structured": present.get("structured"),
-            "cognition": present.get("cognition")})
-        await write_records.record_memory(svc, conn, caller, "memory.stored", memory, None)
+        memory = await insert_record(svc, conn, caller, NewRecord(
+            req.space_id, req.subject_id, req.kind, req.content, req.placement,
+            req.source_context_id))
         return Effect([str(memory.id)], memory.revision)
-    return await _mutate(svc, caller, "memory.records.create", req, key, effect)
+    return await mutate_in(svc, caller, "memory.records.create", req, key, effect)
+
+
+@dataclass(frozen=True)
+class NewRecord:
+    """A record to write: where, about whom, what, and where it came from."""
+
+    space_id: str
+    subject_id: str
+    kind: str | None
+    content: Content
+    placement: Placement
+    source_context_id: str | None
+    candidate_id: uuid.UUID | None = None
+
+
+async def insert_record(svc: Services, conn: Conn, caller: Caller,
+                        new: NewRecord) -> memory_rows.Memory:
+    """A record's memory row, side row and chain record, in the caller's transaction
+    (authorization, freeze and fences checked by the caller)."""
+    memory = await memory_rows.insert(
+        conn, namespace=new.space_id, title="", content=new.content.text, tags=[],
+        metadata={}, author=caller.agent_id, memory_id=uuid.uuid4())
+    present = new.content.wire()
+    await rows.insert_record(conn, {
+        "memory_id": memory.id, "space_id": new.space_id, "subject_id": new.subject_id,
+        "kind": new.kind, "context_id": new.placement.context_id,
+        "source_context_id": new.source_context_id, "captured_by": caller.agent_id,
+        "candidate_id": new.candidate_id, "structured": present.get("structured"),
+        "cognition": present.get("cognition")})
+    await write_records.record_memory(svc, conn, caller, "memory.stored", memory, None)
+    return memory
 
 
 async def _record(conn: Conn, caller: Caller, req: rq.RecordRef, capability: Capability, *,
@@ -249,8 +276,8 @@ async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,
     if req.content is None and req.kind is None:
         raise InvalidInputError("an update changes content or kind", field="content")
 
-    async def effect(conn: Conn) -> Effect:
-        row = await _writable_record(conn, caller, req, req.expected_revision)
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
+        row = await writable_record(conn, caller, req, req.expected_revision)
         current = await memory_rows.get(conn, req.record_id, for_update=True)
         await write_records.require_recorded_memory(conn, current)
         content = req.content.wire() if req.content is not None else None
@@ -262,10 +289,10 @@ async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,
             cognition=row["cognition"] if content is None else content.get("cognition"))
         await write_records.record_memory(svc, conn, caller, "memory.updated", memory, None)
         return Effect([str(memory.id)], memory.revision)
-    return await _mutate(svc, caller, "memory.records.update", req, key, effect)
+    return await mutate_in(svc, caller, "memory.records.update", req, key, effect)
 
 
-async def _writable_record(conn: Conn, caller: Caller, req: rq.RecordRef,
+async def writable_record(conn: Conn, caller: Caller, req: rq.RecordRef,
                            expected: int) -> dict[str, Any]:
     await gate.writable_space(conn, caller, req.space_id)
     row = await _record(conn, caller, req, "records_write", lock=True)
@@ -283,15 +310,15 @@ async def _writable_record(conn: Conn, caller: Caller, req: rq.RecordRef,
 
 async def records_delete(svc: Services, caller: Caller, req: rq.RecordDelete,
                          key: str | None) -> Wire:
-    async def effect(conn: Conn) -> Effect:
-        await _writable_record(conn, caller, req, req.expected_revision)
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
+        await writable_record(conn, caller, req, req.expected_revision)
         current = await memory_rows.get(conn, req.record_id, for_update=True)
         await write_records.require_recorded_memory(conn, current)
         memory = await memory_rows.tombstone(conn, current)
         await rows.set_record(conn, req.record_id, kind=None, structured=None, cognition=None)
         await write_records.record_memory(svc, conn, caller, "memory.deleted", memory, None)
         return Effect([str(memory.id)], memory.revision)
-    return await _mutate(svc, caller, "memory.records.delete", req, key, effect)
+    return await mutate_in(svc, caller, "memory.records.delete", req, key, effect)
 
 
 async def receipts_get(svc: Services, caller: Caller, req: rq.ReceiptRef,
@@ -306,21 +333,5 @@ async def receipts_get(svc: Services, caller: Caller, req: rq.ReceiptRef,
     return receipt_view(row)
 
 
-#: The served handlers by op name; a declared op missing here answers 501 ``not_served``.
-HANDLERS: Final[dict[str, Handler]] = {
-    "memory.describe": describe,
-    "memory.spaces.list": spaces_list,
-    "memory.spaces.freeze": _freezing(True),
-    "memory.spaces.unfreeze": _freezing(False),
-    "memory.subjects.ensure": subjects_ensure,
-    "memory.subjects.get": subjects_get,
-    "memory.subjects.fence": subjects_fence,
-    "memory.grants.list": grants_list,
-    "memory.grants.grant": grants_grant,
-    "memory.grants.revoke": grants_revoke,
-    "memory.records.create": records_create,
-    "memory.records.get": records_get,
-    "memory.records.update": records_update,
-    "memory.records.delete": records_delete,
-    "memory.receipts.get": receipts_get,
-}
+freeze = _freezing(True)
+unfreeze = _freezing(False)

@@ -36,7 +36,8 @@ class Effect:
     status: str = "committed"
 
 
-EffectFn = Callable[[Conn], Awaitable[Effect]]
+#: The op's effect, in the receipt's transaction (given the connection and the receipt's id).
+EffectFn = Callable[[Conn, uuid.UUID], Awaitable[Effect]]
 
 
 async def mutate(svc: Services, caller: Caller, *, op: str, space_id: str,
@@ -80,7 +81,7 @@ async def _once(svc: Services, caller: Caller, *, op: str, space_id: str, key: s
         await rows.take_receipt(conn, {
             "receipt_id": receipt_id, "space_id": space_id, "principal": caller.agent_id,
             "op": op, "idempotency_key": key, "request_sha256": sha, "status": "pending"})
-        done = await effect(conn)
+        done = await effect(conn, receipt_id)
         row = await rows.settle_receipt(conn, receipt_id, status=done.status,
                                         refs=done.refs, revision=done.revision)
     return receipt_view(row)
