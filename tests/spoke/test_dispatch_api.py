@@ -17,6 +17,7 @@ from attested_cortex.service.pipeline.operations import SPOKE_MEMORY
 from attested_cortex.service.resources.spoke_dispatch import HANDLERS
 from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import runs, tracing
+from tests.support.forwarder import Forwarder
 from tests.support.cortex import MakeCortex, Reply
 
 OWNER = "memory.override,memory.write,memory.read,memory.forget,audit.read"
@@ -424,3 +425,28 @@ async def test_listing_recall_promote_and_profiles(team: Agents) -> None:
     docs = (await ok(team, "owner", "memory.profile.get", {
         "space_id": "kb", "subject_id": "u1"}))["documents"]
     assert [(d["kind"], d["text"], d["revision"]) for d in docs] == [("personality", "calm", 1)]
+
+
+async def test_a_lost_commit_answer_is_answered_once_by_its_receipt(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    port = int(migrated_pg15_dsn.rsplit(":", 1)[1].split("/")[0])
+    service = await Forwarder(port).start()
+    try:
+        team = await agents(make_cortex, migrated_pg15_dsn.replace(
+            f":{port}/", f":{service.port}/"), tmp_path, {"owner": OWNER})
+        await ok(team, "owner", "memory.subjects.ensure", {"space_id": "kb",
+                                                          "subject_id": "u1"})
+        create = {"space_id": "kb", "subject_id": "u1", "content": {"text": "unanswered"},
+                  "placement": {"shared": True}}
+        service.lose_next_commit_ack()
+        lost = await op(team, "owner", "memory.records.create", create, key="lost-1")
+        assert service.lost_acks == 1
+        assert lost.status == 503 and lost.headers["Retry-After"] == "1", lost.text
+        retried = await ok(team, "owner", "memory.records.create", create, key="lost-1")
+        assert await ok(team, "owner", "memory.records.create", create, key="lost-1") == retried
+        with psycopg.connect(migrated_pg15_dsn) as conn:
+            ids = conn.execute("SELECT memory_id::text FROM memory_records").fetchall()
+        assert ids == [(retried["refs"][0],)]
+    finally:
+        await service.close()
