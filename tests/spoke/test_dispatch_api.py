@@ -17,8 +17,8 @@ from attested_cortex.service.pipeline.operations import SPOKE_MEMORY
 from attested_cortex.service.resources.spoke_dispatch import HANDLERS
 from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import runs, tracing
-from tests.support.forwarder import Forwarder
 from tests.support.cortex import MakeCortex, Reply
+from tests.support.forwarder import Forwarder
 
 OWNER = "memory.override,memory.write,memory.read,memory.forget,audit.read"
 PATH = "/v1/spoke/memory"
@@ -450,3 +450,21 @@ async def test_a_lost_commit_answer_is_answered_once_by_its_receipt(
         assert ids == [(retried["refs"][0],)]
     finally:
         await service.close()
+
+
+async def test_records_count_in_their_authors_storage_quota(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER},
+                        quotas={"storage_per_agent_bytes": 100, "enabled": False})
+    await ok(team, "owner", "memory.subjects.ensure", {"space_id": "kb", "subject_id": "u1"})
+    create = {"space_id": "kb", "subject_id": "u1", "content": {"text": "x" * 60},
+              "placement": {"shared": True}}
+    await ok(team, "owner", "memory.records.create", create, key="q-1")
+    refused(await op(team, "owner", "memory.records.create", create, key="q-2"), 413,
+            "storage_quota_exceeded")
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        count = conn.execute("SELECT count(*) FROM memory_records").fetchone()
+        keys = conn.execute("SELECT count(*) FROM memory_receipts WHERE idempotency_key = 'q-2'"
+                            ).fetchone()
+    assert count == (1,) and keys == (0,)  # nothing written, the key left free

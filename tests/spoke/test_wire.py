@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from attested_cortex.service.pipeline.operations import OPERATIONS, SPOKE_MEMORY
@@ -108,3 +110,39 @@ def test_expiry_bounds_issuing_and_covering() -> None:
     assert not covers(authority=False, grants=[grant(revoked_at=NOW)], want=want, now=NOW)
     assert not covers(authority=False, grants=[held],
                       want=Want("records_read", "s1", Placement(shared=True)), now=NOW)
+
+
+_CAPS = ["records_read", "records_write", "grants", "admin"]
+_SUBJECTS = ["s1", "s2", "s3"]
+_CONTEXTS = ["c1", "c2", "c3"]
+
+
+@st.composite
+def grants_(draw: st.DrawFn) -> MemoryGrant:
+    maybe = st.one_of(st.none(), st.lists(st.sampled_from(_SUBJECTS), unique=True))
+    return grant(
+        capabilities=draw(st.lists(st.sampled_from(_CAPS), min_size=1, unique=True)),
+        subject_ids=draw(maybe),
+        context_ids=draw(st.one_of(st.none(), st.lists(st.sampled_from(_CONTEXTS),
+                                                        unique=True))),
+        shared_access=draw(st.booleans()),
+        expires_at=draw(st.one_of(st.none(), st.sampled_from(
+            [NOW + timedelta(hours=h) for h in (1, 2)]))),
+        revoked_at=draw(st.one_of(st.none(), st.just(NOW))))
+
+
+WANTS = [Want(c, s, p) for c in _CAPS for s in _SUBJECTS  # type: ignore[arg-type]
+         for p in [Placement(shared=True), *(Placement(context_id=c) for c in _CONTEXTS)]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(held=st.lists(grants_(), max_size=3), new=grants_(),
+       at=st.sampled_from([NOW, NOW + timedelta(minutes=90)]))
+def test_an_issued_grant_never_covers_more_than_its_issuer(
+    held: list[MemoryGrant], new: MemoryGrant, at: datetime,
+) -> None:
+    if not may_issue(authority=False, issuer_grants=held, new=new, now=NOW):
+        return
+    for want in WANTS:  # now and later (expiry): never wider than the issuer
+        if covers(authority=False, grants=[new], want=want, now=at):
+            assert covers(authority=False, grants=held, want=want, now=at), want

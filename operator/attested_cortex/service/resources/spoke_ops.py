@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
-from attested_cortex.service.pipeline import write_records
+from attested_cortex.service.pipeline import settling, write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_receipts import Effect, EffectFn, mutate
@@ -243,8 +243,17 @@ async def insert_record(svc: Services, conn: Conn, caller: Caller,
         "source_context_id": new.source_context_id, "captured_by": caller.agent_id,
         "candidate_id": new.candidate_id, "structured": present.get("structured"),
         "cognition": present.get("cognition")})
+    await check_cap(svc, conn, caller, adds=len(new.space_id.encode()) + len(
+        new.content.text.encode()))
     await write_records.record_memory(svc, conn, caller, "memory.stored", memory, None)
     return memory
+
+
+async def check_cap(svc: Services, conn: Conn, caller: Caller, *, adds: int) -> None:
+    """The author's storage quota, exact: read on the usage row the write's trigger just
+    updated and locked (ADR 0017), so a record counts like any memory (413 past the cap)."""
+    cap = settling.Cap(caller.agent_id, svc.policy.storage_limit(caller.agent_id))
+    await settling.check_cap(conn, settling.Settlement(cap=cap), adds=adds)
 
 
 async def _record(conn: Conn, caller: Caller, req: rq.RecordRef, capability: Capability, *,
@@ -283,6 +292,7 @@ async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,
         content = req.content.wire() if req.content is not None else None
         memory = await memory_rows.update(conn, current, changes={} if content is None else {
             "content": content["text"]}, expected_revision=req.expected_revision)
+        await check_cap(svc, conn, caller, adds=len(memory.content.encode()))
         await rows.set_record(
             conn, req.record_id, kind=req.kind if req.kind is not None else row["kind"],
             structured=row["structured"] if content is None else content.get("structured"),
