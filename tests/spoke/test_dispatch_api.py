@@ -22,6 +22,7 @@ from tests.support.forwarder import Forwarder
 
 OWNER = "memory.override,memory.write,memory.read,memory.forget,audit.read"
 PATH = "/v1/spoke/memory"
+REFLECTING = "spoke-memory, spoke-memory-reflection"
 
 
 async def op(team: Agents, who: str, name: str, request: dict[str, Any], *,
@@ -63,7 +64,7 @@ async def seeded(team: Agents) -> None:
 
 async def test_the_capability_gate_runs_before_any_handler(team: Agents) -> None:
     described = await ok(team, "alice", "memory.describe", {})
-    assert described["served_flags"] == ["spoke-memory"]
+    assert described["served_flags"] == ["spoke-memory", "spoke-memory-reflection"]
     assert described["protocol_version"] and described["engine_policy_version"]
     gated = refused(await op(team, "alice", "memory.exports.create", {"space_id": "x"}),
                     400, "capability_missing")
@@ -310,6 +311,9 @@ async def test_every_served_op_runs_every_pipeline_step(team: Agents) -> None:
                                                           "candidate_id": captured[0]})
     await ok(team, "owner", "memory.candidates.review", {
         **space, "candidate_id": captured[1], "decision": "drop"})
+    for name in ("memory.reflections.generate", "memory.reflections.state",
+                 "memory.reflections.list"):
+        await ok(team, "owner", name, subject, flags=REFLECTING)
     full = {op for op, steps in runs(trace) if steps == STEPS}
     assert full == {SPOKE_MEMORY[name].name for name in HANDLERS}
 
@@ -468,3 +472,41 @@ async def test_records_count_in_their_authors_storage_quota(
         keys = conn.execute("SELECT count(*) FROM memory_receipts WHERE idempotency_key = 'q-2'"
                             ).fetchone()
     assert count == (1,) and keys == (0,)  # nothing written, the key left free
+
+
+async def test_reflections_over_a_pinned_basis_read_stale_after_a_change(team: Agents) -> None:
+    await seeded(team)
+    subject = {"space_id": "kb", "subject_id": "u1"}
+    refused(await op(team, "alice", "memory.reflections.state", subject), 400,
+            "capability_missing")
+    refused(await op(team, "alice", "memory.reflections.state", subject, flags=REFLECTING),
+            403, "grant_missing")
+    empty = await ok(team, "owner", "memory.reflections.state", subject, flags=REFLECTING)
+    assert empty["data_sufficient"] is False and empty["stale"] is True
+    assert empty["missing_required_kinds"] == []
+    refused(await op(team, "owner", "memory.reflections.generate", subject, flags=REFLECTING),
+            409, "insufficient_data")
+    made = await ok(team, "owner", "memory.records.create", {
+        **subject, "content": {"text": "Walks at dawn. Every day."},
+        "placement": {"context_id": "c1"}})
+    await ok(team, "owner", "memory.profile.update", {**subject, "kind": "personality",
+                                                      "text": "Calm and curious."})
+    receipt = await ok(team, "owner", "memory.reflections.generate", subject,
+                       flags=REFLECTING, key="r-1")
+    assert receipt["status"] == "committed"
+    state = await ok(team, "owner", "memory.reflections.state", subject, flags=REFLECTING)
+    assert state["stale"] is False and state["data_sufficient"] is True
+    [reflection] = (await ok(team, "owner", "memory.reflections.list", subject,
+                             flags=REFLECTING))["reflections"]
+    assert reflection["text"] == "About u1:\npersonality: Calm and curious.\n- Walks at dawn."
+    assert reflection["state_digest"] == state["state_digest"] and not reflection["stale"]
+    assert reflection["basis"]["records"] == [{"record_id": made["refs"][0], "revision": 1}]
+    assert reflection["basis"]["profile_revisions"] == {"personality": 1}
+    await ok(team, "owner", "memory.records.update", {
+        "space_id": "kb", "record_id": made["refs"][0], "expected_revision": 1,
+        "content": {"text": "Walks at dusk."}})
+    later = await ok(team, "owner", "memory.reflections.list", subject, flags=REFLECTING)
+    assert later["reflections"][0]["stale"] is True
+    bad = refused(await op(team, "owner", "memory.reflections.generate", {
+        **subject, "cognition_filter": {}}, flags=REFLECTING), 400, "invalid_input")
+    assert bad["details"]["reason"] == "unsupported_cognition_requirement"

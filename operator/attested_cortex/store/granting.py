@@ -45,6 +45,7 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memory_receipts"),
     ("SELECT, INSERT, UPDATE", "memory_candidates"),  # migration 0018
     ("SELECT, INSERT, UPDATE", "memory_profiles"),
+    ("SELECT, INSERT", "memory_reflections"),  # migration 0019: never changed
 )
 
 

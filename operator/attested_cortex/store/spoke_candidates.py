@@ -1,5 +1,6 @@
-"""Spoke-memory candidates and profile documents (migration 0018), and the light listing
-rows of a space's records. Called by the service's ``spoke_*`` modules only; dict rows.
+"""Spoke-memory candidates and profile documents (migration 0018), reflections (0019) and
+the light listing rows of a space's records. Called by the service's ``spoke_*`` modules
+only; dict rows.
 """
 
 from __future__ import annotations
@@ -104,4 +105,21 @@ async def ranked(conn: Conn, ids: list[uuid.UUID], query: str, limit: int) -> li
         " websearch_to_tsquery('english'::regconfig, %s) q"
         " WHERE id = ANY(%s) AND search @@ q ORDER BY score DESC, id LIMIT %s",
         (query, ids, limit))
+    return list(await cur.fetchall())
+
+
+async def insert_reflection(conn: Conn, row: Row) -> None:
+    """A generated reflection (``basis``: its pinned basis as JSON)."""
+    await conn.execute(
+        "INSERT INTO memory_reflections (reflection_id, space_id, subject_id, text, basis,"
+        " state_digest, created_by) VALUES (%(reflection_id)s, %(space_id)s, %(subject_id)s,"
+        " %(text)s, %(basis)s, %(state_digest)s, %(created_by)s)",
+        {**row, "basis": Jsonb(row["basis"])})
+
+
+async def reflections(conn: Conn, space_id: str, subject_id: str) -> list[Row]:
+    """A subject's reflections, newest first."""
+    cur = await conn.execute(
+        "SELECT * FROM memory_reflections WHERE space_id = %s AND subject_id = %s"
+        " ORDER BY created_at DESC, reflection_id", (space_id, subject_id))
     return list(await cur.fetchall())

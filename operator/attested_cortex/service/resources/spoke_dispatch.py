@@ -27,6 +27,7 @@ from attested_cortex.service.resources import spoke_capture as capture
 from attested_cortex.service.resources import spoke_ops as ops
 from attested_cortex.service.resources import spoke_profiles as profiles
 from attested_cortex.service.resources import spoke_reading as reading
+from attested_cortex.service.resources import spoke_reflections as reflections
 from attested_cortex.service.resources.spoke_ops import Handler
 from attested_cortex.service.resources.spoke_views import wire
 from attested_cortex.spoke.models import Flag, Wire
@@ -65,6 +66,9 @@ HANDLERS: Final[dict[str, Handler]] = {
     "memory.profile.get": profiles.profile_get,
     "memory.profile.update": profiles.profile_update,
     "memory.receipts.get": ops.receipts_get,
+    "memory.reflections.state": reflections.state,
+    "memory.reflections.list": reflections.listed,
+    "memory.reflections.generate": reflections.generate,
 }
 
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
 from attested_cortex.service.pipeline import settling, write_records
@@ -27,6 +27,7 @@ from attested_cortex.service.resources.spoke_views import (
     space_view,
     subject_view,
 )
+from attested_cortex.spoke import reflecting
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want, may_issue
 from attested_cortex.spoke.models import (
@@ -37,21 +38,21 @@ from attested_cortex.spoke.models import (
     Placement,
     Wire,
 )
-from attested_cortex.spoke.operations import CORE
+from attested_cortex.spoke.operations import CORE, REFLECTION
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
 
 Handler = Callable[[Services, Caller, Any, str | None], Awaitable[Wire]]
-ENGINE_POLICY: Final = "attested-cortex/extractive-1"
 
 
 async def describe(svc: Services, caller: Caller, req: rq.Empty, key: str | None) -> Wire:
     return rq.DescribeAnswer(
-        protocol_version=PROTOCOL_VERSION, served_flags=[CORE],
+        protocol_version=PROTOCOL_VERSION, served_flags=[CORE, REFLECTION],
         limits={"max_body_bytes": svc.limits.max_body_bytes, "max_page": 500,
                 "max_capture_items": 100},
-        required_profile_kinds=[], engine_policy_version=ENGINE_POLICY)
+        required_profile_kinds=list(reflecting.REQUIRED_PROFILE_KINDS),
+        engine_policy_version=reflecting.ENGINE_POLICY)
 
 
 async def spaces_list(svc: Services, caller: Caller, req: rq.Empty, key: str | None) -> Wire:
