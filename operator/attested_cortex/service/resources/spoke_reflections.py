@@ -30,6 +30,7 @@ from attested_cortex.store import spoke_candidates as listing
 from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
 
+
 async def _basis(conn: Conn, caller: Caller,
                  req: rq.ReflectionsRequest) -> tuple[ReflectionBasis, list[Any], dict[str, str]]:
     standing = await gate.access(conn, caller, req.space_id)
