@@ -15,6 +15,7 @@ import pytest
 from attested_cortex.service.pipeline.calls import STEPS
 from attested_cortex.service.pipeline.operations import SPOKE_MEMORY
 from attested_cortex.service.resources.spoke_dispatch import HANDLERS
+from attested_cortex.spoke.operations import MEMORY_OPS
 from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import runs, tracing
 from tests.support.cortex import MakeCortex, Reply
@@ -64,14 +65,15 @@ async def seeded(team: Agents) -> None:
 
 async def test_the_capability_gate_runs_before_any_handler(team: Agents) -> None:
     described = await ok(team, "alice", "memory.describe", {})
-    assert described["served_flags"] == ["spoke-memory", "spoke-memory-reflection"]
+    assert described["served_flags"] == ["spoke-memory", "spoke-memory-reflection",
+                                         "spoke-memory-transfer"]
     assert described["protocol_version"] and described["engine_policy_version"]
     gated = refused(await op(team, "alice", "memory.exports.create", {"space_id": "x"}),
                     400, "capability_missing")
     assert gated["details"]["required"] == "spoke-memory-transfer"
-    # negotiated but not served yet: past the gate, 501
+    # negotiated: past the gate, to the grant check
     refused(await op(team, "alice", "memory.exports.create", {"space_id": "kb"},
-                     flags="spoke-memory, spoke-memory-transfer"), 501, "not_served")
+                     flags="spoke-memory, spoke-memory-transfer"), 403, "grant_missing")
     refused(await op(team, "alice", "memory.describe", {}, flags="spoke-memory-transfer"),
             400, "invalid_input")
     refused(await op(team, "alice", "memory.nothing", {}), 400, "unknown_op")
@@ -315,7 +317,8 @@ async def test_every_served_op_runs_every_pipeline_step(team: Agents) -> None:
                  "memory.reflections.list"):
         await ok(team, "owner", name, subject, flags=REFLECTING)
     full = {op for op, steps in runs(trace) if steps == STEPS}
-    assert full == {SPOKE_MEMORY[name].name for name in HANDLERS}
+    assert full == {SPOKE_MEMORY[name].name for name in HANDLERS
+                    if MEMORY_OPS[name].flag != "spoke-memory-transfer"}  # and below
 
 
 async def test_capture_then_review_is_the_only_candidate_path(team: Agents) -> None:
@@ -510,3 +513,78 @@ async def test_reflections_over_a_pinned_basis_read_stale_after_a_change(team: A
     bad = refused(await op(team, "owner", "memory.reflections.generate", {
         **subject, "cognition_filter": {}}, flags=REFLECTING), 400, "invalid_input")
     assert bad["details"]["reason"] == "unsupported_cognition_requirement"
+
+
+TRANSFER = "spoke-memory, spoke-memory-transfer"
+
+
+async def test_export_then_staged_import_activates_atomically(team: Agents) -> None:
+    trace = tracing(team.client)
+    await seeded(team)
+    src, dst = {"space_id": "kb"}, {"space_id": "kb2"}
+    for content, placement in [({"text": "long " * 600}, {"context_id": "c1"}),
+                               ({"text": "short", "cognition": []}, {"shared": True})]:
+        await ok(team, "owner", "memory.records.create", {
+            **src, "subject_id": "u1", "content": content, "placement": placement})
+    await ok(team, "owner", "memory.profile.update", {**src, "subject_id": "u1",
+                                                      "kind": "style", "text": "terse"})
+    refused(await op(team, "alice", "memory.exports.create", src, flags=TRANSFER), 403,
+            "grant_missing")
+    made = await ok(team, "owner", "memory.exports.create", {**src, "chunk_bytes": 1024},
+                    flags=TRANSFER)
+    export_id, chunks = made["refs"][0], []
+    while not chunks or not chunks[-1]["final"]:
+        chunks.append(await ok(team, "owner", "memory.exports.get", {
+            **src, "export_id": export_id, "ordinal": len(chunks)}, flags=TRANSFER))
+    assert len(chunks) == 4 and len({c["manifest_digest"] for c in chunks}) == 1
+    manifest = chunks[0]["manifest_digest"]
+
+    def stage(chunk: dict[str, Any], **more: Any) -> dict[str, Any]:
+        return {**dst, "import_id": IMPORT, "ordinal": chunk["ordinal"],
+                "final": chunk["final"], "data": chunk["data"], "digest": chunk["digest"],
+                **more}
+
+    async def staging(body: dict[str, Any]) -> Reply:
+        return await op(team, "owner", "memory.imports.stage", body, flags=TRANSFER)
+
+    refused(await staging(stage(chunks[1])), 409, "import_gap")
+    refused(await staging(stage(chunks[0], digest=chunks[1]["digest"])), 400, "chunk_corrupt")
+    await ok(team, "owner", "memory.imports.stage", stage(chunks[0]), flags=TRANSFER)
+    refused(await staging(stage(chunks[0])), 409, "chunk_replayed")
+    refused(await staging(stage(chunks[2])), 409, "import_gap")
+    await ok(team, "owner", "memory.imports.stage", stage(chunks[1]), flags=TRANSFER)
+    await ok(team, "owner", "memory.imports.stage", stage(chunks[2]), flags=TRANSFER)
+    refused(await op(team, "owner", "memory.imports.activate", {**dst, "import_id": IMPORT},
+                     flags=TRANSFER), 409, "import_not_verified")
+    refused(await staging(stage(chunks[3], manifest_digest="0" * 64)), 409,
+            "manifest_mismatch")
+    await ok(team, "owner", "memory.imports.stage", stage(chunks[3], manifest_digest=manifest),
+             flags=TRANSFER)
+    assert (await ok(team, "owner", "memory.records.list", dst))["total_authorized"] == 0
+    activated = await ok(team, "owner", "memory.imports.activate",
+                         {**dst, "import_id": IMPORT}, flags=TRANSFER)
+    assert activated["status"] == "committed" and activated["revision"] == 2
+    copied = (await ok(team, "owner", "memory.records.list", dst))["records"]
+    original = (await ok(team, "owner", "memory.records.list", src))["records"]
+    assert [(r["content"], r["placement"]) for r in copied] == [
+        (r["content"], r["placement"]) for r in original]
+    assert copied[1]["content"] == {"text": "short", "cognition": []}
+    docs = (await ok(team, "owner", "memory.profile.get", {**dst, "subject_id": "u1"}))[
+        "documents"]
+    assert [(d["kind"], d["text"]) for d in docs] == [("style", "terse")]
+    refused(await op(team, "owner", "memory.imports.discard", {**dst, "import_id": IMPORT},
+                     flags=TRANSFER), 409, "import_not_staging")
+    # a discard before activation drops what was staged
+    other = {**stage(chunks[0]), "import_id": OTHER}
+    await ok(team, "owner", "memory.imports.stage", other, flags=TRANSFER)
+    await ok(team, "owner", "memory.imports.discard", {**dst, "import_id": OTHER},
+             flags=TRANSFER)
+    refused(await staging({**stage(chunks[1]), "import_id": OTHER}), 409,
+            "import_not_staging")
+    full = {op for op, steps in runs(trace) if steps == STEPS}
+    assert {SPOKE_MEMORY[name].name for name, declared in MEMORY_OPS.items()
+            if declared.flag == "spoke-memory-transfer"} <= full
+
+
+IMPORT = "00000000-0000-4000-8000-000000000001"
+OTHER = "00000000-0000-4000-8000-000000000002"

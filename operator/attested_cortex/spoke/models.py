@@ -300,6 +300,7 @@ class MemoryExportChunk(Wire):
     final: bool
     data: str
     digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    manifest_digest: str = Field(pattern=r"^[0-9a-f]{64}$")  # of the export it belongs to
 
 
 #: The thirteen models of the seed, by name (the published schemas).

@@ -46,6 +46,11 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memory_candidates"),  # migration 0018
     ("SELECT, INSERT, UPDATE", "memory_profiles"),
     ("SELECT, INSERT", "memory_reflections"),  # migration 0019: never changed
+    ("SELECT, INSERT", "memory_exports"),
+    ("SELECT, INSERT", "memory_export_chunks"),
+    ("SELECT, INSERT, UPDATE", "memory_imports"),
+    # a discard drops the staged chunks (nothing staged was ever visible)
+    ("SELECT, INSERT, DELETE", "memory_import_chunks"),
 )
 
 

@@ -28,6 +28,7 @@ from attested_cortex.service.resources import spoke_ops as ops
 from attested_cortex.service.resources import spoke_profiles as profiles
 from attested_cortex.service.resources import spoke_reading as reading
 from attested_cortex.service.resources import spoke_reflections as reflections
+from attested_cortex.service.resources import spoke_transfer as transfer
 from attested_cortex.service.resources.spoke_ops import Handler
 from attested_cortex.service.resources.spoke_views import wire
 from attested_cortex.spoke.models import Flag, Wire
@@ -69,6 +70,11 @@ HANDLERS: Final[dict[str, Handler]] = {
     "memory.reflections.state": reflections.state,
     "memory.reflections.list": reflections.listed,
     "memory.reflections.generate": reflections.generate,
+    "memory.exports.create": transfer.exports_create,
+    "memory.exports.get": transfer.exports_get,
+    "memory.imports.stage": transfer.imports_stage,
+    "memory.imports.activate": transfer.imports_activate,
+    "memory.imports.discard": transfer.imports_discard,
 }
 
 

@@ -38,7 +38,7 @@ from attested_cortex.spoke.models import (
     Placement,
     Wire,
 )
-from attested_cortex.spoke.operations import CORE, REFLECTION
+from attested_cortex.spoke.operations import CORE, REFLECTION, TRANSFER
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
@@ -48,7 +48,7 @@ Handler = Callable[[Services, Caller, Any, str | None], Awaitable[Wire]]
 
 async def describe(svc: Services, caller: Caller, req: rq.Empty, key: str | None) -> Wire:
     return rq.DescribeAnswer(
-        protocol_version=PROTOCOL_VERSION, served_flags=[CORE, REFLECTION],
+        protocol_version=PROTOCOL_VERSION, served_flags=[CORE, REFLECTION, TRANSFER],
         limits={"max_body_bytes": svc.limits.max_body_bytes, "max_page": 500,
                 "max_capture_items": 100},
         required_profile_kinds=list(reflecting.REQUIRED_PROFILE_KINDS),
