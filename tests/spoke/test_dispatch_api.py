@@ -537,6 +537,12 @@ async def test_export_then_staged_import_activates_atomically(team: Agents) -> N
         chunks.append(await ok(team, "owner", "memory.exports.get", {
             **src, "export_id": export_id, "ordinal": len(chunks)}, flags=TRANSFER))
     assert len(chunks) == 4 and len({c["manifest_digest"] for c in chunks}) == 1
+    # a narrower transfer grant reads no export of someone else's
+    await ok(team, "owner", "memory.grants.grant", {
+        **src, "principal_id": "bob", "capabilities": ["transfer"], "subject_ids": ["u9"]})
+    refused(await op(team, "bob", "memory.exports.get", {
+        **src, "export_id": export_id, "ordinal": 0}, flags=TRANSFER), 404,
+        "export_chunk_not_found")
     manifest = chunks[0]["manifest_digest"]
 
     def stage(chunk: dict[str, Any], **more: Any) -> dict[str, Any]:

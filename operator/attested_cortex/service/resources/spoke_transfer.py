@@ -5,7 +5,7 @@ Called by :mod:`.spoke_dispatch`; the format is :mod:`attested_cortex.spoke.tran
 Everything needs ``transfer``. An export holds what the exporter's ``transfer`` grants cover
 (subjects, live records at their placements, profiles); it is built and stored at once, so
 its receipt commits (``refs: [export_id]``), and each chunk is fetched by ordinal with the
-manifest digest. An import stages chunks in strict ordinal order from 0 (a gap is 409
+manifest digest, by the export's creator (or the space authority) only. An import stages chunks in strict ordinal order from 0 (a gap is 409
 ``import_gap``, a replay 409 ``chunk_replayed``, a bad digest 400 ``chunk_corrupt``) and
 verifies the manifest digest and the document on the final chunk (409
 ``manifest_mismatch`` / ``bundle_invalid``, the final chunk refused and the rest kept).
@@ -83,8 +83,13 @@ async def exports_create(svc: Services, caller: Caller, req: rq.ExportCreate,
 async def exports_get(svc: Services, caller: Caller, req: rq.ExportChunkRef,
                       key: str | None) -> Wire:
     async with svc.db.connection() as conn:
-        (await gate.access(conn, caller, req.space_id)).require(Want("transfer"))
+        standing = await gate.access(conn, caller, req.space_id)
+        standing.require(Want("transfer"))
         row = await transfer.export_chunk(conn, req.space_id, req.export_id, req.ordinal)
+    # an export holds what its creator's grants cover: only the creator (or the authority)
+    # fetches it, so a narrower transfer grant cannot read a wider export
+    if row is not None and row["created_by"] != caller.agent_id and not standing.authority:
+        row = None
     if row is None:
         raise NotFoundError(f"export {req.export_id} has no chunk {req.ordinal} in this space",
                             code="export_chunk_not_found")
