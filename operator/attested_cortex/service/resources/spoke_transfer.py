@@ -5,14 +5,14 @@ Called by :mod:`.spoke_dispatch`; the format is :mod:`attested_cortex.spoke.tran
 Everything needs ``transfer``. An export holds what the exporter's ``transfer`` grants cover
 (subjects, live records at their placements, profiles); it is built and stored at once, so
 its receipt commits (``refs: [export_id]``), and each chunk is fetched by ordinal with the
-manifest digest, by the export's creator (or the space authority) only. An import stages chunks in strict ordinal order from 0 (a gap is 409
-``import_gap``, a replay 409 ``chunk_replayed``, a bad digest 400 ``chunk_corrupt``) and
-verifies the manifest digest and the document on the final chunk (409
-``manifest_mismatch`` / ``bundle_invalid``, the final chunk refused and the rest kept).
-Activation writes the subjects, records (new ids, each with its chain record and counted
-in the activator's quota) and profiles into the empty target space and bumps its
-``authority_generation`` in one transaction: nothing staged is visible before it. A
-discard before activation drops the staged chunks.
+manifest digest, by the export's creator (or the space authority) only. An import stages
+chunks in strict ordinal order from 0 (a gap is 409 ``import_gap``, a replay 409
+``chunk_replayed``, a bad digest 400 ``chunk_corrupt``) and verifies the manifest digest and
+the document on the final chunk (409 ``manifest_mismatch`` / ``bundle_invalid``, the final
+chunk refused and the rest kept). Activation writes the subjects, records (new ids, each
+with its chain record and counted in the activator's quota) and profiles into the empty
+target space and bumps its ``authority_generation`` in one transaction: nothing staged is
+visible before it. A discard before activation drops the staged chunks.
 """
 
 from __future__ import annotations
