@@ -567,6 +567,11 @@ async def test_export_then_staged_import_activates_atomically(team: Agents) -> N
     await ok(team, "owner", "memory.imports.stage", stage(chunks[3], manifest_digest=manifest),
              flags=TRANSFER)
     assert (await ok(team, "owner", "memory.records.list", dst))["total_authorized"] == 0
+    # activating writes only within the activator's transfer coverage (bob: subject u9)
+    await ok(team, "owner", "memory.grants.grant", {
+        **dst, "principal_id": "bob", "capabilities": ["transfer"], "subject_ids": ["u9"]})
+    refused(await op(team, "bob", "memory.imports.activate", {**dst, "import_id": IMPORT},
+                     flags=TRANSFER), 403, "grant_missing")
     activated = await ok(team, "owner", "memory.imports.activate",
                          {**dst, "import_id": IMPORT}, flags=TRANSFER)
     assert activated["status"] == "committed" and activated["revision"] == 2

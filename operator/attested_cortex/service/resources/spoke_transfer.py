@@ -159,7 +159,8 @@ async def _verify(conn: Conn, req: rq.ImportStage) -> None:
 async def imports_activate(svc: Services, caller: Caller, req: rq.ImportRef,
                            key: str | None) -> Wire:
     async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
-        (await gate.access(conn, caller, req.space_id)).require(Want("transfer"))
+        standing = await gate.access(conn, caller, req.space_id)
+        standing.require(Want("transfer"))
         await gate.writable_space(conn, caller, req.space_id)
         row = await _import(conn, req)
         if row["state"] != "verified":
@@ -169,7 +170,7 @@ async def imports_activate(svc: Services, caller: Caller, req: rq.ImportRef,
             raise ConflictError(f"space {req.space_id!r} already holds records: an import "
                                 "activates into an empty space", code="space_not_empty")
         chunks = await transfer.staged_chunks(conn, req.import_id)
-        await _apply(svc, conn, caller, req.space_id,
+        await _apply(svc, conn, caller, standing, req.space_id,
                      fmt.parse(b"".join(bytes(c["data"]) for c in chunks)))
         await transfer.set_import(conn, req.import_id, state="activated")
         return Effect([str(req.import_id)], await transfer.bump_generation(conn, req.space_id))
@@ -184,19 +185,23 @@ async def _import(conn: Conn, req: rq.ImportRef) -> dict[str, Any]:
     return row
 
 
-async def _apply(svc: Services, conn: Conn, caller: Caller, space_id: str,
-                 document: dict[str, Any]) -> None:
+async def _apply(svc: Services, conn: Conn, caller: Caller, standing: gate.Access,
+                 space_id: str, document: dict[str, Any]) -> None:
+    """Write the document; every record within the activator's ``transfer`` coverage."""
     try:
         for subject in document["subjects"]:
+            standing.require(Want("transfer", subject["subject_id"]))
             await rows.ensure_subject(conn, space_id, subject["subject_id"], subject["kind"])
         for record in document["records"]:
             context = record["context_id"]
+            placement = Placement(shared=True) if context is None else Placement(
+                context_id=context)
+            standing.require(Want("transfer", record["subject_id"], placement))
             await insert_record(svc, conn, caller, NewRecord(
-                space_id, record["subject_id"], record["kind"],
-                Content(**record["content"]),
-                Placement(shared=True) if context is None else Placement(context_id=context),
-                record["source_context_id"]))
+                space_id, record["subject_id"], record["kind"], Content(**record["content"]),
+                placement, record["source_context_id"]))
         for profile in document["profiles"]:
+            standing.require(Want("transfer", profile["subject_id"]))
             await listing.put_profile(conn, space_id=space_id, subject_id=profile["subject_id"],
                                       kind=profile["kind"], text=profile["text"],
                                       by=caller.agent_id)
