@@ -8,5 +8,7 @@ operations; the server's ``/v1/spoke/memory`` route decodes them through this pa
 - :mod:`.operations`: the 33 ``memory.*`` operations, one declared table (flag, request and
   answer types, whether it mutates and whether it may answer pending).
 - :mod:`.coverage`: what a principal's grants cover, and non-amplification.
+- :mod:`.reflecting`: the default reflection engine (basis, digest, extractive synthesis).
+- :mod:`.transferring`: the export format (canonical chunks, digests, the manifest).
 - :mod:`.schemas`: the published JSON Schemas (``python -m attested_cortex.spoke.schemas``).
 """

@@ -1,4 +1,5 @@
-"""The served spoke-memory ops: spaces, subjects, grants, records and receipts (issue 28).
+"""Spoke-memory ops: describe, spaces, subjects, grants, records and receipts (issue 28),
+and the helpers the other ``spoke_*`` modules write records and receipts with.
 
 Each handler takes the decoded request and answers a wire model: a read its payload, a
 write the :class:`MemoryReceipt` of :func:`.spoke_receipts.mutate`, inside whose transaction
