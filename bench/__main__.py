@@ -13,7 +13,7 @@ import sys
 from bench.summary import write_performance
 
 AREAS = ("hooks", "attest", "recall", "embedders", "policy", "kg", "operator", "recovery",
-         "quality", "transcripts", "mcp", "backup", "ha", "writes")
+         "quality", "transcripts", "mcp", "backup", "ha", "writes", "spoke_memory")
 
 
 def main(argv: list[str]) -> int:
