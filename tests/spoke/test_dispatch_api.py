@@ -6,6 +6,7 @@ durable idempotency of every mutating op (one effect for twenty concurrent reque
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import runs, tracing
 from tests.support.cortex import MakeCortex, Reply
 from tests.support.forwarder import Forwarder
+from tests.support.waiting import Pending, await_until
 
 OWNER = "memory.override,memory.write,memory.read,memory.forget,audit.read"
 PATH = "/v1/spoke/memory"
@@ -183,6 +185,18 @@ async def test_grants_stay_within_coverage_and_revoke_is_terminal(team: Agents) 
     refused(await op(team, "owner", "memory.grants.revoke", {
         "space_id": "kb", "grant_id": "00000000-0000-0000-0000-000000000000"}), 404,
         "grant_not_found")
+    # an expired grant stops the next op like a revoked one
+    soon = (datetime.now(UTC) + timedelta(seconds=3)).isoformat()
+    await ok(team, "owner", "memory.grants.grant", {
+        "space_id": "kb", "principal_id": "bob", "capabilities": ["records_read"],
+        "expires_at": soon})
+    assert (await op(team, "bob", "memory.records.get", ref)).status == 200
+
+    async def expired() -> bool | Pending:
+        reply = await op(team, "bob", "memory.records.get", ref)
+        return reply.status == 404 or Pending(reply.status)
+
+    await await_until(expired, seconds=15, what="bob's grant expired")
 
 
 async def test_records_cas_tombstones_and_native_visibility(team: Agents) -> None:
