@@ -265,6 +265,11 @@ async def test_receipts_are_durable_and_keyed_per_space_principal_op(
     refused(await op(team, "alice", "memory.records.create",
                      {**create, "content": {"text": "twice?"}}, key="k-1"),
             409, "idempotency_key_reused")
+    # the Idempotency-Key header is the same key when the body names none
+    header = await team.call("alice", "POST", PATH, {"op": "memory.records.create",
+                                                     "request": create},
+                             **{"Idempotency-Key": "k-1"})
+    assert header.status == 200 and header.body == receipt, header.text
     # the same key is another request for another principal or op
     other = await ok(team, "owner", "memory.records.create", create, key="k-1")
     assert other["receipt_id"] != receipt["receipt_id"]
