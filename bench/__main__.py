@@ -13,7 +13,8 @@ import sys
 from bench.summary import write_performance
 
 AREAS = ("hooks", "attest", "recall", "embedders", "policy", "kg", "operator", "recovery",
-         "quality", "transcripts", "mcp", "backup", "ha", "writes", "encryption", "audit")
+         "quality", "transcripts", "mcp", "backup", "ha", "writes", "encryption", "audit",
+         "spoke_memory")
 
 
 def main(argv: list[str]) -> int:

@@ -514,6 +514,22 @@ def audit_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def spoke_memory_rows(d: dict[str, Any]) -> list[Row]:
+    review = d.get("capture_review") or {}
+    return [
+        (f"memory.records.get over POST /v1/spoke/memory vs GET /v1/memories/{{id}} at "
+         f"{_fmt(d.get('size'))} records (paired): p95",
+         f"{_fmt(_get(d, 'spoke_get', 'p95'), ' ms')} vs "
+         f"{_fmt(_get(d, 'native_get', 'p95'), ' ms')} "
+         f"({_fmt(d.get('dispatch_overhead_p95_ms'), ' ms')}; load average "
+         f"{_fmt(_get(d, 'machine', 'load_average_at_write', 0))})", "within 2 ms"),
+        ("idempotent replay of memory.records.create (same key and request): p95",
+         _fmt(_get(d, "replay", "p95"), " ms"), "recorded"),
+        ("memory.capture then memory.candidates.review (promote), in sequence",
+         _fmt(review.get("capture_review_per_second"), " /s"), "recorded"),
+    ]
+
+
 def _load(run: dict[str, Any]) -> str:
     load = _get(run, "load_average", 0)
     return "n/a" if load is None else f"{load:.1f}"
@@ -525,7 +541,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "attest": attest_rows, "hooks": hooks_rows, "recovery": recovery_rows,
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
     "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
-    "encryption": encryption_rows, "audit": audit_rows,
+    "encryption": encryption_rows, "audit": audit_rows, "spoke_memory": spoke_memory_rows,
 }
 
 

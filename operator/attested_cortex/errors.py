@@ -19,6 +19,7 @@ it raises, an unexpected one into :class:`StorageError`).
     ├── UnsupportedMediaTypeError    415  the body is not declared as JSON
     ├── QuotaExceededError           429  carries retry_after seconds
     ├── TooManySessionsError         429  an agent's MCP sessions are all open
+    ├── NotServedError               501  a declared operation this build does not serve yet
     ├── HeldForApprovalError         202  AskUser: the operation waits for an approval id
     ├── NotReadyError                503  Retry-After; nothing was written unless a keyed
     │                                     write's answer was lost (ADR 0030). Codes:
@@ -132,6 +133,13 @@ class TooManySessionsError(CortexError):
 
     code = "too_many_sessions"
     http_status = 429
+
+
+class NotServedError(CortexError):
+    """A declared operation (a spoke-memory op of a served flag) with no handler yet."""
+
+    code = "not_served"
+    http_status = 501
 
 
 class HeldForApprovalError(CortexError):

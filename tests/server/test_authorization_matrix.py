@@ -49,6 +49,8 @@ CLASSIFIED: dict[tuple[str, str], str] = {
     ("POST", "/v1/recall"): "read",
     ("POST", "/v1/approvals/{id}"): "victim",
     ("POST", "/v1/transcripts"): "own",
+    # the spoke-memory family: its writes address records, grants and spaces by id
+    ("POST", "/v1/spoke/memory"): "victim",
     # JSON-RPC: each tool call is one of the operations above, through the same pipeline
     ("POST", "/mcp"): "victim",
     # ends an MCP session: the agent's that opened it alone
@@ -192,6 +194,24 @@ async def _attack_transcript(w: World, who: str) -> list[tuple[Reply, int, set[s
     return [(reply, 400, {"invalid_input"})]
 
 
+async def _attack_spoke(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    # alice's memory addressed as a family record, and grants or a freeze of her namespace
+    # taken as a space: without a grant or memory.override on it, nothing is found or done
+    m, found = w.memory["id"], []
+    for name, request in [
+        ("memory.records.update", {"record_id": m, "expected_revision": 1,
+                                   "content": {"text": "r"}}),
+        ("memory.records.delete", {"record_id": m, "expected_revision": 1}),
+        ("memory.grants.grant", {"principal_id": who, "capabilities": ["admin"]}),
+        ("memory.spaces.freeze", {}),
+    ]:
+        reply = await w.team.call(who, "POST", "/v1/spoke/memory", {
+            "op": name, "request": {"space_id": "proj", **request}})
+        found.append((reply, 404 if name != "memory.spaces.freeze" else 403,
+                      {"space_not_found", "grant_missing"}))
+    return found
+
+
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
@@ -277,6 +297,7 @@ ATTACKS: dict[tuple[str, str], Attack] = {
     ("POST", "/v1/kg/invalidate"): _attack_invalidate,
     ("POST", "/v1/approvals/{id}"): _attack_decide,
     ("POST", "/v1/transcripts"): _attack_transcript,
+    ("POST", "/v1/spoke/memory"): _attack_spoke,
 }
 
 
@@ -351,6 +372,9 @@ async def test_a_token_without_write_scopes_mutates_nothing(
         ("POST", "/v1/kg/invalidate"): ("/v1/kg/invalidate", {"link_id": link}, {}),
         ("POST", "/v1/transcripts"): ("/v1/transcripts", {"namespace": "proj",
                                                           "content": "r"}, {}),
+        ("POST", "/v1/spoke/memory"): ("/v1/spoke/memory", {
+            "op": "memory.records.delete", "request": {
+                "space_id": "proj", "record_id": m, "expected_revision": 1}}, {}),
         # even validly signed: deciding needs the approvals.decide scope as well
         ("POST", "/v1/approvals/{id}"): (
             f"/v1/approvals/{w.approval}", None,

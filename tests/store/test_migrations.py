@@ -7,7 +7,7 @@ import pytest
 
 from attested_cortex.errors import MigrationChecksumError, SchemaTooNewError
 from attested_cortex.store.migrating import migrate, planned
-from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
+from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA, MIGRATIONS
 
 
 def applied_versions(dsn: str) -> list[int]:
@@ -21,7 +21,8 @@ async def test_migrate_applies_all_then_is_a_no_op(any_dsn: str) -> None:
     assert first.applied[0] == "0001_memories"
     again = await migrate(any_dsn)
     assert again.applied == () and again.after == MAX_SUPPORTED_SCHEMA
-    assert applied_versions(any_dsn) == list(range(1, MAX_SUPPORTED_SCHEMA + 1))
+    # every shipped version (numbers reserved for branches not merged yet may be missing)
+    assert applied_versions(any_dsn) == [m.version for m in MIGRATIONS]
 
 
 async def test_two_migrators_at_once_both_end_well(pg15_dsn: str) -> None:

@@ -17,10 +17,10 @@ from typing import Any
 
 from attested_cortex.attest import cbor
 from attested_cortex.attest.chain import Statement
+from attested_cortex.attest.keyedchain import KeyedWalk, unchecked
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.masterkeys import KeyRing
-from attested_cortex.attest.keyedchain import KeyedWalk, unchecked
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign
 from attested_cortex.attest.verifying import check_batch
 from attested_cortex.errors import InvalidInputError

@@ -21,6 +21,7 @@ from attested_cortex.server.routes import (
     graph,
     memories,
     recall,
+    spoke,
     system,
     transcripts,
 )
@@ -28,7 +29,7 @@ from attested_cortex.server.state import STATE_KEY, AppState
 from attested_cortex.service.pipeline.context import Services
 
 ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals,
-                                         transcripts, exporting)
+                                         transcripts, exporting, spoke)
 OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
 
 

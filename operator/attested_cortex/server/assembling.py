@@ -18,9 +18,9 @@ from contextlib import AsyncExitStack
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from attested_cortex.attest.keyedchain import Seal, seal_from
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
-from attested_cortex.attest.keyedchain import Seal, seal_from
 from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.choosing import MODES, build_embedder
 from attested_cortex.errors import InvalidInputError

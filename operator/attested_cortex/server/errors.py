@@ -58,7 +58,7 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
         response: web.StreamResponse = await handler(request)
         return response
     except CortexError as exc:
-        if exc.http_status >= 500 and exc.http_status != 503:
+        if exc.http_status >= 500 and exc.http_status not in (501, 503):
             log.exception("internal error")
         return from_domain(exc)
     except web.HTTPException as exc:

@@ -38,6 +38,21 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT", "agent_usage"),
     # A key is taken in its write's transaction, answered after it; never deleted (ADR 0030).
     ("SELECT, INSERT, UPDATE", "idempotency_keys"),
+    # The spoke-memory family (migration 0016, ADR 0060): rows are updated, never deleted
+    # (a revoke, a freeze, a tombstone and a receipt's completion are updates).
+    ("SELECT, INSERT, UPDATE", "memory_spaces"),
+    ("SELECT, INSERT, UPDATE", "memory_subjects"),
+    ("SELECT, INSERT, UPDATE", "memory_grants"),
+    ("SELECT, INSERT, UPDATE", "memory_records"),
+    ("SELECT, INSERT, UPDATE", "memory_receipts"),
+    ("SELECT, INSERT, UPDATE", "memory_candidates"),  # migration 0017
+    ("SELECT, INSERT, UPDATE", "memory_profiles"),
+    ("SELECT, INSERT", "memory_reflections"),  # migration 0018: never changed
+    ("SELECT, INSERT", "memory_exports"),
+    ("SELECT, INSERT", "memory_export_chunks"),
+    ("SELECT, INSERT, UPDATE", "memory_imports"),
+    # a discard drops the staged chunks (nothing staged was ever visible)
+    ("SELECT, INSERT, DELETE", "memory_import_chunks"),
 )
 
 

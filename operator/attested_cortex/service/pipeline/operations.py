@@ -14,6 +14,7 @@ from typing import Final
 
 from attested_cortex.hooks.events import EventClass, EventName
 from attested_cortex.policy.scopes import ScopeBase
+from attested_cortex.spoke.operations import MEMORY_OPS
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,19 @@ APPROVALS_STREAM: Final = _op("approvals.stream", None, (), (), "approvals.decid
 APPROVAL_DECIDE: Final = _op("approvals.decide", "approval", ("pre_approval",),
                              ("post_approval",), "approvals.decide", None)
 
+
+def _spoke(name: str, mutating: bool) -> OperationSpec:
+    """A spoke-memory op (ADR 0060): scoped on the space's namespace like a native read or
+    write, seen by rules as ``search`` or ``store``; its grant check runs in the op."""
+    if mutating:
+        return _op(f"spoke.{name}", None, (), (), "memory.write", "store", restricted=True)
+    return _op(f"spoke.{name}", None, (), (), "memory.read", "search")
+
+
+#: The 33 spoke-memory ops (seed 001), by their wire name (``memory.records.get``).
+SPOKE_MEMORY: Final[dict[str, OperationSpec]] = {
+    op.name: _spoke(op.name, op.mutating) for op in MEMORY_OPS.values()}
+
 #: Every operation by name.
 OPERATIONS: Final[dict[str, OperationSpec]] = {
     spec.name: spec for spec in (
@@ -88,6 +102,6 @@ OPERATIONS: Final[dict[str, OperationSpec]] = {
         MEMORY_VERIFY, MEMORY_LIST, RECALL,
         LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
         KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, EXPORT, CAPABILITIES,
-        APPROVALS_LIST, APPROVALS_STREAM, APPROVAL_DECIDE,
+        APPROVALS_LIST, APPROVALS_STREAM, APPROVAL_DECIDE, *SPOKE_MEMORY.values(),
     )
 }

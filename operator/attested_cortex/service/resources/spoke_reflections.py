@@ -1,0 +1,97 @@
+"""Reflections of the spoke-memory family (flag ``spoke-memory-reflection``):
+``memory.reflections.state``, ``.list`` and ``.generate``. Called by :mod:`.spoke_dispatch`.
+
+Every request needs ``reflections`` for the subject. The basis is computed from what the
+caller is authorized for *now* (the subject's live records its ``reflections`` grants cover
+at their placements, and the subject's profile revisions), so ``stale`` is read-time: a
+stored reflection is stale when its digest differs from the current basis's. Generation is
+admitted only when the provider's required profile kinds exist (none by default:
+``memory.describe`` says so) and at least one record is in the basis; it runs the
+deterministic engine of :mod:`attested_cortex.spoke.reflecting` and commits at once (the
+engine is I/O-free, so the receipt is never pending).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from attested_cortex.errors import ConflictError
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.resources import spoke_access as gate
+from attested_cortex.service.resources.spoke_ops import mutate_in
+from attested_cortex.service.resources.spoke_reading import placement_of
+from attested_cortex.service.resources.spoke_receipts import Effect
+from attested_cortex.spoke import reflecting
+from attested_cortex.spoke import requests as rq
+from attested_cortex.spoke.coverage import Want
+from attested_cortex.spoke.models import Reflection, ReflectionBasis, Wire
+from attested_cortex.store import spoke_candidates as listing
+from attested_cortex.store import spoke_memory as rows
+from attested_cortex.store.database import Conn
+
+
+async def _basis(conn: Conn, caller: Caller,
+                 req: rq.ReflectionsRequest) -> tuple[ReflectionBasis, list[Any], dict[str, str]]:
+    standing = await gate.access(conn, caller, req.space_id)
+    standing.require(Want("reflections", req.subject_id))
+    await gate.existing_subject(conn, req.space_id, req.subject_id)
+    keys = [r for r in await listing.record_keys(conn, req.space_id, req.subject_id)
+            if standing.allows(Want("reflections", r["subject_id"], placement_of(r)))]
+    profiles = await listing.profiles(conn, req.space_id, req.subject_id)
+    basis = reflecting.basis_of([(r["memory_id"], r["revision"]) for r in keys],
+                                {p["kind"]: p["revision"] for p in profiles})
+    return basis, keys, {p["kind"]: p["text"] for p in profiles}
+
+
+def _missing(profiles: dict[str, str]) -> list[str]:
+    return [kind for kind in reflecting.REQUIRED_PROFILE_KINDS if kind not in profiles]
+
+
+async def state(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
+                key: str | None) -> Wire:
+    async with svc.db.connection() as conn:
+        basis, keys, profiles = await _basis(conn, caller, req)
+        stored = await listing.reflections(conn, req.space_id, req.subject_id)
+    current = reflecting.digest(basis)
+    return rq.ReflectionState(
+        state_digest=current, stale=not stored or stored[0]["state_digest"] != current,
+        data_sufficient=bool(keys), missing_required_kinds=_missing(profiles))
+
+
+async def listed(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
+                 key: str | None) -> Wire:
+    async with svc.db.connection() as conn:
+        basis, _, _ = await _basis(conn, caller, req)
+        stored = await listing.reflections(conn, req.space_id, req.subject_id)
+    current = reflecting.digest(basis)
+    return rq.ReflectionList(reflections=[Reflection(
+        reflection_id=r["reflection_id"], space_id=r["space_id"], subject_id=r["subject_id"],
+        text=r["text"], basis=ReflectionBasis(**r["basis"]), state_digest=r["state_digest"],
+        stale=r["state_digest"] != current, created_at=r["created_at"],
+        schema_version=r["schema_version"], extensions=r["extensions"]) for r in stored])
+
+
+async def generate(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
+                   key: str | None) -> Wire:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
+        basis, keys, profiles = await _basis(conn, caller, req)
+        await gate.writable_space(conn, caller, req.space_id)
+        missing = _missing(profiles)
+        if missing:
+            raise ConflictError(f"generation needs the profile kinds {missing}; write them "
+                                "with memory.profile.update", code="required_profile_missing",
+                                missing_required_kinds=missing)
+        if not keys:
+            raise ConflictError("no record of this subject is in your basis: nothing to "
+                                "reflect on", code="insufficient_data")
+        texts = [r["text"] for r in await rows.records_by_id(
+            conn, req.space_id, [k["memory_id"] for k in keys])]
+        reflection_id = uuid.uuid4()
+        await listing.insert_reflection(conn, {
+            "reflection_id": reflection_id, "space_id": req.space_id,
+            "subject_id": req.subject_id, "created_by": caller.agent_id,
+            "text": reflecting.synthesize(req.subject_id, profiles, texts),
+            "basis": basis.model_dump(mode="json"), "state_digest": reflecting.digest(basis)})
+        return Effect([str(reflection_id)])
+    return await mutate_in(svc, caller, "memory.reflections.generate", req, key, effect)

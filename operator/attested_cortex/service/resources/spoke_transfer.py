@@ -1,0 +1,224 @@
+"""Transfer of the spoke-memory family (flag ``spoke-memory-transfer``):
+``memory.exports.create``/``.get`` and ``memory.imports.stage``/``.activate``/``.discard``.
+Called by :mod:`.spoke_dispatch`; the format is :mod:`attested_cortex.spoke.transferring`.
+
+Everything needs ``transfer``. An export holds what the exporter's ``transfer`` grants cover
+(subjects, live records at their placements, profiles); it is built and stored at once, so
+its receipt commits (``refs: [export_id]``), and each chunk is fetched by ordinal with the
+manifest digest, by the export's creator (or the space authority) only. An import stages
+chunks in strict ordinal order from 0 (a gap is 409 ``import_gap``, a replay 409
+``chunk_replayed``, a bad digest 400 ``chunk_corrupt``) and verifies the manifest digest and
+the document on the final chunk (409 ``manifest_mismatch`` / ``bundle_invalid``, the final
+chunk refused and the rest kept). Activation writes the subjects, records (new ids, each
+with its chain record and counted in the activator's quota) and profiles into the empty
+target space and bumps its ``authority_generation`` in one transaction: nothing staged is
+visible before it. A discard before activation drops the staged chunks.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from typing import Any
+
+from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.resources import spoke_access as gate
+from attested_cortex.service.resources.spoke_ops import NewRecord, insert_record, mutate_in
+from attested_cortex.service.resources.spoke_reading import placement_of
+from attested_cortex.service.resources.spoke_receipts import Effect
+from attested_cortex.spoke import requests as rq
+from attested_cortex.spoke import transferring as fmt
+from attested_cortex.spoke.coverage import Want
+from attested_cortex.spoke.models import Content, MemoryExportChunk, Placement, Wire
+from attested_cortex.store import spoke_candidates as listing
+from attested_cortex.store import spoke_memory as rows
+from attested_cortex.store import spoke_transfer as transfer
+from attested_cortex.store.database import Conn
+
+
+async def _document(conn: Conn, standing: gate.Access, space_id: str) -> dict[str, Any]:
+    keys = [k for k in await listing.record_keys(conn, space_id, None)
+            if standing.allows(Want("transfer", k["subject_id"], placement_of(k)))]
+    records = await rows.records_by_id(conn, space_id, [k["memory_id"] for k in keys])
+    subjects = sorted({r["subject_id"] for r in records})
+    found = [await rows.subject(conn, space_id, s) for s in subjects]
+    profiles = [p for s in subjects for p in await listing.profiles(conn, space_id, s)]
+    return {
+        "subjects": [{"subject_id": s["subject_id"], "kind": s["kind"]}
+                     for s in found if s is not None],
+        "records": [{"subject_id": r["subject_id"], "kind": r["kind"],
+                     "context_id": r["context_id"], "source_context_id": r["source_context_id"],
+                     "content": _content(r)} for r in records],
+        "profiles": [{"subject_id": p["subject_id"], "kind": p["kind"], "text": p["text"]}
+                     for p in profiles]}
+
+
+def _content(row: dict[str, Any]) -> dict[str, Any]:
+    present = {"text": row["text"]}
+    for name in ("structured", "cognition"):
+        if row[name] is not None:
+            present[name] = row[name]
+    return present
+
+
+async def exports_create(svc: Services, caller: Caller, req: rq.ExportCreate,
+                         key: str | None) -> Wire:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
+        standing = await gate.access(conn, caller, req.space_id)
+        standing.require(Want("transfer"))
+        space = await gate.existing_space(conn, req.space_id)
+        chunks = fmt.chunked(await _document(conn, standing, req.space_id), req.chunk_bytes)
+        export_id = uuid.uuid4()
+        await transfer.insert_export(conn, {
+            "export_id": export_id, "space_id": req.space_id, "chunk_count": len(chunks),
+            "manifest_digest": fmt.manifest_digest([d for _, d in chunks]),
+            "authority_generation": space["authority_generation"],
+            "created_by": caller.agent_id}, chunks)
+        return Effect([str(export_id)], space["authority_generation"])
+    return await mutate_in(svc, caller, "memory.exports.create", req, key, effect)
+
+
+async def exports_get(svc: Services, caller: Caller, req: rq.ExportChunkRef,
+                      key: str | None) -> Wire:
+    async with svc.db.connection() as conn:
+        standing = await gate.access(conn, caller, req.space_id)
+        standing.require(Want("transfer"))
+        row = await transfer.export_chunk(conn, req.space_id, req.export_id, req.ordinal)
+    # an export holds what its creator's grants cover: only the creator (or the authority)
+    # fetches it, so a narrower transfer grant cannot read a wider export
+    if row is not None and row["created_by"] != caller.agent_id and not standing.authority:
+        row = None
+    if row is None:
+        raise NotFoundError(f"export {req.export_id} has no chunk {req.ordinal} in this space",
+                            code="export_chunk_not_found")
+    return MemoryExportChunk(
+        export_id=row["export_id"], ordinal=row["ordinal"],
+        final=row["ordinal"] == row["chunk_count"] - 1,
+        data=base64.b64encode(bytes(row["data"])).decode(), digest=row["digest"],
+        manifest_digest=row["manifest_digest"])
+
+
+def _decoded(req: rq.ImportStage) -> bytes:
+    try:
+        data = base64.b64decode(req.data.encode(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidInputError("data is not base64", field="request.data") from exc
+    if fmt.sha256(data) != req.digest:
+        raise InvalidInputError(f"chunk {req.ordinal} does not match its digest",
+                                code="chunk_corrupt", field="request.data", ordinal=req.ordinal)
+    return data
+
+
+async def imports_stage(svc: Services, caller: Caller, req: rq.ImportStage,
+                        key: str | None) -> Wire:
+    data = _decoded(req)
+
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
+        (await gate.access(conn, caller, req.space_id)).require(Want("transfer"))
+        await gate.writable_space(conn, caller, req.space_id)
+        row = await transfer.staged(conn, req.space_id, req.import_id)
+        if row is None and req.ordinal == 0:
+            row = await transfer.begin_import(conn, req.space_id, req.import_id,
+                                              caller.agent_id)
+        _in_order(row, req)
+        await transfer.stage_chunk(conn, req.import_id, req.ordinal, data, req.digest)
+        if req.final:
+            await _verify(conn, req)
+        return Effect([str(req.import_id)])
+    return await mutate_in(svc, caller, "memory.imports.stage", req, key, effect)
+
+
+def _in_order(row: dict[str, Any] | None, req: rq.ImportStage) -> None:
+    if row is None or req.ordinal > row["next_ordinal"]:
+        raise ConflictError(f"chunk {req.ordinal} arrived before chunk "
+                            f"{0 if row is None else row['next_ordinal']}: stage in order",
+                            code="import_gap")
+    if row["state"] != "staging":
+        raise ConflictError(f"import {req.import_id} is {row['state']}: it stages no more",
+                            code="import_not_staging", state=row["state"])
+    if req.ordinal < row["next_ordinal"]:
+        raise ConflictError(f"chunk {req.ordinal} was already staged", code="chunk_replayed")
+
+
+async def _verify(conn: Conn, req: rq.ImportStage) -> None:
+    chunks = await transfer.staged_chunks(conn, req.import_id)
+    digest = fmt.manifest_digest([c["digest"] for c in chunks])
+    if req.manifest_digest is None or req.manifest_digest != digest:
+        raise ConflictError("the staged chunks do not make the export named by "
+                            "manifest_digest", code="manifest_mismatch")
+    try:
+        fmt.parse(b"".join(bytes(c["data"]) for c in chunks))
+    except ValueError as exc:
+        raise ConflictError(f"the staged export is not valid: {exc}",
+                            code="bundle_invalid") from exc
+    await transfer.set_import(conn, req.import_id, state="verified", manifest_digest=digest)
+
+
+async def imports_activate(svc: Services, caller: Caller, req: rq.ImportRef,
+                           key: str | None) -> Wire:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
+        standing = await gate.access(conn, caller, req.space_id)
+        standing.require(Want("transfer"))
+        await gate.writable_space(conn, caller, req.space_id)
+        row = await _import(conn, req)
+        if row["state"] != "verified":
+            raise ConflictError(f"import {req.import_id} is {row['state']}; only a verified "
+                                "import activates", code="import_not_verified")
+        if await transfer.count_records(conn, req.space_id):
+            raise ConflictError(f"space {req.space_id!r} already holds records: an import "
+                                "activates into an empty space", code="space_not_empty")
+        chunks = await transfer.staged_chunks(conn, req.import_id)
+        await _apply(svc, conn, caller, standing, req.space_id,
+                     fmt.parse(b"".join(bytes(c["data"]) for c in chunks)))
+        await transfer.set_import(conn, req.import_id, state="activated")
+        return Effect([str(req.import_id)], await transfer.bump_generation(conn, req.space_id))
+    return await mutate_in(svc, caller, "memory.imports.activate", req, key, effect)
+
+
+async def _import(conn: Conn, req: rq.ImportRef) -> dict[str, Any]:
+    row = await transfer.staged(conn, req.space_id, req.import_id)
+    if row is None:
+        raise NotFoundError(f"import {req.import_id} does not exist in this space",
+                            code="import_not_found")
+    return row
+
+
+async def _apply(svc: Services, conn: Conn, caller: Caller, standing: gate.Access,
+                 space_id: str, document: dict[str, Any]) -> None:
+    """Write the document; every record within the activator's ``transfer`` coverage."""
+    try:
+        for subject in document["subjects"]:
+            standing.require(Want("transfer", subject["subject_id"]))
+            await rows.ensure_subject(conn, space_id, subject["subject_id"], subject["kind"])
+        for record in document["records"]:
+            context = record["context_id"]
+            placement = Placement(shared=True) if context is None else Placement(
+                context_id=context)
+            standing.require(Want("transfer", record["subject_id"], placement))
+            await insert_record(svc, conn, caller, NewRecord(
+                space_id, record["subject_id"], record["kind"], Content(**record["content"]),
+                placement, record["source_context_id"]))
+        for profile in document["profiles"]:
+            standing.require(Want("transfer", profile["subject_id"]))
+            await listing.put_profile(conn, space_id=space_id, subject_id=profile["subject_id"],
+                                      kind=profile["kind"], text=profile["text"],
+                                      by=caller.agent_id)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConflictError(f"the staged export is not valid: {exc}",
+                            code="bundle_invalid") from exc
+
+
+async def imports_discard(svc: Services, caller: Caller, req: rq.ImportRef,
+                          key: str | None) -> Wire:
+    async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
+        (await gate.access(conn, caller, req.space_id)).require(Want("transfer"))
+        row = await _import(conn, req)
+        if row["state"] not in ("staging", "verified"):
+            raise ConflictError(f"import {req.import_id} is {row['state']}: only a staged "
+                                "import is discarded", code="import_not_staging",
+                                state=row["state"])
+        await transfer.set_import(conn, req.import_id, state="discarded")
+        return Effect([str(req.import_id)])
+    return await mutate_in(svc, caller, "memory.imports.discard", req, key, effect)

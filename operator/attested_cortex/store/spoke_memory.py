@@ -1,0 +1,233 @@
+"""The spoke-memory family's rows (migration 0016, ADR 0060): spaces, subjects, grants, the
+side rows of retained records and receipts. Called by the service's ``spoke_*`` modules only;
+every function takes a connection the caller holds (inside its transaction for writes) and
+returns dict rows, which the service turns into wire models.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import errors as pg
+from psycopg.types.json import Jsonb
+
+from attested_cortex.errors import ConflictError
+from attested_cortex.store.database import Conn
+
+Row = dict[str, Any]
+
+#: The code of a receipt key another request took first (the caller re-reads it).
+RECEIPT_TAKEN = "receipt_key_taken"
+
+
+async def ensure_space(conn: Conn, space_id: str, created_by: str) -> Row:
+    """The space's row, created on first use (ADR 0060 §1), locked for this transaction."""
+    await conn.execute(
+        "INSERT INTO memory_spaces (space_id, created_by) VALUES (%s, %s)"
+        " ON CONFLICT (space_id) DO NOTHING", (space_id, created_by))
+    found = await space(conn, space_id, lock=True)
+    assert found is not None
+    return found
+
+
+async def space(conn: Conn, space_id: str, *, lock: bool = False) -> Row | None:
+    """One space with its computed ``pending_receipts``; ``lock``: FOR UPDATE (writes)."""
+    cur = await conn.execute(
+        "SELECT s.*, (SELECT count(*) FROM memory_receipts r WHERE r.space_id = s.space_id"
+        " AND r.status = 'pending') AS pending_receipts FROM memory_spaces s"
+        " WHERE s.space_id = %s" + (" FOR UPDATE OF s" if lock else ""), (space_id,))
+    return await cur.fetchone()
+
+
+async def spaces(conn: Conn) -> list[Row]:
+    """Every space, by id, with its pending receipts (the caller filters what it may see)."""
+    cur = await conn.execute(
+        "SELECT s.*, (SELECT count(*) FROM memory_receipts r WHERE r.space_id = s.space_id"
+        " AND r.status = 'pending') AS pending_receipts FROM memory_spaces s"
+        " ORDER BY s.space_id")
+    return list(await cur.fetchall())
+
+
+async def set_frozen(conn: Conn, space_id: str, frozen: bool) -> Row:
+    """Freeze or unfreeze, bumping the space's revision."""
+    await conn.execute(
+        "UPDATE memory_spaces SET frozen = %s, revision = revision + 1 WHERE space_id = %s",
+        (frozen, space_id))
+    found = await space(conn, space_id)
+    assert found is not None
+    return found
+
+
+async def bump_space(conn: Conn, space_id: str) -> None:
+    """A new space revision for a change of its grants (listing cursors bind it)."""
+    await conn.execute("UPDATE memory_spaces SET revision = revision + 1 WHERE space_id = %s",
+                       (space_id,))
+
+
+async def ensure_subject(conn: Conn, space_id: str, subject_id: str,
+                         kind: str | None) -> tuple[Row, bool]:
+    """The subject's row and whether this call created it."""
+    cur = await conn.execute(
+        "INSERT INTO memory_subjects (space_id, subject_id, kind) VALUES (%s, %s, %s)"
+        " ON CONFLICT (space_id, subject_id) DO NOTHING RETURNING *",
+        (space_id, subject_id, kind))
+    made = await cur.fetchone()
+    if made is not None:
+        return made, True
+    found = await subject(conn, space_id, subject_id, lock=True)
+    assert found is not None
+    return found, False
+
+
+async def subject(conn: Conn, space_id: str, subject_id: str, *,
+                  lock: bool = False) -> Row | None:
+    """One subject, or None."""
+    cur = await conn.execute(
+        "SELECT * FROM memory_subjects WHERE space_id = %s AND subject_id = %s"
+        + (" FOR UPDATE" if lock else ""), (space_id, subject_id))
+    return await cur.fetchone()
+
+
+async def set_subject(conn: Conn, space_id: str, subject_id: str, *, state: str,
+                      fenced: Sequence[str]) -> Row:
+    """A subject's new state and fenced contexts, bumping its revision."""
+    cur = await conn.execute(
+        "UPDATE memory_subjects SET state = %s, fenced_context_ids = %s,"
+        " revision = revision + 1 WHERE space_id = %s AND subject_id = %s RETURNING *",
+        (state, list(fenced), space_id, subject_id))
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def insert_grant(conn: Conn, grant: Row) -> Row:
+    """Store a new grant (``grant``: its columns)."""
+    cur = await conn.execute(
+        "INSERT INTO memory_grants (grant_id, space_id, principal_id, issued_by, capabilities,"
+        " subject_ids, context_ids, shared_access, expires_at) VALUES (%(grant_id)s,"
+        " %(space_id)s, %(principal_id)s, %(issued_by)s, %(capabilities)s, %(subject_ids)s,"
+        " %(context_ids)s, %(shared_access)s, %(expires_at)s) RETURNING *", grant)
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def grants(conn: Conn, space_id: str, principal_id: str | None = None) -> list[Row]:
+    """The grants of a space (of one principal when named), oldest first."""
+    cur = await conn.execute(
+        "SELECT * FROM memory_grants WHERE space_id = %s"
+        " AND (%s::text IS NULL OR principal_id = %s) ORDER BY created_at, grant_id",
+        (space_id, principal_id, principal_id))
+    return list(await cur.fetchall())
+
+
+async def grant(conn: Conn, space_id: str, grant_id: uuid.UUID, *,
+                lock: bool = False) -> Row | None:
+    """One grant of a space, or None."""
+    cur = await conn.execute(
+        "SELECT * FROM memory_grants WHERE space_id = %s AND grant_id = %s"
+        + (" FOR UPDATE" if lock else ""), (space_id, grant_id))
+    return await cur.fetchone()
+
+
+async def revoke(conn: Conn, grant_id: uuid.UUID) -> Row:
+    """Revoke a grant, terminally (a second revoke keeps the first time)."""
+    cur = await conn.execute(
+        "UPDATE memory_grants SET revoked_at = coalesce(revoked_at, clock_timestamp())"
+        " WHERE grant_id = %s RETURNING *", (grant_id,))
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+_RECORD = ("r.*, m.content AS text, m.author, m.revision, m.created_at, m.updated_at,"
+           " m.deleted_at")
+
+
+async def insert_record(conn: Conn, row: Row) -> None:
+    """The side row of a record whose memory row this transaction just inserted."""
+    await conn.execute(
+        "INSERT INTO memory_records (memory_id, space_id, subject_id, kind, context_id,"
+        " source_context_id, captured_by, candidate_id, structured, cognition) VALUES"
+        " (%(memory_id)s, %(space_id)s, %(subject_id)s, %(kind)s, %(context_id)s,"
+        " %(source_context_id)s, %(captured_by)s, %(candidate_id)s, %(structured)s,"
+        " %(cognition)s)", {**row, "structured": _json(row["structured"]),
+                            "cognition": _json(row["cognition"])})
+
+
+async def record(conn: Conn, space_id: str, record_id: uuid.UUID, *,
+                 lock: bool = False) -> Row | None:
+    """One record of a space (side row joined with its memory), or None."""
+    cur = await conn.execute(
+        f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
+        " WHERE r.space_id = %s AND r.memory_id = %s"
+        + (" FOR UPDATE OF r, m" if lock else ""), (space_id, record_id))
+    return await cur.fetchone()
+
+
+async def set_record(conn: Conn, record_id: uuid.UUID, *, kind: str | None,
+                     structured: Any, cognition: Any) -> None:
+    """A record's side columns after an update or a delete (a tombstone clears both)."""
+    await conn.execute(
+        "UPDATE memory_records SET kind = %s, structured = %s, cognition = %s"
+        " WHERE memory_id = %s", (kind, _json(structured), _json(cognition), record_id))
+
+
+def _json(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
+
+
+async def take_receipt(conn: Conn, row: Row) -> None:
+    """Insert a receipt, the first statement of its write's transaction. A key another
+    request took first raises ConflictError ``receipt_key_taken`` (the transaction rolls
+    back; one still in flight is waited for first, within lock_timeout)."""
+    try:
+        await conn.execute(
+            "INSERT INTO memory_receipts (receipt_id, space_id, principal, op,"
+            " idempotency_key, request_sha256, status) VALUES (%(receipt_id)s, %(space_id)s,"
+            " %(principal)s, %(op)s, %(idempotency_key)s, %(request_sha256)s, %(status)s)",
+            row)
+    except pg.UniqueViolation as exc:
+        raise ConflictError("another request with this idempotency key completed first",
+                            code=RECEIPT_TAKEN) from exc
+
+
+async def settle_receipt(conn: Conn, receipt_id: uuid.UUID, *, status: str,
+                         refs: Sequence[str], revision: int | None) -> Row:
+    """A receipt's outcome, in the transaction that took it."""
+    cur = await conn.execute(
+        "UPDATE memory_receipts SET status = %s, refs = %s, revision = %s,"
+        " completed_at = CASE WHEN %s = 'pending' THEN NULL ELSE clock_timestamp() END"
+        " WHERE receipt_id = %s RETURNING *",
+        (status, list(refs), revision, status, receipt_id))
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def keyed_receipt(conn: Conn, *, space_id: str, principal: str, op: str,
+                        key: str) -> Row | None:
+    """The receipt of (space, principal, op, key), or None."""
+    cur = await conn.execute(
+        "SELECT * FROM memory_receipts WHERE space_id = %s AND principal = %s AND op = %s"
+        " AND idempotency_key = %s", (space_id, principal, op, key))
+    return await cur.fetchone()
+
+
+async def receipt(conn: Conn, space_id: str, receipt_id: uuid.UUID) -> Row | None:
+    """One receipt of a space, or None."""
+    cur = await conn.execute(
+        "SELECT * FROM memory_receipts WHERE space_id = %s AND receipt_id = %s",
+        (space_id, receipt_id))
+    return await cur.fetchone()
+
+
+async def records_by_id(conn: Conn, space_id: str, ids: Sequence[uuid.UUID]) -> list[Row]:
+    """The records of a space among ``ids``, in the order of ``ids``."""
+    cur = await conn.execute(
+        f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
+        " WHERE r.space_id = %s AND r.memory_id = ANY(%s)", (space_id, list(ids)))
+    found = {row["memory_id"]: row for row in await cur.fetchall()}
+    return [found[i] for i in ids if i in found]

@@ -1,0 +1,105 @@
+"""Spoke-memory transfer rows (migration 0018): exports and their chunks, staged imports
+and theirs. Called by the service's ``spoke_transfer`` only; dict rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from attested_cortex.store.database import Conn
+
+Row = dict[str, Any]
+
+
+async def insert_export(conn: Conn, row: Row, chunks: Sequence[tuple[bytes, str]]) -> None:
+    """An export and its chunks (``(data, digest)`` in ordinal order)."""
+    await conn.execute(
+        "INSERT INTO memory_exports (export_id, space_id, chunk_count, manifest_digest,"
+        " authority_generation, created_by) VALUES (%(export_id)s, %(space_id)s,"
+        " %(chunk_count)s, %(manifest_digest)s, %(authority_generation)s, %(created_by)s)",
+        row)
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO memory_export_chunks (export_id, ordinal, data, digest)"
+            " VALUES (%s, %s, %s, %s)",
+            [(row["export_id"], i, data, digest) for i, (data, digest) in enumerate(chunks)])
+
+
+async def export_chunk(conn: Conn, space_id: str, export_id: uuid.UUID,
+                       ordinal: int) -> Row | None:
+    """One chunk of an export of ``space_id`` with its export's row, or None."""
+    cur = await conn.execute(
+        "SELECT e.*, c.ordinal, c.data, c.digest FROM memory_exports e JOIN"
+        " memory_export_chunks c USING (export_id) WHERE e.space_id = %s"
+        " AND e.export_id = %s AND c.ordinal = %s", (space_id, export_id, ordinal))
+    return await cur.fetchone()
+
+
+async def staged(conn: Conn, space_id: str, import_id: uuid.UUID) -> Row | None:
+    """An import into ``space_id``, locked, or None."""
+    cur = await conn.execute(
+        "SELECT * FROM memory_imports WHERE space_id = %s AND import_id = %s FOR UPDATE",
+        (space_id, import_id))
+    return await cur.fetchone()
+
+
+async def begin_import(conn: Conn, space_id: str, import_id: uuid.UUID, by: str) -> Row:
+    """A new import in staging (its first chunk is being staged)."""
+    cur = await conn.execute(
+        "INSERT INTO memory_imports (import_id, space_id, created_by) VALUES (%s, %s, %s)"
+        " RETURNING *", (import_id, space_id, by))
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def stage_chunk(conn: Conn, import_id: uuid.UUID, ordinal: int, data: bytes,
+                      digest: str) -> None:
+    """Stage one chunk and advance the import's next ordinal."""
+    await conn.execute(
+        "INSERT INTO memory_import_chunks (import_id, ordinal, data, digest)"
+        " VALUES (%s, %s, %s, %s)", (import_id, ordinal, data, digest))
+    await conn.execute("UPDATE memory_imports SET next_ordinal = next_ordinal + 1"
+                       " WHERE import_id = %s", (import_id,))
+
+
+async def staged_chunks(conn: Conn, import_id: uuid.UUID) -> list[Row]:
+    """An import's staged chunks in ordinal order."""
+    cur = await conn.execute(
+        "SELECT ordinal, data, digest FROM memory_import_chunks WHERE import_id = %s"
+        " ORDER BY ordinal", (import_id,))
+    return list(await cur.fetchall())
+
+
+async def set_import(conn: Conn, import_id: uuid.UUID, *, state: str,
+                     manifest_digest: str | None = None) -> None:
+    """An import's new state (a discard also drops its staged chunks)."""
+    await conn.execute(
+        "UPDATE memory_imports SET state = %s,"
+        " manifest_digest = coalesce(%s, manifest_digest) WHERE import_id = %s",
+        (state, manifest_digest, import_id))
+    if state == "discarded":
+        await conn.execute("DELETE FROM memory_import_chunks WHERE import_id = %s",
+                           (import_id,))
+
+
+async def count_records(conn: Conn, space_id: str) -> int:
+    """How many records (tombstones included) a space holds."""
+    cur = await conn.execute("SELECT count(*) AS n FROM memory_records WHERE space_id = %s",
+                             (space_id,))
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+async def bump_generation(conn: Conn, space_id: str) -> int:
+    """The space's next authority generation (an activated import), and its revision."""
+    cur = await conn.execute(
+        "UPDATE memory_spaces SET authority_generation = authority_generation + 1,"
+        " revision = revision + 1 WHERE space_id = %s RETURNING authority_generation",
+        (space_id,))
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row["authority_generation"])
