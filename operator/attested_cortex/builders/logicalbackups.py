@@ -25,6 +25,7 @@ from attested_cortex.crd.logicalbackups import (
     ACCESS_KEY_ID,
     ACCESS_SECRET_KEY,
     LogicalBackupSpec,
+    LogicalObjectStore,
 )
 
 Object = dict[str, Any]
@@ -47,8 +48,10 @@ def location(cortex: Cortex, spec: LogicalBackupSpec) -> str:
     return f"s3://{spec.object_store.bucket}/{path}"
 
 
-def _env(cortex: Cortex, spec: LogicalBackupSpec) -> list[Object]:
-    store, secret = spec.object_store, spec.object_store.credentials_secret_ref.name
+def object_store_env(cortex: Cortex, store: LogicalObjectStore) -> list[Object]:
+    """The database URL and the object store's endpoint and keys, from their Secrets only:
+    what the backup CronJob and the logical restore's import Job both run with."""
+    secret = store.credentials_secret_ref.name
     return [podparts.database_env(cortex),
             {"name": "AWS_ENDPOINT_URL", "value": store.endpoint.rstrip("/")},
             {"name": "AWS_ACCESS_KEY_ID", "valueFrom": {"secretKeyRef": {
@@ -90,7 +93,8 @@ def build_logical_backup_cronjob(cortex: Cortex, defaults: Defaults) -> Object:
     container = {
         "name": "export", "image": jobs.cortex_image(cortex, defaults),
         "imagePullPolicy": defaults.image_pull_policy,
-        "command": ["cortexctl"], "args": _args(cortex, spec), "env": _env(cortex, spec),
+        "command": ["cortexctl"], "args": _args(cortex, spec),
+        "env": object_store_env(cortex, spec.object_store),
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
                       "limits": {"memory": "512Mi"}},

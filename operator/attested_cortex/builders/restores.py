@@ -21,16 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from attested_cortex.builders import names, podparts, security
+from attested_cortex.builders import logicalbackups, names, security
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex, Defaults
 from attested_cortex.builders.jobs import CORTEX_UID, cortex_image
 from attested_cortex.builders.verification import NOT_VERIFIED, TYPE, Verdict, waiting
-from attested_cortex.crd.logicalbackups import (
-    ACCESS_KEY_ID,
-    ACCESS_SECRET_KEY,
-    LogicalRestoreSpec,
-)
+from attested_cortex.crd.logicalbackups import LogicalRestoreSpec
 
 Object = dict[str, Any]
 
@@ -70,15 +66,6 @@ def _args(cortex: Cortex, spec: LogicalRestoreSpec) -> list[str]:
     return [*args, "--require-signature"] if spec.require_signature else args
 
 
-def _env(cortex: Cortex, spec: LogicalRestoreSpec) -> list[Object]:
-    store, secret = spec.object_store, spec.object_store.credentials_secret_ref.name
-    return [podparts.database_env(cortex),
-            {"name": "AWS_ENDPOINT_URL", "value": store.endpoint.rstrip("/")},
-            {"name": "AWS_ACCESS_KEY_ID", "valueFrom": {"secretKeyRef": {
-                "name": secret, "key": ACCESS_KEY_ID}}},
-            {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {
-                "name": secret, "key": ACCESS_SECRET_KEY}}}]
-
 
 def build_import_job(cortex: Cortex, defaults: Defaults) -> Object:
     """The Job importing ``spec.restore.logical``'s bundle into the new, empty database."""
@@ -89,7 +76,8 @@ def build_import_job(cortex: Cortex, defaults: Defaults) -> Object:
     container = {
         "name": "import", "image": cortex_image(cortex, defaults),
         "imagePullPolicy": defaults.image_pull_policy,
-        "command": ["cortexctl"], "args": _args(cortex, spec), "env": _env(cortex, spec),
+        "command": ["cortexctl"], "args": _args(cortex, spec),
+        "env": logicalbackups.object_store_env(cortex, spec.object_store),
         "terminationMessagePath": TERMINATION_LOG,
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
