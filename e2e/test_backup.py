@@ -41,7 +41,6 @@ from typing import Any
 import pytest
 from hack import objectstore
 from minio import Minio
-from nacl.signing import VerifyKey
 from tests.support.cnpg import CloudNativePG
 from tests.support.waiting import wait_until
 
@@ -51,7 +50,7 @@ from attested_cortex.attest.signing import sign
 from attested_cortex.types import AgentId
 from e2e import hacluster
 from e2e.conftest import kubectl, kubectl_json
-from e2e.test_system import Forward
+from e2e.test_system import Forward, verify_link
 
 SOURCE, PITR, FULL, TAMPERED = "bk-src", "bk-pitr", "bk-full", "bk-tampered"
 WRITER = "bk-writer"  # the service account, and its AgentIdentity holding its own key
@@ -276,15 +275,6 @@ def signed_link_and_transcript(namespace: str, post: Callable[[str, dict[str, An
                                                        "start": 34, "end": 50}]})
     assert code == 201, cited
     return Signed(a, cited["id"], key.public.public_key), [a, b, cited["id"]]
-
-
-def verify_link(public_key: bytes, link: dict[str, Any]) -> None:
-    until = link.get("valid_until")
-    payload = link_payload(
-        src_id=link["src_id"], dst_id=link["dst_id"], relation=link["relation"],
-        observed_by=link["observed_by"], valid_from=datetime.fromisoformat(link["valid_from"]),
-        valid_until=None if until is None else datetime.fromisoformat(until))
-    VerifyKey(public_key).verify(payload.encode(), base64.b64decode(link["signature"]))
 
 
 def answers(client: Client, signed: Signed) -> dict[str, Any]:

@@ -256,7 +256,8 @@ def test_a_sidecar_that_cannot_run_is_named_and_the_old_pod_keeps_serving(
                interval_s=0.5)
 
 
-def _verify(public_key: bytes, link: dict[str, Any]) -> None:
+def verify_link(public_key: bytes, link: dict[str, Any]) -> None:
+    """A link's signature checked with PyNaCl over the payload rebuilt from its fields."""
     until = link.get("valid_until")
     payload = link_payload(
         src_id=link["src_id"], dst_id=link["dst_id"], relation=link["relation"],
@@ -285,7 +286,7 @@ def test_an_agent_signed_link_verifies(cortex: str, researcher: Agent,
     assert link["attest_level"] == "peer_attested" and link["observed_by"] == agent_id
     status, check = researcher.call("GET", f"/v1/links/{link['id']}/verify")
     assert status == 200 and check["signature_verified"] is True
-    _verify(key.public.public_key, link)
+    verify_link(key.public.public_key, link)
 
 
 def test_a_cortex_signed_link_verifies_with_the_public_key_in_status(
@@ -298,7 +299,7 @@ def test_a_cortex_signed_link_verifies_with_the_public_key_in_status(
                                 {"src_id": a, "dst_id": b, "relation": "related_to"})
     assert status == 201, link
     assert link["attest_level"] == "self_signed" and link["signed_by"] == status_key["agentId"]
-    _verify(base64.b64decode(status_key["publicKey"]), link)
+    verify_link(base64.b64decode(status_key["publicKey"]), link)
     status, report = planner.call("GET", "/v1/audit/verify")
     assert status == 200 and report["ok"] is True, report
 
