@@ -6,9 +6,11 @@ public keys that verify the chain) and ``chunks/<table>-<nnnnnn>.copy``: Postgre
 text rows (UTC, ISO dates, hex bytea), at most :data:`CHUNK_ROWS` rows or about
 :data:`CHUNK_BYTES` bytes each. Tables are listed parents first, so foreign keys hold as
 each is copied in; ``signed_events`` comes first of all because the import verifies it
-before anything else. Generated columns (``ns_depth``, ``search``) are not carried: the
-target recomputes them. Embeddings are not carried either (ADR 0033): the target's embedder
-recomputes them from the rows.
+before anything else. The generated column ``ns_depth`` is not carried: the target
+recomputes it. A memory's ``search`` is (ADR 0056: a sealed row's keyed tokens cannot be
+recomputed without the key; a plain row's the target's trigger recomputes), and a sealed row
+travels sealed with its ``key_version``, as a transcript's frame does. Embeddings are not
+carried (ADR 0033): the target's embedder recomputes them from the rows.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ USAGE: Final = Table("agent_usage", ("agent", "memories", "transcripts"), "agent
 TABLES: Final[tuple[Table, ...]] = (
     EVENTS,
     Table("memories", ("id", "namespace", "title", "content", "tags", "metadata", "author",
-                       "revision", "created_at", "updated_at", "deleted_at"), "id"),
+                       "revision", "created_at", "updated_at", "deleted_at", "key_version",
+                       "sealed", "search"), "id"),
     Table("memory_signatures", ("memory_id", "revision", "signature", "key_fingerprint",
                                 "signed_by", "signed_at", "attest_level"),
           "memory_id, revision"),

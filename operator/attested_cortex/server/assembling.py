@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from attested_cortex.attest.keyedchain import Seal, seal_from
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
+from attested_cortex.attest.memory_sealing import MemorySeal
 from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.choosing import MODES, build_embedder
 from attested_cortex.errors import InvalidInputError
@@ -67,7 +68,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
-    db = await _open_pool(settings, graph, stack, seal_from(key_ring))
+    db = await _open_pool(settings, graph, stack, seal_from(key_ring),
+                          None if sealer is None else MemorySeal(sealer))
     registry = CollectorRegistry()
     hooks = await open_pipeline(settings.hooks_file, registry=registry)
     stack.push_async_callback(hooks.aclose)
@@ -107,9 +109,11 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
 
 
 async def _open_pool(settings: ServerSettings, graph: GraphBackend,
-                     stack: AsyncExitStack, seal: Seal | None) -> Database:
-    """The connection pool, each connection set up for the graph backend and vectors, and
-    sealing every audit event it appends when the cortex has a master key (ADR 0051)."""
+                     stack: AsyncExitStack, seal: Seal | None,
+                     memories: MemorySeal | None) -> Database:
+    """The connection pool, each connection set up for the graph backend and vectors,
+    sealing every audit event it appends when the cortex has a master key (ADR 0051), and
+    sealing (``encryption.at_rest``) and opening memory rows (ADR 0056)."""
     vector_session = session_settings(settings.embedding.vector_pool)
 
     async def configure(conn: Conn) -> None:
@@ -121,7 +125,7 @@ async def _open_pool(settings: ServerSettings, graph: GraphBackend,
                              configure=configure,
                              lock_timeout_s=settings.db_lock_timeout_ms / 1000,
                              statement_timeout_s=settings.db_statement_timeout_ms / 1000,
-                             seal=seal)
+                             seal=seal, memory_cipher=memories)
     stack.push_async_callback(db.close)
     return db
 

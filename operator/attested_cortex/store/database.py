@@ -25,6 +25,7 @@ from psycopg.rows import dict_row
 from attested_cortex.errors import NotReadyError
 from attested_cortex.store.errors import translating
 from attested_cortex.store.events import ChainSeal, bind_seal
+from attested_cortex.store.memory_ciphers import MemoryCipher, bind_cipher
 from attested_cortex.store.pooling import Conn, Pool, PoolSettings
 
 ConfigureFn = Callable[[Conn], Awaitable[None]]
@@ -60,10 +61,12 @@ class Database:
         configure: ConfigureFn | None = None, wait_seconds: float = 10.0,
         settings: PoolSettings | None = None, lock_timeout_s: float | None = None,
         statement_timeout_s: float | None = None, seal: ChainSeal | None = None,
+        memory_cipher: MemoryCipher | None = None,
     ) -> Database:
         """Open the pool and wait until ``min_size`` connections work (or raise
         NotReadyError after ``wait_seconds``). With ``seal`` every event a connection
-        appends is sealed in the keyed chain (:func:`.events.bind_seal`, ADR 0051)."""
+        appends is sealed in the keyed chain (:func:`.events.bind_seal`, ADR 0051); with
+        ``memory_cipher`` memory rows are sealed and opened (:mod:`.memory_ciphers`)."""
 
         async def connect() -> Conn:
             # autocommit: a read is one round trip (no implicit transaction to roll back
@@ -89,6 +92,8 @@ class Database:
                     await configure(conn)
                 if seal is not None:
                     bind_seal(conn, seal)
+                if memory_cipher is not None:
+                    bind_cipher(conn, memory_cipher)
             except BaseException:
                 await conn.close()
                 raise

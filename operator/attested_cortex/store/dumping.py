@@ -26,6 +26,7 @@ from psycopg.rows import dict_row
 from attested_cortex.store.errors import translating
 from attested_cortex.store.memories import COLUMNS as MEMORY_COLUMNS
 from attested_cortex.store.memories import Memory, memory_from_row
+from attested_cortex.store.memory_ciphers import cipher_of
 
 AnyConn = psycopg.AsyncConnection[Any]
 _CHAIN_TRIGGER = "signed_events_extends_head"
@@ -124,4 +125,5 @@ async def signed_memories(
             while rows := await cursor.fetchmany(2000):
                 for row in rows:
                     signature, by, at = row.pop("sig"), row.pop("sig_by"), row.pop("sig_at")
-                    yield memory_from_row(row), bytes(signature), str(by), at
+                    yield (memory_from_row(row, cipher_of(conn)), bytes(signature), str(by),
+                           at)

@@ -14,9 +14,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from attested_cortex.store.database import Conn
 from attested_cortex.store.errors import translating
+from attested_cortex.store.memory_ciphers import cipher_of, open_row
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,8 @@ WHERE m.deleted_at IS NULL
 
 _WINDOW = """
 WITH w AS (
-    SELECT m.id, m.revision, m.title, m.content, m.updated_at FROM memories m
+    SELECT m.id, m.revision, m.title, m.content, m.updated_at, m.key_version, m.sealed
+    FROM memories m
     WHERE m.deleted_at IS NULL {after}
     ORDER BY m.updated_at DESC, m.id DESC LIMIT %(window)s
 )
@@ -177,10 +180,19 @@ async def stale(
         params.update(at=after[0], id=after[1])
     cur = await conn.execute(_WINDOW.format(after=clause), params)
     rows = await cur.fetchall()
-    found = [Pending(r["id"], r["revision"], embedding_text(r["title"], r["content"]),
-                     r["updated_at"]) for r in rows if r["stale"]]
+    found = [Pending(r["id"], r["revision"], embedding_text(*text), r["updated_at"])
+             for r in rows if r["stale"] and (text := _text_of(conn, r)) is not None]
     last = rows[-1] if len(rows) == window else None
     return Window(found, len(rows), None if last is None else (last["updated_at"], last["id"]))
+
+
+def _text_of(conn: Conn, row: dict[str, Any]) -> tuple[str, str] | None:
+    """A row's title and content, a sealed one opened (ADR 0057: its vector stays plain);
+    None for a sealed row that does not open (nothing to embed)."""
+    if row["key_version"] is None:
+        return row["title"], row["content"]
+    opened = open_row(cipher_of(conn), row)
+    return None if opened.unreadable else (opened.title, opened.content)
 
 
 async def count_stale(conn: Conn, *, model: str, dim: int) -> int:

@@ -2,6 +2,9 @@
 
 Every function takes a connection the caller already holds (inside a transaction for
 writes), so one operation's writes, its graph mirror and its audit event commit together.
+On a connection with a sealing :class:`.memory_ciphers.MemoryCipher` (``encryption.at_rest``
+on, ADR 0056 item 5) rows are written sealed with keyed search tokens; a sealed row is
+opened wherever it is read, with any bound cipher (:func:`memory_from_row`).
 """
 
 from __future__ import annotations
@@ -24,10 +27,18 @@ from attested_cortex.store.events import (
     sealed,
     translating_events,
 )
+from attested_cortex.store.memory_ciphers import (
+    MemoryCipher,
+    cipher_of,
+    lexemes,
+    open_row,
+    plaintext,
+    sealing,
+)
 
 _COLUMNS = (
     "id, namespace, title, content, tags, metadata, author, revision, "
-    "created_at, updated_at, deleted_at"
+    "created_at, updated_at, deleted_at, key_version, sealed"
 )
 #: The columns :func:`memory_from_row` reads (the deep audit scans with them).
 COLUMNS = _COLUMNS
@@ -48,6 +59,9 @@ class Memory:
     created_at: datetime
     updated_at: datetime
     deleted_at: datetime | None
+    #: A sealed row that does not open (altered, moved, or its key version not in the ring):
+    #: its title, content and metadata read empty.
+    unreadable: bool = False
 
     @property
     def deleted(self) -> bool:
@@ -55,14 +69,52 @@ class Memory:
         return self.deleted_at is not None
 
 
-def memory_from_row(row: dict[str, Any]) -> Memory:
-    """Build a :class:`Memory` from a dict row with the standard columns."""
+def memory_from_row(row: dict[str, Any], cipher: MemoryCipher | None = None) -> Memory:
+    """Build a :class:`Memory` from a dict row with the standard columns, a sealed one
+    opened with ``cipher`` (without one, or not opening: empty and ``unreadable``)."""
+    title, content, metadata, unreadable = row["title"], row["content"], row["metadata"], False
+    if row.get("key_version") is not None:
+        opened = open_row(cipher, row)
+        title, content, metadata = opened.title, opened.content, opened.metadata
+        unreadable = opened.unreadable
     return Memory(
-        id=row["id"], namespace=row["namespace"], title=row["title"],
-        content=row["content"], tags=tuple(row["tags"]), metadata=row["metadata"],
+        id=row["id"], namespace=row["namespace"], title=title,
+        content=content, tags=tuple(row["tags"]), metadata=metadata,
         author=row["author"], revision=row["revision"], created_at=row["created_at"],
-        updated_at=row["updated_at"], deleted_at=row["deleted_at"],
+        updated_at=row["updated_at"], deleted_at=row["deleted_at"], unreadable=unreadable,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What a write puts in a row's text columns: the values plain, or empty beside the
+    sealed value, its key version and its keyed search vector."""
+
+    title: str
+    content: str
+    metadata: Jsonb
+    key_version: int | None = None
+    sealed: bytes | None = None
+    search: str | None = None
+
+
+async def stored_values(conn: Conn, rows: Sequence[tuple[uuid.UUID, str, str, Sequence[str],
+                                                         dict[str, Any]]]) -> list[Stored]:
+    """What each (id, title, content, tags, metadata) is written as on ``conn``: plain, or
+    (a sealing cipher bound) sealed, its lexemes computed by PostgreSQL in a SELECT that
+    writes nothing and keyed here (one round trip for all of them)."""
+    cipher = sealing(conn)
+    if cipher is None:
+        return [Stored(t, c, Jsonb(m)) for _, t, c, _, m in rows]
+    found = await lexemes(conn, [(t, c, tags) for _, t, c, tags, _ in rows])
+    version = cipher.version
+    return [Stored("", "", Jsonb({}), version, cipher.seal(i, plaintext(t, c, m)),
+                   cipher.key_text(search, version))
+            for (i, t, c, _, m), search in zip(rows, found, strict=True)]
+
+
+def _from_row(conn: Conn, row: dict[str, Any]) -> Memory:
+    return memory_from_row(row, cipher_of(conn))
 
 
 async def insert(
@@ -71,14 +123,21 @@ async def insert(
 ) -> Memory:
     """Insert a new memory and return it. Its audit record is appended after it, in the
     same transaction (the chain lock last: docs/adr/0017)."""
+    row_id = memory_id or uuid.uuid4()
+    (v,) = await stored_values(conn, [(row_id, title, content, tags, metadata)])
     cur = await conn.execute(
-        f"INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
-        f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
-        (memory_id or uuid.uuid4(), namespace, title, content, list(tags), Jsonb(metadata),
-         author))
+        f"INSERT INTO memories ({_INSERTED}) "
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) RETURNING {_COLUMNS}",
+        (row_id, namespace, v.title, v.content, list(tags), v.metadata, author,
+         v.key_version, v.sealed, v.search))
     row = await cur.fetchone()
     assert row is not None
-    return memory_from_row(row)
+    return _from_row(conn, row)
+
+
+#: The columns a write fills (``search``: NULL for a plain row, the trigger computes it).
+_INSERTED = ("id, namespace, title, content, tags, metadata, author, key_version, sealed, "
+             "search")
 
 
 async def insert_recorded(
@@ -95,17 +154,18 @@ async def insert_recorded(
     the chain lock is released, so the statement runs in a transaction, pipelined: BEGIN and
     the statement in one round trip, the MAC and COMMIT in a second."""
     keyed = sealed(conn)
+    (v,) = await stored_values(conn, [(memory_id, title, content, tags, metadata)])
     query = (
         "WITH u AS (SELECT cortex_reserve_bytes(%s, %s, %s) AS used), "
-        "m AS (INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
-        f"SELECT %s, %s, %s, %s, %s, %s, %s FROM u RETURNING {_COLUMNS}), "
+        f"m AS (INSERT INTO memories ({_INSERTED}) "
+        f"SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector FROM u RETURNING {_COLUMNS}), "
         "e AS (INSERT INTO signed_events (agent_id, event_type, payload, signature, "
         "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m"
         + (" RETURNING sequence, hash, prev_mac) SELECT m.*, e.sequence AS chain_sequence, "
            "e.hash AS chain_hash, e.prev_mac AS chain_prev_mac FROM m, e" if keyed
            else ") SELECT * FROM m"))
-    params = (author, adds, cap, memory_id, namespace, title, content, list(tags),
-              Jsonb(metadata), author, *event.params())
+    params = (author, adds, cap, memory_id, namespace, v.title, v.content, list(tags),
+              v.metadata, author, v.key_version, v.sealed, v.search, *event.params())
     try:
         with translating_events(event):
             if not keyed:
@@ -117,7 +177,7 @@ async def insert_recorded(
             raise CapReachedError(int(exc.diag.message_detail or 0)) from exc
         raise
     assert row is not None
-    return memory_from_row(row)
+    return _from_row(conn, row)
 
 
 async def _sealed_in_two_round_trips(conn: Conn, query: str, params: tuple[Any, ...]
@@ -160,12 +220,13 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str
     less than one INSERT over unnested arrays for 1,000 memories, docs/adr/0044). Inside
     the caller's transaction; the batch's records are appended after it (the chain lock
     last: docs/adr/0017)."""
-    copying = ("COPY memories (id, namespace, title, content, tags, metadata, author) "
-               "FROM STDIN")
+    values = await stored_values(
+        conn, [(m.id, m.title, m.content, m.tags, m.metadata) for m in memories])
+    copying = f"COPY memories ({_INSERTED}) FROM STDIN"
     async with conn.cursor() as cur, cur.copy(copying) as copy:
-        for m in memories:
-            await copy.write_row((m.id, m.namespace, m.title, m.content, list(m.tags),
-                                  Jsonb(m.metadata), author))
+        for m, v in zip(memories, values, strict=True):
+            await copy.write_row((m.id, m.namespace, v.title, v.content, list(m.tags),
+                                  v.metadata, author, v.key_version, v.sealed, v.search))
     written = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
     return [written[m.id] for m in memories]
 
@@ -190,14 +251,14 @@ async def get(conn: Conn, memory_id: uuid.UUID, *, for_update: bool = False) -> 
     row = await cur.fetchone()
     if row is None:
         raise NotFoundError(f"memory {memory_id} does not exist", id=str(memory_id))
-    return memory_from_row(row)
+    return _from_row(conn, row)
 
 
 async def get_many(conn: Conn, ids: Sequence[uuid.UUID]) -> list[Memory]:
     """The memories among ``ids`` that exist (tombstones included), in the order of ``ids``."""
     cur = await conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ANY(%s)",
                              (list(ids),))
-    found = {row["id"]: memory_from_row(row) for row in await cur.fetchall()}
+    found = {row["id"]: _from_row(conn, row) for row in await cur.fetchall()}
     return [found[i] for i in ids if i in found]
 
 
@@ -217,21 +278,23 @@ async def update(
             f"memory {current.id} is at revision {current.revision}, not {expected_revision}",
             id=str(current.id), revision=current.revision,
         )
-    values = {
-        "title": changes.get("title", current.title),
-        "content": changes.get("content", current.content),
-        "tags": list(changes.get("tags", current.tags)),
-        "metadata": Jsonb(changes.get("metadata", current.metadata)),
-    }
+    tags = list(changes.get("tags", current.tags))
+    (v,) = await stored_values(conn, [(
+        current.id, changes.get("title", current.title),
+        changes.get("content", current.content), tags,
+        changes.get("metadata", current.metadata))])
     cur = await conn.execute(
         "UPDATE memories SET title = %(title)s, content = %(content)s, tags = %(tags)s, "
-        "metadata = %(metadata)s, revision = revision + 1, updated_at = clock_timestamp() "
-        f"WHERE id = %(id)s RETURNING {_COLUMNS}",
-        {**values, "id": current.id},
+        "metadata = %(metadata)s, key_version = %(key_version)s, sealed = %(sealed)s, "
+        "search = %(search)s::tsvector, revision = revision + 1, "
+        f"updated_at = clock_timestamp() WHERE id = %(id)s RETURNING {_COLUMNS}",
+        {"title": v.title, "content": v.content, "tags": tags, "metadata": v.metadata,
+         "key_version": v.key_version, "sealed": v.sealed, "search": v.search,
+         "id": current.id},
     )
     row = await cur.fetchone()
     assert row is not None
-    return memory_from_row(row)
+    return _from_row(conn, row)
 
 
 async def tombstone(conn: Conn, current: Memory) -> Memory:
@@ -240,18 +303,19 @@ async def tombstone(conn: Conn, current: Memory) -> Memory:
         return current
     cur = await conn.execute(
         "UPDATE memories SET content = '', title = '', tags = '{}', metadata = '{}'::jsonb, "
-        "revision = revision + 1, deleted_at = clock_timestamp(), updated_at = clock_timestamp() "
+        "key_version = NULL, sealed = NULL, revision = revision + 1, "
+        "deleted_at = clock_timestamp(), updated_at = clock_timestamp() "
         f"WHERE id = %s RETURNING {_COLUMNS}",
         (current.id,),
     )
     row = await cur.fetchone()
     assert row is not None
-    return memory_from_row(row)
+    return _from_row(conn, row)
 
 
 #: What one row weighs in an answer, in UTF-8 bytes (JSON spells it at least as long).
 _ROW_BYTES = ("octet_length(content) + octet_length(title) + octet_length(metadata::text) "
-              "+ octet_length(array_to_string(tags, ''))")
+              "+ octet_length(array_to_string(tags, '')) + coalesce(octet_length(sealed), 0)")
 
 
 @dataclass(frozen=True)
@@ -294,7 +358,7 @@ async def list_namespace(
     )
     found = await cur.fetchall()
     more = bool(found) and int(found[0]["page_rows"]) > len(found)
-    return Listed([memory_from_row(r) for r in found], more)
+    return Listed([_from_row(conn, r) for r in found], more)
 
 
 def _like_prefix(value: str) -> str:
@@ -302,10 +366,10 @@ def _like_prefix(value: str) -> str:
 
 
 #: What an author's memories count against its storage quota: namespace, title, content,
-#: tags and (non-empty) metadata of the live ones (the SQL function of migration 0010, which
-#: the usage triggers also call).
+#: tags and (non-empty) metadata of the live ones, and a sealed row's sealed bytes (the SQL
+#: function of migrations 0010 and 0020, which the usage triggers also call).
 MEMORY_BYTES = ("coalesce(sum(cortex_memory_bytes(namespace, content, title, tags, metadata, "
-                "deleted_at)), 0)")
+                "deleted_at, sealed)), 0)")
 
 
 async def stored_bytes(conn: Conn, *, author: str) -> int:

@@ -33,8 +33,18 @@ gave a memory matching one of three query words the same score as one matching a
 and recency decided.
 
 Equal scores order by ``updated_at`` (newest first), then ``id``: the order is total, so
-the same data always answers the same way. A query namespace ``a/b/c`` searches ``a/b/c``,
-``a/b`` and ``a``; without one, every namespace is searched with proximity 1.
+the same data always answers the same way.
+
+With memories sealed (a sealing cipher on the connection, ADR 0056 item 5) the search column
+holds keyed blind tokens: PostgreSQL still parses the query (its AND and OR forms and its
+lexemes, in a statement that writes nothing), the lexemes are keyed here under every key
+version the ring holds, and the forms are OR'd across those token spaces and the plain one
+(rows not sealed yet), so each row matches in its own space. Its rarity-weighted coverage is
+taken within its space (the largest over spaces: a row holds tokens of one space only), so
+scores equal the plain ones once every row is in one space.
+
+A query namespace ``a/b/c`` searches ``a/b/c``, ``a/b`` and ``a``; without one, every
+namespace is searched with proximity 1.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from attested_cortex.namespaces import ancestors, depth
 from attested_cortex.store.database import Conn
 from attested_cortex.store.embeddings import vector_literal
 from attested_cortex.store.memories import Memory, memory_from_row
+from attested_cortex.store.memory_ciphers import MemoryCipher, cipher_of, sealing
 
 DEFAULT_POOL = 200
 #: docs/adr/0014: 50 lost nothing against 100 on the quality set, at 1.6 ms less per recall.
@@ -65,7 +76,7 @@ COVERAGE_POWER = 2
 _FTS = """
 and_c AS (
     SELECT m.id FROM memories m
-    WHERE m.deleted_at IS NULL AND m.search @@ websearch_to_tsquery('english', %(query)s)
+    WHERE m.deleted_at IS NULL AND m.search @@ {and_query}
       {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
@@ -76,14 +87,12 @@ or_c AS (
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
 lex AS MATERIALIZED (
-    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS l(lexeme, idf)
+    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[], %(spaces)s::int[])
+        AS l(lexeme, idf, space)
 ),
 fts AS (
     SELECT c.id,
-           ({coverage} * power(coalesce(
-                (SELECT sum(lex.idf) FROM lex
-                 WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
-                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0), {power})
+           ({coverage} * power({covered}, {power})
             + {density} * ts_rank_cd(m.search, {or_query}, 32))::float8 AS fts
     FROM (SELECT id FROM and_c UNION SELECT id FROM or_c) c JOIN memories m USING (id)
 ),
@@ -153,7 +162,7 @@ _FTS_SELECT = """
 _FINAL = """
 , scored AS (
     SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.revision,
-           m.created_at, m.updated_at, m.deleted_at,
+           m.created_at, m.updated_at, m.deleted_at, m.key_version, m.sealed,
            x.fts, x.fts_rank, x.dist, x.vec_rank, x.relevance,
            (1 / (1 + extract(epoch FROM (now() - m.updated_at)) / 2592000.0))::float8
                AS recency,
@@ -195,6 +204,44 @@ SELECT q.lexeme,
 FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
 """
 
+
+#: The share of the query's rarity weights a row's words cover.
+_COVERED = """coalesce(
+                (SELECT sum(lex.idf) FROM lex
+                 WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
+                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0)"""
+#: The same within the row's token space (keyed recall): the largest share over the spaces.
+_COVERED_KEYED = """coalesce((SELECT max(s.hit / nullif(s.total, 0)) FROM (
+                SELECT sum(lex.idf) FILTER (
+                           WHERE lex.lexeme = ANY(tsvector_to_array(m.search))) AS hit,
+                       sum(lex.idf) AS total
+                FROM lex GROUP BY lex.space) s), 0)"""
+_AND_QUERY = "websearch_to_tsquery('english', %(query)s)"
+
+#: The query's forms as text (keyed recall keys them): AND, the OR relaxation, lexemes.
+_FORMS = """
+SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
+       coalesce(nullif(replace(plainto_tsquery('english', %(query)s)::text, ' & ', ' | '), ''),
+                websearch_to_tsquery('english', %(query)s)::text) AS or_q,
+       array(SELECT l.lexeme FROM unnest(to_tsvector('english', %(query)s)) AS l) AS lexemes
+"""
+
+#: :data:`_LEXEMES` over lexemes given (keyed), each with its token space.
+_GIVEN_LEXEMES = """
+WITH st AS (
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
+    FROM pg_stats s
+    WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search'
+    LIMIT 1
+)
+SELECT q.lexeme, q.space,
+       ln(1.0 / greatest(coalesce(
+           st.freqs[array_position(st.elems, q.lexeme)],
+           st.freqs[cardinality(st.elems) + 1] / 2,
+           0.01), 1e-9))::float8 AS idf
+FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) WITH ORDINALITY AS q(lexeme, space, n)
+LEFT JOIN st ON true ORDER BY q.n
+"""
 
 #: The AND query's lexemes joined by OR (the relaxed form). Written inline, not in a CTE,
 #: so the planner sees the query's lexemes and estimates how many rows match: with that
@@ -291,22 +338,32 @@ async def fulltext_candidates(
         params["namespaces"] = ancestors(namespace)
         params["qdepth"] = depth(namespace)
     exact = False
+    cipher = sealing(conn)
+    first = _FORMS if cipher is not None else _LEXEMES
     if namespace is not None and vectors:
         async with conn.pipeline():  # one round trip for both
-            cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
+            cur = await conn.execute(first, {"query": query}, prepare=True)
             plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],), prepare=False)
         plan = await plan_cur.fetchone()
         exact = plan is not None and \
             plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
     else:
-        cur = await conn.execute(_LEXEMES, {"query": query}, prepare=True)
-    lex = await cur.fetchall()
-    params["lexemes"] = [r["lexeme"] for r in lex]
-    params["idfs"] = [r["idf"] for r in lex]
+        cur = await conn.execute(first, {"query": query}, prepare=True)
+    if cipher is None:
+        lex = await cur.fetchall()
+        params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
+                      spaces=[0] * len(lex))
+        and_query, or_query, covered = _AND_QUERY, _OR_QUERY, _COVERED
+    else:
+        forms = await cur.fetchone()
+        assert forms is not None
+        await _keyed_forms(conn, cipher, forms, params)
+        and_query, or_query = "%(and_q)s::tsquery", "%(or_q)s::tsquery"
+        covered = _COVERED_KEYED
     statement = "".join([
-        "WITH", _FTS.format(ns_filter=ns_filter, or_query=_OR_QUERY,
-                            coverage=COVERAGE_WEIGHT, density=1 - COVERAGE_WEIGHT,
-                            power=COVERAGE_POWER),
+        "WITH", _FTS.format(ns_filter=ns_filter, and_query=and_query, or_query=or_query,
+                            covered=covered, coverage=COVERAGE_WEIGHT,
+                            density=1 - COVERAGE_WEIGHT, power=COVERAGE_POWER),
         "SELECT id, fts, r FROM fts_r"])
     # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
     # falls back to ranking every match (the plan choice depends on how common they are).
@@ -314,6 +371,28 @@ async def fulltext_candidates(
     rows = await cur.fetchall()
     return FulltextCandidates([r["id"] for r in rows], [r["fts"] for r in rows],
                               [r["r"] for r in rows], params, ns_filter, exact)
+
+
+async def _keyed_forms(conn: Conn, cipher: MemoryCipher, forms: dict[str, Any],
+                       params: dict[str, Any]) -> None:
+    """The query's forms keyed under every version of the ring (and plain, for rows not
+    sealed yet), OR'd across those spaces; its lexemes keyed alike, with their rarity
+    weights (one more round trip: the statistics hold tokens)."""
+    spaces = [*cipher.versions, 0]
+
+    def across(text: str) -> str:
+        if not text:
+            return ""  # no lexeme (stop words only): matches nothing, as the plain form
+        return " | ".join(f"( {cipher.key_text(text, v) if v else text} )" for v in spaces)
+
+    params.update(and_q=across(forms["and_q"]), or_q=across(forms["or_q"]))
+    lexemes = [(cipher.token(lexeme, v) if v else lexeme, v)
+               for v in spaces for lexeme in forms["lexemes"]]
+    cur = await conn.execute(_GIVEN_LEXEMES, {
+        "lexemes": [t for t, _ in lexemes], "spaces": [v for _, v in lexemes]}, prepare=True)
+    lex = await cur.fetchall()
+    params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
+                  spaces=[r["space"] for r in lex])
 
 
 #: The full-text candidates of step 1, sent back as arrays (``fts_r`` of :data:`_FTS`).
@@ -347,7 +426,8 @@ async def fuse(conn: Conn, found: FulltextCandidates,
     parts.append(_FINAL.format(embedded=embedded))
     # Not prepared either: the vector half's plan depends on the namespace's size.
     cur = await conn.execute("".join(parts).encode(), params, prepare=False)
-    return [_hit(row) for row in await cur.fetchall()]
+    cipher = cipher_of(conn)
+    return [_hit(row, cipher) for row in await cur.fetchall()]
 
 
 async def recall(
@@ -362,7 +442,7 @@ async def recall(
     return await fuse(conn, found, vector)
 
 
-def _hit(row: dict[str, Any]) -> Hit:
+def _hit(row: dict[str, Any], cipher: MemoryCipher | None) -> Hit:
     dist = row["dist"]
     parts = ScoreParts(
         fulltext_score=row["fts"], fulltext_rank=row["fts_rank"],
@@ -370,4 +450,4 @@ def _hit(row: dict[str, Any]) -> Hit:
         vector_rank=row["vec_rank"], relevance=float(row["relevance"]),
         recency=float(row["recency"]), proximity=float(row["proximity"]),
     )
-    return Hit(memory_from_row(row), float(row["score"]), parts, row["embedded"])
+    return Hit(memory_from_row(row, cipher), float(row["score"]), parts, row["embedded"])

@@ -21,6 +21,7 @@ from attested_cortex.store.links import COLUMNS as LINK_COLUMNS
 from attested_cortex.store.links import Link, link_from_row
 from attested_cortex.store.memories import COLUMNS as MEMORY_COLUMNS
 from attested_cortex.store.memories import Memory, memory_from_row
+from attested_cortex.store.memory_ciphers import cipher_of
 from attested_cortex.store.transcripts import RECORD_COLUMNS as TRANSCRIPT_COLUMNS
 from attested_cortex.store.transcripts import Recorded, recorded
 
@@ -50,7 +51,8 @@ async def memories(
              "LEFT JOIN memory_signatures s ON s.memory_id = m.id AND s.revision = m.revision")
     async for row in _scan(conn, "sweep_memories", query):
         signature = row.pop("agent_signature")
-        yield memory_from_row(row), None if signature is None else bytes(signature)
+        yield (memory_from_row(row, cipher_of(conn)),
+               None if signature is None else bytes(signature))
 
 
 async def links(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Link]:

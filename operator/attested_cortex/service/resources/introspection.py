@@ -18,6 +18,7 @@ from attested_cortex.service.pipeline import usage
 from attested_cortex.service.pipeline.attesting import snapshot
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.running import Call, run
+from attested_cortex.store import memory_resealing
 from attested_cortex.store import transcripts as transcript_rows
 from attested_cortex.store.migrating import current_version
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
@@ -183,27 +184,41 @@ async def encryption(svc: Services) -> dict[str, Any]:
     versions in use the ring lacks, and the re-sealing worker's progress."""
     sealer = svc.sealer
     frames: dict[str, int] | None = None
+    memories: dict[str, int] | None = None
     lacking: list[str] = []
     if sealer is not None:
+        found: dict[int | None, int] | None = None
+        held: dict[int | None, int] | None = None
         try:
             async with svc.db.connection() as conn:
                 found = await transcript_rows.sealed_counts(conn)
-        except SchemaMissingError:  # not migrated to 0015 yet
-            found = None
-        if found is not None:
-            frames = {("plain" if v is None else f"v{v}"): n for v, n in sorted(
-                found.items(), key=lambda item: -1 if item[0] is None else item[0])}
-            lacking = sorted(f"v{v}" for v in found if v is not None
-                             and v not in sealer.ring.keys)
+                held = await memory_resealing.sealed_counts(conn)
+        except SchemaMissingError:  # not migrated to 0015 (0020) yet
+            pass
+        frames, memories = _by_version(found), _by_version(held)
+        used = {*(found or {}), *(held or {})}
+        lacking = sorted(f"v{v}" for v in used if v is not None and v not in sealer.ring.keys)
     return {"at_rest": sealer is not None and sealer.seals,
             "cipher": "ChaCha20-Poly1305 (IETF, 96-bit random nonce)",
-            "sealed": ["transcripts.frame"],
+            "sealed": ["transcripts.frame", "memories.title", "memories.content",
+                       "memories.metadata"],
+            "search": "keyed blind tokens (HMAC-SHA256 of each lexeme) for sealed memories",
+            "vectors": "plain: embeddings reveal meaning and are not encrypted (ADR 0057)",
             "master_key": svc.key_ring.describe() if svc.key_ring is not None else None,
             "transcript_frames_by_key_version": frames,
+            "memories_by_key_version": memories,
             #: Versions rows are sealed under that the ring lacks: those rows are unreadable
             #: until the version is put back into the Secret.
             "versions_missing_from_ring": lacking,
             "resealer": svc.resealer.as_json() if svc.resealer is not None else None}
+
+
+def _by_version(found: dict[int | None, int] | None) -> dict[str, int] | None:
+    """Counts by key version, "plain" first, then oldest first."""
+    if found is None:
+        return None
+    return {("plain" if v is None else f"v{v}"): n for v, n in sorted(
+        found.items(), key=lambda item: -1 if item[0] is None else item[0])}
 
 
 class CapabilitiesCall(Call[dict[str, Any]]):

@@ -1,4 +1,5 @@
-"""Re-sealing transcript frames under the current master key version (ADR 0056, rotation).
+"""Re-sealing transcript frames and memories under the current master key version (ADR
+0056, rotation; ADR 0065 for memories).
 
 Built at start-up when the server has a master key (:func:`attested_cortex.server.assembling.
 open_services`), kept in ``Services.resealer``. One bounded background task: each pass takes
@@ -13,8 +14,18 @@ server) or does not open is never re-sealed (that would launder the change into 
 it is skipped from then on, logged, and counted in capabilities. Passes repeat without pause
 while work remains, ``pause_s`` apart; idle, every ``idle_s``.
 
+Memories (with ``encryption.at_rest`` on) go the same way, a batch per pass after the
+frames': live rows under an older version, and plain ones, are opened, sealed under the
+current version with their search tokens keyed under it, and written in one UPDATE
+(:mod:`attested_cortex.store.memory_resealing`); one ``memories.resealed`` statement per
+batch (its ids and version) is appended in the same transaction. A memory's write record
+holds digests of its opened text, which re-sealing does not change, so a memory changed
+behind the server stays named by the deep audit after it is re-sealed (nothing laundered);
+one that does not open is skipped and counted.
+
 A version may leave the Secret once capabilities'
-``encryption.transcript_frames_by_key_version`` no longer lists it.
+``encryption.transcript_frames_by_key_version`` and ``memories_by_key_version`` no longer
+list it.
 """
 
 from __future__ import annotations
@@ -26,13 +37,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from attested_cortex import tasks
+from attested_cortex.attest import cbor
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.records import TRANSCRIPT_EVENTS
 from attested_cortex.attest.sealing import Sealer, UnsealError
+from attested_cortex.attest.signing import sign
 from attested_cortex.errors import CortexError
-from attested_cortex.service.pipeline.write_records import record_sweep, split_recorded
+from attested_cortex.service.pipeline.write_records import (
+    SWEEPER_AGENT,
+    record_sweep,
+    split_recorded,
+)
+from attested_cortex.store import memory_resealing
 from attested_cortex.store import transcripts as rows
 from attested_cortex.store.database import Database
+from attested_cortex.store.events import PendingEvent, append_many
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +70,35 @@ class Resealer:
     resealed: int = 0
     #: Rows never re-sealed: changed behind the server, or not opening under their version.
     refused: set[uuid.UUID] = field(default_factory=set)
+    memories_resealed: int = 0
+    #: Memories never re-sealed: not opening under their version.
+    memories_refused: set[uuid.UUID] = field(default_factory=set)
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     async def reseal_once(self) -> int:
-        """One batch; how many frames it re-sealed."""
+        """One batch of frames and one of memories; how many rows it handled."""
+        return await self._frames_once() + await self._memories_once()
+
+    async def _memories_once(self) -> int:
+        if not self.sealer.seals:  # at_rest off: memories stay as they are
+            return 0
+        key = self.audit_key() if self.audit_key is not None else None
+        async with self.db.transaction() as conn:
+            found = await memory_resealing.to_reseal(
+                conn, current=self.sealer.version, plain=True, limit=self.batch,
+                skip=list(self.memories_refused))
+            refused = [m.id for m in found if m.unreadable]
+            done = await memory_resealing.reseal(conn, [m for m in found if not m.unreadable])
+            if done:  # last: the chain lock
+                await append_many(conn, [_statement(key, self.sealer.version, done)])
+        for mid in refused:
+            self.memories_refused.add(mid)
+            log.warning("memory not re-sealed: it does not open under its key version",
+                        extra={"memory_id": str(mid)})
+        self.memories_resealed += len(done)
+        return len(done) + len(refused)
+
+    async def _frames_once(self) -> int:
         version = self.sealer.version
         key = self.audit_key() if self.audit_key is not None else None
         async with self.db.transaction() as conn:
@@ -88,7 +132,9 @@ class Resealer:
         """Progress for capabilities."""
         return {"running": self.running, "target_version": self.sealer.version,
                 "seals_plain": self.sealer.seals, "resealed": self.resealed,
-                "refused": len(self.refused), "batch": self.batch}
+                "refused": len(self.refused), "batch": self.batch,
+                "memories_resealed": self.memories_resealed,
+                "memories_refused": len(self.memories_refused)}
 
     def start(self) -> None:
         if self._task is None:
@@ -110,3 +156,15 @@ class Resealer:
                 log.warning("transcript re-sealing failed: %s", type(exc).__name__)
                 worked = 0
             await asyncio.sleep(self.pause_s if worked else self.idle_s)
+
+
+def _statement(key: AgentKey | None, version: int, ids: list[uuid.UUID]) -> PendingEvent:
+    """The ``memories.resealed`` statement of one batch (signed by the audit signer when
+    there is one): which memories moved to which key version."""
+    payload = cbor.encode({"v": 1, "key_version": version,
+                           "memory_ids": [str(i) for i in ids]})
+    agent_id = key.agent_id if key is not None else SWEEPER_AGENT
+    if key is None:
+        return PendingEvent(agent_id, "memories.resealed", payload)
+    return PendingEvent(agent_id, "memories.resealed", payload, sign(key, payload),
+                        key.public.fingerprint)

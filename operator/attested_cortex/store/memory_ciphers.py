@@ -1,0 +1,124 @@
+"""What seals and opens memory rows on a connection (issue 27 part 3, ADR 0056 item 5, ADR 0065).
+
+The store holds no key: the server builds a :class:`MemoryCipher`
+(:class:`attested_cortex.attest.memory_sealing.MemorySeal`) from its master key ring and
+:meth:`.database.Database.open` binds it to every pooled connection, as it binds the keyed
+chain's seal (:func:`.events.bind_seal`). :mod:`.memories` then writes a sealed row when the
+cipher ``seals`` and opens every sealed row it reads; :mod:`.recall` keys its queries.
+
+A sealed row keeps title ``''``, content ``''`` and metadata ``{}``; ``sealed`` holds the
+three as one JSON value sealed under ``key_version``, and ``search`` the keyed blind tokens
+of the lexemes PostgreSQL computes for them in a SELECT of their own (:func:`lexemes`: it
+writes nothing, so the text reaches no page and no WAL record; the INSERT carries tokens
+only). A row that does not open (altered, moved, its version missing from the ring) reads
+with empty text and ``unreadable`` set, as a transcript's frame reads ``unreadable``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from weakref import WeakKeyDictionary
+
+import psycopg
+
+
+class MemoryCipher(Protocol):
+    """Seals and opens memory values; keys lexemes into blind tokens (per key version)."""
+
+    @property
+    def seals(self) -> bool:
+        """Whether new rows are sealed (``encryption.at_rest`` on)."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """The master key version new rows are sealed and keyed under."""
+        ...
+
+    @property
+    def versions(self) -> tuple[int, ...]:
+        """Every version the ring holds, newest first (the token spaces a query covers)."""
+        ...
+
+    def seal(self, row_id: uuid.UUID, plain: bytes) -> bytes:
+        """``plain`` sealed for ``row_id`` under :attr:`version`."""
+        ...
+
+    def open(self, row_id: uuid.UUID, version: int, sealed: bytes) -> bytes | None:
+        """The plaintext, or None when the value does not open."""
+        ...
+
+    def key_text(self, text: str, version: int) -> str:
+        """A tsvector's or tsquery's text form with every lexeme keyed under ``version``."""
+        ...
+
+    def token(self, lexeme: str, version: int) -> str:
+        """One lexeme's blind token under ``version``."""
+        ...
+
+
+_CIPHERS: WeakKeyDictionary[psycopg.AsyncConnection[Any], MemoryCipher] = WeakKeyDictionary()
+
+
+def bind_cipher(conn: psycopg.AsyncConnection[Any], cipher: MemoryCipher) -> None:
+    """Seal and open memory rows on ``conn`` from now on (for the connection's life)."""
+    _CIPHERS[conn] = cipher
+
+
+def cipher_of(conn: psycopg.AsyncConnection[Any]) -> MemoryCipher | None:
+    """The cipher bound to ``conn``, if any."""
+    return _CIPHERS.get(conn)
+
+
+def sealing(conn: psycopg.AsyncConnection[Any]) -> MemoryCipher | None:
+    """The cipher bound to ``conn`` when it seals new rows (writes and recall key then)."""
+    cipher = _CIPHERS.get(conn)
+    return cipher if cipher is not None and cipher.seals else None
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A sealed row's values, opened (or empty and ``unreadable``)."""
+
+    title: str
+    content: str
+    metadata: dict[str, Any]
+    unreadable: bool = False
+
+
+def plaintext(title: str, content: str, metadata: dict[str, Any]) -> bytes:
+    """The value a row seals: its title, content and metadata as one compact JSON object."""
+    return json.dumps({"t": title, "c": content, "m": metadata}, ensure_ascii=False,
+                      separators=(",", ":")).encode()
+
+
+def open_row(cipher: MemoryCipher | None, row: dict[str, Any]) -> Opened:
+    """A sealed row's title, content and metadata (the caller checked ``key_version``)."""
+    plain = None if cipher is None else cipher.open(
+        row["id"], row["key_version"], bytes(row["sealed"]))
+    if plain is None:
+        return Opened("", "", {}, unreadable=True)
+    value = json.loads(plain)
+    return Opened(value["t"], value["c"], value["m"])
+
+
+#: A memory's weighted tsvector, as its text form (the trigger's expression; tags joined by
+#: spaces as ``cortex_tags_text`` joins them).
+_LEXEMES = ("SELECT (setweight(to_tsvector('english'::regconfig, t.title), 'A') "
+            "|| setweight(to_tsvector('english'::regconfig, t.content), 'B') "
+            "|| setweight(to_tsvector('english'::regconfig, t.tags), 'C')"
+            ")::text AS search FROM unnest(%s::text[], %s::text[], %s::text[]) "
+            "WITH ORDINALITY AS t(title, content, tags, n) ORDER BY t.n")
+
+
+async def lexemes(conn: psycopg.AsyncConnection[Any],
+                  rows: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
+    """The tsvector text of each (title, content, tags), computed by PostgreSQL in one
+    SELECT (nothing written; the text crosses the connection, never the disk)."""
+    cur = await conn.execute(_LEXEMES, (
+        [r[0] for r in rows], [r[1] for r in rows], [" ".join(r[2]) for r in rows]))
+    return [r[0] if isinstance(r, tuple) else r["search"] for r in await cur.fetchall()]

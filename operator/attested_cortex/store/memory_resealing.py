@@ -1,0 +1,57 @@
+"""Memory rows moved to the current master key version (ADR 0056 item 6, ADR 0065).
+
+Called by :class:`attested_cortex.service.workers.resealing.Resealer` only, inside one
+transaction per batch: :func:`to_reseal` locks at most ``limit`` live rows sealed under an
+older version (and, when sealing, plain ones) ``FOR UPDATE SKIP LOCKED``, opened with the
+connection's cipher; :func:`reseal` writes each row's new sealed value, key version and
+keyed search vector in one UPDATE, so a reader sees a row wholly before or wholly after.
+Neither revision nor ``updated_at`` moves: the memory did not change, and its write record
+(digests of the opened text) still matches it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from attested_cortex.store.database import Conn
+from attested_cortex.store.memories import COLUMNS, Memory, memory_from_row, stored_values
+from attested_cortex.store.memory_ciphers import cipher_of
+
+
+async def sealed_counts(conn: Conn) -> dict[int | None, int]:
+    """Live memories by the key version they are sealed under (None: plain)."""
+    cur = await conn.execute("SELECT key_version, count(*) AS n FROM memories "
+                             "WHERE deleted_at IS NULL GROUP BY key_version")
+    return {row["key_version"]: int(row["n"]) for row in await cur.fetchall()}
+
+
+async def to_reseal(conn: Conn, *, current: int, plain: bool, limit: int,
+                    skip: Sequence[uuid.UUID] = ()) -> list[Memory]:
+    """At most ``limit`` live memories sealed under a version older than ``current`` (and,
+    ``plain``, not sealed), opened, locked until the caller's transaction ends; never a
+    newer version (a replica not restarted with the new ring leaves them alone)."""
+    cur = await conn.execute(
+        f"SELECT {COLUMNS} FROM memories WHERE deleted_at IS NULL "
+        "AND (key_version < %s OR (%s AND key_version IS NULL)) AND id <> ALL(%s) "
+        "ORDER BY key_version NULLS FIRST, id LIMIT %s FOR UPDATE SKIP LOCKED",
+        (current, plain, list(skip), limit))
+    cipher = cipher_of(conn)
+    return [memory_from_row(row, cipher) for row in await cur.fetchall()]
+
+
+async def reseal(conn: Conn, memories: Sequence[Memory]) -> list[uuid.UUID]:
+    """Seal these memories (locked by :func:`to_reseal`, opened) under the connection's
+    current version, with their keyed search vectors, in one statement; their ids."""
+    if not memories:
+        return []
+    values = await stored_values(
+        conn, [(m.id, m.title, m.content, m.tags, m.metadata) for m in memories])
+    cur = await conn.execute(
+        "UPDATE memories m SET title = '', content = '', metadata = '{}'::jsonb, "
+        "key_version = n.version, sealed = n.sealed, search = n.search::tsvector "
+        "FROM unnest(%s::uuid[], %s::int[], %s::bytea[], %s::text[]) "
+        "AS n(id, version, sealed, search) WHERE m.id = n.id RETURNING m.id",
+        ([m.id for m in memories], [v.key_version for v in values],
+         [v.sealed for v in values], [v.search for v in values]))
+    return [row["id"] for row in await cur.fetchall()]
