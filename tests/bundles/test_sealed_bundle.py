@@ -1,6 +1,7 @@
-"""A bundle of a cortex with encryption at rest (ADR 0056): sealed frames travel sealed with
-their key version, so the bundle holds no transcript text and its chain verifies; a cortex
-holding the same master key replays them, one with another key reads them as unreadable."""
+"""A bundle of a cortex with encryption at rest (ADR 0056): sealed frames and memories travel
+sealed with their key version, so the bundle holds no transcript or memory text and its
+chain verifies; a cortex holding the same master key replays and reads them, one with
+another key reads them as unreadable."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ async def test_a_sealed_bundle_is_read_with_the_same_key_only(
     stored = await source.call("POST", "/v1/transcripts", {"namespace": "kb/ops",
                                                           "content": text})
     assert stored.status == 201, stored.text
-    memory = await source.store("kb/ops", "a note", citations=[
+    note = f"secret-{secrets.token_hex(12)}-memory"
+    memory = await source.store("kb/ops", note, citations=[
         {"transcript_id": stored.body["id"], "start": 0, "end": 6}])
 
     out = tmp_path / "bundle"
@@ -56,12 +58,14 @@ async def test_a_sealed_bundle_is_read_with_the_same_key_only(
         await export_bundle(conn, DirectorySink(out), keyring=snapshot.keyring,
                             signer=snapshot.signing_keys[AgentId(WRITER)])
     held = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
-    assert text.encode() not in held and text.encode().hex().encode() not in held
+    for secret in (text, note):  # sealed memories travel sealed too (ADR 0065)
+        assert secret.encode() not in held and secret.encode().hex().encode() not in held
 
     target = new_target()
     await import_bundle(target, out)
     same = await sealed_cortex(make_cortex, target, keys, key)
     assert await replayed(same, memory["id"]) == text
+    assert (await same.call("GET", f"/v1/memories/{memory['id']}")).body["content"] == note
     deep = (await same.call("GET", "/v1/audit/verify?deep=true")).body
     assert deep["ok"] and deep["deep"]["mismatch_count"] == 0, deep
     stranger = await sealed_cortex(make_cortex, target, keys, other)

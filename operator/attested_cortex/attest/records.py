@@ -27,9 +27,10 @@ from attested_cortex.store.memories import Memory
 from attested_cortex.store.transcripts import Recorded
 
 RECORD_VERSION: Final = 1
-MemoryEvent = Literal["memory.stored", "memory.updated", "memory.deleted"]
+MemoryEvent = Literal["memory.stored", "memory.updated", "memory.deleted", "memory.resealed"]
 LinkEvent = Literal["link.recorded", "link.invalidated"]
-MEMORY_EVENTS: Final = ("memory.stored", "memory.updated", "memory.deleted")
+#: ``memory.resealed``: the row sealed (or re-sealed) under a newer master key version.
+MEMORY_EVENTS: Final = ("memory.stored", "memory.updated", "memory.deleted", "memory.resealed")
 LINK_EVENTS: Final = ("link.recorded", "link.invalidated")
 TranscriptEvent = Literal["transcript.stored", "transcript.archived", "transcript.pruned",
                           "transcript.resealed"]
@@ -49,8 +50,12 @@ def sha256(data: bytes | str) -> bytes:
 
 def memory_record(memory: Memory, signature: bytes | None = None) -> dict[str, cbor.CborValue]:
     """The record of a memory's state after a write (``signature``: the agent's signature of
-    this revision, when the write was signed)."""
-    return {
+    this revision, when the write was signed). A memory sealed at rest (ADR 0065) is
+    recorded as stored: its key version and the digest of its sealed value (which binds
+    title, content and metadata under the key) instead of its title's and content's, so the
+    deep audit and a bundle's import check it without the key, and the chain holds no digest
+    of guessable text."""
+    record: dict[str, cbor.CborValue] = {
         "v": RECORD_VERSION,
         "memory_id": str(memory.id),
         "revision": memory.revision,
@@ -62,6 +67,10 @@ def memory_record(memory: Memory, signature: bytes | None = None) -> dict[str, c
         "tags_sha256": sha256(cbor.encode(list(memory.tags))),
         "signature_sha256": None if signature is None else sha256(signature),
     }
+    if memory.key_version is not None and memory.sealed_sha256 is not None:
+        del record["title_sha256"], record["content_sha256"]
+        record.update(key_version=memory.key_version, sealed_sha256=memory.sealed_sha256)
+    return record
 
 
 def link_record(link: Link) -> dict[str, cbor.CborValue]:

@@ -9,8 +9,9 @@ opened wherever it is read, with any bound cipher (:func:`memory_from_row`).
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -62,6 +63,10 @@ class Memory:
     #: A sealed row that does not open (altered, moved, or its key version not in the ring):
     #: its title, content and metadata read empty.
     unreadable: bool = False
+    #: Sealed at rest (ADR 0065): the key version and the SHA-256 of the sealed value as
+    #: stored (what its write record covers, so the deep audit needs no key); None: plain.
+    key_version: int | None = None
+    sealed_sha256: bytes | None = None
 
     @property
     def deleted(self) -> bool:
@@ -73,15 +78,18 @@ def memory_from_row(row: dict[str, Any], cipher: MemoryCipher | None = None) -> 
     """Build a :class:`Memory` from a dict row with the standard columns, a sealed one
     opened with ``cipher`` (without one, or not opening: empty and ``unreadable``)."""
     title, content, metadata, unreadable = row["title"], row["content"], row["metadata"], False
+    digest = None
     if row.get("key_version") is not None:
         opened = open_row(cipher, row)
         title, content, metadata = opened.title, opened.content, opened.metadata
         unreadable = opened.unreadable
+        digest = hashlib.sha256(row["sealed"]).digest()
     return Memory(
         id=row["id"], namespace=row["namespace"], title=title,
         content=content, tags=tuple(row["tags"]), metadata=metadata,
         author=row["author"], revision=row["revision"], created_at=row["created_at"],
         updated_at=row["updated_at"], deleted_at=row["deleted_at"], unreadable=unreadable,
+        key_version=row.get("key_version"), sealed_sha256=digest,
     )
 
 
@@ -96,6 +104,16 @@ class Stored:
     key_version: int | None = None
     sealed: bytes | None = None
     search: str | None = None
+
+    @property
+    def sealed_sha256(self) -> bytes | None:
+        """The digest a sealed row's write record covers (None: plain)."""
+        return None if self.sealed is None else hashlib.sha256(self.sealed).digest()
+
+
+#: The record event of a one-statement store, from what the row will hold (a sealed row's
+#: record covers its sealed value: :func:`attested_cortex.attest.records.memory_record`).
+EventFn = Callable[[Stored], PendingEvent]
 
 
 async def stored_values(conn: Conn, rows: Sequence[tuple[uuid.UUID, str, str, Sequence[str],
@@ -142,8 +160,8 @@ _INSERTED = ("id, namespace, title, content, tags, metadata, author, key_version
 
 async def insert_recorded(
     conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
-    metadata: dict[str, Any], author: str, memory_id: uuid.UUID, event: PendingEvent,
-    adds: int, cap: int,
+    metadata: dict[str, Any], author: str, memory_id: uuid.UUID,
+    event: PendingEvent | EventFn, adds: int, cap: int,
 ) -> Memory:
     """Insert a new memory and append its audit ``event`` in one statement (one round trip,
     atomic without an explicit transaction), in the lock order of every write: the author's
@@ -155,6 +173,8 @@ async def insert_recorded(
     the statement in one round trip, the MAC and COMMIT in a second."""
     keyed = sealed(conn)
     (v,) = await stored_values(conn, [(memory_id, title, content, tags, metadata)])
+    if not isinstance(event, PendingEvent):
+        event = event(v)
     query = (
         "WITH u AS (SELECT cortex_reserve_bytes(%s, %s, %s) AS used), "
         f"m AS (INSERT INTO memories ({_INSERTED}) "

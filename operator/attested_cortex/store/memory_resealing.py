@@ -40,9 +40,10 @@ async def to_reseal(conn: Conn, *, current: int, plain: bool, limit: int,
     return [memory_from_row(row, cipher) for row in await cur.fetchall()]
 
 
-async def reseal(conn: Conn, memories: Sequence[Memory]) -> list[uuid.UUID]:
+async def reseal(conn: Conn, memories: Sequence[Memory]) -> list[Memory]:
     """Seal these memories (locked by :func:`to_reseal`, opened) under the connection's
-    current version, with their keyed search vectors, in one statement; their ids."""
+    current version, with their keyed search vectors, in one statement; the rows as now
+    stored (what their ``memory.resealed`` records cover)."""
     if not memories:
         return []
     values = await stored_values(
@@ -51,7 +52,9 @@ async def reseal(conn: Conn, memories: Sequence[Memory]) -> list[uuid.UUID]:
         "UPDATE memories m SET title = '', content = '', metadata = '{}'::jsonb, "
         "key_version = n.version, sealed = n.sealed, search = n.search::tsvector "
         "FROM unnest(%s::uuid[], %s::int[], %s::bytea[], %s::text[]) "
-        "AS n(id, version, sealed, search) WHERE m.id = n.id RETURNING m.id",
+        "AS n(id, version, sealed, search) WHERE m.id = n.id RETURNING "
+        + ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(",")),
         ([m.id for m in memories], [v.key_version for v in values],
          [v.sealed for v in values], [v.search for v in values]))
-    return [row["id"] for row in await cur.fetchall()]
+    cipher = cipher_of(conn)
+    return [memory_from_row(row, cipher) for row in await cur.fetchall()]

@@ -7,6 +7,7 @@ Called by the service layer: :func:`insert` inside a store's or update's transac
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,6 +35,19 @@ async def insert(conn: Conn, sig: MemorySignature) -> None:
         (sig.memory_id, sig.revision, sig.signature, sig.key_fingerprint, sig.signed_by,
          sig.signed_at, sig.attest_level),
     )
+
+
+async def of_revisions(conn: Conn, memories: Sequence[tuple[uuid.UUID, int]]
+                       ) -> dict[uuid.UUID, bytes]:
+    """The signature of each (memory, revision) whose write was signed, in one query."""
+    if not memories:
+        return {}
+    cur = await conn.execute(
+        "SELECT s.memory_id, s.signature FROM memory_signatures s "
+        "JOIN unnest(%s::uuid[], %s::int[]) AS w(id, revision) "
+        "ON s.memory_id = w.id AND s.revision = w.revision",
+        ([m for m, _ in memories], [r for _, r in memories]))
+    return {row["memory_id"]: bytes(row["signature"]) for row in await cur.fetchall()}
 
 
 async def for_revision(conn: Conn, memory_id: uuid.UUID, revision: int) -> MemorySignature | None:

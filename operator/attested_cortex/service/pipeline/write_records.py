@@ -155,6 +155,37 @@ async def split_recorded(conn: Conn, previous: tuple[TranscriptEvent, ...],
     return unchanged, [r for r in rows if digests[r.transcript.id] not in held]
 
 
+async def split_recorded_memories(conn: Conn, memories: Sequence[Memory]
+                                  ) -> tuple[list[Memory], list[Memory]]:
+    """``memories`` split into those matching one of their records as they are, and the
+    rest (changed behind the server: re-sealing them would launder the change)."""
+    if not memories:
+        return [], []
+    signed = await signatures.of_revisions(conn, [(m.id, m.revision) for m in memories])
+    digests = {m.id: sha256(cbor.encode(memory_record(m, signed.get(m.id))))
+               for m in memories}
+    held = await events.recorded_statements(conn, event_types=MEMORY_EVENTS,
+                                            payload_hashes=list(digests.values()))
+    return ([m for m in memories if digests[m.id] in held],
+            [m for m in memories if digests[m.id] not in held])
+
+
+async def record_resealed(conn: Conn, memories: Sequence[Memory],
+                          key: AgentKey | None = None) -> None:
+    """Append a ``memory.resealed`` record per memory the re-sealing worker moved (its
+    sealed value and key version changed), in its transaction, in one pipelined batch;
+    signed by ``key`` (the ``audit_signer``'s) when there is one."""
+    signed = await signatures.of_revisions(conn, [(m.id, m.revision) for m in memories])
+    agent_id = key.agent_id if key is not None else SWEEPER_AGENT
+    pending = []
+    for memory in memories:
+        payload = cbor.encode(memory_record(memory, signed.get(memory.id)))
+        pending.append(PendingEvent(agent_id, "memory.resealed", payload) if key is None
+                       else PendingEvent(agent_id, "memory.resealed", payload,
+                                         sign(key, payload), key.public.fingerprint))
+    await events.append_many(conn, pending)
+
+
 async def require_recorded_memory(conn: Conn, memory: Memory) -> None:
     """409 unless ``memory`` (read in the write's transaction, before the write) still
     matches one of its records: an update or a delete would extend a change made behind the

@@ -37,6 +37,7 @@ from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.store import memories as rows
 from attested_cortex.store import signatures
+from attested_cortex.store.events import PendingEvent
 from attested_cortex.store.memories import Memory
 
 
@@ -148,8 +149,11 @@ class StoreCall(Call[Memory]):
         usage row locked and the cap checked first, the chain record last), without the
         BEGIN and COMMIT round trips (the chain lock is held for the statement only)."""
         cmd, memory_id, adds = self.cmd, uuid.uuid4(), self.stored_bytes()
-        record = write_records.pending_memory(svc, caller, "memory.stored",
-                                              _as_stored(memory_id, cmd, caller))
+
+        def record(stored: rows.Stored) -> PendingEvent:
+            return write_records.pending_memory(svc, caller, "memory.stored",
+                                                _as_stored(memory_id, cmd, caller, stored))
+
         try:
             async with svc.db.connection() as conn:
                 return await rows.insert_recorded(
@@ -163,12 +167,14 @@ class StoreCall(Call[Memory]):
         return _post_write(event, result, "store")
 
 
-def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller) -> Memory:
+def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller,
+               stored: rows.Stored) -> Memory:
     """The row a store will write (what its record covers), before it is written."""
     now = datetime.now(UTC)
     return Memory(id=memory_id, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                   tags=tuple(cmd.tags), metadata=cmd.metadata, author=caller.agent_id,
-                  revision=1, created_at=now, updated_at=now, deleted_at=None)
+                  revision=1, created_at=now, updated_at=now, deleted_at=None,
+                  key_version=stored.key_version, sealed_sha256=stored.sealed_sha256)
 
 
 def _post_write(event: EventName, memory: Memory, reason: str) -> dict[str, Any]:

@@ -17,11 +17,10 @@ while work remains, ``pause_s`` apart; idle, every ``idle_s``.
 Memories (with ``encryption.at_rest`` on) go the same way, a batch per pass after the
 frames': live rows under an older version, and plain ones, are opened, sealed under the
 current version with their search tokens keyed under it, and written in one UPDATE
-(:mod:`attested_cortex.store.memory_resealing`); one ``memories.resealed`` statement per
-batch (its ids and version) is appended in the same transaction. A memory's write record
-holds digests of its opened text, which re-sealing does not change, so a memory changed
-behind the server stays named by the deep audit after it is re-sealed (nothing laundered);
-one that does not open is skipped and counted.
+(:mod:`attested_cortex.store.memory_resealing`), with a ``memory.resealed`` record per
+row in the same transaction (a sealed memory's record covers its sealed value). As for
+frames, a memory that no longer matches one of its records, or does not open, is never
+re-sealed: skipped, logged and counted.
 
 A version may leave the Secret once capabilities'
 ``encryption.transcript_frames_by_key_version`` and ``memories_by_key_version`` no longer
@@ -37,21 +36,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from attested_cortex import tasks
-from attested_cortex.attest import cbor
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.records import TRANSCRIPT_EVENTS
 from attested_cortex.attest.sealing import Sealer, UnsealError
-from attested_cortex.attest.signing import sign
 from attested_cortex.errors import CortexError
 from attested_cortex.service.pipeline.write_records import (
-    SWEEPER_AGENT,
+    record_resealed,
     record_sweep,
     split_recorded,
+    split_recorded_memories,
 )
 from attested_cortex.store import memory_resealing
 from attested_cortex.store import transcripts as rows
 from attested_cortex.store.database import Database
-from attested_cortex.store.events import PendingEvent, append_many
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +84,15 @@ class Resealer:
             found = await memory_resealing.to_reseal(
                 conn, current=self.sealer.version, plain=True, limit=self.batch,
                 skip=list(self.memories_refused))
-            refused = [m.id for m in found if m.unreadable]
-            done = await memory_resealing.reseal(conn, [m for m in found if not m.unreadable])
-            if done:  # last: the chain lock
-                await append_many(conn, [_statement(key, self.sealer.version, done)])
+            unchanged, changed = await split_recorded_memories(
+                conn, [m for m in found if not m.unreadable])
+            refused = [m.id for m in found if m.unreadable] + [m.id for m in changed]
+            done = await memory_resealing.reseal(conn, unchanged)
+            await record_resealed(conn, done, key)  # last: the chain lock
         for mid in refused:
             self.memories_refused.add(mid)
-            log.warning("memory not re-sealed: it does not open under its key version",
+            log.warning("memory not re-sealed: changed behind the server or not opening "
+                        "under its key version (see cortexctl audit verify --deep)",
                         extra={"memory_id": str(mid)})
         self.memories_resealed += len(done)
         return len(done) + len(refused)
@@ -157,14 +156,3 @@ class Resealer:
                 worked = 0
             await asyncio.sleep(self.pause_s if worked else self.idle_s)
 
-
-def _statement(key: AgentKey | None, version: int, ids: list[uuid.UUID]) -> PendingEvent:
-    """The ``memories.resealed`` statement of one batch (signed by the audit signer when
-    there is one): which memories moved to which key version."""
-    payload = cbor.encode({"v": 1, "key_version": version,
-                           "memory_ids": [str(i) for i in ids]})
-    agent_id = key.agent_id if key is not None else SWEEPER_AGENT
-    if key is None:
-        return PendingEvent(agent_id, "memories.resealed", payload)
-    return PendingEvent(agent_id, "memories.resealed", payload, sign(key, payload),
-                        key.public.fingerprint)
