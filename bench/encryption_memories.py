@@ -1,0 +1,120 @@
+"""The memories half of the encryption bench (ADR 0056 item 5, ADR 0065): recall and stores
+with memories sealed at rest vs plain, alternating in one run, and the sealing rate.
+
+Called by :func:`bench.encryption.run` with its two servers (``encryption.at_rest`` on and
+off, the same master key, full-text recall: sealing leaves the vector half unchanged, ADR
+0057). For each size (10k, then 100k): the same seeded memories (bench/textgen.py) are
+COPYed plain into both databases; the "on" server's re-sealing worker seals them (what
+turning encryption on does to existing rows: memories/s until capabilities list v1 only);
+``VACUUM ANALYZE`` both (the planner's statistics then hold tokens on one side, lexemes on
+the other); then the same recall queries alternate between the servers one by one (which
+goes first alternates too). Last, sequential stores alternate the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import urllib.request
+from typing import Any
+
+import aiohttp
+import psycopg
+
+from bench.common import percentiles
+from bench.recall import bulk_load, load_average
+from bench.textgen import TextGenerator
+
+HEADERS = {"X-Agent-Id": "dev:bench"}
+MODES = ("off", "on")
+SIZES = tuple(int(s) for s in os.environ.get("BENCH_ENCRYPTION_SIZES", "10000,100000")
+              .split(","))
+RECALLS = 300
+WARMUP = 30
+STORES = 400
+
+
+def capabilities(base: str) -> dict[str, Any]:
+    request = urllib.request.Request(f"{base}/v1/capabilities", headers=HEADERS)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return dict(json.load(response)["encryption"])
+
+
+def wait_sealed(base: str, version: str, *, seconds: float = 1800) -> tuple[int, float]:
+    """Memories and seconds until capabilities list ``version`` only (a bounded wait)."""
+    started = time.perf_counter()
+    while True:
+        held = capabilities(base)["memories_by_key_version"] or {}
+        elapsed = time.perf_counter() - started
+        if set(held) == {version}:
+            return held[version], elapsed
+        if elapsed > seconds:
+            raise TimeoutError(f"sealing still at {held}")
+        time.sleep(0.1)  # polling interval of a bounded wait
+
+
+async def recall_alternating(bases: dict[str, str], seed: int) -> dict[str, Any]:
+    """The same queries on both servers, alternating which goes first; ids compared."""
+    gen = TextGenerator(seed=seed)
+    samples: dict[str, list[float]] = {m: [] for m in MODES}
+    same = 0
+    async with aiohttp.ClientSession(headers=HEADERS) as session:
+        for i in range(WARMUP + RECALLS):
+            body: dict[str, Any] = {"query": gen.query(), "limit": 10}
+            if i % 3 == 0:
+                body["namespace"] = gen.rng.choice(gen.namespaces)
+            found: dict[str, list[str]] = {}
+            for mode in MODES if i % 2 else MODES[::-1]:
+                t0 = time.perf_counter()
+                async with session.post(f"{bases[mode]}/v1/recall", json=body) as r:
+                    answer = await r.json()
+                    assert r.status == 200, answer
+                if i >= WARMUP:
+                    samples[mode].append((time.perf_counter() - t0) * 1000)
+                found[mode] = [x["content"] for x in answer["results"]]
+            same += i >= WARMUP and found["on"] == found["off"]
+    p95 = {m: percentiles(samples[m])["p95"] for m in MODES}
+    return {**{m: {"latency_ms": percentiles(samples[m])} for m in MODES},
+            "p95_cost_percent": round(100 * (p95["on"] - p95["off"]) / p95["off"], 1),
+            "same_answers": f"{same}/{RECALLS}", "load_average": load_average()}
+
+
+async def store_alternating(bases: dict[str, str]) -> dict[str, Any]:
+    """Sequential ``POST /v1/memories`` alternating between the servers."""
+    bodies = list(TextGenerator(seed=99).memories(STORES))
+    samples: dict[str, list[float]] = {m: [] for m in MODES}
+    async with aiohttp.ClientSession(headers=HEADERS) as session:
+        for i, body in enumerate(bodies):
+            for mode in MODES if i % 2 else MODES[::-1]:
+                t0 = time.perf_counter()
+                async with session.post(f"{bases[mode]}/v1/memories", json=body) as r:
+                    assert r.status == 201, await r.text()
+                samples[mode].append((time.perf_counter() - t0) * 1000)
+    rate = {m: round(1000 * len(samples[m]) / sum(samples[m]), 1) for m in MODES}
+    return {**{m: {"latency_ms": percentiles(samples[m]), "per_second_sequential": rate[m]}
+               for m in MODES},
+            "cost_percent": round(100 * (rate["off"] - rate["on"]) / rate["off"], 1),
+            "load_average": load_average()}
+
+
+def run(bases: dict[str, str], dsns: dict[str, str]) -> dict[str, Any]:
+    """Each size: load, seal, analyse, recall; then stores. Sizes are cumulative."""
+    out: dict[str, Any] = {"sizes": {}}
+    loaded = 0
+    for size in SIZES:
+        for mode in MODES:
+            bulk_load(dsns[mode], TextGenerator(seed=size), size - loaded)
+        sealed, seconds = wait_sealed(bases["on"], "v1")
+        for mode in MODES:
+            with psycopg.connect(dsns[mode], autocommit=True) as conn:
+                conn.execute("VACUUM ANALYZE memories")
+        out["sizes"][str(size)] = {
+            "sealing": {"memories": sealed - loaded, "seconds": round(seconds, 2),
+                        "memories_per_s": round((sealed - loaded) / seconds, 1),
+                        "batch": capabilities(bases["on"])["resealer"]["batch"]},
+            "recall_http": asyncio.run(recall_alternating(bases, seed=size + 1))}
+        loaded = sealed
+    out["store_http"] = asyncio.run(store_alternating(bases))
+    return out
