@@ -106,6 +106,26 @@ def open_row(cipher: MemoryCipher | None, row: dict[str, Any]) -> Opened:
     return Opened(value["t"], value["c"], value["m"])
 
 
+async def keyed_query(conn: psycopg.AsyncConnection[Any], cipher: MemoryCipher,
+                      query: str) -> str:
+    """``websearch_to_tsquery`` of ``query`` (PostgreSQL parses it) keyed under every
+    version the ring holds and OR'd with the plain form (rows not sealed yet): a tsquery's
+    text that matches each row in its own token space ('' when it has no lexeme)."""
+    cur = await conn.execute("SELECT websearch_to_tsquery('english'::regconfig, %s)::text AS q",
+                             (query,))
+    row = await cur.fetchone()
+    text = "" if row is None else str(row["q"] if isinstance(row, dict) else row[0])
+    return across_spaces(cipher, text)
+
+
+def across_spaces(cipher: MemoryCipher, text: str) -> str:
+    """A tsquery's text keyed under every ring version, OR'd with itself plain."""
+    if not text:
+        return ""  # no lexeme (stop words only): matches nothing, as the plain form
+    return " | ".join(f"( {cipher.key_text(text, v) if v else text} )"
+                      for v in [*cipher.versions, 0])
+
+
 #: A memory's weighted tsvector, as its text form (the trigger's expression; tags joined by
 #: spaces as ``cortex_tags_text`` joins them).
 _LEXEMES = ("SELECT (setweight(to_tsvector('english'::regconfig, t.title), 'A') "

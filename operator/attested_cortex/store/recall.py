@@ -56,7 +56,12 @@ from attested_cortex.namespaces import ancestors, depth
 from attested_cortex.store.database import Conn
 from attested_cortex.store.embeddings import vector_literal
 from attested_cortex.store.memories import Memory, memory_from_row
-from attested_cortex.store.memory_ciphers import MemoryCipher, cipher_of, sealing
+from attested_cortex.store.memory_ciphers import (
+    MemoryCipher,
+    across_spaces,
+    cipher_of,
+    sealing,
+)
 
 DEFAULT_POOL = 200
 #: docs/adr/0014: 50 lost nothing against 100 on the quality set, at 1.6 ms less per recall.
@@ -379,13 +384,8 @@ async def _keyed_forms(conn: Conn, cipher: MemoryCipher, forms: dict[str, Any],
     sealed yet), OR'd across those spaces; its lexemes keyed alike, with their rarity
     weights (one more round trip: the statistics hold tokens)."""
     spaces = [*cipher.versions, 0]
-
-    def across(text: str) -> str:
-        if not text:
-            return ""  # no lexeme (stop words only): matches nothing, as the plain form
-        return " | ".join(f"( {cipher.key_text(text, v) if v else text} )" for v in spaces)
-
-    params.update(and_q=across(forms["and_q"]), or_q=across(forms["or_q"]))
+    params.update(and_q=across_spaces(cipher, forms["and_q"]),
+                  or_q=across_spaces(cipher, forms["or_q"]))
     lexemes = [(cipher.token(lexeme, v) if v else lexeme, v)
                for v in spaces for lexeme in forms["lexemes"]]
     cur = await conn.execute(_GIVEN_LEXEMES, {

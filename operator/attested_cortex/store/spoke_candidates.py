@@ -11,6 +11,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from attested_cortex.store.database import Conn
+from attested_cortex.store.memory_ciphers import keyed_query, sealing
 
 Row = dict[str, Any]
 
@@ -99,10 +100,15 @@ async def set_placement(conn: Conn, record_id: uuid.UUID, context_id: str | None
 
 
 async def ranked(conn: Conn, ids: list[uuid.UUID], query: str, limit: int) -> list[Row]:
-    """Full-text rank of the records among ``ids`` matching ``query`` (best first)."""
+    """Full-text rank of the records among ``ids`` matching ``query`` (best first); keyed
+    like recall's when memories are sealed (ADR 0065)."""
+    cipher = sealing(conn)
+    form = ("websearch_to_tsquery('english'::regconfig, %s)" if cipher is None
+            else "%s::tsquery")
+    if cipher is not None:
+        query = await keyed_query(conn, cipher, query)
     cur = await conn.execute(
-        "SELECT id, ts_rank_cd(search, q) AS score FROM memories,"
-        " websearch_to_tsquery('english'::regconfig, %s) q"
+        f"SELECT id, ts_rank_cd(search, q) AS score FROM memories, {form} q"
         " WHERE id = ANY(%s) AND search @@ q ORDER BY score DESC, id LIMIT %s",
         (query, ids, limit))
     return list(await cur.fetchall())

@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 
 from attested_cortex.errors import ConflictError
 from attested_cortex.store.database import Conn
+from attested_cortex.store.memory_ciphers import cipher_of, open_row
 
 Row = dict[str, Any]
 
@@ -143,7 +144,19 @@ async def revoke(conn: Conn, grant_id: uuid.UUID) -> Row:
 
 
 _RECORD = ("r.*, m.content AS text, m.author, m.revision, m.created_at, m.updated_at,"
-           " m.deleted_at")
+           " m.deleted_at, m.key_version AS sealed_version, m.sealed")
+
+
+def _opened(conn: Conn, row: Row | None) -> Row | None:
+    """A record row with its memory's text opened when it is sealed (ADR 0065); the sealed
+    columns dropped."""
+    if row is None:
+        return None
+    version, sealed = row.pop("sealed_version"), row.pop("sealed")
+    if version is not None:
+        row["text"] = open_row(cipher_of(conn), {
+            "id": row["memory_id"], "key_version": version, "sealed": sealed}).content
+    return row
 
 
 async def insert_record(conn: Conn, row: Row) -> None:
@@ -164,7 +177,7 @@ async def record(conn: Conn, space_id: str, record_id: uuid.UUID, *,
         f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
         " WHERE r.space_id = %s AND r.memory_id = %s"
         + (" FOR UPDATE OF r, m" if lock else ""), (space_id, record_id))
-    return await cur.fetchone()
+    return _opened(conn, await cur.fetchone())
 
 
 async def set_record(conn: Conn, record_id: uuid.UUID, *, kind: str | None,
@@ -229,5 +242,5 @@ async def records_by_id(conn: Conn, space_id: str, ids: Sequence[uuid.UUID]) -> 
     cur = await conn.execute(
         f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
         " WHERE r.space_id = %s AND r.memory_id = ANY(%s)", (space_id, list(ids)))
-    found = {row["memory_id"]: row for row in await cur.fetchall()}
-    return [found[i] for i in ids if i in found]
+    found = {row["memory_id"]: _opened(conn, row) for row in await cur.fetchall()}
+    return [row for i in ids if (row := found.get(i)) is not None]
