@@ -3,12 +3,14 @@ with memories sealed at rest vs plain, alternating in one run, and the sealing r
 
 Called by :func:`bench.encryption.run` with its two servers (``encryption.at_rest`` on and
 off, the same master key, full-text recall: sealing leaves the vector half unchanged, ADR
-0057). For each size (10k, then 100k): the same seeded memories (bench/textgen.py) are
-COPYed plain into both databases; the "on" server's re-sealing worker seals them (what
-turning encryption on does to existing rows: memories/s until capabilities list v1 only);
-``VACUUM ANALYZE`` both (the planner's statistics then hold tokens on one side, lexemes on
-the other); then the same recall queries alternate between the servers one by one (which
-goes first alternates too). Last, sequential stores alternate the same way.
+0057). For each size (10k; 100k with ``BENCH_ENCRYPTION_SIZES=10000,100000``): the same
+seeded memories (bench/textgen.py) are stored through both servers in batches of 1,000
+(``POST /v1/memories:batch``, alternating; each memory recorded in the chain, so rotation
+may re-seal it: rows COPYed behind the server have no record and are never re-sealed), the
+batch rate recorded; ``VACUUM ANALYZE`` both (the planner's statistics then hold tokens on
+one side, lexemes on the other); then the same recall queries alternate between the
+servers one by one (which goes first alternates too). Last, sequential stores alternate the
+same way.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ import aiohttp
 import psycopg
 
 from bench.common import percentiles
-from bench.recall import bulk_load, load_average
+from bench.recall import load_average
 from bench.textgen import TextGenerator
 
 HEADERS = {"X-Agent-Id": "dev:bench"}
 MODES = ("off", "on")
-SIZES = tuple(int(s) for s in os.environ.get("BENCH_ENCRYPTION_SIZES", "10000,100000")
-              .split(","))
+SIZES = tuple(int(s) for s in os.environ.get("BENCH_ENCRYPTION_SIZES", "10000").split(","))
+BATCH = 1000
 RECALLS = 300
 WARMUP = 30
 STORES = 400
@@ -42,17 +44,19 @@ def capabilities(base: str) -> dict[str, Any]:
         return dict(json.load(response)["encryption"])
 
 
-def wait_sealed(base: str, version: str, *, seconds: float = 1800) -> tuple[int, float]:
-    """Memories and seconds until capabilities list ``version`` only (a bounded wait)."""
-    started = time.perf_counter()
-    while True:
-        held = capabilities(base)["memories_by_key_version"] or {}
-        elapsed = time.perf_counter() - started
-        if set(held) == {version}:
-            return held[version], elapsed
-        if elapsed > seconds:
-            raise TimeoutError(f"sealing still at {held}")
-        time.sleep(0.1)  # polling interval of a bounded wait
+async def load_alternating(bases: dict[str, str], count: int, seed: int) -> dict[str, Any]:
+    """``count`` seeded memories stored on both servers in batches, alternating."""
+    bodies = list(TextGenerator(seed=seed).memories(count))
+    seconds: dict[str, float] = dict.fromkeys(MODES, 0.0)
+    async with aiohttp.ClientSession(headers=HEADERS) as session:
+        for n, start in enumerate(range(0, count, BATCH)):
+            body = {"memories": bodies[start:start + BATCH]}
+            for mode in MODES if n % 2 else MODES[::-1]:
+                t0 = time.perf_counter()
+                async with session.post(f"{bases[mode]}/v1/memories:batch", json=body) as r:
+                    assert r.status == 201, await r.text()
+                seconds[mode] += time.perf_counter() - t0
+    return {m: {"memories_per_s": round(count / seconds[m], 1)} for m in MODES}
 
 
 async def recall_alternating(bases: dict[str, str], seed: int) -> dict[str, Any]:
@@ -104,17 +108,14 @@ def run(bases: dict[str, str], dsns: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"sizes": {}}
     loaded = 0
     for size in SIZES:
-        for mode in MODES:
-            bulk_load(dsns[mode], TextGenerator(seed=size), size - loaded)
-        sealed, seconds = wait_sealed(bases["on"], "v1")
+        batches = asyncio.run(load_alternating(bases, size - loaded, seed=size))
         for mode in MODES:
             with psycopg.connect(dsns[mode], autocommit=True) as conn:
                 conn.execute("VACUUM ANALYZE memories")
+        held = capabilities(bases["on"])["memories_by_key_version"]
         out["sizes"][str(size)] = {
-            "sealing": {"memories": sealed - loaded, "seconds": round(seconds, 2),
-                        "memories_per_s": round((sealed - loaded) / seconds, 1),
-                        "batch": capabilities(bases["on"])["resealer"]["batch"]},
+            "batch_store_http": batches, "on_memories_by_key_version": held,
             "recall_http": asyncio.run(recall_alternating(bases, seed=size + 1))}
-        loaded = sealed
+        loaded = size
     out["store_http"] = asyncio.run(store_alternating(bases))
     return out
