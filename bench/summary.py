@@ -346,7 +346,36 @@ def encryption_rows(d: dict[str, Any]) -> list[Row]:
         ("blind full-text tokens (HMAC of each lexeme), one core",
          f"{_fmt(blinding.get('memories_per_s'))} memories/s "
          f"({_fmt(blinding.get('us_per_memory'))} us a memory)", "recorded"),
+        *_sealed_memory_rows(d.get("memories") or {}, d.get("reseal") or {}),
     ]
+
+
+def _sealed_memory_rows(m: dict[str, Any], reseal: dict[str, Any]) -> list[Row]:
+    """Memories sealed at rest vs plain (ADR 0065), alternating in one run."""
+    def both(part: dict[str, Any], *path: str) -> str:
+        return " vs ".join(_fmt(_get(part, mode, *path)) for mode in ("on", "off"))
+
+    rows: list[Row] = []
+    for size, part in sorted((m.get("sizes") or {}).items(), key=lambda kv: int(kv[0])):
+        recall = part.get("recall_http") or {}
+        load = recall.get("load_average") or [None]
+        rows.append((
+            f"memory recall at {int(size) // 1000}k, memories sealed vs plain (HTTP, "
+            "full-text, alternating): p95 (cost); same answers",
+            f"{both(recall, 'latency_ms', 'p95')} ms ({_fmt(recall.get('p95_cost_percent'))}%)"
+            f"; {recall.get('same_answers')}; load {_fmt(load[0])}", "<= 15% cost"))
+    store = m.get("store_http") or {}
+    if store:
+        rows.append((
+            "memory stores sealed vs plain (HTTP, sequential, alternating; cost)",
+            f"{both(store, 'per_second_sequential')} /s ({_fmt(store.get('cost_percent'))}%)"
+            f"; p95 {both(store, 'latency_ms', 'p95')} ms", "<= 15% cost"))
+    if reseal.get("memories"):
+        rows.append((
+            "memories re-sealed under a new key version (rotation, tokens re-keyed)",
+            f"{_fmt(reseal.get('memories'))} memories at {_fmt(reseal.get('memories_per_s'))}"
+            f"/s (batch {_fmt(reseal.get('batch'))})", "recorded"))
+    return rows
 
 
 def embedders_rows(d: dict[str, Any]) -> list[Row]:
