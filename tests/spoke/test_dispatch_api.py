@@ -245,7 +245,9 @@ async def test_records_cas_tombstones_and_native_visibility(team: Agents) -> Non
                                                               "expected_revision": 3}),
             409, "record_deleted")
     audit = await team.call("owner", "GET", "/v1/audit/verify")
-    assert audit.body["ok"] is True and audit.body["events"] == 3, audit.text
+    # three memory write records and five op records (ensure, grant, create, update,
+    # delete; ADR 0067): refused ops leave none
+    assert audit.body["ok"] is True and audit.body["events"] == 8, audit.text
 
 
 async def test_receipts_are_durable_and_keyed_per_space_principal_op(
