@@ -48,7 +48,7 @@ def recorded(tmp_path: Path) -> list[dict[str, Any]]:
 
 def count(dsn: str, table: str) -> int:
     with psycopg.connect(dsn) as conn:
-        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608
+        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
     assert row is not None
     return int(row[0])
 

@@ -3,7 +3,8 @@
 Appends every request to RECORD_FILE (one JSON line, under an exclusive lock). Answers:
 SPOKE_DENY_OP names an op whose pre_spoke_write is denied; SPOKE_REDACT rewrites the text
 of a memory.records.create's content on pre_spoke_write (a Modify); SPOKE_DENY_RECALL denies
-post_recall; SPOKE_BAD_MODIFY adds a field no request has; SPOKE_SLEEP_S sleeps before answering (past a hook's timeout); else allow.
+post_recall; SPOKE_BAD_MODIFY adds a field no request has; SPOKE_SLEEP_S sleeps before
+answering (past a hook's timeout); else allow.
 """
 
 import fcntl
