@@ -197,8 +197,7 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
         ("owner", "memory.profile.update", {**subject, "kind": "style", "text": "brief"}),
         ("owner", "memory.records.delete", {**ref, "expected_revision": 3}),
     ]
-    for who, name, request in done:
-        await ok(team, who, name, request)
+    receipts = [await ok(team, who, name, request) for who, name, request in done]
     await ok(team, "owner", "memory.reflections.generate", subject, flags=REFLECTING)
     await ok(team, "owner", "memory.exports.create", space,
              flags="spoke-memory, spoke-memory-transfer")
@@ -234,6 +233,8 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
             " 'owner', '{admin}')")
         conn.execute("UPDATE memory_receipts SET principal = 'bob' WHERE receipt_id = %s",
                      (made["receipt_id"],))
+        conn.execute("DELETE FROM memory_receipts WHERE receipt_id = %s",
+                     (receipts[1]["receipt_id"],))  # the freeze's: its key could be replayed
     named = {(m["kind"], m["id"], m["problem"], tuple(m["fields"]))
              for m in (await team.call("owner", "GET", "/v1/audit/verify?deep=true")).body[
                  "deep"]["mismatches"]}
@@ -243,4 +244,5 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
         ("space", "kb", "changed", ("frozen",)),
         ("subject", "kb/u1", "changed", ("fenced_context_ids",)),
         ("receipt", made["receipt_id"], "changed", ("principal",)),
+        ("receipt", receipts[1]["receipt_id"], "missing_row", ()),
     }
