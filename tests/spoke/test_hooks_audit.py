@@ -4,7 +4,7 @@ recall and listing the native read events, with payloads that match their publis
 schemas; a Deny refuses in the family's envelope and writes nothing, a Modify rewrites the
 request, a hook past its timeout fails closed or open; every mutating op appends one
 ``spoke.<op>`` chain event naming op, principal and space, the deep audit is clean, and a
-grant, a freeze or a fence changed behind the server is named."""
+grant, a freeze, a fence, a receipt or a candidate changed behind the server is named."""
 
 from __future__ import annotations
 
@@ -219,7 +219,8 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
     assert "brief" not in repr(records[13][2])  # content-free: the profile's text is not in it
     report = await deep(team)
     assert report["ok"] is True, report
-    assert report["spoke"] == {"grant": 2, "receipt": len(records), "space": 1, "subject": 1}
+    assert report["spoke"] == {"grant": 2, "receipt": len(records), "space": 1, "subject": 1,
+                               "candidate": 2}
 
     # tampered behind the server: each is named
     with psycopg.connect(migrated_pg15_dsn, autocommit=True) as conn:
@@ -233,6 +234,9 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
             " 'owner', '{admin}')")
         conn.execute("UPDATE memory_receipts SET principal = 'bob' WHERE receipt_id = %s",
                      (made["receipt_id"],))
+        conn.execute("UPDATE memory_candidates SET state = 'pending', consumed_by = NULL,"
+                     " proposed = '{\"text\": \"a\"}' WHERE candidate_id = %s",
+                     (captured[0],))  # a dismissed candidate brought back for review
         conn.execute("DELETE FROM memory_receipts WHERE receipt_id = %s",
                      (receipts[1]["receipt_id"],))  # the freeze's: its key could be replayed
     named = {(m["kind"], m["id"], m["problem"], tuple(m["fields"]))
@@ -245,4 +249,5 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
         ("subject", "kb/u1", "changed", ("fenced_context_ids",)),
         ("receipt", made["receipt_id"], "changed", ("principal",)),
         ("receipt", receipts[1]["receipt_id"], "missing_row", ()),
+        ("candidate", captured[0], "changed", ("consumed_by", "proposed_sha256", "state")),
     }

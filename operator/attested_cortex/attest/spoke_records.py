@@ -23,6 +23,9 @@ kind          row (key)                    covered
                                            must be open
 ``subject``   memory_subjects (space/id)   ``state`` and ``fenced_context_ids``; without a
                                            record: active, nothing fenced
+``candidate`` memory_candidates (id)       its capture (subject, scope, captured_by,
+                                           classification, the proposed content's digest) and
+                                           review state (state, consumed_by)
 ============  ===========================  ====================================================
 """
 
@@ -32,12 +35,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
 from attested_cortex.attest.cbor import CborValue
+from attested_cortex.attest.records import json_sha256
 
 RECORD_VERSION: Final = 1
 #: The event type of every op record: this prefix and the op's wire name.
 EVENT_PREFIX: Final = "spoke."
-SpokeKind = Literal["grant", "receipt", "space", "subject"]
-SPOKE_KINDS: Final[tuple[SpokeKind, ...]] = ("grant", "receipt", "space", "subject")
+SpokeKind = Literal["grant", "receipt", "space", "subject", "candidate"]
+SPOKE_KINDS: Final[tuple[SpokeKind, ...]] = ("grant", "receipt", "space", "subject",
+                                             "candidate")
 #: What a space or a subject is before any op recorded it (rows made on first use).
 DEFAULTS: Final[dict[SpokeKind, dict[str, CborValue]]] = {
     "space": {"frozen": False},
@@ -90,16 +95,28 @@ def subject_record(row: Row) -> dict[str, CborValue]:
             "state": row["state"], "fenced_context_ids": _texts(row["fenced_context_ids"])}
 
 
+def candidate_record(row: Row) -> dict[str, CborValue]:
+    """A candidate: its immutable capture (scope, subject, who, the proposed content's
+    digest as the database returns it) and its review state."""
+    proposed = row["proposed"]
+    return {"candidate_id": str(row["candidate_id"]), "space_id": row["space_id"],
+            "subject_id": row["subject_id"], "context_id": row["context_id"],
+            "captured_by": row["captured_by"], "classification": row["classification"],
+            "proposed_sha256": None if proposed is None else json_sha256(proposed),
+            "state": row["state"],
+            "consumed_by": None if row["consumed_by"] is None else str(row["consumed_by"])}
+
+
 BUILDERS: Final = {"grant": grant_record, "receipt": receipt_record, "space": space_record,
-                   "subject": subject_record}
+                   "subject": subject_record, "candidate": candidate_record}
 
 
 def key_of(kind: SpokeKind, record: dict[str, CborValue]) -> str:
     """The id a deep-audit mismatch names (a subject: ``space_id/subject_id``)."""
     if kind == "subject":
         return "/".join(str(record[name]) for name in ("space_id", "subject_id"))
-    return str(record[{"grant": "grant_id", "receipt": "receipt_id",
-                       "space": "space_id"}[kind]])
+    return str(record[{"grant": "grant_id", "receipt": "receipt_id", "space": "space_id",
+                       "candidate": "candidate_id"}[kind]])
 
 
 def op_record(receipt: Row, rows: dict[SpokeKind, list[dict[str, CborValue]]]

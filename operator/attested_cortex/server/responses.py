@@ -217,7 +217,8 @@ class MismatchOut(BaseModel):
     """A row that no longer matches its write record (or a record without its row)."""
 
     kind: str = Field(description="memory, link, transcript, usage (id: the agent), or a "
-                      "spoke-memory grant, receipt, space or subject (ADR 0067)")
+                      "spoke-memory grant, receipt, space, subject or candidate "
+                      "(ADR 0067)")
     id: str
     problem: str = Field(description="changed, downgraded, missing_event, missing_row, "
                          "unreadable, miscounted")

@@ -18,6 +18,7 @@ from attested_cortex.attest.auditing import record_event
 from attested_cortex.attest.cbor import CborValue
 from attested_cortex.attest.spoke_records import (
     SpokeKind,
+    candidate_record,
     event_type,
     grant_record,
     op_record,
@@ -26,6 +27,7 @@ from attested_cortex.attest.spoke_records import (
 )
 from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.store import spoke_candidates as candidates
 from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
 
@@ -34,6 +36,9 @@ Records = dict[SpokeKind, list[dict[str, CborValue]]]
 _SPACE_OPS: Final = frozenset({"memory.spaces.freeze", "memory.spaces.unfreeze"})
 _SUBJECT_OPS: Final = frozenset({"memory.subjects.ensure", "memory.subjects.fence"})
 _GRANT_OPS: Final = frozenset({"memory.grants.grant", "memory.grants.revoke"})
+#: The ops that make or consume candidates, and how many of their refs are candidates.
+_CANDIDATE_OPS: Final = {"memory.capture": None, "memory.candidates.dismiss": 1,
+                         "memory.candidates.review": 1}
 
 
 async def record_op(svc: Services, conn: Conn, caller: Caller, receipt: Row) -> None:
@@ -56,4 +61,8 @@ async def _touched(conn: Conn, receipt: Row) -> Records:
     if op in _GRANT_OPS and refs:
         grant = await rows.grant(conn, space_id, uuid.UUID(refs[0]))
         return {"grant": [grant_record(grant)]} if grant is not None else {}
+    if op in _CANDIDATE_OPS:
+        found = [await candidates.candidate(conn, space_id, uuid.UUID(ref))
+                 for ref in refs[:_CANDIDATE_OPS[op]]]
+        return {"candidate": [candidate_record(row) for row in found if row is not None]}
     return {}
