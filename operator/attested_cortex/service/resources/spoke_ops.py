@@ -264,6 +264,11 @@ async def _record(conn: Conn, caller: Caller, req: rq.RecordRef, capability: Cap
     record the caller may not see, so ids leak nothing)."""
     standing = await gate.access(conn, caller, req.space_id)
     row = await rows.record(conn, req.space_id, req.record_id, lock=lock)
+    return _authorized(standing, req, row, capability)
+
+
+def _authorized(standing: gate.Access, req: rq.RecordRef, row: dict[str, Any] | None,
+                capability: Capability) -> dict[str, Any]:
     if row is None:
         raise NotFoundError(f"record {req.record_id} does not exist in this space",
                             code="record_not_found")
@@ -278,8 +283,12 @@ async def _record(conn: Conn, caller: Caller, req: rq.RecordRef, capability: Cap
 
 async def records_get(svc: Services, caller: Caller, req: rq.RecordRef,
                       key: str | None) -> Wire:
+    """One record: the row and the caller's grants in one statement, then the grant check."""
     async with svc.db.connection() as conn:
-        return record_view(await _record(conn, caller, req, "records_read"))
+        row = await rows.record_and_grants(conn, req.space_id, req.record_id,
+                                           caller.agent_id)
+    standing = gate.held(caller, req.space_id, [] if row is None else row.pop("grants"))
+    return record_view(_authorized(standing, req, row, "records_read"))
 
 
 async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,
