@@ -114,14 +114,21 @@ ORDER BY x.created_at, x.memory_id
 """
 
 
+def page_statement(reach: Reach, *, after: tuple[datetime, uuid.UUID] | None,
+                   limit: int) -> tuple[sql.Composed, dict[str, Any]]:
+    """The statement of :func:`page` and its parameters (``limit + 1`` rows at most)."""
+    condition, params = where(reach)
+    return sql.SQL(_PAGE).format(where=condition, record=sql.SQL(RECORD)), {
+        **params, "after_at": after[0] if after else None,
+        "after_id": after[1] if after else None, "limit": limit + 1}
+
+
 async def page(conn: Conn, reach: Reach, *, after: tuple[datetime, uuid.UUID] | None,
                limit: int) -> Page:
-    """The records of ``reach`` after ``after`` in (created_at, id) order, one statement."""
-    condition, params = where(reach)
-    statement = sql.SQL(_PAGE).format(where=condition, record=sql.SQL(RECORD))
-    cur = await conn.execute(statement, {
-        **params, "after_at": after[0] if after else None,
-        "after_id": after[1] if after else None, "limit": limit + 1})
+    """The records of ``reach`` after ``after`` in (created_at, id) order, with the count
+    and the digest of the whole reach: one statement."""
+    statement, params = page_statement(reach, after=after, limit=limit)
+    cur = await conn.execute(statement, params)
     rows = await cur.fetchall()
     total, state = rows[0]["total"], rows[0]["state"]
     found = [r for r in rows if r["memory_id"] is not None]
