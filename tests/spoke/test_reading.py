@@ -52,8 +52,9 @@ def fill(dsn: str, count: int) -> None:
             " 'kb', 'tea filler ' || i, 'owner' FROM generate_series(1, %s) i", (count,))
         conn.execute(
             "INSERT INTO memory_records (memory_id, space_id, subject_id, context_id,"
-            " captured_by, created_at) SELECT m.id, 'kb', (%(s)s::text[])[1 + i %% %(n)s],"
-            " nullif((%(c)s::text[])[1 + i %% %(n)s], ''), 'owner', m.created_at"
+            " captured_by, created_at, revision) SELECT m.id, 'kb',"
+            " (%(s)s::text[])[1 + i %% %(n)s], nullif((%(c)s::text[])[1 + i %% %(n)s], ''),"
+            " 'owner', m.created_at, m.revision"
             " FROM generate_series(1, %(count)s) i JOIN memories m ON m.id = md5('f' || i)::uuid",
             {"s": subjects, "c": contexts, "n": len(PLACES), "count": count})
         conn.execute("ANALYZE memories")
@@ -161,5 +162,10 @@ async def test_pages_exactly_once_while_writes_go_on_outside(team: Agents) -> No
             409, "cursor_invalid")
     again, totals = await walk(team, "alice", listing)
     assert again == mine[:6] and totals == {6}
+    # a native delete tombstones the record for the family's reads as well
+    forgotten = await team.call("owner", "DELETE", f"/v1/memories/{mine[0]}")
+    assert forgotten.status == 200, forgotten.text
+    again, totals = await walk(team, "alice", listing)
+    assert again == mine[1:6] and totals == {5}
     refused(await op(team, "alice", "memory.records.list", {**listing, "cursor": "bm9wZQ=="}),
             400, "cursor_invalid")

@@ -154,13 +154,15 @@ _RECORD = RECORD
 
 async def insert_record(conn: Conn, row: Row) -> None:
     """The side row of a record whose memory row this transaction just inserted (with the
-    memory's creation time: the listing order, migration 0023)."""
+    memory's creation time, revision and tombstone: migration 0023, whose trigger keeps the
+    last two equal to the memory's from then on)."""
     await conn.execute(
         "INSERT INTO memory_records (memory_id, space_id, subject_id, kind, context_id,"
-        " source_context_id, captured_by, candidate_id, structured, cognition, created_at)"
-        " SELECT %(memory_id)s, %(space_id)s, %(subject_id)s, %(kind)s, %(context_id)s,"
-        " %(source_context_id)s, %(captured_by)s, %(candidate_id)s, %(structured)s,"
-        " %(cognition)s, m.created_at FROM memories m WHERE m.id = %(memory_id)s",
+        " source_context_id, captured_by, candidate_id, structured, cognition, created_at,"
+        " revision, deleted_at) SELECT %(memory_id)s, %(space_id)s, %(subject_id)s, %(kind)s,"
+        " %(context_id)s, %(source_context_id)s, %(captured_by)s, %(candidate_id)s,"
+        " %(structured)s, %(cognition)s, m.created_at, m.revision, m.deleted_at"
+        " FROM memories m WHERE m.id = %(memory_id)s",
         {**row, "structured": _json(row["structured"]), "cognition": _json(row["cognition"])})
 
 

@@ -90,21 +90,19 @@ class Page:
     state: str
 
 
+#: ``t``: the set's count and an order-free digest of its ids and revisions (XOR of 64-bit
+#: hashes: a change of the set changes it), from the live-record indexes alone (revision
+#: and tombstone are copies on the side row); ``p``: the page after the cursor's position,
+#: a walk of the same indexes in order that stops at the page's end, then read whole.
 _PAGE = """
-WITH s AS MATERIALIZED (
-    SELECT r.memory_id, r.created_at, m.revision
-    FROM memory_records r JOIN memories m ON m.id = r.memory_id
-    WHERE m.deleted_at IS NULL AND {where}
-), t AS (
+WITH t AS (
     SELECT count(*) AS total,
-           coalesce(sum(hashtextextended(memory_id::text || ':' || revision, 0)::numeric),
-                    0)::text AS state
-    FROM s
+           coalesce(bit_xor(uuid_hash_extended(r.memory_id, r.revision)), 0)::text AS state
+    FROM memory_records r WHERE r.deleted_at IS NULL AND {where}
 ), p AS (
-    SELECT memory_id FROM s
-    WHERE %(after_at)s::timestamptz IS NULL
-       OR (created_at, memory_id) > (%(after_at)s::timestamptz, %(after_id)s::uuid)
-    ORDER BY created_at, memory_id LIMIT %(limit)s
+    SELECT r.memory_id FROM memory_records r
+    WHERE r.deleted_at IS NULL AND {where} {after}
+    ORDER BY r.created_at, r.memory_id LIMIT %(limit)s
 )
 SELECT t.total, t.state, x.* FROM t LEFT JOIN LATERAL (
     SELECT {record} FROM p JOIN memory_records r ON r.memory_id = p.memory_id
@@ -118,9 +116,13 @@ def page_statement(reach: Reach, *, after: tuple[datetime, uuid.UUID] | None,
                    limit: int) -> tuple[sql.Composed, dict[str, Any]]:
     """The statement of :func:`page` and its parameters (``limit + 1`` rows at most)."""
     condition, params = where(reach)
-    return sql.SQL(_PAGE).format(where=condition, record=sql.SQL(RECORD)), {
-        **params, "after_at": after[0] if after else None,
-        "after_id": after[1] if after else None, "limit": limit + 1}
+    keyset: sql.Composable = sql.SQL("")
+    if after is not None:
+        keyset = sql.SQL("AND (r.created_at, r.memory_id) > ({}, {})").format(
+            sql.Placeholder("after_at"), sql.Placeholder("after_id"))
+        params.update(after_at=after[0], after_id=after[1])
+    return sql.SQL(_PAGE).format(where=condition, record=sql.SQL(RECORD), after=keyset), {
+        **params, "limit": limit + 1}
 
 
 async def page(conn: Conn, reach: Reach, *, after: tuple[datetime, uuid.UUID] | None,
@@ -142,5 +144,5 @@ def restriction(conn: Conn, reach: Reach) -> tuple[str, dict[str, Any]]:
     adds to its candidate lists (its parameters are named ``reach_*``/``s<n>``/``c<n>``)."""
     condition, params = where(reach)
     text = sql.SQL(" AND EXISTS (SELECT 1 FROM memory_records r WHERE r.memory_id = m.id"
-                   " AND {})").format(condition).as_string(conn)
+                   " AND r.deleted_at IS NULL AND {})").format(condition).as_string(conn)
     return text, params
