@@ -130,7 +130,9 @@ async def page(conn: Conn, reach: Reach, *, after: tuple[datetime, uuid.UUID] | 
     """The records of ``reach`` after ``after`` in (created_at, id) order, with the count
     and the digest of the whole reach: one statement."""
     statement, params = page_statement(reach, after=after, limit=limit)
-    cur = await conn.execute(statement, params)
+    # Never prepared: a cached generic plan cannot see how many records the arrays reach
+    # (the whole space or a context of it), and chose worse for the whole space at 10k.
+    cur = await conn.execute(statement, params, prepare=False)
     rows = await cur.fetchall()
     total, state = rows[0]["total"], rows[0]["state"]
     found = [r for r in rows if r["memory_id"] is not None]

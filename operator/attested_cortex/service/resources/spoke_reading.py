@@ -150,12 +150,11 @@ async def records_list(svc: Services, caller: Caller, req: rq.RecordsList,
     digest = _digest(space, standing, where, found)
     if bound is not None and bound != digest:
         raise _changed()
-    shown = answers.fitting(found.records, lambda r: wire(record_view(r)),
-                            max_bytes=svc.limits.max_answer_bytes)
-    more = found.more or len(shown) < len(found.records)
-    return rq.RecordPage(records=[record_view(r) for r in found.records[:len(shown)]],
-                         total_authorized=found.total,
-                         next=_cursor(found.records[len(shown) - 1], digest) if more else None)
+    views = [record_view(r) for r in found.records]
+    kept = len(answers.fitting(views, wire, max_bytes=svc.limits.max_answer_bytes))
+    more = found.more or kept < len(views)
+    return rq.RecordPage(records=views[:kept], total_authorized=found.total,
+                         next=_cursor(found.records[kept - 1], digest) if more else None)
 
 
 async def recall(svc: Services, caller: Caller, req: rq.Recall, key: str | None) -> Wire:
