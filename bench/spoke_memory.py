@@ -65,7 +65,7 @@ class Client:
         async with self.http.post(self.base + "/v1/spoke/memory", json=body,
                                   headers=self.headers) as response:
             answer = await response.json()
-            assert response.status == 200, answer
+            assert response.status == 200, (name, answer)
             return answer
 
     async def get(self, path: str) -> Any:

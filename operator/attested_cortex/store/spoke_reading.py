@@ -50,14 +50,14 @@ def _box(box: Box, n: int, params: dict[str, Any]) -> sql.Composable:
     """One arm: the box's subjects AND its placements."""
     parts: list[sql.Composable] = []
     if box.subjects is not None:
-        params[f"s{n}"] = list(box.subjects)
-        parts.append(sql.SQL("r.subject_id = ANY({})").format(sql.Placeholder(f"s{n}")))
+        params[f"reach_s{n}"] = list(box.subjects)
+        parts.append(sql.SQL("r.subject_id = ANY({})").format(sql.Placeholder(f"reach_s{n}")))
     places: list[sql.Composable] = []
     if box.contexts is None and not box.shared:
         places.append(sql.SQL("r.context_id IS NOT NULL"))
     elif box.contexts:
-        params[f"c{n}"] = list(box.contexts)
-        places.append(sql.SQL("r.context_id = ANY({})").format(sql.Placeholder(f"c{n}")))
+        params[f"reach_c{n}"] = list(box.contexts)
+        places.append(sql.SQL("r.context_id = ANY({})").format(sql.Placeholder(f"reach_c{n}")))
     if box.shared and box.contexts is not None:
         places.append(sql.SQL("r.context_id IS NULL"))
     if places:
@@ -143,7 +143,7 @@ async def page(conn: Conn, reach: Reach, *, after: tuple[datetime, uuid.UUID] | 
 
 def restriction(conn: Conn, reach: Reach) -> tuple[str, dict[str, Any]]:
     """``AND`` the memory ``m`` is a record of ``reach``: the condition the native recall
-    adds to its candidate lists (its parameters are named ``reach_*``/``s<n>``/``c<n>``)."""
+    adds to its candidate lists (its parameters are all named ``reach_*``)."""
     condition, params = where(reach)
     text = sql.SQL(" AND EXISTS (SELECT 1 FROM memory_records r WHERE r.memory_id = m.id"
                    " AND r.deleted_at IS NULL AND {})").format(condition).as_string(conn)
