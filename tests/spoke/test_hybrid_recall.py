@@ -1,7 +1,8 @@
 """``memory.recall`` is the native recall (ADR 0068): with the default embedder running, a
 paraphrase sharing no word with its record is found by the vector half, in the order
 ``POST /v1/recall`` gives over the same namespace; a selection that leaves the record out of
-the caller's reach keeps it out of the vector half too. PostgreSQL 17 + pgvector + AGE,
+the caller's reach keeps it out of the vector half too. Family writes offer their records to
+the write-behind embedder like native writes. PostgreSQL 17 + pgvector + AGE,
 the embedded default embedder."""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from tests.recall.test_hybrid import DEPLOY, OTHERS
 from tests.spoke.test_dispatch_api import OWNER
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
-from tests.support.waiting import await_until
 
 QUESTION = "when do we stop shipping?"
 TOKEN: dict[str, str] = {}
@@ -43,18 +43,11 @@ async def test_recall_is_the_native_hybrid_recall_within_the_reach(
         made[text] = (await op(cortex, "memory.records.create", {
             "space_id": "kb", "subject_id": "u1", "content": {"text": text},
             "placement": {"context_id": context}}))["refs"][0]
-    # family writes leave their vectors to the backfill (no write-behind offer yet): wake it
-    assert cortex.services.vectors is not None
-    cortex.services.vectors.wake()
-
-    async def paraphrase_found() -> Any:
-        native = await call(cortex, "POST", "/v1/recall", {"query": QUESTION,
-                                                           "namespace": "kb"})
-        return native if native["results"] and native["results"][0]["id"] == made[
-            DEPLOY] else None
-
-    native = await await_until(paraphrase_found, seconds=60,
-                               what="the backfill to embed the records")
+    # family writes offer their records to the write-behind embedder, as native writes do
+    await cortex.embedded_behind(agent=None, headers={
+        "Authorization": f"Bearer {TOKEN['owner']}"})
+    native = await call(cortex, "POST", "/v1/recall", {"query": QUESTION, "namespace": "kb"})
+    assert native["results"][0]["id"] == made[DEPLOY], native
     assert native["mode"] == "hybrid", native
     found = await op(cortex, "memory.recall", {"space_id": "kb", "query": QUESTION})
     ranked = [h["record"]["record_id"] for h in found["results"]]

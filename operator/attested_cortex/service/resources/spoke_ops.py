@@ -214,7 +214,7 @@ async def records_create(svc: Services, caller: Caller, req: rq.RecordCreate,
         memory = await insert_record(svc, conn, caller, NewRecord(
             req.space_id, req.subject_id, req.kind, req.content, req.placement,
             req.source_context_id))
-        return Effect([str(memory.id)], memory.revision)
+        return Effect([str(memory.id)], memory.revision, written=(memory,))
     return await mutate_in(svc, caller, "memory.records.create", req, key, effect)
 
 
@@ -309,7 +309,7 @@ async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,
             structured=row["structured"] if content is None else content.get("structured"),
             cognition=row["cognition"] if content is None else content.get("cognition"))
         await write_records.record_memory(svc, conn, caller, "memory.updated", memory, None)
-        return Effect([str(memory.id)], memory.revision)
+        return Effect([str(memory.id)], memory.revision, written=(memory,))
     return await mutate_in(svc, caller, "memory.records.update", req, key, effect)
 
 

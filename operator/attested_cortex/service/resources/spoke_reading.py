@@ -203,5 +203,5 @@ async def records_promote(svc: Services, caller: Caller, req: rq.RecordPromote,
                                           expected_revision=req.expected_revision)
         await listing.set_placement(conn, req.record_id, req.placement.context_id)
         await write_records.record_memory(svc, conn, caller, "memory.updated", memory, None)
-        return Effect([str(memory.id)], memory.revision)
+        return Effect([str(memory.id)], memory.revision, written=(memory,))
     return await mutate_in(svc, caller, "memory.records.promote", req, key, effect)
