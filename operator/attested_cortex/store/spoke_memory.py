@@ -187,13 +187,12 @@ async def record_and_grants(conn: Conn, space_id: str, record_id: uuid.UUID,
 
 async def space_and_grants(conn: Conn, space_id: str,
                            principal: str) -> tuple[Row | None, list[Row]]:
-    """A space's row (None: no such space) and ``principal``'s grants there, oldest first,
-    in one statement (what a read checks before it reads)."""
+    """A space's row (None: no such space; without ``pending_receipts``, which reads
+    receipts) and ``principal``'s grants there, oldest first, in one statement (what a read
+    checks before it reads)."""
     cur = await conn.execute(
-        f"SELECT {_GRANTS} AS grants, s.* FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT"
-        " s.*, (SELECT count(*) FROM memory_receipts x WHERE x.space_id = s.space_id"
-        " AND x.status = 'pending') AS pending_receipts FROM memory_spaces s"
-        " WHERE s.space_id = %(space)s) s ON true",
+        f"SELECT {_GRANTS} AS grants, s.* FROM (SELECT 1) one LEFT JOIN memory_spaces s"
+        " ON s.space_id = %(space)s",
         {"space": space_id, "principal": principal})
     row = await cur.fetchone()
     assert row is not None
