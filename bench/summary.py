@@ -523,6 +523,17 @@ def spoke_memory_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(_get(d, 'native_get', 'p95'), ' ms')} "
          f"({_fmt(d.get('dispatch_overhead_p95_ms'), ' ms')}; load average "
          f"{_fmt(_get(d, 'machine', 'load_average_at_write', 0))})", "within 2 ms"),
+        (f"memory.records.list (20 a page, total_authorized counted) by the authority / by a "
+         f"reader of one context of eight vs GET /v1/memories?limit=20 at "
+         f"{_fmt(d.get('size'))} records (paired): p95",
+         f"{_fmt(_get(d, 'spoke_list', 'p95'), ' ms')} / "
+         f"{_fmt(_get(d, 'spoke_list_grant', 'p95'), ' ms')} vs "
+         f"{_fmt(_get(d, 'native_list', 'p95'), ' ms')}", "recorded"),
+        (f"memory.recall by the authority / by a reader of one context of eight vs POST "
+         f"/v1/recall at {_fmt(d.get('size'))} records (paired, full text): p95",
+         f"{_fmt(_get(d, 'spoke_recall', 'p95'), ' ms')} / "
+         f"{_fmt(_get(d, 'spoke_recall_grant', 'p95'), ' ms')} vs "
+         f"{_fmt(_get(d, 'native_recall', 'p95'), ' ms')}", "recorded"),
         ("idempotent replay of memory.records.create (same key and request): p95",
          _fmt(_get(d, "replay", "p95"), " ms"), "recorded"),
         ("memory.capture then memory.candidates.review (promote), in sequence",

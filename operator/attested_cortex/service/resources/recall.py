@@ -141,7 +141,7 @@ class RecallCall(Call[RecallResult]):
                 plan = await planning
                 hits = await store_recall.fuse(conn, found, plan.vector)
         finally:
-            await _settled(planning)
+            await settled(planning)
         hits = [h for h in hits if visible(svc, caller, self.spec, h.memory.namespace)]
         searched = plan.vector is not None and plan.vector.search
         ranked = replace(apply_budget(hits, query.budget_tokens),
@@ -154,7 +154,7 @@ class RecallCall(Call[RecallResult]):
                        results=[hit_view(h) for h in result.hits], truncated=result.truncated)
 
 
-async def _settled(planning: asyncio.Task[Any]) -> None:
+async def settled(planning: asyncio.Task[Any]) -> None:
     """The query's planning, ended: cancelled if the full-text half failed first (its
     error is the one the caller sees), its own error read so it is not reported twice."""
     if not planning.done():

@@ -24,18 +24,23 @@ from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_audit
 from attested_cortex.service.resources.idempotency import digest
 from attested_cortex.service.resources.spoke_views import receipt_view
+from attested_cortex.service.workers import embedding
 from attested_cortex.spoke.models import MemoryReceipt
 from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
+from attested_cortex.store.memories import Memory
 
 
 @dataclass(frozen=True)
 class Effect:
-    """What a mutating op did: the ids it touched and the revision it reached."""
+    """What a mutating op did: the ids it touched and the revision it reached; ``written``:
+    the record memories it wrote, offered to the embedder once the transaction commits (so
+    recall's vector half sees them as it sees native writes)."""
 
     refs: Sequence[str] = ()
     revision: int | None = None
     status: str = "committed"
+    written: Sequence[Memory] = ()
 
 
 #: The op's effect, in the receipt's transaction (given the connection and the receipt's id).
@@ -87,4 +92,6 @@ async def _once(svc: Services, caller: Caller, *, op: str, space_id: str, key: s
         row = await rows.settle_receipt(conn, receipt_id, status=done.status,
                                         refs=done.refs, revision=done.revision)
         await spoke_audit.record_op(svc, conn, caller, row)  # last: it takes the chain lock
+    for memory in done.written:
+        await embedding.after_write(svc.vectors, svc.db, memory, None)
     return receipt_view(row)
