@@ -22,6 +22,7 @@ from attested_cortex.attest.keyedchain import Seal, seal_from
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.embedding.base import EmbeddingError
+from attested_cortex.embedding.chat import ChatClient
 from attested_cortex.embedding.choosing import MODES, build_embedder
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.dispatching import open_pipeline
@@ -44,6 +45,7 @@ from attested_cortex.service.workers.embedding import (
     open_vectors,
     vectors_available,
 )
+from attested_cortex.service.workers.pending_receipts import PendingReceipts, Reflector
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
@@ -101,9 +103,24 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
             db, sealer, batch=settings.encryption.reseal_batch,
             pause_s=settings.encryption.reseal_pause_ms / 1000,
             audit_key=_signer_key(settings, keys)),
+        pending=_pending(settings, db),
     )
     await _start_sweepers(services, settings, stack)
     return services
+
+
+def _pending(settings: ServerSettings, db: Database) -> PendingReceipts | None:
+    """The pending-receipt worker, when a reflection endpoint is configured (ADR 0069)."""
+    r = settings.spoke_memory.reflection
+    if r is None:
+        return None
+    try:
+        client = ChatClient(r.endpoint, model=r.model, api_key_file=r.api_key_file,
+                            max_tokens=r.max_tokens)
+    except EmbeddingError as exc:
+        raise InvalidInputError(str(exc), field="spoke_memory.reflection") from exc
+    return PendingReceipts(db, Reflector(client, r.timeout_ms / 1000),
+                           idle_s=r.poll_ms / 1000)
 
 
 async def _open_pool(settings: ServerSettings, graph: GraphBackend,
@@ -152,8 +169,9 @@ def _signer_key(settings: ServerSettings,
 
 async def _start_sweepers(services: Services, settings: ServerSettings,
                           stack: AsyncExitStack) -> None:
-    """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker
-    and the approval service's listener and sweeper."""
+    """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker,
+    the spoke-memory pending-receipt worker and the approval service's listener and
+    sweeper."""
     transcripts, approvals = services.transcripts, services.approvals
     if transcripts is not None:
         transcripts.start()
@@ -161,6 +179,9 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if services.resealer is not None:
         services.resealer.start()
         stack.push_async_callback(services.resealer.aclose)
+    if services.pending is not None:
+        services.pending.start()
+        stack.push_async_callback(services.pending.aclose)
     if approvals is not None:
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)

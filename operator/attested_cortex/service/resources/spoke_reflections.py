@@ -6,9 +6,13 @@ caller is authorized for *now* (the subject's live records its ``reflections`` g
 at their placements, and the subject's profile revisions), so ``stale`` is read-time: a
 stored reflection is stale when its digest differs from the current basis's. Generation is
 admitted only when the provider's required profile kinds exist (none by default:
-``memory.describe`` says so) and at least one record is in the basis; it runs the
-deterministic engine of :mod:`attested_cortex.spoke.reflecting` and commits at once (the
-engine is I/O-free, so the receipt is never pending).
+``memory.describe`` says so) and at least one record is in the basis. Without a reflection
+endpoint it runs the deterministic engine of :mod:`attested_cortex.spoke.reflecting` and
+commits at once; with one (ADR 0069) the receipt answers ``pending``, the pinned basis is
+left for the background worker (:mod:`attested_cortex.service.workers.pending_receipts`) in
+the same transaction, and ``memory.receipts.get`` later reads it ``committed`` (``refs``:
+the reflection) or ``failed``. The engine's policy identity is part of every basis, so the
+digests of ``state`` and ``list`` follow the engine this server runs.
 """
 
 from __future__ import annotations
@@ -28,10 +32,16 @@ from attested_cortex.spoke.coverage import Want
 from attested_cortex.spoke.models import Reflection, ReflectionBasis, Wire
 from attested_cortex.store import spoke_candidates as listing
 from attested_cortex.store import spoke_memory as rows
+from attested_cortex.store import spoke_pending as pending
 from attested_cortex.store.database import Conn
 
 
-async def _basis(conn: Conn, caller: Caller,
+def engine_policy(svc: Services) -> str:
+    """The policy identity of the engine this server generates with."""
+    return reflecting.ENGINE_POLICY if svc.pending is None else svc.pending.reflector.policy
+
+
+async def _basis(svc: Services, conn: Conn, caller: Caller,
                  req: rq.ReflectionsRequest) -> tuple[ReflectionBasis, list[Any], dict[str, str]]:
     standing = await gate.access(conn, caller, req.space_id)
     standing.require(Want("reflections", req.subject_id))
@@ -40,7 +50,8 @@ async def _basis(conn: Conn, caller: Caller,
             if standing.allows(Want("reflections", r["subject_id"], placement_of(r)))]
     profiles = await listing.profiles(conn, req.space_id, req.subject_id)
     basis = reflecting.basis_of([(r["memory_id"], r["revision"]) for r in keys],
-                                {p["kind"]: p["revision"] for p in profiles})
+                                {p["kind"]: p["revision"] for p in profiles},
+                                engine_policy(svc))
     return basis, keys, {p["kind"]: p["text"] for p in profiles}
 
 
@@ -51,7 +62,7 @@ def _missing(profiles: dict[str, str]) -> list[str]:
 async def state(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
                 key: str | None) -> Wire:
     async with svc.db.connection() as conn:
-        basis, keys, profiles = await _basis(conn, caller, req)
+        basis, keys, profiles = await _basis(svc, conn, caller, req)
         stored = await listing.reflections(conn, req.space_id, req.subject_id)
     current = reflecting.digest(basis)
     return rq.ReflectionState(
@@ -62,7 +73,7 @@ async def state(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
 async def listed(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
                  key: str | None) -> Wire:
     async with svc.db.connection() as conn:
-        basis, _, _ = await _basis(conn, caller, req)
+        basis, _, _ = await _basis(svc, conn, caller, req)
         stored = await listing.reflections(conn, req.space_id, req.subject_id)
     current = reflecting.digest(basis)
     return rq.ReflectionList(reflections=[Reflection(
@@ -75,7 +86,7 @@ async def listed(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
 async def generate(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
                    key: str | None) -> Wire:
     async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
-        basis, keys, profiles = await _basis(conn, caller, req)
+        basis, keys, profiles = await _basis(svc, conn, caller, req)
         await gate.writable_space(conn, caller, req.space_id)
         missing = _missing(profiles)
         if missing:
@@ -85,6 +96,12 @@ async def generate(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
         if not keys:
             raise ConflictError("no record of this subject is in your basis: nothing to "
                                 "reflect on", code="insufficient_data")
+        if svc.pending is not None:  # the endpoint engine: the worker generates
+            await pending.enqueue(conn, receipt_id=receipt, kind="reflection",
+                                  space_id=req.space_id, principal=caller.agent_id,
+                                  payload={"subject_id": req.subject_id,
+                                           "basis": basis.model_dump(mode="json")})
+            return Effect(status="pending")
         texts = [r["text"] for r in await rows.records_by_id(
             conn, req.space_id, [k["memory_id"] for k in keys])]
         reflection_id = uuid.uuid4()
@@ -94,4 +111,7 @@ async def generate(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
             "text": reflecting.synthesize(req.subject_id, profiles, texts),
             "basis": basis.model_dump(mode="json"), "state_digest": reflecting.digest(basis)})
         return Effect([str(reflection_id)])
-    return await mutate_in(svc, caller, "memory.reflections.generate", req, key, effect)
+    answer = await mutate_in(svc, caller, "memory.reflections.generate", req, key, effect)
+    if svc.pending is not None:
+        svc.pending.wake()
+    return answer
