@@ -87,6 +87,11 @@ SERVER_ONLY: dict[str, str] = {
     "encryption.reseal_batch": "throughput tuning of the re-sealing worker (ADR 0056), "
                                 "not a policy",
     "encryption.reseal_pause_ms": "an internal cadence of the re-sealing worker (ADR 0056)",
+    "spoke_memory.export_pending_records": "a latency bound of the export op (when it leaves "
+                                           "the request for the pending worker), not a "
+                                           "policy (ADR 0069)",
+    "spoke_memory.pending_poll_ms": "an internal cadence of the pending-receipt worker "
+                                    "(ADR 0069)",
     "pool_max_size": "replicas x pool must stay under the database's max_connections, "
                      "which the operator sizes for its default",
 }

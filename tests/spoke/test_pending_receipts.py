@@ -8,6 +8,7 @@ middle of a job leaves it to the next server, which resolves it once."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from aiohttp import web
 
 from attested_cortex.embedding.chat import ChatClient
 from attested_cortex.server.tokens import generate
+from attested_cortex.service.resources.spoke_reflections import reflection_job
 from attested_cortex.service.workers.pending_receipts import PendingReceipts, Reflector
 from tests.server.test_permissions_api import Agents, agents
 from tests.spoke.test_dispatch_api import OWNER, REFLECTING, ok, seeded
@@ -30,6 +32,7 @@ from tests.support.cortex import MakeCortex
 from tests.support.served import serve
 from tests.support.waiting import await_until
 
+TRANSFER = "spoke-memory, spoke-memory-transfer"
 API_KEY = "sk-test-never-logged-7f3a"
 SUBJECT = {"space_id": "kb", "subject_id": "u1"}
 
@@ -86,8 +89,8 @@ def reflection_settings(endpoint: Endpoint, tmp_path: Path, **more: Any) -> dict
     key = tmp_path / "reflection-key"
     key.write_text(API_KEY + "\n")
     return {"reflection": {"endpoint": endpoint.url, "model": "tiny-test",
-                           "api_key_file": str(key), "timeout_ms": 400, "poll_ms": 50,
-                           **more}}
+                           "api_key_file": str(key), "timeout_ms": 400, **more},
+            "pending_poll_ms": 50}
 
 
 @pytest.fixture
@@ -189,8 +192,9 @@ async def test_two_workers_never_run_one_job(team: Agents, endpoint: Endpoint) -
     endpoint.mode = "gate"
     receipt = await generate_reflection(team)
     await asyncio.wait_for(endpoint.arrived.wait(), 10)  # the server's worker holds it
-    other = PendingReceipts(team.client.services.db, Reflector(
-        ChatClient(endpoint.url, model="tiny-test"), 5.0))
+    reflector = Reflector(ChatClient(endpoint.url, model="tiny-test"), 5.0)
+    other = PendingReceipts(team.client.services.db,
+                            {"reflection": reflection_job(reflector)}, reflector=reflector)
     try:
         assert await other.run_once() is False  # skipped: locked by the first worker
     finally:
@@ -198,6 +202,25 @@ async def test_two_workers_never_run_one_job(team: Agents, endpoint: Endpoint) -
     endpoint.release.set()
     assert (await settled(team, receipt))["status"] == "committed"
     assert len(endpoint.calls) == 1
+
+
+async def test_an_export_over_the_bound_is_built_in_the_background(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER},
+                        spoke_memory={"export_pending_records": 1, "pending_poll_ms": 50})
+    await seeded(team)
+    for text in ("one", "two"):
+        await ok(team, "owner", "memory.records.create", {
+            **SUBJECT, "content": {"text": text}, "placement": {"shared": True}})
+    small = await ok(team, "owner", "memory.exports.create", {
+        "space_id": "kb", "chunk_bytes": 1024}, flags=TRANSFER)
+    assert small["status"] == "pending"  # two records: over the bound of one
+    done = await settled(team, small)
+    assert done["status"] == "committed" and done["revision"] == 1
+    chunk = await ok(team, "owner", "memory.exports.get", {
+        "space_id": "kb", "export_id": done["refs"][0], "ordinal": 0}, flags=TRANSFER)
+    assert chunk["final"] and b'"text":"two"' in base64.b64decode(chunk["data"])
+    assert await pending_count(team) == 0
 
 
 async def test_a_server_killed_mid_job_leaves_it_to_the_next_server(

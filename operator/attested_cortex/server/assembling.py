@@ -37,7 +37,7 @@ from attested_cortex.server.configuring import (
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
-from attested_cortex.service.resources import auditing
+from attested_cortex.service.resources import auditing, spoke_reflections, spoke_transfer
 from attested_cortex.service.workers.embedding import (
     Vectors,
     VectorSettings,
@@ -45,7 +45,7 @@ from attested_cortex.service.workers.embedding import (
     open_vectors,
     vectors_available,
 )
-from attested_cortex.service.workers.pending_receipts import PendingReceipts, Reflector
+from attested_cortex.service.workers.pending_receipts import Handler, PendingReceipts, Reflector
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
@@ -109,18 +109,24 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     return services
 
 
-def _pending(settings: ServerSettings, db: Database) -> PendingReceipts | None:
-    """The pending-receipt worker, when a reflection endpoint is configured (ADR 0069)."""
-    r = settings.spoke_memory.reflection
-    if r is None:
-        return None
-    try:
-        client = ChatClient(r.endpoint, model=r.model, api_key_file=r.api_key_file,
-                            max_tokens=r.max_tokens)
-    except EmbeddingError as exc:
-        raise InvalidInputError(str(exc), field="spoke_memory.reflection") from exc
-    return PendingReceipts(db, Reflector(client, r.timeout_ms / 1000),
-                           idle_s=r.poll_ms / 1000)
+def _pending(settings: ServerSettings, db: Database) -> PendingReceipts:
+    """The pending-receipt worker (ADR 0069): exports over the bound always, reflections
+    when an OpenAI-compatible endpoint is configured."""
+    spoke = settings.spoke_memory
+    reflector: Reflector | None = None
+    handlers: dict[str, Handler] = {"export": spoke_transfer.export_job}
+    if spoke.reflection is not None:
+        r = spoke.reflection
+        try:
+            client = ChatClient(r.endpoint, model=r.model, api_key_file=r.api_key_file,
+                                max_tokens=r.max_tokens)
+        except EmbeddingError as exc:
+            raise InvalidInputError(str(exc), field="spoke_memory.reflection") from exc
+        reflector = Reflector(client, r.timeout_ms / 1000)
+        handlers["reflection"] = spoke_reflections.reflection_job(reflector)
+    return PendingReceipts(db, handlers, reflector=reflector,
+                           export_pending_records=spoke.export_pending_records,
+                           idle_s=spoke.pending_poll_ms / 1000)
 
 
 async def _open_pool(settings: ServerSettings, graph: GraphBackend,

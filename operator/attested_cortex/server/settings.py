@@ -175,8 +175,6 @@ class ReflectionSettings(BaseModel):
     api_key_file: Path | None = None  # a bearer token for the endpoint, read once
     timeout_ms: int = Field(30_000, ge=100, le=300_000)  # one call, connect included
     max_tokens: int = Field(512, ge=16, le=8192)
-    #: How often an idle worker looks for pending work another server left.
-    poll_ms: int = Field(1000, ge=10, le=60_000)
 
 
 class SpokeMemorySettings(BaseModel):
@@ -185,6 +183,10 @@ class SpokeMemorySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     #: None: the deterministic extractive engine, generation commits at once.
     reflection: ReflectionSettings | None = None
+    #: An export of more records than this answers ``pending`` and is built in the background.
+    export_pending_records: int = Field(5000, ge=1, le=100_000_000)
+    #: How often an idle pending-receipt worker looks for work another server left.
+    pending_poll_ms: int = Field(1000, ge=10, le=60_000)
 
 
 class TlsSettings(BaseModel):

@@ -26,24 +26,25 @@ async def enqueue(conn: Conn, *, receipt_id: uuid.UUID, kind: str, space_id: str
         (receipt_id, kind, space_id, principal, Jsonb(payload)))
 
 
-async def claim(conn: Conn) -> Row | None:
-    """The oldest work no other transaction holds, locked until this one ends (a server
-    killed mid-job rolls back, and the row is claimed again)."""
+async def claim(conn: Conn, kinds: Sequence[str]) -> Row | None:
+    """The oldest work of ``kinds`` no other transaction holds, locked until this one ends
+    (a server killed mid-job rolls back, and the row is claimed again)."""
     cur = await conn.execute(
-        "SELECT * FROM memory_pending_work ORDER BY created_at, receipt_id"
-        " LIMIT 1 FOR UPDATE SKIP LOCKED")
+        "SELECT * FROM memory_pending_work WHERE kind = ANY(%s) ORDER BY created_at, receipt_id"
+        " LIMIT 1 FOR UPDATE SKIP LOCKED", (list(kinds),))
     return await cur.fetchone()
 
 
 async def finish(conn: Conn, receipt_id: uuid.UUID, *, status: str, refs: Sequence[str],
-                 error_code: str | None, extensions: dict[str, Any]) -> Row:
+                 revision: int | None, error_code: str | None,
+                 extensions: dict[str, Any]) -> Row:
     """Settle a pending receipt (``committed`` or ``failed``) and drop its work."""
     await conn.execute("DELETE FROM memory_pending_work WHERE receipt_id = %s", (receipt_id,))
     cur = await conn.execute(
-        "UPDATE memory_receipts SET status = %s, refs = %s, error_code = %s,"
+        "UPDATE memory_receipts SET status = %s, refs = %s, revision = %s, error_code = %s,"
         " extensions = extensions || %s, completed_at = clock_timestamp()"
         " WHERE receipt_id = %s AND status = 'pending' RETURNING *",
-        (status, list(refs), error_code, Jsonb(extensions), receipt_id))
+        (status, list(refs), revision, error_code, Jsonb(extensions), receipt_id))
     row = await cur.fetchone()
     assert row is not None, "pending work of a receipt that is not pending"
     return row

@@ -51,8 +51,15 @@ def authority(caller: Caller, space_id: str) -> bool:
 
 async def access(conn: Conn, caller: Caller, space_id: str) -> Access:
     """The caller's authority and live grants in ``space_id``."""
-    held = tuple(grant_view(r) for r in await rows.grants(conn, space_id, caller.agent_id))
-    return Access(caller.agent_id, authority(caller, space_id), held, datetime.now(UTC))
+    return await standing_of(conn, caller.agent_id, authority(caller, space_id), space_id)
+
+
+async def standing_of(conn: Conn, principal: str, is_authority: bool,
+                      space_id: str) -> Access:
+    """A principal's standing with its grants as they are now (the pending worker, which
+    has no request, re-authorizes a job with the authority its request had)."""
+    held = tuple(grant_view(r) for r in await rows.grants(conn, space_id, principal))
+    return Access(principal, is_authority, held, datetime.now(UTC))
 
 
 async def existing_space(conn: Conn, space_id: str, *, lock: bool = False) -> Row:

@@ -17,15 +17,18 @@ digests of ``state`` and ``list`` follow the engine this server runs.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
+from attested_cortex.embedding.chat import ChatError
 from attested_cortex.errors import ConflictError
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_ops import mutate_in
 from attested_cortex.service.resources.spoke_reading import placement_of
 from attested_cortex.service.resources.spoke_receipts import Effect
+from attested_cortex.service.workers.pending_receipts import Handler, Outcome, Reflector
 from attested_cortex.spoke import reflecting
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want
@@ -36,9 +39,14 @@ from attested_cortex.store import spoke_pending as pending
 from attested_cortex.store.database import Conn
 
 
+def _reflector(svc: Services) -> Reflector | None:
+    return None if svc.pending is None else svc.pending.reflector
+
+
 def engine_policy(svc: Services) -> str:
     """The policy identity of the engine this server generates with."""
-    return reflecting.ENGINE_POLICY if svc.pending is None else svc.pending.reflector.policy
+    found = _reflector(svc)
+    return reflecting.ENGINE_POLICY if found is None else found.policy
 
 
 async def _basis(svc: Services, conn: Conn, caller: Caller,
@@ -96,7 +104,7 @@ async def generate(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
         if not keys:
             raise ConflictError("no record of this subject is in your basis: nothing to "
                                 "reflect on", code="insufficient_data")
-        if svc.pending is not None:  # the endpoint engine: the worker generates
+        if _reflector(svc) is not None:  # the endpoint engine: the worker generates
             await pending.enqueue(conn, receipt_id=receipt, kind="reflection",
                                   space_id=req.space_id, principal=caller.agent_id,
                                   payload={"subject_id": req.subject_id,
@@ -115,3 +123,42 @@ async def generate(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
     if svc.pending is not None:
         svc.pending.wake()
     return answer
+
+
+def reflection_job(reflector: Reflector) -> Handler:
+    """The pending worker's handler of a reflection job: re-read the pinned basis (a record
+    or profile whose revision moved, or a record deleted, fails it ``basis_changed``: the
+    client generates again), call the endpoint (a timeout or an error fails it with the
+    client's code and a short reason), store the reflection with the basis's digest and
+    record the cost (the endpoint's token usage and the time taken) on the receipt."""
+
+    async def run(conn: Conn, work: dict[str, Any]) -> Outcome:
+        space_id, subject_id = work["space_id"], work["payload"]["subject_id"]
+        basis = ReflectionBasis(**work["payload"]["basis"])
+        pinned = {r.record_id: r.revision for r in basis.records}
+        found = await rows.records_by_id(conn, space_id, list(pinned))
+        profiles = {p["kind"]: p for p in await listing.profiles(conn, space_id, subject_id)}
+        moved = (len(found) != len(pinned)
+                 or any(r["deleted_at"] is not None or r["revision"] != pinned[r["memory_id"]]
+                        for r in found)
+                 or {k: p["revision"] for k, p in profiles.items()} != basis.profile_revisions)
+        if moved:
+            return Outcome.failed("basis_changed", "a record or profile of the pinned basis "
+                                  "changed before generation ran; generate again")
+        ordered = sorted(found, key=lambda r: (r["created_at"], str(r["memory_id"])))
+        messages = reflecting.prompt(subject_id, {k: p["text"] for k, p in profiles.items()},
+                                     [r["text"] for r in ordered])
+        started = time.monotonic()
+        try:
+            answer = await reflector.client.complete(messages, timeout_s=reflector.timeout_s)
+        except ChatError as exc:
+            return Outcome.failed(exc.code, str(exc))
+        cost = {"model": answer.model, "usage": answer.usage,
+                "elapsed_ms": round((time.monotonic() - started) * 1000)}
+        reflection_id = uuid.uuid4()
+        await listing.insert_reflection(conn, {
+            "reflection_id": reflection_id, "space_id": space_id, "subject_id": subject_id,
+            "created_by": work["principal"], "text": reflecting.bounded(answer.text),
+            "basis": basis.model_dump(mode="json"), "state_digest": reflecting.digest(basis)})
+        return Outcome("committed", [str(reflection_id)], extensions={"cost": cost})
+    return run
