@@ -8,7 +8,7 @@ middle of a job leaves it to the next server, which resolves it once."""
 from __future__ import annotations
 
 import asyncio
-import base64
+import json
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -27,7 +27,7 @@ from attested_cortex.server.tokens import generate
 from attested_cortex.service.resources.spoke_reflections import reflection_job
 from attested_cortex.service.workers.pending_receipts import PendingReceipts, Reflector
 from tests.server.test_permissions_api import Agents, agents
-from tests.spoke.test_dispatch_api import OWNER, REFLECTING, ok, seeded
+from tests.spoke.test_dispatch_api import OWNER, REFLECTING, ok, seeded, space_bundle
 from tests.support.cortex import MakeCortex
 from tests.support.served import serve
 from tests.support.waiting import await_until
@@ -217,9 +217,14 @@ async def test_an_export_over_the_bound_is_built_in_the_background(
     assert small["status"] == "pending"  # two records: over the bound of one
     done = await settled(team, small)
     assert done["status"] == "committed" and done["revision"] == 1
-    chunk = await ok(team, "owner", "memory.exports.get", {
-        "space_id": "kb", "export_id": done["refs"][0], "ordinal": 0}, flags=TRANSFER)
-    assert chunk["final"] and b'"text":"two"' in base64.b64decode(chunk["data"])
+    chunks: list[dict[str, Any]] = []
+    while not chunks or not chunks[-1]["final"]:
+        chunks.append(await ok(team, "owner", "memory.exports.get", {
+            "space_id": "kb", "export_id": done["refs"][0], "ordinal": len(chunks)},
+            flags=TRANSFER))
+    records = space_bundle(chunks)["chunks/space_records-000000.jsonl"]
+    assert [json.loads(line)["content"] for line in records.splitlines()] == [
+        {"text": "one"}, {"text": "two"}]
     assert await pending_count(team) == 0
 
 

@@ -1,6 +1,7 @@
 """Transfer of the spoke-memory family (flag ``spoke-memory-transfer``):
 ``memory.exports.create``/``.get`` and ``memory.imports.stage``/``.activate``/``.discard``.
-Called by :mod:`.spoke_dispatch`; the format is :mod:`attested_cortex.spoke.transferring`.
+Called by :mod:`.spoke_dispatch`; the format is the logical bundle's with the ``space``
+content kind (ADR 0070, :mod:`attested_cortex.bundles.spaces`).
 
 Everything needs ``transfer``. An export holds what the exporter's ``transfer`` grants cover
 (subjects, live records at their placements, profiles); it is built and stored at once, so
@@ -25,6 +26,8 @@ import binascii
 import uuid
 from typing import Any
 
+from attested_cortex.bundles import manifests, spaces
+from attested_cortex.bundles.errors import BundleError
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_access as gate
@@ -33,7 +36,6 @@ from attested_cortex.service.resources.spoke_reading import placement_of
 from attested_cortex.service.resources.spoke_receipts import Effect
 from attested_cortex.service.workers.pending_receipts import Outcome
 from attested_cortex.spoke import requests as rq
-from attested_cortex.spoke import transferring as fmt
 from attested_cortex.spoke.coverage import Want
 from attested_cortex.spoke.models import (
     Content,
@@ -81,11 +83,12 @@ def _content(row: dict[str, Any]) -> dict[str, Any]:
 async def _export(conn: Conn, space: dict[str, Any], keys: list[Any], chunk_bytes: int,
                   by: str) -> uuid.UUID:
     """Build and store an export of the records of ``keys``; its id."""
-    chunks = fmt.chunked(await _document(conn, space["space_id"], keys), chunk_bytes)
+    files = spaces.space_files(await _document(conn, space["space_id"], keys))
+    chunks, manifest_digest = spaces.wire_chunks(files, chunk_bytes)
     export_id = uuid.uuid4()
     await transfer.insert_export(conn, {
         "export_id": export_id, "space_id": space["space_id"], "chunk_count": len(chunks),
-        "manifest_digest": fmt.manifest_digest([d for _, d in chunks]),
+        "manifest_digest": manifest_digest,
         "authority_generation": space["authority_generation"], "created_by": by}, chunks)
     return export_id
 
@@ -157,7 +160,7 @@ def _decoded(req: rq.ImportStage) -> bytes:
         data = base64.b64decode(req.data.encode(), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise InvalidInputError("data is not base64", field="request.data") from exc
-    if fmt.sha256(data) != req.digest:
+    if manifests.digest(data) != req.digest:
         raise InvalidInputError(f"chunk {req.ordinal} does not match its digest",
                                 code="chunk_corrupt", field="request.data", ordinal=req.ordinal)
     return data
@@ -195,17 +198,26 @@ def _in_order(row: dict[str, Any] | None, req: rq.ImportStage) -> None:
 
 
 async def _verify(conn: Conn, req: rq.ImportStage) -> None:
-    chunks = await transfer.staged_chunks(conn, req.import_id)
-    digest = fmt.manifest_digest([c["digest"] for c in chunks])
-    if req.manifest_digest is None or req.manifest_digest != digest:
-        raise ConflictError("the staged chunks do not make the export named by "
-                            "manifest_digest", code="manifest_mismatch")
+    if req.manifest_digest is None:
+        raise ConflictError("the final chunk names no manifest_digest: give the export's",
+                            code="manifest_mismatch")
+    await _staged_document(conn, req.import_id, req.manifest_digest)
+    await transfer.set_import(conn, req.import_id, state="verified",
+                              manifest_digest=req.manifest_digest)
+
+
+async def _staged_document(conn: Conn, import_id: uuid.UUID,
+                           manifest_digest: str) -> dict[str, Any]:
+    """The staged bundle, reassembled and verified (:func:`.spaces.read_space`)."""
+    chunks = await transfer.staged_chunks(conn, import_id)
     try:
-        fmt.parse(b"".join(bytes(c["data"]) for c in chunks))
-    except ValueError as exc:
-        raise ConflictError(f"the staged export is not valid: {exc}",
-                            code="bundle_invalid") from exc
-    await transfer.set_import(conn, req.import_id, state="verified", manifest_digest=digest)
+        return spaces.read_space(b"".join(bytes(c["data"]) for c in chunks), manifest_digest)
+    except BundleError as exc:
+        if exc.what == "manifest_mismatch":
+            raise ConflictError("the staged chunks do not make the export named by "
+                                "manifest_digest", code="manifest_mismatch") from exc
+        raise ConflictError(f"the staged export is not valid: {exc}", code="bundle_invalid",
+                            what=exc.what, where=exc.where) from exc
 
 
 async def imports_activate(svc: Services, caller: Caller, req: rq.ImportRef,
@@ -221,9 +233,8 @@ async def imports_activate(svc: Services, caller: Caller, req: rq.ImportRef,
         if await transfer.count_records(conn, req.space_id):
             raise ConflictError(f"space {req.space_id!r} already holds records: an import "
                                 "activates into an empty space", code="space_not_empty")
-        chunks = await transfer.staged_chunks(conn, req.import_id)
         await _apply(svc, conn, caller, standing, req.space_id,
-                     fmt.parse(b"".join(bytes(c["data"]) for c in chunks)))
+                     await _staged_document(conn, req.import_id, row["manifest_digest"]))
         await transfer.set_import(conn, req.import_id, state="activated")
         return Effect([str(req.import_id)], await transfer.bump_generation(conn, req.space_id))
     return await mutate_in(svc, caller, "memory.imports.activate", req, key, effect)
