@@ -228,6 +228,39 @@ async def test_an_export_over_the_bound_is_built_in_the_background(
     assert await pending_count(team) == 0
 
 
+async def test_an_export_job_re_checks_the_exporters_grants_when_it_runs(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+        endpoint: Endpoint) -> None:
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "alice": ""},
+                        spoke_memory={**reflection_settings(endpoint, tmp_path),
+                                      "export_pending_records": 0})
+    await seeded(team)
+    await ok(team, "owner", "memory.records.create", {
+        **SUBJECT, "content": {"text": "Walks at dawn."}, "placement": {"shared": True}})
+    granted = await ok(team, "owner", "memory.grants.grant", {
+        "space_id": "kb", "principal_id": "alice", "capabilities": ["transfer"],
+        "shared_access": True})
+    endpoint.mode = "gate"  # the worker is busy with a reflection while the export waits
+    reflection = await generate_reflection(team)
+    await asyncio.wait_for(endpoint.arrived.wait(), 10)
+    export = await ok(team, "alice", "memory.exports.create", {"space_id": "kb"},
+                      flags=TRANSFER)
+    assert export["status"] == "pending" and await pending_count(team) == 2
+    await ok(team, "owner", "memory.grants.revoke", {"space_id": "kb",
+                                                     "grant_id": granted["refs"][0]})
+    endpoint.release.set()
+    assert (await settled(team, reflection))["status"] == "committed"
+
+    async def resolved() -> dict[str, Any] | None:
+        found: dict[str, Any] = await ok(team, "alice", "memory.receipts.get", {
+            "space_id": "kb", "receipt_id": export["receipt_id"]})
+        return found if found["status"] != "pending" else None
+    failed = await await_until(resolved, seconds=20, what="the export job to settle")
+    assert (failed["status"], failed["error_code"], failed["refs"]) == (
+        "failed", "grant_missing", [])
+    assert await pending_count(team) == 0
+
+
 async def test_a_server_killed_mid_job_leaves_it_to_the_next_server(
         migrated_pg15_dsn: str, tmp_path: Path, endpoint: Endpoint) -> None:
     token, digest = generate()

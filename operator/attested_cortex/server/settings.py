@@ -184,7 +184,7 @@ class SpokeMemorySettings(BaseModel):
     #: None: the deterministic extractive engine, generation commits at once.
     reflection: ReflectionSettings | None = None
     #: An export of more records than this answers ``pending`` and is built in the background.
-    export_pending_records: int = Field(5000, ge=1, le=100_000_000)
+    export_pending_records: int = Field(5000, ge=0, le=100_000_000)
     #: How often an idle pending-receipt worker looks for work another server left.
     pending_poll_ms: int = Field(1000, ge=10, le=60_000)
 
