@@ -152,6 +152,10 @@ async def test_generation_answers_pending_then_the_worker_commits_it(
     assert sent["model"] == "tiny-test" and "Walks at dawn." in sent["messages"][-1]["content"]
     assert endpoint.headers[0]["Authorization"] == f"Bearer {API_KEY}"
     assert API_KEY not in caplog.text
+    caps = (await team.call("owner", "GET", "/v1/capabilities")).body
+    pending = caps["spoke_memory"]["pending"]
+    assert pending["kinds"] == ["export", "reflection"] and pending["committed"] == 1
+    assert pending["reflection_endpoint"] == endpoint.url.rsplit("/", 1)[0]
 
 
 async def test_a_hanging_or_failing_endpoint_fails_the_receipt_and_a_moved_basis_too(
