@@ -59,11 +59,13 @@ def space_files(document: dict[str, list[dict[str, Any]]]) -> list[tuple[str, by
     chunks: list[RawChunk] = []
     for table, fields in SPACE_TABLES.items():
         batch: list[bytes] = []
+        size = 0
         for row in document[LISTS[table]]:
             batch.append(canonical({f: row[f] for f in fields}) + b"\n")
-            if len(batch) >= CHUNK_ROWS or sum(map(len, batch)) >= CHUNK_BYTES:
+            size += len(batch[-1])
+            if len(batch) >= CHUNK_ROWS or size >= CHUNK_BYTES:
                 _flush(table, batch, files, chunks)
-                batch = []
+                batch, size = [], 0
         if batch:
             _flush(table, batch, files, chunks)
     rows = {t: sum(c["rows"] for c in chunks if c["table"] == t) for t in SPACE_TABLES}

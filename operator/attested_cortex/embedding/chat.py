@@ -91,9 +91,12 @@ class ChatClient:
             raise ChatError("generator_timeout",
                             f"the reflection endpoint did not answer within {timeout_s:g} s") \
                 from exc
-        except (aiohttp.ClientError, EmbeddingError) as exc:
+        except aiohttp.ClientError as exc:
             raise ChatError("generator_unreachable",
                             f"the reflection endpoint is unreachable: {type(exc).__name__}") \
+                from exc
+        except EmbeddingError as exc:  # read_bounded: the answer passed its bound
+            raise ChatError("generator_invalid", str(exc).replace("embedder", "endpoint")) \
                 from exc
         if status != 200:
             raise ChatError("generator_refused", f"the reflection endpoint answered HTTP {status}")

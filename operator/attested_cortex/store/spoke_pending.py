@@ -50,8 +50,11 @@ async def finish(conn: Conn, receipt_id: uuid.UUID, *, status: str, refs: Sequen
     return row
 
 
-async def waiting(conn: Conn) -> int:
-    """How much work waits (for capabilities and tests)."""
-    cur = await conn.execute("SELECT count(*) AS n FROM memory_pending_work")
+async def any_waiting(conn: Conn, kinds: Sequence[str]) -> bool:
+    """Whether work of ``kinds`` waits: one plain read, outside any transaction (an idle
+    worker's poll opens none)."""
+    cur = await conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM memory_pending_work WHERE kind = ANY(%s)) AS found",
+        (list(kinds),))
     row = await cur.fetchone()
-    return int(row["n"]) if row else 0
+    return bool(row and row["found"])

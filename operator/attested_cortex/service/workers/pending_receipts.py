@@ -90,6 +90,9 @@ class PendingReceipts:
 
     async def run_once(self) -> bool:
         """Resolve the oldest job no other server holds; False when none was free."""
+        async with self.db.connection() as conn:  # idle: one read, no transaction
+            if not await pending.any_waiting(conn, list(self.handlers)):
+                return False
         async with self.db.transaction() as conn:
             work = await pending.claim(conn, list(self.handlers))
             if work is None:
