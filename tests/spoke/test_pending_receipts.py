@@ -26,9 +26,11 @@ from attested_cortex.embedding.chat import ChatClient
 from attested_cortex.server.tokens import generate
 from attested_cortex.service.resources.spoke_reflections import reflection_job
 from attested_cortex.service.workers.pending_receipts import PendingReceipts, Reflector
+from attested_cortex.store.migrating import migrate
 from tests.server.test_permissions_api import Agents, agents
 from tests.spoke.test_dispatch_api import OWNER, REFLECTING, ok, seeded, space_bundle
 from tests.support.cortex import MakeCortex
+from tests.support.postgres import Database
 from tests.support.served import serve
 from tests.support.waiting import await_until
 
@@ -230,6 +232,21 @@ async def test_an_export_over_the_bound_is_built_in_the_background(
     assert [json.loads(line)["content"] for line in records.splitlines()] == [
         {"text": "one"}, {"text": "two"}]
     assert await pending_count(team) == 0
+
+
+async def test_the_worker_runs_as_the_least_privilege_role(
+        make_cortex: MakeCortex, any_database: Database, tmp_path: Path) -> None:
+    await migrate(any_database.dsn, app_role="cortex_app")
+    app_dsn = any_database.server.app_dsn(any_database.name)
+    team = await agents(make_cortex, app_dsn, tmp_path, {"owner": OWNER},
+                        spoke_memory={"export_pending_records": 0, "pending_poll_ms": 50})
+    await seeded(team)
+    await ok(team, "owner", "memory.records.create", {
+        **SUBJECT, "content": {"text": "one"}, "placement": {"shared": True}})
+    made = await ok(team, "owner", "memory.exports.create", {"space_id": "kb"},
+                    flags=TRANSFER)
+    assert made["status"] == "pending"
+    assert (await settled(team, made))["status"] == "committed"
 
 
 async def test_an_export_job_re_checks_the_exporters_grants_when_it_runs(
