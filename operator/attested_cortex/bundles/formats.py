@@ -9,6 +9,11 @@ each is copied in; ``signed_events`` comes first of all because the import verif
 before anything else. Generated columns (``ns_depth``, ``search``) are not carried: the
 target recomputes them. Embeddings are not carried either (ADR 0033): the target's embedder
 recomputes them from the rows.
+
+The same container carries a second content **kind** (ADR 0070): ``space``, one
+spoke-memory space as its exporter's grants cover it (:mod:`.spaces`): no chain, no keys,
+no signature and no schema binding, its chunks JSON lines (``chunks/<table>-<nnnnnn>.jsonl``)
+of the :data:`SPACE_TABLES`, listed in the same manifest with the same SHA-256s.
 """
 
 from __future__ import annotations
@@ -69,3 +74,20 @@ BY_NAME: Final = {table.name: table for table in TABLES}
 def chunk_name(table: str, index: int) -> str:
     """The path of a table's ``index``-th chunk inside the bundle."""
     return f"{CHUNKS_DIR}/{table}-{index:06d}.copy"
+
+
+#: The content kind of a whole-cortex bundle (absent from its manifest: the first kind) and
+#: of a spoke-memory space (``"kind": "space"`` in the manifest).
+CORTEX_KIND: Final = "cortex"
+SPACE_KIND: Final = "space"
+#: A space bundle's tables and the fields of their JSON-lines rows (ADR 0070).
+SPACE_TABLES: Final[dict[str, tuple[str, ...]]] = {
+    "space_subjects": ("subject_id", "kind"),
+    "space_records": ("subject_id", "kind", "context_id", "source_context_id", "content"),
+    "space_profiles": ("subject_id", "kind", "text"),
+}
+
+
+def space_chunk_name(table: str, index: int) -> str:
+    """The path of a space table's ``index``-th chunk inside the bundle."""
+    return f"{CHUNKS_DIR}/{table}-{index:06d}.jsonl"

@@ -19,7 +19,14 @@ from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.signing import sign, verify
 from attested_cortex.bundles.errors import BundleError
-from attested_cortex.bundles.formats import FORMAT, FORMAT_VERSION, MANIFEST, SIGNATURE
+from attested_cortex.bundles.formats import (
+    CORTEX_KIND,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    SIGNATURE,
+    SPACE_KIND,
+)
 
 
 class RawChunk(TypedDict):
@@ -65,19 +72,50 @@ def render(manifest: dict[str, Any]) -> bytes:
                       indent=1, sort_keys=True).encode() + b"\n"
 
 
+@dataclass(frozen=True, slots=True)
+class SpaceManifest:
+    """A parsed manifest of a ``space`` bundle (ADR 0070)."""
+
+    chunks: tuple[RawChunk, ...]
+    rows: dict[str, int]
+    columns: dict[str, list[str]]
+
+
+def _opened(data: bytes, kind: str) -> dict[str, Any]:
+    """The manifest's JSON: this format, a version this build reads, the kind expected."""
+    raw = json.loads(data)
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT \
+            or not isinstance(raw.get("version"), int):
+        raise BundleError("bad_manifest", MANIFEST, f"not an {FORMAT} manifest")
+    if raw["version"] > FORMAT_VERSION:
+        raise BundleError("bad_manifest", MANIFEST, f"bundle version {raw['version']} is "
+                          f"newer than this build reads ({FORMAT_VERSION}): upgrade cortexctl")
+    found = raw.get("kind", CORTEX_KIND)
+    if found != kind:
+        raise BundleError("wrong_kind", MANIFEST, f"a {found!r} bundle, not a {kind!r} one: "
+                          + ("a space is imported with memory.imports.stage"
+                             if found == SPACE_KIND else "import it as what it is"))
+    return raw
+
+
 def parse(data: bytes) -> Manifest:
-    """Read ``manifest.json``; refuse another format or a newer version."""
+    """Read ``manifest.json`` of a whole cortex; refuse another format, a newer version or
+    another kind."""
     try:
-        raw = json.loads(data)
-        if raw.get("format") != FORMAT or not isinstance(raw.get("version"), int):
-            raise BundleError("bad_manifest", MANIFEST, f"not an {FORMAT} manifest")
-        if raw["version"] > FORMAT_VERSION:
-            raise BundleError("bad_manifest", MANIFEST, f"bundle version {raw['version']} is "
-                              f"newer than this build reads ({FORMAT_VERSION}): upgrade cortexctl")
+        raw = _opened(data, CORTEX_KIND)
         chain = raw["chain"]
         return Manifest(int(raw["schema_version"]), tuple(raw["chunks"]), dict(raw["rows"]),
                         dict(raw["columns"]), int(chain["events"]), chain["head"],
                         str(raw["keys_sha256"]), raw)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BundleError("bad_manifest", MANIFEST, f"unreadable manifest ({exc})") from exc
+
+
+def parse_space(data: bytes) -> SpaceManifest:
+    """Read ``manifest.json`` of a space bundle."""
+    try:
+        raw = _opened(data, SPACE_KIND)
+        return SpaceManifest(tuple(raw["chunks"]), dict(raw["rows"]), dict(raw["columns"]))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BundleError("bad_manifest", MANIFEST, f"unreadable manifest ({exc})") from exc
 

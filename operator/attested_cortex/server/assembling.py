@@ -22,6 +22,7 @@ from attested_cortex.attest.keyedchain import Seal, seal_from
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.embedding.base import EmbeddingError
+from attested_cortex.embedding.chat import ChatClient
 from attested_cortex.embedding.choosing import MODES, build_embedder
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.dispatching import open_pipeline
@@ -36,7 +37,7 @@ from attested_cortex.server.configuring import (
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
-from attested_cortex.service.resources import auditing
+from attested_cortex.service.resources import auditing, spoke_reflections, spoke_transfer
 from attested_cortex.service.workers.embedding import (
     Vectors,
     VectorSettings,
@@ -44,6 +45,7 @@ from attested_cortex.service.workers.embedding import (
     open_vectors,
     vectors_available,
 )
+from attested_cortex.service.workers.pending_receipts import Handler, PendingReceipts, Reflector
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
@@ -101,9 +103,30 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
             db, sealer, batch=settings.encryption.reseal_batch,
             pause_s=settings.encryption.reseal_pause_ms / 1000,
             audit_key=_signer_key(settings, keys)),
+        pending=_pending(settings, db),
     )
     await _start_sweepers(services, settings, stack)
     return services
+
+
+def _pending(settings: ServerSettings, db: Database) -> PendingReceipts:
+    """The pending-receipt worker (ADR 0069): exports over the bound always, reflections
+    when an OpenAI-compatible endpoint is configured."""
+    spoke = settings.spoke_memory
+    reflector: Reflector | None = None
+    handlers: dict[str, Handler] = {"export": spoke_transfer.export_job}
+    if spoke.reflection is not None:
+        r = spoke.reflection
+        try:
+            client = ChatClient(r.endpoint, model=r.model, api_key_file=r.api_key_file,
+                                max_tokens=r.max_tokens)
+        except EmbeddingError as exc:
+            raise InvalidInputError(str(exc), field="spoke_memory.reflection") from exc
+        reflector = Reflector(client, r.timeout_ms / 1000)
+        handlers["reflection"] = spoke_reflections.reflection_job(reflector)
+    return PendingReceipts(db, handlers, reflector=reflector,
+                           export_pending_records=spoke.export_pending_records,
+                           idle_s=spoke.pending_poll_ms / 1000)
 
 
 async def _open_pool(settings: ServerSettings, graph: GraphBackend,
@@ -152,8 +175,9 @@ def _signer_key(settings: ServerSettings,
 
 async def _start_sweepers(services: Services, settings: ServerSettings,
                           stack: AsyncExitStack) -> None:
-    """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker
-    and the approval service's listener and sweeper."""
+    """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker,
+    the spoke-memory pending-receipt worker and the approval service's listener and
+    sweeper."""
     transcripts, approvals = services.transcripts, services.approvals
     if transcripts is not None:
         transcripts.start()
@@ -161,6 +185,9 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if services.resealer is not None:
         services.resealer.start()
         stack.push_async_callback(services.resealer.aclose)
+    if services.pending is not None:
+        services.pending.start()
+        stack.push_async_callback(services.pending.aclose)
     if approvals is not None:
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from attested_cortex.service.workers.approving import Approvals
     from attested_cortex.service.workers.embedding import Vectors
+    from attested_cortex.service.workers.pending_receipts import PendingReceipts
     from attested_cortex.service.workers.resealing import Resealer
     from attested_cortex.service.workers.transcript_sweeping import Transcripts
     from attested_cortex.store.graph.base import GraphBackend
@@ -150,6 +151,9 @@ class Services:
     policy: Policy = field(default_factory=Policy)
     approvals: Approvals | None = None  # the approval API, when configured
     transcripts: Transcripts | None = None  # transcript retention and its sweeper
+    #: The spoke-memory family's pending receipts and the OpenAI-compatible reflection
+    #: engine they run (ADR 0069); None: reflections use the extractive default, at once.
+    pending: PendingReceipts | None = None
     #: Where the pipeline's policy records go on the signed chain (``audit_signer`` set).
     audit_sink: AuditSink | None = None
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.

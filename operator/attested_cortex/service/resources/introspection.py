@@ -239,6 +239,8 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "approval": await approval(svc),
         "limits": svc.limits.as_dict(),
         "mcp": mcp(svc),
+        "spoke_memory": {"pending": svc.pending.as_json() if svc.pending is not None
+                         else None},
     }
 
 

@@ -67,6 +67,14 @@ async def standing(conn: Conn, caller: Caller, space_id: str) -> tuple[Access, R
     return held(caller, space_id, grants), _found(space, space_id)
 
 
+async def standing_of(conn: Conn, principal: str, is_authority: bool,
+                      space_id: str) -> Access:
+    """A principal's standing with its grants as they are now (the pending worker, which
+    has no request, re-authorizes a job with the authority its request had)."""
+    grants = tuple(grant_view(r) for r in await rows.grants(conn, space_id, principal))
+    return Access(principal, is_authority, grants, datetime.now(UTC))
+
+
 async def existing_space(conn: Conn, space_id: str, *, lock: bool = False) -> Row:
     """The space's row, or 404 ``space_not_found``."""
     return _found(await rows.space(conn, space_id, lock=lock), space_id)

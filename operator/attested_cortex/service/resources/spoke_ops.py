@@ -53,7 +53,9 @@ async def describe(svc: Services, caller: Caller, req: rq.Empty, key: str | None
         limits={"max_body_bytes": svc.limits.max_body_bytes, "max_page": 500,
                 "max_capture_items": 100},
         required_profile_kinds=list(reflecting.REQUIRED_PROFILE_KINDS),
-        engine_policy_version=reflecting.ENGINE_POLICY)
+        engine_policy_version=reflecting.ENGINE_POLICY
+        if svc.pending is None or svc.pending.reflector is None
+        else svc.pending.reflector.policy)
 
 
 async def spaces_list(svc: Services, caller: Caller, req: rq.Empty, key: str | None) -> Wire:
