@@ -455,6 +455,14 @@ def backup_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(_get(d, 'verification', 'chain_only', 'events_per_s'))} / "
          f"{_fmt(_get(d, 'verification', 'with_signatures', 'events_per_s'))} events/s",
          ">= 20000 events/s"),
+        ("bundle chain verification's CPU bound: CPU per event with signatures (of which one "
+         "Ed25519 verify); events/s 2 idle cores allow; the run's rate and load",
+         f"{_fmt(_get(d, 'verification_bound', 'with_signatures', 'cpu_us_per_event'))} us "
+         f"({_fmt(_get(d, 'verification_bound', 'ed25519_verify_cpu_us'))} us); "
+         f"{_fmt(_get(d, 'verification_bound', 'cpu_bound_events_per_s_on_2_idle_cores'))}"
+         f" events/s; {_fmt(_get(d, 'verification_bound', 'with_signatures', 'events_per_s'))}"
+         f" events/s at load {_fmt(_get(d, 'verification_bound', 'load_average'))}",
+         "recorded"),
         ("export -> import round trip, a fixed query set asked of both: answers byte for "
          "byte the same; recall answers equal but for the score's recency term (now() at "
          "the query); differing",

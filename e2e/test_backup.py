@@ -13,11 +13,15 @@ order, sharing the module's cortexes:
    does: the same memories, the same links whose signatures verify with the agent's public
    key, the same replay, the same per-agent usage, ``audit verify --deep`` clean and the
    same chain head;
-3. one of B's memory rows changed behind the server (psql as the superuser on the source's
+3. the logical path: ``spec.backup.logical``'s CronJob (run now by a Job made from it) exports
+   the source to MinIO; a new cortex with ``spec.restore.logical`` and the source's audit
+   signer pinned by its Secret (ADR 0064) imports it, ``DataVerified=True``, and lists the
+   same memories as the source;
+4. one of B's memory rows changed behind the server (psql as the superuser on the source's
    primary), archived, and a third cortex restored to the end: ``DataVerified=False``
    naming that memory, ``Ready=False RestoreNotVerified``, no server Deployment; the
    source is untouched by every restore;
-4. the object store down (its Deployment scaled to 0) while WAL must be archived:
+5. the object store down (its Deployment scaled to 0) while WAL must be archived:
    ``BackupHealthy=False`` with barman-cloud's reason, a Warning event, and the cortex
    keeps answering writes; the store back, archiving resumes.
 
@@ -32,6 +36,7 @@ import math
 import secrets
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -53,6 +58,7 @@ from e2e.conftest import kubectl, kubectl_json
 from e2e.test_system import Forward, verify_link
 
 SOURCE, PITR, FULL, TAMPERED = "bk-src", "bk-pitr", "bk-full", "bk-tampered"
+LOGICAL = "bk-logical"
 WRITER = "bk-writer"  # the service account, and its AgentIdentity holding its own key
 BUCKET, PREFIX = "cortex-backups", "e2e"
 READY_S = 600.0          # a Cluster (initdb or a restore), the migration, the server
@@ -151,7 +157,7 @@ def source(namespace: str, cnpg: CloudNativePG, store: Store) -> Iterator[str]:
     # The release namespace is shared with the later modules (test_ha_lifecycle uninstalls
     # CloudNativePG; test_system waits on its cortex): leave no cortex of this module behind.
     kubectl("delete", f"agentidentity/{WRITER}", "-n", namespace, "--ignore-not-found")
-    for name in (SOURCE, PITR, FULL, TAMPERED):
+    for name in (SOURCE, PITR, FULL, TAMPERED, LOGICAL):
         kubectl("delete", f"memorycortex/{name}", "-n", namespace, "--ignore-not-found",
                 "--wait=true", "--timeout=180s")
 
@@ -340,6 +346,61 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the
         kubectl("delete", f"memorycortex/{name}", "-n", source, "--wait=false")
         kubectl("delete", f"clusters.postgresql.cnpg.io/{name}-db", "-n", source,
                 "--wait=false")
+
+
+def listing(client: Client) -> list[dict[str, Any]]:
+    """Every memory, page by page (the cursor of ``GET /v1/memories``)."""
+    found, cursor = [], ""
+    while True:
+        page = client.get(f"/v1/memories?limit=500{cursor}")
+        found += page["memories"]
+        if not page.get("next"):
+            return found
+        cursor = "&cursor=" + urllib.parse.quote(page["next"], safe="")
+
+
+def test_a_logical_backup_restores_into_a_new_cortex_with_the_source_signer_pinned(
+        source: str, api: tuple[Get, Any], token: str, store: Store) -> None:
+    """The logical path (ADR 0041, 0052, 0064): spec.backup.logical's CronJob exports the
+    source to MinIO; a new cortex with spec.restore.logical, the source's audit signer
+    pinned by its Secret, imports it, verifies (DataVerified=True) and serves the same
+    memories. Before the tampering test: the import refuses a source whose rows do not
+    match its chain."""
+    _, post = api
+    write(post, "logical", 3)
+    where = {**store_spec(), "path": f"{PREFIX}-logical"}
+    ok(kubectl("patch", f"memorycortex/{SOURCE}", "-n", source, "--type=merge", "-p",
+               json.dumps({"spec": {"backup": {"logical": {"objectStore": where}}}})))
+    wait_until(lambda: kubectl("get", f"cronjob/{SOURCE}-backup", "-n", source).returncode
+               == 0, seconds=120, interval_s=1.0, what="the logical backup's CronJob")
+    began = time.monotonic()
+    ok(kubectl("create", "job", f"{SOURCE}-backup-now", f"--from=cronjob/{SOURCE}-backup",
+               "-n", source))
+    ok(kubectl("wait", "-n", source, "--for=condition=Complete", f"--timeout={BACKUP_S:.0f}s",
+               f"job/{SOURCE}-backup-now"))
+    assert any(k.endswith("/manifest.json") for k in store.keys(f"{PREFIX}-logical/"))
+    print(f"\nlogical backup of {SOURCE} in {round(time.monotonic() - began, 1)} s")
+    at_source = Client(source, SOURCE, token)
+    try:
+        memories = listing(at_source)
+    finally:
+        at_source.forward.stop()
+
+    body = cortex(LOGICAL, source)
+    body["spec"]["restore"] = {"logical": {"objectStore": where, "signer": {
+        "secretRef": {"name": f"{SOURCE}-audit-signer"}}}}
+    ok(kubectl("apply", "-f", "-", input=json.dumps(body)))
+    print(f"{LOGICAL} Ready in {wait_ready(source, LOGICAL)} s")
+    verified = condition(source, LOGICAL, "DataVerified")
+    assert verified["status"] == "True", verified
+    assert status(source, LOGICAL)["restore"]["verified"], status(source, LOGICAL)
+    at_restored = Client(source, LOGICAL, token)
+    try:
+        assert listing(at_restored) == memories
+    finally:
+        at_restored.forward.stop()
+    kubectl("delete", f"memorycortex/{LOGICAL}", "-n", source, "--wait=false")
+    kubectl("delete", f"clusters.postgresql.cnpg.io/{LOGICAL}-db", "-n", source, "--wait=false")
 
 
 def test_a_row_changed_behind_the_server_never_serves(source: str) -> None:

@@ -127,15 +127,27 @@ def signature_of(manifest: bytes, key: AgentKey) -> bytes:
     return json.dumps(raw, indent=1, sort_keys=True).encode() + b"\n"
 
 
-def check_signature(manifest: bytes, signature: bytes, keyring: Keyring) -> str:
+def check_signature(manifest: bytes, signature: bytes, keyring: Keyring, *,
+                    signer: str | None = None) -> str:
     """The agent that signed ``manifest``, or BundleError when a key of the keyring does not
-    verify the signature (a signer the keyring does not know is refused too)."""
+    verify the signature (a signer the keyring does not know is refused too).
+
+    ``signer``: the key id (SHA-256 of the public key, hex) of the only acceptable signer,
+    the source cortex's audit signer (ADR 0064). A manifest signed by any other key is
+    refused naming both key ids, even when that key is in the keyring: the bundle's own
+    ``keys.json`` then proves nothing, since whoever made the bundle chose it. The key that
+    verifies is the keyring's key with exactly that id (a SHA-256 of the key itself).
+    """
     try:
         raw = json.loads(signature)
         agent, fingerprint = str(raw["agent_id"]), str(raw["key_fingerprint"])
         value = base64.b64decode(raw["signature"], validate=True)
     except (ValueError, KeyError, TypeError) as exc:
         raise BundleError("bad_manifest_signature", SIGNATURE, "unreadable signature") from exc
+    if signer is not None and fingerprint != signer:
+        raise BundleError("wrong_manifest_signer", SIGNATURE,
+                          f"the manifest is signed by key {fingerprint} ({agent}); only key "
+                          f"{signer} (the pinned source signer) is accepted")
     keys = [r for r in keyring.by_agent.get(agent, ()) if r.fingerprint == fingerprint]  # type: ignore[call-overload]
     if not keys:
         raise BundleError("bad_manifest_signature", SIGNATURE,
