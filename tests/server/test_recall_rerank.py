@@ -1,6 +1,7 @@
 """A post_recall hook may reorder and drop recall's hits, never add or change one
 (docs/adr/0071): real hook processes, through HTTP, on real PostgreSQL."""
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -8,6 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from attested_cortex.hooks.reference import expand
+from attested_cortex.hooks.reference.autolink import CortexClient as HookClient
+from attested_cortex.hooks.reference.expand import Expander, Vocabulary
+from attested_cortex.hooks.reference.meaning import Vectors
 from tests.support.cortex import CortexClient, MakeCortex
 
 REORDER = str(Path(__file__).parent / "programs" / "reorder.py")
@@ -65,3 +70,19 @@ async def test_an_unsafe_or_late_answer_leaves_the_fused_order(
     assert "explain" not in body["results"][0] or "fused" not in body["results"][0]["explain"]
     if mode != "sleep":
         assert any("unsafe reorder" in r.getMessage() for r in caplog.records)
+
+
+async def test_the_expand_hook_reads_the_cortex_vocabulary(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = await make_cortex(migrated_pg15_dsn, migrated=False)
+    for i in range(3):
+        await client.store("n", f"The physician approves invoice {i}", title="billing")
+    vocabulary = Vocabulary(Vectors())
+    cortex = HookClient(client.base, token=None, agent_id="expand")
+    monkeypatch.setattr(expand, "PAGE", 2)  # two pages: the cursor is followed
+    pages = await asyncio.to_thread(expand.read_all, cortex, vocabulary)
+    assert pages == 2
+    assert len(vocabulary) == 4  # billing, physician, approves, invoice
+    assert Expander(vocabulary).expansions("does the doctor accept the bills?")[:1] == [
+        "physician"]
