@@ -166,7 +166,8 @@ def hooks_file(tmp: Path, variant: str, cortex_url: str) -> Path:
     import sys
 
     hooks = [{**h, "command": [sys.executable, *h["command"][1:]],
-              "env": {"CORTEX_URL": cortex_url, "CORTEX_AGENT_ID": "bench-expand"}}
+              "env": {**h.get("env", {}), "CORTEX_URL": cortex_url,
+                      "CORTEX_AGENT_ID": "bench-expand"}}
              for h in HOOK_VARIANTS[variant]]
     path = tmp / f"hooks-{variant.replace('+', '-')}.yaml"
     path.write_text(yaml.safe_dump({"version": 1, "hooks": hooks}))
