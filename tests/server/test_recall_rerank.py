@@ -84,5 +84,7 @@ async def test_the_expand_hook_reads_the_cortex_vocabulary(
     pages = await asyncio.to_thread(expand.read_all, cortex, vocabulary)
     assert pages == 2
     assert len(vocabulary) == 4  # billing, physician, approves, invoice
-    assert Expander(vocabulary).expansions("does the doctor accept the bills?")[:1] == [
-        "physician"]
+    expander = Expander(vocabulary)
+    assert expander.expansions("does the doctor accept the bills?")[:1] == ["physician"]
+    held = {"event": "pre_recall", "payload": {"query": "the physician approves billing"}}
+    assert expander.decide(held)["decision"] == "allow"  # one memory holds every word
