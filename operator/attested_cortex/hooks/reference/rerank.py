@@ -27,10 +27,15 @@ from attested_cortex.hooks.wire import RawHookRequest
 DEFAULT_WEIGHT: Final = 0.7
 
 
+#: Characters of a hit read: MiniLM reads 128 word pieces, so a memory's first few hundred
+#: words are all it sees, and tokenizing 256k characters to drop them would cost more.
+MAX_CHARS: Final = 2000
+
+
 def hit_text(hit: Mapping[str, Any]) -> str:
-    """What a hit says: its title (when it has one) and its content."""
+    """What a hit says: its title (when it has one) and the start of its content."""
     title, content = hit.get("title") or "", str(hit.get("content", ""))
-    return f"{title}. {content}" if title else content
+    return (f"{title}. {content}" if title else content)[:MAX_CHARS]
 
 
 def blended(cosines: Sequence[float], fused: Sequence[float], *, weight: float) -> list[float]:
