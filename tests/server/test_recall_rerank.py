@@ -52,6 +52,9 @@ async def test_a_hook_reorders_and_drops(cortex: tuple[CortexClient, list[str]])
     dropped = await recall(client, "drop")
     assert [h["id"] for h in dropped["results"]] == fused[-1:]
     assert dropped["tokens"] < body["tokens"]
+    plain = await client.call("POST", "/v1/recall", {"query": "zebra", "namespace": "n/reverse"})
+    assert [h["id"] for h in plain.body["results"]] == fused[::-1]
+    assert "rerank" not in plain.body and "explain" not in plain.body["results"][0]
 
 
 @pytest.mark.parametrize(("mode", "note"), [
