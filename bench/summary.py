@@ -295,6 +295,30 @@ def quality_rows(d: dict[str, Any]) -> list[Row]:
                          f"{_get(run, 'heldout', kind, 'hybrid', 'mrr')} "
                          f"(n={_get(run, 'heldout', kind, 'hybrid', 'n')})",
                          goal + ("; held-out >= 0.8" if kind == "paraphrase" else "")))
+        rows.extend(hook_rows(label, run))
+    return rows
+
+
+def hook_rows(label: str, run: dict[str, Any]) -> list[Row]:
+    """The reference reranker and query expansion hooks against the same server without
+    hooks, query by query (docs/adr/0071)."""
+    rows: list[Row] = []
+    for variant, part in (run.get("hooks") or {}).items():
+        def pair(*path: str, p: dict[str, Any] = part) -> str:
+            return f"{_get(p, 'off', *path)} -> {_get(p, 'on', *path)}"
+
+        rows.append((
+            f"{label} embedder, hooks {variant} (off -> on, paired): paraphrase R@5 / MRR; "
+            "held-out paraphrase R@5 / MRR; lexical R@5 / MRR",
+            f"{pair('paraphrase', 'r@5')} / {pair('paraphrase', 'mrr')}; "
+            f"{pair('heldout', 'paraphrase', 'r@5')} / {pair('heldout', 'paraphrase', 'mrr')}; "
+            f"{pair('lexical', 'r@5')} / {pair('lexical', 'mrr')}", "recorded"))
+        rows.append((
+            f"{label} embedder, hooks {variant}: recall p50 / p95 over HTTP, off vs on "
+            f"(load {_get(part, 'load_average_before', 0)})",
+            f"{_get(part, 'recall_ms_off', 'p50')} / {_get(part, 'recall_ms_off', 'p95')} vs "
+            f"{_get(part, 'recall_ms_on', 'p50')} / {_get(part, 'recall_ms_on', 'p95')} ms",
+            "recorded"))
     return rows
 
 
