@@ -77,7 +77,7 @@ def cortex(name: str, namespace: str, **database: Any) -> dict[str, Any]:
     return body
 
 
-def restored(name: str, namespace: str, recovery: dict[str, Any]) -> None:
+def restore_from_source(name: str, namespace: str, recovery: dict[str, Any]) -> None:
     """Apply a cortex restored from the source's backup, with the source's master key ring
     copied under its name first (docs/keys.md): the verification Job checks the restored
     HMAC-keyed chain with it (ADR 0066), and the operator adopts an existing Secret."""
@@ -318,8 +318,8 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the
     at_source.forward.stop()
 
     recovery = {"objectStore": store_spec(), "sourceCortex": SOURCE}
-    restored(PITR, source, {**recovery, "targetTime": target})
-    restored(FULL, source, recovery)
+    restore_from_source(PITR, source, {**recovery, "targetTime": target})
+    restore_from_source(FULL, source, recovery)
     print(f"\n{PITR} (to {target}) Ready in {wait_ready(source, PITR)} s")
     held = {row[0] for row in sql(source, PITR, "SELECT id::text FROM memories")}
     assert set(earlier) <= held and not held & set(later), (held, earlier, later)
@@ -360,7 +360,7 @@ def test_a_row_changed_behind_the_server_never_serves(source: str) -> None:
                         f"WHERE id = '{victim}'")
     wait_until(archived_after_switch(source), seconds=120, interval_s=1.0,
                what="the last WAL segment archived")
-    restored(TAMPERED, source, {"objectStore": store_spec(), "sourceCortex": SOURCE})
+    restore_from_source(TAMPERED, source, {"objectStore": store_spec(), "sourceCortex": SOURCE})
     began = time.monotonic()
     wait_until(lambda: condition(source, TAMPERED, "DataVerified").get("reason") ==
                "RestoreNotVerified", seconds=READY_S, interval_s=2.0,
