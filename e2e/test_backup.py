@@ -135,8 +135,12 @@ def store(namespace: str) -> Iterator[Store]:
 
 def wait_ready(namespace: str, name: str) -> float:
     began = time.monotonic()
-    wait_until(lambda: condition(namespace, name, "Ready").get("status") == "True",
-               seconds=READY_S, interval_s=2.0, what=f"{name} Ready")
+    try:
+        wait_until(lambda: condition(namespace, name, "Ready").get("status") == "True",
+                   seconds=READY_S, interval_s=2.0, what=f"{name} Ready")
+    except BaseException:  # the timeout too: say what the cortex reports
+        print(f"{name} not Ready: {json.dumps(status(namespace, name), indent=1)}")
+        raise
     return round(time.monotonic() - began, 1)
 
 
