@@ -83,6 +83,19 @@ def cortex(name: str, namespace: str, **database: Any) -> dict[str, Any]:
     return body
 
 
+def restore_from_source(name: str, namespace: str, recovery: dict[str, Any]) -> None:
+    """Apply a cortex restored from the source's backup, with the source's master key ring
+    copied under its name first (docs/keys.md): the verification Job checks the restored
+    HMAC-keyed chain with it (ADR 0066), and the operator adopts an existing Secret."""
+    secret = kubectl_json("get", f"secret/{SOURCE}-master-key", "-n", namespace)
+    ok(kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Secret", "type": secret.get("type", "Opaque"),
+        "metadata": {"name": f"{name}-master-key", "namespace": namespace},
+        "data": secret["data"]})))
+    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
+        name, namespace, bootstrap={"recovery": recovery}))))
+
+
 def status(namespace: str, name: str) -> dict[str, Any]:
     return dict(kubectl_json("get", f"memorycortex/{name}", "-n", namespace).get("status") or {})
 
@@ -128,8 +141,12 @@ def store(namespace: str) -> Iterator[Store]:
 
 def wait_ready(namespace: str, name: str) -> float:
     began = time.monotonic()
-    wait_until(lambda: condition(namespace, name, "Ready").get("status") == "True",
-               seconds=READY_S, interval_s=2.0, what=f"{name} Ready")
+    try:
+        wait_until(lambda: condition(namespace, name, "Ready").get("status") == "True",
+                   seconds=READY_S, interval_s=2.0, what=f"{name} Ready")
+    except BaseException:  # the timeout too: say what the cortex reports
+        print(f"{name} not Ready: {json.dumps(status(namespace, name), indent=1)}")
+        raise
     return round(time.monotonic() - began, 1)
 
 
@@ -311,10 +328,8 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the
     at_source.forward.stop()
 
     recovery = {"objectStore": store_spec(), "sourceCortex": SOURCE}
-    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
-        PITR, source, bootstrap={"recovery": {**recovery, "targetTime": target}}))))
-    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
-        FULL, source, bootstrap={"recovery": recovery}))))
+    restore_from_source(PITR, source, {**recovery, "targetTime": target})
+    restore_from_source(FULL, source, recovery)
     print(f"\n{PITR} (to {target}) Ready in {wait_ready(source, PITR)} s")
     held = {row[0] for row in sql(source, PITR, "SELECT id::text FROM memories")}
     assert set(earlier) <= held and not held & set(later), (held, earlier, later)
@@ -322,6 +337,7 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the
     assert verified["status"] == "True", verified
     restore = status(source, PITR)["restore"]
     assert restore["verified"] and restore["memories"] == len(held), restore
+    assert restore["macsChecked"] >= 1, restore  # the keyed chain, with the source's ring
     assert f"to {restore['lastEvent']} (the last event kept" in verified["message"], verified
 
     print(f"{FULL} Ready in {wait_ready(source, FULL)} s after {PITR}")
@@ -340,7 +356,7 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the
     verify_link(signed.public_key, link)  # the agent's signature, as restored
     assert restored["replay"]["citations"][0]["text"] == "to MinIO, hourly", restored["replay"]
     assert sql(source, FULL, USAGE) == usage  # the quotas' usage counters
-    deep = hacluster.deep_audit(kubectl, source, FULL)
+    deep = hacluster.deep_audit(kubectl, source, FULL, keyed=True)
     assert deep.returncode == 0 and deep.stdout.startswith("ok:"), deep.stdout + deep.stderr
     for name in (PITR, FULL):  # free the node for the next restore
         kubectl("delete", f"memorycortex/{name}", "-n", source, "--wait=false")
@@ -409,8 +425,7 @@ def test_a_row_changed_behind_the_server_never_serves(source: str) -> None:
                         f"WHERE id = '{victim}'")
     wait_until(archived_after_switch(source), seconds=120, interval_s=1.0,
                what="the last WAL segment archived")
-    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(TAMPERED, source, bootstrap={
-        "recovery": {"objectStore": store_spec(), "sourceCortex": SOURCE}}))))
+    restore_from_source(TAMPERED, source, {"objectStore": store_spec(), "sourceCortex": SOURCE})
     began = time.monotonic()
     wait_until(lambda: condition(source, TAMPERED, "DataVerified").get("reason") ==
                "RestoreNotVerified", seconds=READY_S, interval_s=2.0,

@@ -215,6 +215,8 @@ class MasterKeySettings(BaseModel):
     argon2_iterations: int = Field(3, ge=1, le=100)
     argon2_memory_kib: int = Field(64 * 1024, ge=8 * 1024, le=4 * 1024 * 1024)
     argon2_lanes: int = Field(4, ge=1, le=64)
+    #: How often a ring directory (``dir``) is polled for a rotated Secret (ADR 0066).
+    reload_interval_ms: int = Field(5000, ge=100, le=3_600_000)
 
     @model_validator(mode="after")
     def _one_source(self) -> MasterKeySettings:

@@ -17,6 +17,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from attested_cortex.errors import ConflictError, NotFoundError, TooLargeError
+from attested_cortex.store import written
 from attested_cortex.store.database import Conn
 from attested_cortex.store.events import (
     PendingEvent,
@@ -24,10 +25,11 @@ from attested_cortex.store.events import (
     sealed,
     translating_events,
 )
+from attested_cortex.store.written import WrittenBy
 
 _COLUMNS = (
     "id, namespace, title, content, tags, metadata, author, revision, "
-    "created_at, updated_at, deleted_at"
+    f"created_at, updated_at, deleted_at, {written.COLUMNS}"
 )
 #: The columns :func:`memory_from_row` reads (the deep audit scans with them).
 COLUMNS = _COLUMNS
@@ -48,6 +50,10 @@ class Memory:
     created_at: datetime
     updated_at: datetime
     deleted_at: datetime | None
+    #: The tier and effective scopes of the request that last wrote it (migration 0021);
+    #: None: written before.
+    written_tier: str | None = None
+    written_scopes: tuple[str, ...] | None = None
 
     @property
     def deleted(self) -> bool:
@@ -61,21 +67,22 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         id=row["id"], namespace=row["namespace"], title=row["title"],
         content=row["content"], tags=tuple(row["tags"]), metadata=row["metadata"],
         author=row["author"], revision=row["revision"], created_at=row["created_at"],
-        updated_at=row["updated_at"], deleted_at=row["deleted_at"],
+        updated_at=row["updated_at"], deleted_at=row["deleted_at"], **written.fields(row),
     )
 
 
 async def insert(
     conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
     metadata: dict[str, Any], author: str, memory_id: uuid.UUID | None = None,
+    by: WrittenBy | None = None,
 ) -> Memory:
     """Insert a new memory and return it. Its audit record is appended after it, in the
     same transaction (the chain lock last: docs/adr/0017)."""
     cur = await conn.execute(
-        f"INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
-        f"VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+        f"INSERT INTO memories (id, namespace, title, content, tags, metadata, author, "
+        f"{written.COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
         (memory_id or uuid.uuid4(), namespace, title, content, list(tags), Jsonb(metadata),
-         author))
+         author, *written.params(by)))
     row = await cur.fetchone()
     assert row is not None
     return memory_from_row(row)
@@ -84,7 +91,7 @@ async def insert(
 async def insert_recorded(
     conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
     metadata: dict[str, Any], author: str, memory_id: uuid.UUID, event: PendingEvent,
-    adds: int, cap: int,
+    adds: int, cap: int, by: WrittenBy | None = None,
 ) -> Memory:
     """Insert a new memory and append its audit ``event`` in one statement (one round trip,
     atomic without an explicit transaction), in the lock order of every write: the author's
@@ -97,15 +104,16 @@ async def insert_recorded(
     keyed = sealed(conn)
     query = (
         "WITH u AS (SELECT cortex_reserve_bytes(%s, %s, %s) AS used), "
-        "m AS (INSERT INTO memories (id, namespace, title, content, tags, metadata, author) "
-        f"SELECT %s, %s, %s, %s, %s, %s, %s FROM u RETURNING {_COLUMNS}), "
+        "m AS (INSERT INTO memories (id, namespace, title, content, tags, metadata, author, "
+        f"{written.COLUMNS}) SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s FROM u "
+        f"RETURNING {_COLUMNS}), "
         "e AS (INSERT INTO signed_events (agent_id, event_type, payload, signature, "
         "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m"
         + (" RETURNING sequence, hash, prev_mac) SELECT m.*, e.sequence AS chain_sequence, "
            "e.hash AS chain_hash, e.prev_mac AS chain_prev_mac FROM m, e" if keyed
            else ") SELECT * FROM m"))
     params = (author, adds, cap, memory_id, namespace, title, content, list(tags),
-              Jsonb(metadata), author, *event.params())
+              Jsonb(metadata), author, *written.params(by), *event.params())
     try:
         with translating_events(event):
             if not keyed:
@@ -152,22 +160,22 @@ class NewMemory:
     metadata: dict[str, Any]
 
 
-async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str
-                      ) -> list[Memory]:
+async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
+                      by: WrittenBy | None = None) -> list[Memory]:
     """Insert ``memories`` (one author's) in one COPY and return them as written, in order:
     one statement, so one run of the usage trigger for the whole batch (the author's usage
     row is locked once, at its end), and the cheapest way PostgreSQL takes rows (a third
     less than one INSERT over unnested arrays for 1,000 memories, docs/adr/0044). Inside
     the caller's transaction; the batch's records are appended after it (the chain lock
     last: docs/adr/0017)."""
-    copying = ("COPY memories (id, namespace, title, content, tags, metadata, author) "
-               "FROM STDIN")
+    copying = ("COPY memories (id, namespace, title, content, tags, metadata, author, "
+               f"{written.COLUMNS}) FROM STDIN")
     async with conn.cursor() as cur, cur.copy(copying) as copy:
         for m in memories:
             await copy.write_row((m.id, m.namespace, m.title, m.content, list(m.tags),
-                                  Jsonb(m.metadata), author))
-    written = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
-    return [written[m.id] for m in memories]
+                                  Jsonb(m.metadata), author, *written.params(by)))
+    stored = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
+    return [stored[m.id] for m in memories]
 
 
 #: The SQLSTATE of ``cortex_reserve_bytes`` past the cap (migration 0010).
@@ -203,7 +211,7 @@ async def get_many(conn: Conn, ids: Sequence[uuid.UUID]) -> list[Memory]:
 
 async def update(
     conn: Conn, current: Memory, *, changes: dict[str, Any],
-    expected_revision: int | None = None,
+    expected_revision: int | None = None, by: WrittenBy | None = None,
 ) -> Memory:
     """Apply ``changes`` (title, content, tags, metadata) and bump the revision.
 
@@ -223,26 +231,28 @@ async def update(
         "tags": list(changes.get("tags", current.tags)),
         "metadata": Jsonb(changes.get("metadata", current.metadata)),
     }
+    tier, scopes = written.params(by)
     cur = await conn.execute(
         "UPDATE memories SET title = %(title)s, content = %(content)s, tags = %(tags)s, "
-        "metadata = %(metadata)s, revision = revision + 1, updated_at = clock_timestamp() "
+        "metadata = %(metadata)s, revision = revision + 1, updated_at = clock_timestamp(), "
+        "written_tier = %(tier)s, written_scopes = %(scopes)s "
         f"WHERE id = %(id)s RETURNING {_COLUMNS}",
-        {**values, "id": current.id},
+        {**values, "id": current.id, "tier": tier, "scopes": scopes},
     )
     row = await cur.fetchone()
     assert row is not None
     return memory_from_row(row)
 
 
-async def tombstone(conn: Conn, current: Memory) -> Memory:
+async def tombstone(conn: Conn, current: Memory, *, by: WrittenBy | None = None) -> Memory:
     """Delete a memory's content and keep its row; deleting twice is a no-op."""
     if current.deleted:
         return current
     cur = await conn.execute(
         "UPDATE memories SET content = '', title = '', tags = '{}', metadata = '{}'::jsonb, "
-        "revision = revision + 1, deleted_at = clock_timestamp(), updated_at = clock_timestamp() "
-        f"WHERE id = %s RETURNING {_COLUMNS}",
-        (current.id,),
+        "revision = revision + 1, deleted_at = clock_timestamp(), updated_at = clock_timestamp(), "
+        f"written_tier = %s, written_scopes = %s WHERE id = %s RETURNING {_COLUMNS}",
+        (*written.params(by), current.id),
     )
     row = await cur.fetchone()
     assert row is not None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.attest.masterkeys import KeyRing
+from attested_cortex.attest.ringwatch import RingSource
 from attested_cortex.attest.sealing import Sealer
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import Verdict
@@ -142,8 +143,9 @@ class Services:
     auth_mode: str = "dev"
     metrics_registry: CollectorRegistry | None = None  # shared by every part that counts
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
-    #: The master key's versions and their subkeys (ADR 0050); None: no key hierarchy.
-    key_ring: KeyRing | None = None
+    #: The master key ring in use (ADR 0050), reloaded when its Secret changes (ADR 0066);
+    #: None: no key hierarchy.
+    master_keys: RingSource | None = None
     #: Seals rows at rest under the ring when ``encryption.at_rest`` is on and opens sealed
     #: rows (ADR 0056); None: no master key.
     sealer: Sealer | None = None
@@ -161,3 +163,8 @@ class Services:
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.
     mcp: Describer | None = None
     observe: StepObserver | None = None
+
+    @property
+    def key_ring(self) -> KeyRing | None:
+        """The master key's versions and their subkeys as they are now."""
+        return None if self.master_keys is None else self.master_keys.ring

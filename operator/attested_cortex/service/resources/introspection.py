@@ -199,6 +199,9 @@ async def encryption(svc: Services) -> dict[str, Any]:
             "cipher": "ChaCha20-Poly1305 (IETF, 96-bit random nonce)",
             "sealed": ["transcripts.frame"],
             "master_key": svc.key_ring.describe() if svc.key_ring is not None else None,
+            #: Whether the ring follows its Secret, how often it was reloaded, a refusal.
+            "master_key_reload": (svc.master_keys.as_json() if svc.master_keys is not None
+                                  else None),
             "transcript_frames_by_key_version": frames,
             #: Versions rows are sealed under that the ring lacks: those rows are unreadable
             #: until the version is put back into the Secret.

@@ -239,7 +239,8 @@ async def insert_record(svc: Services, conn: Conn, caller: Caller,
     (authorization, freeze and fences checked by the caller)."""
     memory = await memory_rows.insert(
         conn, namespace=new.space_id, title="", content=new.content.text, tags=[],
-        metadata={}, author=caller.agent_id, memory_id=uuid.uuid4())
+        metadata={}, author=caller.agent_id, memory_id=uuid.uuid4(),
+        by=write_records.written_by(caller))
     present = new.content.wire()
     await rows.insert_record(conn, {
         "memory_id": memory.id, "space_id": new.space_id, "subject_id": new.subject_id,
