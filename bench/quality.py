@@ -4,7 +4,10 @@ by lexical and paraphrase queries, for each embedded model (``default``: wordlla
 MiniLM) in the same run (docs/adr/0042).
 
 Goal (issue 15): hybrid beats full-text by >= 10 points R@5 on paraphrase queries and loses
-nothing on lexical ones. The memories are stored through a real ``cortexctl serve`` (so the
+nothing on lexical ones. ``hooks`` (docs/adr/0071): the same hybrid server with the reference
+reranker (``post_recall``), the query expansion (``pre_recall``) and both, each asked query by
+query alternately with the server without hooks (paired: R@5/MRR and the recall latency of
+both under the same load). The memories are stored through a real ``cortexctl serve`` (so the
 default embedder embeds them on write), then given update times spread over a year (recency
 then varies as in real use). Full-text and hybrid are asked over HTTP of two servers on the
 same database (``--embedder none`` and the default); vector only is the vector candidate
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import tempfile
 import time
@@ -25,7 +29,9 @@ from typing import Any
 
 import aiohttp
 import psycopg
-from tests.support.served import serve
+import yaml
+from tests.support.served import Served, serve
+from tests.support.waiting import wait_until
 
 from attested_cortex.embedding.choosing import build_embedder
 from attested_cortex.store.embeddings import vector_literal
@@ -35,6 +41,7 @@ from bench.common import (
     age_server,
     create_database,
     embedded_behind,
+    percentiles,
     unthrottled_config,
     write_result,
 )
@@ -135,6 +142,86 @@ def vector_ranks(dsn: str, queries: Sequence[Query], ids: dict[int, str],
     return ranks
 
 
+def by_kind(queries: Sequence[Query], ranks: Sequence[int | None]) -> dict[str, Any]:
+    """Scores per query kind, the held-out set's under ``heldout``."""
+    out: dict[str, Any] = {"heldout": {}}
+    for part, held in ((out, False), (out["heldout"], True)):
+        for kind in ("lexical", "paraphrase"):
+            part[kind] = scores([ranks[i] for i, q in enumerate(queries)
+                                 if q.kind == kind and (q.target >= heldout.KEY_BASE) == held])
+    return out
+
+
+#: The reference hooks measured, by variant (docs/adr/0071).
+RERANK = {"name": "rerank", "events": ["post_recall"], "mode": "daemon", "timeout_ms": 1000,
+          "command": ["python", "-m", "attested_cortex.hooks.reference.rerank"]}
+EXPAND = {"name": "expand", "events": ["pre_recall", "post_store", "post_update"],
+          "mode": "daemon", "timeout_ms": 1000,
+          "command": ["python", "-m", "attested_cortex.hooks.reference.expand"]}
+HOOK_VARIANTS = {"rerank": [RERANK], "expand": [EXPAND], "expand+rerank": [EXPAND, RERANK]}
+
+
+def hooks_file(tmp: Path, variant: str, cortex_url: str) -> Path:
+    """The hooks file of ``variant``; the expansion reads its vocabulary from ``cortex_url``."""
+    import sys
+
+    hooks = [{**h, "command": [sys.executable, *h["command"][1:]],
+              "env": {**h.get("env", {}), "CORTEX_URL": cortex_url,
+                      "CORTEX_AGENT_ID": "bench-expand"}}
+             for h in HOOK_VARIANTS[variant]]
+    path = tmp / f"hooks-{variant.replace('+', '-')}.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "hooks": hooks}))
+    return path
+
+
+async def paired_ranks(bases: Sequence[str], queries: Sequence[Query], ids: dict[int, str]
+                       ) -> tuple[list[list[int | None]], list[list[float]]]:
+    """Each query asked of every server in turn (so load hits them alike): ranks and
+    latencies per server, after a warm-up of ten queries each (not counted)."""
+    ranks: list[list[int | None]] = [[] for _ in bases]
+    latency: list[list[float]] = [[] for _ in bases]
+    async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
+        for n, q in enumerate([*queries[:10], *queries]):
+            for i, base in enumerate(bases):
+                started = time.perf_counter()
+                async with session.post(f"{base}/v1/recall",
+                                        json={"query": q.text, "limit": LIMIT}) as r:
+                    body = await r.json()
+                    assert r.status == 200, body
+                if n < 10:
+                    continue
+                latency[i].append((time.perf_counter() - started) * 1000)
+                got = [h["id"] for h in body["results"]]
+                target = ids[q.target]
+                ranks[i].append(got.index(target) + 1 if target in got else None)
+    return ranks, latency
+
+
+def expansion_ready(served: Served) -> None:
+    """Wait (bounded) until the expansion hook has read the cortex's vocabulary."""
+    wait_until(lambda: "expand: " in served.log.read_text(errors="replace"),
+               what="the expansion hook to read the vocabulary", seconds=600, interval_s=0.5)
+
+
+def with_hooks(dsn: str, tmp: Path, extra: Sequence[str], queries: Sequence[Query],
+               ids: dict[int, str]) -> dict[str, Any]:
+    """Each hook variant against the same server without hooks, query by query."""
+    out: dict[str, Any] = {}
+    with serve(dsn, tmp, *extra, "--embedder", "none") as reader, serve(dsn, tmp, *extra) as off:
+        for variant in HOOK_VARIANTS:
+            path = hooks_file(tmp, variant, reader.base)
+            with serve(dsn, tmp, *extra, "--hooks-file", str(path)) as on:
+                if variant.startswith("expand"):
+                    expansion_ready(on)
+                load = [round(x, 2) for x in os.getloadavg()]
+                (r_off, r_on), (l_off, l_on) = asyncio.run(
+                    paired_ranks([off.base, on.base], queries, ids))
+            out[variant] = {"off": by_kind(queries, r_off), "on": by_kind(queries, r_on),
+                            "recall_ms_off": percentiles(l_off),
+                            "recall_ms_on": percentiles(l_on), "load_average_before": load}
+    return out
+
+
 def evaluate(dsn: str, fulltext_base: str, hybrid_base: str, queries: Sequence[Query],
              ids: dict[int, str], embedder_name: str) -> dict[str, Any]:
     """Scores of the three modes per query kind, the held-out set's apart (``heldout``)."""
@@ -158,7 +245,8 @@ def evaluate(dsn: str, fulltext_base: str, hybrid_base: str, queries: Sequence[Q
 
 
 def measure(server: Any, tmp: Path, *, memories: int, lexical: int, paraphrase: int,
-            name: str = "bench_quality", embedder: str = "default") -> dict[str, Any]:
+            name: str = "bench_quality", embedder: str = "default",
+            hooks: bool = True) -> dict[str, Any]:
     """Build the sets, load them, and score the three modes with ``embedder``."""
     mems, queries = build(memories=memories, lexical=lexical, paraphrase=paraphrase)
     held_mems, held_queries = heldout.build()
@@ -177,6 +265,8 @@ def measure(server: Any, tmp: Path, *, memories: int, lexical: int, paraphrase: 
     with serve(dsn, tmp, "--config", config, "--embedder", "none") as fulltext, \
             serve(dsn, tmp, "--config", config, *chosen) as hybrid:
         result = evaluate(dsn, fulltext.base, hybrid.base, kept, ids, embedder)
+    if hooks:
+        result["hooks"] = with_hooks(dsn, tmp, ("--config", config, *chosen), kept, ids)
     return {"embedder": embedder, "memories": len(mems), "queries": len(kept),
             "paraphrase_dropped_for_sharing_a_word": len(dropped), **result}
 

@@ -1,16 +1,26 @@
 """The spoke-memory family (issue 28): what the dispatch adds over the native route, what
-an idempotent replay costs, and capture→review throughput.
+an idempotent replay costs, listing and recall over the family against the native ones, and
+capture→review throughput.
 
 One ``cortexctl serve`` (tokens authentication, full-text recall, no rate quota) over
 PostgreSQL 17 + AGE holding ``--size`` family records (default 10,000) of one subject in
-one space; one agent with ``memory.override`` on the space (its authority). Paired and
-interleaved, one request at a time:
+one space, placed in eight contexts; one agent with ``memory.override`` on the space (its
+authority) and a reader whose grant reaches one context of the eight (``records_read`` and
+``recall``). Paired and interleaved, one request at a time:
 
 * ``native_get``: ``GET /v1/memories/{id}`` of a record's memory row;
 * ``spoke_get``: ``memory.records.get`` of the same record over ``POST /v1/spoke/memory``
   (the grant check, the side row and the wire model included);
 * ``replay``: ``memory.records.create`` sent again with a key already answered (the
-  receipt read back, nothing written).
+  receipt read back, nothing written);
+* ``native_list``: ``GET /v1/memories?namespace=bench&limit=20`` (newest first, no count);
+* ``spoke_list``: ``memory.records.list`` (limit 20) by the authority: the page, the SQL
+  count of all ``--size`` records (``total_authorized``) and the cursor's digest;
+* ``spoke_list_grant``: the same by the reader (its one context: an eighth of the space);
+* ``native_recall``: ``POST /v1/recall`` over the namespace (limit 10);
+* ``spoke_recall``: ``memory.recall`` by the authority (the native recall restricted to
+  the records its grants reach, then the records' side rows);
+* ``spoke_recall_grant``: the same by the reader.
 
 Then ``memory.capture`` of one item followed by ``memory.candidates.review`` (promote), in
 sequence: reviewed candidates per second. Goal (issue 28): dispatch p95 within 2 ms of the
@@ -23,6 +33,7 @@ import argparse
 import asyncio
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +47,7 @@ from bench.common import age_server, create_database, percentiles, write_result
 
 SCOPES = "memory.override,memory.write,memory.read,memory.forget"
 ROUNDS = 600
+QUERY = "subject keeping"
 REVIEWS = 200
 
 
@@ -53,11 +65,18 @@ class Client:
         async with self.http.post(self.base + "/v1/spoke/memory", json=body,
                                   headers=self.headers) as response:
             answer = await response.json()
-            assert response.status == 200, answer
+            assert response.status == 200, (name, answer)
             return answer
 
     async def get(self, path: str) -> Any:
         async with self.http.get(self.base + path, headers=self.headers) as response:
+            answer = await response.json()
+            assert response.status == 200, answer
+            return answer
+
+    async def post(self, path: str, body: dict[str, Any]) -> Any:
+        async with self.http.post(self.base + path, json=body,
+                                  headers=self.headers) as response:
             answer = await response.json()
             assert response.status == 200, answer
             return answer
@@ -86,27 +105,40 @@ async def timed(call: Any) -> float:
     return (time.perf_counter() - began) * 1000
 
 
-async def measure(client: Client, ids: list[str]) -> dict[str, Any]:
+async def measure(client: Client, reader: Client, ids: list[str]) -> dict[str, Any]:
     space = {"space_id": "bench"}
     replayed = {**space, "subject_id": "u1", "placement": {"shared": True},
                 "content": {"text": "kept once"}}
     await client.op("memory.records.create", replayed, key="bench-replay")
-    samples: dict[str, list[float]] = {"native_get": [], "spoke_get": [], "replay": []}
+    await client.op("memory.grants.grant", {
+        **space, "principal_id": "reader", "context_ids": ["c3"],
+        "capabilities": ["records_read", "recall"]})
+    listed = {**space, "limit": 20}
+    recalled = {**space, "query": QUERY, "limit": 10}
+    calls: dict[str, Callable[[str], Awaitable[Any]]] = {
+        "native_get": lambda r: client.get(f"/v1/memories/{r}"),
+        "spoke_get": lambda r: client.op("memory.records.get", {**space, "record_id": r}),
+        "replay": lambda r: client.op("memory.records.create", replayed, key="bench-replay"),
+        "native_list": lambda r: client.get("/v1/memories?namespace=bench&limit=20"),
+        "spoke_list": lambda r: client.op("memory.records.list", listed),
+        "spoke_list_grant": lambda r: reader.op("memory.records.list", listed),
+        "native_recall": lambda r: client.post("/v1/recall", {
+            "query": QUERY, "namespace": "bench", "limit": 10}),
+        "spoke_recall": lambda r: client.op("memory.recall", recalled),
+        "spoke_recall_grant": lambda r: reader.op("memory.recall", recalled),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
     for n in range(ROUNDS):
         record = ids[(n * 7919) % len(ids)]
-        calls = {
-            "native_get": lambda r=record: client.get(f"/v1/memories/{r}"),
-            "spoke_get": lambda r=record: client.op("memory.records.get",
-                                                    {**space, "record_id": r}),
-            "replay": lambda: client.op("memory.records.create", replayed,
-                                        key="bench-replay"),
-        }
-        order = list(calls)[n % 3:] + list(calls)[:n % 3]
-        for name in order:
-            samples[name].append(await timed(calls[name]()))
-    figures = {name: percentiles(values[ROUNDS // 10:]) for name, values in samples.items()}
+        for name in names[n % len(names):] + names[:n % len(names)]:
+            samples[name].append(await timed(calls[name](record)))
+    figures: dict[str, Any] = {name: percentiles(values[ROUNDS // 10:])
+                               for name, values in samples.items()}
     figures["dispatch_overhead_p95_ms"] = round(
         figures["spoke_get"]["p95"] - figures["native_get"]["p95"], 3)
+    figures["reader_records"] = (await reader.op("memory.records.list", listed))[
+        "total_authorized"]
     return figures
 
 
@@ -124,13 +156,14 @@ async def reviews(client: Client) -> dict[str, Any]:
             "capture_review_per_second": round(REVIEWS / seconds, 1)}
 
 
-async def run(base: str, token: str, size: int) -> dict[str, Any]:
+async def run(base: str, tokens: dict[str, str], size: int) -> dict[str, Any]:
     async with aiohttp.ClientSession() as http:
-        client = Client(http, base, token)
+        client = Client(http, base, tokens["bench"])
         began = time.perf_counter()
         ids = await seed(client, size)
         seeded = round(time.perf_counter() - began, 1)
-        return {"size": size, "seed_seconds": seeded, **await measure(client, ids),
+        measured = await measure(client, Client(http, base, tokens["reader"]), ids)
+        return {"size": size, "seed_seconds": seeded, **measured,
                 "capture_review": await reviews(client)}
 
 
@@ -142,13 +175,16 @@ def main() -> int:
         directory = Path(tmp)
         dsn = create_database(server, "spoke")
         asyncio.run(migrate(dsn))
-        token, digest = generate()
-        (directory / "tokens").write_text(f"{digest} bench {SCOPES}\n")
+        tokens, lines = {}, []
+        for name, scopes in (("bench", SCOPES), ("reader", "memory.read")):
+            tokens[name], digest = generate()
+            lines.append(f"{digest} {name} {scopes}\n")
+        (directory / "tokens").write_text("".join(lines))
         config = directory / "config.yaml"
         config.write_text(yaml.safe_dump({"auth": "tokens", "quotas": {"enabled": False},
                                           "tokens_file": str(directory / "tokens")}))
         with serve(dsn, directory, "--config", str(config), "--embedder", "none") as served:
-            result = asyncio.run(run(served.base, token, args.size))
+            result = asyncio.run(run(served.base, tokens, args.size))
     path = write_result("spoke_memory", {**result, "goal": "dispatch p95 within 2 ms of "
                                          "the native route's (issue 28)"})
     print(path.read_text())

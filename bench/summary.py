@@ -295,6 +295,30 @@ def quality_rows(d: dict[str, Any]) -> list[Row]:
                          f"{_get(run, 'heldout', kind, 'hybrid', 'mrr')} "
                          f"(n={_get(run, 'heldout', kind, 'hybrid', 'n')})",
                          goal + ("; held-out >= 0.8" if kind == "paraphrase" else "")))
+        rows.extend(hook_rows(label, run))
+    return rows
+
+
+def hook_rows(label: str, run: dict[str, Any]) -> list[Row]:
+    """The reference reranker and query expansion hooks against the same server without
+    hooks, query by query (docs/adr/0071)."""
+    rows: list[Row] = []
+    for variant, part in (run.get("hooks") or {}).items():
+        def pair(*path: str, p: dict[str, Any] = part) -> str:
+            return f"{_get(p, 'off', *path)} -> {_get(p, 'on', *path)}"
+
+        rows.append((
+            f"{label} embedder, hooks {variant} (off -> on, paired): paraphrase R@5 / MRR; "
+            "held-out paraphrase R@5 / MRR; lexical R@5 / MRR",
+            f"{pair('paraphrase', 'r@5')} / {pair('paraphrase', 'mrr')}; "
+            f"{pair('heldout', 'paraphrase', 'r@5')} / {pair('heldout', 'paraphrase', 'mrr')}; "
+            f"{pair('lexical', 'r@5')} / {pair('lexical', 'mrr')}", "recorded"))
+        rows.append((
+            f"{label} embedder, hooks {variant}: recall p50 / p95 over HTTP, off vs on "
+            f"(load {_get(part, 'load_average_before', 0)})",
+            f"{_get(part, 'recall_ms_off', 'p50')} / {_get(part, 'recall_ms_off', 'p95')} vs "
+            f"{_get(part, 'recall_ms_on', 'p50')} / {_get(part, 'recall_ms_on', 'p95')} ms",
+            "recorded"))
     return rows
 
 
@@ -484,6 +508,14 @@ def backup_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(_get(d, 'verification', 'chain_only', 'events_per_s'))} / "
          f"{_fmt(_get(d, 'verification', 'with_signatures', 'events_per_s'))} events/s",
          ">= 20000 events/s"),
+        ("bundle chain verification's CPU bound: CPU per event with signatures (of which one "
+         "Ed25519 verify); events/s 2 idle cores allow; the run's rate and load",
+         f"{_fmt(_get(d, 'verification_bound', 'with_signatures', 'cpu_us_per_event'))} us "
+         f"({_fmt(_get(d, 'verification_bound', 'ed25519_verify_cpu_us'))} us); "
+         f"{_fmt(_get(d, 'verification_bound', 'cpu_bound_events_per_s_on_2_idle_cores'))}"
+         f" events/s; {_fmt(_get(d, 'verification_bound', 'with_signatures', 'events_per_s'))}"
+         f" events/s at load {_fmt(_get(d, 'verification_bound', 'load_average'))}",
+         "recorded"),
         ("export -> import round trip, a fixed query set asked of both: answers byte for "
          "byte the same; recall answers equal but for the score's recency term (now() at "
          "the query); differing",
@@ -552,6 +584,17 @@ def spoke_memory_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(_get(d, 'native_get', 'p95'), ' ms')} "
          f"({_fmt(d.get('dispatch_overhead_p95_ms'), ' ms')}; load average "
          f"{_fmt(_get(d, 'machine', 'load_average_at_write', 0))})", "within 2 ms"),
+        (f"memory.records.list (20 a page, total_authorized counted) by the authority / by a "
+         f"reader of one context of eight vs GET /v1/memories?limit=20 at "
+         f"{_fmt(d.get('size'))} records (paired): p95",
+         f"{_fmt(_get(d, 'spoke_list', 'p95'), ' ms')} / "
+         f"{_fmt(_get(d, 'spoke_list_grant', 'p95'), ' ms')} vs "
+         f"{_fmt(_get(d, 'native_list', 'p95'), ' ms')}", "recorded"),
+        (f"memory.recall by the authority / by a reader of one context of eight vs POST "
+         f"/v1/recall at {_fmt(d.get('size'))} records (paired, full text): p95",
+         f"{_fmt(_get(d, 'spoke_recall', 'p95'), ' ms')} / "
+         f"{_fmt(_get(d, 'spoke_recall_grant', 'p95'), ' ms')} vs "
+         f"{_fmt(_get(d, 'native_recall', 'p95'), ' ms')}", "recorded"),
         ("idempotent replay of memory.records.create (same key and request): p95",
          _fmt(_get(d, "replay", "p95"), " ms"), "recorded"),
         ("memory.capture then memory.candidates.review (promote), in sequence",

@@ -104,8 +104,11 @@ def rows(kubectl: Kubectl, namespace: str, cortex: str, query: str) -> list[list
     return [line.split("\t") for line in done.stdout.splitlines() if line]
 
 
-def deep_audit(kubectl: Kubectl, namespace: str, cortex: str) -> subprocess.CompletedProcess[str]:
-    """``cortexctl audit verify --deep`` in a server pod, against the database it serves."""
+def deep_audit(kubectl: Kubectl, namespace: str, cortex: str,
+               keyed: bool = False) -> subprocess.CompletedProcess[str]:
+    """``cortexctl audit verify --deep`` in a server pod, against the database it serves
+    (``keyed``: with the master key ring the pod mounts, so the HMAC-keyed chain too)."""
+    ring = " --master-key-dir /var/run/cortex/master-key" if keyed else ""
     return kubectl("exec", "-n", namespace, f"deployment/{cortex}-server", "-c", "server", "--",
                    "sh", "-c", 'exec cortexctl audit verify --deep '
-                   '--database-url "$CORTEX_DATABASE_URL"')
+                   f'--database-url "$CORTEX_DATABASE_URL"{ring}')

@@ -13,11 +13,15 @@ order, sharing the module's cortexes:
    does: the same memories, the same links whose signatures verify with the agent's public
    key, the same replay, the same per-agent usage, ``audit verify --deep`` clean and the
    same chain head;
-3. one of B's memory rows changed behind the server (psql as the superuser on the source's
+3. the logical path: ``spec.backup.logical``'s CronJob (run now by a Job made from it) exports
+   the source to MinIO; a new cortex with ``spec.restore.logical`` and the source's audit
+   signer pinned by its Secret (ADR 0064) imports it, ``DataVerified=True``, and lists the
+   same memories as the source;
+4. one of B's memory rows changed behind the server (psql as the superuser on the source's
    primary), archived, and a third cortex restored to the end: ``DataVerified=False``
    naming that memory, ``Ready=False RestoreNotVerified``, no server Deployment; the
    source is untouched by every restore;
-4. the object store down (its Deployment scaled to 0) while WAL must be archived:
+5. the object store down (its Deployment scaled to 0) while WAL must be archived:
    ``BackupHealthy=False`` with barman-cloud's reason, a Warning event, and the cortex
    keeps answering writes; the store back, archiving resumes.
 
@@ -32,6 +36,7 @@ import math
 import secrets
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -53,6 +58,7 @@ from e2e.conftest import kubectl, kubectl_json
 from e2e.test_system import Forward, verify_link
 
 SOURCE, PITR, FULL, TAMPERED = "bk-src", "bk-pitr", "bk-full", "bk-tampered"
+LOGICAL = "bk-logical"
 WRITER = "bk-writer"  # the service account, and its AgentIdentity holding its own key
 BUCKET, PREFIX = "cortex-backups", "e2e"
 READY_S = 600.0          # a Cluster (initdb or a restore), the migration, the server
@@ -75,6 +81,19 @@ def cortex(name: str, namespace: str, **database: Any) -> dict[str, Any]:
     body = hacluster.memorycortex(name, namespace, instances=1, synchronous=None)
     body["spec"]["database"]["cloudNativePG"].update(database)
     return body
+
+
+def restore_from_source(name: str, namespace: str, recovery: dict[str, Any]) -> None:
+    """Apply a cortex restored from the source's backup, with the source's master key ring
+    copied under its name first (docs/keys.md): the verification Job checks the restored
+    HMAC-keyed chain with it (ADR 0066), and the operator adopts an existing Secret."""
+    secret = kubectl_json("get", f"secret/{SOURCE}-master-key", "-n", namespace)
+    ok(kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Secret", "type": secret.get("type", "Opaque"),
+        "metadata": {"name": f"{name}-master-key", "namespace": namespace},
+        "data": secret["data"]})))
+    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
+        name, namespace, bootstrap={"recovery": recovery}))))
 
 
 def status(namespace: str, name: str) -> dict[str, Any]:
@@ -122,8 +141,12 @@ def store(namespace: str) -> Iterator[Store]:
 
 def wait_ready(namespace: str, name: str) -> float:
     began = time.monotonic()
-    wait_until(lambda: condition(namespace, name, "Ready").get("status") == "True",
-               seconds=READY_S, interval_s=2.0, what=f"{name} Ready")
+    try:
+        wait_until(lambda: condition(namespace, name, "Ready").get("status") == "True",
+                   seconds=READY_S, interval_s=2.0, what=f"{name} Ready")
+    except BaseException:  # the timeout too: say what the cortex reports
+        print(f"{name} not Ready: {json.dumps(status(namespace, name), indent=1)}")
+        raise
     return round(time.monotonic() - began, 1)
 
 
@@ -151,7 +174,7 @@ def source(namespace: str, cnpg: CloudNativePG, store: Store) -> Iterator[str]:
     # The release namespace is shared with the later modules (test_ha_lifecycle uninstalls
     # CloudNativePG; test_system waits on its cortex): leave no cortex of this module behind.
     kubectl("delete", f"agentidentity/{WRITER}", "-n", namespace, "--ignore-not-found")
-    for name in (SOURCE, PITR, FULL, TAMPERED):
+    for name in (SOURCE, PITR, FULL, TAMPERED, LOGICAL):
         kubectl("delete", f"memorycortex/{name}", "-n", namespace, "--ignore-not-found",
                 "--wait=true", "--timeout=180s")
 
@@ -305,10 +328,8 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the
     at_source.forward.stop()
 
     recovery = {"objectStore": store_spec(), "sourceCortex": SOURCE}
-    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
-        PITR, source, bootstrap={"recovery": {**recovery, "targetTime": target}}))))
-    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
-        FULL, source, bootstrap={"recovery": recovery}))))
+    restore_from_source(PITR, source, {**recovery, "targetTime": target})
+    restore_from_source(FULL, source, recovery)
     print(f"\n{PITR} (to {target}) Ready in {wait_ready(source, PITR)} s")
     held = {row[0] for row in sql(source, PITR, "SELECT id::text FROM memories")}
     assert set(earlier) <= held and not held & set(later), (held, earlier, later)
@@ -316,6 +337,7 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the
     assert verified["status"] == "True", verified
     restore = status(source, PITR)["restore"]
     assert restore["verified"] and restore["memories"] == len(held), restore
+    assert restore["macsChecked"] >= 1, restore  # the keyed chain, with the source's ring
     assert f"to {restore['lastEvent']} (the last event kept" in verified["message"], verified
 
     print(f"{FULL} Ready in {wait_ready(source, FULL)} s after {PITR}")
@@ -334,12 +356,67 @@ def test_pitr_keeps_exactly_the_earlier_writes_and_a_full_restore_answers_as_the
     verify_link(signed.public_key, link)  # the agent's signature, as restored
     assert restored["replay"]["citations"][0]["text"] == "to MinIO, hourly", restored["replay"]
     assert sql(source, FULL, USAGE) == usage  # the quotas' usage counters
-    deep = hacluster.deep_audit(kubectl, source, FULL)
+    deep = hacluster.deep_audit(kubectl, source, FULL, keyed=True)
     assert deep.returncode == 0 and deep.stdout.startswith("ok:"), deep.stdout + deep.stderr
     for name in (PITR, FULL):  # free the node for the next restore
         kubectl("delete", f"memorycortex/{name}", "-n", source, "--wait=false")
         kubectl("delete", f"clusters.postgresql.cnpg.io/{name}-db", "-n", source,
                 "--wait=false")
+
+
+def listing(client: Client) -> list[dict[str, Any]]:
+    """Every memory, page by page (the cursor of ``GET /v1/memories``)."""
+    found, cursor = [], ""
+    while True:
+        page = client.get(f"/v1/memories?limit=500{cursor}")
+        found += page["memories"]
+        if not page.get("next"):
+            return found
+        cursor = "&cursor=" + urllib.parse.quote(page["next"], safe="")
+
+
+def test_a_logical_backup_restores_into_a_new_cortex_with_the_source_signer_pinned(
+        source: str, api: tuple[Get, Any], token: str, store: Store) -> None:
+    """The logical path (ADR 0041, 0052, 0064): spec.backup.logical's CronJob exports the
+    source to MinIO; a new cortex with spec.restore.logical, the source's audit signer
+    pinned by its Secret, imports it, verifies (DataVerified=True) and serves the same
+    memories. Before the tampering test: the import refuses a source whose rows do not
+    match its chain."""
+    _, post = api
+    write(post, "logical", 3)
+    where = {**store_spec(), "path": f"{PREFIX}-logical"}
+    ok(kubectl("patch", f"memorycortex/{SOURCE}", "-n", source, "--type=merge", "-p",
+               json.dumps({"spec": {"backup": {"logical": {"objectStore": where}}}})))
+    wait_until(lambda: kubectl("get", f"cronjob/{SOURCE}-backup", "-n", source).returncode
+               == 0, seconds=120, interval_s=1.0, what="the logical backup's CronJob")
+    began = time.monotonic()
+    ok(kubectl("create", "job", f"{SOURCE}-backup-now", f"--from=cronjob/{SOURCE}-backup",
+               "-n", source))
+    ok(kubectl("wait", "-n", source, "--for=condition=Complete", f"--timeout={BACKUP_S:.0f}s",
+               f"job/{SOURCE}-backup-now"))
+    assert any(k.endswith("/manifest.json") for k in store.keys(f"{PREFIX}-logical/"))
+    print(f"\nlogical backup of {SOURCE} in {round(time.monotonic() - began, 1)} s")
+    at_source = Client(source, SOURCE, token)
+    try:
+        memories = listing(at_source)
+    finally:
+        at_source.forward.stop()
+
+    body = cortex(LOGICAL, source)
+    body["spec"]["restore"] = {"logical": {"objectStore": where, "signer": {
+        "secretRef": {"name": f"{SOURCE}-audit-signer"}}}}
+    ok(kubectl("apply", "-f", "-", input=json.dumps(body)))
+    print(f"{LOGICAL} Ready in {wait_ready(source, LOGICAL)} s")
+    verified = condition(source, LOGICAL, "DataVerified")
+    assert verified["status"] == "True", verified
+    assert status(source, LOGICAL)["restore"]["verified"], status(source, LOGICAL)
+    at_restored = Client(source, LOGICAL, token)
+    try:
+        assert listing(at_restored) == memories
+    finally:
+        at_restored.forward.stop()
+    kubectl("delete", f"memorycortex/{LOGICAL}", "-n", source, "--wait=false")
+    kubectl("delete", f"clusters.postgresql.cnpg.io/{LOGICAL}-db", "-n", source, "--wait=false")
 
 
 def test_a_row_changed_behind_the_server_never_serves(source: str) -> None:
@@ -348,8 +425,7 @@ def test_a_row_changed_behind_the_server_never_serves(source: str) -> None:
                         f"WHERE id = '{victim}'")
     wait_until(archived_after_switch(source), seconds=120, interval_s=1.0,
                what="the last WAL segment archived")
-    ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(TAMPERED, source, bootstrap={
-        "recovery": {"objectStore": store_spec(), "sourceCortex": SOURCE}}))))
+    restore_from_source(TAMPERED, source, {"objectStore": store_spec(), "sourceCortex": SOURCE})
     began = time.monotonic()
     wait_until(lambda: condition(source, TAMPERED, "DataVerified").get("reason") ==
                "RestoreNotVerified", seconds=READY_S, interval_s=2.0,

@@ -54,6 +54,28 @@ def test_the_job_imports_once_with_secrets_only_from_secrets() -> None:
         signed, DEFAULTS)["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
+def test_a_pinned_signer_is_passed_by_key_id_or_mounted_public_key_alone() -> None:
+    key_id = "ab" * 32
+    by_id = cortex({"restore": {"logical": {"objectStore": STORE, "sourceCortex": "src",
+                                            "signer": {"keyId": key_id}}}})
+    pod = restores.build_import_job(by_id, DEFAULTS)["spec"]["template"]["spec"]
+    assert pod["containers"][0]["args"][-2:] == ["--signer", key_id]
+    assert [v["name"] for v in pod["volumes"]] == ["tmp"]
+    by_secret = cortex({"restore": {"logical": {
+        "objectStore": STORE, "sourceCortex": "src",
+        "signer": {"secretRef": {"name": "src-audit-signer"}}}}})
+    pod = restores.build_import_job(by_secret, DEFAULTS)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"][-2:] == ["--signer", "/etc/cortex/source-signer/public.pem"]
+    # Only public.pem of the signer's Secret (which also holds its private key) is mounted.
+    assert pod["volumes"][1] == {"name": "source-signer", "secret": {
+        "secretName": "src-audit-signer", "defaultMode": 0o444,
+        "items": [{"key": "public.pem", "path": "public.pem"}]}}
+    assert container["volumeMounts"][1] == {"name": "source-signer", "readOnly": True,
+                                            "mountPath": "/etc/cortex/source-signer"}
+    assert_restricted(restores.build_import_job(by_secret, DEFAULTS)["spec"]["template"])
+
+
 def test_verdicts_of_the_import() -> None:
     refused = restores.refused("j", {"ok": False, "refused": True, "source": "s3://b/p/x",
                                      "code": "missing_chunk", "where": "chunks/links-1.copy",

@@ -26,6 +26,9 @@ Read = Callable[[ServerSettings], Any]
 ENDPOINT = {"mode": "Endpoint", "url": "https://embed.example/v1/embeddings",
             "model": "text-embed-3", "dimension": 768,
             "apiKeySecretRef": {"name": "embed-key", "key": "token"}, "timeoutMs": 2500}
+REFLECTION = {"reflection": {"url": "https://llm.example/v1", "model": "small-chat",
+                             "apiKeySecretRef": {"name": "llm-key", "key": "token"},
+                             "timeoutMs": 9000, "maxTokens": 300}}
 
 
 def loaded(tmp_path: Path, c: Cortex, s: Satellites | None = None) -> ServerSettings:
@@ -48,6 +51,11 @@ FIELDS: list[tuple[str, Object, Read, Any]] = [
     ("embedding api key", {"embedding": ENDPOINT}, lambda s: s.embedding.api_key_file,
      Path("/var/run/cortex/embedding/api-key")),
     ("embedding timeout", {"embedding": ENDPOINT}, lambda s: s.embedding.timeout_ms, 2500),
+    ("reflection endpoint", {"spokeMemory": REFLECTION},
+     lambda s: s.spoke_memory.reflection and (
+         s.spoke_memory.reflection.endpoint, s.spoke_memory.reflection.model,
+         s.spoke_memory.reflection.timeout_ms, s.spoke_memory.reflection.max_tokens),
+     ("https://llm.example/v1", "small-chat", 9000, 300)),
     ("write default deny", {"permissions": {"writeDefault": "Deny"}},
      lambda s: s.permissions.write_default, "deny"),
     ("write default ask", {"permissions": {"writeDefault": "AskUser"}},
@@ -126,6 +134,21 @@ def test_the_api_key_is_mounted_never_copied(tmp_path: Path) -> None:
     assert volume["secret"]["items"] == [{"key": "token", "path": "api-key"}]
     mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "embedding-key")
     assert Path(mount["mountPath"], "api-key") == loaded(tmp_path, c).embedding.api_key_file
+
+
+def test_the_reflection_api_key_is_mounted_never_copied(tmp_path: Path) -> None:
+    assert loaded(tmp_path, cortex()).spoke_memory.reflection is None  # the default engine
+    c = cortex({"spokeMemory": REFLECTION})
+    assert "llm-key" not in json.dumps(build_config_map(c, Satellites()))
+    pod = build_deployment(c, DEFAULTS, Satellites())["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "reflection-key")
+    assert volume["secret"] == {"secretName": "llm-key", "defaultMode": 0o440,
+                                "items": [{"key": "token", "path": "api-key"}]}
+    mount = next(m for m in pod["containers"][0]["volumeMounts"]
+                 if m["name"] == "reflection-key")
+    reflection = loaded(tmp_path, c).spoke_memory.reflection
+    assert reflection is not None
+    assert Path(mount["mountPath"], "api-key") == reflection.api_key_file
 
 
 def test_the_audit_signer_key_loads_as_the_signer(tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ FROM_RESOURCES: dict[str, str] = {
     "embedding.dimension": "MemoryCortex spec.embedding.dimension",
     "embedding.api_key_file": "MemoryCortex spec.embedding.apiKeySecretRef",
     "embedding.timeout_ms": "MemoryCortex spec.embedding.timeoutMs",
+    "spoke_memory.reflection": "MemoryCortex spec.spokeMemory.reflection",
     "log_level": "MemoryCortex spec.server.logLevel",
     "tls": "MemoryCortex spec.server.tls",
     "db_lock_timeout_ms": "MemoryCortex spec.database.timeouts.lockMs",
@@ -86,6 +87,11 @@ SERVER_ONLY: dict[str, str] = {
     "encryption.reseal_batch": "throughput tuning of the re-sealing worker (ADR 0056), "
                                 "not a policy",
     "encryption.reseal_pause_ms": "an internal cadence of the re-sealing worker (ADR 0056)",
+    "spoke_memory.export_pending_records": "a latency bound of the export op (when it leaves "
+                                           "the request for the pending worker), not a "
+                                           "policy (ADR 0069)",
+    "spoke_memory.pending_poll_ms": "an internal cadence of the pending-receipt worker "
+                                    "(ADR 0069)",
     "pool_max_size": "replicas x pool must stay under the database's max_connections, "
                      "which the operator sizes for its default",
 }

@@ -28,12 +28,18 @@ def test_the_job_runs_the_deep_audit_with_the_servers_keys() -> None:
     pod = job["spec"]["template"]
     assert_restricted(pod)
     (container,) = pod["spec"]["containers"]
-    assert container["args"] == ["audit", "verify", "--deep", "--keys", "/keys", "--timeout",
-                                 "60", "--summary", "/dev/termination-log"]
+    assert container["args"] == ["audit", "verify", "--deep", "--keys", "/keys",
+                                 "--master-key-dir", "/var/run/cortex/master-key",
+                                 "--timeout", "60", "--summary", "/dev/termination-log"]
     assert container["env"] == [{"name": "CORTEX_DATABASE_URL", "valueFrom": {"secretKeyRef": {
         "name": f"{CORTEX}-db-app", "key": "uri"}}}]
     assert pod["spec"]["volumes"][0] == {"name": "keys",
                                          "configMap": {"name": f"{CORTEX}-config"}}
+    # The master key ring, read-only, so the keyed chain is checked too (ADR 0066).
+    assert pod["spec"]["volumes"][1] == {"name": "master-key", "secret": {
+        "secretName": f"{CORTEX}-master-key", "defaultMode": 0o440}}
+    assert container["volumeMounts"][1] == {"name": "master-key", "readOnly": True,
+                                            "mountPath": "/var/run/cortex/master-key"}
 
 
 def test_the_cli_summary_names_the_first_mismatch_and_the_last_event() -> None:
@@ -46,6 +52,13 @@ def test_the_cli_summary_names_the_first_mismatch_and_the_last_event() -> None:
         "ok": False, "events": 9, "head_hash": "h9", "last_event": 9, "signatures_checked": 9,
         "unverified": 0, "memories": 3, "links": 1, "transcripts": 0, "mismatch_count": 2,
         "first_mismatch": "memory m1: differs_from_record (content) [event 4]"}
+    keyed = {**chain, "keyed": {"checked": True, "keyed_from": 1, "macs_checked": 9}}
+    assert summary(keyed, None)["macs_checked"] == 9
+    assert "macs_checked" not in summary({**chain, "keyed": {"checked": False}}, None)
+    other_key = {**chain, "ok": False, "first_bad_sequence": 1, "reason": "bad_mac",
+                 "keyed": {"checked": True, "keyed_from": 1, "macs_checked": 0}}
+    assert summary(other_key, None)["first_mismatch"].startswith(
+        "event 1: bad_mac (no MAC verifies: is the master key Secret the one")
     broken = {**chain, "ok": False, "events": 3, "first_bad_sequence": 4,
               "reason": "prev_hash_mismatch"}
     assert summary(broken, None)["first_mismatch"] == "event 4: prev_hash_mismatch"

@@ -179,6 +179,33 @@ async def test_a_restore_serves_only_once_verified(op: Operated) -> None:
     assert op.reasons(KIND, "dst")["DataVerified"] == ("True", "Verified")
 
 
+async def test_the_verifier_checks_the_keyed_chain_with_the_cortexs_master_key(
+        op: Operated) -> None:
+    """The Job mounts the master key Secret the same pass made (ADR 0066), so an event the
+    database role appended without the key is a verdict, and the MACs checked are shown."""
+    await restored_up_to_verification(op)
+    assert op.get("Secret", "dst-master-key", "v1") is not None
+    job = op.get("Job", "dst-verify-restore", "batch/v1")
+    assert job is not None
+    pod = job["spec"]["template"]["spec"]
+    assert {"name": "master-key", "secret": {"secretName": "dst-master-key",
+                                             "defaultMode": 0o440}} in pod["volumes"]
+    args = pod["containers"][0]["args"]
+    assert args[args.index("--master-key-dir") + 1] == "/var/run/cortex/master-key"
+    mismatch = "event 17: unkeyed_event"
+    verify_pod(op, "dst", {"ok": False, "events": 42, "head_hash": "ab12", "last_event": 42,
+                           "signatures_checked": 40, "unverified": 2, "macs_checked": 16,
+                           "memories": 20, "links": 7, "transcripts": 3, "mismatch_count": 0,
+                           "first_mismatch": mismatch}, exit_code=1)
+    job_failed(op, "PodFailurePolicy", "Container verify for pod ns/dst-verify-restore-x "
+               "failed with exit code 1 matching FailJob rule at index 0")
+    await op.reconcile(KIND, "dst")
+    assert op.reasons(KIND, "dst")["DataVerified"] == ("False", "RestoreNotVerified")
+    restore = op.status(KIND, "dst")["restore"]
+    assert (restore["macsChecked"], restore["firstMismatch"]) == (16, mismatch)
+    assert op.get("Deployment", "dst-server", "apps/v1") is None
+
+
 async def test_a_restore_that_does_not_verify_never_serves(op: Operated) -> None:
     await restored_up_to_verification(op)
     mismatch = "memory 0193a: differs_from_record (content) [event 17]"

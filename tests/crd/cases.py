@@ -173,6 +173,21 @@ CORTEX_CASES = [
             "bundle": "20261202T030000.123456Z", "requireSignature": True}}),
     ),
     Case(
+        "cortex-logical-restore-pinned-signer",
+        cortex("c-lr4", restore={"logical": {"objectStore": {
+            "endpoint": "http://minio.b:9000", "bucket": "bkp",
+            "credentialsSecretRef": {"name": "s3"}}, "sourceCortex": "old",
+            "signer": {"secretRef": {"name": "old-audit-signer"}}}}),
+    ),
+    Case(
+        "cortex-logical-restore-two-signers",
+        cortex("c-lr5", restore={"logical": {"objectStore": {
+            "endpoint": "http://minio.b:9000", "bucket": "bkp",
+            "credentialsSecretRef": {"name": "s3"}}, "sourceCortex": "old",
+            "signer": {"keyId": "ab" * 32, "secretRef": {"name": "old-audit-signer"}}}}),
+        "restore.logical.signer needs exactly one of keyId or secretRef",
+    ),
+    Case(
         "cortex-logical-restore-no-folder",
         cortex("c-lr2", restore={"logical": {"objectStore": {
             "endpoint": "http://minio.b:9000", "bucket": "bkp",

@@ -40,7 +40,8 @@ def test_transports_do_not_import_each_other() -> None:
 
 def test_hook_programs_do_not_load_the_pipeline() -> None:
     code = ("import sys, attested_cortex.hooks.reference.redact, "
-            "attested_cortex.hooks.reference.autolink; "
+            "attested_cortex.hooks.reference.autolink, attested_cortex.hooks.reference.rerank, "
+            "attested_cortex.hooks.reference.expand; "
             "print(sorted(m for m in ('prometheus_client', 'yaml', "
             "'attested_cortex.hooks.dispatching') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -141,3 +141,38 @@ async def test_autolink_client_rereads_its_token_file(
     await asyncio.to_thread(client.post, "/v1/recall", {"query": "x"})
     assert cortex_api["auth"] == ["Bearer first", "Bearer second"]
     assert cortex_api["headers"] == [None, None]
+
+
+RERANK = [sys.executable, "-m", "attested_cortex.hooks.reference.rerank"]
+EXPAND = [sys.executable, "-m", "attested_cortex.hooks.reference.expand"]
+
+
+async def test_rerank_hook_puts_the_meaningful_hit_first(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline({"name": "rerank", "events": ["post_recall"],
+                                    "mode": "daemon", "command": RERANK, "timeout_ms": 2000})
+    hits = [{"id": "soup", "content": "The cafeteria serves soup on Mondays.", "score": 0.5},
+            {"id": "freeze", "content": "Deploys freeze on Fridays after 3pm.", "score": 0.45}]
+    payload = {"query": "when can't we ship a release?", "namespace": None, "limit": 10,
+               "budget_tokens": None, "results": hits, "truncated": False}
+    result = await pipeline.fire("post_recall", payload, agent_id="a", namespace=None)
+    assert result.modified and result.reorder_note == "reranked by rerank"
+    assert [h["id"] for h in result.payload["results"]] == ["freeze", "soup"]
+    assert result.payload["results"][1]["content"] == hits[0]["content"]
+
+
+async def test_expand_hook_adds_related_words_it_learned(make_pipeline: PipelineFactory) -> None:
+    pipeline = await make_pipeline({"name": "expand", "events": ["pre_recall", "post_store"],
+                                    "mode": "daemon", "command": EXPAND, "timeout_ms": 2000})
+    query = {"query": "does the doctor accept the bills?", "namespace": None, "limit": 10,
+             "budget_tokens": None}
+    unknown = await pipeline.fire("pre_recall", query, agent_id="a", namespace=None)
+    assert not unknown.modified  # nothing learned yet: nothing to expand with
+    memory = {"id": "m", "namespace": "n", "content": "The physician approves the invoices."}
+    await pipeline.fire("post_store", memory, agent_id="a", namespace="n")
+
+    async def expanded() -> bool:
+        result = await pipeline.fire("pre_recall", query, agent_id="a", namespace=None)
+        return str(result.payload["query"]).startswith(query["query"] + " ") and (
+            "physician" in str(result.payload["query"]))
+
+    await await_until(expanded, what="the stored memory's words expanding the query", seconds=20)

@@ -394,6 +394,8 @@ async def test_a_token_without_write_scopes_mutates_nothing(
         ("link_create", {"src_id": m, "dst_id": other, "relation": "supersedes"}),
         ("link_invalidate", {"link_id": link}),
         ("transcript_store", {"namespace": "proj", "content": "r"}),
+        ("spoke_memory", {"op": "memory.records.delete", "request": {
+            "space_id": "proj", "record_id": m, "expected_revision": 1}}),
         ("approval_decide", {"id": w.approval, "decision": "approve",
                              "timestamp": stamp["X-Cortex-Timestamp"],
                              "signature": stamp["X-Cortex-Signature"]}),

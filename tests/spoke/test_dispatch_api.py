@@ -6,6 +6,11 @@ durable idempotency of every mutating op (one effect for twenty concurrent reque
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import io
+import json
+import tarfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +18,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from attested_cortex.bundles import manifests
+from attested_cortex.bundles.errors import BundleError
 from attested_cortex.service.pipeline.calls import STEPS
 from attested_cortex.service.pipeline.operations import SPOKE_MEMORY
 from attested_cortex.service.resources.spoke_dispatch import HANDLERS
@@ -245,7 +252,9 @@ async def test_records_cas_tombstones_and_native_visibility(team: Agents) -> Non
                                                               "expected_revision": 3}),
             409, "record_deleted")
     audit = await team.call("owner", "GET", "/v1/audit/verify")
-    assert audit.body["ok"] is True and audit.body["events"] == 3, audit.text
+    # three memory write records and five op records (ensure, grant, create, update,
+    # delete; ADR 0067): refused ops leave none
+    assert audit.body["ok"] is True and audit.body["events"] == 8, audit.text
 
 
 async def test_receipts_are_durable_and_keyed_per_space_principal_op(
@@ -555,14 +564,22 @@ async def test_export_then_staged_import_activates_atomically(team: Agents) -> N
     while not chunks or not chunks[-1]["final"]:
         chunks.append(await ok(team, "owner", "memory.exports.get", {
             **src, "export_id": export_id, "ordinal": len(chunks)}, flags=TRANSFER))
-    assert len(chunks) == 4 and len({c["manifest_digest"] for c in chunks}) == 1
+    assert len(chunks) == 9 and len({c["manifest_digest"] for c in chunks}) == 1
+    bundle = space_bundle(chunks)  # the logical bundle's container, kind space (ADR 0070)
+    manifest = bundle.pop("manifest.json")
+    assert hashlib.sha256(manifest).hexdigest() == chunks[0]["manifest_digest"]
+    assert json.loads(manifest)["kind"] == "space" and sorted(bundle) == [
+        "chunks/space_profiles-000000.jsonl", "chunks/space_records-000000.jsonl",
+        "chunks/space_subjects-000000.jsonl"]
+    with pytest.raises(BundleError) as wrong:  # never imported as a whole cortex
+        manifests.parse(manifest)
+    assert wrong.value.what == "wrong_kind"
     # a narrower transfer grant reads no export of someone else's
     await ok(team, "owner", "memory.grants.grant", {
         **src, "principal_id": "bob", "capabilities": ["transfer"], "subject_ids": ["u9"]})
     refused(await op(team, "bob", "memory.exports.get", {
         **src, "export_id": export_id, "ordinal": 0}, flags=TRANSFER), 404,
         "export_chunk_not_found")
-    manifest = chunks[0]["manifest_digest"]
 
     def stage(chunk: dict[str, Any], **more: Any) -> dict[str, Any]:
         return {**dst, "import_id": IMPORT, "ordinal": chunk["ordinal"],
@@ -577,13 +594,14 @@ async def test_export_then_staged_import_activates_atomically(team: Agents) -> N
     await ok(team, "owner", "memory.imports.stage", stage(chunks[0]), flags=TRANSFER)
     refused(await staging(stage(chunks[0])), 409, "chunk_replayed")
     refused(await staging(stage(chunks[2])), 409, "import_gap")
-    await ok(team, "owner", "memory.imports.stage", stage(chunks[1]), flags=TRANSFER)
-    await ok(team, "owner", "memory.imports.stage", stage(chunks[2]), flags=TRANSFER)
+    for chunk in chunks[1:-1]:
+        await ok(team, "owner", "memory.imports.stage", stage(chunk), flags=TRANSFER)
     refused(await op(team, "owner", "memory.imports.activate", {**dst, "import_id": IMPORT},
                      flags=TRANSFER), 409, "import_not_verified")
-    refused(await staging(stage(chunks[3], manifest_digest="0" * 64)), 409,
+    digest = chunks[0]["manifest_digest"]
+    refused(await staging(stage(chunks[-1], manifest_digest="0" * 64)), 409,
             "manifest_mismatch")
-    await ok(team, "owner", "memory.imports.stage", stage(chunks[3], manifest_digest=manifest),
+    await ok(team, "owner", "memory.imports.stage", stage(chunks[-1], manifest_digest=digest),
              flags=TRANSFER)
     assert (await ok(team, "owner", "memory.records.list", dst))["total_authorized"] == 0
     # activating writes only within the activator's transfer coverage (bob: subject u9)
@@ -611,6 +629,17 @@ async def test_export_then_staged_import_activates_atomically(team: Agents) -> N
              flags=TRANSFER)
     refused(await staging({**stage(chunks[1]), "import_id": OTHER}), 409,
             "import_not_staging")
+    # a chunk changed with its wire digest recomputed passes staging, not the manifest
+    data = bytearray(base64.b64decode(chunks[0]["data"]))
+    data[data.index(b"person:human")] = ord("P")
+    forged = {**chunks[0], "data": base64.b64encode(bytes(data)).decode(),
+              "digest": hashlib.sha256(bytes(data)).hexdigest()}
+    for chunk in [forged, *chunks[1:-1]]:
+        await ok(team, "owner", "memory.imports.stage", {**stage(chunk), "import_id": FORGED},
+                 flags=TRANSFER)
+    bad = refused(await staging({**stage(chunks[-1], manifest_digest=digest),
+                                 "import_id": FORGED}), 409, "bundle_invalid")
+    assert bad["details"]["what"] == "digest_mismatch"
     full = {op for op, steps in runs(trace) if steps == STEPS}
     assert {SPOKE_MEMORY[name].name for name, declared in MEMORY_OPS.items()
             if declared.flag == "spoke-memory-transfer"} <= full
@@ -618,3 +647,11 @@ async def test_export_then_staged_import_activates_atomically(team: Agents) -> N
 
 IMPORT = "00000000-0000-4000-8000-000000000001"
 OTHER = "00000000-0000-4000-8000-000000000002"
+FORGED = "00000000-0000-4000-8000-000000000003"
+
+
+def space_bundle(chunks: list[dict[str, Any]]) -> dict[str, bytes]:
+    """The files of an export's reassembled tar stream, by name."""
+    stream = b"".join(base64.b64decode(c["data"]) for c in chunks)
+    with tarfile.open(fileobj=io.BytesIO(stream), mode="r:") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar}  # type: ignore[union-attr]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from attested_cortex.attest.masterkeys import KeyRing
+from attested_cortex.attest.ringwatch import RingSource
 from attested_cortex.store.events import GENESIS_MAC, EventRow
 
 KeyedProblem = Literal["unkeyed_event", "bad_mac", "unknown_mac_key"]
@@ -47,6 +48,23 @@ class Seal:
 
     def __call__(self, prev_mac: bytes, event_hash: bytes) -> bytes:
         return hmac.digest(self.key, prev_mac + event_hash, "sha256")
+
+
+class LiveSeal:
+    """The seal of whatever ring is in use now (:class:`.ringwatch.RingSource`): a reloaded
+    ring's current version seals the next append. The store reads :attr:`version` and calls
+    the seal without awaiting in between (``store.events.seal_appended``), and a ring is only
+    swapped on the event loop, so one batch of MACs is made and labelled with one version."""
+
+    def __init__(self, source: RingSource) -> None:
+        self.source = source
+
+    @property
+    def version(self) -> int:
+        return self.source.ring.current
+
+    def __call__(self, prev_mac: bytes, event_hash: bytes) -> bytes:
+        return hmac.digest(self.source.ring.subkey("audit"), prev_mac + event_hash, "sha256")
 
 
 def seal_from(ring: KeyRing | None) -> Seal | None:

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from attested_cortex.attest.keyring import KeyRevision, parse_keyring_file, revision_of
 from attested_cortex.attest.keys import (
     AgentKey,
     PublicIdentity,
+    fingerprint_of,
     key_from_seed,
     private_pem,
     public_from_pem,
@@ -37,13 +39,14 @@ from attested_cortex.attest.keys import (
     seed_from_pem,
 )
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
-from attested_cortex.types import AgentId
+from attested_cortex.types import AgentId, Fingerprint
 
 AGENT_ID_FILE = "agent-id"
 PRIVATE_FILE = "private.pem"
 PUBLIC_FILE = "public.pem"
 FINGERPRINT_FILE = "fingerprint"
 KEYRING_FILE = "keyring.json"
+_KEY_ID = re.compile(r"[0-9a-f]{64}")
 
 
 def identity_files(key: AgentKey) -> dict[str, str]:
@@ -138,3 +141,18 @@ def _write(path: Path, text: str, *, mode: int) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.chmod(path, mode)
+
+
+def key_id(value: str) -> Fingerprint:
+    """A key id (lowercase hex SHA-256 of the raw public key) from what a person has at hand:
+    the id itself, a ``public.pem`` file (a signer Secret's, mounted alone), or an identity
+    directory. ``cortexctl import --signer`` pins the source's audit signer with it."""
+    if _KEY_ID.fullmatch(value):
+        return Fingerprint(value)
+    path = Path(value)
+    if path.is_dir():
+        return read_public(path).fingerprint
+    if path.is_file():
+        return fingerprint_of(public_from_pem(_read(path)))
+    raise InvalidInputError(f"{value!r} is neither a key id (64 lowercase hex digits) nor a "
+                            "public.pem file or identity directory", code="bad_key")

@@ -11,7 +11,10 @@ be large or private (content, title, tags) are carried as SHA-256 digests; ``met
 not covered for memories and links (PostgreSQL's jsonb normalises numbers, so the bytes a
 client sent do not survive a round trip). A transcript's record covers its metadata as the
 database returns it (:func:`json_sha256`: written from the row the INSERT returned, so both
-sides hash the same normalised value) and its frame by digest, NULL once pruned.
+sides hash the same normalised value) and its frame by digest, NULL once pruned. Since
+migration 0021 a record also names the trust ``tier`` and the effective ``scopes`` of the
+request that wrote the row (:func:`written_by`), kept in the row too so the deep audit checks
+them like every other field.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ def memory_record(memory: Memory, signature: bytes | None = None) -> dict[str, c
         "content_sha256": sha256(memory.content),
         "tags_sha256": sha256(cbor.encode(list(memory.tags))),
         "signature_sha256": None if signature is None else sha256(signature),
+        **written_by(memory.written_tier, memory.written_scopes),
     }
     if memory.key_version is not None and memory.sealed_sha256 is not None:
         del record["title_sha256"], record["content_sha256"]
@@ -88,6 +92,7 @@ def link_record(link: Link) -> dict[str, cbor.CborValue]:
         "attest_level": link.attest_level,
         "signed_by": link.signed_by,
         "signature_sha256": None if link.signature is None else sha256(link.signature),
+        **written_by(link.written_tier, link.written_scopes),
     }
 
 
@@ -107,7 +112,18 @@ def transcript_record(row: Recorded) -> dict[str, cbor.CborValue]:
         "pruned_at": None if t.pruned_at is None else unix_ms(t.pruned_at),
         "metadata_sha256": json_sha256(t.metadata),
         "frame_sha256": row.frame_sha256,
+        **written_by(t.written_tier, t.written_scopes),
     }
+
+
+def written_by(tier: str | None,
+               scopes: tuple[str, ...] | None) -> dict[str, cbor.CborValue]:
+    """``tier`` and ``scopes``: the trust tier and effective scopes (held ∩ the tier's
+    ceiling, sorted) of the request that wrote the row (ADR 0066, migration 0021). Absent
+    from rows written before (NULL), so their records, made without them, still match."""
+    if tier is None:
+        return {}
+    return {"tier": tier, "scopes": list(scopes or ())}
 
 
 def json_sha256(value: object) -> bytes:

@@ -41,12 +41,13 @@ def associated_data(domain: Domain, row_id: uuid.UUID, version: int) -> bytes:
     return _LABEL + domain.encode("ascii") + b"\0" + row_id.bytes + version.to_bytes(4, "big")
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Sealer:
     """Seals under the ring's current version, opens under any version it holds.
 
     ``seals`` False (``encryption.at_rest`` off with a key configured): new values are
-    written plain, and values sealed before still open."""
+    written plain, and values sealed before still open. :meth:`rekey` follows a reloaded
+    ring (:mod:`.ringwatch`): a version's key never changes, so the cached ciphers stay."""
 
     ring: KeyRing
     seals: bool = True
@@ -65,9 +66,16 @@ class Sealer:
                 self.ring.subkey(domain, version))
         return found
 
-    def seal(self, domain: Domain, row_id: uuid.UUID, plain: bytes) -> tuple[int, bytes]:
-        """(key version, sealed value) of ``plain`` for the row ``row_id``."""
-        version = self.ring.current
+    def rekey(self, ring: KeyRing) -> None:
+        """Seal under ``ring``'s current version from now on, open under its versions."""
+        self.ring = ring
+
+    def seal(self, domain: Domain, row_id: uuid.UUID, plain: bytes,
+             version: int | None = None) -> tuple[int, bytes]:
+        """(key version, sealed value) of ``plain`` for the row ``row_id``, under
+        ``version`` (default: the current one; a batch that labels its rows with one version
+        names it, as the ring may be reloaded while it runs)."""
+        version = self.ring.current if version is None else version
         nonce = os.urandom(NONCE_BYTES)
         sealed = self._aead(domain, version).encrypt(
             nonce, plain, associated_data(domain, row_id, version))

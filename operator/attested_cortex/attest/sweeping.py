@@ -16,6 +16,10 @@ the rows still hold what those writes left. A mismatch is reported by id:
                    the recomputed sum of its rows (``fields``: ``memories``, ``transcripts``):
                    the counter table or a row was edited behind the server's triggers
 
+The spoke-memory family's grants, receipts, spaces, subjects and candidates are compared
+with the rows its op records left (kinds ``grant``, ``receipt``, ``space``, ``subject``,
+``candidate``; what each covers: :mod:`.spoke_records`, ADR 0067).
+
 With the keyed chain (:mod:`.sealing`), a record event appended without the master key
 (``distrusted``: the keyed walk's faults) is no record at all: a row is compared with its
 latest *sealed* record, so a row changed together with a forged matching record is named
@@ -44,13 +48,23 @@ from attested_cortex.attest.records import (
     memory_record,
     transcript_record,
 )
+from attested_cortex.attest.spoke_records import (
+    BUILDERS,
+    DEFAULTS,
+    EVENT_PREFIX,
+    SPOKE_KINDS,
+    SpokeKind,
+    key_of,
+    recorded_rows,
+)
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.store import scanning, usage
 from attested_cortex.store.database import Conn
 
 Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable",
                   "miscounted"]
-Kind = Literal["memory", "link", "transcript", "usage"]
+Kind = Literal["memory", "link", "transcript", "usage", "grant", "receipt", "space",
+               "subject", "candidate"]
 #: Each kind's record events and the record field naming its row.
 _KEYS: dict[str, tuple[Kind, str]] = {
     **{e: ("memory", "memory_id") for e in MEMORY_EVENTS},
@@ -85,6 +99,8 @@ class SweepReport:
     transcripts: int = 0
     records: int = 0
     agents: int = 0
+    #: spoke-memory rows compared with their op records (ADR 0067), by kind
+    spoke: dict[str, int] = field(default_factory=dict)
     mismatch_count: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
 
@@ -100,7 +116,7 @@ class SweepReport:
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "memories": self.memories, "links": self.links,
                 "transcripts": self.transcripts, "records": self.records,
-                "agents": self.agents,
+                "agents": self.agents, "spoke": dict(self.spoke),
                 "mismatch_count": self.mismatch_count,
                 "mismatches": [m.as_json() for m in self.mismatches],
                 "truncated": self.mismatch_count > len(self.mismatches)}
@@ -131,6 +147,7 @@ async def sweep(conn: Conn, distrusted: Collection[int] = frozenset()) -> SweepR
             fields = tuple(kind for kind in ("memories", "transcripts")
                            if getattr(wrong.counted, kind) != getattr(wrong.recounted, kind))
             report.add(Mismatch("usage", wrong.agent, "miscounted", fields))
+        await _sweep_spoke(conn, report, distrusted)
     for kind, left in latest.items():
         for key, (sequence, _) in sorted(left.items(), key=lambda item: item[1][0]):
             report.add(Mismatch(kind, key, "missing_row", sequence=sequence))
@@ -169,3 +186,44 @@ def _compare(report: SweepReport, kind: Kind, key: str,
     problem: Problem = "downgraded" if kind == "link" and downgraded(expected, recorded) \
         else "changed"
     report.add(Mismatch(kind, key, problem, tuple(fields), sequence))
+
+
+async def _sweep_spoke(conn: Conn, report: SweepReport, distrusted: Collection[int]) -> None:
+    """The spoke-memory rows against the latest record of each in the op records: grants and
+    receipts must have one; a space or subject without one must hold the defaults. A record
+    whose row is gone is named only when its space is here: a logical bundle carries no
+    spoke-memory table (docs/backup.md), so a cortex restored from one keeps the records of
+    spaces it does not hold, and those are not mismatches."""
+    latest: dict[SpokeKind, Latest] = {kind: {} for kind in SPOKE_KINDS}
+    async for sequence, _, payload in scanning.prefixed_records(conn, EVENT_PREFIX):
+        if sequence in distrusted:
+            continue
+        report.records += 1
+        try:
+            found = recorded_rows(decode(payload))
+            for kind, record in found or ():
+                latest[kind][key_of(kind, record)] = (sequence, record)
+        except (InvalidInputError, KeyError):
+            found = None
+        if found is None:
+            report.add(Mismatch("receipt", f"event:{sequence}", "unreadable",
+                                sequence=sequence))
+    spaces: set[str] = set()
+    for kind in ("space", "grant", "receipt", "subject", "candidate"):
+        count = 0
+        async for row in scanning.spoke_rows(conn, kind):
+            count += 1
+            expected = BUILDERS[kind](row)
+            key = key_of(kind, expected)
+            spaces.add(str(row["space_id"]))
+            if kind in DEFAULTS and key not in latest[kind]:
+                fields = differing({**expected, **DEFAULTS[kind]}, expected)
+                if fields:
+                    report.add(Mismatch(kind, key, "missing_event", tuple(fields)))
+                continue
+            _compare(report, kind, key, expected, latest[kind])
+        report.spoke[kind] = count
+    for kind in SPOKE_KINDS:
+        for key, (sequence, record) in sorted(latest[kind].items(), key=lambda i: i[1][0]):
+            if record.get("space_id") in spaces:
+                report.add(Mismatch(kind, key, "missing_row", sequence=sequence))

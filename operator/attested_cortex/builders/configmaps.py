@@ -99,6 +99,9 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
     signer = sections.audit_signer(cortex)
     if signer is not None:
         settings["audit_signer"] = signer
+    spoke = sections.spoke_memory_settings(cortex)
+    if spoke is not None:
+        settings["spoke_memory"] = spoke
     tls = certificates.server_tls_settings(cortex)
     if tls is not None:
         settings["tls"] = tls

@@ -104,6 +104,14 @@ def _settings_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object
             "items": [{"key": ref.key, "path": settings.EMBEDDING_KEY_FILE}]}})
         mounts.append({"name": "embedding-key", "readOnly": True,
                        "mountPath": settings.EMBEDDING_DIR})
+    reflection = cortex.spec.spoke_memory.reflection
+    if reflection is not None and reflection.api_key_secret_ref is not None:
+        ref = reflection.api_key_secret_ref
+        volumes.append({"name": "reflection-key", "secret": {
+            "secretName": ref.name, "defaultMode": 0o440,
+            "items": [{"key": ref.key, "path": settings.EMBEDDING_KEY_FILE}]}})
+        mounts.append({"name": "reflection-key", "readOnly": True,
+                       "mountPath": settings.REFLECTION_DIR})
 
 
 def _auth_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object]) -> None:

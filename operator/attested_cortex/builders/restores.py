@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from attested_cortex.attest.keyfiles import PUBLIC_FILE
 from attested_cortex.builders import logicalbackups, names, security
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex, Defaults
@@ -39,6 +40,8 @@ TTL_SECONDS: Final = 24 * 3600
 DEADLINE_SECONDS: Final = 6 * 3600
 #: Ready's reason while the import cannot run (not a verdict on the data: it may be retried).
 IMPORT_FAILED: Final = "ImportFailed"
+#: Where ``signer.secretRef``'s public key is mounted in the import Job.
+SIGNER_DIR: Final = "/etc/cortex/source-signer"
 
 
 def restore_spec(cortex: Cortex) -> LogicalRestoreSpec | None:
@@ -63,7 +66,22 @@ def location(cortex: Cortex, spec: LogicalRestoreSpec) -> str:
 def _args(cortex: Cortex, spec: LogicalRestoreSpec) -> list[str]:
     args = ["import", "--from", location(cortex, spec), "--already-ok", "--json",
             "--summary", TERMINATION_LOG]
-    return [*args, "--require-signature"] if spec.require_signature else args
+    if spec.require_signature:
+        args.append("--require-signature")
+    if spec.signer is not None:
+        args += ["--signer", spec.signer.key_id or f"{SIGNER_DIR}/{PUBLIC_FILE}"]
+    return args
+
+
+def _signer_volumes(spec: LogicalRestoreSpec) -> tuple[list[Object], list[Object]]:
+    """The pinned signer's ``public.pem``, alone, from ``signer.secretRef`` (ADR 0064): the
+    source's audit signer Secret also holds its private key, which the import never needs."""
+    if spec.signer is None or spec.signer.secret_ref is None:
+        return [], []
+    volume = {"name": "source-signer", "secret": {
+        "secretName": spec.signer.secret_ref.name, "defaultMode": 0o444,
+        "items": [{"key": PUBLIC_FILE, "path": PUBLIC_FILE}]}}
+    return [volume], [{"name": "source-signer", "readOnly": True, "mountPath": SIGNER_DIR}]
 
 
 
@@ -73,6 +91,7 @@ def build_import_job(cortex: Cortex, defaults: Defaults) -> Object:
     if spec is None:
         raise ValueError("spec.restore.logical is not set")
     name = cortex.meta.name
+    signer_volumes, signer_mounts = _signer_volumes(spec)
     container = {
         "name": "import", "image": cortex_image(cortex, defaults),
         "imagePullPolicy": defaults.image_pull_policy,
@@ -84,14 +103,14 @@ def build_import_job(cortex: Cortex, defaults: Defaults) -> Object:
                       "limits": {"memory": "1Gi"}},
         "securityContext": security.container_security(),
         # The bundle is downloaded here: it needs room for the whole bundle.
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}, *signer_mounts],
     }
     pod = {"metadata": {"labels": names.labels(name, "migration")},
            "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "securityContext": security.pod_security(user=CORTEX_UID, group=CORTEX_UID),
                     "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {}}]}}
+                    "volumes": [{"name": "tmp", "emptyDir": {}}, *signer_volumes]}}
     refused = {"action": "FailJob", "onExitCodes": {
         "containerName": "import", "operator": "In", "values": [REFUSED_EXIT]}}
     return {"apiVersion": "batch/v1", "kind": "Job",

@@ -24,6 +24,8 @@ Object = dict[str, Any]
 #: Where the embedding endpoint's bearer token is mounted (one file).
 EMBEDDING_DIR: Final = "/var/run/cortex/embedding"
 EMBEDDING_KEY_FILE: Final = "api-key"
+#: Where the reflection endpoint's bearer token is mounted (one file, ADR 0069).
+REFLECTION_DIR: Final = "/var/run/cortex/reflection"
 #: Where the audit signer's key Secret is mounted, under ``keys_dir``: ``_`` starts no
 #: Kubernetes object name, so no AgentIdentity's own mount can land on it.
 AUDIT_SIGNER_SUBDIR: Final = "_audit-signer"
@@ -49,6 +51,19 @@ def embedding_settings(cortex: Cortex) -> Object:
     if spec.mode == "Endpoint" and spec.api_key_secret_ref is not None:
         section["api_key_file"] = f"{EMBEDDING_DIR}/{EMBEDDING_KEY_FILE}"
     return section
+
+
+def spoke_memory_settings(cortex: Cortex) -> Object | None:
+    """``spec.spokeMemory`` in the server's names; None when nothing is set (the rendered
+    settings of a cortex without it stay as they were: no rollout on upgrade)."""
+    spec = cortex.spec.spoke_memory.reflection
+    if spec is None:
+        return None
+    reflection: Object = {"endpoint": spec.url, "model": spec.model,
+                          "timeout_ms": spec.timeout_ms, "max_tokens": spec.max_tokens}
+    if spec.api_key_secret_ref is not None:
+        reflection["api_key_file"] = f"{REFLECTION_DIR}/{EMBEDDING_KEY_FILE}"
+    return {"reflection": reflection}
 
 
 def limits_settings(cortex: Cortex) -> Object:

@@ -5,7 +5,12 @@ A cortex whose database was restored (:func:`restores_data`: a ``cloudNativePG``
 ``bootstrap.recovery``, or a logical import of ``spec.restore.logical`` once its import Job
 succeeded, ``builders/restores.py``) gets one Job,
 ``cortexctl audit verify --deep`` against the restored database, with the public keys the
-server would trust (the cortex's ConfigMap, as the server mounts it). The Job writes a
+server would trust (the cortex's ConfigMap, as the server mounts it) and the cortex's master
+key ring (its ``<cortex>-master-key`` Secret, read-only, mode 0440), so it checks the
+HMAC-keyed chain too (ADR 0051, ADR 0066): a restored chain whose events were appended by the
+database role alone, or whose MACs another key made, does not serve. A restore into a cortex
+of another name needs the source's master key Secret copied under the new name before the
+cortex is applied (docs/keys.md); otherwise every MAC reads ``bad_mac``. The Job writes a
 one-line JSON summary to its termination message; :func:`observe` turns it into the
 condition. The server's Deployment is created only once ``DataVerified`` is True
 (``controller/memorycortex/verification.py``): a chain that is broken or a row that differs
@@ -31,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from attested_cortex.builders import names, podparts, security
+from attested_cortex.builders import names, podparts, security, settings
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex, Defaults
 from attested_cortex.builders.jobs import CORTEX_UID, cortex_image
@@ -104,7 +109,8 @@ def build_verification_job(cortex: Cortex, defaults: Defaults, attempt: int = 1)
         "name": "verify", "image": cortex_image(cortex, defaults),
         "imagePullPolicy": defaults.image_pull_policy,
         "command": ["cortexctl"],
-        "args": ["audit", "verify", "--deep", "--keys", KEYS_DIR, "--timeout", "60",
+        "args": ["audit", "verify", "--deep", "--keys", KEYS_DIR,
+                 "--master-key-dir", settings.MASTER_KEY_DIR, "--timeout", "60",
                  "--summary", TERMINATION_LOG],
         "env": [podparts.database_env(cortex)],
         "terminationMessagePath": TERMINATION_LOG,
@@ -113,6 +119,8 @@ def build_verification_job(cortex: Cortex, defaults: Defaults, attempt: int = 1)
                       "limits": {"memory": "512Mi"}},
         "securityContext": security.container_security(),
         "volumeMounts": [{"name": "keys", "mountPath": KEYS_DIR, "readOnly": True},
+                         {"name": "master-key", "mountPath": settings.MASTER_KEY_DIR,
+                          "readOnly": True},
                          {"name": "tmp", "mountPath": "/tmp"}],
     }
     pod = {"metadata": {"labels": names.labels(name, "migration")},
@@ -121,6 +129,11 @@ def build_verification_job(cortex: Cortex, defaults: Defaults, attempt: int = 1)
                     "securityContext": security.pod_security(user=CORTEX_UID, group=CORTEX_UID),
                     "containers": [container],
                     "volumes": [{"name": "keys", "configMap": {"name": names.config_name(name)}},
+                                # The ring only (the Secret holds nothing else): the audit
+                                # verifier derives the ``audit`` subkey of each version.
+                                {"name": "master-key", "secret": {
+                                    "secretName": names.master_key_secret_name(name),
+                                    "defaultMode": 0o440}},
                                 {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]}}
     metadata = names.metadata(job_name(name), cortex.meta, component="migration")
     metadata["annotations"] = {**metadata.get("annotations", {}),
@@ -160,6 +173,7 @@ def _restore(job: str, summary: Mapping[str, Any], verified: bool) -> Object:
     out: Object = {"verified": verified, "job": job,
                    **{k: summary.get(k) for k in SUMMARY_KEYS},
                    "signaturesChecked": summary.get("signatures_checked"),
+                   "macsChecked": summary.get("macs_checked"),
                    "lastEvent": summary.get("last_event"), "headHash": summary.get("head_hash"),
                    "firstMismatch": summary.get("first_mismatch")}
     return {k: v for k, v in out.items() if v is not None}

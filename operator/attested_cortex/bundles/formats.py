@@ -11,6 +11,11 @@ recomputes it. A memory's ``search`` is (ADR 0056: a sealed row's keyed tokens c
 recomputed without the key; a plain row's the target's trigger recomputes), and a sealed row
 travels sealed with its ``key_version``, as a transcript's frame does. Embeddings are not
 carried (ADR 0033): the target's embedder recomputes them from the rows.
+
+The same container carries a second content **kind** (ADR 0070): ``space``, one
+spoke-memory space as its exporter's grants cover it (:mod:`.spaces`): no chain, no keys,
+no signature and no schema binding, its chunks JSON lines (``chunks/<table>-<nnnnnn>.jsonl``)
+of the :data:`SPACE_TABLES`, listed in the same manifest with the same SHA-256s.
 """
 
 from __future__ import annotations
@@ -51,17 +56,17 @@ USAGE: Final = Table("agent_usage", ("agent", "memories", "transcripts"), "agent
 TABLES: Final[tuple[Table, ...]] = (
     EVENTS,
     Table("memories", ("id", "namespace", "title", "content", "tags", "metadata", "author",
-                       "revision", "created_at", "updated_at", "deleted_at", "key_version",
-                       "sealed", "search"), "id"),
+                       "revision", "created_at", "updated_at", "deleted_at", "written_tier",
+                       "written_scopes", "key_version", "sealed", "search"), "id"),
     Table("memory_signatures", ("memory_id", "revision", "signature", "key_fingerprint",
                                 "signed_by", "signed_at", "attest_level"),
           "memory_id, revision"),
     Table("links", ("id", "src_id", "dst_id", "relation", "valid_from", "valid_until",
                     "observed_by", "signature", "attest_level", "signed_by", "signed_at",
-                    "created_at", "asserted_until"), "id"),
+                    "created_at", "asserted_until", "written_tier", "written_scopes"), "id"),
     Table("transcripts", ("id", "namespace", "owner", "metadata", "frame", "raw_bytes",
                           "raw_chars", "stored_bytes", "created_at", "archived_at",
-                          "pruned_at", "key_version"), "id"),
+                          "pruned_at", "key_version", "written_tier", "written_scopes"), "id"),
     Table("memory_transcript_links", ("memory_id", "ordinal", "transcript_id", "span_start",
                                       "span_end"), "memory_id, ordinal"),
     USAGE,
@@ -72,3 +77,20 @@ BY_NAME: Final = {table.name: table for table in TABLES}
 def chunk_name(table: str, index: int) -> str:
     """The path of a table's ``index``-th chunk inside the bundle."""
     return f"{CHUNKS_DIR}/{table}-{index:06d}.copy"
+
+
+#: The content kind of a whole-cortex bundle (absent from its manifest: the first kind) and
+#: of a spoke-memory space (``"kind": "space"`` in the manifest).
+CORTEX_KIND: Final = "cortex"
+SPACE_KIND: Final = "space"
+#: A space bundle's tables and the fields of their JSON-lines rows (ADR 0070).
+SPACE_TABLES: Final[dict[str, tuple[str, ...]]] = {
+    "space_subjects": ("subject_id", "kind"),
+    "space_records": ("subject_id", "kind", "context_id", "source_context_id", "content"),
+    "space_profiles": ("subject_id", "kind", "text"),
+}
+
+
+def space_chunk_name(table: str, index: int) -> str:
+    """The path of a space table's ``index``-th chunk inside the bundle."""
+    return f"{CHUNKS_DIR}/{table}-{index:06d}.jsonl"

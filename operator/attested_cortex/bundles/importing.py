@@ -63,13 +63,16 @@ class ImportReport:
 
 
 async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
-                        require_signed: bool = False, already_ok: bool = False) -> ImportReport:
+                        require_signed: bool = False, already_ok: bool = False,
+                        signer: str | None = None) -> ImportReport:
     """Verify the bundle under ``root`` and import it into the empty database at ``dsn``.
 
     ``already_ok``: a target whose chain already ends at the bundle's head, with as many
     events, is this bundle imported before (the chain's last row is the marker: its hash
     covers every event before it); it is reported with ``already=True`` instead of being
     refused as not empty. The manifest and its signature are checked first all the same.
+    ``signer``: the key id of the only acceptable manifest signer (ADR 0064); it implies
+    ``require_signed``.
     """
     raw = _read(root, MANIFEST)
     if raw is None:
@@ -78,7 +81,8 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
     checking.check_layout(manifest)
     carried = checking.bundle_keyring(manifest, _read(root, KEYS))
     keyring = trusted if trusted is not None else carried
-    signed_by = _signer(raw, _read(root, SIGNATURE), keyring, require_signed)
+    signed_by = _signer(raw, _read(root, SIGNATURE), keyring,
+                        required=require_signed or signer is not None, pinned=signer)
     async with dumping.owner_connection(dsn) as conn, conn.transaction():
         if already_ok and await _holds(conn, manifest):
             return ImportReport(dict(manifest.rows), manifest.chain_events,
@@ -111,13 +115,15 @@ class _Clock:
         self.phases[name], self.last = round(now - self.last, 2), now
 
 
-def _signer(raw: bytes, signature: bytes | None, keyring: Keyring,
-            required: bool) -> str | None:
+def _signer(raw: bytes, signature: bytes | None, keyring: Keyring, *,
+            required: bool, pinned: str | None) -> str | None:
     if signature is None:
         if required:
-            raise BundleError("unsigned_bundle", SIGNATURE, "the bundle carries no signature")
+            wanted = "" if pinned is None else f" (key {pinned} must sign it)"
+            raise BundleError("unsigned_bundle", SIGNATURE,
+                              f"the bundle carries no signature{wanted}")
         return None
-    return manifests.check_signature(raw, signature, keyring)
+    return manifests.check_signature(raw, signature, keyring, signer=pinned)
 
 
 async def _holds(conn: dumping.AnyConn, manifest: Manifest) -> bool:

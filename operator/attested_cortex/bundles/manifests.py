@@ -19,7 +19,14 @@ from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.signing import sign, verify
 from attested_cortex.bundles.errors import BundleError
-from attested_cortex.bundles.formats import FORMAT, FORMAT_VERSION, MANIFEST, SIGNATURE
+from attested_cortex.bundles.formats import (
+    CORTEX_KIND,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    SIGNATURE,
+    SPACE_KIND,
+)
 
 
 class RawChunk(TypedDict):
@@ -65,19 +72,50 @@ def render(manifest: dict[str, Any]) -> bytes:
                       indent=1, sort_keys=True).encode() + b"\n"
 
 
+@dataclass(frozen=True, slots=True)
+class SpaceManifest:
+    """A parsed manifest of a ``space`` bundle (ADR 0070)."""
+
+    chunks: tuple[RawChunk, ...]
+    rows: dict[str, int]
+    columns: dict[str, list[str]]
+
+
+def _opened(data: bytes, kind: str) -> dict[str, Any]:
+    """The manifest's JSON: this format, a version this build reads, the kind expected."""
+    raw = json.loads(data)
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT \
+            or not isinstance(raw.get("version"), int):
+        raise BundleError("bad_manifest", MANIFEST, f"not an {FORMAT} manifest")
+    if raw["version"] > FORMAT_VERSION:
+        raise BundleError("bad_manifest", MANIFEST, f"bundle version {raw['version']} is "
+                          f"newer than this build reads ({FORMAT_VERSION}): upgrade cortexctl")
+    found = raw.get("kind", CORTEX_KIND)
+    if found != kind:
+        raise BundleError("wrong_kind", MANIFEST, f"a {found!r} bundle, not a {kind!r} one: "
+                          + ("a space is imported with memory.imports.stage"
+                             if found == SPACE_KIND else "import it as what it is"))
+    return raw
+
+
 def parse(data: bytes) -> Manifest:
-    """Read ``manifest.json``; refuse another format or a newer version."""
+    """Read ``manifest.json`` of a whole cortex; refuse another format, a newer version or
+    another kind."""
     try:
-        raw = json.loads(data)
-        if raw.get("format") != FORMAT or not isinstance(raw.get("version"), int):
-            raise BundleError("bad_manifest", MANIFEST, f"not an {FORMAT} manifest")
-        if raw["version"] > FORMAT_VERSION:
-            raise BundleError("bad_manifest", MANIFEST, f"bundle version {raw['version']} is "
-                              f"newer than this build reads ({FORMAT_VERSION}): upgrade cortexctl")
+        raw = _opened(data, CORTEX_KIND)
         chain = raw["chain"]
         return Manifest(int(raw["schema_version"]), tuple(raw["chunks"]), dict(raw["rows"]),
                         dict(raw["columns"]), int(chain["events"]), chain["head"],
                         str(raw["keys_sha256"]), raw)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BundleError("bad_manifest", MANIFEST, f"unreadable manifest ({exc})") from exc
+
+
+def parse_space(data: bytes) -> SpaceManifest:
+    """Read ``manifest.json`` of a space bundle."""
+    try:
+        raw = _opened(data, SPACE_KIND)
+        return SpaceManifest(tuple(raw["chunks"]), dict(raw["rows"]), dict(raw["columns"]))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BundleError("bad_manifest", MANIFEST, f"unreadable manifest ({exc})") from exc
 
@@ -89,15 +127,27 @@ def signature_of(manifest: bytes, key: AgentKey) -> bytes:
     return json.dumps(raw, indent=1, sort_keys=True).encode() + b"\n"
 
 
-def check_signature(manifest: bytes, signature: bytes, keyring: Keyring) -> str:
+def check_signature(manifest: bytes, signature: bytes, keyring: Keyring, *,
+                    signer: str | None = None) -> str:
     """The agent that signed ``manifest``, or BundleError when a key of the keyring does not
-    verify the signature (a signer the keyring does not know is refused too)."""
+    verify the signature (a signer the keyring does not know is refused too).
+
+    ``signer``: the key id (SHA-256 of the public key, hex) of the only acceptable signer,
+    the source cortex's audit signer (ADR 0064). A manifest signed by any other key is
+    refused naming both key ids, even when that key is in the keyring: the bundle's own
+    ``keys.json`` then proves nothing, since whoever made the bundle chose it. The key that
+    verifies is the keyring's key with exactly that id (a SHA-256 of the key itself).
+    """
     try:
         raw = json.loads(signature)
         agent, fingerprint = str(raw["agent_id"]), str(raw["key_fingerprint"])
         value = base64.b64decode(raw["signature"], validate=True)
     except (ValueError, KeyError, TypeError) as exc:
         raise BundleError("bad_manifest_signature", SIGNATURE, "unreadable signature") from exc
+    if signer is not None and fingerprint != signer:
+        raise BundleError("wrong_manifest_signer", SIGNATURE,
+                          f"the manifest is signed by key {fingerprint} ({agent}); only key "
+                          f"{signer} (the pinned source signer) is accepted")
     keys = [r for r in keyring.by_agent.get(agent, ()) if r.fingerprint == fingerprint]  # type: ignore[call-overload]
     if not keys:
         raise BundleError("bad_manifest_signature", SIGNATURE,

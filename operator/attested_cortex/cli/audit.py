@@ -103,8 +103,15 @@ def summary(chain: dict[str, Any], swept: dict[str, Any] | None) -> dict[str, An
         "ok": ok, "events": chain["events"], "head_hash": chain["head_hash"],
         "last_event": chain["events"] if chain["ok"] else None,
         "signatures_checked": chain["signatures_checked"], "unverified": chain["unverified"]}
+    keyed = chain.get("keyed") or {}
+    if keyed.get("checked"):
+        out["macs_checked"] = keyed["macs_checked"]
     if not chain["ok"]:
         out["first_mismatch"] = (f"event {chain['first_bad_sequence']}: {chain['reason']}")
+        if keyed.get("keyed_from") is not None and keyed.get("macs_checked") == 0:
+            # Not one MAC verifies: far likelier another key than a forgery of every event.
+            out["first_mismatch"] += (" (no MAC verifies: is the master key Secret the one "
+                                      "the source cortex wrote with? docs/keys.md)")
     if swept is not None:
         out.update({k: swept[k] for k in ("memories", "links", "transcripts",
                                           "mismatch_count")})

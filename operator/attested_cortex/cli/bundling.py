@@ -78,6 +78,11 @@ def register(subparsers: Any, name: str) -> None:
                             "and the chain with these keys instead of the bundle's own")
         parser.add_argument("--require-signature", action="store_true",
                             help="refuse a bundle whose manifest is not signed")
+        parser.add_argument("--signer", metavar="KEY_ID|PUBLIC_PEM|IDENTITY_DIR",
+                            help="the only acceptable manifest signer (the source cortex's "
+                            "audit signer): its key id, or a file or identity directory with "
+                            "its public.pem; a bundle signed by any other key, or unsigned, "
+                            "is refused")
         parser.add_argument("--already-ok", action="store_true",
                             help="a target that already holds exactly this bundle (its chain "
                             "head and event count) is reported as imported, not refused")
@@ -149,15 +154,17 @@ def _bundle_store(args: argparse.Namespace, url: str) -> Any:
 
 def run_import(args: argparse.Namespace) -> int:
     """Verify and import; print what was imported, or what was refused and where."""
+    from attested_cortex.attest.keyfiles import key_id
     from attested_cortex.bundles import BundleError, import_bundle
 
     source: str | None = None
     try:
         trusted = _keys(args.keys).keyring if args.keys else None
+        signer = key_id(args.signer) if args.signer else None
         with _fetched(args) as (bundle, source):
             report = asyncio.run(import_bundle(args.database_url, bundle, trusted=trusted,
                                                require_signed=args.require_signature,
-                                               already_ok=args.already_ok))
+                                               already_ok=args.already_ok, signer=signer))
     except BundleError as exc:
         _summary(args, {"ok": False, "refused": True, "source": source, "code": exc.what,
                         "where": exc.where, "message": exc.message[:1000]})

@@ -67,6 +67,9 @@ class RestoreStatus(CrdModel):
                                     description="Transcript rows checked.")
     signatures_checked: int | None = Field(default=None, ge=0,
                                            description="Event signatures verified.")
+    macs_checked: int | None = Field(
+        default=None, ge=0, description="Events whose HMAC-keyed chain MAC verified under the "
+        "cortex's master key (absent: the keyed chain was not checked).")
     last_event: int | None = Field(
         default=None, ge=0, description="The sequence of the last event kept (a point-in-"
         "time restore keeps a prefix of the source chain).")

@@ -116,6 +116,25 @@ RESTORE_ALONE: Final[dict[str, JsonValue]] = {
 }
 
 
+class RestoreSigner(CrdModel):
+    """The only key whose signature of a bundle's manifest a restore accepts: the source
+    cortex's audit signer (ADR 0064). One of ``keyId`` or ``secretRef``."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [{
+        "rule": "has(self.keyId) != has(self.secretRef)",
+        "message": "restore.logical.signer needs exactly one of keyId or secretRef",
+    }]})
+
+    key_id: str | None = Field(
+        default=None, description="The signer's key id: the SHA-256 (lowercase hex) of its "
+        "raw public key (the 'fingerprint' of its Secret, the key_fingerprint of a bundle's "
+        "manifest.sig.json).", min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$")
+    secret_ref: LocalObjectReference | None = Field(
+        default=None, description="A Secret in this namespace with the signer's public.pem: "
+        "the source cortex's audit signer Secret (<source>-audit-signer), or a copy of its "
+        "public.pem alone. Only that key of the Secret is mounted into the import Job.")
+
+
 class LogicalRestoreSpec(CrdModel):
     """A logical bundle in an object store (one a ``spec.backup.logical`` wrote, or
     ``cortexctl export --to``) that a new cortex is made from."""
@@ -144,6 +163,10 @@ class LogicalRestoreSpec(CrdModel):
         "signer). The import always verifies every digest, the chain and every signature "
         "under the bundle's own keys; the verification Job then checks the rows with this "
         "cortex's keys.")
+    signer: RestoreSigner | None = Field(
+        default=None, description="Pin the source's audit signer: the manifest must be signed "
+        "by exactly this key (implies requireSignature). A bundle signed by any other key is "
+        "refused naming both key ids, and the cortex never serves it (DataVerified=False).")
 
 
 class RestoreSection(CrdModel):

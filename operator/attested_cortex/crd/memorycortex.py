@@ -29,7 +29,13 @@ from attested_cortex.crd.logicalbackups import (
     RestoreSection,
 )
 from attested_cortex.crd.permissionrule import namespace_pattern_extra
-from attested_cortex.crd.settings import AuditSpec, DatabaseTimeouts, EmbeddingSpec, LimitsSpec
+from attested_cortex.crd.settings import (
+    AuditSpec,
+    DatabaseTimeouts,
+    EmbeddingSpec,
+    LimitsSpec,
+    SpokeMemorySpec,
+)
 from attested_cortex.crd.tls import ServerTlsSpec
 from attested_cortex.policy.scopes import BASES
 from attested_cortex.policy.tiers import CALLER_TIERS, MARK_PATTERN
@@ -345,6 +351,7 @@ class MemoryCortexSpec(CrdModel):
     quotas: QuotasSpec = section(QuotasSpec, "Per-agent limits.")
     embedding: EmbeddingSpec = section(EmbeddingSpec, "Where recall's vectors come from.")
     limits: LimitsSpec = section(LimitsSpec, "Bounds on requests and answers.")
+    spoke_memory: SpokeMemorySpec = section(SpokeMemorySpec, "The spoke-memory family.")
     audit: AuditSpec = section(AuditSpec, "The signed audit chain.")
     trust: TrustSpec = section(TrustSpec, "Trust tiers and their scope ceilings.")
     encryption: EncryptionSpec = section(EncryptionSpec, "Encryption at rest.")

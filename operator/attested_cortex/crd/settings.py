@@ -102,6 +102,40 @@ class EmbeddingSpec(CrdModel):
     )
 
 
+class ReflectionSpec(CrdModel):
+    """An OpenAI-compatible chat-completions endpoint that generates the spoke-memory
+    family's reflections (ADR 0069): generation answers a pending receipt that the server's
+    background worker resolves."""
+
+    url: str = Field(
+        max_length=2048, pattern=r"^https?://[^\s]+$",
+        description="The http(s) base URL of the endpoint (/chat/completions is appended).",
+    )
+    model: str = Field(min_length=1, max_length=200, description="Model name sent to it.")
+    api_key_secret_ref: ApiKeyReference | None = Field(
+        default=None,
+        description="The Secret key holding the endpoint's bearer token; mounted into the "
+        "server as a file, never copied into the configuration.",
+    )
+    timeout_ms: int = Field(
+        default=30_000, ge=100, le=300_000,
+        description="Milliseconds one generation call may take (100 to 300000); a late one "
+        "fails its receipt with generator_timeout.",
+    )
+    max_tokens: int = Field(
+        default=512, ge=16, le=8192, description="Largest answer asked for, in tokens.")
+
+
+class SpokeMemorySpec(CrdModel):
+    """The spoke-memory family served at /v1/spoke/memory."""
+
+    reflection: ReflectionSpec | None = Field(
+        default=None,
+        description="Absent: reflections use the deterministic extractive engine and commit "
+        "at once.",
+    )
+
+
 LIMITS_RULES: Final[list[JsonValue]] = [
     {"rule": "!has(self.maxContentChars) || !has(self.maxBodyBytes) || "
              "self.maxContentChars <= self.maxBodyBytes",

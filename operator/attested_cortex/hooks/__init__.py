@@ -9,10 +9,12 @@ Public surface for the service layer and the CLI::
 
 Layout: :mod:`.events` (the event table), :mod:`.settings` (config file), :mod:`.decisions`
 and :mod:`.patching` (wire decisions, merge patch), :mod:`.chaining` (pure fold),
-:mod:`.firing` (one chain under its deadline), :mod:`.generations` and :mod:`.dispatching`
-(hot-swappable configuration), :mod:`.transports` (exec, daemon, remote), :mod:`.rpc` and
-:mod:`.supervising` (JSON-RPC link and restarts), :mod:`.sidecar` (``cortexctl hookd``),
-:mod:`.payload_schemas` (event payloads), :mod:`.reference` (opt-in hook programs).
+:mod:`.reordering` (the one post- Modify: a ``post_recall`` reorder of the hits, and its
+safety rule), :mod:`.firing` (one chain under its deadline), :mod:`.generations` and
+:mod:`.dispatching` (hot-swappable configuration), :mod:`.transports` (exec, daemon,
+remote), :mod:`.rpc` and :mod:`.supervising` (JSON-RPC link and restarts), :mod:`.sidecar`
+(``cortexctl hookd``), :mod:`.payload_schemas` (event payloads), :mod:`.reference` (opt-in
+hook programs).
 
 The names below are imported lazily (PEP 562), so a hook program that imports
 :mod:`.reference.serving` starts without loading the pipeline, prometheus or YAML.

@@ -5,7 +5,8 @@ and :func:`finish` at the end; the service layer reads the :class:`ChainResult`.
 
 Rules: the first Deny stops the chain. Modify deltas (JSON merge patches, :mod:`.patching`)
 apply in order and later hooks see the modified payload; on a post- event a Modify is
-ignored with a warning, and so is an AskUser. The first AskUser is remembered and the chain
+ignored with a warning (except a reorder of ``post_recall``'s results, screened by
+:mod:`.reordering`), and so is an AskUser. The first AskUser is remembered and the chain
 goes on (a later Deny still wins). A failed hook counts as Allow plus a warning under
 ``fail_mode: open`` and as a Deny (code ``hook_failed``) under ``closed``.
 """
@@ -20,6 +21,7 @@ from typing import Any, Literal
 from attested_cortex.hooks.decisions import Allow, AskUser, Decision, DecisionKind, Deny, Modify
 from attested_cortex.hooks.events import is_pre
 from attested_cortex.hooks.patching import merge_patch
+from attested_cortex.hooks.reordering import note, reorders
 from attested_cortex.hooks.settings import FailMode
 from attested_cortex.hooks.wire import FailureCause, HookFailure
 
@@ -58,6 +60,11 @@ class ChainResult:
         """Whether any Modify delta was applied."""
         return any(record.effect == "modify" for record in self.records)
 
+    @property
+    def reorder_note(self) -> str | None:
+        """What the hooks did to a recall's order (:func:`.reordering.note`)."""
+        return note(self.records)
+
 
 @dataclass(frozen=True)
 class ChainState:
@@ -85,7 +92,7 @@ def fold(
         return dataclasses.replace(state, deny=(hook, outcome)), "deny"
     if isinstance(outcome, Allow):
         return state, "allow"
-    if not is_pre(state.event):
+    if not is_pre(state.event) and not (isinstance(outcome, Modify) and reorders(state.event)):
         return _warn(state, f"hook {hook!r}: {outcome.kind} ignored on post event"), "allow"
     if isinstance(outcome, Modify):
         return dataclasses.replace(state, payload=merge_patch(state.payload, outcome.delta)), (

@@ -19,7 +19,7 @@ EventName = Literal[
     "pre_recall", "post_recall", "pre_search", "post_search",
     "pre_kg_query", "post_kg_query", "pre_kg_paths", "post_kg_paths",
     "pre_index", "post_index", "pre_transcript_store", "post_transcript_store",
-    "pre_approval", "post_approval",
+    "pre_approval", "post_approval", "pre_spoke_write", "post_spoke_write",
 ]  # fmt: skip
 
 #: Deadline of a whole chain per class, in milliseconds (seed 000, Decision 2).
@@ -57,6 +57,10 @@ EVENTS: Final[dict[EventName, EventClass]] = {
     "post_transcript_store": "transcript",
     "pre_approval": "approval",
     "post_approval": "approval",
+    # Every mutating op of the spoke-memory family (ADR 0067); its reads fire the native
+    # read events (memory.recall: pre/post_recall; memory.records.list: pre/post_search).
+    "pre_spoke_write": "write",
+    "post_spoke_write": "write",
 }
 
 assert set(EVENTS) == set(get_args(EventName)), "EVENTS and EventName name the same events"

@@ -3,7 +3,9 @@
 Called by :class:`attested_cortex.hooks.dispatching.HookPipeline.fire`. Each hook gets
 ``min(time left in the class deadline, its own timeout_ms)``; a hook reached after the
 class deadline has passed is not called and counts as a ``timeout`` failure. Decisions
-are folded by :mod:`.chaining`; every hook is counted in :mod:`.metrics`.
+are folded by :mod:`.chaining`; every hook is counted in :mod:`.metrics`. A ``post_recall``
+Modify (a reorder) is screened by :mod:`.reordering` first: a breach of its safety rule is a
+``refused`` failure.
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from attested_cortex.hooks.chaining import ChainResult, ChainState, HookRecord, finish, fold
-from attested_cortex.hooks.decisions import Decision, MalformedDecisionError, parse_decision
+from attested_cortex.hooks.decisions import (
+    Decision,
+    MalformedDecisionError,
+    Modify,
+    parse_decision,
+)
 from attested_cortex.hooks.events import deadline_ms
 from attested_cortex.hooks.metrics import HookMetrics
+from attested_cortex.hooks.reordering import UnsafeReorderError, reorders, screen
 from attested_cortex.hooks.settings import HookSpec
 from attested_cortex.hooks.wire import HookFailure, RawHookRequest, Transport
 
@@ -82,6 +90,11 @@ async def _call_one(
         outcome = failure
     except MalformedDecisionError as exc:
         outcome = HookFailure("malformed", f"malformed decision: {exc}")
+    if isinstance(outcome, Modify) and reorders(fire.event):
+        try:
+            outcome = screen(payload, outcome)
+        except UnsafeReorderError as exc:  # docs/adr/0071: never add or change a hit
+            outcome = HookFailure("refused", f"unsafe reorder: {exc}")
     return outcome, (time.perf_counter() - started) * 1000
 
 

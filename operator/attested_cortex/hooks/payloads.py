@@ -245,6 +245,25 @@ class PostApproval(PreApproval):
     decided_by: str
 
 
+class PreSpokeWrite(_Payload):
+    """A mutating spoke-memory op about to run (ADR 0067): its wire name, its space, the
+    acting principal and its decoded ``request`` (defaults filled in). A Modify may rewrite
+    ``request`` (re-decoded by the op's request model and re-authorized); ``op`` and
+    ``principal`` are fixed."""
+
+    op: str
+    space_id: str
+    principal: str
+    request: dict[str, Any]
+
+
+class PostSpokeWrite(PreSpokeWrite):
+    """The op's ``MemoryReceipt`` (committed, pending or replayed: a repeat with the same
+    idempotency key answers the first receipt)."""
+
+    receipt: dict[str, Any]
+
+
 #: The payload model of every event.
 MODELS: Final[dict[EventName, type[BaseModel]]] = {
     "pre_store": PreStore, "post_store": MemoryPayload,
@@ -259,6 +278,7 @@ MODELS: Final[dict[EventName, type[BaseModel]]] = {
     "pre_index": PreIndex, "post_index": PostIndex,
     "pre_transcript_store": PreTranscript, "post_transcript_store": PostTranscript,
     "pre_approval": PreApproval, "post_approval": PostApproval,
+    "pre_spoke_write": PreSpokeWrite, "post_spoke_write": PostSpokeWrite,
 }  # fmt: skip
 
 

@@ -12,7 +12,8 @@ import json
 from typing import Any, Final, Literal, Protocol, TypedDict
 
 FailureCause = Literal[
-    "timeout", "crash", "malformed", "empty", "oversized", "unavailable", "overloaded"
+    "timeout", "crash", "malformed", "empty", "oversized", "unavailable", "overloaded",
+    "refused",
 ]
 
 #: JSON-RPC 2.0 method a daemon hook answers.

@@ -35,6 +35,7 @@ from attested_cortex.service.resources import (
     links,
     memories,
     recall,
+    spoke_dispatch,
     transcripts,
 )
 from attested_cortex.service.resources.approvals_api import ListApprovals, SignedDecision
@@ -57,6 +58,8 @@ from attested_cortex.service.resources.queries import (
 )
 from attested_cortex.service.resources.transcript_commands import ReplayMemory, StoreTranscript
 from attested_cortex.service.resources.views import memory_view
+from attested_cortex.spoke.operations import negotiate
+from attested_cortex.spoke.requests import DispatchTool
 
 A = TypeVar("A", bound=BaseModel)
 #: A tool's answer: a JSON object (MCP structured content must be an object).
@@ -173,6 +176,13 @@ async def _approval_decide(svc: Services, caller: Caller, a: SignedDecision) -> 
     return await approvals_api.decide_signed(svc, caller, a)
 
 
+async def _spoke_memory(svc: Services, caller: Caller, a: DispatchTool) -> Answer:
+    # The flags are negotiated per call, as per request over HTTP (ADR 0061, ADR 0067).
+    return await spoke_dispatch.dispatch(
+        svc, caller, op=a.op, request=a.request, key=a.idempotency_key or caller.idempotency_key,
+        negotiated=negotiate(a.capabilities, field="capabilities"))
+
+
 #: Every tool, in the order tools/list shows them.
 TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_store", "Store a memory: text in a `/`-separated namespace, with an "
@@ -232,6 +242,12 @@ TOOLS: tuple[Tool[Any], ...] = (
          "approver's HMAC (the approval secret signs "
          "'{timestamp}.POST./v1/approvals/{id}.{\"decision\":...}'), so an agent alone "
          "cannot approve itself.", SignedDecision, _approval_decide),
+    Tool("spoke_memory", "Run one op of the spoke-memory family (seed 001; docs/"
+         "spoke-memory.md): `op` is its `memory.*` name, `request` its request, "
+         "`capabilities` the flags this call negotiates (default [\"spoke-memory\"]; add "
+         "spoke-memory-reflection or spoke-memory-transfer for those ops). A read answers its "
+         "payload, a write its MemoryReceipt; `idempotency_key` makes a write happen once.",
+         DispatchTool, _spoke_memory),
 )
 
 #: The tools by name.

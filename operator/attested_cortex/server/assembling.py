@@ -18,11 +18,13 @@ from contextlib import AsyncExitStack
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from attested_cortex.attest.keyedchain import Seal, seal_from
+from attested_cortex.attest.keyedchain import LiveSeal
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.attest.memory_sealing import MemorySeal
+from attested_cortex.attest.ringwatch import RingSource
 from attested_cortex.embedding.base import EmbeddingError
+from attested_cortex.embedding.chat import ChatClient
 from attested_cortex.embedding.choosing import MODES, build_embedder
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.dispatching import open_pipeline
@@ -37,7 +39,7 @@ from attested_cortex.server.configuring import (
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
-from attested_cortex.service.resources import auditing
+from attested_cortex.service.resources import auditing, spoke_reflections, spoke_transfer
 from attested_cortex.service.workers.embedding import (
     Vectors,
     VectorSettings,
@@ -45,7 +47,9 @@ from attested_cortex.service.workers.embedding import (
     open_vectors,
     vectors_available,
 )
+from attested_cortex.service.workers.pending_receipts import Handler, PendingReceipts, Reflector
 from attested_cortex.service.workers.resealing import Resealer
+from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
@@ -62,13 +66,19 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     """Open every part the settings ask for; ``stack`` closes them."""
     # First: a missing or malformed master key stops start-up before anything is opened.
     key_ring = await asyncio.to_thread(key_ring_from, settings)  # Argon2id may run
+    master_keys = None
     if key_ring is not None:  # versions and fingerprints only, never material
         log.info("master key ring loaded: %s", key_ring.describe())
+        master_keys = RingSource(key_ring, settings.master_key.dir
+                                 if settings.master_key is not None else None)
     sealer = sealer_from(settings, key_ring)
+    if sealer is not None and master_keys is not None:
+        master_keys.listen(sealer.rekey)  # a reloaded ring seals the next row (ADR 0066)
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
-    db = await _open_pool(settings, graph, stack, seal_from(key_ring),
+    db = await _open_pool(settings, graph, stack,
+                          None if master_keys is None else LiveSeal(master_keys),
                           None if sealer is None else MemorySeal(sealer))
     registry = CollectorRegistry()
     hooks = await open_pipeline(settings.hooks_file, registry=registry)
@@ -94,7 +104,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     services = Services(
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
-        metrics_registry=registry, keys=keys, key_ring=key_ring, sealer=sealer,
+        metrics_registry=registry, keys=keys, master_keys=master_keys, sealer=sealer,
         policy=policy, vectors=vectors,
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
@@ -103,13 +113,34 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
             db, sealer, batch=settings.encryption.reseal_batch,
             pause_s=settings.encryption.reseal_pause_ms / 1000,
             audit_key=_signer_key(settings, keys)),
+        pending=_pending(settings, db),
     )
     await _start_sweepers(services, settings, stack)
     return services
 
 
+def _pending(settings: ServerSettings, db: Database) -> PendingReceipts:
+    """The pending-receipt worker (ADR 0069): exports over the bound always, reflections
+    when an OpenAI-compatible endpoint is configured."""
+    spoke = settings.spoke_memory
+    reflector: Reflector | None = None
+    handlers: dict[str, Handler] = {"export": spoke_transfer.export_job}
+    if spoke.reflection is not None:
+        r = spoke.reflection
+        try:
+            client = ChatClient(r.endpoint, model=r.model, api_key_file=r.api_key_file,
+                                max_tokens=r.max_tokens)
+        except EmbeddingError as exc:
+            raise InvalidInputError(str(exc), field="spoke_memory.reflection") from exc
+        reflector = Reflector(client, r.timeout_ms / 1000)
+        handlers["reflection"] = spoke_reflections.reflection_job(reflector)
+    return PendingReceipts(db, handlers, reflector=reflector,
+                           export_pending_records=spoke.export_pending_records,
+                           idle_s=spoke.pending_poll_ms / 1000)
+
+
 async def _open_pool(settings: ServerSettings, graph: GraphBackend,
-                     stack: AsyncExitStack, seal: Seal | None,
+                     stack: AsyncExitStack, seal: LiveSeal | None,
                      memories: MemorySeal | None) -> Database:
     """The connection pool, each connection set up for the graph backend and vectors,
     sealing every audit event it appends when the cortex has a master key (ADR 0051), and
@@ -156,15 +187,25 @@ def _signer_key(settings: ServerSettings,
 
 async def _start_sweepers(services: Services, settings: ServerSettings,
                           stack: AsyncExitStack) -> None:
-    """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker
-    and the approval service's listener and sweeper."""
+    """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker,
+    the master key ring's reloader, the spoke-memory pending-receipt worker and the approval
+    service's listener and sweeper."""
     transcripts, approvals = services.transcripts, services.approvals
+    if services.master_keys is not None and services.master_keys.watching:
+        assert settings.master_key is not None  # a watched ring comes from master_key.dir
+        reloader = RingReloader(services.master_keys,
+                                interval_s=settings.master_key.reload_interval_ms / 1000)
+        reloader.start()
+        stack.push_async_callback(reloader.aclose)
     if transcripts is not None:
         transcripts.start()
         stack.push_async_callback(transcripts.aclose)
     if services.resealer is not None:
         services.resealer.start()
         stack.push_async_callback(services.resealer.aclose)
+    if services.pending is not None:
+        services.pending.start()
+        stack.push_async_callback(services.pending.aclose)
     if approvals is not None:
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)

@@ -216,7 +216,9 @@ class MemoryVerifyOut(BaseModel):
 class MismatchOut(BaseModel):
     """A row that no longer matches its write record (or a record without its row)."""
 
-    kind: str = Field(description="memory, link, transcript or usage (id: the agent)")
+    kind: str = Field(description="memory, link, transcript, usage (id: the agent), or a "
+                      "spoke-memory grant, receipt, space, subject or candidate "
+                      "(ADR 0067)")
     id: str
     problem: str = Field(description="changed, downgraded, missing_event, missing_row, "
                          "unreadable, miscounted")
@@ -233,6 +235,8 @@ class DeepAuditOut(BaseModel):
     transcripts: int
     records: int
     agents: int = Field(description="Agents whose stored-bytes counter was recounted")
+    spoke: dict[str, int] = Field(default_factory=dict, description=(
+        "spoke-memory rows compared with their op records, by kind (ADR 0067)"))
     mismatch_count: int
     mismatches: list[MismatchOut]
     truncated: bool

@@ -164,6 +164,31 @@ class EmbeddingSettings(BaseModel):
     write_queue: int = Field(4096, ge=0, le=1_000_000)
 
 
+class ReflectionSettings(BaseModel):
+    """The spoke-memory family's optional OpenAI-compatible reflection engine (ADR 0069):
+    generation answers a ``pending`` receipt that a background worker resolves."""
+
+    model_config = ConfigDict(extra="forbid")
+    endpoint: str = Field(min_length=8, max_length=2048, pattern=r"^https?://",
+                          description="base URL; /chat/completions is appended")
+    model: str = Field(min_length=1, max_length=200)
+    api_key_file: Path | None = None  # a bearer token for the endpoint, read once
+    timeout_ms: int = Field(30_000, ge=100, le=300_000)  # one call, connect included
+    max_tokens: int = Field(512, ge=16, le=8192)
+
+
+class SpokeMemorySettings(BaseModel):
+    """The spoke-memory family (issue 28)."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: None: the deterministic extractive engine, generation commits at once.
+    reflection: ReflectionSettings | None = None
+    #: An export of more records than this answers ``pending`` and is built in the background.
+    export_pending_records: int = Field(5000, ge=0, le=100_000_000)
+    #: How often an idle pending-receipt worker looks for work another server left.
+    pending_poll_ms: int = Field(1000, ge=10, le=60_000)
+
+
 class TlsSettings(BaseModel):
     """HTTPS (ADR 0047): a certificate pair in PEM files, reloaded when they change."""
 
@@ -190,6 +215,8 @@ class MasterKeySettings(BaseModel):
     argon2_iterations: int = Field(3, ge=1, le=100)
     argon2_memory_kib: int = Field(64 * 1024, ge=8 * 1024, le=4 * 1024 * 1024)
     argon2_lanes: int = Field(4, ge=1, le=64)
+    #: How often a ring directory (``dir``) is polled for a rotated Secret (ADR 0066).
+    reload_interval_ms: int = Field(5000, ge=100, le=3_600_000)
 
     @model_validator(mode="after")
     def _one_source(self) -> MasterKeySettings:
@@ -246,6 +273,7 @@ class ServerSettings(BaseModel):
     embedder: str = Field("default", min_length=1, max_length=2048,
                           description="default | minilm | none | client | an http(s) URL")
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    spoke_memory: SpokeMemorySettings = Field(default_factory=SpokeMemorySettings)
     log_level: str = "INFO"
     pool_max_size: int = Field(10, ge=1, le=200)
     # Every wait in the database is bounded: on a lock (409) and on a statement (503).

@@ -9,6 +9,8 @@ operations; the server's ``/v1/spoke/memory`` route decodes them through this pa
   answer types, whether it mutates and whether it may answer pending).
 - :mod:`.coverage`: what a principal's grants cover, and non-amplification.
 - :mod:`.reflecting`: the default reflection engine (basis, digest, extractive synthesis).
-- :mod:`.transferring`: the export format (canonical chunks, digests, the manifest).
 - :mod:`.schemas`: the published JSON Schemas (``python -m attested_cortex.spoke.schemas``).
+
+The transfer format is the logical bundle's with the ``space`` kind
+(:mod:`attested_cortex.bundles.spaces`, ADR 0070).
 """

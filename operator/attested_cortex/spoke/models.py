@@ -285,7 +285,8 @@ class MemoryExportBundle(Durable):
 
     export_id: uuid.UUID
     space_id: str
-    format: Literal["spoke-memory-export/1"] = "spoke-memory-export/1"
+    #: The logical bundle's container with the ``space`` content kind (ADR 0070).
+    format: Literal["attested-cortex-bundle/1+space"] = "attested-cortex-bundle/1+space"
     chunk_count: int = Field(ge=1)
     manifest_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
     authority_generation: int = Field(ge=1)

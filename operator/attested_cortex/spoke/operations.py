@@ -6,9 +6,11 @@ staging chunk and import activation). Pure data; the dispatch reads it before an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
+from attested_cortex.errors import InvalidInputError
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.models import (
     Flag,
@@ -89,3 +91,19 @@ _TABLE: Final = (
 
 #: Every family operation by name, in the seed's order.
 MEMORY_OPS: Final[dict[str, MemoryOp]] = {op.name: op for op in _TABLE}
+
+
+def negotiate(named: Iterable[str] | None, *, field: str) -> frozenset[Flag]:
+    """The flags a request negotiates (ADR 0061): none named is ``spoke-memory`` alone; each
+    must be known, and a sub-flag comes with ``spoke-memory`` (400 ``invalid_input`` on
+    ``field``: the HTTP header, or the MCP tool's ``capabilities``)."""
+    if named is None:
+        return frozenset({CORE})
+    wanted = {part.strip() for part in named if part.strip()}
+    unknown = sorted(wanted - set(FLAGS))
+    if unknown:
+        raise InvalidInputError(f"{field} names unknown flags {unknown}; known: "
+                                f"{', '.join(FLAGS)}", field=field)
+    if wanted and CORE not in wanted:
+        raise InvalidInputError(f"{field}: a sub-flag is negotiated with {CORE}", field=field)
+    return frozenset(cast(Flag, n) for n in wanted)

@@ -10,6 +10,11 @@ policy changes the digest and a reflection generated before reads ``stale``.
 The synthesis is **extractive**: the subject's profile documents by kind, then the first
 sentence of each record in creation order, each line at most 280 characters, the whole at
 most 4,000 characters. No model is called, so the same basis always gives the same text.
+
+The optional OpenAI-compatible engine (ADR 0069) is another policy over the same basis: its
+identity is ``openai-compatible/<model>`` (so switching engines makes every reflection
+stale), its input is :func:`prompt` (the same profiles and record texts, bounded) and its
+output is cut by :func:`bounded` like the extractive text.
 """
 
 from __future__ import annotations
@@ -37,13 +42,18 @@ def digest(basis: ReflectionBasis) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def basis_of(records: Sequence[tuple[uuid.UUID, int]],
-             profiles: dict[str, int]) -> ReflectionBasis:
+def basis_of(records: Sequence[tuple[uuid.UUID, int]], profiles: dict[str, int],
+             policy: str = ENGINE_POLICY) -> ReflectionBasis:
     """The basis over ``(record_id, revision)`` pairs (sorted) and profile revisions."""
     return ReflectionBasis(
         records=[RecordRevision(record_id=r, revision=v)
                  for r, v in sorted(records, key=lambda pair: str(pair[0]))],
-        profile_revisions=dict(sorted(profiles.items())), engine_policy=ENGINE_POLICY)
+        profile_revisions=dict(sorted(profiles.items())), engine_policy=policy)
+
+
+def endpoint_policy(model: str) -> str:
+    """The engine policy identity of an OpenAI-compatible endpoint serving ``model``."""
+    return f"openai-compatible/{model}"
 
 
 def first_sentence(text: str) -> str:
@@ -62,3 +72,30 @@ def synthesize(subject_id: str, profiles: dict[str, str], texts: Sequence[str]) 
     lines += [f"- {first_sentence(text)}" for text in texts if text.strip()]
     whole = "\n".join(lines)
     return whole if len(whole) <= _TOTAL else whole[:_TOTAL - 1] + "…"
+
+
+#: Bounds on what the endpoint engine sends: per text, and in all.
+PROMPT_TEXT: Final = 2000
+PROMPT_TOTAL: Final = 24_000
+_INSTRUCTION: Final = (
+    "You write a short reflection about one subject from the notes given: what is known, "
+    "what recurs, and what seems to matter to them. Use only the notes; say nothing the "
+    "notes do not support. At most 200 words, plain text.")
+
+
+def prompt(subject_id: str, profiles: dict[str, str],
+           texts: Sequence[str]) -> list[dict[str, str]]:
+    """The chat messages of the endpoint engine over a subject's profiles and record texts
+    (in order), each text at most :data:`PROMPT_TEXT` characters, the notes at most
+    :data:`PROMPT_TOTAL`."""
+    lines = [f"Subject: {subject_id}"]
+    lines += [f"Profile ({kind}): {text.strip()[:PROMPT_TEXT]}"
+              for kind, text in sorted(profiles.items()) if text.strip()]
+    lines += [f"Note: {' '.join(text.split())[:PROMPT_TEXT]}" for text in texts if text.strip()]
+    notes = "\n".join(lines)[:PROMPT_TOTAL]
+    return [{"role": "system", "content": _INSTRUCTION}, {"role": "user", "content": notes}]
+
+
+def bounded(text: str) -> str:
+    """A generated text cut to the reflection's bound (4,000 characters)."""
+    return text if len(text) <= _TOTAL else text[:_TOTAL - 1] + "…"

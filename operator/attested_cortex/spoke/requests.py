@@ -264,3 +264,10 @@ class Dispatch(Wire):
     request: dict[str, Any] = Field(default_factory=dict)
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255,
                                         pattern=r"^[\x21-\x7e]+$")
+
+
+class DispatchTool(Dispatch):
+    """The arguments of the ``spoke_memory`` MCP tool: a dispatch body and the flags this
+    call negotiates (ADR 0067; over HTTP the ``X-Spoke-Capabilities`` header says them)."""
+
+    capabilities: list[str] | None = Field(default=None, max_length=8)

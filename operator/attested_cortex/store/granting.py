@@ -53,6 +53,9 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memory_imports"),
     # a discard drops the staged chunks (nothing staged was ever visible)
     ("SELECT, INSERT, DELETE", "memory_import_chunks"),
+    # migration 0024: a pending receipt's work row, claimed FOR UPDATE (which needs UPDATE)
+    # and deleted when its receipt settles
+    ("SELECT, INSERT, UPDATE, DELETE", "memory_pending_work"),
 )
 
 

@@ -28,6 +28,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row, tuple_row
 
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
+from attested_cortex.store.written import WrittenBy, params, scopes_of
 
 if TYPE_CHECKING:
     from attested_cortex.store.graph.base import GraphBackend
@@ -37,7 +38,8 @@ CUSTOM_RELATION_PATTERN: Final = re.compile(r"x-[a-z0-9_]{1,60}")
 
 COLUMNS: Final = (
     "id, src_id, dst_id, relation, valid_from, valid_until, observed_by, signature,"
-    " attest_level, signed_by, signed_at, created_at, asserted_until"
+    " attest_level, signed_by, signed_at, created_at, asserted_until, written_tier,"
+    " written_scopes"
 )
 
 
@@ -59,6 +61,9 @@ class Link:
     created_at: datetime
     #: The window's end as created (and signed); invalidation changes only ``valid_until``.
     asserted_until: datetime | None = None
+    #: The tier and effective scopes of the request that last wrote it (migration 0021).
+    written_tier: str | None = None
+    written_scopes: tuple[str, ...] | None = None
 
 
 
@@ -85,7 +90,8 @@ def check_window(valid_from: datetime | None, valid_until: datetime | None) -> N
 def link_from_row(row: dict[str, Any]) -> Link:
     """Build a Link from a ``SELECT COLUMNS`` row (dict_row)."""
     signature = row["signature"]
-    return Link(**{**row, "signature": bytes(signature) if signature is not None else None})
+    return Link(**{**row, "signature": bytes(signature) if signature is not None else None,
+                   "written_scopes": scopes_of(row.get("written_scopes"))})
 
 
 async def fetch_tuples(
@@ -128,6 +134,7 @@ async def create_link(
     attest_level: str = "unsigned",
     signed_by: str | None = None,
     signed_at: datetime | None = None,
+    by: WrittenBy | None = None,
 ) -> Link:
     """Store a new link and mirror it into ``graph``; see the module docstring for the rules.
 
@@ -142,7 +149,8 @@ async def create_link(
     link = await _insert(conn, id=link_id, src_id=src_id, dst_id=dst_id, relation=relation,
                          observed_by=observed_by, valid_from=valid_from, valid_until=valid_until,
                          signature=signature, attest_level=attest_level, signed_by=signed_by,
-                         signed_at=signed_at)
+                         signed_at=signed_at, written_tier=params(by)[0],
+                         written_scopes=params(by)[1])
     await graph.on_link_created(conn, link)
     return link
 
@@ -150,10 +158,12 @@ async def create_link(
 async def _insert(conn: psycopg.AsyncConnection[Any], **values: Any) -> Link:
     sql = (
         "INSERT INTO links (id, src_id, dst_id, relation, observed_by, valid_from, valid_until,"
-        " asserted_until, signature, attest_level, signed_by, signed_at)"
+        " asserted_until, signature, attest_level, signed_by, signed_at, written_tier,"
+        " written_scopes)"
         " VALUES (coalesce(%(id)s, gen_random_uuid()), %(src_id)s, %(dst_id)s, %(relation)s,"
         " %(observed_by)s, coalesce(%(valid_from)s, now()), %(valid_until)s, %(valid_until)s,"
-        " %(signature)s, %(attest_level)s, %(signed_by)s, %(signed_at)s)"
+        " %(signature)s, %(attest_level)s, %(signed_by)s, %(signed_at)s, %(written_tier)s,"
+        " %(written_scopes)s)"
         f" RETURNING {COLUMNS}"
     )
     try:
@@ -239,6 +249,7 @@ async def invalidate_link(
     graph: GraphBackend,
     link_id: uuid.UUID,
     valid_until: datetime | None = None,
+    by: WrittenBy | None = None,
 ) -> Link:
     """Close the link's window at ``valid_until`` (default: now) and mirror it into ``graph``.
 
@@ -255,9 +266,9 @@ async def invalidate_link(
     try:
         async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
-                "UPDATE links SET valid_until = coalesce(%s, now())"
-                f" WHERE id = %s AND valid_until IS NULL RETURNING {COLUMNS}",
-                (valid_until, link_id),
+                "UPDATE links SET valid_until = coalesce(%s, now()), written_tier = %s,"
+                f" written_scopes = %s WHERE id = %s AND valid_until IS NULL RETURNING {COLUMNS}",
+                (valid_until, *params(by), link_id),
             )
             row = await cur.fetchone()
     except pg_errors.CheckViolation as exc:

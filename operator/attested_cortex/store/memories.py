@@ -21,6 +21,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from attested_cortex.errors import ConflictError, NotFoundError, TooLargeError
+from attested_cortex.store import written
 from attested_cortex.store.database import Conn
 from attested_cortex.store.events import (
     PendingEvent,
@@ -36,10 +37,11 @@ from attested_cortex.store.memory_ciphers import (
     plaintext,
     sealing,
 )
+from attested_cortex.store.written import WrittenBy
 
 _COLUMNS = (
     "id, namespace, title, content, tags, metadata, author, revision, "
-    "created_at, updated_at, deleted_at, key_version, sealed"
+    f"created_at, updated_at, deleted_at, key_version, sealed, {written.COLUMNS}"
 )
 #: The columns :func:`memory_from_row` reads (the deep audit scans with them).
 COLUMNS = _COLUMNS
@@ -67,6 +69,10 @@ class Memory:
     #: stored (what its write record covers, so the deep audit needs no key); None: plain.
     key_version: int | None = None
     sealed_sha256: bytes | None = None
+    #: The tier and effective scopes of the request that last wrote it (migration 0021);
+    #: None: written before.
+    written_tier: str | None = None
+    written_scopes: tuple[str, ...] | None = None
 
     @property
     def deleted(self) -> bool:
@@ -89,7 +95,7 @@ def memory_from_row(row: dict[str, Any], cipher: MemoryCipher | None = None) -> 
         content=content, tags=tuple(row["tags"]), metadata=metadata,
         author=row["author"], revision=row["revision"], created_at=row["created_at"],
         updated_at=row["updated_at"], deleted_at=row["deleted_at"], unreadable=unreadable,
-        key_version=row.get("key_version"), sealed_sha256=digest,
+        key_version=row.get("key_version"), sealed_sha256=digest, **written.fields(row),
     )
 
 
@@ -138,6 +144,7 @@ def _from_row(conn: Conn, row: dict[str, Any]) -> Memory:
 async def insert(
     conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
     metadata: dict[str, Any], author: str, memory_id: uuid.UUID | None = None,
+    by: WrittenBy | None = None,
 ) -> Memory:
     """Insert a new memory and return it. Its audit record is appended after it, in the
     same transaction (the chain lock last: docs/adr/0017)."""
@@ -145,9 +152,10 @@ async def insert(
     (v,) = await stored_values(conn, [(row_id, title, content, tags, metadata)])
     cur = await conn.execute(
         f"INSERT INTO memories ({_INSERTED}) "
-        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) RETURNING {_COLUMNS}",
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s) "
+        f"RETURNING {_COLUMNS}",
         (row_id, namespace, v.title, v.content, list(tags), v.metadata, author,
-         v.key_version, v.sealed, v.search))
+         v.key_version, v.sealed, v.search, *written.params(by)))
     row = await cur.fetchone()
     assert row is not None
     return _from_row(conn, row)
@@ -155,13 +163,13 @@ async def insert(
 
 #: The columns a write fills (``search``: NULL for a plain row, the trigger computes it).
 _INSERTED = ("id, namespace, title, content, tags, metadata, author, key_version, sealed, "
-             "search")
+             f"search, {written.COLUMNS}")
 
 
 async def insert_recorded(
     conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
     metadata: dict[str, Any], author: str, memory_id: uuid.UUID,
-    event: PendingEvent | EventFn, adds: int, cap: int,
+    event: PendingEvent | EventFn, adds: int, cap: int, by: WrittenBy | None = None,
 ) -> Memory:
     """Insert a new memory and append its audit ``event`` in one statement (one round trip,
     atomic without an explicit transaction), in the lock order of every write: the author's
@@ -178,14 +186,16 @@ async def insert_recorded(
     query = (
         "WITH u AS (SELECT cortex_reserve_bytes(%s, %s, %s) AS used), "
         f"m AS (INSERT INTO memories ({_INSERTED}) "
-        f"SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector FROM u RETURNING {_COLUMNS}), "
+        f"SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s FROM u "
+        f"RETURNING {_COLUMNS}), "
         "e AS (INSERT INTO signed_events (agent_id, event_type, payload, signature, "
         "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m"
         + (" RETURNING sequence, hash, prev_mac) SELECT m.*, e.sequence AS chain_sequence, "
            "e.hash AS chain_hash, e.prev_mac AS chain_prev_mac FROM m, e" if keyed
            else ") SELECT * FROM m"))
     params = (author, adds, cap, memory_id, namespace, v.title, v.content, list(tags),
-              v.metadata, author, v.key_version, v.sealed, v.search, *event.params())
+              v.metadata, author, v.key_version, v.sealed, v.search, *written.params(by),
+              *event.params())
     try:
         with translating_events(event):
             if not keyed:
@@ -232,8 +242,8 @@ class NewMemory:
     metadata: dict[str, Any]
 
 
-async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str
-                      ) -> list[Memory]:
+async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
+                      by: WrittenBy | None = None) -> list[Memory]:
     """Insert ``memories`` (one author's) in one COPY and return them as written, in order:
     one statement, so one run of the usage trigger for the whole batch (the author's usage
     row is locked once, at its end), and the cheapest way PostgreSQL takes rows (a third
@@ -246,9 +256,10 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str
     async with conn.cursor() as cur, cur.copy(copying) as copy:
         for m, v in zip(memories, values, strict=True):
             await copy.write_row((m.id, m.namespace, v.title, v.content, list(m.tags),
-                                  v.metadata, author, v.key_version, v.sealed, v.search))
-    written = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
-    return [written[m.id] for m in memories]
+                                  v.metadata, author, v.key_version, v.sealed, v.search,
+                                  *written.params(by)))
+    stored = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
+    return [stored[m.id] for m in memories]
 
 
 #: The SQLSTATE of ``cortex_reserve_bytes`` past the cap (migration 0010).
@@ -284,7 +295,7 @@ async def get_many(conn: Conn, ids: Sequence[uuid.UUID]) -> list[Memory]:
 
 async def update(
     conn: Conn, current: Memory, *, changes: dict[str, Any],
-    expected_revision: int | None = None,
+    expected_revision: int | None = None, by: WrittenBy | None = None,
 ) -> Memory:
     """Apply ``changes`` (title, content, tags, metadata) and bump the revision.
 
@@ -303,30 +314,32 @@ async def update(
         current.id, changes.get("title", current.title),
         changes.get("content", current.content), tags,
         changes.get("metadata", current.metadata))])
+    tier, scopes = written.params(by)
     cur = await conn.execute(
         "UPDATE memories SET title = %(title)s, content = %(content)s, tags = %(tags)s, "
         "metadata = %(metadata)s, key_version = %(key_version)s, sealed = %(sealed)s, "
         "search = %(search)s::tsvector, revision = revision + 1, "
-        f"updated_at = clock_timestamp() WHERE id = %(id)s RETURNING {_COLUMNS}",
+        "updated_at = clock_timestamp(), written_tier = %(tier)s, written_scopes = %(scopes)s "
+        f"WHERE id = %(id)s RETURNING {_COLUMNS}",
         {"title": v.title, "content": v.content, "tags": tags, "metadata": v.metadata,
          "key_version": v.key_version, "sealed": v.sealed, "search": v.search,
-         "id": current.id},
+         "id": current.id, "tier": tier, "scopes": scopes},
     )
     row = await cur.fetchone()
     assert row is not None
     return _from_row(conn, row)
 
 
-async def tombstone(conn: Conn, current: Memory) -> Memory:
+async def tombstone(conn: Conn, current: Memory, *, by: WrittenBy | None = None) -> Memory:
     """Delete a memory's content and keep its row; deleting twice is a no-op."""
     if current.deleted:
         return current
     cur = await conn.execute(
         "UPDATE memories SET content = '', title = '', tags = '{}', metadata = '{}'::jsonb, "
         "key_version = NULL, sealed = NULL, revision = revision + 1, "
-        "deleted_at = clock_timestamp(), updated_at = clock_timestamp() "
-        f"WHERE id = %s RETURNING {_COLUMNS}",
-        (current.id,),
+        "deleted_at = clock_timestamp(), updated_at = clock_timestamp(), "
+        f"written_tier = %s, written_scopes = %s WHERE id = %s RETURNING {_COLUMNS}",
+        (*written.params(by), current.id),
     )
     row = await cur.fetchone()
     assert row is not None

@@ -133,7 +133,7 @@ vec AS (
         WHERE e.memory_id = m.id AND e.dim = {dim} AND e.model = %(model)s
           AND e.revision = m.revision
         LIMIT 1) e
-    WHERE m.deleted_at IS NULL AND m.namespace = ANY(%(namespaces)s)
+    WHERE m.deleted_at IS NULL AND m.namespace = ANY(%(namespaces)s) {restrict}
     ORDER BY e.dist LIMIT %(vector_pool)s
 ),
 vec_r AS (
@@ -322,17 +322,22 @@ class FulltextCandidates:
     ns_filter: str
     #: The vector half reads the namespace's vectors exactly (see ``_VEC_EXACT``).
     exact: bool
+    #: The caller's extra condition on ``m`` (part of ``ns_filter`` too).
+    restrict: str = ""
 
 
 async def fulltext_candidates(
     conn: Conn, *, query: str, namespace: str | None, limit: int, pool: int = DEFAULT_POOL,
-    vectors: bool = False,
+    vectors: bool = False, restrict: tuple[str, dict[str, Any]] | None = None,
 ) -> FulltextCandidates:
     """Step 1 of a recall: the query's lexemes, then its full-text candidates, ranked.
 
     It needs no query vector, so the service runs it while the query is being embedded.
     ``vectors``: a vector half may follow, so a namespace's size is looked up as well (in the
-    lexemes' round trip) to choose how :func:`fuse` reads its vectors.
+    lexemes' round trip) to choose how :func:`fuse` reads its vectors. ``restrict``: a
+    further ``AND ...`` condition on the memory ``m`` and its parameters, applied to every
+    candidate list before it is cut to its pool (the spoke-memory recall: the records a
+    caller's grants reach, :mod:`.spoke_reading`).
     """
     params: dict[str, Any] = {"query": query, "limit": limit, "pool": max(pool, limit)}
     if namespace is None:
@@ -342,6 +347,11 @@ async def fulltext_candidates(
         ns_filter = "AND m.namespace = ANY(%(namespaces)s)"
         params["namespaces"] = ancestors(namespace)
         params["qdepth"] = depth(namespace)
+    extra = ""
+    if restrict is not None:
+        extra, more = restrict
+        ns_filter += extra
+        params.update(more)
     exact = False
     cipher = sealing(conn)
     first = _FORMS if cipher is not None else _LEXEMES
@@ -375,7 +385,7 @@ async def fulltext_candidates(
     cur = await conn.execute(statement.encode(), params, prepare=False)
     rows = await cur.fetchall()
     return FulltextCandidates([r["id"] for r in rows], [r["fts"] for r in rows],
-                              [r["r"] for r in rows], params, ns_filter, exact)
+                              [r["r"] for r in rows], params, ns_filter, exact, extra)
 
 
 async def _keyed_forms(conn: Conn, cipher: MemoryCipher, forms: dict[str, Any],
@@ -418,7 +428,7 @@ async def fuse(conn: Conn, found: FulltextCandidates,
     if vector is not None and vector.search:
         params.update(qvec=vector_literal(vector.vector), vector_pool=vector.vector_pool,
                       min_similarity=vector.min_similarity)
-        parts += [_VEC_EXACT.format(dim=dim) if found.exact else
+        parts += [_VEC_EXACT.format(dim=dim, restrict=found.restrict) if found.exact else
                   _VEC.format(dim=dim, ns_filter=found.ns_filter),
                   _HYBRID_SELECT.format(k=RRF_K)]
     else:

@@ -1,5 +1,5 @@
-"""Whole-table scans for the deep audit: memory, link and transcript rows and write-record
-events.
+"""Whole-table scans for the deep audit: memory, link and transcript rows, the spoke-memory
+rows it covers (ADR 0067) and write-record events.
 
 Called only by :mod:`attested_cortex.attest.sweeping`, inside one read-only REPEATABLE READ
 transaction it opens with :func:`snapshot`, so rows and events come from the same moment and
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 from psycopg.rows import dict_row
@@ -82,6 +82,36 @@ async def records(
     query = ("SELECT sequence, event_type, payload FROM signed_events "
              "WHERE event_type = ANY(%s) ORDER BY sequence")
     async for row in _scan(conn, "sweep_records", query, (list(event_types),)):
+        yield int(row["sequence"]), str(row["event_type"]), bytes(row["payload"])
+
+
+#: The spoke-memory tables the deep audit compares (migration 0016), by the kind it names.
+SPOKE_TABLES: Final = {"grant": "memory_grants", "receipt": "memory_receipts",
+                       "space": "memory_spaces", "subject": "memory_subjects",
+                       "candidate": "memory_candidates"}
+
+
+async def spoke_rows(conn: psycopg.AsyncConnection[Any],
+                     kind: str) -> AsyncIterator[dict[str, Any]]:
+    """Every row of the spoke-memory table of ``kind``; none before migration 0016."""
+    table = SPOKE_TABLES[kind]
+    with translating():
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute("SELECT to_regclass(%s) IS NOT NULL AS present", (table,))
+        found = await cur.fetchone()
+    if found is None or not found["present"]:
+        return
+    async for row in _scan(conn, f"sweep_{table}", f"SELECT * FROM {table}"):
+        yield row
+
+
+async def prefixed_records(
+    conn: psycopg.AsyncConnection[Any], prefix: str
+) -> AsyncIterator[tuple[int, str, bytes]]:
+    """(sequence, event_type, payload) of the events whose type starts with ``prefix``."""
+    query = ("SELECT sequence, event_type, payload FROM signed_events "
+             "WHERE starts_with(event_type, %s) ORDER BY sequence")
+    async for row in _scan(conn, "sweep_prefixed", query, (prefix,)):
         yield int(row["sequence"]), str(row["event_type"]), bytes(row["payload"])
 
 

@@ -143,8 +143,15 @@ async def revoke(conn: Conn, grant_id: uuid.UUID) -> Row:
     return row
 
 
-_RECORD = ("r.*, m.content AS text, m.author, m.revision, m.created_at, m.updated_at,"
-           " m.deleted_at, m.key_version AS sealed_version, m.sealed")
+#: A record's columns: its side row and, from its memory row, text, author, revision, times
+#: and tombstone (what :func:`~attested_cortex.service.resources.spoke_views.record_view`
+#: reads). Shared with :mod:`.spoke_reading`.
+RECORD = ("r.memory_id, r.space_id, r.subject_id, r.kind, r.context_id, r.source_context_id,"
+          " r.captured_by, r.candidate_id, r.structured, r.cognition, r.schema_version,"
+          " r.extensions, m.content AS text, m.author, m.revision, m.created_at,"
+          " m.updated_at, m.deleted_at")
+#: :data:`RECORD` with the memory's sealed value, opened by :func:`_opened` (ADR 0065).
+_RECORD = RECORD + ", m.key_version AS sealed_version, m.sealed"
 
 
 def _opened(conn: Conn, row: Row | None) -> Row | None:
@@ -160,14 +167,51 @@ def _opened(conn: Conn, row: Row | None) -> Row | None:
 
 
 async def insert_record(conn: Conn, row: Row) -> None:
-    """The side row of a record whose memory row this transaction just inserted."""
+    """The side row of a record whose memory row this transaction just inserted (with the
+    memory's creation time, revision and tombstone: migration 0023, whose trigger keeps the
+    last two equal to the memory's from then on)."""
     await conn.execute(
         "INSERT INTO memory_records (memory_id, space_id, subject_id, kind, context_id,"
-        " source_context_id, captured_by, candidate_id, structured, cognition) VALUES"
-        " (%(memory_id)s, %(space_id)s, %(subject_id)s, %(kind)s, %(context_id)s,"
-        " %(source_context_id)s, %(captured_by)s, %(candidate_id)s, %(structured)s,"
-        " %(cognition)s)", {**row, "structured": _json(row["structured"]),
-                            "cognition": _json(row["cognition"])})
+        " source_context_id, captured_by, candidate_id, structured, cognition, created_at,"
+        " revision, deleted_at) SELECT %(memory_id)s, %(space_id)s, %(subject_id)s, %(kind)s,"
+        " %(context_id)s, %(source_context_id)s, %(captured_by)s, %(candidate_id)s,"
+        " %(structured)s, %(cognition)s, m.created_at, m.revision, m.deleted_at"
+        " FROM memories m WHERE m.id = %(memory_id)s",
+        {**row, "structured": _json(row["structured"]), "cognition": _json(row["cognition"])})
+
+
+#: The caller's grants in the space, as JSON objects (one statement with a record read).
+_GRANTS = ("(SELECT coalesce(jsonb_agg(to_jsonb(g) ORDER BY g.created_at, g.grant_id),"
+           " '[]'::jsonb) FROM memory_grants g WHERE g.space_id = %(space)s"
+           " AND g.principal_id = %(principal)s)")
+
+
+async def record_and_grants(conn: Conn, space_id: str, record_id: uuid.UUID,
+                            principal: str) -> Row | None:
+    """One record of a space with ``principal``'s grants there (``grants``: JSON objects,
+    oldest first), in one statement: the read and its authorization's input in one round
+    trip (``memory.records.get``). None when the space holds no such record."""
+    cur = await conn.execute(
+        f"SELECT {_RECORD}, {_GRANTS} AS grants FROM memory_records r"
+        " JOIN memories m ON m.id = r.memory_id"
+        " WHERE r.space_id = %(space)s AND r.memory_id = %(record)s",
+        {"space": space_id, "record": record_id, "principal": principal})
+    return await cur.fetchone()
+
+
+async def space_and_grants(conn: Conn, space_id: str,
+                           principal: str) -> tuple[Row | None, list[Row]]:
+    """A space's row (None: no such space; without ``pending_receipts``, which reads
+    receipts) and ``principal``'s grants there, oldest first, in one statement (what a read
+    checks before it reads)."""
+    cur = await conn.execute(
+        f"SELECT {_GRANTS} AS grants, s.* FROM (SELECT 1) one LEFT JOIN memory_spaces s"
+        " ON s.space_id = %(space)s",
+        {"space": space_id, "principal": principal})
+    row = await cur.fetchone()
+    assert row is not None
+    grants = row.pop("grants")
+    return (row if row["space_id"] is not None else None), grants
 
 
 async def record(conn: Conn, space_id: str, record_id: uuid.UUID, *,

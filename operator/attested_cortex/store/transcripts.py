@@ -19,10 +19,12 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from attested_cortex.store import written
 from attested_cortex.store.database import Conn
+from attested_cortex.store.written import WrittenBy
 
 _COLUMNS = ("id, namespace, owner, metadata, raw_bytes, raw_chars, stored_bytes, created_at, "
-            "archived_at, pruned_at, key_version")
+            f"archived_at, pruned_at, key_version, {written.COLUMNS}")
 #: A row as its write record covers it: the frame's digest (NULL once pruned), not its bytes.
 RECORD_COLUMNS = f"{_COLUMNS}, sha256(frame) AS frame_sha256"
 #: What one transcript counts against its owner's storage quota: the frame at rest and the
@@ -47,6 +49,10 @@ class Transcript:
     pruned_at: datetime | None
     #: The master key version ``frame`` is sealed under (migration 0015); None: plain zstd.
     key_version: int | None = None
+    #: The tier and effective scopes of the request that stored it (migration 0021; the
+    #: sweeper's archive, prune and re-seal keep them).
+    written_tier: str | None = None
+    written_scopes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,9 @@ class Recorded:
 
 
 def _transcript(row: dict[str, Any]) -> Transcript:
-    return Transcript(**{k: row[k] for k in Transcript.__dataclass_fields__})
+    return Transcript(**{k: row[k] for k in Transcript.__dataclass_fields__
+                         if k != "written_scopes"},
+                      written_scopes=written.scopes_of(row["written_scopes"]))
 
 
 def recorded(row: dict[str, Any]) -> Recorded:
@@ -80,15 +88,16 @@ def recorded(row: dict[str, Any]) -> Recorded:
 
 async def insert(conn: Conn, *, transcript_id: uuid.UUID, namespace: str, owner: str,
                  metadata: dict[str, Any], frame: bytes, raw_bytes: int,
-                 raw_chars: int, key_version: int | None = None) -> Recorded:
+                 raw_chars: int, key_version: int | None = None,
+                 by: WrittenBy | None = None) -> Recorded:
     """Store one transcript (its frame already compressed, and sealed under
     ``key_version`` when one is given)."""
     cur = await conn.execute(
         "INSERT INTO transcripts (id, namespace, owner, metadata, frame, raw_bytes, raw_chars, "
-        "stored_bytes, key_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-        f"RETURNING {RECORD_COLUMNS}",
+        f"stored_bytes, key_version, {written.COLUMNS}) "
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {RECORD_COLUMNS}",
         (transcript_id, namespace, owner, Jsonb(metadata), frame, raw_bytes, raw_chars,
-         len(frame), key_version))
+         len(frame), key_version, *written.params(by)))
     row = await cur.fetchone()
     assert row is not None
     return recorded(row)

@@ -112,9 +112,15 @@ class CortexClient:
 
     def post(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST JSON, return the decoded reply; HTTP errors raise."""
+        return self._send("POST", path, json.dumps(body).encode())
+
+    def get(self, path: str) -> Any:
+        """GET, return the decoded reply; HTTP errors raise."""
+        return self._send("GET", path, None)
+
+    def _send(self, method: str, path: str, data: bytes | None) -> Any:
         request = urllib.request.Request(  # noqa: S310 (scheme checked in __init__)
-            self._base + path, data=json.dumps(body).encode(), headers=self._request_headers(),
-            method="POST",
+            self._base + path, data=data, headers=self._request_headers(), method=method,
         )
         with urllib.request.urlopen(request, timeout=10,  # noqa: S310
                                     context=self._tls) as reply:

@@ -7,17 +7,16 @@ the body names no key); ``X-Spoke-Capabilities`` is the request's negotiated fla
 
 from __future__ import annotations
 
-from typing import Final, cast
+from typing import Final
 
 from aiohttp import web
 
-from attested_cortex.errors import InvalidInputError
 from attested_cortex.server.body import read_model
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
 from attested_cortex.server.state import caller, state
 from attested_cortex.service.resources import spoke_dispatch
 from attested_cortex.spoke.models import Flag
-from attested_cortex.spoke.operations import CORE, FLAGS
+from attested_cortex.spoke.operations import negotiate
 from attested_cortex.spoke.requests import Dispatch
 
 routes = web.RouteTableDef()
@@ -27,17 +26,7 @@ HEADER: Final = "X-Spoke-Capabilities"
 def negotiated(request: web.Request) -> frozenset[Flag]:
     """The request's flags (ADR 0061): each known, sub-flags only beside spoke-memory."""
     text = request.headers.get(HEADER)
-    if text is None:
-        return frozenset({CORE})
-    named = {part.strip() for part in text.split(",") if part.strip()}
-    unknown = sorted(named - set(FLAGS))
-    if unknown:
-        raise InvalidInputError(f"{HEADER} names unknown flags {unknown}; known: "
-                                f"{', '.join(FLAGS)}", field=HEADER)
-    if named and CORE not in named:
-        raise InvalidInputError(f"{HEADER}: a sub-flag is negotiated with {CORE}",
-                                field=HEADER)
-    return frozenset(cast(Flag, n) for n in named)
+    return negotiate(None if text is None else text.split(","), field=HEADER)
 
 
 @routes.post("/v1/spoke/memory")

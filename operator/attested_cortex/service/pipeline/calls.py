@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, get_args
 from attested_cortex.errors import CortexError
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import ALLOW, Decision
-from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.context import Caller, ChainOutcome, Services
 from attested_cortex.service.pipeline.operations import OperationSpec
 from attested_cortex.service.pipeline.settling import NOTHING, Settlement
 
@@ -96,6 +96,11 @@ class Call(Generic[R]):
     def post_payload(self, event: EventName, result: R) -> dict[str, Any]:
         """The payload of a post- event."""
         raise NotImplementedError(event)
+
+    def post_answer(self, event: EventName, result: R, answer: ChainOutcome) -> R:
+        """The result after a post- chain: unchanged, but a recall's hooks may reorder and
+        drop its hits (docs/adr/0071; their answer was screened by the hook layer)."""
+        return result
 
     def request(self) -> dict[str, Any]:
         """The request as JSON: what a held action shows and what its approval is bound to."""

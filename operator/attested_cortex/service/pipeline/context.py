@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.attest.masterkeys import KeyRing
+from attested_cortex.attest.ringwatch import RingSource
 from attested_cortex.attest.sealing import Sealer
 from attested_cortex.hooks.events import EventName
 from attested_cortex.policy.decisions import Verdict
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
     from attested_cortex.service.workers.approving import Approvals
     from attested_cortex.service.workers.embedding import Vectors
+    from attested_cortex.service.workers.pending_receipts import PendingReceipts
     from attested_cortex.service.workers.resealing import Resealer
     from attested_cortex.service.workers.transcript_sweeping import Transcripts
     from attested_cortex.store.graph.base import GraphBackend
@@ -82,6 +84,8 @@ class ChainOutcome(Protocol):
     def prompt(self) -> str | None: ...
     @property
     def modified(self) -> bool: ...
+    @property
+    def reorder_note(self) -> str | None: ...
 
 
 class HookFirer(Protocol):
@@ -139,8 +143,9 @@ class Services:
     auth_mode: str = "dev"
     metrics_registry: CollectorRegistry | None = None  # shared by every part that counts
     keys: KeySource | None = None  # mounted agent keys and keyring, reloaded on change
-    #: The master key's versions and their subkeys (ADR 0050); None: no key hierarchy.
-    key_ring: KeyRing | None = None
+    #: The master key ring in use (ADR 0050), reloaded when its Secret changes (ADR 0066);
+    #: None: no key hierarchy.
+    master_keys: RingSource | None = None
     #: Seals rows at rest under the ring when ``encryption.at_rest`` is on and opens sealed
     #: rows (ADR 0056); None: no master key.
     sealer: Sealer | None = None
@@ -150,8 +155,16 @@ class Services:
     policy: Policy = field(default_factory=Policy)
     approvals: Approvals | None = None  # the approval API, when configured
     transcripts: Transcripts | None = None  # transcript retention and its sweeper
+    #: The spoke-memory family's pending receipts and the OpenAI-compatible reflection
+    #: engine they run (ADR 0069); None: reflections use the extractive default, at once.
+    pending: PendingReceipts | None = None
     #: Where the pipeline's policy records go on the signed chain (``audit_signer`` set).
     audit_sink: AuditSink | None = None
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.
     mcp: Describer | None = None
     observe: StepObserver | None = None
+
+    @property
+    def key_ring(self) -> KeyRing | None:
+        """The master key's versions and their subkeys as they are now."""
+        return None if self.master_keys is None else self.master_keys.ring

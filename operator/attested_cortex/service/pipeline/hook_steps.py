@@ -88,10 +88,12 @@ def hook_decision(event: EventName, answer: ChainOutcome) -> Decision:
 async def post_hooks(
     svc: Services, spec: OperationSpec, caller: Caller, call: Call[R], target: Target,
     result: R, outcome: Outcome,
-) -> None:
+) -> R:
+    """Fire the post- events; returns the result as the hooks left it (a single call's
+    post- chain may reorder it, :meth:`.calls.Call.post_answer`)."""
     hooks = svc.hooks
     if hooks is None or not any(hooks.wants(event) for event in spec.post_events):
-        return
+        return result
     parts = call.hooked(target)
     for (part, namespace), each in zip(parts, call.hooked_results(result), strict=True):
         for event in spec.post_events:
@@ -100,6 +102,8 @@ async def post_hooks(
             answer = await hooks.fire(event, part.post_payload(event, each),
                                       agent_id=caller.agent_id, namespace=namespace)
             if answer.decision != "deny":
+                if not call.batched:
+                    result = each = call.post_answer(event, result, answer)
                 continue
             decision = hook_decision(event, answer)
             outcome.post_denied = decision
@@ -113,3 +117,4 @@ async def post_hooks(
                     withheld=True)
             log.warning("a %s hook denied after the write was committed; the write stands",
                         event, extra={"event": event, "reason": decision.reason})
+    return result

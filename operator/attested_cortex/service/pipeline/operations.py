@@ -83,11 +83,24 @@ APPROVAL_DECIDE: Final = _op("approvals.decide", "approval", ("pre_approval",),
                              ("post_approval",), "approvals.decide", None)
 
 
+#: The native read events the family's listing reads fire (ADR 0067).
+_SPOKE_READS: Final[dict[str, tuple[EventName, EventName]]] = {
+    "memory.recall": ("pre_recall", "post_recall"),
+    "memory.records.list": ("pre_search", "post_search"),
+}
+
+
 def _spoke(name: str, mutating: bool) -> OperationSpec:
     """A spoke-memory op (ADR 0060): scoped on the space's namespace like a native read or
-    write, seen by rules as ``search`` or ``store``; its grant check runs in the op."""
+    write, seen by rules as ``search`` or ``store``; its grant check runs in the op. Every
+    write fires ``pre_spoke_write``/``post_spoke_write``; recall and listing fire the native
+    read events; the other reads fire none, like a native get (ADR 0067)."""
     if mutating:
-        return _op(f"spoke.{name}", None, (), (), "memory.write", "store", restricted=True)
+        return _op(f"spoke.{name}", "write", ("pre_spoke_write",), ("post_spoke_write",),
+                   "memory.write", "store", restricted=True)
+    if name in _SPOKE_READS:
+        pre, post = _SPOKE_READS[name]
+        return _op(f"spoke.{name}", "read", (pre,), (post,), "memory.read", "search")
     return _op(f"spoke.{name}", None, (), (), "memory.read", "search")
 
 

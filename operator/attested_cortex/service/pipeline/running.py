@@ -65,7 +65,7 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
         _step(svc, spec, "operation")
         result = await _execute(svc, caller, call, outcome, cap)
         _step(svc, spec, "post_hooks")
-        await post_hooks(svc, spec, caller, call, target, result, outcome)
+        result = await post_hooks(svc, spec, caller, call, target, result, outcome)
         return result
     except CortexError as exc:
         outcome.error = exc

@@ -47,12 +47,20 @@ from attested_cortex.store.links import Link
 from attested_cortex.store.memories import Memory
 from attested_cortex.store.signatures import MemorySignature
 from attested_cortex.store.transcripts import Recorded
+from attested_cortex.store.written import WrittenBy
 
 log = logging.getLogger(__name__)
 
 #: The acting agent of the records of transcript sweeps (archive, prune) when the server has
 #: no ``audit_signer``: the server itself, on no agent's behalf.
 SWEEPER_AGENT = "cortex:transcript-sweeper"
+
+
+def written_by(caller: Caller) -> WrittenBy:
+    """The tier and effective scopes of ``caller``'s request, as its write's row and record
+    keep them (ADR 0066): the scopes the request ran with (held ∩ the tier's ceiling,
+    computed once at authentication), sorted."""
+    return WrittenBy(caller.tier, tuple(sorted(str(s) for s in caller.scopes.scopes)))
 
 
 def signer(svc: Services, caller: Caller) -> AgentKey | None:

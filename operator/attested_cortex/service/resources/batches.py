@@ -117,7 +117,8 @@ class BatchStoreCall(Call[list[Memory]]):
                                                                    item.cmd.citations))
                 except CortexError as exc:
                     raise _at(index, exc) from None
-            written = await rows.insert_many(conn, new, author=caller.agent_id)
+            written = await rows.insert_many(conn, new, author=caller.agent_id,
+                                             by=write_records.written_by(caller))
             await settling.check_cap(conn, self.settlement,
                                      adds=sum(item.stored_bytes() for item in self.items))
             for memory, spans in zip(written, cited, strict=True):

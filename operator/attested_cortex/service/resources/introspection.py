@@ -205,6 +205,9 @@ async def encryption(svc: Services) -> dict[str, Any]:
             "search": "keyed blind tokens (HMAC-SHA256 of each lexeme) for sealed memories",
             "vectors": "plain: embeddings reveal meaning and are not encrypted (ADR 0057)",
             "master_key": svc.key_ring.describe() if svc.key_ring is not None else None,
+            #: Whether the ring follows its Secret, how often it was reloaded, a refusal.
+            "master_key_reload": (svc.master_keys.as_json() if svc.master_keys is not None
+                                  else None),
             "transcript_frames_by_key_version": frames,
             "memories_by_key_version": memories,
             #: Versions rows are sealed under that the ring lacks: those rows are unreadable
@@ -254,6 +257,8 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "approval": await approval(svc),
         "limits": svc.limits.as_dict(),
         "mcp": mcp(svc),
+        "spoke_memory": {"pending": svc.pending.as_json() if svc.pending is not None
+                         else None},
     }
 
 

@@ -76,6 +76,7 @@ class CreateCall(Call[Link]):
                 link_id=cmd.id or settling.chosen_id(self.settlement),
                 signature=outcome.signature, attest_level=outcome.level,
                 signed_by=outcome.signed_by, signed_at=plan.signed_at,
+                by=write_records.written_by(caller),
             )
             await write_records.record_link(svc, conn, caller, "link.recorded", link)
             if outcome.verified:  # last statement: the chain lock is held until commit
@@ -173,7 +174,8 @@ class InvalidateCall(Call[Link]):
                 await write_records.require_recorded_link(conn, current)  # ADR 0018
             link = await link_rows.invalidate_link(conn, graph=backend(svc),
                                                    link_id=self.cmd.link_id,
-                                                   valid_until=self.cmd.valid_until)
+                                                   valid_until=self.cmd.valid_until,
+                                                   by=write_records.written_by(caller))
             await write_records.record_link(svc, conn, caller, "link.invalidated", link)
         return link
 

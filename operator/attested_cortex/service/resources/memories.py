@@ -131,6 +131,7 @@ class StoreCall(Call[Memory]):
                 conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                 tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
                 memory_id=settling.chosen_id(self.settlement) or uuid.uuid4(),
+                by=write_records.written_by(caller),
             )
             await settling.check_cap(conn, self.settlement, adds=self.stored_bytes())
             if mirror is not None:
@@ -159,7 +160,8 @@ class StoreCall(Call[Memory]):
                 return await rows.insert_recorded(
                     conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                     tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
-                    memory_id=memory_id, event=record, adds=adds, cap=cap.limit)
+                    memory_id=memory_id, event=record, adds=adds, cap=cap.limit,
+                    by=write_records.written_by(caller))
         except rows.CapReachedError as exc:
             raise settling.over_cap(cap, used=exc.used, adds=adds) from exc
 
@@ -170,11 +172,12 @@ class StoreCall(Call[Memory]):
 def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller,
                stored: rows.Stored) -> Memory:
     """The row a store will write (what its record covers), before it is written."""
-    now = datetime.now(UTC)
+    now, by = datetime.now(UTC), write_records.written_by(caller)
     return Memory(id=memory_id, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                   tags=tuple(cmd.tags), metadata=cmd.metadata, author=caller.agent_id,
                   revision=1, created_at=now, updated_at=now, deleted_at=None,
-                  key_version=stored.key_version, sealed_sha256=stored.sealed_sha256)
+                  key_version=stored.key_version, sealed_sha256=stored.sealed_sha256,
+                  written_tier=by.tier, written_scopes=by.scopes)
 
 
 def _post_write(event: EventName, memory: Memory, reason: str) -> dict[str, Any]:
@@ -261,8 +264,8 @@ class UpdateCall(Call[Memory]):
             locked = await rows.get(conn, self.memory_id, for_update=True)
             await write_records.require_recorded_memory(conn, locked)  # ADR 0018
             memory = await rows.update(
-                conn, locked, changes=changes, expected_revision=cmd.expected_revision
-            )
+                conn, locked, changes=changes, expected_revision=cmd.expected_revision,
+                by=write_records.written_by(caller))
             await settling.check_cap(conn, self.settlement, adds=self._grows(locked))
             signed = attesting.plan_memory(
                 keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id,
@@ -304,7 +307,7 @@ class DeleteCall(Call[Memory]):
             locked = await rows.get(conn, self.memory_id, for_update=True)
             if not locked.deleted:
                 await write_records.require_recorded_memory(conn, locked)  # ADR 0018
-            memory = await rows.tombstone(conn, locked)
+            memory = await rows.tombstone(conn, locked, by=write_records.written_by(caller))
             if svc.graph is not None and not locked.deleted:
                 await svc.graph.on_memory_tombstoned(conn, memory.id)
             if not locked.deleted:  # deleting twice writes nothing, so records nothing

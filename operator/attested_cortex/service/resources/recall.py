@@ -2,20 +2,27 @@
 by the client) -> bounded full-text + vector recall, fused -> read isolation -> token budget ->
 post_recall hook, run through the operation pipeline (:mod:`..pipeline.running`). Called by
 ``POST /v1/recall``.
+
+A post_recall hook may reorder and drop the hits (a reranker, docs/adr/0071): the hook layer
+screens its answer (:mod:`attested_cortex.hooks.reordering`) and :meth:`RecallCall.post_answer`
+takes only ids and scores from it, so every hit returned is one recall found, as stored.
+With ``explain`` the answer says what happened (``rerank``) and each reordered hit where the
+fusion had put it (``explain.fused``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from attested_cortex import tasks
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.service.pipeline import operations as ops
-from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.context import Caller, ChainOutcome, Services
 from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.running import Call, Target, run, visible
 from attested_cortex.service.resources import answers
@@ -38,6 +45,10 @@ class RecallResult:
     degraded: str | None = None
     explain: bool = False
     omitted: tuple[str, ...] = ()
+    #: What the post_recall hooks did to the order (None: no hook ran).
+    rerank: str | None = None
+    #: Reordered hits' fused rank and score, by id (empty: the fused order stands).
+    fused: Mapping[str, tuple[int, float]] = field(default_factory=dict)
 
 
 def estimate_tokens(hit: Hit) -> int:
@@ -63,21 +74,28 @@ def apply_budget(hits: list[Hit], budget: int | None) -> RecallResult:
     return RecallResult(tuple(kept), len(kept) < len(hits), used)
 
 
-def hit_view(hit: Hit, *, explain: bool = False) -> dict[str, Any]:
-    """A hit as API JSON: ``embedded`` (hybrid mode) says whether it has a current vector."""
+def hit_view(hit: Hit, *, explain: bool = False,
+             fused: tuple[int, float] | None = None) -> dict[str, Any]:
+    """A hit as API JSON: ``embedded`` (hybrid mode) says whether it has a current vector;
+    ``fused``: its rank and score before a hook reordered the hits."""
     view = {**memory_view(hit.memory), "score": round(hit.score, 6)}
     if hit.embedded is not None:
         view["embedded"] = hit.embedded
     if explain and hit.parts is not None:
         view["explain"] = hit.parts.as_dict()
+    if explain and fused is not None:
+        view.setdefault("explain", {})["fused"] = {"rank": fused[0], "score": round(fused[1], 6)}
     return view
+
+
+def _view(result: RecallResult) -> Callable[[Hit], dict[str, Any]]:
+    return lambda h: hit_view(h, explain=result.explain, fused=result.fused.get(str(h.memory.id)))
 
 
 def bound_bytes(result: RecallResult, max_bytes: int) -> RecallResult:
     """Keep the leading hits whose JSON fits ``max_bytes`` (ADR 0020); the rest are named by
     id in ``omitted_ids`` (``GET /v1/memories/{id}`` reads each)."""
-    kept = len(answers.fitting(result.hits, lambda h: hit_view(h, explain=result.explain),
-                               max_bytes=max_bytes))
+    kept = len(answers.fitting(result.hits, _view(result), max_bytes=max_bytes))
     if kept == len(result.hits):
         return result
     hits = result.hits[:kept]
@@ -89,7 +107,7 @@ def bound_bytes(result: RecallResult, max_bytes: int) -> RecallResult:
 def result_view(result: RecallResult) -> dict[str, Any]:
     """The ``POST /v1/recall`` answer."""
     body: dict[str, Any] = {
-        "results": [hit_view(h, explain=result.explain) for h in result.hits],
+        "results": [_view(result)(h) for h in result.hits],
         "truncated": result.truncated,
         "omitted_ids": list(result.omitted),
         "tokens": result.tokens,
@@ -97,7 +115,26 @@ def result_view(result: RecallResult) -> dict[str, Any]:
     }
     if result.degraded is not None:
         body["degraded"] = result.degraded
+    if result.explain and result.rerank is not None:
+        body["rerank"] = result.rerank
     return body
+
+
+def reordered(result: RecallResult, answer: ChainOutcome) -> RecallResult:
+    """``result`` in the order a post_recall chain left its ``results`` (ids and scores
+    only: the hits themselves are recall's own), and the chain's note."""
+    result = replace(result, rerank=answer.reorder_note)
+    if not answer.modified:
+        return result
+    by_id = {str(h.memory.id): (rank, h) for rank, h in enumerate(result.hits, start=1)}
+    hits: list[Hit] = []
+    for entry in answer.payload.get("results", ()):
+        found = by_id.get(str(entry.get("id")))
+        if found is not None:  # screened already; anything else is not recall's to return
+            hits.append(replace(found[1], score=float(entry["score"])))
+    fused = {key: (rank, hit.score) for key, (rank, hit) in by_id.items()}
+    return replace(result, hits=tuple(hits), tokens=sum(estimate_tokens(h) for h in hits),
+                   fused={str(h.memory.id): fused[str(h.memory.id)] for h in hits})
 
 
 @dataclass
@@ -141,7 +178,7 @@ class RecallCall(Call[RecallResult]):
                 plan = await planning
                 hits = await store_recall.fuse(conn, found, plan.vector)
         finally:
-            await _settled(planning)
+            await settled(planning)
         hits = [h for h in hits if visible(svc, caller, self.spec, h.memory.namespace)]
         searched = plan.vector is not None and plan.vector.search
         ranked = replace(apply_budget(hits, query.budget_tokens),
@@ -153,8 +190,12 @@ class RecallCall(Call[RecallResult]):
         return payload(event, **self._hooked(),
                        results=[hit_view(h) for h in result.hits], truncated=result.truncated)
 
+    def post_answer(self, event: EventName, result: RecallResult,
+                    answer: ChainOutcome) -> RecallResult:
+        return reordered(result, answer)
 
-async def _settled(planning: asyncio.Task[Any]) -> None:
+
+async def settled(planning: asyncio.Task[Any]) -> None:
     """The query's planning, ended: cancelled if the full-text half failed first (its
     error is the one the caller sees), its own error read so it is not reported twice."""
     if not planning.done():

@@ -51,18 +51,41 @@ def authority(caller: Caller, space_id: str) -> bool:
 
 async def access(conn: Conn, caller: Caller, space_id: str) -> Access:
     """The caller's authority and live grants in ``space_id``."""
-    held = tuple(grant_view(r) for r in await rows.grants(conn, space_id, caller.agent_id))
-    return Access(caller.agent_id, authority(caller, space_id), held, datetime.now(UTC))
+    return held(caller, space_id, await rows.grants(conn, space_id, caller.agent_id))
+
+
+def held(caller: Caller, space_id: str, grants: list[Row]) -> Access:
+    """The caller's standing from its grant rows (as :func:`access` reads them)."""
+    return Access(caller.agent_id, authority(caller, space_id),
+                  tuple(grant_view(r) for r in grants), datetime.now(UTC))
+
+
+async def standing(conn: Conn, caller: Caller, space_id: str) -> tuple[Access, Row]:
+    """The caller's standing and the space's row (404 ``space_not_found``), in one
+    statement: what a read checks before it reads."""
+    space, grants = await rows.space_and_grants(conn, space_id, caller.agent_id)
+    return held(caller, space_id, grants), _found(space, space_id)
+
+
+async def standing_of(conn: Conn, principal: str, is_authority: bool,
+                      space_id: str) -> Access:
+    """A principal's standing with its grants as they are now (the pending worker, which
+    has no request, re-authorizes a job with the authority its request had)."""
+    grants = tuple(grant_view(r) for r in await rows.grants(conn, space_id, principal))
+    return Access(principal, is_authority, grants, datetime.now(UTC))
 
 
 async def existing_space(conn: Conn, space_id: str, *, lock: bool = False) -> Row:
     """The space's row, or 404 ``space_not_found``."""
-    found = await rows.space(conn, space_id, lock=lock)
-    if found is None:
+    return _found(await rows.space(conn, space_id, lock=lock), space_id)
+
+
+def _found(space: Row | None, space_id: str) -> Row:
+    if space is None:
         raise NotFoundError(f"space {space_id!r} does not exist; a principal with "
                             "memory.override on its namespace makes it by first use",
                             code="space_not_found", space_id=space_id)
-    return found
+    return space
 
 
 async def writable_space(conn: Conn, caller: Caller, space_id: str) -> Row:

@@ -162,14 +162,13 @@ async def candidates_review(svc: Services, caller: Caller, req: rq.Review,
         proposed = Content(**row["proposed"])
         made = []
         for content in contents if contents is not None else [proposed]:
-            memory = await insert_record(svc, conn, caller, NewRecord(
+            made.append(await insert_record(svc, conn, caller, NewRecord(
                 req.space_id, row["subject_id"], req.kind, content, _scope(row),
-                row["context_id"], req.candidate_id))
-            made.append(str(memory.id))
+                row["context_id"], req.candidate_id)))
         state = {"promote": "promoted", "fragment": "fragmented", "drop": "dropped"}
         await rows.consume(conn, req.candidate_id, state=state[req.decision],
                            receipt_id=receipt)
-        return Effect([str(req.candidate_id), *made])
+        return Effect([str(req.candidate_id), *(str(m.id) for m in made)], written=made)
     return await mutate_in(svc, caller, "memory.candidates.review", req, key, effect)
 
 

@@ -4,7 +4,8 @@
 ``unknown_op``; an op whose flag the request did not negotiate is 400 ``capability_missing``
 (ADR 0061), before its request is even parsed; then the request is validated against the
 op's declared type (:mod:`attested_cortex.spoke.operations`) and run through the pipeline
-(:func:`..pipeline.running.run`: scope on the space's namespace, rules, quotas, audit) as
+(:func:`..pipeline.running.run`: scope on the space's namespace, rules, hooks (ADR 0067,
+:mod:`.spoke_hooks`), quotas, audit) as
 the op's :class:`SpokeCall`, whose execute is the family handler (:mod:`.spoke_ops`), which
 adds the family's grant check. A declared op with no handler yet is 501 ``not_served``.
 """
@@ -18,12 +19,14 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from attested_cortex.errors import InvalidInputError, NotServedError
+from attested_cortex.hooks.events import EventName
 from attested_cortex.jsonbounds import validation_error
 from attested_cortex.namespaces import parse_namespace
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.operations import SPOKE_MEMORY, OperationSpec
 from attested_cortex.service.pipeline.running import Call, Target, run
 from attested_cortex.service.resources import spoke_capture as capture
+from attested_cortex.service.resources import spoke_hooks as hooks
 from attested_cortex.service.resources import spoke_ops as ops
 from attested_cortex.service.resources import spoke_profiles as profiles
 from attested_cortex.service.resources import spoke_reading as reading
@@ -86,6 +89,7 @@ class SpokeCall(Call[Wire]):
     req: Wire
     handler: Handler
     key: str | None
+    principal: str
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         if isinstance(self.req, InSpace):
@@ -94,6 +98,15 @@ class SpokeCall(Call[Wire]):
 
     async def execute(self, svc: Services, caller: Caller) -> Wire:
         return await self.handler(svc, caller, self.req, self.key)
+
+    def pre_payload(self, event: EventName) -> dict[str, Any]:
+        return hooks.pre_payload(self.op, self.req, self.principal, event)
+
+    def modified(self, event: EventName, payload: dict[str, Any]) -> None:
+        self.req = hooks.modified(self.op, self.req, event, payload)
+
+    def post_payload(self, event: EventName, result: Wire) -> dict[str, Any]:
+        return hooks.post_payload(self.op, self.req, self.principal, event, result)
 
     def request(self) -> dict[str, Any]:
         found: dict[str, Any] = {"op": self.op.name, **self.req.model_dump(mode="json")}
@@ -128,7 +141,7 @@ async def dispatch(svc: Services, caller: Caller, *, op: str, request: dict[str,
     if handler is None:
         raise NotServedError(f"{op} is declared but not served by this build yet "
                              "(docs/spoke-memory.md)", op=op)
-    answer = await run(svc, caller, CALLS[op](declared, req, handler, key))
+    answer = await run(svc, caller, CALLS[op](declared, req, handler, key, caller.agent_id))
     return wire(answer)
 
 

@@ -53,7 +53,9 @@ async def describe(svc: Services, caller: Caller, req: rq.Empty, key: str | None
         limits={"max_body_bytes": svc.limits.max_body_bytes, "max_page": 500,
                 "max_capture_items": 100},
         required_profile_kinds=list(reflecting.REQUIRED_PROFILE_KINDS),
-        engine_policy_version=reflecting.ENGINE_POLICY)
+        engine_policy_version=reflecting.ENGINE_POLICY
+        if svc.pending is None or svc.pending.reflector is None
+        else svc.pending.reflector.policy)
 
 
 async def spaces_list(svc: Services, caller: Caller, req: rq.Empty, key: str | None) -> Wire:
@@ -214,7 +216,7 @@ async def records_create(svc: Services, caller: Caller, req: rq.RecordCreate,
         memory = await insert_record(svc, conn, caller, NewRecord(
             req.space_id, req.subject_id, req.kind, req.content, req.placement,
             req.source_context_id))
-        return Effect([str(memory.id)], memory.revision)
+        return Effect([str(memory.id)], memory.revision, written=(memory,))
     return await mutate_in(svc, caller, "memory.records.create", req, key, effect)
 
 
@@ -237,7 +239,8 @@ async def insert_record(svc: Services, conn: Conn, caller: Caller,
     (authorization, freeze and fences checked by the caller)."""
     memory = await memory_rows.insert(
         conn, namespace=new.space_id, title="", content=new.content.text, tags=[],
-        metadata={}, author=caller.agent_id, memory_id=uuid.uuid4())
+        metadata={}, author=caller.agent_id, memory_id=uuid.uuid4(),
+        by=write_records.written_by(caller))
     present = new.content.wire()
     await rows.insert_record(conn, {
         "memory_id": memory.id, "space_id": new.space_id, "subject_id": new.subject_id,
@@ -264,6 +267,11 @@ async def _record(conn: Conn, caller: Caller, req: rq.RecordRef, capability: Cap
     record the caller may not see, so ids leak nothing)."""
     standing = await gate.access(conn, caller, req.space_id)
     row = await rows.record(conn, req.space_id, req.record_id, lock=lock)
+    return _authorized(standing, req, row, capability)
+
+
+def _authorized(standing: gate.Access, req: rq.RecordRef, row: dict[str, Any] | None,
+                capability: Capability) -> dict[str, Any]:
     if row is None:
         raise NotFoundError(f"record {req.record_id} does not exist in this space",
                             code="record_not_found")
@@ -278,8 +286,12 @@ async def _record(conn: Conn, caller: Caller, req: rq.RecordRef, capability: Cap
 
 async def records_get(svc: Services, caller: Caller, req: rq.RecordRef,
                       key: str | None) -> Wire:
+    """One record: the row and the caller's grants in one statement, then the grant check."""
     async with svc.db.connection() as conn:
-        return record_view(await _record(conn, caller, req, "records_read"))
+        row = await rows.record_and_grants(conn, req.space_id, req.record_id,
+                                           caller.agent_id)
+    standing = gate.held(caller, req.space_id, [] if row is None else row.pop("grants"))
+    return record_view(_authorized(standing, req, row, "records_read"))
 
 
 async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,
@@ -300,7 +312,7 @@ async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,
             structured=row["structured"] if content is None else content.get("structured"),
             cognition=row["cognition"] if content is None else content.get("cognition"))
         await write_records.record_memory(svc, conn, caller, "memory.updated", memory, None)
-        return Effect([str(memory.id)], memory.revision)
+        return Effect([str(memory.id)], memory.revision, written=(memory,))
     return await mutate_in(svc, caller, "memory.records.update", req, key, effect)
 
 

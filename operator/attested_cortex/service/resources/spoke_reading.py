@@ -1,35 +1,47 @@
 """Reading many records: ``memory.records.list`` and ``memory.recall``, and the placement
 change ``memory.records.promote``. Called by :mod:`.spoke_dispatch`.
 
-Both reads start from the **authorized set**: the space's live records (of the subject when
-named) that the caller's grants cover for ``records_read`` (``recall`` for a recall), then
-the :class:`ReadSelection` (contexts, shared, both, or everything authorized) and the
+Both reads work on the **authorized set** in SQL (:mod:`attested_cortex.store.spoke_reading`,
+migration 0023): the space's live records (of the subject when named) that the caller's live
+grants reach for ``records_read`` (``recall`` for a recall), narrowed by the
+:class:`ReadSelection` (contexts, shared, both, or everything authorized) and the
 :class:`ProvenanceFilter` (source contexts), composed by AND, before any count, rank, page
-or budget. ``total_authorized`` counts that set. A listing's cursor binds a digest of the
-set (ids and revisions), the space's revision and the caller's grants: any state or grant
-change between pages answers 409 ``cursor_invalid``. Recall ranks by full text within the
-set and keeps hits within ``budget_tokens`` like ``/v1/recall``.
+or budget. :func:`reach` folds the grants and the request into one :class:`~.Reach` (a box
+per grant), so a read costs the records it may see, not the space.
+
+A listing pages by (created_at, id); ``total_authorized`` is a SQL count of the set, and
+the cursor binds a digest of the set (its count and an order-free hash of its ids and
+revisions, from the same statement), the space's revision, the caller's live grants and the
+request's filters: any state or grant change between pages answers 409 ``cursor_invalid``.
+A recall is the native recall (:mod:`attested_cortex.store.recall`: full text, and vectors
+where an embedder runs) over the set, with the token budget and the byte bound of
+``/v1/recall``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import dataclasses
 import hashlib
 import json
-import math
 import uuid
+from datetime import datetime
 from typing import Any
 
 from attested_cortex.errors import ConflictError, InvalidInputError
 from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.resources import answers
+from attested_cortex.service.resources import recall as native
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_ops import mutate_in, writable_record
 from attested_cortex.service.resources.spoke_receipts import Effect
-from attested_cortex.service.resources.spoke_views import record_view
+from attested_cortex.service.resources.spoke_views import record_view, wire
+from attested_cortex.service.workers import embedding
 from attested_cortex.spoke import requests as rq
-from attested_cortex.spoke.coverage import Want
+from attested_cortex.spoke.coverage import Want, live
 from attested_cortex.spoke.models import (
     Capability,
     Placement,
@@ -38,9 +50,12 @@ from attested_cortex.spoke.models import (
     Wire,
 )
 from attested_cortex.store import memories as memory_rows
+from attested_cortex.store import recall as store_recall
 from attested_cortex.store import spoke_candidates as listing
 from attested_cortex.store import spoke_memory as rows
+from attested_cortex.store import spoke_reading as reads
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke_reading import Box, Reach
 
 Row = dict[str, Any]
 
@@ -50,87 +65,125 @@ def placement_of(row: Row) -> Placement:
     return Placement(shared=True) if context is None else Placement(context_id=context)
 
 
-def selected(row: Row, selection: ReadSelection, provenance: ProvenanceFilter | None) -> bool:
-    """Whether an authorized record passes the selection and the provenance filter."""
-    context, mode = row["context_id"], selection.mode
-    if mode == "shared" and context is not None:
-        return False
-    if mode == "contexts" and context not in selection.context_ids:
-        return False
-    if mode == "contexts_and_shared" and context is not None \
-            and context not in selection.context_ids:
-        return False
-    return provenance is None or row["source_context_id"] in provenance.source_context_ids
+def reach(standing: gate.Access, capability: Capability, *, space_id: str,
+          subject_id: str | None, selection: ReadSelection,
+          provenance: ProvenanceFilter | None) -> Reach:
+    """What a read may touch: the caller's coverage for ``capability`` (the authority: the
+    whole space; else a box per live grant holding it) narrowed by the request. Pure."""
+    if standing.authority:
+        boxes = [Box(None, None, True)]
+    else:
+        boxes = [Box(_opt(g.subject_ids), _opt(g.context_ids), g.shared_access)
+                 for g in live(standing.grants, standing.now) if capability in g.capabilities]
+    narrowed = (_narrow(b, subject_id, selection) for b in boxes)
+    return Reach(space_id, tuple(dict.fromkeys(b for b in narrowed if b is not None)),
+                 None if provenance is None else tuple(provenance.source_context_ids))
 
 
-async def authorized(conn: Conn, caller: Caller, *, space_id: str, subject_id: str | None,
-                     capability: Capability, selection: ReadSelection,
-                     provenance: ProvenanceFilter | None) -> tuple[gate.Access, list[Row]]:
-    """The caller's standing and the records it may read that pass the filters, in order."""
-    standing = await gate.access(conn, caller, space_id)
-    await gate.existing_space(conn, space_id)
-    keys = await listing.record_keys(conn, space_id, subject_id)
-    return standing, [r for r in keys if standing.allows(
-        Want(capability, r["subject_id"], placement_of(r))) and selected(r, selection,
-                                                                         provenance)]
+def _opt(values: list[str] | None) -> tuple[str, ...] | None:
+    return None if values is None else tuple(dict.fromkeys(values))
 
 
-def _digest(space: Row, standing: gate.Access, found: list[Row]) -> str:
+def _narrow(box: Box, subject_id: str | None, selection: ReadSelection) -> Box | None:
+    """``box`` within the request's subject and placement selection (None: nothing left)."""
+    subjects = box.subjects
+    if subject_id is not None:
+        if subjects is not None and subject_id not in subjects:
+            return None
+        subjects = (subject_id,)
+    mode = selection.mode
+    wanted = None if mode == "all_authorized" else (
+        () if mode == "shared" else tuple(dict.fromkeys(selection.context_ids)))
+    contexts = box.contexts if wanted is None else wanted if box.contexts is None else \
+        tuple(c for c in box.contexts if c in wanted)
+    shared = box.shared and mode != "contexts"
+    if contexts == () and not shared:
+        return None
+    return Box(subjects, contexts, shared)
+
+
+def _digest(space: Row, standing: gate.Access, where: Reach, found: reads.Page) -> str:
     state = [space["revision"], sorted(str(g.grant_id) for g in gate.live_grants(standing)),
-             [(str(r["memory_id"]), r["revision"]) for r in found]]
+             dataclasses.asdict(where), found.total, found.state]
     return hashlib.sha256(json.dumps(state).encode()).hexdigest()[:32]
 
 
-def _cursor(offset: int, digest: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([offset, digest]).encode()).decode()
+def _cursor(row: Row, digest: str) -> str:
+    position = [row["created_at"].isoformat(), str(row["memory_id"]), digest]
+    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode()
 
 
-def _resume(cursor: str | None, digest: str) -> int:
+Position = tuple[datetime, uuid.UUID]
+
+
+def _resume(cursor: str | None) -> tuple[Position | None, str | None]:
+    """The position and the digest a cursor carries (none without a cursor)."""
     if cursor is None:
-        return 0
+        return None, None
     try:
-        offset, bound = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        at, ident, bound = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        position = (datetime.fromisoformat(at), uuid.UUID(ident))
     except (ValueError, binascii.Error, TypeError) as exc:
         raise InvalidInputError("cursor is not one this listing gave", field="cursor",
                                 code="cursor_invalid") from exc
-    if bound != digest or not isinstance(offset, int):
-        raise ConflictError("the records or grants changed since this cursor was given; "
-                            "list again from the start", code="cursor_invalid")
-    return offset
+    if position[0].tzinfo is None or not isinstance(bound, str):
+        raise InvalidInputError("cursor is not one this listing gave", field="cursor",
+                                code="cursor_invalid")
+    return position, bound
+
+
+def _changed() -> ConflictError:
+    return ConflictError("the records or grants changed since this cursor was given; "
+                         "list again from the start", code="cursor_invalid")
 
 
 async def records_list(svc: Services, caller: Caller, req: rq.RecordsList,
                        key: str | None) -> Wire:
+    after, bound = _resume(req.cursor)
     async with svc.db.connection() as conn:
-        standing, found = await authorized(
-            conn, caller, space_id=req.space_id, subject_id=req.subject_id,
-            capability="records_read", selection=req.selection, provenance=req.provenance)
-        space = await gate.existing_space(conn, req.space_id)
-        digest = _digest(space, standing, found)
-        start = _resume(req.cursor, digest)
-        page = found[start:start + req.limit]
-        full = await rows.records_by_id(conn, req.space_id, [r["memory_id"] for r in page])
-    more = start + req.limit < len(found)
-    return rq.RecordPage(records=[record_view(r) for r in full], total_authorized=len(found),
-                         next=_cursor(start + req.limit, digest) if more else None)
+        standing, space = await gate.standing(conn, caller, req.space_id)
+        where = reach(standing, "records_read", space_id=req.space_id,
+                      subject_id=req.subject_id, selection=req.selection,
+                      provenance=req.provenance)
+        found = await reads.page(conn, where, after=after, limit=req.limit) \
+            if where.boxes else reads.Page([], False, 0, "0")
+    digest = _digest(space, standing, where, found)
+    if bound is not None and bound != digest:
+        raise _changed()
+    views = [record_view(r) for r in found.records]
+    kept = len(answers.fitting(views, wire, max_bytes=svc.limits.max_answer_bytes))
+    more = found.more or kept < len(views)
+    return rq.RecordPage(records=views[:kept], total_authorized=found.total,
+                         next=_cursor(found.records[kept - 1], digest) if more else None)
 
 
 async def recall(svc: Services, caller: Caller, req: rq.Recall, key: str | None) -> Wire:
+    """The native recall over the records the caller's ``recall`` grants reach: the query
+    embeds (hybrid mode) while the full-text half runs, as for ``/v1/recall``."""
     async with svc.db.connection() as conn:
-        _, found = await authorized(
-            conn, caller, space_id=req.space_id, subject_id=req.subject_id,
-            capability="recall", selection=req.selection, provenance=req.provenance)
-        hits = await listing.ranked(conn, [r["memory_id"] for r in found], req.query,
-                                    req.limit)
-        full = await rows.records_by_id(conn, req.space_id, [h["id"] for h in hits])
-    results, used = [], 0
-    for hit, row in zip(hits, full, strict=True):
-        cost = max(1, math.ceil(len(row["text"]) / 4))
-        if req.budget_tokens is not None and used + cost > req.budget_tokens:
-            continue
-        used += cost
-        results.append(rq.RecallHit(record=record_view(row), score=round(hit["score"], 6)))
-    return rq.RecallAnswer(results=results, truncated=len(results) < len(hits))
+        standing, _ = await gate.standing(conn, caller, req.space_id)
+        where = reach(standing, "recall", space_id=req.space_id, subject_id=req.subject_id,
+                      selection=req.selection, provenance=req.provenance)
+        if not where.boxes:
+            return rq.RecallAnswer(results=[], truncated=False)
+        planning = asyncio.create_task(embedding.plan_query(svc.vectors, req.query, None))
+        try:
+            found = await store_recall.fulltext_candidates(
+                conn, query=req.query, namespace=req.space_id, limit=req.limit,
+                pool=svc.limits.recall_pool, vectors=embedding.searches(svc.vectors),
+                restrict=reads.restriction(conn, where))
+            plan = await planning
+            hits = await store_recall.fuse(conn, found, plan.vector)
+        finally:
+            await native.settled(planning)
+        full = {r["memory_id"]: r for r in await rows.records_by_id(
+            conn, req.space_id, [h.memory.id for h in hits])}
+    kept = native.apply_budget([h for h in hits if h.memory.id in full], req.budget_tokens)
+    results = [rq.RecallHit(record=record_view(full[h.memory.id]), score=round(h.score, 6))
+               for h in kept.hits]
+    shown = answers.fitting(results, wire, max_bytes=svc.limits.max_answer_bytes)
+    return rq.RecallAnswer(results=results[:len(shown)],
+                           truncated=kept.truncated or len(shown) < len(results))
 
 
 async def records_promote(svc: Services, caller: Caller, req: rq.RecordPromote,
@@ -150,5 +203,5 @@ async def records_promote(svc: Services, caller: Caller, req: rq.RecordPromote,
                                           expected_revision=req.expected_revision)
         await listing.set_placement(conn, req.record_id, req.placement.context_id)
         await write_records.record_memory(svc, conn, caller, "memory.updated", memory, None)
-        return Effect([str(memory.id)], memory.revision)
+        return Effect([str(memory.id)], memory.revision, written=(memory,))
     return await mutate_in(svc, caller, "memory.records.promote", req, key, effect)

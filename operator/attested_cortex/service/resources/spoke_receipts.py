@@ -2,7 +2,8 @@
 
 Every mutating op runs :func:`mutate`: one transaction whose first statement inserts the
 receipt (keyed on (space, principal, op, idempotency key) when the request has a key), then
-the op's effect, then the receipt's outcome. A refusal rolls everything back, the receipt
+the op's effect, then the receipt's outcome, then the op's signed record in the audit chain
+(:mod:`.spoke_audit`, ADR 0067). A refusal rolls everything back, the receipt
 too, so a refused request leaves its key free. A request whose key a committed request took
 is answered that request's receipt when its payload (the canonical SHA-256 of op and
 request) is the same, and refused ``idempotency_key_reused`` otherwise; one whose key a
@@ -20,20 +21,26 @@ from typing import Any
 
 from attested_cortex.errors import ConflictError
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.resources import spoke_audit
 from attested_cortex.service.resources.idempotency import digest
 from attested_cortex.service.resources.spoke_views import receipt_view
+from attested_cortex.service.workers import embedding
 from attested_cortex.spoke.models import MemoryReceipt
 from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
+from attested_cortex.store.memories import Memory
 
 
 @dataclass(frozen=True)
 class Effect:
-    """What a mutating op did: the ids it touched and the revision it reached."""
+    """What a mutating op did: the ids it touched and the revision it reached; ``written``:
+    the record memories it wrote, offered to the embedder once the transaction commits (so
+    recall's vector half sees them as it sees native writes)."""
 
     refs: Sequence[str] = ()
     revision: int | None = None
     status: str = "committed"
+    written: Sequence[Memory] = ()
 
 
 #: The op's effect, in the receipt's transaction (given the connection and the receipt's id).
@@ -84,4 +91,7 @@ async def _once(svc: Services, caller: Caller, *, op: str, space_id: str, key: s
         done = await effect(conn, receipt_id)
         row = await rows.settle_receipt(conn, receipt_id, status=done.status,
                                         refs=done.refs, revision=done.revision)
+        await spoke_audit.record_op(svc, conn, caller, row)  # last: it takes the chain lock
+    for memory in done.written:
+        await embedding.after_write(svc.vectors, svc.db, memory, None)
     return receipt_view(row)

@@ -1,11 +1,15 @@
 """Transfer of the spoke-memory family (flag ``spoke-memory-transfer``):
 ``memory.exports.create``/``.get`` and ``memory.imports.stage``/``.activate``/``.discard``.
-Called by :mod:`.spoke_dispatch`; the format is :mod:`attested_cortex.spoke.transferring`.
+Called by :mod:`.spoke_dispatch`; the format is the logical bundle's with the ``space``
+content kind (ADR 0070, :mod:`attested_cortex.bundles.spaces`).
 
 Everything needs ``transfer``. An export holds what the exporter's ``transfer`` grants cover
 (subjects, live records at their placements, profiles); it is built and stored at once, so
-its receipt commits (``refs: [export_id]``), and each chunk is fetched by ordinal with the
-manifest digest, by the export's creator (or the space authority) only. An import stages
+its receipt commits (``refs: [export_id]``), unless it covers more records than the
+server's bound: then the receipt answers ``pending`` and the pending worker builds it
+(ADR 0069; ``memory.receipts.get`` reads the export id once committed). Each chunk is
+fetched by ordinal with the manifest digest, by the export's creator (or the space
+authority) only. An import stages
 chunks in strict ordinal order from 0 (a gap is 409 ``import_gap``, a replay 409
 ``chunk_replayed``, a bad digest 400 ``chunk_corrupt``) and verifies the manifest digest and
 the document on the final chunk (409 ``manifest_mismatch`` / ``bundle_invalid``, the final
@@ -22,25 +26,38 @@ import binascii
 import uuid
 from typing import Any
 
+from attested_cortex.bundles import manifests, spaces
+from attested_cortex.bundles.errors import BundleError
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_ops import NewRecord, insert_record, mutate_in
 from attested_cortex.service.resources.spoke_reading import placement_of
 from attested_cortex.service.resources.spoke_receipts import Effect
+from attested_cortex.service.workers.pending_receipts import Outcome
 from attested_cortex.spoke import requests as rq
-from attested_cortex.spoke import transferring as fmt
 from attested_cortex.spoke.coverage import Want
-from attested_cortex.spoke.models import Content, MemoryExportChunk, Placement, Wire
+from attested_cortex.spoke.models import (
+    Content,
+    MemoryExportChunk,
+    MemoryReceipt,
+    Placement,
+    Wire,
+)
 from attested_cortex.store import spoke_candidates as listing
 from attested_cortex.store import spoke_memory as rows
+from attested_cortex.store import spoke_pending as pending
 from attested_cortex.store import spoke_transfer as transfer
 from attested_cortex.store.database import Conn
 
 
-async def _document(conn: Conn, standing: gate.Access, space_id: str) -> dict[str, Any]:
-    keys = [k for k in await listing.record_keys(conn, space_id, None)
+async def _covered(conn: Conn, standing: gate.Access, space_id: str) -> list[Any]:
+    """The keys of the space's live records the standing's ``transfer`` covers."""
+    return [k for k in await listing.record_keys(conn, space_id, None)
             if standing.allows(Want("transfer", k["subject_id"], placement_of(k)))]
+
+
+async def _document(conn: Conn, space_id: str, keys: list[Any]) -> dict[str, Any]:
     records = await rows.records_by_id(conn, space_id, [k["memory_id"] for k in keys])
     subjects = sorted({r["subject_id"] for r in records})
     found = [await rows.subject(conn, space_id, s) for s in subjects]
@@ -63,21 +80,59 @@ def _content(row: dict[str, Any]) -> dict[str, Any]:
     return present
 
 
+async def _export(conn: Conn, space: dict[str, Any], keys: list[Any], chunk_bytes: int,
+                  by: str) -> uuid.UUID:
+    """Build and store an export of the records of ``keys``; its id."""
+    files = spaces.space_files(await _document(conn, space["space_id"], keys))
+    chunks, manifest_digest = spaces.wire_chunks(files, chunk_bytes)
+    export_id = uuid.uuid4()
+    await transfer.insert_export(conn, {
+        "export_id": export_id, "space_id": space["space_id"], "chunk_count": len(chunks),
+        "manifest_digest": manifest_digest,
+        "authority_generation": space["authority_generation"], "created_by": by}, chunks)
+    return export_id
+
+
 async def exports_create(svc: Services, caller: Caller, req: rq.ExportCreate,
                          key: str | None) -> Wire:
+    """An export, built at once; one of more records than the server's bound answers
+    ``pending`` and is built by the pending worker (ADR 0069, :func:`export_job`)."""
     async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
         standing = await gate.access(conn, caller, req.space_id)
         standing.require(Want("transfer"))
         space = await gate.existing_space(conn, req.space_id)
-        chunks = fmt.chunked(await _document(conn, standing, req.space_id), req.chunk_bytes)
-        export_id = uuid.uuid4()
-        await transfer.insert_export(conn, {
-            "export_id": export_id, "space_id": req.space_id, "chunk_count": len(chunks),
-            "manifest_digest": fmt.manifest_digest([d for _, d in chunks]),
-            "authority_generation": space["authority_generation"],
-            "created_by": caller.agent_id}, chunks)
+        keys = await _covered(conn, standing, req.space_id)
+        if svc.pending is not None and len(keys) > svc.pending.export_pending_records:
+            await pending.enqueue(conn, receipt_id=receipt, kind="export",
+                                  space_id=req.space_id, principal=caller.agent_id,
+                                  payload={"authority": standing.authority,
+                                           "chunk_bytes": req.chunk_bytes})
+            return Effect(status="pending")
+        export_id = await _export(conn, space, keys, req.chunk_bytes, caller.agent_id)
         return Effect([str(export_id)], space["authority_generation"])
-    return await mutate_in(svc, caller, "memory.exports.create", req, key, effect)
+    answer = await mutate_in(svc, caller, "memory.exports.create", req, key, effect)
+    if svc.pending is not None and isinstance(answer, MemoryReceipt) \
+            and answer.status == "pending":
+        svc.pending.wake()
+    return answer
+
+
+async def export_job(conn: Conn, work: dict[str, Any]) -> Outcome:
+    """The pending worker's handler of an export: re-authorized with the exporter's grants
+    as they are now (and the authority its request had), built over the space as it is when
+    the job runs (one transaction: one snapshot of the space's rows)."""
+    space_id, principal = work["space_id"], work["principal"]
+    standing = await gate.standing_of(conn, principal, bool(work["payload"]["authority"]),
+                                      space_id)
+    if not standing.allows(Want("transfer")):
+        return Outcome.failed("grant_missing", f"{principal} no longer holds a live grant "
+                              "with transfer in this space")
+    space = await rows.space(conn, space_id)
+    if space is None:
+        return Outcome.failed("space_not_found", f"space {space_id!r} no longer exists")
+    keys = await _covered(conn, standing, space_id)
+    export_id = await _export(conn, space, keys, int(work["payload"]["chunk_bytes"]), principal)
+    return Outcome("committed", [str(export_id)], space["authority_generation"])
 
 
 async def exports_get(svc: Services, caller: Caller, req: rq.ExportChunkRef,
@@ -105,7 +160,7 @@ def _decoded(req: rq.ImportStage) -> bytes:
         data = base64.b64decode(req.data.encode(), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise InvalidInputError("data is not base64", field="request.data") from exc
-    if fmt.sha256(data) != req.digest:
+    if manifests.digest(data) != req.digest:
         raise InvalidInputError(f"chunk {req.ordinal} does not match its digest",
                                 code="chunk_corrupt", field="request.data", ordinal=req.ordinal)
     return data
@@ -143,17 +198,26 @@ def _in_order(row: dict[str, Any] | None, req: rq.ImportStage) -> None:
 
 
 async def _verify(conn: Conn, req: rq.ImportStage) -> None:
-    chunks = await transfer.staged_chunks(conn, req.import_id)
-    digest = fmt.manifest_digest([c["digest"] for c in chunks])
-    if req.manifest_digest is None or req.manifest_digest != digest:
-        raise ConflictError("the staged chunks do not make the export named by "
-                            "manifest_digest", code="manifest_mismatch")
+    if req.manifest_digest is None:
+        raise ConflictError("the final chunk names no manifest_digest: give the export's",
+                            code="manifest_mismatch")
+    await _staged_document(conn, req.import_id, req.manifest_digest)
+    await transfer.set_import(conn, req.import_id, state="verified",
+                              manifest_digest=req.manifest_digest)
+
+
+async def _staged_document(conn: Conn, import_id: uuid.UUID,
+                           manifest_digest: str) -> dict[str, Any]:
+    """The staged bundle, reassembled and verified (:func:`.spaces.read_space`)."""
+    chunks = await transfer.staged_chunks(conn, import_id)
     try:
-        fmt.parse(b"".join(bytes(c["data"]) for c in chunks))
-    except ValueError as exc:
-        raise ConflictError(f"the staged export is not valid: {exc}",
-                            code="bundle_invalid") from exc
-    await transfer.set_import(conn, req.import_id, state="verified", manifest_digest=digest)
+        return spaces.read_space(b"".join(bytes(c["data"]) for c in chunks), manifest_digest)
+    except BundleError as exc:
+        if exc.what == "manifest_mismatch":
+            raise ConflictError("the staged chunks do not make the export named by "
+                                "manifest_digest", code="manifest_mismatch") from exc
+        raise ConflictError(f"the staged export is not valid: {exc}", code="bundle_invalid",
+                            what=exc.what, where=exc.where) from exc
 
 
 async def imports_activate(svc: Services, caller: Caller, req: rq.ImportRef,
@@ -169,9 +233,8 @@ async def imports_activate(svc: Services, caller: Caller, req: rq.ImportRef,
         if await transfer.count_records(conn, req.space_id):
             raise ConflictError(f"space {req.space_id!r} already holds records: an import "
                                 "activates into an empty space", code="space_not_empty")
-        chunks = await transfer.staged_chunks(conn, req.import_id)
         await _apply(svc, conn, caller, standing, req.space_id,
-                     fmt.parse(b"".join(bytes(c["data"]) for c in chunks)))
+                     await _staged_document(conn, req.import_id, row["manifest_digest"]))
         await transfer.set_import(conn, req.import_id, state="activated")
         return Effect([str(req.import_id)], await transfer.bump_generation(conn, req.space_id))
     return await mutate_in(svc, caller, "memory.imports.activate", req, key, effect)

@@ -173,7 +173,8 @@ class StoreCall(Call[Transcript]):
             stored = await rows.insert(
                 conn, transcript_id=transcript_id, namespace=self.cmd.namespace,
                 owner=caller.agent_id, metadata=self.cmd.metadata, frame=at_rest,
-                raw_bytes=len(raw), raw_chars=len(self.cmd.content), key_version=version)
+                raw_bytes=len(raw), raw_chars=len(self.cmd.content), key_version=version,
+                by=write_records.written_by(caller))
             await settling.check_cap(conn, self.settlement, adds=self._adds(frame, svc))
             # The record covers the row the database returned (its normalised metadata).
             await write_records.record_transcript(svc, conn, caller, "transcript.stored",

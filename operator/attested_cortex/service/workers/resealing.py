@@ -116,7 +116,8 @@ class Resealer:
                 except UnsealError:
                     refused.append(t.id)
                     continue
-                fresh.append((t.id, self.sealer.seal("transcripts", t.id, plain)[1]))
+                # Under the version read at the start: the ring may be reloaded meanwhile.
+                fresh.append((t.id, self.sealer.seal("transcripts", t.id, plain, version)[1]))
             done = await rows.reseal(conn, fresh, version)
             await record_sweep(conn, "transcript.resealed", done, key)  # last: the chain lock
         for tid in refused:

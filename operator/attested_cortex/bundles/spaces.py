@@ -1,0 +1,150 @@
+"""One spoke-memory space as a bundle (ADR 0070): the logical bundle's container with the
+``space`` content kind. Pure. Called by the service's ``spoke_transfer``
+(``memory.exports.create`` and the final ``memory.imports.stage``).
+
+A space bundle is the files of :mod:`.formats`'s layout: ``chunks/<table>-<nnnnnn>.jsonl``
+of the :data:`~.formats.SPACE_TABLES` (one canonical JSON object per line: sorted keys, no
+spaces, UTF-8; at most ``CHUNK_ROWS`` rows or about ``CHUNK_BYTES`` each, like the cortex
+bundle's chunks), then ``manifest.json`` rendered by :func:`.manifests.render` with
+``"kind": "space"``: every chunk's name, table, rows, bytes and SHA-256, the rows by table,
+the fields of each table. No chain, keys, signature or schema version: a space export holds
+what one principal's grants cover, for another provider (or a later cortex), so it binds to
+no chain and no schema.
+
+On the wire the bundle travels as its tar stream (:mod:`.tarring`, the form ``GET
+/v1/export`` streams a cortex bundle in), cut into ``MemoryExportChunk`` units of at most
+``chunk_bytes``, each with its own SHA-256; the export's **manifest digest** is the SHA-256 of
+``manifest.json``'s bytes. On the final staged chunk the importer reassembles the stream and
+:func:`read_space` verifies it the way the cortex bundle's import does: the manifest's digest,
+then each listed chunk present with its bytes, SHA-256 and row count
+(:func:`.checking.check_chunk`), no file the manifest does not list, then every row.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from collections.abc import Sequence
+from typing import Any, Final
+
+from attested_cortex.bundles import manifests, tarring
+from attested_cortex.bundles.checking import check_chunk
+from attested_cortex.bundles.errors import BundleError
+from attested_cortex.bundles.formats import (
+    CHUNK_BYTES,
+    CHUNK_ROWS,
+    MANIFEST,
+    SPACE_KIND,
+    SPACE_TABLES,
+    space_chunk_name,
+)
+from attested_cortex.bundles.manifests import RawChunk
+
+#: The document's lists, by table.
+LISTS: Final = {"space_subjects": "subjects", "space_records": "records",
+                "space_profiles": "profiles"}
+
+
+def canonical(value: Any) -> bytes:
+    """Canonical JSON bytes (sorted keys, no spaces, UTF-8)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+def space_files(document: dict[str, list[dict[str, Any]]]) -> list[tuple[str, bytes]]:
+    """The bundle's files of a space document (``subjects``, ``records``, ``profiles``),
+    the manifest last."""
+    files: list[tuple[str, bytes]] = []
+    chunks: list[RawChunk] = []
+    for table, fields in SPACE_TABLES.items():
+        batch: list[bytes] = []
+        size = 0
+        for row in document[LISTS[table]]:
+            batch.append(canonical({f: row[f] for f in fields}) + b"\n")
+            size += len(batch[-1])
+            if len(batch) >= CHUNK_ROWS or size >= CHUNK_BYTES:
+                _flush(table, batch, files, chunks)
+                batch, size = [], 0
+        if batch:
+            _flush(table, batch, files, chunks)
+    rows = {t: sum(c["rows"] for c in chunks if c["table"] == t) for t in SPACE_TABLES}
+    files.append((MANIFEST, manifests.render({
+        "kind": SPACE_KIND, "chunks": chunks, "rows": rows,
+        "columns": {t: list(f) for t, f in SPACE_TABLES.items()}})))
+    return files
+
+
+def _flush(table: str, batch: list[bytes], files: list[tuple[str, bytes]],
+           chunks: list[RawChunk]) -> None:
+    name = space_chunk_name(table, sum(1 for c in chunks if c["table"] == table))
+    data = b"".join(batch)
+    files.append((name, data))
+    chunks.append({"name": name, "table": table, "rows": len(batch), "bytes": len(data),
+                   "sha256": manifests.digest(data)})
+
+
+def wire_chunks(files: Sequence[tuple[str, bytes]],
+                chunk_bytes: int) -> tuple[list[tuple[bytes, str]], str]:
+    """The bundle's tar stream cut into ``(data, sha256)`` units of at most ``chunk_bytes``,
+    and the manifest digest (the SHA-256 of ``manifest.json``)."""
+    stream = b"".join(tarring.member(name, data) for name, data in files) + tarring.END
+    parts = [stream[i:i + chunk_bytes] for i in range(0, len(stream), chunk_bytes)]
+    manifest = dict(files)[MANIFEST]
+    return [(part, manifests.digest(part)) for part in parts], manifests.digest(manifest)
+
+
+def read_space(stream: bytes, manifest_digest: str) -> dict[str, list[dict[str, Any]]]:
+    """The document of a reassembled space bundle, verified; BundleError otherwise
+    (``manifest_mismatch`` when its manifest is not the one ``manifest_digest`` names)."""
+    files = _members(stream)
+    manifest = files.pop(MANIFEST, None)
+    if manifest is None:
+        raise BundleError("missing_chunk", MANIFEST, "the bundle has no manifest")
+    if manifests.digest(manifest) != manifest_digest:
+        raise BundleError("manifest_mismatch", MANIFEST,
+                          "the staged bundle's manifest is not the one manifest_digest names")
+    parsed = manifests.parse_space(manifest)
+    if parsed.columns != {t: list(f) for t, f in SPACE_TABLES.items()}:
+        raise BundleError("bad_manifest", MANIFEST, "its tables or fields are not a space's")
+    document: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS.values()}
+    for chunk in parsed.chunks:
+        data = files.pop(chunk["name"], None)
+        check_chunk(chunk, data)
+        assert data is not None
+        if chunk["table"] not in SPACE_TABLES:
+            raise BundleError("bad_manifest", chunk["name"], "chunk of an unlisted table")
+        document[LISTS[chunk["table"]]] += [_row(chunk, line) for line in data.splitlines()]
+    if files:
+        raise BundleError("unlisted_file", sorted(files)[0], "the manifest does not list it")
+    for table, name in LISTS.items():
+        if len(document[name]) != parsed.rows.get(table):
+            raise BundleError("row_count_mismatch", table, "rows differ from the manifest's")
+    return document
+
+
+def _row(chunk: RawChunk, line: bytes) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except ValueError as exc:
+        raise BundleError("bad_row", chunk["name"], f"a row is not JSON ({exc})") from exc
+    if not isinstance(row, dict) or set(row) != set(SPACE_TABLES[chunk["table"]]):
+        raise BundleError("bad_row", chunk["name"], "a row's fields are not its table's")
+    return row
+
+
+def _members(stream: bytes) -> dict[str, bytes]:
+    """The regular files of a tar stream by name (read in memory; names never touch a
+    filesystem); BundleError for anything else or a name twice."""
+    found: dict[str, bytes] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(stream), mode="r:") as tar:
+            for member in tar:
+                handle = tar.extractfile(member) if member.isreg() else None
+                if handle is None or member.name in found:
+                    raise BundleError("bad_archive", member.name,
+                                      "not a regular file, or a name twice")
+                found[member.name] = handle.read()
+    except tarfile.TarError as exc:
+        raise BundleError("bad_archive", "stream", f"not a tar stream ({exc})") from exc
+    return found

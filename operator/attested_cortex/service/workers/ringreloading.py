@@ -1,0 +1,55 @@
+"""Reloading the master key ring while the server runs (ADR 0066): rotation needs no restart.
+
+Started at start-up when the ring comes from a directory (the operator's mounted
+``<cortex>-master-key`` Secret, ``master_key.dir``). One bounded background task polls the
+directory every ``master_key.reload_interval_ms`` (a ``readlink`` of the volume's ``..data``
+link; the files are read only when it changed) off the event loop, and adopts a changed ring
+on the loop (:meth:`attested_cortex.attest.ringwatch.RingSource.adopt`): the next transcript,
+held request and audit MAC are sealed under the new ``current`` version, rows under older
+versions keep opening, and the re-sealing worker moves them on its next pass. A poll that
+fails (the volume briefly unreadable) is logged and retried; it never stops the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from attested_cortex import tasks
+from attested_cortex.attest.ringwatch import RingSource
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RingReloader:
+    """The poll loop of one server's :class:`RingSource`."""
+
+    source: RingSource
+    interval_s: float = 5.0
+    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    async def reload_once(self) -> bool:
+        """One poll; whether a new ring was adopted."""
+        new = await asyncio.to_thread(self.source.poll)
+        if new is None:
+            return False
+        self.source.adopt(new)  # on the event loop, between awaits
+        return True
+
+    def start(self) -> None:
+        if self._task is None and self.source.watching:
+            self._task = asyncio.create_task(self._forever(), name="master-key-reloader")
+
+    async def aclose(self) -> None:
+        await tasks.stop((self._task,))
+        self._task = None
+
+    async def _forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                await self.reload_once()
+            except OSError as exc:  # the volume briefly unreadable: the next poll retries
+                log.warning("master key ring poll failed: %s", type(exc).__name__)
