@@ -150,11 +150,12 @@ RECORD = ("r.memory_id, r.space_id, r.subject_id, r.kind, r.context_id, r.source
           " r.captured_by, r.candidate_id, r.structured, r.cognition, r.schema_version,"
           " r.extensions, m.content AS text, m.author, m.revision, m.created_at,"
           " m.updated_at, m.deleted_at")
-#: :data:`RECORD` with the memory's sealed value, opened by :func:`_opened` (ADR 0065).
-_RECORD = RECORD + ", m.key_version AS sealed_version, m.sealed"
+#: :data:`RECORD` with the memory's sealed value, which :func:`opened` opens (ADR 0065).
+SEALED_RECORD = RECORD + ", m.key_version AS sealed_version, m.sealed"
+_RECORD = SEALED_RECORD
 
 
-def _opened(conn: Conn, row: Row | None) -> Row | None:
+def opened(conn: Conn, row: Row | None) -> Row | None:
     """A record row with its memory's text opened when it is sealed (ADR 0065); the sealed
     columns dropped."""
     if row is None:
@@ -196,7 +197,7 @@ async def record_and_grants(conn: Conn, space_id: str, record_id: uuid.UUID,
         " JOIN memories m ON m.id = r.memory_id"
         " WHERE r.space_id = %(space)s AND r.memory_id = %(record)s",
         {"space": space_id, "record": record_id, "principal": principal})
-    return await cur.fetchone()
+    return opened(conn, await cur.fetchone())
 
 
 async def space_and_grants(conn: Conn, space_id: str,
@@ -221,7 +222,7 @@ async def record(conn: Conn, space_id: str, record_id: uuid.UUID, *,
         f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
         " WHERE r.space_id = %s AND r.memory_id = %s"
         + (" FOR UPDATE OF r, m" if lock else ""), (space_id, record_id))
-    return _opened(conn, await cur.fetchone())
+    return opened(conn, await cur.fetchone())
 
 
 async def set_record(conn: Conn, record_id: uuid.UUID, *, kind: str | None,
@@ -286,5 +287,5 @@ async def records_by_id(conn: Conn, space_id: str, ids: Sequence[uuid.UUID]) -> 
     cur = await conn.execute(
         f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
         " WHERE r.space_id = %s AND r.memory_id = ANY(%s)", (space_id, list(ids)))
-    found = {row["memory_id"]: _opened(conn, row) for row in await cur.fetchall()}
+    found = {row["memory_id"]: opened(conn, row) for row in await cur.fetchall()}
     return [row for i in ids if (row := found.get(i)) is not None]

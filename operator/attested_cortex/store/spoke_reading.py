@@ -21,7 +21,7 @@ from typing import Any
 from psycopg import sql
 
 from attested_cortex.store.database import Conn
-from attested_cortex.store.spoke_memory import RECORD
+from attested_cortex.store.spoke_memory import SEALED_RECORD, opened
 
 Row = dict[str, Any]
 
@@ -121,7 +121,7 @@ def page_statement(reach: Reach, *, after: tuple[datetime, uuid.UUID] | None,
         keyset = sql.SQL("AND (r.created_at, r.memory_id) > ({}, {})").format(
             sql.Placeholder("after_at"), sql.Placeholder("after_id"))
         params.update(after_at=after[0], after_id=after[1])
-    return sql.SQL(_PAGE).format(where=condition, record=sql.SQL(RECORD), after=keyset), {
+    return sql.SQL(_PAGE).format(where=condition, record=sql.SQL(SEALED_RECORD), after=keyset), {
         **params, "limit": limit + 1}
 
 
@@ -138,6 +138,7 @@ async def page(conn: Conn, reach: Reach, *, after: tuple[datetime, uuid.UUID] | 
     found = [r for r in rows if r["memory_id"] is not None]
     for row in found:
         del row["total"], row["state"]
+        opened(conn, row)  # a sealed memory's text (ADR 0065)
     return Page(found[:limit], len(found) > limit, total, state)
 
 
