@@ -28,6 +28,28 @@ from attested_cortex.store.transcripts import Recorded, recorded
 _BATCH = 2000
 
 
+async def _fitted(conn: psycopg.AsyncConnection[Any], table: str, select: str,
+                  prefix: str = "") -> str:
+    """``select`` (a comma-separated column list) with each plain column that ``table``
+    lacks read as ``NULL AS column``: the deep audit also checks a database an older build
+    wrote (``audit verify --database-url`` before ``migrate``), whose rows have no
+    ``written_tier``, ``key_version``... yet; their records name none either. Expressions
+    pass unchanged."""
+    with translating():
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            "SELECT column_name AS name FROM information_schema.columns "
+            "WHERE table_name = %s AND table_schema = current_schema()", (table,))
+        present = {str(row["name"]) for row in await cur.fetchall()}
+    items = []
+    for item in (part.strip() for part in select.split(",")):
+        if item.isidentifier() and item not in present:
+            items.append(f"NULL AS {item}")
+        else:
+            items.append(f"{prefix}{item}" if item.isidentifier() else item)
+    return ", ".join(items)
+
+
 @asynccontextmanager
 async def snapshot(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
     """One read-only REPEATABLE READ transaction around every scan of a sweep; inside a
@@ -46,7 +68,7 @@ async def memories(
     conn: psycopg.AsyncConnection[Any],
 ) -> AsyncIterator[tuple[Memory, bytes | None]]:
     """Every memory row, tombstones included, with its current revision's agent signature."""
-    columns = ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
+    columns = await _fitted(conn, "memories", MEMORY_COLUMNS, "m.")
     query = (f"SELECT {columns}, s.signature AS agent_signature FROM memories m "
              "LEFT JOIN memory_signatures s ON s.memory_id = m.id AND s.revision = m.revision")
     async for row in _scan(conn, "sweep_memories", query):
@@ -57,7 +79,8 @@ async def memories(
 
 async def links(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Link]:
     """Every link row."""
-    async for row in _scan(conn, "sweep_links", f"SELECT {LINK_COLUMNS} FROM links"):
+    columns = await _fitted(conn, "links", LINK_COLUMNS)
+    async for row in _scan(conn, "sweep_links", f"SELECT {columns} FROM links"):
         yield link_from_row(row)
 
 
@@ -70,7 +93,7 @@ async def transcripts(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Recor
         found = await cur.fetchone()
     if found is None or not found["present"]:
         return
-    query = f"SELECT {TRANSCRIPT_COLUMNS} FROM transcripts"
+    query = f"SELECT {await _fitted(conn, 'transcripts', TRANSCRIPT_COLUMNS)} FROM transcripts"
     async for row in _scan(conn, "sweep_transcripts", query):
         yield recorded(row)
 
