@@ -244,6 +244,13 @@ async def test_slow_endpoint_never_holds_a_write(age_database: Database,
         assert body["mode"] == "fulltext" and "query not embedded" in body["degraded"]
         assert body["results"][0]["id"] == late["id"]
         assert body["results"][0]["embedded"] is False  # recall says it lacks a vector
+
+        async def write_failed() -> bool:  # the write-behind gave up at its deadline too
+            metrics = (await cortex.call("GET", "/metrics")).text
+            series = 'cortex_embedding_failures_total{stage="write"}'
+            return series in metrics and metric(metrics, series) >= 1
+
+        await await_until(write_failed, seconds=30)
         endpoint.delay_s = 0.0
         cortex.services.vectors.wake()
 
@@ -252,8 +259,6 @@ async def test_slow_endpoint_never_holds_a_write(age_database: Database,
             return bool(found["mode"] == "hybrid" and found["results"][0]["embedded"])
 
         await await_until(embedded, seconds=30)
-        metrics = (await cortex.call("GET", "/metrics")).text
-        assert metric(metrics, 'cortex_embedding_failures_total{stage="write"}') >= 1
 
 
 async def test_a_full_write_queue_leaves_the_rest_to_the_backfill(
