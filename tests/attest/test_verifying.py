@@ -1,4 +1,5 @@
-"""check_batch: signatures checked on a pool while the hashes are walked, with the verdict
+"""check_batch: signatures checked by the bulk verifier while the hashes are walked (in
+this thread and on worker processes), with the verdict
 the sequential order gives (the earliest fault by position; a bad signature counts only
 before the first chain fault). Pure: events built in memory with real Ed25519 keys."""
 
@@ -6,11 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from attested_cortex.attest.bulkverify import BulkVerifier
 from attested_cortex.attest.chain import Statement, event_hash
 from attested_cortex.attest.keyring import KeyRevision, build_keyring
 from attested_cortex.attest.keys import generate_key
@@ -56,9 +57,10 @@ def forged(event: EventRow) -> EventRow:
 
 
 def check(events: list[EventRow], workers: int) -> tuple[int, str | None, int, int]:
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    """``workers`` 1: in this thread; more: that many processes, whatever the batch's size."""
+    with BulkVerifier(workers, min_parallel=1) as verifier:
         v = check_batch(events, expected_sequence=1, expected_prev=GENESIS_HASH,
-                        keyring=KEYRING, pool=pool, workers=workers)
+                        keyring=KEYRING, verifier=verifier)
     return v.good, v.fault, v.examined, v.checked
 
 
@@ -85,7 +87,7 @@ def test_a_bad_signature_after_a_chain_fault_is_not_reported(workers: int) -> No
 def test_without_a_keyring_only_the_chain_is_checked() -> None:
     events = chain(12)
     events[4] = forged(events[4])
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with BulkVerifier(2) as verifier:
         verdict = check_batch(events, expected_sequence=1, expected_prev=GENESIS_HASH,
-                              keyring=None, pool=pool, workers=2)
+                              keyring=None, verifier=verifier)
     assert (verdict.good, verdict.fault, verdict.checked) == (5, "prev_hash_mismatch", 0)

@@ -9,13 +9,12 @@ write, inside the write's transaction, by ``GET /v1/audit/verify`` and by
 from __future__ import annotations
 
 import asyncio
-import os
-from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from attested_cortex.attest import cbor
+from attested_cortex.attest.bulkverify import BulkVerifier
 from attested_cortex.attest.chain import Statement
 from attested_cortex.attest.keyedchain import KeyedWalk, unchecked
 from attested_cortex.attest.keyring import Keyring
@@ -27,8 +26,6 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.store import events
 from attested_cortex.store.database import Conn
 from attested_cortex.store.events import GENESIS_HASH, EventRow
-
-_WORKERS = os.cpu_count() or 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,14 +104,14 @@ async def verify_chain(
     ``distrusted`` (when given) receives every keyed fault's sequence, for the deep audit.
     """
     state = _Walk(keyring, None if master is None else KeyedWalk.of(master))
-    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+    with BulkVerifier() as verifier:
         # aclosing: stopping at the first fault must still close the cursor and transaction.
         async with aclosing(events.stream_events(
                 conn, batch=batch, with_macs=master is not None)) as stream:
             async for rows in stream:
                 # Hashing and Ed25519 run off the event loop; the batch's signatures are
-                # checked on the pool's threads while its hashes are walked (verifying.py).
-                fault = await asyncio.to_thread(state.walk, rows, pool)
+                # checked by the verifier's processes while its hashes are walked.
+                fault = await asyncio.to_thread(state.walk, rows, verifier)
                 if fault is not None:
                     break
             else:
@@ -135,10 +132,10 @@ class _Walk:
         self.checked = 0
         self.unverified = 0
 
-    def walk(self, rows: list[EventRow], pool: Executor) -> str | None:
+    def walk(self, rows: list[EventRow], verifier: BulkVerifier) -> str | None:
         """Check a batch; advance past every good event; return the first fault, if any."""
         verdict = check_batch(rows, expected_sequence=self.expected, expected_prev=self.prev,
-                              keyring=self.keyring, pool=pool, workers=_WORKERS)
+                              keyring=self.keyring, verifier=verifier)
         if self.keyring is not None:
             self.checked += verdict.checked
             self.unverified += verdict.examined - verdict.checked

@@ -147,12 +147,23 @@ def signature_fault(event: EventRow, keyring: Keyring) -> str | None:
     A known agent whose event names a key not trusted at the event's time is a fault. An
     unsigned event (a write record) claims no signature, so there is nothing to fail.
     """
+    key = signing_key(event, keyring)
+    if not isinstance(key, bytes):
+        return key
+    assert event.signature is not None
+    return None if verify(key, event.payload, event.signature) else "bad_signature"
+
+
+def signing_key(event: EventRow, keyring: Keyring) -> bytes | str | None:
+    """The trusted public key that must verify the event's signature; None when there is
+    nothing to check (unsigned, or an agent the keyring does not know); the fault
+    ``unknown_key_for_agent`` when the event names a key not trusted at the event's time.
+    Shared by :func:`signature_fault` and the bulk walk (:mod:`.verifying`)."""
     if event.signature is None or event.key_fingerprint is None:
         return None
     at_ms = unix_us(event.created_at) // 1000
     for revision in keyring.keys_at(event.agent_id, at_ms):
         if revision.fingerprint == event.key_fingerprint:
-            ok = verify(revision.public_key, event.payload, event.signature)
-            return None if ok else "bad_signature"
+            return revision.public_key
     return "unknown_key_for_agent" if keyring.knows(event.agent_id) else None
 

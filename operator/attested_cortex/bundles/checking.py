@@ -12,9 +12,9 @@ exactly when ``cortexctl audit verify`` would verify its chain.
 from __future__ import annotations
 
 import json
-import os
-from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
 
+from attested_cortex.attest.bulkverify import BulkVerifier
 from attested_cortex.attest.keyring import Keyring, build_keyring, parse_keyring_file
 from attested_cortex.attest.verifying import check_batch
 from attested_cortex.bundles import copytext
@@ -23,8 +23,6 @@ from attested_cortex.bundles.formats import BY_NAME, KEYS
 from attested_cortex.bundles.manifests import Manifest, RawChunk, digest
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.store.events import GENESIS_HASH, EventRow
-
-_WORKERS = os.cpu_count() or 1
 
 
 def check_layout(manifest: Manifest) -> None:
@@ -69,12 +67,13 @@ class ChainWalk:
 
     A chunk is checked by :func:`~attested_cortex.attest.verifying.check_batch`, as
     :func:`~attested_cortex.attest.auditing.verify_chain` checks a batch: its signatures on
-    ``workers`` threads while its hashes are walked; the first fault by position is the one
-    reported."""
+    the bulk verifier's processes while its hashes are walked; the first fault by position is
+    the one reported. The processes live from the first big chunk to :meth:`close` (use the
+    walk as a context manager)."""
 
-    def __init__(self, keyring: Keyring, *, workers: int = _WORKERS) -> None:
+    def __init__(self, keyring: Keyring, *, workers: int | None = None) -> None:
         self.keyring = keyring
-        self.workers = workers
+        self.verifier = BulkVerifier(workers)
         self.expected = 1
         self.prev = GENESIS_HASH
         self.signatures = 0
@@ -88,16 +87,25 @@ class ChainWalk:
             except ValueError as exc:
                 at = self.expected + len(events)
                 raise BundleError("unreadable_event", f"{name} event {at}", str(exc)) from exc
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            verdict = check_batch(events, expected_sequence=self.expected,
-                                  expected_prev=self.prev, keyring=self.keyring, pool=pool,
-                                  workers=self.workers)
+        verdict = check_batch(events, expected_sequence=self.expected, expected_prev=self.prev,
+                              keyring=self.keyring, verifier=self.verifier)
         if verdict.fault is not None:
             raise BundleError("chain_broken", f"{name} event {self.expected + verdict.good}",
                               verdict.fault)
         self.signatures += verdict.checked
         if events:
             self.expected, self.prev = events[-1].sequence + 1, events[-1].hash
+
+    def close(self) -> None:
+        """Stop the verifier's processes (a walk refused midway as well as a finished one)."""
+        self.verifier.close()
+
+    def __enter__(self) -> ChainWalk:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
 
     def finish(self, manifest: Manifest) -> None:
         """The chain ends where the manifest says: no event dropped from its tail."""

@@ -145,31 +145,32 @@ async def _check_target(conn: dumping.AnyConn, manifest: Manifest) -> None:
 
 async def _copy(conn: dumping.AnyConn, root: Path, manifest: Manifest,
                 keyring: Keyring) -> checking.ChainWalk:
-    walk = checking.ChainWalk(keyring)
-    await dumping.chain_trigger(conn, enabled=False)
-    for table in TABLES:
-        if table is USAGE:
-            await dumping.clear_usage(conn)
-        for chunk in (c for c in manifest.chunks if c["table"] == table.name):
-            data = _read(root, chunk["name"])
-            checking.check_chunk(chunk, data)
-            assert data is not None
+    with checking.ChainWalk(keyring) as walk:
+        await dumping.chain_trigger(conn, enabled=False)
+        for table in TABLES:
+            if table is USAGE:
+                await dumping.clear_usage(conn)
+            for chunk in (c for c in manifest.chunks if c["table"] == table.name):
+                data = _read(root, chunk["name"])
+                checking.check_chunk(chunk, data)
+                assert data is not None
+                if table is EVENTS:
+                    await _walk_and_copy(conn, walk, chunk["name"], data)
+                else:
+                    await dumping.copy_in(conn, table.name, table.columns, data)
             if table is EVENTS:
-                await _walk_and_copy(conn, walk, chunk["name"], data)
-            else:
-                await dumping.copy_in(conn, table.name, table.columns, data)
-        if table is EVENTS:
-            walk.finish(manifest)
-    await dumping.chain_trigger(conn, enabled=True)
+                walk.finish(manifest)
+        await dumping.chain_trigger(conn, enabled=True)
     return walk
 
 
 async def _walk_and_copy(conn: dumping.AnyConn, walk: checking.ChainWalk, name: str,
                          data: bytes) -> None:
-    """A chunk of the chain walked (in a thread: hashes in Python, signatures in libsodium)
-    while PostgreSQL copies it in (its own process): the two overlap. Both finish before
-    either's failure is raised, the walk's first (the refusal that names the event); a
-    refused chunk's rows are rolled back with the transaction, never committed."""
+    """A chunk of the chain walked (in a thread: hashes in Python, signatures in the bulk
+    verifier's processes) while PostgreSQL copies it in (its own process): the two overlap.
+    Both finish before either's failure is raised, the walk's first (the refusal that names
+    the event); a refused chunk's rows are rolled back with the transaction, never
+    committed."""
     walked, copied = await asyncio.gather(
         asyncio.to_thread(walk.walk, name, data),
         dumping.copy_in(conn, EVENTS.name, EVENTS.columns, data), return_exceptions=True)
