@@ -166,3 +166,25 @@ async def test_recall_and_rotation_answer_as_plain(
 async def _only(client: CortexClient, version: str) -> bool | Pending:
     now = await counts(client)
     return now.keys() == {version} or Pending(now)
+
+
+async def test_sealed_then_switched_off_is_still_recalled(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """Memories sealed with encryption on, then served with it off (the key kept): recall
+    finds them by their words (their tokens are keyed), beside plain ones stored since."""
+    key = tmp_path / "master.key"
+    key.write_bytes(mk.generate_key())
+    dsn = migrated_pg15_dsn
+    on = await make_cortex(dsn, migrated=False, master_key={"file": key},
+                           encryption={"at_rest": True})
+    sealed = await on.store("kb", "the harbour pilot boards at dawn", title="pilots")
+    off = await make_cortex(dsn, migrated=False, master_key={"file": key},
+                            encryption={"at_rest": False})
+    plain = await off.store("kb", "the harbour master signs the manifest")
+    for query, wanted in (("pilot boards", [sealed]), ("harbour", [plain, sealed]),
+                          ("pilots", [sealed])):
+        found = (await off.call("POST", "/v1/recall", {"query": query})).body["results"]
+        assert sorted(r["id"] for r in found) == sorted(w["id"] for w in wanted), query
+    assert await texts_of(off, sealed["id"]) == ("pilots", "the harbour pilot boards at dawn",
+                                                 {})
+    assert await counts(off) == {"plain": 1, "v1": 1}  # nothing unsealed, nothing lost

@@ -60,7 +60,6 @@ from attested_cortex.store.memory_ciphers import (
     MemoryCipher,
     across_spaces,
     cipher_of,
-    sealing,
 )
 
 DEFAULT_POOL = 200
@@ -231,6 +230,11 @@ SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
        array(SELECT l.lexeme FROM unnest(to_tsvector('english', %(query)s)) AS l) AS lexemes
 """
 
+#: :data:`_FORMS`, and whether any row is sealed (the partial index of sealed rows answers).
+_FORMS_IF_SEALED = _FORMS.rstrip() + """,
+       EXISTS (SELECT 1 FROM memories WHERE key_version IS NOT NULL) AS sealed_rows
+"""
+
 #: :data:`_LEXEMES` over lexemes given (keyed), each with its token space.
 _GIVEN_LEXEMES = """
 WITH st AS (
@@ -353,25 +357,41 @@ async def fulltext_candidates(
         ns_filter += extra
         params.update(more)
     exact = False
-    cipher = sealing(conn)
-    first = _FORMS if cipher is not None else _LEXEMES
-    if namespace is not None and vectors:
-        async with conn.pipeline():  # one round trip for both
+    cipher: MemoryCipher | None = cipher_of(conn)
+    keyed = cipher is not None and cipher.seals
+    # A cipher that no longer seals (encryption.at_rest turned off) still keys the query
+    # while sealed rows remain (their tokens are keyed): asked in the same round trip.
+    probing = cipher is not None and not keyed
+    first = _FORMS if keyed else _LEXEMES
+    plan_cur = probe_cur = None
+    if (namespace is not None and vectors) or probing:
+        async with conn.pipeline():  # one round trip for all
             cur = await conn.execute(first, {"query": query}, prepare=True)
-            plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],), prepare=False)
+            if probing:
+                probe_cur = await conn.execute(_FORMS_IF_SEALED, {"query": query},
+                                               prepare=True)
+            if namespace is not None and vectors:
+                plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],),
+                                              prepare=False)
+    else:
+        cur = await conn.execute(first, {"query": query}, prepare=True)
+    if plan_cur is not None:
         plan = await plan_cur.fetchone()
         exact = plan is not None and \
             plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
-    else:
-        cur = await conn.execute(first, {"query": query}, prepare=True)
-    if cipher is None:
+    forms: dict[str, Any] | None = None
+    if probe_cur is not None:
+        probed = await probe_cur.fetchone()
+        forms = probed if probed is not None and probed["sealed_rows"] else None
+    elif keyed:
+        forms = await cur.fetchone()
+        assert forms is not None
+    if forms is None or cipher is None:
         lex = await cur.fetchall()
         params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
                       spaces=[0] * len(lex))
         and_query, or_query, covered = _AND_QUERY, _OR_QUERY, _COVERED
     else:
-        forms = await cur.fetchone()
-        assert forms is not None
         await _keyed_forms(conn, cipher, forms, params)
         and_query, or_query = "%(and_q)s::tsquery", "%(or_q)s::tsquery"
         covered = _COVERED_KEYED
