@@ -3,7 +3,8 @@ with the embedded default embedder and memories sealed at rest.
 
 A cortex embeds a vault memory and an open one; served again with ``vault/**`` sealed, the
 vault memory's vector is gone before the first request (the sweep), a vault memory stored
-then gets none from the write-behind embedder nor from the backfill (which settles with
+then (single, batch, spoke-memory capture) gets none from the write-behind embedder nor
+from the backfill (which settles with
 nothing pending), a client vector there is refused 400 ``vector_in_sealed_namespace``
 (single and batch), hybrid recall finds the vault memories by their words (no vector part,
 no failure) and capabilities name the pattern.
@@ -18,6 +19,8 @@ import psycopg
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.embedding import default
+from tests.server.test_permissions_api import agents
+from tests.spoke.test_dispatch_api import OWNER, ok
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
 from tests.support.waiting import Pending, await_until
@@ -66,12 +69,23 @@ async def test_sealed_namespace_keeps_no_vector(age_database: Database, make_cor
         {"namespace": "vault", "content": "a batch into the vault itself"},
         {"namespace": "kb/x", "content": "a batch into the open side"}]})
     assert reply.status == 201, reply.text
+    # a spoke-memory capture into a sealed space (a server of the same settings, tokens)
+    team = await agents(make_cortex, dsn, tmp_path, {"owner": OWNER},
+                        master_key={"file": key},
+                        encryption={"at_rest": True, "sealed_namespaces": ["vault/**"]})
+    await ok(team, "owner", "memory.subjects.ensure", {"space_id": "vault", "subject_id": "u1",
+                                                      "kind": "person:human"})
+    await ok(team, "owner", "memory.records.create", {
+        "space_id": "vault", "subject_id": "u1", "content": {"text": "a spoke record"},
+        "placement": {"shared": True}})
+    await team.client.embedded_behind(
+        headers={"Authorization": f"Bearer {team.tokens['owner']}"})
     await await_until(lambda: settled(sealed), what="the backfill to settle", seconds=60,
                       interval_s=0.05)
     with psycopg.connect(dsn) as conn:
         opened = {str(r[0]) for r in conn.execute(
             "SELECT id FROM memories WHERE namespace NOT LIKE 'vault%'")}
-    assert embedded(dsn) == opened and len(opened) == 2
+    assert embedded(dsn) == opened and len(opened) == 2  # 4 vault memories: none
 
     vector = [0.1] * default.DIMENSION
     reply = await sealed.call("POST", "/v1/memories", {"namespace": "vault/c", "content": "x",
