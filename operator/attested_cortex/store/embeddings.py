@@ -213,12 +213,24 @@ async def count_stale(conn: Conn, *, model: str, dim: int, skip: Skip | None = N
     return sum(int(r["n"]) for r in await cur.fetchall() if not skip(r["namespace"]))
 
 
+#: Every namespace memories use, one probe of the namespace index each (a loose index
+#: scan: the backfill asks on every pass, so its cost follows the namespaces, not the rows).
+_NAMESPACES = """
+WITH RECURSIVE ns AS (
+    (SELECT namespace FROM memories ORDER BY namespace LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.namespace FROM memories m WHERE m.namespace > ns.namespace
+            ORDER BY m.namespace LIMIT 1)
+    FROM ns WHERE ns.namespace IS NOT NULL
+)
+SELECT namespace FROM ns WHERE namespace IS NOT NULL
+"""
+
+
 async def drop_covered(conn: Conn, skip: Skip) -> int:
     """Drop the vectors of memories in namespaces ``skip`` names (a namespace marked sealed
     after its memories were embedded: ADR 0057 item 2); how many went."""
-    cur = await conn.execute(
-        "SELECT DISTINCT m.namespace FROM memory_embeddings e "
-        "JOIN memories m ON m.id = e.memory_id")
+    cur = await conn.execute(_NAMESPACES)
     covered = [r["namespace"] for r in await cur.fetchall() if skip(r["namespace"])]
     if not covered:
         return 0
