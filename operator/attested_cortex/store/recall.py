@@ -209,6 +209,14 @@ FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
 """
 
 
+#: :data:`_LEXEMES`, each row also saying whether any memory is sealed (the partial index
+#: of sealed rows answers, once per statement): a query without lexemes matches nothing in
+#: any token space, so it needs no answer.
+_LEXEMES_PROBED = _LEXEMES.replace(
+    "AS idf\n", "AS idf,\n       EXISTS (SELECT 1 FROM memories WHERE key_version IS NOT NULL)"
+    " AS sealed_rows\n", 1)
+
+
 #: The share of the query's rarity weights a row's words cover.
 _COVERED = """coalesce(
                 (SELECT sum(lex.idf) FROM lex
@@ -228,11 +236,6 @@ SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
        coalesce(nullif(replace(plainto_tsquery('english', %(query)s)::text, ' & ', ' | '), ''),
                 websearch_to_tsquery('english', %(query)s)::text) AS or_q,
        array(SELECT l.lexeme FROM unnest(to_tsvector('english', %(query)s)) AS l) AS lexemes
-"""
-
-#: :data:`_FORMS`, and whether any row is sealed (the partial index of sealed rows answers).
-_FORMS_IF_SEALED = _FORMS.rstrip() + """,
-       EXISTS (SELECT 1 FROM memories WHERE key_version IS NOT NULL) AS sealed_rows
 """
 
 #: :data:`_LEXEMES` over lexemes given (keyed), each with its token space.
@@ -360,34 +363,29 @@ async def fulltext_candidates(
     cipher: MemoryCipher | None = cipher_of(conn)
     keyed = cipher is not None and cipher.seals
     # A cipher that no longer seals (encryption.at_rest turned off) still keys the query
-    # while sealed rows remain (their tokens are keyed): asked in the same round trip.
-    probing = cipher is not None and not keyed
-    first = _FORMS if keyed else _LEXEMES
-    plan_cur = probe_cur = None
-    if (namespace is not None and vectors) or probing:
-        async with conn.pipeline():  # one round trip for all
+    # while sealed rows remain (their tokens are keyed): each lexeme row says so.
+    first = _FORMS if keyed else _LEXEMES if cipher is None else _LEXEMES_PROBED
+    if namespace is not None and vectors:
+        async with conn.pipeline():  # one round trip for both
             cur = await conn.execute(first, {"query": query}, prepare=True)
-            if probing:
-                probe_cur = await conn.execute(_FORMS_IF_SEALED, {"query": query},
-                                               prepare=True)
-            if namespace is not None and vectors:
-                plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],),
-                                              prepare=False)
-    else:
-        cur = await conn.execute(first, {"query": query}, prepare=True)
-    if plan_cur is not None:
+            plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],), prepare=False)
         plan = await plan_cur.fetchone()
         exact = plan is not None and \
             plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
+    else:
+        cur = await conn.execute(first, {"query": query}, prepare=True)
     forms: dict[str, Any] | None = None
-    if probe_cur is not None:
-        probed = await probe_cur.fetchone()
-        forms = probed if probed is not None and probed["sealed_rows"] else None
-    elif keyed:
+    lex: list[dict[str, Any]] = []
+    if keyed:
         forms = await cur.fetchone()
         assert forms is not None
+    else:
+        lex = list(await cur.fetchall())
+        if cipher is not None and lex and lex[0]["sealed_rows"]:
+            # rare: switched off over sealed rows (one more round trip, for the forms)
+            cur = await conn.execute(_FORMS, {"query": query}, prepare=True)
+            forms = await cur.fetchone()
     if forms is None or cipher is None:
-        lex = await cur.fetchall()
         params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
                       spaces=[0] * len(lex))
         and_query, or_query, covered = _AND_QUERY, _OR_QUERY, _COVERED
