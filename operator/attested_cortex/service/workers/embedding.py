@@ -257,7 +257,10 @@ async def open_vectors(
     vectors = Vectors(embedder, True, None, settings, VectorMetrics.create(registry))
     if settings.sealed:  # a pattern added since: its memories' vectors go before serving
         async with db.connection() as conn:
-            await rows.drop_covered(conn, settings.sealed.covers)
+            dropped = await rows.drop_covered(conn, settings.sealed.covers)
+        if dropped:
+            log.info("vectors of sealed namespaces dropped (ADR 0057)",
+                     extra={"vectors": dropped, "patterns": list(settings.sealed.patterns)})
     if embedder is not None and embedder.embeds:
         vectors._task = asyncio.create_task(_backfill(db, vectors), name="embedding-backfill")
         if settings.write_queue > 0:
