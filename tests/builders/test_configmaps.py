@@ -267,3 +267,14 @@ def test_encryption_at_rest_reaches_the_server(tmp_path: Path) -> None:
     assert settings(tmp_path).encryption.at_rest is False
     loaded = settings(tmp_path, cortex({"encryption": {"atRest": True}}))
     assert loaded.encryption.at_rest is True and loaded.master_key is not None
+    assert loaded.encryption.sealed_namespaces == []
+
+
+def test_sealed_namespaces_reach_the_server(tmp_path: Path) -> None:
+    """spec.encryption.sealedNamespaces (ADR 0057 item 2): the patterns, in the server's
+    pattern language (a pattern the CRD admits but the grammar does not stops the server)."""
+    loaded = settings(tmp_path, cortex({"encryption": {
+        "atRest": True, "sealedNamespaces": ["medical/**", "team/*/private"]}}))
+    assert loaded.encryption.sealed_namespaces == ["medical/**", "team/*/private"]
+    with pytest.raises(InvalidInputError, match="segment"):
+        settings(tmp_path, cortex({"encryption": {"sealedNamespaces": ["a/../b"]}}))

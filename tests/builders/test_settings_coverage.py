@@ -48,6 +48,7 @@ FROM_RESOURCES: dict[str, str] = {
     "trust.default_tier": "MemoryCortex spec.trust.defaultTier",
     "trust.ceilings": "MemoryCortex spec.trust.ceilings",
     "encryption.at_rest": "MemoryCortex spec.encryption.atRest",
+    "encryption.sealed_namespaces": "MemoryCortex spec.encryption.sealedNamespaces",
     "limits.max_body_bytes": "MemoryCortex spec.limits.maxBodyBytes",
     "limits.max_content_chars": "MemoryCortex spec.limits.maxContentChars",
     "limits.max_metadata_bytes": "MemoryCortex spec.limits.maxMetadataBytes",

@@ -470,6 +470,12 @@ TRUST_CASES = [
         "ceilings": {"Trusted": {"memory.read": "sometimes"}}}), "should match"),
     Case("trust-kernel-default", cortex("c-trust5", trust={"defaultTier": "Kernel"}),
          "Unsupported value"),
+    Case("sealed-namespaces", cortex("c-sealed", encryption={
+        "atRest": True, "sealedNamespaces": ["medical/**", "team/*/private"]})),
+    Case("sealed-namespaces-bad-pattern", cortex("c-sealed2", encryption={
+        "sealedNamespaces": ["Medical/**"]}), "namespace pattern segments are"),
+    Case("sealed-namespaces-duplicate", cortex("c-sealed3", encryption={
+        "sealedNamespaces": ["a", "a"]}), "Duplicate value"),
     Case("identity-tier", identity("i-tier", trustTier="Untrusted")),
     Case("identity-kernel", identity("i-kernel", trustTier="Kernel"), "Unsupported value"),
 ]

@@ -47,7 +47,7 @@ async def test_no_memory_text_at_rest_with_encryption_on(
     dsn = migrated_pg15_dsn
     client = await make_cortex(dsn, migrated=False, master_key={"file": key},
                                encryption={"at_rest": sealed})
-    title, text, note, batched, changed = (marker() for _ in range(5))
+    title, text, note, batched, changed, keyed, keyed_batch = (marker() for _ in range(7))
     one = await client.store("kb/a", f"{text} about the harbour", title=title,
                              metadata={"note": note}, tags=["harbour"])
     reply = await client.call("POST", "/v1/memories:batch", {"memories": [
@@ -55,6 +55,16 @@ async def test_no_memory_text_at_rest_with_encryption_on(
     assert reply.status == 201, reply.text
     (two,) = reply.body["memories"]
     three = await client.store("kb/a", "first words")
+    # keyed writes: their kept answers hold the memories' text (issue 27 item 2)
+    reply = await client.call("POST", "/v1/memories", {"namespace": "keyed", "content": keyed},
+                              headers={"Idempotency-Key": "one"})
+    assert reply.status == 201, reply.text
+    again = await client.call("POST", "/v1/memories", {"namespace": "keyed", "content": keyed},
+                              headers={"Idempotency-Key": "one"})
+    assert again.status == 201 and again.body == reply.body  # answered from the kept answer
+    reply = await client.call("POST", "/v1/memories:batch", {"memories": [
+        {"namespace": "keyed", "content": keyed_batch}]}, headers={"Idempotency-Key": "two"})
+    assert reply.status == 201, reply.text
     reply = await client.call("PATCH", f"/v1/memories/{three['id']}",
                               {"content": f"{changed} about the ferry"})
     assert reply.status == 200, reply.text
@@ -70,14 +80,14 @@ async def test_no_memory_text_at_rest_with_encryption_on(
         assert [r["id"] for r in found] == [wanted["id"]], query
     with psycopg.connect(dsn) as conn:
         versions = conn.execute("SELECT key_version FROM memories").fetchall()
-    assert versions == [(1 if sealed else None,)] * 3
+    assert versions == [(1 if sealed else None,)] * 5
     caps = (await client.call("GET", "/v1/capabilities")).body["encryption"]
-    assert caps["memories_by_key_version"] == ({"v1": 3} if sealed else {"plain": 3})
+    assert caps["memories_by_key_version"] == ({"v1": 5} if sealed else {"plain": 5})
     report = (await client.call("GET", "/v1/audit/verify?deep=true")).body
     assert report["ok"] and report["deep"]["mismatch_count"] == 0, report
 
     dumped, files = at_rest(pg15_server, dsn)
-    for secret in (title, text, note, batched, changed):
+    for secret in (title, text, note, batched, changed, keyed, keyed_batch):
         assert (secret in dumped) is not sealed, secret
         assert (secret.encode() in files) is not sealed, secret
 
@@ -166,3 +176,60 @@ async def test_recall_and_rotation_answer_as_plain(
 async def _only(client: CortexClient, version: str) -> bool | Pending:
     now = await counts(client)
     return now.keys() == {version} or Pending(now)
+
+
+async def test_sealed_then_switched_off_is_still_recalled(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """Memories sealed with encryption on, then served with it off (the key kept): recall
+    finds them by their words (their tokens are keyed), beside plain ones stored since."""
+    key = tmp_path / "master.key"
+    key.write_bytes(mk.generate_key())
+    dsn = migrated_pg15_dsn
+    on = await make_cortex(dsn, migrated=False, master_key={"file": key},
+                           encryption={"at_rest": True})
+    sealed = await on.store("kb", "the harbour pilot boards at dawn", title="pilots")
+    off = await make_cortex(dsn, migrated=False, master_key={"file": key},
+                            encryption={"at_rest": False})
+    plain = await off.store("kb", "the harbour master signs the manifest")
+    for query, wanted in (("pilot boards", [sealed]), ("harbour", [plain, sealed]),
+                          ("pilots", [sealed])):
+        found = (await off.call("POST", "/v1/recall", {"query": query})).body["results"]
+        assert sorted(r["id"] for r in found) == sorted(w["id"] for w in wanted), query
+    assert await texts_of(off, sealed["id"]) == ("pilots", "the harbour pilot boards at dawn",
+                                                 {})
+    assert await counts(off) == {"plain": 1, "v1": 1}  # nothing unsealed, nothing lost
+
+
+async def test_a_kept_answer_outlives_its_key_version(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """A keyed write's answer is kept sealed (no text in the row); once the ring has rotated
+    and dropped that version, a retry is answered from the memory (re-sealed meanwhile by
+    the worker) and the answer is kept again under the current version."""
+    v1, v2 = mk.generate_key(), mk.generate_key()
+    dsn = migrated_pg15_dsn
+    first = await make_cortex(dsn, migrated=False, master_key=ring_dir(tmp_path / "r1", {1: v1}, 1),
+                              encryption={"at_rest": True})
+    body = {"namespace": "kb", "content": "the harbour pilot boards at dawn"}
+    key = {"Idempotency-Key": "pilot"}
+    stored = await first.call("POST", "/v1/memories", body, headers=key)
+    assert stored.status == 201, stored.text
+
+    def kept() -> tuple[Any, ...] | None:
+        with psycopg.connect(dsn) as conn:
+            return conn.execute("SELECT answer, key_version, sealed IS NOT NULL"
+                                " FROM idempotency_keys").fetchone()
+
+    assert kept() == (None, 1, True)
+    rotated = await make_cortex(dsn, migrated=False,
+                                master_key=ring_dir(tmp_path / "r2", {1: v1, 2: v2}, 2),
+                                encryption={"at_rest": True})
+    await await_until(lambda: _only(rotated, "v2"), what="the memory re-sealed under v2",
+                      seconds=30, interval_s=0.05)
+    retired = await make_cortex(dsn, migrated=False,
+                                master_key=ring_dir(tmp_path / "r3", {2: v2}, 2),
+                                encryption={"at_rest": True})
+    again = await retired.call("POST", "/v1/memories", body, headers=key)
+    assert again.status == 201 and again.headers["Idempotent-Replayed"] == "true"
+    assert again.body == stored.body
+    assert kept() == (None, 2, True)
+    assert (await retired.call("POST", "/v1/memories", body, headers=key)).body == stored.body

@@ -24,7 +24,7 @@ from attested_cortex.builders import settings as sections
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.services import SERVER_PORT
 from attested_cortex.crd.hookchain import Hook
-from attested_cortex.crd.memorycortex import TranscriptsSpec
+from attested_cortex.crd.memorycortex import EncryptionSpec, TranscriptsSpec
 
 Object = dict[str, Any]
 
@@ -66,6 +66,16 @@ def transcripts_settings(spec: TranscriptsSpec) -> Object:
                            for n in spec.namespaces]}
 
 
+def encryption_settings(spec: EncryptionSpec) -> Object:
+    """``spec.encryption`` as the server's ``encryption`` settings (sealed namespaces only
+    when some are listed: an existing cortex's configuration, and so its pods, stay as
+    they were)."""
+    settings: Object = {"at_rest": spec.at_rest}
+    if spec.sealed_namespaces:
+        settings["sealed_namespaces"] = list(spec.sealed_namespaces)
+    return settings
+
+
 def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
     """The content of ``config.yaml``."""
     spec = cortex.spec
@@ -89,7 +99,7 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         "embedding": sections.embedding_settings(cortex),
         "log_level": spec.server.log_level.upper(),
         "master_key": {"dir": sections.MASTER_KEY_DIR},
-        "encryption": {"at_rest": spec.encryption.at_rest},
+        "encryption": encryption_settings(spec.encryption),
         **sections.database_settings(cortex),
     }
     if auth == "tokens":

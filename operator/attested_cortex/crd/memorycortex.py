@@ -296,6 +296,17 @@ class TrustSpec(CrdModel):
     )
 
 
+SealedNamespace = Annotated[str, Field(
+    min_length=1,
+    # As a transcript namespace's: the API server prices the CEL checks of every list item
+    # by its longest string.
+    max_length=TRANSCRIPT_PATTERN_LENGTH,
+    description="Memory-namespace pattern: '/'-separated segments of [a-z0-9._-], '*' for one "
+    "level and '**' for any depth, e.g. medical/** or team/*/private.",
+    json_schema_extra=namespace_pattern_extra(),
+)]
+
+
 class EncryptionSpec(CrdModel):
     """Encryption at rest under the cortex's master key (ADR 0056)."""
 
@@ -306,6 +317,15 @@ class EncryptionSpec(CrdModel):
         "they are and stay readable; turning it off again leaves sealed rows sealed and "
         "readable. Back up the master-key Secret with the database: without it sealed rows "
         "cannot be read.",
+    )
+    sealed_namespaces: list[SealedNamespace] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Memory-namespace patterns whose memories keep no vector (an embedding "
+        "reveals meaning): the embedder and the backfill skip them, a client vector is refused "
+        "(400 vector_in_sealed_namespace) and recall there is full text only (over keyed blind "
+        "tokens with atRest). A pattern added later drops the vectors already stored there.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
     )
 
 

@@ -41,6 +41,7 @@ from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
 from attested_cortex.service.resources import auditing, spoke_reflections, spoke_transfer
 from attested_cortex.service.workers.embedding import (
+    SealedNamespaces,
     Vectors,
     VectorSettings,
     close_vectors,
@@ -236,6 +237,7 @@ async def _open_vectors(
         timeout_s=e.timeout_ms / 1000, batch=e.backfill_batch,
         pause_s=e.backfill_pause_ms / 1000, min_similarity=e.min_similarity,
         vector_pool=e.vector_pool, write_queue=e.write_queue,
+        sealed=SealedNamespaces(tuple(settings.encryption.sealed_namespaces)),
     )
     return await open_vectors(db, embedder, settings=tuning, registry=registry)
 

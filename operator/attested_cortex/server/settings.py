@@ -11,9 +11,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from attested_cortex.errors import InvalidInputError
+from attested_cortex.policy.patterns import parse_pattern
 from attested_cortex.policy.tiers import MARK_PATTERN
 
 
@@ -235,10 +243,25 @@ class EncryptionSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     at_rest: bool = False
+    #: Namespace patterns (``*`` one level, ``**`` any depth, as in rules and scope
+    #: qualifiers) whose memories get no vector and are recalled by full text only (ADR 0057
+    #: item 2); a pattern added later drops the vectors already stored there.
+    sealed_namespaces: list[str] = Field(default_factory=list, max_length=64)
     #: The re-sealing worker (rotation): frames per transaction, and the pause between
     #: batches while older versions remain.
     reseal_batch: int = Field(200, ge=1, le=5000)
     reseal_pause_ms: int = Field(50, ge=0, le=60_000)
+
+
+    @field_validator("sealed_namespaces")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                parse_pattern(pattern)
+            except InvalidInputError as exc:
+                raise ValueError(exc.message) from None
+        return value
 
 
 class ServerSettings(BaseModel):

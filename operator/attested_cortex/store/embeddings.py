@@ -140,7 +140,8 @@ WHERE m.deleted_at IS NULL
 
 _WINDOW = """
 WITH w AS (
-    SELECT m.id, m.revision, m.title, m.content, m.updated_at, m.key_version, m.sealed
+    SELECT m.id, m.namespace, m.revision, m.title, m.content, m.updated_at, m.key_version,
+           m.sealed
     FROM memories m
     WHERE m.deleted_at IS NULL {after}
     ORDER BY m.updated_at DESC, m.id DESC LIMIT %(window)s
@@ -162,12 +163,17 @@ class Window:
     next: tuple[datetime, uuid.UUID] | None
 
 
+#: Which namespaces the caller keeps no vectors for (``encryption.sealed_namespaces``,
+#: ADR 0057 item 2): the store knows no pattern, the service passes its matcher.
+Skip = Callable[[str], bool]
+
+
 async def stale(
     conn: Conn, *, model: str, dim: int, window: int,
-    after: tuple[datetime, uuid.UUID] | None = None,
+    after: tuple[datetime, uuid.UUID] | None = None, skip: Skip | None = None,
 ) -> Window:
     """The stale memories among the next ``window`` live ones (most recently updated first)
-    after ``after``.
+    after ``after``, none of a namespace ``skip`` names.
 
     A pass walks the recency index once, a bounded window per step: an anti-join of all
     memories per batch made PostgreSQL hash-join the whole table each time (and restarting
@@ -181,7 +187,8 @@ async def stale(
     cur = await conn.execute(_WINDOW.format(after=clause), params)
     rows = await cur.fetchall()
     found = [Pending(r["id"], r["revision"], embedding_text(*text), r["updated_at"])
-             for r in rows if r["stale"] and (text := _text_of(conn, r)) is not None]
+             for r in rows if r["stale"] and not (skip is not None and skip(r["namespace"]))
+             and (text := _text_of(conn, r)) is not None]
     last = rows[-1] if len(rows) == window else None
     return Window(found, len(rows), None if last is None else (last["updated_at"], last["id"]))
 
@@ -195,11 +202,42 @@ def _text_of(conn: Conn, row: dict[str, Any]) -> tuple[str, str] | None:
     return None if opened.unreadable else (opened.title, opened.content)
 
 
-async def count_stale(conn: Conn, *, model: str, dim: int) -> int:
-    """How many live memories lack a current vector."""
-    cur = await conn.execute("SELECT count(*) AS n " + _STALE, {"model": model, "dim": dim})
-    row = await cur.fetchone()
-    return int(row["n"]) if row else 0
+async def count_stale(conn: Conn, *, model: str, dim: int, skip: Skip | None = None) -> int:
+    """How many live memories lack a current vector (none of a namespace ``skip`` names)."""
+    if skip is None:
+        cur = await conn.execute("SELECT count(*) AS n " + _STALE, {"model": model, "dim": dim})
+        row = await cur.fetchone()
+        return int(row["n"]) if row else 0
+    cur = await conn.execute("SELECT m.namespace, count(*) AS n " + _STALE
+                             + " GROUP BY m.namespace", {"model": model, "dim": dim})
+    return sum(int(r["n"]) for r in await cur.fetchall() if not skip(r["namespace"]))
+
+
+#: Every namespace memories use, one probe of the namespace index each (a loose index
+#: scan: the backfill asks on every pass, so its cost follows the namespaces, not the rows).
+_NAMESPACES = """
+WITH RECURSIVE ns AS (
+    (SELECT namespace FROM memories ORDER BY namespace LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.namespace FROM memories m WHERE m.namespace > ns.namespace
+            ORDER BY m.namespace LIMIT 1)
+    FROM ns WHERE ns.namespace IS NOT NULL
+)
+SELECT namespace FROM ns WHERE namespace IS NOT NULL
+"""
+
+
+async def drop_covered(conn: Conn, skip: Skip) -> int:
+    """Drop the vectors of memories in namespaces ``skip`` names (a namespace marked sealed
+    after its memories were embedded: ADR 0057 item 2); how many went."""
+    cur = await conn.execute(_NAMESPACES)
+    covered = [r["namespace"] for r in await cur.fetchall() if skip(r["namespace"])]
+    if not covered:
+        return 0
+    cur = await conn.execute(
+        "DELETE FROM memory_embeddings e USING memories m "
+        "WHERE m.id = e.memory_id AND m.namespace = ANY(%s)", (covered,))
+    return cur.rowcount
 
 
 async def purge_tombstoned(conn: Conn) -> int:

@@ -60,7 +60,6 @@ from attested_cortex.store.memory_ciphers import (
     MemoryCipher,
     across_spaces,
     cipher_of,
-    sealing,
 )
 
 DEFAULT_POOL = 200
@@ -210,6 +209,14 @@ FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
 """
 
 
+#: :data:`_LEXEMES`, each row also saying whether any memory is sealed (the partial index
+#: of sealed rows answers, once per statement): a query without lexemes matches nothing in
+#: any token space, so it needs no answer.
+_LEXEMES_PROBED = _LEXEMES.replace(
+    "AS idf\n", "AS idf,\n       EXISTS (SELECT 1 FROM memories WHERE key_version IS NOT NULL)"
+    " AS sealed_rows\n", 1)
+
+
 #: The share of the query's rarity weights a row's words cover.
 _COVERED = """coalesce(
                 (SELECT sum(lex.idf) FROM lex
@@ -353,8 +360,11 @@ async def fulltext_candidates(
         ns_filter += extra
         params.update(more)
     exact = False
-    cipher = sealing(conn)
-    first = _FORMS if cipher is not None else _LEXEMES
+    cipher: MemoryCipher | None = cipher_of(conn)
+    keyed = cipher is not None and cipher.seals
+    # A cipher that no longer seals (encryption.at_rest turned off) still keys the query
+    # while sealed rows remain (their tokens are keyed): each lexeme row says so.
+    first = _FORMS if keyed else _LEXEMES if cipher is None else _LEXEMES_PROBED
     if namespace is not None and vectors:
         async with conn.pipeline():  # one round trip for both
             cur = await conn.execute(first, {"query": query}, prepare=True)
@@ -364,14 +374,22 @@ async def fulltext_candidates(
             plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
     else:
         cur = await conn.execute(first, {"query": query}, prepare=True)
-    if cipher is None:
-        lex = await cur.fetchall()
+    forms: dict[str, Any] | None = None
+    lex: list[dict[str, Any]] = []
+    if keyed:
+        forms = await cur.fetchone()
+        assert forms is not None
+    else:
+        lex = list(await cur.fetchall())
+        if cipher is not None and lex and lex[0]["sealed_rows"]:
+            # rare: switched off over sealed rows (one more round trip, for the forms)
+            cur = await conn.execute(_FORMS, {"query": query}, prepare=True)
+            forms = await cur.fetchone()
+    if forms is None or cipher is None:
         params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
                       spaces=[0] * len(lex))
         and_query, or_query, covered = _AND_QUERY, _OR_QUERY, _COVERED
     else:
-        forms = await cur.fetchone()
-        assert forms is not None
         await _keyed_forms(conn, cipher, forms, params)
         and_query, or_query = "%(and_q)s::tsquery", "%(or_q)s::tsquery"
         covered = _COVERED_KEYED

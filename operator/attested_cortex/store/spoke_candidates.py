@@ -11,7 +11,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from attested_cortex.store.database import Conn
-from attested_cortex.store.memory_ciphers import keyed_query, sealing
+from attested_cortex.store.memory_ciphers import cipher_of, keyed_query
 
 Row = dict[str, Any]
 
@@ -101,8 +101,9 @@ async def set_placement(conn: Conn, record_id: uuid.UUID, context_id: str | None
 
 async def ranked(conn: Conn, ids: list[uuid.UUID], query: str, limit: int) -> list[Row]:
     """Full-text rank of the records among ``ids`` matching ``query`` (best first); keyed
-    like recall's when memories are sealed (ADR 0065)."""
-    cipher = sealing(conn)
+    like recall's wherever a key ring is bound (ADR 0065): sealed rows stay keyed after
+    ``encryption.at_rest`` is turned off."""
+    cipher = cipher_of(conn)
     form = ("websearch_to_tsquery('english'::regconfig, %s)" if cipher is None
             else "%s::tsquery")
     if cipher is not None:

@@ -1,5 +1,11 @@
 """Spoke-memory transfer rows (migration 0018): exports and their chunks, staged imports
 and theirs. Called by the service's ``spoke_transfer`` only; dict rows.
+
+A chunk holds records as written (a space bundle is for another provider or cortex, ADR
+0070), so with memories sealed at rest (a sealing cipher on the connection, ADR 0065) its
+``data`` is kept sealed under the ``memory`` subkey of ``key_version`` (migration 0025),
+bound to an id derived from its export or import and ordinal, and opened as it is read; the
+digests stay those of the plain chunk (the wire's).
 """
 
 from __future__ import annotations
@@ -8,9 +14,38 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from attested_cortex.errors import ConflictError
 from attested_cortex.store.database import Conn
+from attested_cortex.store.memory_ciphers import cipher_of, sealing
 
 Row = dict[str, Any]
+
+
+def chunk_id(kind: str, owner: uuid.UUID, ordinal: int) -> uuid.UUID:
+    """The id a sealed chunk is bound to: ``kind`` ``export`` or ``import``, its owner's id
+    and its ordinal (never a memory's id, never the other kind's)."""
+    return uuid.uuid5(owner, f"spoke-transfer-{kind}-chunk\0{ordinal}")
+
+
+def _sealed(conn: Conn, kind: str, owner: uuid.UUID, ordinal: int,
+            data: bytes) -> tuple[bytes, int | None]:
+    cipher = sealing(conn)
+    if cipher is None:
+        return data, None
+    return cipher.seal(chunk_id(kind, owner, ordinal), data), cipher.version
+
+
+def _opened(conn: Conn, kind: str, owner: uuid.UUID, row: Row) -> Row:
+    if row.get("key_version") is None:
+        return row
+    cipher = cipher_of(conn)
+    plain = None if cipher is None else cipher.open(
+        chunk_id(kind, owner, row["ordinal"]), row["key_version"], bytes(row["data"]))
+    if plain is None:
+        raise ConflictError(f"{kind} chunk {row['ordinal']} is sealed under key version "
+                            f"{row['key_version']}, which the master key ring no longer holds",
+                            code="chunk_unreadable")
+    return {**row, "data": plain}
 
 
 async def insert_export(conn: Conn, row: Row, chunks: Sequence[tuple[bytes, str]]) -> None:
@@ -22,19 +57,21 @@ async def insert_export(conn: Conn, row: Row, chunks: Sequence[tuple[bytes, str]
         row)
     async with conn.cursor() as cur:
         await cur.executemany(
-            "INSERT INTO memory_export_chunks (export_id, ordinal, data, digest)"
-            " VALUES (%s, %s, %s, %s)",
-            [(row["export_id"], i, data, digest) for i, (data, digest) in enumerate(chunks)])
+            "INSERT INTO memory_export_chunks (export_id, ordinal, data, key_version, digest)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            [(row["export_id"], i, *_sealed(conn, "export", row["export_id"], i, data), digest)
+             for i, (data, digest) in enumerate(chunks)])
 
 
 async def export_chunk(conn: Conn, space_id: str, export_id: uuid.UUID,
                        ordinal: int) -> Row | None:
     """One chunk of an export of ``space_id`` with its export's row, or None."""
     cur = await conn.execute(
-        "SELECT e.*, c.ordinal, c.data, c.digest FROM memory_exports e JOIN"
+        "SELECT e.*, c.ordinal, c.data, c.key_version, c.digest FROM memory_exports e JOIN"
         " memory_export_chunks c USING (export_id) WHERE e.space_id = %s"
         " AND e.export_id = %s AND c.ordinal = %s", (space_id, export_id, ordinal))
-    return await cur.fetchone()
+    row = await cur.fetchone()
+    return None if row is None else _opened(conn, "export", export_id, row)
 
 
 async def staged(conn: Conn, space_id: str, import_id: uuid.UUID) -> Row | None:
@@ -59,8 +96,9 @@ async def stage_chunk(conn: Conn, import_id: uuid.UUID, ordinal: int, data: byte
                       digest: str) -> None:
     """Stage one chunk and advance the import's next ordinal."""
     await conn.execute(
-        "INSERT INTO memory_import_chunks (import_id, ordinal, data, digest)"
-        " VALUES (%s, %s, %s, %s)", (import_id, ordinal, data, digest))
+        "INSERT INTO memory_import_chunks (import_id, ordinal, data, key_version, digest)"
+        " VALUES (%s, %s, %s, %s, %s)",
+        (import_id, ordinal, *_sealed(conn, "import", import_id, ordinal, data), digest))
     await conn.execute("UPDATE memory_imports SET next_ordinal = next_ordinal + 1"
                        " WHERE import_id = %s", (import_id,))
 
@@ -68,9 +106,9 @@ async def stage_chunk(conn: Conn, import_id: uuid.UUID, ordinal: int, data: byte
 async def staged_chunks(conn: Conn, import_id: uuid.UUID) -> list[Row]:
     """An import's staged chunks in ordinal order."""
     cur = await conn.execute(
-        "SELECT ordinal, data, digest FROM memory_import_chunks WHERE import_id = %s"
-        " ORDER BY ordinal", (import_id,))
-    return list(await cur.fetchall())
+        "SELECT ordinal, data, key_version, digest FROM memory_import_chunks"
+        " WHERE import_id = %s ORDER BY ordinal", (import_id,))
+    return [_opened(conn, "import", import_id, row) for row in await cur.fetchall()]
 
 
 async def set_import(conn: Conn, import_id: uuid.UUID, *, state: str,

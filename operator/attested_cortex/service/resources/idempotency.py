@@ -92,8 +92,10 @@ async def _replayed(svc: Services, caller: Caller, key: str, kept: Kept, sha: by
     if kept.answer is not None and kept.status is not None:
         return Written(kept.answer, kept.status, replayed=True)
     # committed, but its answer was lost on the way
+    # committed, but its answer was lost on the way, or was sealed under a key version the
+    # ring no longer holds (kept again, under the current one)
     answer = await rebuilt(svc, kind, kept.resource_id)
-    await keep(svc, caller, key, status=status, body=answer)
+    await keep(svc, caller, key, status=status, body=answer, replace=kept.unreadable)
     return Written(answer, status, replayed=True)
 
 
@@ -112,13 +114,14 @@ async def prior(svc: Services, caller: Caller, key: str) -> Kept | None:
 
 
 async def keep(svc: Services, caller: Caller, key: str, *, status: int,
-               body: dict[str, Any]) -> None:
+               body: dict[str, Any], replace: bool = False) -> None:
     """Keep the answer of the write that took ``key``. Best effort: the write has committed
     and its answer is given whatever happens here; if the database went away meanwhile, a
     retry rebuilds the answer from the object written (:func:`rebuilt`)."""
     try:
         async with svc.db.connection() as conn:
-            await idempotency.answer(conn, caller.agent_id, key, status=status, body=body)
+            await idempotency.answer(conn, caller.agent_id, key, status=status, body=body,
+                                     replace=replace)
     except CortexError as exc:
         log.warning("the answer of a keyed write was not kept; a retry rebuilds it",
                     extra={"agent_id": caller.agent_id, "code": exc.code})

@@ -203,7 +203,14 @@ async def encryption(svc: Services) -> dict[str, Any]:
             "sealed": ["transcripts.frame", "memories.title", "memories.content",
                        "memories.metadata"],
             "search": "keyed blind tokens (HMAC-SHA256 of each lexeme) for sealed memories",
-            "vectors": "plain: embeddings reveal meaning and are not encrypted (ADR 0057)",
+            "vectors": "plain: embeddings reveal meaning and are not encrypted (ADR 0057), "
+                       "except in sealed namespaces, which keep none",
+            #: ADR 0057 item 2: per pattern, what its memories keep and how they are recalled.
+            "sealed_namespaces": [
+                {"pattern": p, "vectors": "none",
+                 "recall": "full-text over keyed blind tokens"
+                 if sealer is not None and sealer.seals else "full-text"}
+                for p in (svc.vectors.settings.sealed.patterns if svc.vectors else ())],
             "master_key": svc.key_ring.describe() if svc.key_ring is not None else None,
             #: Whether the ring follows its Secret, how often it was reloaded, a refusal.
             "master_key_reload": (svc.master_keys.as_json() if svc.master_keys is not None

@@ -85,7 +85,7 @@ class StoreCall(Call[Memory]):
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
-        embedding.check_vector(svc.vectors, self.vector)
+        embedding.check_vector(svc.vectors, self.vector, namespace=self.cmd.namespace)
         return Target((self.cmd.namespace,), caller.agent_id, self.stored_bytes())
 
     def stored_bytes(self) -> int:
@@ -220,8 +220,8 @@ class UpdateCall(Call[Memory]):
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
-        embedding.check_vector(svc.vectors, self.vector)
         self.current = current = await _load(svc, self.memory_id)
+        embedding.check_vector(svc.vectors, self.vector, namespace=current.namespace)
         return Target((current.namespace,), current.author, max(0, self._grows(current)))
 
     def _grows(self, current: Memory) -> int:

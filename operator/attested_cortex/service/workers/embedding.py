@@ -35,6 +35,7 @@ from attested_cortex import tasks
 from attested_cortex.embedding.base import Embedder, EmbeddingError, EmbeddingRefusedError
 from attested_cortex.embedding.vectors import check_vectors
 from attested_cortex.errors import CortexError, InvalidInputError
+from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.store import embeddings as rows
 from attested_cortex.store.database import Database
 from attested_cortex.store.memories import Memory
@@ -63,6 +64,29 @@ class VectorSettings:
     vector_pool: int = 50
     #: Memories waiting for the write-behind embedder; 0 embeds inline after each write.
     write_queue: int = 4096
+    #: ``encryption.sealed_namespaces``: memories there get no vector (ADR 0057 item 2).
+    sealed: SealedNamespaces = field(default_factory=lambda: SealedNamespaces(()))
+
+
+@dataclass(frozen=True)
+class SealedNamespaces:
+    """Namespace patterns (the pattern language of rules and scope qualifiers) whose
+    memories get no vector (ADR 0057 item 2): an embedding reveals meaning, and pgvector
+    compares plain vectors only, so a namespace marked sealed is recalled by full text over
+    its blind tokens alone."""
+
+    patterns: tuple[str, ...]
+    _parsed: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_parsed", tuple(parse_pattern(p) for p in self.patterns))
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def covers(self, namespace: str) -> bool:
+        """Whether memories of ``namespace`` get no vector."""
+        return any(matches(p, namespace) for p in self._parsed)
 
 
 @dataclass
@@ -231,6 +255,12 @@ async def open_vectors(
                            "pgvector is not installed, or the migrating role could not "
                            "create it: run `cortexctl migrate` as a role that can")
     vectors = Vectors(embedder, True, None, settings, VectorMetrics.create(registry))
+    if settings.sealed:  # a pattern added since: its memories' vectors go before serving
+        async with db.connection() as conn:
+            dropped = await rows.drop_covered(conn, settings.sealed.covers)
+        if dropped:
+            log.info("vectors of sealed namespaces dropped (ADR 0057)",
+                     extra={"vectors": dropped, "patterns": list(settings.sealed.patterns)})
     if embedder is not None and embedder.embeds:
         vectors._task = asyncio.create_task(_backfill(db, vectors), name="embedding-backfill")
         if settings.write_queue > 0:
@@ -251,11 +281,19 @@ async def close_vectors(vectors: Vectors) -> None:
 
 
 def check_vector(vectors: Vectors | None, vector: Sequence[float] | None, *,
-                 query: bool = False) -> None:
+                 query: bool = False, namespace: str | None = None) -> None:
     """Refuse a client vector this server cannot use (400, before anything is written).
-    Without pgvector a query's vector is not refused: recall answers by full text."""
+    Without pgvector a query's vector is not refused: recall answers by full text. A
+    memory's vector in a sealed namespace (``namespace``) is refused
+    ``vector_in_sealed_namespace`` (ADR 0057 item 2)."""
     if vector is None:
         return
+    if (namespace is not None and vectors is not None
+            and vectors.settings.sealed.covers(namespace)):
+        raise InvalidInputError(
+            f"namespace {namespace!r} is sealed (encryption.sealed_namespaces): its memories "
+            "keep no vector, since a vector reveals their meaning; omit embedding",
+            code="vector_in_sealed_namespace", field="embedding")
     if vectors is not None and not vectors.table:
         if query:
             return
@@ -307,6 +345,8 @@ async def after_write(
     backfill."""
     if vectors is None or not vectors.table or vectors.embedder is None or memory.deleted:
         return
+    if vectors.settings.sealed.covers(memory.namespace):
+        return  # a sealed namespace: no vector, whoever offers one (a hook moved it here)
     embedder = vectors.embedder
     if client_vector is not None:
         vector: Sequence[float] = client_vector
@@ -487,16 +527,20 @@ async def _drain(db: Database, vectors: Vectors) -> None:
     embedder, s, progress = vectors.embedder, vectors.settings, vectors.progress
     info = embedder.info
     assert info.dimension is not None
+    sealed = s.sealed.covers if s.sealed else None
     async with db.connection() as conn:
         await rows.purge_tombstoned(conn)
-        progress.pending = await rows.count_stale(conn, model=info.model, dim=info.dimension)
+        if sealed is not None:  # written meanwhile by a server without the pattern
+            await rows.drop_covered(conn, sealed)
+        progress.pending = await rows.count_stale(conn, model=info.model, dim=info.dimension,
+                                                  skip=sealed)
     vectors.metrics.pending.set(progress.pending)
     after: tuple[datetime, uuid.UUID] | None = None
     skipped = 0  # refused memories met in this pass: still stale, never retried in it
     while True:
         async with db.connection() as conn:
             window = await rows.stale(conn, model=info.model, dim=info.dimension,
-                                      window=s.batch, after=after)
+                                      window=s.batch, after=after, skip=sealed)
         batch = [p for p in window.stale if progress.refused.get(p.id) != p.revision]
         skipped += len(window.stale) - len(batch)
         if batch:
@@ -507,7 +551,7 @@ async def _drain(db: Database, vectors: Vectors) -> None:
             # end of a pass: what was written meanwhile needs another
             async with db.connection() as conn:
                 progress.pending = await rows.count_stale(conn, model=info.model,
-                                                          dim=info.dimension)
+                                                          dim=info.dimension, skip=sealed)
             vectors.metrics.pending.set(progress.pending)
             if progress.pending <= skipped:
                 return
