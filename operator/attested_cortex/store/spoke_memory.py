@@ -152,7 +152,6 @@ RECORD = ("r.memory_id, r.space_id, r.subject_id, r.kind, r.context_id, r.source
           " m.updated_at, m.deleted_at")
 #: :data:`RECORD` with the memory's sealed value, which :func:`opened` opens (ADR 0065).
 SEALED_RECORD = RECORD + ", m.key_version AS sealed_version, m.sealed"
-_RECORD = SEALED_RECORD
 
 
 def opened(conn: Conn, row: Row | None) -> Row | None:
@@ -193,7 +192,7 @@ async def record_and_grants(conn: Conn, space_id: str, record_id: uuid.UUID,
     oldest first), in one statement: the read and its authorization's input in one round
     trip (``memory.records.get``). None when the space holds no such record."""
     cur = await conn.execute(
-        f"SELECT {_RECORD}, {_GRANTS} AS grants FROM memory_records r"
+        f"SELECT {SEALED_RECORD}, {_GRANTS} AS grants FROM memory_records r"
         " JOIN memories m ON m.id = r.memory_id"
         " WHERE r.space_id = %(space)s AND r.memory_id = %(record)s",
         {"space": space_id, "record": record_id, "principal": principal})
@@ -219,7 +218,7 @@ async def record(conn: Conn, space_id: str, record_id: uuid.UUID, *,
                  lock: bool = False) -> Row | None:
     """One record of a space (side row joined with its memory), or None."""
     cur = await conn.execute(
-        f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
+        f"SELECT {SEALED_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
         " WHERE r.space_id = %s AND r.memory_id = %s"
         + (" FOR UPDATE OF r, m" if lock else ""), (space_id, record_id))
     return opened(conn, await cur.fetchone())
@@ -285,7 +284,7 @@ async def receipt(conn: Conn, space_id: str, receipt_id: uuid.UUID) -> Row | Non
 async def records_by_id(conn: Conn, space_id: str, ids: Sequence[uuid.UUID]) -> list[Row]:
     """The records of a space among ``ids``, in the order of ``ids``."""
     cur = await conn.execute(
-        f"SELECT {_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
+        f"SELECT {SEALED_RECORD} FROM memory_records r JOIN memories m ON m.id = r.memory_id"
         " WHERE r.space_id = %s AND r.memory_id = ANY(%s)", (space_id, list(ids)))
     found = {row["memory_id"]: opened(conn, row) for row in await cur.fetchall()}
     return [row for i in ids if (row := found.get(i)) is not None]
