@@ -166,8 +166,8 @@ def run() -> dict[str, Any]:
                 with serve(dsn, workdir, "--config", config, "--embedder", "none",
                            *flags) as served:
                     asyncio.run(sequential(served.base, list(gen.memories(100))))  # warm-up
-                    runs[name].append(asyncio.run(
-                        sequential(served.base, list(gen.memories(STORES)))))
+                    runs[name].append(asyncio.run(sequential(
+                        served.base, list(gen.memories(STORES)), served.process.pid)))
         best = {name: max(r, key=lambda x: float(x["per_second"])) for name, r in runs.items()}
         out["sequential_stores"] = {
             **{name: {**best[name], "runs_per_second": [r["per_second"] for r in runs[name]]}

@@ -93,6 +93,16 @@ def embedded_behind(base: str, *, seconds: float = 600) -> float:
         time.sleep(0.02)  # polling interval of a bounded wait
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User plus system CPU seconds process ``pid`` has used so far (0 without one): a
+    server's CPU per request is far less sensitive to the shared machine's load than its
+    rate."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def unthrottled_config(directory: Path) -> Path:
     """A server config without the per-agent rate quota (default 100/s): a benchmark sends
     hundreds of requests a second as one agent and measures latency, not the 429s."""

@@ -536,12 +536,18 @@ def writes_rows(d: dict[str, Any]) -> list[Row]:
          f"{_fmt(seq.get('per_second'), ' /s')}; {_fmt(_get(seq, 'latency_ms', 'p50'))} / "
          f"{_fmt(_get(seq, 'latency_ms', 'p95'), ' ms')}; "
          f"{_load(seq)}", ">= 500 /s"),
+        ("sequential stores: the server process's CPU per store (far less load-sensitive "
+         "than the rate), each run",
+         ", ".join(f"{v} us" for v in seq.get("runs_server_cpu_us_per_store") or ()) or "n/a",
+         "recorded"),
         (f"POST /v1/memories:batch ({_fmt(batch.get('per_request'))} per request) at "
          f"{_fmt(batch.get('existing'))} existing: memories/s; request p95; chain verified; "
          "load average (1 min)",
          f"{_fmt(batch.get('per_second'), ' memories/s')}; "
          f"{_fmt(_get(batch, 'request_ms', 'p95'), ' ms')}; {batch.get('chain_ok')}; "
          f"{_load(batch)}", ">= 5000 memories/s"),
+        ("POST /v1/memories:batch: the server process's CPU per memory",
+         f"{_fmt(batch.get('server_cpu_us_per_memory'), ' us')}", "recorded"),
     ]
 
 

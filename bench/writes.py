@@ -25,7 +25,14 @@ import aiohttp
 from tests.support.served import serve
 
 from attested_cortex.store.migrating import migrate
-from bench.common import age_server, create_database, percentiles, unthrottled_config, write_result
+from bench.common import (
+    age_server,
+    cpu_seconds,
+    create_database,
+    percentiles,
+    unthrottled_config,
+    write_result,
+)
 from bench.recall import bulk_load
 from bench.textgen import TextGenerator
 
@@ -36,27 +43,34 @@ BATCH = 1000
 BATCHES = 20
 
 
-async def sequential(base: str, bodies: list[dict[str, Any]]) -> dict[str, Any]:
-    """Sequential single stores: rate and latency."""
+async def sequential(base: str, bodies: list[dict[str, Any]], pid: int | None = None
+                     ) -> dict[str, Any]:
+    """Sequential single stores: rate, latency and (``pid``: the server's) the server's
+    CPU microseconds per store."""
     samples: list[float] = []
     async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
-        started = time.perf_counter()
+        cpu, started = cpu_seconds(pid), time.perf_counter()
         for body in bodies:
             t0 = time.perf_counter()
             async with session.post(f"{base}/v1/memories", json=body) as response:
                 assert response.status == 201, await response.text()
             samples.append((time.perf_counter() - t0) * 1000)
         elapsed = time.perf_counter() - started
+        cpu = cpu_seconds(pid) - cpu
     return {"stores": len(bodies), "per_second": round(len(bodies) / elapsed, 1),
-            "latency_ms": percentiles(samples), "load_average": list(os.getloadavg())}
+            "latency_ms": percentiles(samples), "load_average": list(os.getloadavg()),
+            **({} if pid is None else {"server_cpu_us_per_store":
+                                       round(cpu / len(bodies) * 1e6)})}
 
 
-async def batches(base: str, bodies: list[dict[str, Any]]) -> dict[str, Any]:
+async def batches(base: str, bodies: list[dict[str, Any]], pid: int | None = None
+                  ) -> dict[str, Any]:
     """Sequential batch requests of ``BATCH`` memories: memories per second, request
-    latency, and the chain verified afterwards."""
+    latency, the server's CPU microseconds per memory (``pid``), and the chain verified
+    afterwards."""
     samples: list[float] = []
     async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
-        started = time.perf_counter()
+        cpu, started = cpu_seconds(pid), time.perf_counter()
         for at in range(0, len(bodies), BATCH):
             t0 = time.perf_counter()
             async with session.post(f"{base}/v1/memories:batch",
@@ -65,12 +79,15 @@ async def batches(base: str, bodies: list[dict[str, Any]]) -> dict[str, Any]:
                 await response.read()
             samples.append((time.perf_counter() - t0) * 1000)
         elapsed = time.perf_counter() - started
+        cpu = cpu_seconds(pid) - cpu
         load = list(os.getloadavg())
         async with session.get(f"{base}/v1/audit/verify") as response:
             verified = await response.json()
     return {"memories": len(bodies), "per_request": BATCH,
             "per_second": round(len(bodies) / elapsed, 1), "request_ms": percentiles(samples),
-            "load_average": load, "chain_ok": verified["ok"], "chain_events": verified["events"]}
+            "load_average": load, "chain_ok": verified["ok"], "chain_events": verified["events"],
+            **({} if pid is None else {"server_cpu_us_per_memory":
+                                       round(cpu / len(bodies) * 1e6)})}
 
 
 def run() -> dict[str, Any]:
@@ -86,9 +103,12 @@ def run() -> dict[str, Any]:
             asyncio.run(migrate(dsn))
             with serve(dsn, Path(tmp), "--config", config, "--embedder", "none") as served:
                 asyncio.run(sequential(served.base, list(gen.memories(100))))  # warm-up
-                runs.append(asyncio.run(sequential(served.base, list(gen.memories(STORES)))))
+                runs.append(asyncio.run(sequential(served.base, list(gen.memories(STORES)),
+                                                   served.process.pid)))
         out["sequential_fulltext"] = {**max(runs, key=lambda r: float(r["per_second"])),
                                       "runs_per_second": [r["per_second"] for r in runs],
+                                      "runs_server_cpu_us_per_store": [
+                                          r["server_cpu_us_per_store"] for r in runs],
                                       "mode": "fulltext (--embedder none)"}
         dsn = create_database(server, "bench_writes_batch")
         asyncio.run(migrate(dsn))
@@ -98,7 +118,8 @@ def run() -> dict[str, Any]:
         with serve(dsn, Path(tmp), "--config", config, "--embedder", "none") as served:
             asyncio.run(batches(served.base, list(gen.memories(2 * BATCH))))  # warm-up
             out["batch"] = {**asyncio.run(batches(served.base, list(gen.memories(
-                BATCH * BATCHES)))), "existing": EXISTING, "load_seconds": load_s,
+                BATCH * BATCHES)), served.process.pid)), "existing": EXISTING,
+                "load_seconds": load_s,
                 "mode": "fulltext (--embedder none)"}
     write_result("writes", out)
     return out

@@ -27,14 +27,16 @@ def chain_events(dsn: str) -> list[str]:
 
 async def test_batch_stores_in_order_each_recorded_and_verifies(cortex: CortexClient) -> None:
     body = batch("alpha", "beta", "gamma")
-    body["memories"][1] |= {"namespace": "team/other", "tags": ["a", "b,c"],
+    # every character PostgreSQL's array input treats specially (the COPY sends literals)
+    tags = ["a", "b,c", 'q"t', "b\\s\\", "{x}", "NULL", "s p", "\u00fc\u00df", "'"]
+    body["memories"][1] |= {"namespace": "team/other", "tags": tags,
                             "metadata": {"k": [1]}, "title": "B"}
     body["memories"][2]["metadata"] = {"big": 10**30}  # past orjson's 64 bits: still answered
     reply = await cortex.call("POST", "/v1/memories:batch", body)
     assert reply.status == 201, reply.text
     stored = reply.body["memories"]
     assert [m["content"] for m in stored] == ["alpha", "beta", "gamma"]
-    assert stored[1]["tags"] == ["a", "b,c"] and stored[1]["metadata"] == {"k": [1]}
+    assert stored[1]["tags"] == tags and stored[1]["metadata"] == {"k": [1]}
     assert stored[2]["metadata"] == {"big": 10**30}
     assert len({m["id"] for m in stored}) == 3
     for memory in stored:

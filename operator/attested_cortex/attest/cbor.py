@@ -49,6 +49,12 @@ def encode(value: CborValue) -> bytes:
 
 def head(major: int, argument: int) -> bytes:
     """Encode a data item head: major type plus its argument in the shortest form."""
+    if argument < 0x100:
+        return _SMALL_HEADS[major][argument]
+    return _head(major, argument)
+
+
+def _head(major: int, argument: int) -> bytes:
     initial = major << 5
     if argument < 24:
         return bytes((initial | argument,))
@@ -61,6 +67,12 @@ def head(major: int, argument: int) -> bytes:
     if argument < _UINT64_LIMIT:
         return bytes((initial | 27,)) + argument.to_bytes(8, "big")
     raise InvalidInputError("integer does not fit in 64 bits", code="cbor_unsupported")
+
+
+#: The heads of every major type with an argument below 256 (most texts, byte strings,
+#: arrays and maps): a lookup instead of building bytes each time (docs/adr/0075).
+_SMALL_HEADS = tuple(tuple(_head(major, argument) for argument in range(0x100))
+                     for major in range(8))
 
 
 def text(value: str) -> bytes:
@@ -78,7 +90,9 @@ def _key(value: str) -> bytes:
 def _encode_into(out: bytearray, value: CborValue) -> None:
     kind = type(value)
     if kind is str:
-        out += text(value)  # type: ignore[arg-type]
+        raw = value.encode("utf-8")  # type: ignore[union-attr]
+        out += head(3, len(raw))
+        out += raw
     elif kind is int:
         out += _encode_int(value)  # type: ignore[arg-type]
     elif value is None or kind is bool:
@@ -100,6 +114,13 @@ def _encode_into(out: bytearray, value: CborValue) -> None:
         )
 
 
+#: The key order of maps with these keys, in this order (records repeat a few shapes):
+#: each key's encoding and the key, sorted once, not at every map. Plain ``str`` keys only
+#: (a subclass's ``str()`` may differ from its value).
+_ORDERS: dict[tuple[str, ...], tuple[tuple[bytes, str], ...]] = {}
+_MAX_ORDERS = 1024
+
+
 def _encode_int(value: int) -> bytes:
     if not -_UINT64_LIMIT <= value < _UINT64_LIMIT:
         raise InvalidInputError("integer does not fit in 64 bits", code="cbor_unsupported")
@@ -107,6 +128,16 @@ def _encode_int(value: int) -> bytes:
 
 
 def _encode_map(out: bytearray, value: Mapping[str, CborValue]) -> None:
+    keys = tuple(value)
+    order = _ORDERS.get(keys)
+    if order is not None and all(type(key) is str for key in keys):
+        out += head(5, len(order))
+        for encoded_key, key in order:
+            out += encoded_key
+            _encode_into(out, value[key])
+        return
+    if keys and len(_ORDERS) < _MAX_ORDERS and all(type(key) is str for key in keys):
+        _ORDERS[keys] = tuple(sorted((_key(key), key) for key in keys))
     entries: list[tuple[bytes, CborValue]] = []
     for key, item in value.items():
         if not isinstance(key, str):

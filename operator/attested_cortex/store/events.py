@@ -190,7 +190,9 @@ async def append_rows(conn: psycopg.AsyncConnection[Any], pending: Sequence[Pend
                       ) -> None:
     """Append events in order in one statement (a batch's records: one round trip and one
     statement to plan, however many; the trigger places and hashes each row in turn, and
-    each sees the rows before it, so the chain is the same as one append per event)."""
+    each sees the rows before it, so the chain is the same as one append per event). The
+    payloads and signatures go as binary parameters: psycopg's text form of a ``bytea[]``
+    escapes every byte in Python (a fifth of a 1,000-memory batch's server time)."""
     if not pending:
         return
     columns = list(zip(*(event.params() for event in pending), strict=True))
@@ -198,7 +200,7 @@ async def append_rows(conn: psycopg.AsyncConnection[Any], pending: Sequence[Pend
         cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
             "INSERT INTO signed_events (agent_id, event_type, payload, signature, "
             "key_fingerprint) SELECT a, t, p, s, k FROM unnest(%s::text[], %s::text[], "
-            "%s::bytea[], %s::bytea[], %s::text[]) WITH ORDINALITY AS e(a, t, p, s, k, n) "
+            "%b::bytea[], %b::bytea[], %s::text[]) WITH ORDINALITY AS e(a, t, p, s, k, n) "
             f"ORDER BY n RETURNING {SEAL_RETURNING}", [list(column) for column in columns])
         appended = await cur.fetchall()
     await seal_appended(conn, appended)

@@ -252,14 +252,25 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
     last: docs/adr/0017)."""
     values = await stored_values(
         conn, [(m.id, m.title, m.content, m.tags, m.metadata) for m in memories])
+    tier, scopes = written.params(by)
+    scopes_literal = None if scopes is None else array_literal(scopes)  # the same each row
     copying = f"COPY memories ({_INSERTED}) FROM STDIN"
     async with conn.cursor() as cur, cur.copy(copying) as copy:
         for m, v in zip(memories, values, strict=True):
-            await copy.write_row((m.id, m.namespace, v.title, v.content, list(m.tags),
+            await copy.write_row((m.id, m.namespace, v.title, v.content, array_literal(m.tags),
                                   v.metadata, author, v.key_version, v.sealed, v.search,
-                                  *written.params(by)))
+                                  tier, scopes_literal))
     stored = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
     return [stored[m.id] for m in memories]
+
+
+def array_literal(values: Sequence[str]) -> str:
+    """A ``text[]`` value as PostgreSQL's array input reads it, each element quoted (so a
+    comma, brace, space, quote, backslash or the word NULL in a tag is just text): what a
+    batch's COPY sends for its array columns, five times cheaper than psycopg's list dumper
+    per row (a sixth of a 1,000-memory batch's server time, docs/adr/0075)."""
+    return "{" + ",".join(
+        '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values) + "}"
 
 
 #: The SQLSTATE of ``cortex_reserve_bytes`` past the cap (migration 0010).

@@ -32,7 +32,7 @@ from attested_cortex.service.pipeline.calls import Call, Target
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.running import run
 from attested_cortex.service.resources import transcripts
-from attested_cortex.service.resources.commands import StoreMemories, check_sizes
+from attested_cortex.service.resources.commands import StoreMemories
 from attested_cortex.service.resources.memories import StoreCall
 from attested_cortex.service.workers import embedding
 from attested_cortex.store import memories as rows
@@ -93,7 +93,7 @@ class BatchStoreCall(Call[list[Memory]]):
         for index, item in enumerate(self.items):
             cmd = item.cmd
             try:
-                check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
+                item.check_limits(svc)
                 plans.append(attesting.plan_memory(
                     keys=keys, agent_id=caller.agent_id, namespace=cmd.namespace,
                     title=cmd.title, content=cmd.content, signature=cmd.signature,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,19 +79,33 @@ class StoreCall(Call[Memory]):
     cmd: StoreMemory
     # The client's vector (--embedder client) stays out of hook payloads and survives a Modify.
     vector: list[float] | None = None
+    # The request its sizes were checked and measured for (a Modify makes a new one): each
+    # is a JSON encoding of its metadata, done once per request, not at every step
+    # (docs/adr/0075).
+    _checked: StoreMemory | None = field(default=None, init=False, repr=False)
+    _measured: tuple[StoreMemory, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.vector = self.cmd.embedding
 
     async def target(self, svc: Services, caller: Caller) -> Target:
-        check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
+        self.check_limits(svc)
         embedding.check_vector(svc.vectors, self.vector, namespace=self.cmd.namespace)
         return Target((self.cmd.namespace,), caller.agent_id, self.stored_bytes())
 
+    def check_limits(self, svc: Services) -> None:
+        """413 when the request's content or metadata is over its limit."""
+        if self._checked is not self.cmd:
+            check_sizes(svc.limits, content=self.cmd.content, metadata=self.cmd.metadata)
+            self._checked = self.cmd
+
     def stored_bytes(self) -> int:
         cmd = self.cmd
-        return memory_bytes(namespace=cmd.namespace, content=cmd.content, title=cmd.title,
-                            tags=cmd.tags, metadata=cmd.metadata)
+        if self._measured is None or self._measured[0] is not cmd:
+            self._measured = (cmd, memory_bytes(
+                namespace=cmd.namespace, content=cmd.content, title=cmd.title, tags=cmd.tags,
+                metadata=cmd.metadata))
+        return self._measured[1]
 
     def pre_payload(self, event: EventName) -> dict[str, Any]:
         if event == "pre_index":
@@ -110,7 +124,7 @@ class StoreCall(Call[Memory]):
 
     async def execute(self, svc: Services, caller: Caller) -> Memory:
         cmd = self.cmd
-        check_sizes(svc.limits, content=cmd.content, metadata=cmd.metadata)
+        self.check_limits(svc)
         mirror = svc.graph if svc.graph is not None and svc.graph.mirrors_writes else None
         signed = attesting.plan_memory(
             keys=attesting.snapshot(svc.keys), agent_id=caller.agent_id, namespace=cmd.namespace,
