@@ -171,6 +171,34 @@ def diagnose(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def model_alone(embedder_name: str) -> dict[str, float]:
+    """The model by itself (exact cosine in numpy, no database): held-out paraphrase R@5 among
+    the held-out memories only, and among them with the 2,000 synthetic memories as
+    distractors (as bench/quality.py stores them). Every question, none dropped."""
+    import numpy as np
+
+    embedder: Any = build_embedder(embedder_name)
+    held_mems, held_queries = heldout.build()
+    synthetic, _ = build(memories=2000, lexical=150, paraphrase=200)
+    questions = [q for q in held_queries if q.kind == "paraphrase"]
+
+    def unit(texts: list[str]) -> Any:
+        m = np.array(embedder.embed_now(texts), dtype=np.float64)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    held, others, asked = (unit([m.content for m in held_mems]),
+                           unit([m.content for m in synthetic]), unit([q.text for q in questions]))
+    out: dict[str, float] = {}
+    for label, docs in (("heldout_only", held), ("with_synthetic", np.vstack([held, others]))):
+        sims = asked @ docs.T
+        hits = 0
+        for n, q in enumerate(questions):
+            t = q.target - heldout.KEY_BASE
+            hits += int((sims[n] > sims[n, t]).sum()) < 5
+        out[f"heldout_paraphrase_r@5_{label}"] = round(hits / len(questions), 3)
+    return out
+
+
 def main(argv: list[str]) -> int:
     embedders = argv or ["default", "minilm"]
     cache = Path(tempfile.gettempdir()) / "bench-fusion"
@@ -183,7 +211,7 @@ def main(argv: list[str]) -> int:
     for embedder in embedders:
         rows = json.loads((cache / f"{embedder}.json").read_text())
         print(embedder, datetime.now(UTC).isoformat(timespec="seconds"))
-        print(json.dumps(diagnose(rows), indent=1))
+        print(json.dumps({"model_alone": model_alone(embedder), **diagnose(rows)}, indent=1))
     return 0
 
 
