@@ -18,7 +18,11 @@ tens of thousands of rows), so recall works on bounded candidate lists:
    unknown names) must not outrank a memory holding every query word:
    ``relevance = (fts / (60 + rank_ft) + similarity / (60 + rank_vec)) * 61 / 2`` (1
    means a perfect word match and an identical vector, first in both lists); in
-   full-text mode relevance is the full-text score;
+   full-text mode relevance is the full-text score. In hybrid mode a full-text score
+   below :data:`MATCH_FLOOR` (the memory holds less than about half of the query's rarity
+   weight) counts as no full-text evidence: its term is 0 and the vector half decides
+   (docs/adr/0074: such partial matches, one word of a paraphrase's several, were lifted
+   over the paraphrase's target by rank fusion, whose ranks 2 and 8 differ by 10 %);
 4. ``score = relevance * (0.96 + 0.02 * recency + 0.02 * proximity)`` where recency is
    ``1 / (1 + age / 30 days)`` and proximity is ``1 / (1 + levels between the query
    namespace and the memory's)``: they reorder near-equals, never a clearly better match
@@ -32,7 +36,8 @@ density (``ts_rank_cd``: proximity of the words) as the remainder. ``ts_rank_cd`
 gave a memory matching one of three query words the same score as one matching all three,
 and recency decided.
 
-Equal scores order by ``updated_at`` (newest first), then ``id``: the order is total, so
+Equal scores order by full-text score (a weak match left to the vector half still ranks
+above no match), then ``updated_at`` (newest first), then ``id``: the order is total, so
 the same data always answers the same way.
 
 With memories sealed (a sealing cipher on the connection, ADR 0056 item 5) the search column
@@ -76,6 +81,14 @@ COVERAGE_WEIGHT = 0.85
 #: match, and fused with a middling vector it outranked paraphrases found by the vector half
 #: alone (docs/adr/0042).
 COVERAGE_POWER = 2
+#: Hybrid fusion counts a full-text score only from this on: the score of a memory holding
+#: half of the query's rarity weight (less cover density). Below it a match is partial (one
+#: word of a paraphrase's several), and fused with a middling vector it pushed the targets
+#: the vector half ranked in its top 5 out of the answer: MiniLM held-out paraphrase R@5 0.553
+#: against the vector list's own 0.658; any floor from 0.15 to 0.9 restored 0.658 with
+#: lexical R@5 unchanged, the lexical targets scoring >= 0.917 and the partial matches that
+#: pushed <= 0.171 (docs/adr/0074, bench/fusion.py).
+MATCH_FLOOR = COVERAGE_WEIGHT * 0.5 ** COVERAGE_POWER
 
 _FTS = """
 and_c AS (
@@ -147,7 +160,7 @@ _NS_ROWS = "EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE m.namespace = A
 _HYBRID_SELECT = """
 , ranked AS (
     SELECT c.id, f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
-           ((coalesce(f.fts / ({k} + f.r), 0)
+           ((coalesce(CASE WHEN f.fts >= {floor} THEN f.fts / ({k} + f.r) END, 0)
              + coalesce(greatest(1 - v.dist, 0) / ({k} + v.r), 0))
             * ({k} + 1) / 2)::float8 AS relevance
     FROM (SELECT id FROM fts_r UNION SELECT id FROM vec_r) c
@@ -176,11 +189,11 @@ _FINAL = """
 top AS (
     SELECT *, (relevance * (0.96 + 0.02 * recency + 0.02 * proximity))::float8 AS score
     FROM scored
-    ORDER BY score DESC, updated_at DESC, id
+    ORDER BY score DESC, fts DESC NULLS LAST, updated_at DESC, id
     LIMIT %(limit)s
 )
 SELECT t.*, {embedded} AS embedded FROM top t
-ORDER BY t.score DESC, t.updated_at DESC, t.id
+ORDER BY t.score DESC, t.fts DESC NULLS LAST, t.updated_at DESC, t.id
 """
 
 _EMBEDDED = (
@@ -448,7 +461,7 @@ async def fuse(conn: Conn, found: FulltextCandidates,
                       min_similarity=vector.min_similarity)
         parts += [_VEC_EXACT.format(dim=dim, restrict=found.restrict) if found.exact else
                   _VEC.format(dim=dim, ns_filter=found.ns_filter),
-                  _HYBRID_SELECT.format(k=RRF_K)]
+                  _HYBRID_SELECT.format(k=RRF_K, floor=MATCH_FLOOR)]
     else:
         parts.append(_FTS_SELECT)
     parts.append(_FINAL.format(embedded=embedded))
