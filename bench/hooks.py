@@ -1,6 +1,6 @@
 """Hook pipeline benchmark: daemon round trip, exec spawn cost, cost of a fire with no hooks.
 
-Run with ``.venv/bin/python bench/hooks.py`` (``make bench`` calls it); writes
+Run with ``.venv/bin/python -m bench hooks`` (``make bench`` runs every area); writes
 ``docs/benchmarks/hooks.json``. Goals (seed 000, Decision 2): daemon round trip p50 <= 0.5 ms
 and p99 <= 2 ms. The hook is examples/hooks/minimal_hook.py, so the figures are pipeline +
 IPC + a trivial Python decision. Loopback only; bounded iteration counts.
