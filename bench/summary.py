@@ -127,7 +127,9 @@ def kg_rows(d: dict[str, Any]) -> list[Row]:
                          f"{label}",
                          f"{_fmt(_get(scale, 'http_query', '5', 'p95_ms'))} vs "
                          f"{_fmt(_get(scale, 'http_query', 'db_paired', '5', 'p95_ms'))} ms "
-                         f"(x{_fmt(scale['http_over_db_p95_depth5'])})", "<= x2"))
+                         f"(x{_fmt(scale['http_over_db_p95_depth5'])}); the query alone "
+                         f"earlier in the run (cte): "
+                         f"x{_fmt(scale.get('http_over_cte_alone_p95_depth5'))}", "<= x2"))
     return rows
 
 
