@@ -122,6 +122,14 @@ def kg_rows(d: dict[str, Any]) -> list[Row]:
                          f"{_fmt(_get(http, '1', 'p50_ms'))} / {_fmt(_get(http, '1', 'p95_ms'))}"
                          f" and {_fmt(_get(http, '5', 'p50_ms'))} / "
                          f"{_fmt(_get(http, '5', 'p95_ms'))} ms", "recorded"))
+        if "http_over_db_p95_depth5" in scale:
+            rows.append((f"kg/query depth 5 p95, HTTP vs the query in the database (paired), "
+                         f"{label}",
+                         f"{_fmt(_get(scale, 'http_query', '5', 'p95_ms'))} vs "
+                         f"{_fmt(_get(scale, 'http_query', 'db_paired', '5', 'p95_ms'))} ms "
+                         f"(x{_fmt(scale['http_over_db_p95_depth5'])}); the query alone "
+                         f"earlier in the run (cte): "
+                         f"x{_fmt(scale.get('http_over_cte_alone_p95_depth5'))}", "<= x2"))
     return rows
 
 
@@ -146,6 +154,12 @@ def hooks_rows(d: dict[str, Any]) -> list[Row]:
         ("daemon hook round trip p50 / p99",
          f"{_fmt(_get(r, 'daemon_round_trip', 'p50_ms'))} / "
          f"{_fmt(_get(r, 'daemon_round_trip', 'p99_ms'))} ms", "<= 0.5 / <= 2 ms"),
+        ("daemon round trip, ten recall hits, back to back / after 10 ms idle: p50 / p95",
+         f"{_fmt(_get(r, 'daemon_round_trip_recall_payload', 'p50_ms'))} / "
+         f"{_fmt(_get(r, 'daemon_round_trip_recall_payload', 'p95_ms'))} and "
+         f"{_fmt(_get(r, 'daemon_round_trip_recall_payload_after_10ms_idle', 'p50_ms'))} / "
+         f"{_fmt(_get(r, 'daemon_round_trip_recall_payload_after_10ms_idle', 'p95_ms'))} ms",
+         "recorded"),
         ("exec hook spawn p50", _fmt(_get(r, "exec_spawn", "p50_ms"), " ms"), "recorded"),
         ("fire with no hooks configured p50", _fmt(_get(r, "no_hooks_fire", "p50_ms"), " ms"),
          ""),

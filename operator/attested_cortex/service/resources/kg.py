@@ -15,7 +15,7 @@ from typing import Any
 
 from attested_cortex.errors import NotReadyError
 from attested_cortex.hooks.events import EventName
-from attested_cortex.hooks.payloads import payload
+from attested_cortex.hooks.payloads import payload, payload_with
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.hooking import revalidate
@@ -96,7 +96,9 @@ class QueryCall(Call[dict[str, Any]]):
         return view
 
     def post_payload(self, event: EventName, result: dict[str, Any]) -> dict[str, Any]:
-        return payload(event, operation="query", **self.cmd.model_dump(mode="json"), **result)
+        return payload_with(event, {"nodes": result["nodes"], "edges": result["edges"]},
+                            operation="query", **self.cmd.model_dump(mode="json"),
+                            truncated=result["truncated"])
 
 
 @dataclass
@@ -130,7 +132,8 @@ class PathsCall(Call[dict[str, Any]]):
         return view
 
     def post_payload(self, event: EventName, result: dict[str, Any]) -> dict[str, Any]:
-        return payload(event, **self.cmd.model_dump(mode="json"), **result)
+        return payload_with(event, {"paths": result["paths"]},
+                            **self.cmd.model_dump(mode="json"), truncated=result["truncated"])
 
 
 @dataclass

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from attested_cortex.hooks.events import EventName
-from attested_cortex.hooks.payloads import payload
+from attested_cortex.hooks.payloads import payload, payload_with
 from attested_cortex.namespaces import parse_namespace
 from attested_cortex.service.pipeline import attesting, settling, write_records
 from attested_cortex.service.pipeline import operations as ops
@@ -410,9 +410,9 @@ class ListCall(Call[MemoryPage]):
         return MemoryPage(tuple(shown), None, False)
 
     def post_payload(self, event: EventName, result: MemoryPage) -> dict[str, Any]:
-        return payload(event, query=None, namespace=self.namespace, limit=self.limit,
-                       results=[memory_view(m) for m in result.memories],
-                       truncated=result.truncated)
+        return payload_with(event, {"results": [memory_view(m) for m in result.memories]},
+                            query=None, namespace=self.namespace, limit=self.limit,
+                            truncated=result.truncated)
 
 
 async def store(svc: Services, caller: Caller, cmd: StoreMemory) -> Memory:

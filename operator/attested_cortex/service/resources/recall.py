@@ -20,7 +20,7 @@ from typing import Any
 
 from attested_cortex import tasks
 from attested_cortex.hooks.events import EventName
-from attested_cortex.hooks.payloads import payload
+from attested_cortex.hooks.payloads import payload, payload_with
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, ChainOutcome, Services
 from attested_cortex.service.pipeline.hooking import revalidate
@@ -187,8 +187,8 @@ class RecallCall(Call[RecallResult]):
         return bound_bytes(ranked, svc.limits.max_answer_bytes)
 
     def post_payload(self, event: EventName, result: RecallResult) -> dict[str, Any]:
-        return payload(event, **self._hooked(),
-                       results=[hit_view(h) for h in result.hits], truncated=result.truncated)
+        return payload_with(event, {"results": [hit_view(h) for h in result.hits]},
+                            **self._hooked(), truncated=result.truncated)
 
     def post_answer(self, event: EventName, result: RecallResult,
                     answer: ChainOutcome) -> RecallResult:
