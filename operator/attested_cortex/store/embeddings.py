@@ -10,6 +10,7 @@ needs no pgvector client library.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -117,12 +118,19 @@ async def put(
 async def put_many(
     conn: Conn, *, model: str, rows: Sequence[tuple[uuid.UUID, int, Sequence[float]]],
 ) -> None:
-    """:func:`put` for a batch (one round trip)."""
+    """:func:`put` for a batch (one round trip). The vectors' text forms are made in a worker
+    thread: about 0.1 ms of Python per vector, so 7 ms or more per batch of 64 that held the
+    event loop, and every request the server was answering meanwhile, while a backfill ran
+    (found by the kg bench, docs/adr/0076)."""
+    params = await asyncio.to_thread(_upsert_params, model, rows)
     async with conn.cursor() as cur:
-        await cur.executemany(_UPSERT, [
-            {"id": mid, "model": model, "dim": len(vec), "revision": rev,
-             "vector": vector_literal(vec)} for mid, rev, vec in rows
-        ])
+        await cur.executemany(_UPSERT, params)
+
+
+def _upsert_params(model: str, rows: Sequence[tuple[uuid.UUID, int, Sequence[float]]],
+                   ) -> list[dict[str, Any]]:
+    return [{"id": mid, "model": model, "dim": len(vec), "revision": rev,
+             "vector": vector_literal(vec)} for mid, rev, vec in rows]
 
 
 async def forget(conn: Conn, memory_id: uuid.UUID) -> None:
