@@ -77,7 +77,10 @@ class Blinder:
     def key_text(self, text: str) -> str:
         """A tsvector's or tsquery's text form with each quoted lexeme replaced by its
         token, quoted (positions, weights and operators kept as they are)."""
-        parts = _QUOTED.split(text)  # text, lexeme, text, lexeme, ..., text
+        if "''" in text or "\\" in text:
+            parts = _QUOTED.split(text)  # text, lexeme, text, lexeme, ..., text
+        else:  # no quote inside a lexeme (nearly always): the same pieces, ten times faster
+            parts = text.split("'")
         parts[1::2] = map(self._quoted, parts[1::2])
         return "".join(parts)
 

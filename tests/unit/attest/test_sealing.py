@@ -82,3 +82,5 @@ def test_blind_tokens_are_the_documented_hmac_cached_or_not() -> None:
     first, quote = blinder.key_text(text), token(key, "x'y")
     assert first == blinder.key_text(text) == Blinder(key).key_text(text) == (
         f"'{expected}':1A '{quote}':2 '{expected}':3")
+    assert blinder.key_text("'caf\u00e9':1A,3 & 'é'") == (
+        f"'{expected}':1A,3 & '{token(key, 'é')}'")
