@@ -77,10 +77,10 @@ class Blinder:
     def key_text(self, text: str) -> str:
         """A tsvector's or tsquery's text form with each quoted lexeme replaced by its
         token, quoted (positions, weights and operators kept as they are)."""
-        if "''" in text or "\\" in text:
-            parts = _QUOTED.split(text)  # text, lexeme, text, lexeme, ..., text
-        else:  # no quote inside a lexeme (nearly always): the same pieces, ten times faster
-            parts = text.split("'")
+        # text, lexeme, text, lexeme, ..., text; with no quote inside a lexeme (nearly always)
+        # splitting on quotes gives the same pieces, several times faster than the pattern
+        escaped = "''" in text or "\\" in text
+        parts = _QUOTED.split(text) if escaped else text.split("'")
         parts[1::2] = map(self._quoted, parts[1::2])
         return "".join(parts)
 
