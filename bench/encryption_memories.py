@@ -56,7 +56,10 @@ async def load_alternating(bases: dict[str, str], count: int, seed: int) -> dict
                 async with session.post(f"{bases[mode]}/v1/memories:batch", json=body) as r:
                     assert r.status == 201, await r.text()
                 seconds[mode] += time.perf_counter() - t0
-    return {m: {"memories_per_s": round(count / seconds[m], 1)} for m in MODES}
+    rate = {m: round(count / seconds[m], 1) for m in MODES}
+    return {**{m: {"memories_per_s": rate[m]} for m in MODES},
+            "cost_percent": round(100 * (rate["off"] - rate["on"]) / rate["off"], 1),
+            "load_average": load_average()[0]}
 
 
 async def recall_alternating(bases: dict[str, str], seed: int) -> dict[str, Any]:

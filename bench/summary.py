@@ -402,6 +402,14 @@ def _sealed_memory_rows(m: dict[str, Any], reseal: dict[str, Any]) -> list[Row]:
             "full-text, alternating): p95 (cost); same answers",
             f"{both(recall, 'latency_ms', 'p95')} ms ({_fmt(recall.get('p95_cost_percent'))}%)"
             f"; {recall.get('same_answers')}; load {_fmt(load[0])}", "<= 15% cost"))
+        batch = part.get("batch_store_http") or {}
+        if batch:
+            rows.append((
+                f"memory batch stores at {int(size) // 1000}k, sealed vs plain (HTTP, "
+                "POST /v1/memories:batch of 1000, alternating; cost)",
+                f"{both(batch, 'memories_per_s')} memories/s "
+                f"({_fmt(batch.get('cost_percent'))}%); load {_fmt(batch.get('load_average'))}",
+                "<= 15% cost"))
     store = m.get("store_http") or {}
     if store:
         rows.append((

@@ -11,9 +11,9 @@ of :mod:`.blinding` under the same version's ``memory`` subkey for its lexemes (
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from attested_cortex.attest.blinding import key_tsvector, token
+from attested_cortex.attest.blinding import Blinder
 from attested_cortex.attest.sealing import Sealer, UnsealError
 
 
@@ -22,6 +22,9 @@ class MemorySeal:
     """Seals memory rows under the ring's current version; opens and keys under any."""
 
     sealer: Sealer
+    #: One :class:`.blinding.Blinder` per ``memory`` subkey, found by the key itself (so a
+    #: ring reloaded by :meth:`.sealing.Sealer.rekey` can never be answered from another key).
+    _blinders: dict[bytes, Blinder] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def seals(self) -> bool:
@@ -44,8 +47,15 @@ class MemorySeal:
         except UnsealError:
             return None
 
+    def _blinder(self, version: int) -> Blinder:
+        key = self.sealer.ring.subkey("memory", version)
+        found = self._blinders.get(key)
+        if found is None:
+            found = self._blinders[key] = Blinder(key)
+        return found
+
     def key_text(self, text: str, version: int) -> str:
-        return key_tsvector(text, self.sealer.ring.subkey("memory", version))
+        return self._blinder(version).key_text(text)
 
     def token(self, lexeme: str, version: int) -> str:
-        return token(self.sealer.ring.subkey("memory", version), lexeme)
+        return self._blinder(version).token(lexeme)

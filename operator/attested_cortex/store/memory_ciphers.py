@@ -127,11 +127,13 @@ def across_spaces(cipher: MemoryCipher, text: str) -> str:
 
 
 #: A memory's weighted tsvector, as its text form (the trigger's expression; tags joined by
-#: spaces as ``cortex_tags_text`` joins them).
+#: spaces as ``cortex_tags_text`` joins them). The arrays go in binary: psycopg quotes and
+#: escapes every element of a text-format array in Python (15 ms of 18 for echoing 1,000
+#: memories' texts, issue 27), a binary one is lengths and bytes.
 _LEXEMES = ("SELECT (setweight(to_tsvector('english'::regconfig, t.title), 'A') "
             "|| setweight(to_tsvector('english'::regconfig, t.content), 'B') "
             "|| setweight(to_tsvector('english'::regconfig, t.tags), 'C')"
-            ")::text AS search FROM unnest(%s::text[], %s::text[], %s::text[]) "
+            ")::text AS search FROM unnest(%b::text[], %b::text[], %b::text[]) "
             "WITH ORDINALITY AS t(title, content, tags, n) ORDER BY t.n")
 
 

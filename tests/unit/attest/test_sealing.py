@@ -62,3 +62,25 @@ def test_blind_tokens_keep_positions_and_operators() -> None:
     assert key_tsvector("'it''s':1A,4 'a\\\\b':2B", key) == f"'{it}':1A,4 '{bs}':2B"
     assert key_tsquery("'it''s' & !'a\\\\b' <-> 'it''s':*", key) == (
         f"'{it}' & !'{bs}' <-> '{it}':*")
+
+
+def test_blind_tokens_are_the_documented_hmac_cached_or_not() -> None:
+    """A token is HMAC-SHA256(memory subkey, label || lexeme)[:12] as hex (ADR 0056), the
+    same from the :class:`Blinder`'s cache as from a fresh one: keying faster (issue 27's
+    batch cost) changes no token, so rows keyed before still match."""
+    import hashlib
+    import hmac
+
+    from attested_cortex.attest.blinding import Blinder, token
+
+    key = bytes(range(32))
+    expected = hmac.new(key, b"attested-cortex-v1-fts\0caf\xc3\xa9", hashlib.sha256
+                        ).hexdigest()[:24]
+    assert token(key, "caf\u00e9") == expected
+    blinder = Blinder(key)
+    text = "'caf\u00e9':1A 'x''y':2 'caf\u00e9':3"
+    first, quote = blinder.key_text(text), token(key, "x'y")
+    assert first == blinder.key_text(text) == Blinder(key).key_text(text) == (
+        f"'{expected}':1A '{quote}':2 '{expected}':3")
+    assert blinder.key_text("'caf\u00e9':1A,3 & 'é'") == (
+        f"'{expected}':1A,3 & '{token(key, 'é')}'")
