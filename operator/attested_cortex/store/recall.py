@@ -91,10 +91,7 @@ or_c AS (
       AND m.deleted_at IS NULL AND m.search @@ {or_query} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
-lex AS MATERIALIZED (
-    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[], %(spaces)s::int[])
-        AS l(lexeme, idf, space)
-),
+lex AS MATERIALIZED ({lex}),
 fts AS (
     SELECT c.id,
            ({coverage} * power({covered}, {power})
@@ -231,21 +228,28 @@ SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
        array(SELECT l.lexeme FROM unnest(to_tsvector('english', %(query)s)) AS l) AS lexemes
 """
 
-#: :data:`_LEXEMES` over lexemes given (keyed), each with its token space.
-_GIVEN_LEXEMES = """
-WITH st AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
-    FROM pg_stats s
-    WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search'
-    LIMIT 1
-)
-SELECT q.lexeme, q.space,
-       ln(1.0 / greatest(coalesce(
-           st.freqs[array_position(st.elems, q.lexeme)],
-           st.freqs[cardinality(st.elems) + 1] / 2,
-           0.01), 1e-9))::float8 AS idf
-FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) WITH ORDINALITY AS q(lexeme, space, n)
-LEFT JOIN st ON true ORDER BY q.n
+#: The query's lexemes with their rarity weights, given as arrays (plain recall: from
+#: :data:`_LEXEMES`' round trip).
+_LEX_GIVEN = """
+    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[], %(spaces)s::int[])
+        AS l(lexeme, idf, space)
+"""
+
+#: Keyed recall: the keyed lexemes (each with its token space) and their rarity weights,
+#: looked up inside the candidate statement: the expression of :data:`_LEXEMES` over the
+#: statistics ``cortex_search_stats()`` reads (migration 0025: PL/pgSQL keeps its plan; in
+#: FROM it runs once). A round trip of its own (the first design, ADR 0065) was the whole of
+#: sealed recall's extra cost at 10k; the candidate statement takes about the same time over
+#: tokens as over lexemes.
+_LEX_KEYED = """
+    SELECT q.lexeme,
+           ln(1.0 / greatest(coalesce(
+               st.freqs[array_position(st.elems, q.lexeme)],
+               st.freqs[cardinality(st.elems) + 1] / 2,
+               0.01), 1e-9))::float8 AS idf,
+           q.space
+    FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) AS q(lexeme, space)
+    LEFT JOIN cortex_search_stats() st ON true
 """
 
 #: The AND query's lexemes joined by OR (the relaxed form). Written inline, not in a CTE,
@@ -368,16 +372,16 @@ async def fulltext_candidates(
         lex = await cur.fetchall()
         params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
                       spaces=[0] * len(lex))
-        and_query, or_query, covered = _AND_QUERY, _OR_QUERY, _COVERED
+        and_query, or_query, covered, lex_cte = _AND_QUERY, _OR_QUERY, _COVERED, _LEX_GIVEN
     else:
         forms = await cur.fetchone()
         assert forms is not None
-        await _keyed_forms(conn, cipher, forms, params)
+        _keyed_forms(cipher, forms, params)
         and_query, or_query = "%(and_q)s::tsquery", "%(or_q)s::tsquery"
-        covered = _COVERED_KEYED
+        covered, lex_cte = _COVERED_KEYED, _LEX_KEYED
     statement = "".join([
         "WITH", _FTS.format(ns_filter=ns_filter, and_query=and_query, or_query=or_query,
-                            covered=covered, coverage=COVERAGE_WEIGHT,
+                            lex=lex_cte, covered=covered, coverage=COVERAGE_WEIGHT,
                             density=1 - COVERAGE_WEIGHT, power=COVERAGE_POWER),
         "SELECT id, fts, r FROM fts_r"])
     # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
@@ -388,21 +392,16 @@ async def fulltext_candidates(
                               [r["r"] for r in rows], params, ns_filter, exact, extra)
 
 
-async def _keyed_forms(conn: Conn, cipher: MemoryCipher, forms: dict[str, Any],
-                       params: dict[str, Any]) -> None:
+def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, Any]) -> None:
     """The query's forms keyed under every version of the ring (and plain, for rows not
-    sealed yet), OR'd across those spaces; its lexemes keyed alike, with their rarity
-    weights (one more round trip: the statistics hold tokens)."""
+    sealed yet), OR'd across those spaces; its lexemes keyed alike, each with its space
+    (their rarity weights are looked up by the candidate statement: :data:`_LEX_KEYED`)."""
     spaces = [*cipher.versions, 0]
     params.update(and_q=across_spaces(cipher, forms["and_q"]),
-                  or_q=across_spaces(cipher, forms["or_q"]))
-    lexemes = [(cipher.token(lexeme, v) if v else lexeme, v)
-               for v in spaces for lexeme in forms["lexemes"]]
-    cur = await conn.execute(_GIVEN_LEXEMES, {
-        "lexemes": [t for t, _ in lexemes], "spaces": [v for _, v in lexemes]}, prepare=True)
-    lex = await cur.fetchall()
-    params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
-                  spaces=[r["space"] for r in lex])
+                  or_q=across_spaces(cipher, forms["or_q"]),
+                  lexemes=[cipher.token(lexeme, v) if v else lexeme
+                           for v in spaces for lexeme in forms["lexemes"]],
+                  spaces=[v for v in spaces for _ in forms["lexemes"]])
 
 
 #: The full-text candidates of step 1, sent back as arrays (``fts_r`` of :data:`_FTS`).
