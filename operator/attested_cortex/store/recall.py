@@ -41,7 +41,9 @@ lexemes, in a statement that writes nothing), the lexemes are keyed here under e
 version the ring holds, and the forms are OR'd across those token spaces and the plain one
 (rows not sealed yet), so each row matches in its own space. Its rarity-weighted coverage is
 taken within its space (the largest over spaces: a row holds tokens of one space only), so
-scores equal the plain ones once every row is in one space.
+scores equal the plain ones once every row is in one space. The keyed lexemes' rarity is
+looked up by the candidate statement itself (:data:`_LEX_KEYED`), so a sealed recall takes
+as many statements as a plain one: the parse replaces the plain lexeme lookup.
 
 A query namespace ``a/b/c`` searches ``a/b/c``, ``a/b`` and ``a``; without one, every
 namespace is searched with proximity 1.
