@@ -38,12 +38,13 @@ the same data always answers the same way.
 With memories sealed (a sealing cipher on the connection, ADR 0056 item 5) the search column
 holds keyed blind tokens: PostgreSQL still parses the query (its AND and OR forms and its
 lexemes, in a statement that writes nothing), the lexemes are keyed here under every key
-version the ring holds, and the forms are OR'd across those token spaces and the plain one
-(rows not sealed yet), so each row matches in its own space. Its rarity-weighted coverage is
-taken within its space (the largest over spaces: a row holds tokens of one space only), so
-scores equal the plain ones once every row is in one space. The keyed lexemes' rarity is
-looked up by the candidate statement itself (:data:`_LEX_KEYED`), so a sealed recall takes
-as many statements as a plain one: the parse replaces the plain lexeme lookup.
+version the ring holds and kept plain for rows not sealed yet, and each row is tested
+against the forms of its own token space (its ``key_version``). Its rarity-weighted
+coverage is taken within its space (the largest over spaces: a row holds tokens of one
+space only), so scores equal the plain ones once every row is in one space. The keyed
+lexemes' rarity is looked up by the candidate statement itself (:data:`_LEX_KEYED`), so a
+sealed recall takes as many statements as a plain one: the parse replaces the plain lexeme
+lookup.
 
 A query namespace ``a/b/c`` searches ``a/b/c``, ``a/b`` and ``a``; without one, every
 namespace is searched with proximity 1.
