@@ -240,7 +240,7 @@ _LEX_GIVEN = """
 
 #: Keyed recall: the keyed lexemes (each with its token space) and their rarity weights,
 #: looked up inside the candidate statement: the expression of :data:`_LEXEMES` over the
-#: statistics ``cortex_search_stats()`` reads (migration 0025: PL/pgSQL keeps its plan; in
+#: statistics ``cortex_search_stats()`` reads (migration 0026: PL/pgSQL keeps its plan; in
 #: FROM it runs once). A round trip of its own (the first design, ADR 0065) was the whole of
 #: sealed recall's extra cost at 10k; the candidate statement takes about the same time over
 #: tokens as over lexemes.

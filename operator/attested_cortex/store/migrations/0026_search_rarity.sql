@@ -1,4 +1,4 @@
--- 0025: the statistics recall weighs its lexemes with, as a function (issue 27; ADR 0065).
+-- 0026: the statistics recall weighs its lexemes with, as a function (issue 27; ADR 0065).
 --
 -- Recall weights each query lexeme by ln(1/frequency), frequencies from the planner's
 -- statistics of memories.search (store/recall.py). Keyed recall (memories sealed at rest)
