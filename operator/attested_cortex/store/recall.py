@@ -43,10 +43,13 @@ the same data always answers the same way.
 With memories sealed (a sealing cipher on the connection, ADR 0056 item 5) the search column
 holds keyed blind tokens: PostgreSQL still parses the query (its AND and OR forms and its
 lexemes, in a statement that writes nothing), the lexemes are keyed here under every key
-version the ring holds, and the forms are OR'd across those token spaces and the plain one
-(rows not sealed yet), so each row matches in its own space. Its rarity-weighted coverage is
-taken within its space (the largest over spaces: a row holds tokens of one space only), so
-scores equal the plain ones once every row is in one space.
+version the ring holds and kept plain for rows not sealed yet, and each row is tested
+against the forms of its own token space (its ``key_version``). Its rarity-weighted
+coverage is taken within its space (the largest over spaces: a row holds tokens of one
+space only), so scores equal the plain ones once every row is in one space. The keyed
+lexemes' rarity is looked up by the candidate statement itself (:data:`_LEX_KEYED`), so a
+sealed recall takes as many statements as a plain one: the parse replaces the plain lexeme
+lookup.
 
 A query namespace ``a/b/c`` searches ``a/b/c``, ``a/b`` and ``a``; without one, every
 namespace is searched with proximity 1.
@@ -93,20 +96,17 @@ MATCH_FLOOR = COVERAGE_WEIGHT * 0.5 ** COVERAGE_POWER
 _FTS = """
 and_c AS (
     SELECT m.id FROM memories m
-    WHERE m.deleted_at IS NULL AND m.search @@ {and_query}
+    WHERE m.deleted_at IS NULL AND {and_match}
       {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
 or_c AS (
     SELECT m.id FROM memories m
     WHERE (SELECT count(*) FROM and_c) < %(limit)s
-      AND m.deleted_at IS NULL AND m.search @@ {or_query} {ns_filter}
+      AND m.deleted_at IS NULL AND {or_match} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
-lex AS MATERIALIZED (
-    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[], %(spaces)s::int[])
-        AS l(lexeme, idf, space)
-),
+{st}lex AS MATERIALIZED ({lex}),
 fts AS (
     SELECT c.id,
            ({coverage} * power({covered}, {power})
@@ -251,22 +251,31 @@ SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
        array(SELECT l.lexeme FROM unnest(to_tsvector('english', %(query)s)) AS l) AS lexemes
 """
 
-#: :data:`_LEXEMES` over lexemes given (keyed), each with its token space.
-_GIVEN_LEXEMES = """
-WITH st AS (
-    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
-    FROM pg_stats s
-    WHERE s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search'
-    LIMIT 1
-)
-SELECT q.lexeme, q.space,
-       ln(1.0 / greatest(coalesce(
-           st.freqs[array_position(st.elems, q.lexeme)],
-           st.freqs[cardinality(st.elems) + 1] / 2,
-           0.01), 1e-9))::float8 AS idf
-FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) WITH ORDINALITY AS q(lexeme, space, n)
-LEFT JOIN st ON true ORDER BY q.n
+#: The query's lexemes with their rarity weights, given as arrays (plain recall: from
+#: :data:`_LEXEMES`' round trip).
+_LEX_GIVEN = """
+    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[], %(spaces)s::int[])
+        AS l(lexeme, idf, space)
 """
+
+#: Keyed recall: the keyed lexemes (each with its token space) and their rarity weights,
+#: looked up inside the candidate statement: the expression of :data:`_LEXEMES` over the
+#: statistics ``cortex_search_stats()`` reads (migration 0026: PL/pgSQL keeps its plan; in
+#: FROM it runs once). A round trip of its own (the first design, ADR 0065) was the whole of
+#: sealed recall's extra cost at 10k; the candidate statement takes about the same time over
+#: tokens as over lexemes.
+_LEX_KEYED = """
+    SELECT q.lexeme,
+           ln(1.0 / greatest(coalesce(
+               st.freqs[array_position(st.elems, q.lexeme)],
+               st.freqs[cardinality(st.elems) + 1] / 2,
+               0.01), 1e-9))::float8 AS idf,
+           q.space
+    FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) AS q(lexeme, space)
+    LEFT JOIN st ON true
+"""
+#: The statistics, read once (a function scan joined directly ran again for every lexeme).
+_ST_KEYED = "st AS MATERIALIZED (SELECT * FROM cortex_search_stats()),"
 
 #: The AND query's lexemes joined by OR (the relaxed form). Written inline, not in a CTE,
 #: so the planner sees the query's lexemes and estimates how many rows match: with that
@@ -401,14 +410,16 @@ async def fulltext_candidates(
     if forms is None or cipher is None:
         params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
                       spaces=[0] * len(lex))
-        and_query, or_query, covered = _AND_QUERY, _OR_QUERY, _COVERED
+        and_match, or_match = f"m.search @@ {_AND_QUERY}", f"m.search @@ {_OR_QUERY}"
+        or_query, covered, lex_cte, st = _OR_QUERY, _COVERED, _LEX_GIVEN, ""
     else:
-        await _keyed_forms(conn, cipher, forms, params)
-        and_query, or_query = "%(and_q)s::tsquery", "%(or_q)s::tsquery"
-        covered = _COVERED_KEYED
+        and_match, or_match = _keyed_forms(cipher, forms, params)
+        or_query, covered, lex_cte = "%(or_q)s::tsquery", _COVERED_KEYED, _LEX_KEYED
+        st = _ST_KEYED
     statement = "".join([
-        "WITH", _FTS.format(ns_filter=ns_filter, and_query=and_query, or_query=or_query,
-                            covered=covered, coverage=COVERAGE_WEIGHT,
+        "WITH", _FTS.format(ns_filter=ns_filter, and_match=and_match, or_match=or_match,
+                            or_query=or_query, st=st,
+                            lex=lex_cte, covered=covered, coverage=COVERAGE_WEIGHT,
                             density=1 - COVERAGE_WEIGHT, power=COVERAGE_POWER),
         "SELECT id, fts, r FROM fts_r"])
     # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
@@ -419,21 +430,29 @@ async def fulltext_candidates(
                               [r["r"] for r in rows], params, ns_filter, exact, extra)
 
 
-async def _keyed_forms(conn: Conn, cipher: MemoryCipher, forms: dict[str, Any],
-                       params: dict[str, Any]) -> None:
-    """The query's forms keyed under every version of the ring (and plain, for rows not
-    sealed yet), OR'd across those spaces; its lexemes keyed alike, with their rarity
-    weights (one more round trip: the statistics hold tokens)."""
+def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any],
+                 params: dict[str, Any]) -> tuple[str, str]:
+    """The conditions matching the query's AND and OR forms, each row in its own token space:
+    keyed under every version of the ring, and plain (rows not sealed yet), each form behind
+    its space's ``key_version`` (a row is tested against its own space's form only: one
+    ``@@`` a row, as plain recall, where a form OR'd across spaces doubled the work of a
+    recency scan filtering on it: p95 +16 % at 100k). The lexemes are keyed alike, each with
+    its space (their rarity weights are looked up by the candidate statement:
+    :data:`_LEX_KEYED`); ``or_q``, OR'd across the spaces, is the form ranked."""
     spaces = [*cipher.versions, 0]
-    params.update(and_q=across_spaces(cipher, forms["and_q"]),
-                  or_q=across_spaces(cipher, forms["or_q"]))
-    lexemes = [(cipher.token(lexeme, v) if v else lexeme, v)
-               for v in spaces for lexeme in forms["lexemes"]]
-    cur = await conn.execute(_GIVEN_LEXEMES, {
-        "lexemes": [t for t, _ in lexemes], "spaces": [v for _, v in lexemes]}, prepare=True)
-    lex = await cur.fetchall()
-    params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
-                  spaces=[r["space"] for r in lex])
+    params.update(or_q=across_spaces(cipher, forms["or_q"]),
+                  lexemes=[cipher.token(lexeme, v) if v else lexeme
+                           for v in spaces for lexeme in forms["lexemes"]],
+                  spaces=[v for v in spaces for _ in forms["lexemes"]])
+    matches = []
+    for form in ("and_q", "or_q"):
+        each = []
+        for v in spaces:
+            params[f"{form}_{v}"] = cipher.key_text(forms[form], v) if v else forms[form]
+            space = f"m.key_version = {v:d}" if v else "m.key_version IS NULL"
+            each.append(f"({space} AND m.search @@ %({form}_{v})s::tsquery)")
+        matches.append(f"({' OR '.join(each)})")
+    return matches[0], matches[1]
 
 
 #: The full-text candidates of step 1, sent back as arrays (``fts_r`` of :data:`_FTS`).
