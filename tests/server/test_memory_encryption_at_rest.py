@@ -17,6 +17,7 @@ and PostgreSQL.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,14 @@ async def test_no_memory_text_at_rest_with_encryption_on(
     one = await client.store("kb/a", f"{text} about the harbour", title=title,
                              metadata={"note": note}, tags=["harbour"])
     reply = await client.call("POST", "/v1/memories:batch", {"memories": [
-        {"namespace": "kb/a", "content": f"{batched} about the lighthouse"}]})
+        {"namespace": "kb/a", "content": f"{batched} about the lighthouse", "title": "Ünï",
+         "metadata": {"z": [1, 2.5, None, {"y": "é", "b": True}], "a": 1e-7}}]})
     assert reply.status == 201, reply.text
     (two,) = reply.body["memories"]
+    # a sealed batch answers from the request it sealed, not the rows read back: the same
+    # bytes a later read opens (key order and numbers included)
+    later = await client.call("GET", f"/v1/memories/{two['id']}")
+    assert json.dumps(later.body) == json.dumps(two)
     three = await client.store("kb/a", "first words")
     # keyed writes: their kept answers hold the memories' text (issue 27 item 2)
     reply = await client.call("POST", "/v1/memories", {"namespace": "keyed", "content": keyed},

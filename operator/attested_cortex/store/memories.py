@@ -260,8 +260,33 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
             await copy.write_row((m.id, m.namespace, v.title, v.content, array_literal(m.tags),
                                   v.metadata, author, v.key_version, v.sealed, v.search,
                                   tier, scopes_literal))
+    if values and values[0].sealed is not None:
+        return await _as_sealed(conn, memories, values)
     stored = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
     return [stored[m.id] for m in memories]
+
+
+#: What :func:`_as_sealed` reads back of a sealed batch: everything but its text columns.
+_UNSEALED_COLUMNS = ("id, namespace, tags, author, revision, created_at, updated_at, "
+                     f"deleted_at, key_version, {written.COLUMNS}")
+
+
+async def _as_sealed(conn: Conn, memories: Sequence[NewMemory], values: Sequence[Stored]
+                     ) -> list[Memory]:
+    """A sealed batch as written: what PostgreSQL set (revision, times) read back, the text
+    the sealed values hold taken from the request that was just sealed (what a later read
+    opens, the same JSON values) rather than read back and opened again (issue 27: 9 µs a
+    memory, and a sealed value's hex each way)."""
+    cur = await conn.execute(f"SELECT {_UNSEALED_COLUMNS} FROM memories WHERE id = ANY(%s)",
+                             ([m.id for m in memories],))
+    rows = {row["id"]: row for row in await cur.fetchall()}
+    return [Memory(
+        id=m.id, namespace=r["namespace"], title=m.title, content=m.content,
+        tags=tuple(r["tags"]), metadata=m.metadata, author=r["author"],
+        revision=r["revision"], created_at=r["created_at"], updated_at=r["updated_at"],
+        deleted_at=r["deleted_at"], key_version=r["key_version"],
+        sealed_sha256=v.sealed_sha256, **written.fields(r))
+        for m, v in zip(memories, values, strict=True) for r in (rows[m.id],)]
 
 
 def array_literal(values: Sequence[str]) -> str:
