@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import uvloop
-
 from attested_cortex.errors import CortexError, operator_message
 
 
@@ -96,10 +94,9 @@ def run(args: argparse.Namespace) -> int:
         if not settings.database_url:
             raise CortexError("--database-url is required (or database_url in --config)")
         setup_logging(settings.log_level)
-        # uvloop's event loop: a fifth less server CPU per request than asyncio's own
-        # (docs/adr/0075-the-write-path-on-uvloop.md)
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(run_server(settings))
+        # asyncio's own event loop, not uvloop's: docs/adr/0075-the-write-path-on-uvloop.md
+        # says what uvloop gained and why it was taken out (daemon hooks could not start).
+        asyncio.run(run_server(settings))
     except CortexError as exc:
         print(f"cortexctl serve: {operator_message(exc)}", file=sys.stderr)
         return 1

@@ -23,6 +23,7 @@ import json
 import os
 import signal
 from collections.abc import Mapping
+from typing import cast
 
 from attested_cortex.hooks.wire import (
     MODE_ENV,
@@ -109,8 +110,11 @@ class _Child(asyncio.SubprocessProtocol):
 
     async def exchange(self, transport: asyncio.SubprocessTransport, data: bytes) -> bytes:
         """Send ``data``, wait for stdout to end (or overflow) and the exit; the output."""
-        stdin = transport.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
+        # Whatever the loop's class for it (uvloop's is no asyncio.WriteTransport: an isinstance
+        # check failed every exec hook while serve ran on uvloop, docs/adr/0075).
+        stdin = cast("asyncio.WriteTransport | None", transport.get_pipe_transport(0))
+        if stdin is None:
+            raise HookFailure("crash", "the hook's stdin is not open")
         stdin.write(data)  # buffered by the transport; a child that never reads is fine
         stdin.close()  # EOF once flushed
         await self.output_done
