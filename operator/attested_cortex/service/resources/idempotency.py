@@ -91,7 +91,6 @@ async def _replayed(svc: Services, caller: Caller, key: str, kept: Kept, sha: by
             "body); use a new key for a new write", code="idempotency_key_reused")
     if kept.answer is not None and kept.status is not None:
         return Written(kept.answer, kept.status, replayed=True)
-    # committed, but its answer was lost on the way
     # committed, but its answer was lost on the way, or was sealed under a key version the
     # ring no longer holds (kept again, under the current one)
     answer = await rebuilt(svc, kind, kept.resource_id)
