@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 
 from attested_cortex.errors import ConflictError
 from attested_cortex.store.database import Conn
-from attested_cortex.store.memory_ciphers import cipher_of, sealing
+from attested_cortex.store.memory_ciphers import open_value, seal_value, sealing
 
 #: Namespace of the ids sealed answers are bound to (never a memory's id: those are random,
 #: or derived from a batch's first id).
@@ -86,9 +86,8 @@ async def find(conn: Conn, agent_id: str, key: str) -> Kept | None:
         return None
     answer, unreadable = row["answer"], False
     if row["sealed"] is not None:
-        cipher = cipher_of(conn)
-        plain = None if cipher is None else cipher.open(
-            answer_id(agent_id, key), row["key_version"], bytes(row["sealed"]))
+        plain = open_value(conn, answer_id(agent_id, key), row["key_version"],
+                           bytes(row["sealed"]))
         answer, unreadable = (None, True) if plain is None else (json.loads(plain), False)
     return Kept(bytes(row["request_sha256"]), row["resource_id"], row["status"], answer,
                 unreadable)
@@ -98,12 +97,11 @@ async def answer(conn: Conn, agent_id: str, key: str, *, status: int,
                  body: dict[str, Any], replace: bool = False) -> None:
     """Keep the answer of the write that took ``key`` (the first answer given stays, unless
     ``replace``: a sealed one that no longer opens), sealed when the connection seals."""
-    cipher = sealing(conn)
-    version = sealed = None
-    value: Jsonb | None = Jsonb(body)
-    if cipher is not None:
-        plain = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-        version, sealed, value = cipher.version, cipher.seal(answer_id(agent_id, key), plain), None
+    kept = None if sealing(conn) is None else seal_value(  # encode only what is sealed
+        conn, answer_id(agent_id, key),
+        json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+    sealed, version = kept if kept is not None else (None, None)
+    value = Jsonb(body) if kept is None else None
     await conn.execute(
         "UPDATE idempotency_keys SET status = %s, answer = %s, key_version = %s, sealed = %s"
         " WHERE agent_id = %s AND key = %s AND answer IS NULL"

@@ -80,6 +80,23 @@ def sealing(conn: psycopg.AsyncConnection[Any]) -> MemoryCipher | None:
     return cipher if cipher is not None and cipher.seals else None
 
 
+def seal_value(conn: psycopg.AsyncConnection[Any], value_id: uuid.UUID,
+               plain: bytes) -> tuple[bytes, int] | None:
+    """``plain`` sealed for ``value_id`` under the current version, with that version; None
+    when ``conn`` does not seal (kept plain). For values beside the memory rows that hold a
+    memory's text (a kept idempotency answer, a transfer chunk: ADR 0065 item 8)."""
+    cipher = sealing(conn)
+    return None if cipher is None else (cipher.seal(value_id, plain), cipher.version)
+
+
+def open_value(conn: psycopg.AsyncConnection[Any], value_id: uuid.UUID, version: int,
+               sealed: bytes) -> bytes | None:
+    """A value :func:`seal_value` sealed, opened under any version the ring holds; None when
+    it does not open (no ring on ``conn``, or its version has left the ring)."""
+    cipher = cipher_of(conn)
+    return None if cipher is None else cipher.open(value_id, version, sealed)
+
+
 @dataclass(frozen=True, slots=True)
 class Opened:
     """A sealed row's values, opened (or empty and ``unreadable``)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from attested_cortex.errors import ConflictError
 from attested_cortex.store.database import Conn
-from attested_cortex.store.memory_ciphers import cipher_of, sealing
+from attested_cortex.store.memory_ciphers import open_value, seal_value
 
 Row = dict[str, Any]
 
@@ -29,18 +29,15 @@ def chunk_id(kind: str, owner: uuid.UUID, ordinal: int) -> uuid.UUID:
 
 def _sealed(conn: Conn, kind: str, owner: uuid.UUID, ordinal: int,
             data: bytes) -> tuple[bytes, int | None]:
-    cipher = sealing(conn)
-    if cipher is None:
-        return data, None
-    return cipher.seal(chunk_id(kind, owner, ordinal), data), cipher.version
+    kept = seal_value(conn, chunk_id(kind, owner, ordinal), data)
+    return (data, None) if kept is None else kept
 
 
 def _opened(conn: Conn, kind: str, owner: uuid.UUID, row: Row) -> Row:
     if row.get("key_version") is None:
         return row
-    cipher = cipher_of(conn)
-    plain = None if cipher is None else cipher.open(
-        chunk_id(kind, owner, row["ordinal"]), row["key_version"], bytes(row["data"]))
+    plain = open_value(conn, chunk_id(kind, owner, row["ordinal"]), row["key_version"],
+                       bytes(row["data"]))
     if plain is None:
         raise ConflictError(f"{kind} chunk {row['ordinal']} is sealed under key version "
                             f"{row['key_version']}, which the master key ring no longer holds",
