@@ -39,7 +39,7 @@ _ESCAPE = re.compile(r"''|\\(.)")
 
 def token(key: bytes, lexeme: str) -> str:
     """The blind token of one lexeme under the ``memory`` subkey ``key``."""
-    return Blinder(key).token(lexeme)
+    return blinder(key).token(lexeme)
 
 
 def _unquote(quoted: str) -> str:
@@ -85,12 +85,21 @@ class Blinder:
         return "".join(parts)
 
 
+@functools.lru_cache(maxsize=8)
+def blinder(key: bytes) -> Blinder:
+    """The :class:`Blinder` of ``key``, one per key (its HMAC state and its tokens kept):
+    found by the key itself, so a reloaded ring is never answered from another key's
+    tokens; the eight most recently used keys (a ring holds a version or two), so at most
+    eight token caches are held."""
+    return Blinder(key)
+
+
 def key_tsvector(text: str, key: bytes) -> str:
     """A tsvector's text form (``'word':1A,4B 'other':2``) with each lexeme keyed; cast it
     back with ``::tsvector`` (tokens are hex: no parser or stemmer touches them)."""
-    return Blinder(key).key_text(text)
+    return blinder(key).key_text(text)
 
 
 def key_tsquery(text: str, key: bytes) -> str:
     """A tsquery's text form (``'word' & 'other' <-> 'third'``) with each lexeme keyed."""
-    return Blinder(key).key_text(text)
+    return blinder(key).key_text(text)

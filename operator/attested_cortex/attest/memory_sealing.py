@@ -11,9 +11,9 @@ of :mod:`.blinding` under the same version's ``memory`` subkey for its lexemes (
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from attested_cortex.attest.blinding import Blinder
+from attested_cortex.attest.blinding import blinder
 from attested_cortex.attest.sealing import Sealer, UnsealError
 
 
@@ -22,9 +22,6 @@ class MemorySeal:
     """Seals memory rows under the ring's current version; opens and keys under any."""
 
     sealer: Sealer
-    #: One :class:`.blinding.Blinder` per ``memory`` subkey, found by the key itself (so a
-    #: ring reloaded by :meth:`.sealing.Sealer.rekey` can never be answered from another key).
-    _blinders: dict[bytes, Blinder] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def seals(self) -> bool:
@@ -47,15 +44,11 @@ class MemorySeal:
         except UnsealError:
             return None
 
-    def _blinder(self, version: int) -> Blinder:
-        key = self.sealer.ring.subkey("memory", version)
-        found = self._blinders.get(key)
-        if found is None:
-            found = self._blinders[key] = Blinder(key)
-        return found
-
+    # The blinder of the version's ``memory`` subkey (.blinding.blinder: one per key, found
+    # by the key itself, so a ring reloaded by .sealing.Sealer.rekey is never answered from
+    # another key's tokens).
     def key_text(self, text: str, version: int) -> str:
-        return self._blinder(version).key_text(text)
+        return blinder(self.sealer.ring.subkey("memory", version)).key_text(text)
 
     def token(self, lexeme: str, version: int) -> str:
-        return self._blinder(version).token(lexeme)
+        return blinder(self.sealer.ring.subkey("memory", version)).token(lexeme)
