@@ -202,6 +202,14 @@ _EMBEDDED = (
 )
 
 
+#: A query lexeme's rarity weight, ln(1 / its frequency among the rows' search vectors), from
+#: the planner's statistics ``st`` (elements and their frequencies; a lexeme not among them
+#: counts half the least frequent one's): the one expression plain and keyed recall share.
+_IDF = """ln(1.0 / greatest(coalesce(
+               st.freqs[array_position(st.elems, q.lexeme)],
+               st.freqs[cardinality(st.elems) + 1] / 2,
+               0.01), 1e-9))::float8 AS idf"""
+
 #: The query's lexemes and their rarity weights, from the planner's statistics of the search
 #: column. A statement of its own, prepared once per connection: inside the recall statement
 #: the ``pg_stats`` view (five catalogs and a privilege check) was planned anew with every
@@ -214,10 +222,7 @@ WITH st AS (
     LIMIT 1
 )
 SELECT q.lexeme,
-       ln(1.0 / greatest(coalesce(
-           st.freqs[array_position(st.elems, q.lexeme)],
-           st.freqs[cardinality(st.elems) + 1] / 2,
-           0.01), 1e-9))::float8 AS idf
+       """ + _IDF + """
 FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
 """
 
@@ -266,10 +271,7 @@ _LEX_GIVEN = """
 #: tokens as over lexemes.
 _LEX_KEYED = """
     SELECT q.lexeme,
-           ln(1.0 / greatest(coalesce(
-               st.freqs[array_position(st.elems, q.lexeme)],
-               st.freqs[cardinality(st.elems) + 1] / 2,
-               0.01), 1e-9))::float8 AS idf,
+           """ + _IDF + """,
            q.space
     FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) AS q(lexeme, space)
     LEFT JOIN st ON true
