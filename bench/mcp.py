@@ -40,7 +40,14 @@ import aiohttp
 from tests.support.served import free_port, serve, stop, wait_until_up
 
 from attested_cortex.store.migrating import migrate
-from bench.common import age_server, create_database, percentiles, unthrottled_config, write_result
+from bench.common import (
+    age_server,
+    cpu_seconds,
+    create_database,
+    percentiles,
+    unthrottled_config,
+    write_result,
+)
 from bench.textgen import TextGenerator
 
 QUERIES = 600
@@ -148,12 +155,6 @@ async def paired_recalls(base: str, gen: TextGenerator, *, queries: int = QUERIE
     return out
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def server_cpu(base: str, pid: int, gen: TextGenerator, *, calls: int = 500,
                      rounds: int = 2) -> dict[str, Any]:
     """The server process's CPU per recall, HTTP route against tools/call on a session:
@@ -165,14 +166,14 @@ async def server_cpu(base: str, pid: int, gen: TextGenerator, *, calls: int = 50
         session = await open_session(http, f"{base}/mcp")
         for _ in range(rounds):
             for kind in ("http", "mcp_session"):
-                before = process_cpu_s(pid)
+                before = cpu_seconds(pid)
                 for n, body in enumerate(bodies, 1):
                     if kind == "http":
                         async with http.post(f"{base}/v1/recall", json=body) as response:
                             await response.read()
                     else:
                         await session_call(http, f"{base}/mcp", session, body, n)
-                per_call = (process_cpu_s(pid) - before) / calls * 1000
+                per_call = (cpu_seconds(pid) - before) / calls * 1000
                 best[kind] = round(min(best.get(kind, per_call), per_call), 3)
     return {"http_ms": best["http"], "mcp_session_ms": best["mcp_session"],
             "mcp_added_ms": round(best["mcp_session"] - best["http"], 3),
