@@ -1,5 +1,6 @@
-"""The resources the end-to-end flows apply: a MemoryCortex with a managed database, two
-AgentIdentities (custody Cortex and Agent) with their ServiceAccounts, a HookChain with one
+"""The resources the end-to-end flows apply: a MemoryCortex with a managed database and a
+trust ceiling of its own (Untrusted may read team/ops only), three AgentIdentities (custody
+Cortex and Agent, and an Untrusted scout) with their ServiceAccounts, a HookChain with one
 Exec hook (denies content marked DENY-ME) and one Daemon hook (the auto-link sidecar), and
 PermissionRules in Enforce mode. Close to examples/cortex/; every name differs from the
 examples' (``make e2e`` applies both into the release namespace). Pure."""
@@ -12,6 +13,10 @@ from typing import Any, Final
 CORTEX: Final = "e2e-memory"
 PLANNER: Final = "e2e-planner"        # custody Cortex: the server signs for it
 RESEARCHER: Final = "e2e-researcher"  # custody Agent: holds its own key
+SCOUT: Final = "e2e-scout"            # trustTier Untrusted, capped by the cortex's ceiling
+#: The cortex's spec.trust.ceilings mark for Untrusted memory.read (the default, qualified to
+#: public/**, would refuse the scout everything it holds).
+SCOUT_CEILING: Final = "qualified:team/ops/**"
 DENY_MARK: Final = "DENY-ME"
 GROUP: Final = "cortex.attested.dev/v1alpha1"
 SERVER_IMAGE: Final = "attested-cortex/cortex:0.1.0"  # built by hack/images/build.sh
@@ -32,15 +37,20 @@ def resources(namespace: str) -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {**meta, "name": PLANNER}},
         {"apiVersion": "v1", "kind": "ServiceAccount",
          "metadata": {**meta, "name": RESEARCHER}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {**meta, "name": SCOUT}},
         {"apiVersion": GROUP, "kind": "MemoryCortex", "metadata": {**meta, "name": CORTEX},
          "spec": {"database": {"managed": {"storage": {"size": "1Gi"}}},
                   "server": {"replicas": 1, "auth": {"mode": "Kubernetes"}},
-                  "permissions": {"mode": "Enforce"}}},
+                  "permissions": {"mode": "Enforce"},
+                  "trust": {"ceilings": {"Untrusted": {"memory.read": SCOUT_CEILING}}}}},
         {"apiVersion": GROUP, "kind": "AgentIdentity", "metadata": {**meta, "name": PLANNER},
          "spec": {**ref, "keyCustody": "Cortex", "serviceAccountRef": {"name": PLANNER}}},
         {"apiVersion": GROUP, "kind": "AgentIdentity",
          "metadata": {**meta, "name": RESEARCHER},
          "spec": {**ref, "keyCustody": "Agent", "serviceAccountRef": {"name": RESEARCHER}}},
+        {"apiVersion": GROUP, "kind": "AgentIdentity", "metadata": {**meta, "name": SCOUT},
+         "spec": {**ref, "serviceAccountRef": {"name": SCOUT}, "trustTier": "Untrusted",
+                  "scopes": ["memory.read:team/ops/**", "memory.read:team/plans/**"]}},
         {"apiVersion": GROUP, "kind": "HookChain", "metadata": {**meta, "name": "e2e-guard"},
          "spec": {**ref, "hooks": [
              {"name": "deny-marked", "events": ["pre_store"], "mode": "Exec",

@@ -1,12 +1,13 @@
 """The whole system on a real cluster: the chart's operator (a real pod) turns a MemoryCortex,
-two AgentIdentities, a HookChain and PermissionRules into a database, a migration, a server
+three AgentIdentities, a HookChain and PermissionRules into a database, a migration, a server
 with a hook sidecar and keys; everything is then exercised from outside the cluster through a
 ``kubectl port-forward`` of the cortex Service with a plain HTTP client, as an agent with a
 minted service-account token would.
 
 The tests run in file order and share the cortex (module scope): resources Ready, stores and
-recalls, hooks and rules, signed links, server and database pod deletions, a ``helm upgrade``
-and, last, ``helm uninstall``. Runs last in e2e/ (the uninstall ends the release).
+recalls, the cortex's trust ceiling capping an Untrusted agent, hooks and rules, signed
+links, server and database pod deletions, a ``helm upgrade`` and, last, ``helm uninstall``.
+Runs last in e2e/ (the uninstall ends the release).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from attested_cortex.attest.signing import sign
 from attested_cortex.types import AgentId
 from e2e import manifests
 from e2e.conftest import CHART, IMAGE_VALUES, RELEASE, TARGET, helm, kubectl, kubectl_json
-from e2e.manifests import CORTEX, DENY_MARK, PLANNER, RESEARCHER
+from e2e.manifests import CORTEX, DENY_MARK, PLANNER, RESEARCHER, SCOUT, SCOUT_CEILING
 
 WAIT = "150s"
 KINDS = ("memorycortex", "agentidentity", "hookchain", "permissionrule")
@@ -129,6 +130,11 @@ def researcher(forward: Forward, cortex: str) -> Agent:
 
 
 @pytest.fixture(scope="module")
+def scout(forward: Forward, cortex: str) -> Agent:
+    return Agent(forward, cortex, SCOUT)
+
+
+@pytest.fixture(scope="module")
 def written() -> list[str]:
     """Ids of every acknowledged store of the module, checked after each disruption."""
     return []
@@ -189,6 +195,23 @@ def test_store_and_recall(planner: Agent, researcher: Agent, written: list[str])
     status, found = researcher.call("POST", "/v1/recall",
                                     {"query": "billing database backups", "namespace": "team/ops"})
     assert status == 200 and stored["id"] in [r["id"] for r in found["results"]]
+
+
+def test_the_cortex_trust_ceiling_reaches_the_deployed_server(scout: Agent) -> None:
+    """spec.trust.ceilings of the MemoryCortex, through the operator's config, as the server
+    pod enforces it: the Untrusted scout holds memory.read in team/ops and team/plans; the
+    cortex's ceiling (not the default, qualified:public/**, which would leave it nothing) keeps
+    team/ops and caps team/plans with a 403 naming tier, scope and mark."""
+    status, caps = scout.call("GET", "/v1/capabilities")
+    assert status == 200, caps
+    assert caps["trust"]["ceilings"]["Untrusted"]["memory.read"] == SCOUT_CEILING
+    assert caps["trust"]["you"] == {
+        "tier": "Untrusted", "effective_scopes": ["memory.read:team/ops/**"],
+        "held_scopes": ["memory.read:team/ops/**", "memory.read:team/plans/**"]}, caps["trust"]
+    status, body = scout.call("POST", "/v1/recall", {"query": "cache", "namespace": "team/plans"})
+    assert status == 403 and body["error"]["code"] == "trust_ceiling", body
+    assert {k: body["error"]["details"][k] for k in ("tier", "scope", "mark")} == {
+        "tier": "Untrusted", "scope": "memory.read", "mark": SCOUT_CEILING}, body
 
 
 def test_the_hooks_fire(forward: Forward, planner: Agent, written: list[str]) -> None:

@@ -10,13 +10,13 @@ and PostgreSQL.
    quality set recalled with encryption off, then again once the re-sealing worker has
    sealed every row, then again after a rotation to a new key version that ran under
    stores and recalls (every memory readable at every moment): the same ids in the same
-   order each time; the deep audit matches every row; a ring of the new version alone reads
-   everything.
+   order each time; at every step of the rotation every memory stored so far lists with the
+   title, content and metadata it was stored with (one listing of all); the deep audit
+   matches every row; a ring of the new version alone reads everything.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -117,6 +117,36 @@ async def answers(client: CortexClient, queries: list[str]) -> list[list[str]]:
     return [await one(q) for q in queries]
 
 
+Texts = dict[str, tuple[str, str, Any]]
+
+
+def written(reply: Any, fields: list[dict[str, Any]]) -> Texts:
+    """Title, content and metadata of each memory a write answered, as the request gave them."""
+    ids = [m["id"] for m in reply] if isinstance(reply, list) else [reply["id"]]
+    return {i: (f.get("title", ""), f["content"], f.get("metadata", {}))
+            for i, f in zip(ids, fields, strict=True)}
+
+
+async def every_memory(client: CortexClient) -> Texts:
+    """Title, content and metadata of every live memory, by id: the listing opens them all
+    (one page of up to 500; more pages after its cursor)."""
+    found: Texts = {}
+    path = "/v1/memories?limit=500"
+    while True:
+        reply = await client.call("GET", path)
+        assert reply.status == 200, reply.text
+        found |= {m["id"]: (m["title"], m["content"], m["metadata"])
+                  for m in reply.body["memories"]}
+        if not reply.body["truncated"]:
+            return found
+        path = f"/v1/memories?limit=500&cursor={reply.body['next']}"
+
+
+def differing(found: Texts, stored: Texts) -> dict[str, Any]:
+    """The memories that do not read back as stored (none, when all do)."""
+    return {i: found.get(i) for i, texts in stored.items() if found.get(i) != texts}
+
+
 async def counts(client: CortexClient) -> dict[str, int]:
     caps = (await client.call("GET", "/v1/capabilities")).body["encryption"]
     return dict(caps["memories_by_key_version"])
@@ -131,10 +161,11 @@ async def test_recall_and_rotation_answer_as_plain(
         '"rotates the certificates"', "doctor -monday", "the lawyer's invoices", "O'Brien"]
     plain = await make_cortex(dsn, migrated=False,
                               master_key=ring_dir(tmp_path / "r1", {1: v1}, 1))
-    reply = await plain.call("POST", "/v1/memories:batch", {"memories": [
-        {"namespace": "kb", "content": m.content} for m in memories]})
+    batch = [{"namespace": "kb", "content": m.content, "title": f"entry {i}",
+              "metadata": {"n": i, "tags": ["é", None]}} for i, m in enumerate(memories)]
+    reply = await plain.call("POST", "/v1/memories:batch", {"memories": batch})
     assert reply.status == 201, reply.text
-    ids = [m["id"] for m in reply.body["memories"]]
+    stored = written(reply.body["memories"], batch)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ANALYZE memories")
     expected = await answers(plain, queries)
@@ -154,14 +185,14 @@ async def test_recall_and_rotation_answer_as_plain(
                                 encryption={"at_rest": True, "reseal_batch": 20,
                                             "reseal_pause_ms": 30})
     seen: list[dict[str, int]] = []
-    added: list[str] = []
     while (now := await counts(rotated)).keys() != {"v2"}:
         seen.append(now)
         assert len(seen) < 400, f"rotation did not finish: {now}"
-        added.append((await rotated.store("load/a", f"rotating note {len(added)}"))["id"])
-        sample = ids[len(seen) * 7 % len(ids)::37] + added[-3:]
-        opened = await asyncio.gather(*(texts_of(rotated, i) for i in sample))
-        assert all(content for _, content, _ in opened), now
+        note = {"namespace": "load/a", "content": f"rotating note {len(seen)}",
+                "title": f"note {len(seen)}", "metadata": {"step": len(seen)}}
+        stored |= written(await rotated.store(**note), [note])  # stores go on: under v2
+        # every row, at every step, opened by one listing while the worker re-seals
+        assert differing(await every_memory(rotated), stored) == {}, now
         found = (await rotated.call("POST", "/v1/recall", {"query": queries[0]})).body
         assert found["results"], now
     assert any("v1" in c and "v2" in c for c in seen), seen  # observed mid-way, under load
@@ -175,8 +206,7 @@ async def test_recall_and_rotation_answer_as_plain(
                                 master_key=ring_dir(tmp_path / "r3", {2: v2}, 2),
                                 encryption={"at_rest": True})
     assert await answers(retired, queries) == expected
-    opened = await asyncio.gather(*(texts_of(retired, i) for i in ids[::25] + added))
-    assert all(content for _, content, _ in opened)
+    assert differing(await every_memory(retired), stored) == {}
 
 
 async def _only(client: CortexClient, version: str) -> bool | Pending:
