@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import tempfile
 import time
 import urllib.request
@@ -172,6 +173,25 @@ def run() -> dict[str, Any]:
     return out
 
 
+def batches_only(batches: int) -> dict[str, Any]:
+    """``python -m bench.encryption --batches N``: only the batch stores of the memories
+    half (N batches of 1,000 each way, alternating), for a tighter figure of their cost
+    than the ten of a 10k run; printed, not written to docs/benchmarks."""
+    key = mk.generate_key()
+    with age_server() as server, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        key_file = work / "master.key"
+        key_file.write_bytes(key)
+        with _served(server, work, key_file, "off") as off, \
+                _served(server, work, key_file, "on") as on:
+            before = os.getloadavg()
+            batches = asyncio.run(encryption_memories.load_alternating(
+                {"off": off.base, "on": on.base}, batches * encryption_memories.BATCH,
+                seed=batches))
+    return {"load_average_before": before, "batch_store_http": batches,
+            "load_average_after": os.getloadavg()}
+
+
 def reseal_rate(work: Path, dsn: str, key: bytes) -> dict[str, Any]:
     """Rotation: a server whose ring gains v2 as current re-seals every frame of the "on"
     database; frames per second until capabilities list v2 only (default batch and
@@ -237,4 +257,7 @@ def _served(server: Any, work: Path, key_file: Path, mode: str) -> Iterator[_Ser
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(), indent=2))
+    if len(sys.argv) == 3 and sys.argv[1] == "--batches":
+        print(json.dumps(batches_only(int(sys.argv[2])), indent=2))
+    else:
+        print(json.dumps(run(), indent=2))

@@ -60,6 +60,10 @@ class MemoryCipher(Protocol):
         """One lexeme's blind token under ``version``."""
         ...
 
+    def key_binary(self, vector: bytes, version: int) -> bytes:
+        """A tsvector's binary form with every lexeme keyed under ``version``."""
+        ...
+
 
 _CIPHERS: WeakKeyDictionary[psycopg.AsyncConnection[Any], MemoryCipher] = WeakKeyDictionary()
 
@@ -143,21 +147,35 @@ def across_spaces(cipher: MemoryCipher, text: str) -> str:
                       for v in [*cipher.versions, 0])
 
 
-#: A memory's weighted tsvector, as its text form (the trigger's expression; tags joined by
-#: spaces as ``cortex_tags_text`` joins them). The arrays go in binary: psycopg quotes and
-#: escapes every element of a text-format array in Python (15 ms of 18 for echoing 1,000
-#: memories' texts, issue 27), a binary one is lengths and bytes.
-_LEXEMES = ("SELECT (setweight(to_tsvector('english'::regconfig, t.title), 'A') "
-            "|| setweight(to_tsvector('english'::regconfig, t.content), 'B') "
-            "|| setweight(to_tsvector('english'::regconfig, t.tags), 'C')"
-            ")::text AS search FROM unnest(%b::text[], %b::text[], %b::text[]) "
-            "WITH ORDINALITY AS t(title, content, tags, n) ORDER BY t.n")
+#: A memory's weighted tsvector (the trigger's expression; tags joined by spaces as
+#: ``cortex_tags_text`` joins them), as its text form or (``binary``) its wire form. The
+#: arrays go in binary: psycopg quotes and escapes every element of a text-format array in
+#: Python (15 ms of 18 for echoing 1,000 memories' texts, issue 27), a binary one is lengths
+#: and bytes.
+_VECTOR = ("(setweight(to_tsvector('english'::regconfig, t.title), 'A') "
+           "|| setweight(to_tsvector('english'::regconfig, t.content), 'B') "
+           "|| setweight(to_tsvector('english'::regconfig, t.tags), 'C'))")
+_FROM = (" AS search FROM unnest(%b::text[], %b::text[], %b::text[]) "
+         "WITH ORDINALITY AS t(title, content, tags, n) ORDER BY t.n")
+_LEXEMES = f"SELECT {_VECTOR}::text{_FROM}"
+_VECTORS = f"SELECT {_VECTOR}{_FROM}"
+
+
+def _texts(rows: Sequence[tuple[str, str, Sequence[str]]]) -> tuple[list[str], ...]:
+    return [r[0] for r in rows], [r[1] for r in rows], [" ".join(r[2]) for r in rows]
 
 
 async def lexemes(conn: psycopg.AsyncConnection[Any],
                   rows: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
     """The tsvector text of each (title, content, tags), computed by PostgreSQL in one
     SELECT (nothing written; the text crosses the connection, never the disk)."""
-    cur = await conn.execute(_LEXEMES, (
-        [r[0] for r in rows], [r[1] for r in rows], [" ".join(r[2]) for r in rows]))
+    cur = await conn.execute(_LEXEMES, _texts(rows))
+    return [r[0] if isinstance(r, tuple) else r["search"] for r in await cur.fetchall()]
+
+
+async def vectors(conn: psycopg.AsyncConnection[Any],
+                  rows: Sequence[tuple[str, str, Sequence[str]]]) -> list[bytes]:
+    """:func:`lexemes` in the tsvector's binary form (``tsvectorsend``; psycopg has no
+    loader for it and gives its bytes), for a binary COPY of keyed vectors."""
+    cur = await conn.execute(_VECTORS, _texts(rows), binary=True)
     return [r[0] if isinstance(r, tuple) else r["search"] for r in await cur.fetchall()]
