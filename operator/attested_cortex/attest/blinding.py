@@ -27,7 +27,8 @@ from typing import Final
 
 #: The bytes of HMAC-SHA256 a token keeps: 96 bits, no collision among any cortex's words.
 TOKEN_BYTES: Final = 12
-#: The lexemes a :class:`Blinder` keeps the tokens of (about 10 MB at most, per key).
+#: The lexemes a :class:`Blinder` keeps the tokens of, per form (text and binary: about
+#: 10 MB each at most, per key).
 CACHED: Final = 1 << 15
 _LABEL: Final = b"attested-cortex-v1-fts\0"
 #: A quoted lexeme in PostgreSQL's text form of a tsvector or tsquery: quotes doubled and
@@ -35,9 +36,11 @@ _LABEL: Final = b"attested-cortex-v1-fts\0"
 #: alternation per character, and no backtracking blow-up on a quote left open).
 _QUOTED = re.compile(r"'([^'\\]*(?:(?:''|\\.)[^'\\]*)*)'")
 _ESCAPE = re.compile(r"''|\\(.)")
-#: One entry of a tsvector's binary form after its 32-bit count: the lexeme (group 1), then
-#: its NUL, position count and positions (group 2), for up to :data:`_SPLIT_POSITIONS`
-#: positions (the count's high byte zero, so each branch is the count's low byte).
+#: One entry of a tsvector's binary form after its 32-bit count: the lexeme (group 1, no NUL
+#: in it), then its NUL, position count and positions (group 2), for up to
+#: :data:`_SPLIT_POSITIONS` positions (the count's high byte zero, each branch one low
+#: byte: the count decides how many bytes follow, so a NUL among them is never taken for a
+#: lexeme's end). A lexeme with more positions: the loop of ``_key_binary_loop``.
 _SPLIT_POSITIONS: Final = 32
 _ENTRY = re.compile(
     b"([^\\x00]+)(\\x00\\x00(?:"
@@ -63,9 +66,11 @@ class Blinder:
     HMAC's keyed inner and outer states are made once (the key's pads) and copied for each
     lexeme; the token of a lexeme **as it appears quoted** in PostgreSQL's text forms is
     kept in a bounded LRU (:data:`CACHED` entries: words repeat, so most of a memory's are
-    hits). A token never changes for its key, so the cache answers exactly what the HMAC
-    would. It holds lexemes beside their tokens in the server's memory, which already holds
-    the key they are keyed by and every request's text; nothing of it is written anywhere.
+    hits), and the token of a lexeme as its UTF-8 bytes in the binary form (a sealed
+    batch's vectors: :meth:`key_binary`) in another. A token never changes for its key, so
+    the caches answer exactly what the HMAC would. They hold lexemes beside their tokens in
+    the server's memory, which already holds the key they are keyed by and every request's
+    text; nothing of them is written anywhere.
     """
 
     def __init__(self, key: bytes) -> None:

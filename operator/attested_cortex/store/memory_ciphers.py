@@ -8,10 +8,11 @@ cipher ``seals`` and opens every sealed row it reads; :mod:`.recall` keys its qu
 
 A sealed row keeps title ``''``, content ``''`` and metadata ``{}``; ``sealed`` holds the
 three as one JSON value sealed under ``key_version``, and ``search`` the keyed blind tokens
-of the lexemes PostgreSQL computes for them in a SELECT of their own (:func:`lexemes`: it
-writes nothing, so the text reaches no page and no WAL record; the INSERT carries tokens
-only). A row that does not open (altered, moved, its version missing from the ring) reads
-with empty text and ``unreadable`` set, as a transcript's frame reads ``unreadable``.
+of the lexemes PostgreSQL computes for them in a SELECT of their own (:func:`lexemes`, or
+:func:`vectors` for a batch's binary COPY: it writes nothing, so the text reaches no page
+and no WAL record; the INSERT carries tokens only). A row that does not open (altered,
+moved, its version missing from the ring) reads with empty text and ``unreadable`` set, as
+a transcript's frame reads ``unreadable``.
 """
 
 from __future__ import annotations
