@@ -38,7 +38,7 @@ def field(value: bytes) -> bytes:
 
 
 def text(value: str) -> bytes:
-    """A ``text`` field (UTF-8, the server's encoding: migrations create UTF8 databases)."""
+    """A ``text`` field, UTF-8 (the connection's client encoding: the caller checks it)."""
     return field(value.encode("utf-8"))
 
 

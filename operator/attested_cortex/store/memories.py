@@ -251,9 +251,12 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
     row is locked once, at its end), and the cheapest way PostgreSQL takes rows (a third
     less than one INSERT over unnested arrays for 1,000 memories, docs/adr/0044). Inside
     the caller's transaction; the batch's records are appended after it (the chain lock
-    last: docs/adr/0017). On a sealing connection: :func:`_insert_sealed`."""
+    last: docs/adr/0017). On a sealing connection: :func:`_insert_sealed` (its binary COPY
+    sends text as UTF-8 and keys the vectors' bytes as UTF-8, as the text forms are keyed:
+    on a connection in another client encoding, rare, a sealed batch takes the text COPY
+    below and reads its rows back opened)."""
     cipher = sealing(conn)
-    if cipher is not None and memories:
+    if cipher is not None and memories and conn.info.encoding == "utf-8":
         return await _insert_sealed(conn, cipher, memories, author=author, by=by)
     values = await stored_values(
         conn, [(m.id, m.title, m.content, m.tags, m.metadata) for m in memories])
