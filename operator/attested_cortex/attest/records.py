@@ -70,8 +70,9 @@ def memory_record(memory: Memory, signature: bytes | None = None) -> dict[str, c
         **written_by(memory.written_tier, memory.written_scopes),
     }
     if memory.key_version is not None and memory.sealed_sha256 is not None:
+        # sealed: the digests of its text are never computed (they would be dropped)
         record.update(key_version=memory.key_version, sealed_sha256=memory.sealed_sha256)
-    else:  # (the digests of a sealed memory's text are not computed to be dropped)
+    else:
         record.update(title_sha256=sha256(memory.title), content_sha256=sha256(memory.content))
     return record
 

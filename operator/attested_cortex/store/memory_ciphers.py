@@ -112,14 +112,14 @@ class Opened:
     unreadable: bool = False
 
 
-def plaintext(title: str, content: str, metadata: dict[str, Any]) -> bytes:
-    """The value a row seals: its title, content and metadata as one compact JSON object."""
-    return _COMPACT.encode({"t": title, "c": content, "m": metadata}).encode()
-
-
 #: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` made once: ``json.dumps``
 #: builds an encoder per call for any argument but the defaults (2 µs a sealed row).
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def plaintext(title: str, content: str, metadata: dict[str, Any]) -> bytes:
+    """The value a row seals: its title, content and metadata as one compact JSON object."""
+    return _COMPACT.encode({"t": title, "c": content, "m": metadata}).encode()
 
 
 def open_row(cipher: MemoryCipher | None, row: dict[str, Any]) -> Opened:
@@ -153,7 +153,7 @@ def across_spaces(cipher: MemoryCipher, text: str) -> str:
 
 
 #: A memory's weighted tsvector (the trigger's expression; tags joined by spaces as
-#: ``cortex_tags_text`` joins them), as its text form or (``binary``) its wire form. The
+#: ``cortex_tags_text`` joins them), as its text form or its binary (wire) form. The
 #: arrays go in binary: psycopg quotes and escapes every element of a text-format array in
 #: Python (15 ms of 18 for echoing 1,000 memories' texts, issue 27), a binary one is lengths
 #: and bytes.
@@ -163,7 +163,7 @@ _VECTOR = ("(setweight(to_tsvector('english'::regconfig, t.title), 'A') "
 _FROM = (" AS search FROM unnest(%b::text[], %b::text[], %b::text[]) "
          "WITH ORDINALITY AS t(title, content, tags, n) ORDER BY t.n")
 _LEXEMES = f"SELECT {_VECTOR}::text{_FROM}"
-_VECTORS = f"SELECT {_VECTOR}{_FROM}"
+_VECTORS = f"SELECT tsvectorsend{_VECTOR}{_FROM}"
 
 
 def _texts(rows: Sequence[tuple[str, str, Sequence[str]]]) -> tuple[list[str], ...]:
@@ -180,7 +180,7 @@ async def lexemes(conn: psycopg.AsyncConnection[Any],
 
 async def vectors(conn: psycopg.AsyncConnection[Any],
                   rows: Sequence[tuple[str, str, Sequence[str]]]) -> list[bytes]:
-    """:func:`lexemes` in the tsvector's binary form (``tsvectorsend``; psycopg has no
-    loader for it and gives its bytes), for a binary COPY of keyed vectors."""
+    """:func:`lexemes` in the tsvector's binary form (``tsvectorsend``, as bytea: bytes
+    whatever loaders psycopg gains), for a binary COPY of keyed vectors."""
     cur = await conn.execute(_VECTORS, _texts(rows), binary=True)
     return [r[0] if isinstance(r, tuple) else r["search"] for r in await cur.fetchall()]
