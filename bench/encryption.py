@@ -16,6 +16,9 @@ so both see the same machine load. Measured:
 * memories (bench/encryption_memories.py): recall p95 at 10k and 100k and sequential store
   throughput, sealed vs plain, alternating; the rate at which the worker seals existing
   memories; and, in the rotation, the rate at which it moves them to v2.
+
+Two narrower runs print their figures and write nothing: ``--batches N`` (the batch stores
+alone, N batches each way) and ``--insert-many N`` (the batch path in process, N rounds).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import statistics
+import sys
 import tempfile
 import time
 import urllib.request
@@ -37,16 +42,21 @@ import aiohttp
 import psycopg
 import yaml
 import zstandard
+from psycopg.rows import dict_row
 from tests.support.served import serve
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.attest.blinding import key_tsvector
+from attested_cortex.attest.memory_sealing import MemorySeal
 from attested_cortex.attest.sealing import Sealer
+from attested_cortex.store.memories import NewMemory, insert_many
+from attested_cortex.store.memory_ciphers import bind_cipher
 from attested_cortex.store.migrating import migrate
 from bench import encryption_memories
 from bench.common import age_server, create_database, percentiles, write_result
 from bench.dialogues import DialogueGenerator
 from bench.qualityset import build
+from bench.textgen import TextGenerator
 
 DIALOGUES = 300
 REPLAYS = 400
@@ -172,6 +182,64 @@ def run() -> dict[str, Any]:
     return out
 
 
+def batches_only(batches: int) -> dict[str, Any]:
+    """``python -m bench.encryption --batches N``: only the batch stores of the memories
+    half (N batches of 1,000 each way, alternating), for a tighter figure of their cost
+    than the ten of a 10k run; printed, not written to docs/benchmarks."""
+    key = mk.generate_key()
+    with age_server() as server, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        key_file = work / "master.key"
+        key_file.write_bytes(key)
+        with _served(server, work, key_file, "off") as off, \
+                _served(server, work, key_file, "on") as on:
+            before = os.getloadavg()
+            batches = asyncio.run(encryption_memories.load_alternating(
+                {"off": off.base, "on": on.base}, batches * encryption_memories.BATCH,
+                seed=batches))
+    return {"load_average_before": before, "batch_store_http": batches,
+            "load_average_after": os.getloadavg()}
+
+
+def insert_many_paired(rounds: int) -> dict[str, Any]:
+    """``python -m bench.encryption --insert-many N``: ``store.memories.insert_many`` of
+    1,000 bench memories in process, plain and sealed alternating (which goes first
+    alternates), each in a transaction rolled back (the table does not grow), N rounds
+    after 3 of warm-up: the batch path without HTTP, its medians and the quartiles of each
+    round's sealed time over its plain twin's. Printed, not written to docs/benchmarks."""
+    return asyncio.run(_insert_many_paired(rounds))
+
+
+async def _insert_many_paired(rounds: int) -> dict[str, Any]:
+    with age_server() as server:
+        dsn = create_database(server, "bench_encryption_insert_many")
+        await migrate(dsn)
+        conns = {mode: await psycopg.AsyncConnection.connect(
+            dsn, autocommit=True, row_factory=dict_row) for mode in MODES}
+        bind_cipher(conns["on"], MemorySeal(Sealer(mk.KeyRing.single(mk.generate_key()))))
+        gen, took = TextGenerator(seed=rounds), {m: [] for m in MODES}
+        before = os.getloadavg()
+        for n in range(3 + rounds):
+            bodies: list[dict[str, Any]] = list(gen.memories(1000))
+            for mode in MODES if n % 2 else MODES[::-1]:
+                batch = [NewMemory(uuid.uuid4(), b["namespace"], b["title"], b["content"],
+                                   b["tags"], {}) for b in bodies]
+                conn = conns[mode]
+                await conn.execute("BEGIN")
+                t0 = time.perf_counter()
+                await insert_many(conn, batch, author="dev:bench")
+                if n >= 3:
+                    took[mode].append((time.perf_counter() - t0) * 1000)
+                await conn.execute("ROLLBACK")
+        for conn in conns.values():
+            await conn.close()
+    ratios = [on / off for off, on in zip(took["off"], took["on"], strict=True)]
+    return {"rounds": rounds, "load_average_before": before,
+            **{m: {"median_ms_per_1000": round(statistics.median(took[m]), 1)} for m in MODES},
+            "paired_time_ratio_quartiles": [round(q, 3) for q in statistics.quantiles(
+                ratios, n=4)], "load_average_after": os.getloadavg()}
+
+
 def reseal_rate(work: Path, dsn: str, key: bytes) -> dict[str, Any]:
     """Rotation: a server whose ring gains v2 as current re-seals every frame of the "on"
     database; frames per second until capabilities list v2 only (default batch and
@@ -237,4 +305,9 @@ def _served(server: Any, work: Path, key_file: Path, mode: str) -> Iterator[_Ser
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(), indent=2))
+    if len(sys.argv) == 3 and sys.argv[1] == "--batches":
+        print(json.dumps(batches_only(int(sys.argv[2])), indent=2))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--insert-many":
+        print(json.dumps(insert_many_paired(int(sys.argv[2])), indent=2))
+    else:
+        print(json.dumps(run(), indent=2))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import statistics
 import time
 import urllib.request
 from typing import Any
@@ -48,17 +49,24 @@ async def load_alternating(bases: dict[str, str], count: int, seed: int) -> dict
     """``count`` seeded memories stored on both servers in batches, alternating."""
     bodies = list(TextGenerator(seed=seed).memories(count))
     seconds: dict[str, float] = dict.fromkeys(MODES, 0.0)
+    ratios = []  # each batch's sealed time over its plain twin's, stored back to back
     async with aiohttp.ClientSession(headers=HEADERS) as session:
         for n, start in enumerate(range(0, count, BATCH)):
             body = {"memories": bodies[start:start + BATCH]}
+            took = {}
             for mode in MODES if n % 2 else MODES[::-1]:
                 t0 = time.perf_counter()
                 async with session.post(f"{bases[mode]}/v1/memories:batch", json=body) as r:
                     assert r.status == 201, await r.text()
-                seconds[mode] += time.perf_counter() - t0
+                took[mode] = time.perf_counter() - t0
+                seconds[mode] += took[mode]
+            ratios.append(took["on"] / took["off"])
     rate = {m: round(count / seconds[m], 1) for m in MODES}
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
     return {**{m: {"memories_per_s": rate[m]} for m in MODES},
             "cost_percent": round(100 * (rate["off"] - rate["on"]) / rate["off"], 1),
+            "batches": len(ratios),
+            "paired_time_ratio_quartiles": [round(q, 3) for q in quartiles],
             "load_average": load_average()[0]}
 
 

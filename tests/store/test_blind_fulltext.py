@@ -96,3 +96,37 @@ def test_keyed_tokens_recall_what_lexemes_recall(pg15_dsn: str) -> None:
     assert left is not None
     for word in ("doctor", "lawyer", "certif", "rotat"):
         assert word not in left[0]
+
+
+def test_a_binary_keyed_vector_is_the_text_keyed_one(pg15_dsn: str) -> None:
+    """A sealed batch keys its vectors in their binary form and sends them by binary COPY
+    (issue 27, ADR 0065): the same tokens and positions as the text form, cast back, for
+    quoted and escaped lexemes, weights, a lexeme past the fast split's 32 positions and
+    positions whose low byte is 0 (256: the NUL a lexeme ends with is not the only one)."""
+    from attested_cortex.attest.blinding import Blinder
+    from attested_cortex.store import binary_copy as bc
+
+    many = " ".join(["lighthouse"] * 40 + ["keeper"])
+    at_256 = " ".join([f"w{i}" for i in range(1, 256)] + ["keeper"])
+    texts = [("It's O'Brien's \\ café", many), ("", ""), ("a", "the harbour's lamps"),
+             ("", at_256)]
+    blinder = Blinder(KEY)
+    with psycopg.connect(pg15_dsn, autocommit=True) as conn:
+        vector = ("(setweight(to_tsvector('english', t), 'A') "
+                  "|| setweight(to_tsvector('english', c), 'B'))")
+        rows = conn.execute(f"SELECT {vector}::text, {vector} FROM unnest(%s::text[], "
+                            "%s::text[]) WITH ORDINALITY AS u(t, c, n) ORDER BY n",
+                            ([t for t, _ in texts], [c for _, c in texts]),
+                            binary=True).fetchall()
+        assert b"keeper\x00\x00\x01\x81\x00" in rows[3][1]  # at 256, weight B: 0x8100
+        conn.execute("CREATE TABLE keyed (n int, v tsvector)")
+        with conn.cursor().copy("COPY keyed FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(b"".join([bc.HEADER, *(
+                bc.row(2, (bc.int4(n), bc.field(blinder.key_binary(bytes(v)))))
+                for n, (_, v) in enumerate(rows)), bc.TRAILER]))
+        same = conn.execute(
+            "SELECT array_agg(k.v = u.x::tsvector ORDER BY k.n) FROM keyed k "
+            "JOIN unnest(%s::text[]) WITH ORDINALITY AS u(x, n) ON u.n = k.n + 1",
+            ([blinder.key_text(t.decode() if isinstance(t, bytes) else t)
+              for t, _ in rows],)).fetchone()
+    assert same == ([True] * len(texts),)

@@ -27,7 +27,8 @@ from typing import Final
 
 #: The bytes of HMAC-SHA256 a token keeps: 96 bits, no collision among any cortex's words.
 TOKEN_BYTES: Final = 12
-#: The lexemes a :class:`Blinder` keeps the tokens of (about 10 MB at most, per key).
+#: The lexemes a :class:`Blinder` keeps the tokens of, per form (text and binary: about
+#: 10 MB each at most, per key).
 CACHED: Final = 1 << 15
 _LABEL: Final = b"attested-cortex-v1-fts\0"
 #: A quoted lexeme in PostgreSQL's text form of a tsvector or tsquery: quotes doubled and
@@ -35,6 +36,16 @@ _LABEL: Final = b"attested-cortex-v1-fts\0"
 #: alternation per character, and no backtracking blow-up on a quote left open).
 _QUOTED = re.compile(r"'([^'\\]*(?:(?:''|\\.)[^'\\]*)*)'")
 _ESCAPE = re.compile(r"''|\\(.)")
+#: One entry of a tsvector's binary form after its 32-bit count: the lexeme (group 1, no NUL
+#: in it), then its NUL, position count and positions (group 2), for up to
+#: :data:`_SPLIT_POSITIONS` positions (the count's high byte zero, each branch one low
+#: byte: the count decides how many bytes follow, so a NUL among them is never taken for a
+#: lexeme's end). A lexeme with more positions: the loop of ``_key_binary_loop``.
+_SPLIT_POSITIONS: Final = 32
+_ENTRY = re.compile(
+    b"([^\\x00]+)(\\x00\\x00(?:"
+    + b"|".join(re.escape(bytes([n])) + b".{%d}" % (2 * n) for n in range(_SPLIT_POSITIONS + 1))
+    + b"))", re.S)
 
 
 def token(key: bytes, lexeme: str) -> str:
@@ -55,15 +66,19 @@ class Blinder:
     HMAC's keyed inner and outer states are made once (the key's pads) and copied for each
     lexeme; the token of a lexeme **as it appears quoted** in PostgreSQL's text forms is
     kept in a bounded LRU (:data:`CACHED` entries: words repeat, so most of a memory's are
-    hits). A token never changes for its key, so the cache answers exactly what the HMAC
-    would. It holds lexemes beside their tokens in the server's memory, which already holds
-    the key they are keyed by and every request's text; nothing of it is written anywhere.
+    hits), and the token of a lexeme as its UTF-8 bytes in the binary form (a sealed
+    batch's vectors: :meth:`key_binary`) in another. A token never changes for its key, so
+    the caches answer exactly what the HMAC would. They hold lexemes beside their tokens in
+    the server's memory, which already holds the key they are keyed by and every request's
+    text; nothing of them is written anywhere.
     """
 
     def __init__(self, key: bytes) -> None:
         self._keyed = hmac.new(key, _LABEL, hashlib.sha256)
         self._quoted: Callable[[str], str] = functools.lru_cache(maxsize=CACHED)(
             self._of_quoted)
+        self._raw: Callable[[bytes], bytes] = functools.lru_cache(maxsize=CACHED)(
+            self._of_raw)
 
     def token(self, lexeme: str) -> str:
         """The blind token of ``lexeme``."""
@@ -73,6 +88,40 @@ class Blinder:
 
     def _of_quoted(self, quoted: str) -> str:
         return f"'{self.token(_unquote(quoted))}'"
+
+    def _of_raw(self, lexeme: bytes) -> bytes:
+        mac = self._keyed.copy()
+        mac.update(lexeme)
+        return mac.digest()[:TOKEN_BYTES].hex().encode("ascii")
+
+    def key_binary(self, vector: bytes) -> bytes:
+        """A tsvector's binary form (PostgreSQL's ``tsvectorsend``: a 32-bit count, then
+        per lexeme its UTF-8 bytes, a NUL, a 16-bit count of positions and the positions,
+        16 bits each, weight in the top two) with each lexeme replaced by its token, the
+        positions copied as they are: what a binary COPY sends for a keyed vector
+        (``tsvectorrecv`` sorts the tokens). The same tokens as :meth:`key_text`."""
+        # lexeme, its positions, '' (nothing between entries), lexeme, ...: split by a
+        # pattern that consumes each entry whole (a split of C speed; a loop over the
+        # entries in Python is three times slower than keying the text form)
+        parts = _ENTRY.split(vector[4:])
+        if any(parts[::3]) or len(parts) != 1 + 3 * int.from_bytes(vector[:4], "big"):
+            return self._key_binary_loop(vector)  # a lexeme with more positions
+        parts[0] = vector[:4]
+        parts[1::3] = map(self._raw, parts[1::3])
+        return b"".join(parts)
+
+    def _key_binary_loop(self, vector: bytes) -> bytes:
+        count = int.from_bytes(vector[:4], "big")
+        parts = [vector[:4]]
+        at = 4
+        for _ in range(count):
+            nul = vector.index(0, at)
+            end = nul + 3 + 2 * ((vector[nul + 1] << 8) | vector[nul + 2])
+            parts += [self._raw(vector[at:nul]), vector[nul:end]]
+            at = end
+        if at != len(vector):
+            raise ValueError("not a tsvector's binary form")
+        return b"".join(parts)
 
     def key_text(self, text: str) -> str:
         """A tsvector's or tsquery's text form with each quoted lexeme replaced by its

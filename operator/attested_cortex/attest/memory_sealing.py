@@ -52,3 +52,6 @@ class MemorySeal:
 
     def token(self, lexeme: str, version: int) -> str:
         return blinder(self.sealer.ring.subkey("memory", version)).token(lexeme)
+
+    def key_binary(self, vector: bytes, version: int) -> bytes:
+        return blinder(self.sealer.ring.subkey("memory", version)).key_binary(vector)

@@ -65,15 +65,15 @@ def memory_record(memory: Memory, signature: bytes | None = None) -> dict[str, c
         "namespace": memory.namespace,
         "author": memory.author,
         "deleted": memory.deleted,
-        "title_sha256": sha256(memory.title),
-        "content_sha256": sha256(memory.content),
         "tags_sha256": sha256(cbor.encode(list(memory.tags))),
         "signature_sha256": None if signature is None else sha256(signature),
         **written_by(memory.written_tier, memory.written_scopes),
     }
     if memory.key_version is not None and memory.sealed_sha256 is not None:
-        del record["title_sha256"], record["content_sha256"]
+        # sealed: the digests of its text are never computed (they would be dropped)
         record.update(key_version=memory.key_version, sealed_sha256=memory.sealed_sha256)
+    else:
+        record.update(title_sha256=sha256(memory.title), content_sha256=sha256(memory.content))
     return record
 
 

@@ -21,6 +21,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from attested_cortex.errors import ConflictError, NotFoundError, TooLargeError
+from attested_cortex.store import binary_copy as bc
 from attested_cortex.store import written
 from attested_cortex.store.database import Conn
 from attested_cortex.store.events import (
@@ -36,6 +37,7 @@ from attested_cortex.store.memory_ciphers import (
     open_row,
     plaintext,
     sealing,
+    vectors,
 )
 from attested_cortex.store.written import WrittenBy
 
@@ -249,7 +251,13 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
     row is locked once, at its end), and the cheapest way PostgreSQL takes rows (a third
     less than one INSERT over unnested arrays for 1,000 memories, docs/adr/0044). Inside
     the caller's transaction; the batch's records are appended after it (the chain lock
-    last: docs/adr/0017)."""
+    last: docs/adr/0017). On a sealing connection: :func:`_insert_sealed` (its binary COPY
+    sends text as UTF-8 and keys the vectors' bytes as UTF-8, as the text forms are keyed:
+    on a connection in another client encoding, rare, a sealed batch takes the text COPY
+    below and reads its rows back opened)."""
+    cipher = sealing(conn)
+    if cipher is not None and memories and conn.info.encoding == "utf-8":
+        return await _insert_sealed(conn, cipher, memories, author=author, by=by)
     values = await stored_values(
         conn, [(m.id, m.title, m.content, m.tags, m.metadata) for m in memories])
     tier, scopes = written.params(by)
@@ -260,33 +268,51 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
             await copy.write_row((m.id, m.namespace, v.title, v.content, array_literal(m.tags),
                                   v.metadata, author, v.key_version, v.sealed, v.search,
                                   tier, scopes_literal))
-    if values and values[0].sealed is not None:
-        return await _as_sealed(conn, memories, values)
     stored = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
     return [stored[m.id] for m in memories]
 
 
-#: What :func:`_as_sealed` reads back of a sealed batch: everything but its text columns.
-_UNSEALED_COLUMNS = ("id, namespace, tags, author, revision, created_at, updated_at, "
-                     f"deleted_at, key_version, {written.COLUMNS}")
+#: What :func:`_insert_sealed` reads back of a sealed batch: what PostgreSQL sets.
+_SET_COLUMNS = "id, revision, created_at, updated_at, deleted_at"
 
 
-async def _as_sealed(conn: Conn, memories: Sequence[NewMemory], values: Sequence[Stored]
-                     ) -> list[Memory]:
-    """A sealed batch as written: what PostgreSQL set (revision, times) read back, the text
-    the sealed values hold taken from the request that was just sealed (what a later read
-    opens, the same JSON values) rather than read back and opened again (issue 27: 9 µs a
-    memory, and a sealed value's hex each way)."""
-    cur = await conn.execute(f"SELECT {_UNSEALED_COLUMNS} FROM memories WHERE id = ANY(%s)",
+async def _insert_sealed(conn: Conn, cipher: MemoryCipher, memories: Sequence[NewMemory], *,
+                         author: str, by: WrittenBy | None) -> list[Memory]:
+    """A sealed batch (issue 27: the batch cost of sealing, ADR 0065) in one binary COPY.
+
+    The vectors PostgreSQL computes come back in their binary form and are keyed in it, so
+    a keyed vector goes into the COPY without ``tsvectorin``'s parse, and the sealed value
+    as its bytes rather than hex (:mod:`.binary_copy`). The answer is built from the request
+    just sealed (what a later read opens, the same JSON values) and what PostgreSQL set
+    (revision, times) read back: title, content and metadata are never read back and
+    opened, nor the namespace, tags, author and writer this function wrote."""
+    found = await vectors(conn, [(m.title, m.content, m.tags) for m in memories])
+    version = cipher.version
+    tier, scopes = written.params(by)
+    # the 12 fields of _INSERTED; those every row shares: empty title and content; metadata
+    # {}, author, version; the writer's tier and scopes
+    blank = bc.text("") * 2
+    shared = bc.jsonb("{}") + bc.text(author) + bc.int4(version)
+    writer = ((bc.NULL if tier is None else bc.text(tier))
+              + (bc.NULL if scopes is None else bc.text_array(scopes)))
+    sealed = [cipher.seal(m.id, plaintext(m.title, m.content, m.metadata)) for m in memories]
+    rows = [bc.row(12, (bc.uuid_(m.id), bc.text(m.namespace), blank, bc.text_array(m.tags), shared,
+                    bc.field(value), bc.field(cipher.key_binary(vector, version)), writer))
+            for m, value, vector in zip(memories, sealed, found, strict=True)]
+    async with conn.cursor() as cur, cur.copy(
+            f"COPY memories ({_INSERTED}) FROM STDIN (FORMAT BINARY)") as copy:
+        await copy.write(b"".join([bc.HEADER, *rows, bc.TRAILER]))
+    cur = await conn.execute(f"SELECT {_SET_COLUMNS} FROM memories WHERE id = ANY(%s)",
                              ([m.id for m in memories],))
-    rows = {row["id"]: row for row in await cur.fetchall()}
+    set_by = {row["id"]: row for row in await cur.fetchall()}
+    written_scopes = written.scopes_of(scopes)
     return [Memory(
-        id=m.id, namespace=r["namespace"], title=m.title, content=m.content,
-        tags=tuple(r["tags"]), metadata=m.metadata, author=r["author"],
-        revision=r["revision"], created_at=r["created_at"], updated_at=r["updated_at"],
-        deleted_at=r["deleted_at"], key_version=r["key_version"],
-        sealed_sha256=v.sealed_sha256, **written.fields(r))
-        for m, v in zip(memories, values, strict=True) for r in (rows[m.id],)]
+        id=m.id, namespace=m.namespace, title=m.title, content=m.content, tags=tuple(m.tags),
+        metadata=m.metadata, author=author, revision=r["revision"],
+        created_at=r["created_at"], updated_at=r["updated_at"], deleted_at=r["deleted_at"],
+        key_version=version, sealed_sha256=hashlib.sha256(value).digest(), written_tier=tier,
+        written_scopes=written_scopes)
+        for m, value in zip(memories, sealed, strict=True) for r in (set_by[m.id],)]
 
 
 def array_literal(values: Sequence[str]) -> str:

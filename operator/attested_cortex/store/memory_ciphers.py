@@ -8,10 +8,11 @@ cipher ``seals`` and opens every sealed row it reads; :mod:`.recall` keys its qu
 
 A sealed row keeps title ``''``, content ``''`` and metadata ``{}``; ``sealed`` holds the
 three as one JSON value sealed under ``key_version``, and ``search`` the keyed blind tokens
-of the lexemes PostgreSQL computes for them in a SELECT of their own (:func:`lexemes`: it
-writes nothing, so the text reaches no page and no WAL record; the INSERT carries tokens
-only). A row that does not open (altered, moved, its version missing from the ring) reads
-with empty text and ``unreadable`` set, as a transcript's frame reads ``unreadable``.
+of the lexemes PostgreSQL computes for them in a SELECT of their own (:func:`lexemes`, or
+:func:`vectors` for a batch's binary COPY: it writes nothing, so the text reaches no page
+and no WAL record; the INSERT carries tokens only). A row that does not open (altered,
+moved, its version missing from the ring) reads with empty text and ``unreadable`` set, as
+a transcript's frame reads ``unreadable``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ class MemoryCipher(Protocol):
 
     def token(self, lexeme: str, version: int) -> str:
         """One lexeme's blind token under ``version``."""
+        ...
+
+    def key_binary(self, vector: bytes, version: int) -> bytes:
+        """A tsvector's binary form with every lexeme keyed under ``version``."""
         ...
 
 
@@ -107,10 +112,14 @@ class Opened:
     unreadable: bool = False
 
 
+#: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` made once: ``json.dumps``
+#: builds an encoder per call for any argument but the defaults (2 µs a sealed row).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def plaintext(title: str, content: str, metadata: dict[str, Any]) -> bytes:
     """The value a row seals: its title, content and metadata as one compact JSON object."""
-    return json.dumps({"t": title, "c": content, "m": metadata}, ensure_ascii=False,
-                      separators=(",", ":")).encode()
+    return _COMPACT.encode({"t": title, "c": content, "m": metadata}).encode()
 
 
 def open_row(cipher: MemoryCipher | None, row: dict[str, Any]) -> Opened:
@@ -143,21 +152,35 @@ def across_spaces(cipher: MemoryCipher, text: str) -> str:
                       for v in [*cipher.versions, 0])
 
 
-#: A memory's weighted tsvector, as its text form (the trigger's expression; tags joined by
-#: spaces as ``cortex_tags_text`` joins them). The arrays go in binary: psycopg quotes and
-#: escapes every element of a text-format array in Python (15 ms of 18 for echoing 1,000
-#: memories' texts, issue 27), a binary one is lengths and bytes.
-_LEXEMES = ("SELECT (setweight(to_tsvector('english'::regconfig, t.title), 'A') "
-            "|| setweight(to_tsvector('english'::regconfig, t.content), 'B') "
-            "|| setweight(to_tsvector('english'::regconfig, t.tags), 'C')"
-            ")::text AS search FROM unnest(%b::text[], %b::text[], %b::text[]) "
-            "WITH ORDINALITY AS t(title, content, tags, n) ORDER BY t.n")
+#: A memory's weighted tsvector (the trigger's expression; tags joined by spaces as
+#: ``cortex_tags_text`` joins them), as its text form or its binary (wire) form. The
+#: arrays go in binary: psycopg quotes and escapes every element of a text-format array in
+#: Python (15 ms of 18 for echoing 1,000 memories' texts, issue 27), a binary one is lengths
+#: and bytes.
+_VECTOR = ("(setweight(to_tsvector('english'::regconfig, t.title), 'A') "
+           "|| setweight(to_tsvector('english'::regconfig, t.content), 'B') "
+           "|| setweight(to_tsvector('english'::regconfig, t.tags), 'C'))")
+_FROM = (" AS search FROM unnest(%b::text[], %b::text[], %b::text[]) "
+         "WITH ORDINALITY AS t(title, content, tags, n) ORDER BY t.n")
+_LEXEMES = f"SELECT {_VECTOR}::text{_FROM}"
+_VECTORS = f"SELECT tsvectorsend{_VECTOR}{_FROM}"
+
+
+def _texts(rows: Sequence[tuple[str, str, Sequence[str]]]) -> tuple[list[str], ...]:
+    return [r[0] for r in rows], [r[1] for r in rows], [" ".join(r[2]) for r in rows]
 
 
 async def lexemes(conn: psycopg.AsyncConnection[Any],
                   rows: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
     """The tsvector text of each (title, content, tags), computed by PostgreSQL in one
     SELECT (nothing written; the text crosses the connection, never the disk)."""
-    cur = await conn.execute(_LEXEMES, (
-        [r[0] for r in rows], [r[1] for r in rows], [" ".join(r[2]) for r in rows]))
+    cur = await conn.execute(_LEXEMES, _texts(rows))
+    return [r[0] if isinstance(r, tuple) else r["search"] for r in await cur.fetchall()]
+
+
+async def vectors(conn: psycopg.AsyncConnection[Any],
+                  rows: Sequence[tuple[str, str, Sequence[str]]]) -> list[bytes]:
+    """:func:`lexemes` in the tsvector's binary form (``tsvectorsend``, as bytea: bytes
+    whatever loaders psycopg gains), for a binary COPY of keyed vectors."""
+    cur = await conn.execute(_VECTORS, _texts(rows), binary=True)
     return [r[0] if isinstance(r, tuple) else r["search"] for r in await cur.fetchall()]
