@@ -51,17 +51,20 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
 
 
 async def timed(fire: Callable[[], Awaitable[Any]], *, runs: int, warmup: int,
-                gap_s: float = 0.0) -> list[float]:
-    """``gap_s``: idle time before each fire (the hook's process goes to sleep meanwhile)."""
+                gap_s: float = 0.0, cpu: list[float] | None = None) -> list[float]:
+    """``gap_s``: idle time before each fire (the hook's process goes to sleep meanwhile);
+    ``cpu`` gets this thread's CPU time of each fire (ms), the server's own part of it."""
     for _ in range(warmup):
         await fire()
     samples = []
     for _ in range(runs):
         if gap_s:
             await asyncio.sleep(gap_s)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         await fire()
         samples.append((time.perf_counter() - started) * 1000)
+        if cpu is not None:
+            cpu.append((time.thread_time() - cpu_started) * 1000)
     return samples
 
 
@@ -76,8 +79,11 @@ async def measure(hooks: list[dict[str, Any]], event: str, *, runs: int,
             assert all(r.failure is None for r in result.records), result.records
             return result
 
-        return percentiles(await timed(fire, runs=runs, warmup=min(50, runs // 10),
-                                       gap_s=gap_s))
+        cpu: list[float] = []
+        wall = percentiles(await timed(fire, runs=runs, warmup=min(50, runs // 10),
+                                       gap_s=gap_s, cpu=cpu))
+        return {**wall, "server_cpu_p50_ms": percentiles(cpu)["p50_ms"],
+                "server_cpu_mean_ms": percentiles(cpu)["mean_ms"]}
     finally:
         await pipeline.aclose()
 
@@ -115,7 +121,9 @@ async def main() -> dict[str, Any]:
         # Issue 25: a daemon post_recall hook added 0.9 ms (p50) to recalls whose round trip
         # alone is ~0.2 ms. The same ten-hit payload back to back, then with the recall
         # bench's pause before each fire: the difference is the hook process (and then the
-        # server) waking from sleep and waiting for a core, not the payload.
+        # server) waking from sleep and waiting for a core, not the payload. The server's own
+        # CPU per fire grows with the pause too (server_cpu_*: about fourfold here, docs/adr/0076):
+        # a vCPU that halted runs its next few hundred microseconds of work cold.
         "daemon_round_trip_recall_payload": await measure(
             [daemon], "post_recall", runs=1000, payload=RECALL_PAYLOAD),
         "daemon_round_trip_recall_payload_after_10ms_idle": await measure(

@@ -55,6 +55,14 @@ async def test_a_hook_reorders_and_drops(cortex: tuple[CortexClient, list[str]])
     plain = await client.call("POST", "/v1/recall", {"query": "zebra", "namespace": "n/reverse"})
     assert [h["id"] for h in plain.body["results"]] == fused[::-1]
     assert "rerank" not in plain.body and "explain" not in plain.body["results"][0]
+    # An allowing hook: the answer is made of the views the hook was sent (docs/adr/0076),
+    # the same hits, scores and fields as the answer made afresh (here: with explain).
+    kept = await client.call("POST", "/v1/recall", {"query": "zebra", "namespace": "n/keep"})
+    explained = await recall(client, "keep")
+    assert kept.body["results"] == [
+        {k: v for k, v in hit.items() if k != "explain"} for hit in explained["results"]]
+    assert [h["id"] for h in kept.body["results"]] == fused and "rerank" not in kept.body
+    assert kept.body["tokens"] == explained["tokens"]
 
 
 @pytest.mark.parametrize(("mode", "note"), [

@@ -49,6 +49,9 @@ class RecallResult:
     rerank: str | None = None
     #: Reordered hits' fused rank and score, by id (empty: the fused order stands).
     fused: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    #: The hits' API views when a post_recall chain was sent exactly these and left them as
+    #: they were: the answer reuses them instead of making each view a second time.
+    views: tuple[dict[str, Any], ...] | None = field(default=None, compare=False, repr=False)
 
 
 def estimate_tokens(hit: Hit) -> int:
@@ -106,8 +109,9 @@ def bound_bytes(result: RecallResult, max_bytes: int) -> RecallResult:
 
 def result_view(result: RecallResult) -> dict[str, Any]:
     """The ``POST /v1/recall`` answer."""
+    views = result.views
     body: dict[str, Any] = {
-        "results": [_view(result)(h) for h in result.hits],
+        "results": list(views) if views is not None else [_view(result)(h) for h in result.hits],
         "truncated": result.truncated,
         "omitted_ids": list(result.omitted),
         "tokens": result.tokens,
@@ -144,6 +148,9 @@ class RecallCall(Call[RecallResult]):
 
     spec = ops.RECALL
     query: RecallQuery
+    #: The result whose hit views the post_recall payload carries, and those views.
+    _sent: tuple[RecallResult, list[dict[str, Any]]] | None = field(
+        default=None, init=False, repr=False)
 
     async def target(self, svc: Services, caller: Caller) -> Target:
         embedding.check_vector(svc.vectors, self.query.embedding, query=True)
@@ -187,12 +194,23 @@ class RecallCall(Call[RecallResult]):
         return bound_bytes(ranked, svc.limits.max_answer_bytes)
 
     def post_payload(self, event: EventName, result: RecallResult) -> dict[str, Any]:
-        return payload_with(event, {"results": [hit_view(h) for h in result.hits]},
-                            **self._hooked(), truncated=result.truncated)
+        views = [hit_view(h) for h in result.hits]
+        self._sent = (result, views)
+        return payload_with(event, {"results": views}, **self._hooked(),
+                            truncated=result.truncated)
 
     def post_answer(self, event: EventName, result: RecallResult,
                     answer: ChainOutcome) -> RecallResult:
-        return reordered(result, answer)
+        """The chain's order; when it kept recall's own and the answer shows no ``explain``,
+        the views the hooks were sent become the answer's (made once per recall: ten views
+        cost about 40 us, four times that on a vCPU just woken from a halt, docs/adr/0076).
+        Nothing writes to them: an unmodified chain hands its payload back as it came."""
+        ranked = reordered(result, answer)
+        sent = self._sent
+        if (sent is not None and sent[0] is result and not answer.modified
+                and not result.explain):
+            return replace(ranked, views=tuple(sent[1]))
+        return ranked
 
 
 async def settled(planning: asyncio.Task[Any]) -> None:
