@@ -1,0 +1,229 @@
+"""Recall beside the peer (issue 25, "Latency beside the peer"): ai-memory and this server on
+the same corpus, the same client and the same queries, one after the other per query.
+
+The peer is not built or fetched here: ``python -m bench.peer`` measures it when an
+``ai-memory`` binary is given (``BENCH_PEER_AI_MEMORY=/path/to/ai-memory``, or on PATH);
+without one it records why it was skipped. The peer serves its embedded SQLite store at its
+``keyword`` tier (FTS5; its semantic tier loads its model from a model hub at run time, which
+this machine cannot reach), unsigned HTTP writes allowed for the load
+(``AI_MEMORY_REQUIRE_AGENT_ATTESTATION=0``).
+
+Two query sets, as in bench/recall.py: a target memory's three rarest words (R@5 checked on
+both sides: a target is found when a hit's content equals the stored content) and the Zipf
+common-word queries of ``TextGenerator.query``. Each query goes to both servers, the order
+alternating, so the machine's load falls on both alike. Ours is measured full-text
+(``--embedder none``) and hybrid (the embedded default, after its backfill).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psycopg
+from tests.support.served import free_port, serve, stop, wait_until_up
+
+from attested_cortex.store.migrating import migrate
+from bench.common import age_server, create_database, percentiles, unthrottled_config, write_result
+from bench.recall import load_average, rarest_word_queries, wait_backfill
+from bench.textgen import TextGenerator
+
+SIZE = int(os.environ.get("BENCH_PEER_SIZE", "100000"))
+COMMON_QUERIES = 600
+RARE_TARGETS = 300
+WARMUP = 30
+PEER_BULK = 1000
+#: One agent writes and reads on both sides (the peer keeps an unscoped memory private to
+#: the agent that wrote it).
+AGENT = "bench"
+
+
+def peer_binary() -> str | None:
+    """The ai-memory binary to measure, if one is given."""
+    given = os.environ.get("BENCH_PEER_AI_MEMORY") or shutil.which("ai-memory")
+    return given if given and Path(given).is_file() else None
+
+
+def corpus(count: int) -> list[dict[str, Any]]:
+    """The shared corpus: bench/recall.py's generator and seed."""
+    return list(TextGenerator(seed=11).memories(count))
+
+
+def load_ours(dsn: str, bodies: list[dict[str, Any]]) -> None:
+    """COPY the corpus into our database (as bench/recall.py's bulk load does)."""
+    now = datetime.now(UTC)
+    rng = random.Random(len(bodies))
+    with psycopg.connect(dsn) as conn, conn.cursor() as cur:
+        with cur.copy("COPY memories (id, namespace, title, content, tags, metadata, author, "
+                      "created_at, updated_at) FROM STDIN") as copy:
+            for body in bodies:
+                at = now - timedelta(seconds=rng.randint(0, 365 * 86400))
+                copy.write_row((uuid.uuid4(), body["namespace"], body["title"], body["content"],
+                                body["tags"], json.dumps({}), f"agent-{rng.randint(1, 50)}",
+                                at, at))
+        conn.commit()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE memories")
+
+
+@contextmanager
+def serve_peer(binary: str, workdir: Path) -> Iterator[str]:
+    """``ai-memory serve`` on a free loopback port, its own SQLite file."""
+    port = free_port()
+    log = workdir / "peer.log"
+    # its per-(agent, namespace) daily write quota (1,000) and storage cap lifted, as the
+    # bench lifts ours (bench.common.unthrottled_config)
+    env = {**os.environ, "AI_MEMORY_REQUIRE_AGENT_ATTESTATION": "0", "HOME": str(workdir),
+           "AI_MEMORY_MAX_MEMORIES_PER_DAY": str(10 ** 9),
+           "AI_MEMORY_MAX_STORAGE_BYTES": str(10 ** 12)}
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [binary, "--db", str(workdir / "peer.db"), "serve", "--host", "127.0.0.1",
+             "--port", str(port)], stdout=sink, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            wait_until_up(f"{base}/api/v1/health", process, seconds=120)
+        except (RuntimeError, TimeoutError) as exc:
+            raise RuntimeError(f"{exc}; its log ends:\n{log.read_text()[-2000:]}") from exc
+        yield base
+    finally:
+        stop(process)
+
+
+async def load_peer(base: str, bodies: list[dict[str, Any]]) -> float:
+    """The corpus through the peer's bulk route; seconds taken."""
+    started = time.perf_counter()
+    created = 0
+    async with aiohttp.ClientSession() as session:
+        for i in range(0, len(bodies), PEER_BULK):
+            chunk = [{"namespace": b["namespace"], "title": b["title"], "content": b["content"],
+                      "tags": b["tags"], "tier": "long", "agent_id": AGENT,
+                      "on_conflict": "version"}
+                     for b in bodies[i:i + PEER_BULK]]
+            async with session.post(f"{base}/api/v1/memories/bulk", json=chunk,
+                                    headers={"X-Agent-Id": AGENT}) as response:
+                answer = await response.json()
+                if response.status >= 300 or answer.get("errors"):
+                    raise RuntimeError(f"peer bulk load: {response.status} {str(answer)[:500]}")
+                created += int(answer["created"])
+    if created != len(bodies):
+        raise RuntimeError(f"the peer kept {created} of {len(bodies)} memories")
+    return time.perf_counter() - started
+
+
+def peer_hits(body: Any) -> list[dict[str, Any]]:
+    """The memories of a peer recall answer (a list under ``memories``)."""
+    hits: list[dict[str, Any]] = body["memories"]
+    return hits
+
+
+async def one_query(session: aiohttp.ClientSession, side: str, base: str,
+                    text: str) -> tuple[float, list[str]]:
+    """One recall (limit 10): its latency in ms and the hits' contents."""
+    started = time.perf_counter()
+    if side == "peer":
+        async with session.get(f"{base}/api/v1/recall", params={"context": text, "limit": "10"},
+                               headers={"X-Agent-Id": AGENT}) as response:
+            body = await response.json()
+            assert response.status == 200, body
+        contents = [str(h.get("content", "")) for h in peer_hits(body)]
+    else:
+        async with session.post(f"{base}/v1/recall",
+                                json={"query": text, "limit": 10},
+                                headers={"X-Agent-Id": AGENT}) as response:
+            body = await response.json()
+            assert response.status == 200, body
+        contents = [str(h.get("content", "")) for h in body["results"]]
+    return (time.perf_counter() - started) * 1000, contents
+
+
+async def side_by_side(bases: dict[str, str], queries: list[tuple[str, str | None]]
+                       ) -> dict[str, Any]:
+    """Every query to every side, the order rotating; latency and (when a target is given)
+    the rank at which its content came back."""
+    samples: dict[str, list[float]] = {s: [] for s in bases}
+    ranks: dict[str, list[int | None]] = {s: [] for s in bases}
+    sides = list(bases)
+    async with aiohttp.ClientSession() as session:
+        for i, (text, target) in enumerate(queries):
+            order = sides[i % len(sides):] + sides[:i % len(sides)]
+            for side in order:
+                ms, contents = await one_query(session, side, bases[side], text)
+                if i >= WARMUP:
+                    samples[side].append(ms)
+                if target is not None:
+                    ranks[side].append(contents.index(target) + 1 if target in contents
+                                       else None)
+    out: dict[str, Any] = {}
+    for side in sides:
+        row: dict[str, Any] = {"latency_ms": percentiles(samples[side])}
+        if ranks[side]:
+            n = len(ranks[side])
+            row.update({f"r@{k}": round(sum(1 for r in ranks[side] if r and r <= k) / n, 3)
+                        for k in (1, 5, 10)})
+        out[side] = row
+    out["load_average"] = load_average()
+    return out
+
+
+def run() -> dict[str, Any]:
+    """Measure and write docs/benchmarks/peer.json."""
+    binary = peer_binary()
+    out: dict[str, Any] = {"memories": SIZE, "peer": "ai-memory 0.10.0, keyword tier (FTS5)",
+                           "command": "BENCH_PEER_AI_MEMORY=<binary> python -m bench.peer"}
+    if binary is None:
+        out["skipped"] = ("no ai-memory binary: set BENCH_PEER_AI_MEMORY (it needs Rust 1.96 "
+                          "to build; see docs/adr/0042)")
+        write_result("peer", out)
+        return out
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                             check=False).stdout.strip()
+    out["peer_version"] = version
+    bodies = corpus(SIZE)
+    by_content = {b["content"] for b in bodies}
+    with age_server() as server, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        dsn = create_database(server, "bench_peer")
+        asyncio.run(migrate(dsn))
+        load_ours(dsn, bodies)
+        rare = rarest_word_queries(dsn, RARE_TARGETS, seed=SIZE)
+        with psycopg.connect(dsn) as conn:
+            content_of = {str(r[0]): r[1] for r in conn.execute(
+                "SELECT id, content FROM memories").fetchall()}
+        rare_queries: list[tuple[str, str | None]] = [
+            (text, content_of[target]) for text, target in rare
+            if content_of.get(target) in by_content]
+        gen = TextGenerator(seed=5)
+        common: list[tuple[str, str | None]] = [(gen.query(), None)
+                                                for _ in range(WARMUP + COMMON_QUERIES)]
+        config = str(unthrottled_config(work))
+        with serve_peer(binary, work) as peer:
+            out["peer_load_seconds"] = round(asyncio.run(load_peer(peer, bodies)), 1)
+            with serve(dsn, work, "--config", config) as backfilling:
+                out["ours_backfill"] = asyncio.run(wait_backfill(backfilling.base))
+            with serve(dsn, work, "--config", config) as hybrid, \
+                    serve(dsn, work, "--config", config, "--embedder", "none") as fulltext:
+                bases = {"peer": peer, "ours_hybrid": hybrid.base,
+                         "ours_fulltext": fulltext.base}
+                out["rare_word"] = asyncio.run(side_by_side(bases, rare_queries))
+                out["common_word"] = asyncio.run(side_by_side(bases, common))
+    write_result("peer", out)
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))
