@@ -630,6 +630,29 @@ def spoke_memory_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def peer_rows(d: dict[str, Any]) -> list[Row]:
+    """ai-memory beside this server on one corpus (bench/peer.py): p95 and R@5 per side."""
+    if "rare_word" not in d:
+        return [("ai-memory side by side", str(d.get("skipped", "not measured")), "")]
+
+    def sides(q: str) -> str:
+        part = d[q]
+        return " / ".join(
+            f"{_fmt(_get(part, side, 'latency_ms', 'p95'), ' ms')}"
+            + (f" (R@5 {_fmt(_get(part, side, 'r@5'))})" if _get(part, side, "r@5") is not None
+               else "")
+            for side in ("ours_hybrid", "ours_fulltext", "peer"))
+
+    size = _fmt(d.get("memories"))
+    return [
+        (f"rare-word queries (a target's three rarest words) at {size}, p95: ours hybrid / "
+         f"ours full-text / {d.get('peer')}; load {_load(d['rare_word'])}", sides("rare_word"),
+         "ours hybrid <= the peer (issue 25)"),
+        (f"common-word queries (Zipf, 1-3 words) at {size}, p95: same three; load "
+         f"{_load(d['common_word'])}", sides("common_word"), "recorded"),
+    ]
+
+
 def _load(run: dict[str, Any]) -> str:
     load = _get(run, "load_average", 0)
     return "n/a" if load is None else f"{load:.1f}"
@@ -642,6 +665,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
     "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
     "encryption": encryption_rows, "audit": audit_rows, "spoke_memory": spoke_memory_rows,
+    "peer": peer_rows,
 }
 
 
