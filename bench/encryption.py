@@ -162,17 +162,14 @@ def run() -> dict[str, Any]:
                            "corpus": {"dialogues": len(corpus),
                                       "generator": "bench/dialogues.py seed 16"},
                            "sealing_in_process": sealing_speed([d.encode() for d in corpus], key)}
-    with age_server() as server, tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        key_file = work / "master.key"
-        key_file.write_bytes(key)
-        with _served(server, work, key_file, "off") as off, \
-                _served(server, work, key_file, "on") as on:
+    with _keyed_work(key) as (server, work, key_file):
+        with _pair(server, work, key_file) as (off, on):
             bases = {"off": off.base, "on": on.base}
             stored, out["store_http"] = asyncio.run(store_alternating(bases, corpus))
             out["replay_http"] = asyncio.run(replay_alternating(bases, stored))
             out["blinding_in_process"] = blinding_speed(off.dsn, key)
             out["memories"] = encryption_memories.run(bases, {"off": off.dsn, "on": on.dsn})
+        # after both servers stop: the re-sealing is timed on a server of its own
         out["reseal"] = reseal_rate(work, on.dsn, key)
     off_rate = out["store_http"]["off"]["per_second_sequential"]
     on_rate = out["store_http"]["on"]["per_second_sequential"]
@@ -187,16 +184,12 @@ def batches_only(batches: int) -> dict[str, Any]:
     half (N batches of 1,000 each way, alternating), for a tighter figure of their cost
     than the ten of a 10k run; printed, not written to docs/benchmarks."""
     key = mk.generate_key()
-    with age_server() as server, tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        key_file = work / "master.key"
-        key_file.write_bytes(key)
-        with _served(server, work, key_file, "off") as off, \
-                _served(server, work, key_file, "on") as on:
-            before = os.getloadavg()
-            batches = asyncio.run(encryption_memories.load_alternating(
-                {"off": off.base, "on": on.base}, batches * encryption_memories.BATCH,
-                seed=batches))
+    with _keyed_work(key) as (server, work, key_file), \
+            _pair(server, work, key_file) as (off, on):
+        before = os.getloadavg()
+        batches = asyncio.run(encryption_memories.load_alternating(
+            {"off": off.base, "on": on.base}, batches * encryption_memories.BATCH,
+            seed=batches))
     return {"load_average_before": before, "batch_store_http": batches,
             "load_average_after": os.getloadavg()}
 
@@ -287,6 +280,24 @@ def reseal_rate(work: Path, dsn: str, key: bytes) -> dict[str, Any]:
 class _Served:
     base: str
     dsn: str
+
+
+@contextmanager
+def _keyed_work(key: bytes) -> Iterator[tuple[Any, Path, Path]]:
+    """A PostgreSQL server, a working directory and the master key's file in it."""
+    with age_server() as server, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        key_file = work / "master.key"
+        key_file.write_bytes(key)
+        yield server, work, key_file
+
+
+@contextmanager
+def _pair(server: Any, work: Path, key_file: Path) -> Iterator[tuple[_Served, _Served]]:
+    """Two servers on ``server``, one key file: encryption off and on."""
+    with _served(server, work, key_file, "off") as off, \
+            _served(server, work, key_file, "on") as on:
+        yield off, on
 
 
 @contextmanager

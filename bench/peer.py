@@ -20,15 +20,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import shutil
 import subprocess
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +35,7 @@ from tests.support.served import free_port, serve, stop, wait_until_up
 
 from attested_cortex.store.migrating import migrate
 from bench.common import age_server, create_database, percentiles, unthrottled_config, write_result
-from bench.recall import load_average, rarest_word_queries, wait_backfill
+from bench.recall import copy_memories, load_average, rarest_word_queries, wait_backfill
 from bench.textgen import TextGenerator
 
 SIZE = int(os.environ.get("BENCH_PEER_SIZE", "100000"))
@@ -60,23 +57,6 @@ def peer_binary() -> str | None:
 def corpus(count: int) -> list[dict[str, Any]]:
     """The shared corpus: bench/recall.py's generator and seed."""
     return list(TextGenerator(seed=11).memories(count))
-
-
-def load_ours(dsn: str, bodies: list[dict[str, Any]]) -> None:
-    """COPY the corpus into our database (as bench/recall.py's bulk load does)."""
-    now = datetime.now(UTC)
-    rng = random.Random(len(bodies))
-    with psycopg.connect(dsn) as conn, conn.cursor() as cur:
-        with cur.copy("COPY memories (id, namespace, title, content, tags, metadata, author, "
-                      "created_at, updated_at) FROM STDIN") as copy:
-            for body in bodies:
-                at = now - timedelta(seconds=rng.randint(0, 365 * 86400))
-                copy.write_row((uuid.uuid4(), body["namespace"], body["title"], body["content"],
-                                body["tags"], json.dumps({}), f"agent-{rng.randint(1, 50)}",
-                                at, at))
-        conn.commit()
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE memories")
 
 
 @contextmanager
@@ -199,7 +179,7 @@ def run() -> dict[str, Any]:
         work = Path(tmp)
         dsn = create_database(server, "bench_peer")
         asyncio.run(migrate(dsn))
-        load_ours(dsn, bodies)
+        copy_memories(dsn, bodies, seed=len(bodies))
         rare = rarest_word_queries(dsn, RARE_TARGETS, seed=SIZE)
         with psycopg.connect(dsn) as conn:
             content_of = {str(r[0]): r[1] for r in conn.execute(

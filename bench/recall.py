@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -56,12 +57,17 @@ def load_average() -> list[float]:
 
 def bulk_load(dsn: str, gen: TextGenerator, count: int) -> None:
     """COPY ``count`` generated memories into the database."""
+    copy_memories(dsn, gen.memories(count), seed=count)
+
+
+def copy_memories(dsn: str, bodies: Iterable[dict[str, Any]], *, seed: int) -> None:
+    """COPY memory bodies into the database (authors and times spread by ``seed``)."""
     now = datetime.now(UTC)
-    rng = random.Random(count)
+    rng = random.Random(seed)
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
         with cur.copy("COPY memories (id, namespace, title, content, tags, metadata, author, "
                       "created_at, updated_at) FROM STDIN") as copy:
-            for body in gen.memories(count):
+            for body in bodies:
                 at = now - timedelta(seconds=rng.randint(0, 365 * 86400))
                 copy.write_row((uuid.uuid4(), body["namespace"], body["title"], body["content"],
                                 body["tags"], json.dumps({}), f"agent-{rng.randint(1, 50)}",
