@@ -82,8 +82,9 @@ async def measure(hooks: list[dict[str, Any]], event: str, *, runs: int,
         cpu: list[float] = []
         wall = percentiles(await timed(fire, runs=runs, warmup=min(50, runs // 10),
                                        gap_s=gap_s, cpu=cpu))
-        return {**wall, "server_cpu_p50_ms": percentiles(cpu)["p50_ms"],
-                "server_cpu_mean_ms": percentiles(cpu)["mean_ms"]}
+        server = percentiles(cpu)
+        return {**wall, "server_cpu_p50_ms": server["p50_ms"],
+                "server_cpu_mean_ms": server["mean_ms"]}
     finally:
         await pipeline.aclose()
 

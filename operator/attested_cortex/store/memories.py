@@ -272,6 +272,8 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
     return [stored[m.id] for m in memories]
 
 
+#: The number of columns in :data:`_INSERTED`: the field count of each binary COPY row.
+_INSERTED_COUNT = len(_INSERTED.split(","))
 #: What :func:`_insert_sealed` reads back of a sealed batch: what PostgreSQL sets.
 _SET_COLUMNS = "id, revision, created_at, updated_at, deleted_at"
 
@@ -289,16 +291,17 @@ async def _insert_sealed(conn: Conn, cipher: MemoryCipher, memories: Sequence[Ne
     found = await vectors(conn, [(m.title, m.content, m.tags) for m in memories])
     version = cipher.version
     tier, scopes = written.params(by)
-    # the 12 fields of _INSERTED; those every row shares: empty title and content; metadata
+    # the fields of _INSERTED; those every row shares: empty title and content; metadata
     # {}, author, version; the writer's tier and scopes
     blank = bc.text("") * 2
     shared = bc.jsonb("{}") + bc.text(author) + bc.int4(version)
     writer = ((bc.NULL if tier is None else bc.text(tier))
               + (bc.NULL if scopes is None else bc.text_array(scopes)))
     sealed = [cipher.seal(m.id, plaintext(m.title, m.content, m.metadata)) for m in memories]
-    rows = [bc.row(12, (bc.uuid_(m.id), bc.text(m.namespace), blank, bc.text_array(m.tags), shared,
-                    bc.field(value), bc.field(cipher.key_binary(vector, version)), writer))
-            for m, value, vector in zip(memories, sealed, found, strict=True)]
+    rows = [bc.row(_INSERTED_COUNT, (
+        bc.uuid_(m.id), bc.text(m.namespace), blank, bc.text_array(m.tags), shared,
+        bc.field(value), bc.field(cipher.key_binary(vector, version)), writer))
+        for m, value, vector in zip(memories, sealed, found, strict=True)]
     async with conn.cursor() as cur, cur.copy(
             f"COPY memories ({_INSERTED}) FROM STDIN (FORMAT BINARY)") as copy:
         await copy.write(b"".join([bc.HEADER, *rows, bc.TRAILER]))
