@@ -2,11 +2,14 @@
 
 PostgreSQL computes a memory's lexemes and their positions (``to_tsvector('english', ...)``,
 stemming and stop words included) and a query's (``websearch_to_tsquery``); this module
-replaces every lexeme in their text forms by a **blind token**: the first 12 bytes of
-HMAC-SHA256 under the ``memory`` subkey over a fixed label and the lexeme, as 24 hex
-characters. Positions, weights and the query's operators (``&``, ``|``, ``!``, ``<->``) are
-kept, so ``@@`` matches and ``ts_rank_cd`` ranks a keyed vector against a keyed query
-exactly as the plain ones (tests/store/test_blind_fulltext.py checks it on a fixed set).
+replaces every lexeme in their text forms by a **blind token**: the first 9 bytes of
+HMAC-SHA256 under the ``memory`` subkey over a fixed label and the lexeme, as 12 base64url
+characters (ADR 0078: rows keyed before migration 0027 hold the first 12 bytes as 24 hex
+characters, the **legacy** form, until the re-sealing worker re-keys them; a
+``Blinder(key, legacy=True)`` keys queries for them). Positions, weights and the query's
+operators (``&``, ``|``, ``!``, ``<->``) are kept, so ``@@`` matches and ``ts_rank_cd``
+ranks a keyed vector against a keyed query exactly as the plain ones
+(tests/store/test_blind_fulltext.py checks it on a fixed set).
 
 What is lost and what leaks is ADR 0056's: prefix matching (a ``:*`` flag survives on a
 token, where it means nothing; our recall never sends one), anything that reads lexemes in
@@ -18,6 +21,7 @@ Pure; HMAC from the standard library (the keyed hash is ours to choose, not a ci
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import hmac
@@ -25,8 +29,12 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-#: The bytes of HMAC-SHA256 a token keeps: 96 bits, no collision among any cortex's words.
-TOKEN_BYTES: Final = 12
+#: The bytes of HMAC-SHA256 a token keeps: 72 bits (a collision among a million distinct
+#: lexemes has odds of 1 in 9 billion; one would merge two words' matches, nothing more),
+#: as 12 base64url characters, half the legacy token's width (ADR 0078).
+TOKEN_BYTES: Final = 9
+#: The legacy token (before migration 0027): 12 bytes as 24 hex characters.
+LEGACY_TOKEN_BYTES: Final = 12
 #: The lexemes a :class:`Blinder` keeps the tokens of, per form (text and binary: about
 #: 10 MB each at most, per key).
 CACHED: Final = 1 << 15
@@ -73,8 +81,10 @@ class Blinder:
     text; nothing of them is written anywhere.
     """
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, *, legacy: bool = False) -> None:
         self._keyed = hmac.new(key, _LABEL, hashlib.sha256)
+        self._encode: Callable[[bytes], bytes] = (
+            _legacy_encoding if legacy else _encoding)
         self._quoted: Callable[[str], str] = functools.lru_cache(maxsize=CACHED)(
             self._of_quoted)
         self._raw: Callable[[bytes], bytes] = functools.lru_cache(maxsize=CACHED)(
@@ -84,7 +94,7 @@ class Blinder:
         """The blind token of ``lexeme``."""
         mac = self._keyed.copy()
         mac.update(lexeme.encode("utf-8"))
-        return mac.digest()[:TOKEN_BYTES].hex()
+        return self._encode(mac.digest()).decode("ascii")
 
     def _of_quoted(self, quoted: str) -> str:
         return f"'{self.token(_unquote(quoted))}'"
@@ -92,7 +102,7 @@ class Blinder:
     def _of_raw(self, lexeme: bytes) -> bytes:
         mac = self._keyed.copy()
         mac.update(lexeme)
-        return mac.digest()[:TOKEN_BYTES].hex().encode("ascii")
+        return self._encode(mac.digest())
 
     def key_binary(self, vector: bytes) -> bytes:
         """A tsvector's binary form (PostgreSQL's ``tsvectorsend``: a 32-bit count, then
@@ -134,18 +144,27 @@ class Blinder:
         return "".join(parts)
 
 
+def _encoding(digest: bytes) -> bytes:
+    return base64.urlsafe_b64encode(digest[:TOKEN_BYTES])  # 9 bytes: 12 characters, no "="
+
+
+def _legacy_encoding(digest: bytes) -> bytes:
+    return digest[:LEGACY_TOKEN_BYTES].hex().encode("ascii")
+
+
 @functools.lru_cache(maxsize=8)
-def blinder(key: bytes) -> Blinder:
-    """The :class:`Blinder` of ``key``, one per key (its HMAC state and its tokens kept):
-    found by the key itself, so a reloaded ring is never answered from another key's
-    tokens; the eight most recently used keys (a ring holds a version or two), so at most
-    eight token caches are held."""
-    return Blinder(key)
+def blinder(key: bytes, *, legacy: bool = False) -> Blinder:
+    """The :class:`Blinder` of ``key`` (``legacy``: its legacy tokens), one per key and form
+    (its HMAC state and its tokens kept): found by the key itself, so a reloaded ring is
+    never answered from another key's tokens; the eight most recently used (a ring holds a
+    version or two, legacy forms only while legacy rows remain), so at most eight token
+    caches are held."""
+    return Blinder(key, legacy=legacy)
 
 
 def key_tsvector(text: str, key: bytes) -> str:
     """A tsvector's text form (``'word':1A,4B 'other':2``) with each lexeme keyed; cast it
-    back with ``::tsvector`` (tokens are hex: no parser or stemmer touches them)."""
+    back with ``::tsvector`` (tokens are cast as they are: no parser or stemmer touches them)."""
     return blinder(key).key_text(text)
 
 

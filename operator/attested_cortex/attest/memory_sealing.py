@@ -47,11 +47,11 @@ class MemorySeal:
     # The blinder of the version's ``memory`` subkey (.blinding.blinder: one per key, found
     # by the key itself, so a ring reloaded by .sealing.Sealer.rekey is never answered from
     # another key's tokens).
-    def key_text(self, text: str, version: int) -> str:
-        return blinder(self.sealer.ring.subkey("memory", version)).key_text(text)
+    def key_text(self, text: str, version: int, *, legacy: bool = False) -> str:
+        return blinder(self.sealer.ring.subkey("memory", version), legacy=legacy).key_text(text)
 
-    def token(self, lexeme: str, version: int) -> str:
-        return blinder(self.sealer.ring.subkey("memory", version)).token(lexeme)
+    def token(self, lexeme: str, version: int, *, legacy: bool = False) -> str:
+        return blinder(self.sealer.ring.subkey("memory", version), legacy=legacy).token(lexeme)
 
     def key_binary(self, vector: bytes, version: int) -> bytes:
         return blinder(self.sealer.ring.subkey("memory", version)).key_binary(vector)

@@ -18,6 +18,7 @@ a transcript's frame reads ``unreadable``.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,12 +54,13 @@ class MemoryCipher(Protocol):
         """The plaintext, or None when the value does not open."""
         ...
 
-    def key_text(self, text: str, version: int) -> str:
-        """A tsvector's or tsquery's text form with every lexeme keyed under ``version``."""
+    def key_text(self, text: str, version: int, *, legacy: bool = False) -> str:
+        """A tsvector's or tsquery's text form with every lexeme keyed under ``version``
+        (``legacy``: as rows keyed before migration 0027 hold them, ADR 0078)."""
         ...
 
-    def token(self, lexeme: str, version: int) -> str:
-        """One lexeme's blind token under ``version``."""
+    def token(self, lexeme: str, version: int, *, legacy: bool = False) -> str:
+        """One lexeme's blind token under ``version`` (``legacy``: the legacy form)."""
         ...
 
     def key_binary(self, vector: bytes, version: int) -> bytes:
@@ -141,15 +143,80 @@ async def keyed_query(conn: psycopg.AsyncConnection[Any], cipher: MemoryCipher,
                              (query,))
     row = await cur.fetchone()
     text = "" if row is None else str(row["q"] if isinstance(row, dict) else row[0])
-    return across_spaces(cipher, text)
+    return across_spaces(cipher, text, legacy=await legacy_tokens(conn))
 
 
-def across_spaces(cipher: MemoryCipher, text: str) -> str:
-    """A tsquery's text keyed under every ring version, OR'd with itself plain."""
+@dataclass(frozen=True, slots=True)
+class Space:
+    """One token space: the rows keyed under ``version`` (0: plain rows), in the legacy
+    token form or the current one (ADR 0078)."""
+
+    version: int
+    legacy: bool = False
+
+    @property
+    def name(self) -> str:
+        """A name for the space's query parameters."""
+        return f"{self.version}{'l' if self.legacy else ''}"
+
+    def guard(self, forms_differ: bool) -> str:
+        """The condition a row of the space meets (alias ``m``); ``forms_differ``: both
+        token forms are queried, so the row's ``token_format`` decides as well."""
+        if not self.version:
+            return "m.key_version IS NULL"
+        if not forms_differ:
+            return f"m.key_version = {self.version:d}"
+        return f"m.key_version = {self.version:d} AND m.token_format = {0 if self.legacy else 1}"
+
+    def key(self, cipher: MemoryCipher, text: str) -> str:
+        """A tsquery's or tsvector's text form keyed for this space."""
+        return cipher.key_text(text, self.version, legacy=self.legacy) if self.version else text
+
+    def token(self, cipher: MemoryCipher, lexeme: str) -> str:
+        """One lexeme as this space holds it."""
+        return cipher.token(lexeme, self.version, legacy=self.legacy) if self.version else lexeme
+
+
+def spaces(cipher: MemoryCipher, *, legacy: bool) -> list[Space]:
+    """The token spaces a query covers: every ring version (and, ``legacy``, its legacy
+    form), then the plain rows."""
+    return [*(Space(v) for v in cipher.versions),
+            *(Space(v, legacy=True) for v in (cipher.versions if legacy else ())), Space(0)]
+
+
+def across_spaces(cipher: MemoryCipher, text: str, *, legacy: bool) -> str:
+    """A tsquery's text keyed under every ring version (and, ``legacy``, in the legacy
+    form too), OR'd with itself plain."""
     if not text:
         return ""  # no lexeme (stop words only): matches nothing, as the plain form
-    return " | ".join(f"( {cipher.key_text(text, v) if v else text} )"
-                      for v in [*cipher.versions, 0])
+    return " | ".join(f"( {s.key(cipher, text)} )" for s in spaces(cipher, legacy=legacy))
+
+
+#: How long a connection trusts its last answer to :func:`legacy_tokens` (seconds).
+LEGACY_RECHECK_S = 10.0
+_LEGACY_CHECKED: WeakKeyDictionary[psycopg.AsyncConnection[Any], tuple[float, bool]] = (
+    WeakKeyDictionary())
+#: Live sealed rows still holding legacy tokens (the partial index of migration 0027 answers).
+_LEGACY_ROWS = ("SELECT EXISTS (SELECT 1 FROM memories WHERE key_version IS NOT NULL "
+                "AND token_format = 0 AND deleted_at IS NULL) AS legacy")
+
+
+async def legacy_tokens(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether live rows keyed in the legacy token form remain (ADR 0078: queries then key
+    each lexeme in both forms), asked at most every :data:`LEGACY_RECHECK_S` seconds per
+    connection: rows keyed before migration 0027 only go (the re-sealing worker re-keys
+    them); new ones come only from a server of an older release still writing during a
+    rolling upgrade, or from a bundle of an older release imported beside a running server,
+    found by the next check."""
+    now = time.monotonic()
+    checked = _LEGACY_CHECKED.get(conn)
+    if checked is not None and now < checked[0]:
+        return checked[1]
+    cur = await conn.execute(_LEGACY_ROWS, prepare=True)
+    row = await cur.fetchone()
+    legacy = bool(row is not None and (row["legacy"] if isinstance(row, dict) else row[0]))
+    _LEGACY_CHECKED[conn] = (now + LEGACY_RECHECK_S, legacy)
+    return legacy
 
 
 #: A memory's weighted tsvector (the trigger's expression; tags joined by spaces as

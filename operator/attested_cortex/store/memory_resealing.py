@@ -1,4 +1,5 @@
-"""Memory rows moved to the current master key version (ADR 0056 item 6, ADR 0065).
+"""Memory rows moved to the current master key version and token form (ADR 0056 item 6,
+ADR 0065, ADR 0078).
 
 Called by :class:`attested_cortex.service.workers.resealing.Resealer` only, inside one
 transaction per batch: :func:`to_reseal` locks at most ``limit`` live rows sealed under an
@@ -26,16 +27,27 @@ async def sealed_counts(conn: Conn) -> dict[int | None, int]:
     return {row["key_version"]: int(row["n"]) for row in await cur.fetchall()}
 
 
+async def legacy_tokens_held(conn: Conn) -> int:
+    """Live sealed memories whose search vectors still hold legacy tokens (ADR 0078; the
+    partial index of migration 0027 holds exactly these)."""
+    cur = await conn.execute("SELECT count(*) AS n FROM memories WHERE key_version IS NOT NULL "
+                             "AND token_format = 0 AND deleted_at IS NULL")
+    row = await cur.fetchone()
+    return 0 if row is None else int(row["n"])
+
+
 async def to_reseal(conn: Conn, *, current: int, plain: bool, limit: int,
                     skip: Sequence[uuid.UUID] = ()) -> list[Memory]:
-    """At most ``limit`` live memories sealed under a version older than ``current`` (and,
-    ``plain``, not sealed), opened, locked until the caller's transaction ends; never a
+    """At most ``limit`` live memories sealed under a version older than ``current``, or
+    under ``current`` with legacy tokens (ADR 0078: re-keyed in the current form), and,
+    ``plain``, not sealed; opened, locked until the caller's transaction ends; never a
     newer version (a replica not restarted with the new ring leaves them alone)."""
     cur = await conn.execute(
         f"SELECT {COLUMNS} FROM memories WHERE deleted_at IS NULL "
-        "AND (key_version < %s OR (%s AND key_version IS NULL)) AND id <> ALL(%s) "
+        "AND (key_version < %s OR (key_version = %s AND token_format = 0) "
+        "OR (%s AND key_version IS NULL)) AND id <> ALL(%s) "
         "ORDER BY key_version NULLS FIRST, id LIMIT %s FOR UPDATE SKIP LOCKED",
-        (current, plain, list(skip), limit))
+        (current, current, plain, list(skip), limit))
     cipher = cipher_of(conn)
     return [memory_from_row(row, cipher) for row in await cur.fetchall()]
 

@@ -44,7 +44,8 @@ With memories sealed (a sealing cipher on the connection, ADR 0056 item 5) the s
 holds keyed blind tokens: PostgreSQL still parses the query (its AND and OR forms and its
 lexemes, in a statement that writes nothing), the lexemes are keyed here under every key
 version the ring holds and kept plain for rows not sealed yet, and each row is tested
-against the forms of its own token space (its ``key_version``). Its rarity-weighted
+against the forms of its own token space (its ``key_version``, and its token form while
+legacy tokens remain: ADR 0078). Its rarity-weighted
 coverage is taken within its space (the largest over spaces: a row holds tokens of one
 space only), so scores equal the plain ones once every row is in one space. The keyed
 lexemes' rarity is looked up by the candidate statement itself (:data:`_LEX_KEYED`), so a
@@ -66,8 +67,10 @@ from attested_cortex.store.embeddings import vector_literal
 from attested_cortex.store.memories import Memory, memory_from_row
 from attested_cortex.store.memory_ciphers import (
     MemoryCipher,
-    across_spaces,
+    Space,
     cipher_of,
+    legacy_tokens,
+    spaces,
 )
 
 DEFAULT_POOL = 200
@@ -240,12 +243,16 @@ _COVERED = """coalesce(
                 (SELECT sum(lex.idf) FROM lex
                  WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
                 / nullif((SELECT sum(lex.idf) FROM lex), 0), 0)"""
-#: The same within the row's token space (keyed recall): the largest share over the spaces.
-_COVERED_KEYED = """coalesce((SELECT max(s.hit / nullif(s.total, 0)) FROM (
-                SELECT sum(lex.idf) FILTER (
-                           WHERE lex.lexeme = ANY(tsvector_to_array(m.search))) AS hit,
-                       sum(lex.idf) AS total
-                FROM lex GROUP BY lex.space) s), 0)"""
+#: The same within the row's token space (keyed recall): the lexemes keyed for its space only
+#: (``{row_space}``: the space's number, as :func:`_keyed_forms` numbers them), as many as a
+#: plain recall's, since a row holds tokens of one space only (the share over every space,
+#: grouped, then the largest taken, tested twice the lexemes a row: 13 us a candidate
+#: against plain's 4 at 100k, 2.6 of the 10 ms a common-word recall took).
+_COVERED_KEYED = """coalesce(
+                (SELECT sum(lex.idf) FILTER (
+                            WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
+                        / nullif(sum(lex.idf), 0)
+                 FROM lex WHERE lex.space = {row_space}), 0)"""
 _AND_QUERY = "websearch_to_tsquery('english', %(query)s)"
 
 #: The query's forms as text (keyed recall keys them): AND, the OR relaxation, lexemes.
@@ -415,8 +422,9 @@ async def fulltext_candidates(
         and_match, or_match = f"m.search @@ {_AND_QUERY}", f"m.search @@ {_OR_QUERY}"
         or_query, covered, lex_cte, st = _OR_QUERY, _COVERED, _LEX_GIVEN, ""
     else:
-        and_match, or_match = _keyed_forms(cipher, forms, params)
-        or_query, covered, lex_cte = "%(or_q)s::tsquery", _COVERED_KEYED, _LEX_KEYED
+        and_match, or_match, or_query, row_space = _keyed_forms(
+            cipher, forms, params, legacy=await legacy_tokens(conn))
+        covered, lex_cte = _COVERED_KEYED.format(row_space=row_space), _LEX_KEYED
         st = _ST_KEYED
     statement = "".join([
         "WITH", _FTS.format(ns_filter=ns_filter, and_match=and_match, or_match=or_match,
@@ -432,29 +440,39 @@ async def fulltext_candidates(
                               [r["r"] for r in rows], params, ns_filter, exact, extra)
 
 
-def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any],
-                 params: dict[str, Any]) -> tuple[str, str]:
-    """The conditions matching the query's AND and OR forms, each row in its own token space:
-    keyed under every version of the ring, and plain (rows not sealed yet), each form behind
-    its space's ``key_version`` (a row is tested against its own space's form only: one
-    ``@@`` a row, as plain recall, where a form OR'd across spaces doubled the work of a
-    recency scan filtering on it: p95 +16 % at 100k). The lexemes are keyed alike, each with
-    its space (their rarity weights are looked up by the candidate statement:
-    :data:`_LEX_KEYED`); ``or_q``, OR'd across the spaces, is the form ranked."""
-    spaces = [*cipher.versions, 0]
-    params.update(or_q=across_spaces(cipher, forms["or_q"]),
-                  lexemes=[cipher.token(lexeme, v) if v else lexeme
-                           for v in spaces for lexeme in forms["lexemes"]],
-                  spaces=[v for v in spaces for _ in forms["lexemes"]])
+def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, Any], *,
+                 legacy: bool) -> tuple[str, str, str, str]:
+    """The conditions matching the query's AND and OR forms, each row in its own token space,
+    the OR form a row is ranked by, and the number of a row's space: keyed under every
+    version of the ring (``legacy``: in both token forms, ADR 0078), and plain (rows not
+    sealed yet), each form behind its space's guard. A row is tested and ranked against its
+    own space's form only, as plain recall against the one plain form: a form OR'd across
+    spaces doubled the work of a recency scan filtering on it (p95 +16 % at 100k), and
+    ranked by one, ``ts_rank_cd`` looked every space's tokens up in each candidate. The
+    lexemes are keyed alike, each with its space's number (their rarity weights are looked
+    up by the candidate statement: :data:`_LEX_KEYED`)."""
+    covered = spaces(cipher, legacy=legacy)
+    params.update(lexemes=[s.token(cipher, lexeme)
+                           for s in covered for lexeme in forms["lexemes"]],
+                  spaces=[n for n, _ in enumerate(covered) for _ in forms["lexemes"]])
+    # Tested in this order: the plain space first and the space new rows are keyed in (most
+    # rows) last, its ``@@`` before its guard: a row of that space is rejected after one
+    # check of its version and one ``@@`` (guard first, the recency scan of a common word
+    # took 0.3-0.5 ms longer over 6,000 rows, about a tenth of it).
+    current = Space(cipher.version)
     matches = []
     for form in ("and_q", "or_q"):
         each = []
-        for v in spaces:
-            params[f"{form}_{v}"] = cipher.key_text(forms[form], v) if v else forms[form]
-            space = f"m.key_version = {v:d}" if v else "m.key_version IS NULL"
-            each.append(f"({space} AND m.search @@ %({form}_{v})s::tsquery)")
+        for s in sorted(covered, key=lambda s: (s == current, s.version != 0)):
+            params[f"{form}_{s.name}"] = s.key(cipher, forms[form])
+            match = f"m.search @@ %({form}_{s.name})s::tsquery"
+            each.append(f"({match} AND {s.guard(legacy)})" if s == current
+                        else f"({s.guard(legacy)} AND {match})")
         matches.append(f"({' OR '.join(each)})")
-    return matches[0], matches[1]
+    ranked = " ".join(f"WHEN {s.guard(legacy)} THEN %(or_q_{s.name})s::tsquery"
+                      for s in covered)
+    numbered = " ".join(f"WHEN {s.guard(legacy)} THEN {n:d}" for n, s in enumerate(covered))
+    return matches[0], matches[1], f"CASE {ranked} END", f"CASE {numbered} END"
 
 
 #: The full-text candidates of step 1, sent back as arrays (``fts_r`` of :data:`_FTS`).

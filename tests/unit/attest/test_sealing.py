@@ -58,25 +58,30 @@ def test_blind_tokens_keep_positions_and_operators() -> None:
 
     key = bytes(32)
     it, bs = token(key, "it's"), token(key, "a\\b")
-    assert len(it) == 24 and token(bytes([1]) * 32, "it's") != it
+    assert len(it) == 12 and token(bytes([1]) * 32, "it's") != it
     assert key_tsvector("'it''s':1A,4 'a\\\\b':2B", key) == f"'{it}':1A,4 '{bs}':2B"
     assert key_tsquery("'it''s' & !'a\\\\b' <-> 'it''s':*", key) == (
         f"'{it}' & !'{bs}' <-> '{it}':*")
 
 
 def test_blind_tokens_are_the_documented_hmac_cached_or_not() -> None:
-    """A token is HMAC-SHA256(memory subkey, label || lexeme)[:12] as hex (ADR 0056), the
-    same from the :class:`Blinder`'s cache as from a fresh one: keying faster (issue 27's
-    batch cost) changes no token, so rows keyed before still match."""
+    """A token is HMAC-SHA256(memory subkey, label || lexeme)[:9] as base64url (ADR 0078;
+    the legacy form, rows keyed before migration 0027: [:12] as hex, ADR 0056), the same
+    from the :class:`Blinder`'s cache as from a fresh one: keying faster (issue 27's batch
+    cost) changes no token, so rows keyed before still match."""
+    import base64
     import hashlib
     import hmac
 
-    from attested_cortex.attest.blinding import Blinder, token
+    from attested_cortex.attest.blinding import Blinder, blinder, token
 
     key = bytes(range(32))
-    expected = hmac.new(key, b"attested-cortex-v1-fts\0caf\xc3\xa9", hashlib.sha256
-                        ).hexdigest()[:24]
-    assert token(key, "caf\u00e9") == expected
+    mac = hmac.new(key, b"attested-cortex-v1-fts\0caf\xc3\xa9", hashlib.sha256).digest()
+    expected = base64.urlsafe_b64encode(mac[:9]).decode()
+    assert token(key, "caf\u00e9") == expected and len(expected) == 12
+    legacy = blinder(key, legacy=True)
+    assert legacy.token("caf\u00e9") == mac.hex()[:24]
+    assert legacy.key_text("'caf\u00e9':1A") == f"'{mac.hex()[:24]}':1A"
     blinder = Blinder(key)
     text = "'caf\u00e9':1A 'x''y':2 'caf\u00e9':3"
     first, quote = blinder.key_text(text), token(key, "x'y")

@@ -185,6 +185,7 @@ async def encryption(svc: Services) -> dict[str, Any]:
     sealer = svc.sealer
     frames: dict[str, int] | None = None
     memories: dict[str, int] | None = None
+    legacy: int | None = None
     lacking: list[str] = []
     if sealer is not None:
         found: dict[int | None, int] | None = None
@@ -193,7 +194,8 @@ async def encryption(svc: Services) -> dict[str, Any]:
             async with svc.db.connection() as conn:
                 found = await transcript_rows.sealed_counts(conn)
                 held = await memory_resealing.sealed_counts(conn)
-        except SchemaMissingError:  # not migrated to 0015 (0020) yet
+                legacy = await memory_resealing.legacy_tokens_held(conn)
+        except SchemaMissingError:  # not migrated to 0015 (0020, 0027) yet
             pass
         frames, memories = _by_version(found), _by_version(held)
         used = {*(found or {}), *(held or {})}
@@ -217,6 +219,9 @@ async def encryption(svc: Services) -> dict[str, Any]:
                                   else None),
             "transcript_frames_by_key_version": frames,
             "memories_by_key_version": memories,
+            #: Sealed memories still keyed in the legacy token form (before migration 0027,
+            #: ADR 0078): the re-sealing worker re-keys them; recall finds them meanwhile.
+            "memories_with_legacy_tokens": legacy,
             #: Versions rows are sealed under that the ring lacks: those rows are unreadable
             #: until the version is put back into the Secret.
             "versions_missing_from_ring": lacking,
