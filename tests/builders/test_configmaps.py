@@ -263,11 +263,14 @@ def test_a_bad_ceiling_pattern_stops_the_server(tmp_path: Path) -> None:
 
 
 def test_encryption_at_rest_reaches_the_server(tmp_path: Path) -> None:
-    """spec.encryption.atRest (ADR 0056): off by default, rendered beside the master key."""
-    assert settings(tmp_path).encryption.at_rest is False
+    """spec.encryption.atRest (ADR 0056), rendered beside the master key: unset stays unset
+    (the server takes the cortex's own default, ADR 0079); true and false as written."""
+    unset = settings(tmp_path)
+    assert unset.encryption.at_rest is None and unset.master_key is not None
     loaded = settings(tmp_path, cortex({"encryption": {"atRest": True}}))
     assert loaded.encryption.at_rest is True and loaded.master_key is not None
     assert loaded.encryption.sealed_namespaces == []
+    assert settings(tmp_path, cortex({"encryption": {"atRest": False}})).encryption.at_rest is False
 
 
 def test_sealed_namespaces_reach_the_server(tmp_path: Path) -> None:

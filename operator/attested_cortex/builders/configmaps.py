@@ -67,10 +67,11 @@ def transcripts_settings(spec: TranscriptsSpec) -> Object:
 
 
 def encryption_settings(spec: EncryptionSpec) -> Object:
-    """``spec.encryption`` as the server's ``encryption`` settings (sealed namespaces only
-    when some are listed: an existing cortex's configuration, and so its pods, stay as
-    they were)."""
-    settings: Object = {"at_rest": spec.at_rest}
+    """``spec.encryption`` as the server's ``encryption`` settings: ``at_rest`` only when set
+    (unset, the server takes the cortex's own default, kept in its database: ADR 0079);
+    sealed namespaces only when some are listed (an existing cortex's configuration, and so
+    its pods, stay as they were)."""
+    settings: Object = {} if spec.at_rest is None else {"at_rest": spec.at_rest}
     if spec.sealed_namespaces:
         settings["sealed_namespaces"] = list(spec.sealed_namespaces)
     return settings

@@ -310,13 +310,16 @@ SealedNamespace = Annotated[str, Field(
 class EncryptionSpec(CrdModel):
     """Encryption at rest under the cortex's master key (ADR 0056)."""
 
-    at_rest: bool = Field(
-        default=False,
-        description="Seal transcript frames with ChaCha20-Poly1305 under the master key's "
-        "transcripts subkey (the <cortex>-master-key Secret). Rows written before stay as "
-        "they are and stay readable; turning it off again leaves sealed rows sealed and "
-        "readable. Back up the master-key Secret with the database: without it sealed rows "
-        "cannot be read.",
+    at_rest: bool | None = Field(
+        default=None,
+        description="Seal memories' title, content and metadata (their full-text index "
+        "keyed), transcript frames and held requests with ChaCha20-Poly1305 under the "
+        "master key (the <cortex>-master-key Secret). Unset: the cortex decides once, at its "
+        "first start, and keeps the answer in its database: on when the database holds no "
+        "plain memory or transcript (a new cortex), off when it holds plain data from "
+        "before (ADR 0079). Turned on, rows written before are sealed in the background; "
+        "turned off, sealed rows stay sealed and readable. Back up the master-key Secret "
+        "with the database: without it sealed rows cannot be read.",
     )
     sealed_namespaces: list[SealedNamespace] = Field(
         default_factory=list,

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from attested_cortex.attest.keyedchain import LiveSeal
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.loading import KeySource
+from attested_cortex.attest.masterkeys import KeyRing
 from attested_cortex.attest.memory_sealing import MemorySeal
 from attested_cortex.attest.ringwatch import RingSource
 from attested_cortex.embedding.base import EmbeddingError
@@ -52,6 +53,7 @@ from attested_cortex.service.workers.pending_receipts import Handler, PendingRec
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
+from attested_cortex.store import decisions
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
@@ -72,12 +74,14 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         log.info("master key ring loaded: %s", key_ring.describe())
         master_keys = RingSource(key_ring, settings.master_key.dir
                                  if settings.master_key is not None else None)
-    sealer = sealer_from(settings, key_ring)
-    if sealer is not None and master_keys is not None:
-        master_keys.listen(sealer.rekey)  # a reloaded ring seals the next row (ADR 0066)
+    sealer_from(settings, key_ring)  # at_rest on without a key stops start-up first
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)
+        at_rest_default = await _at_rest_default(first, settings, key_ring)
+    sealer = sealer_from(settings, key_ring, at_rest_default)
+    if sealer is not None and master_keys is not None:
+        master_keys.listen(sealer.rekey)  # a reloaded ring seals the next row (ADR 0066)
     db = await _open_pool(settings, graph, stack,
                           None if master_keys is None else LiveSeal(master_keys),
                           None if sealer is None else MemorySeal(sealer))
@@ -106,6 +110,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         db=db, limits=limits_from(settings), graph=graph, hooks=hooks,
         permission_mode=settings.permissions.mode, auth_mode=settings.auth,
         metrics_registry=registry, keys=keys, master_keys=master_keys, sealer=sealer,
+        at_rest_from="settings" if settings.encryption.at_rest is not None
+        else "cortex default",
         policy=policy, vectors=vectors,
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
@@ -118,6 +124,21 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     )
     await _start_sweepers(services, settings, stack)
     return services
+
+
+async def _at_rest_default(conn: AnyConn, settings: ServerSettings,
+                           ring: KeyRing | None) -> bool:
+    """The cortex's own default for ``encryption.at_rest`` (ADR 0079), asked only when the
+    setting is unset and a master key is configured (without one nothing can be sealed and
+    nothing is decided): decided once and kept in the database (:mod:`.decisions`); off on a
+    schema older than 0028."""
+    if settings.encryption.at_rest is not None or ring is None:
+        return False
+    decided = await decisions.at_rest_default(conn)
+    log.info("encryption.at_rest unset: this cortex's default is %s (%s)",
+             "on" if decided else "off",
+             "not migrated to 0028" if decided is None else "decided at its first start")
+    return bool(decided)
 
 
 def _pending(settings: ServerSettings, db: Database) -> PendingReceipts:

@@ -139,18 +139,21 @@ def policy_from(settings: ServerSettings) -> Policy:
     )
 
 
-def sealer_from(settings: ServerSettings, ring: KeyRing | None) -> Sealer | None:
+def sealer_from(settings: ServerSettings, ring: KeyRing | None,
+                default: bool = False) -> Sealer | None:
     """What seals rows at rest and opens them (ADR 0056): with a master key, a sealer that
-    seals new rows when ``encryption.at_rest`` is on and opens sealed rows either way (rows
-    sealed before it was turned off stay readable). On without a master key stops start-up:
-    the operator would otherwise believe it encrypts."""
+    seals new rows when ``encryption.at_rest`` is on (unset: ``default``, the cortex's own,
+    ADR 0079) and opens sealed rows either way (rows sealed before it was turned off stay
+    readable). On without a master key stops start-up: the operator would otherwise believe
+    it encrypts."""
     if ring is None:
         if settings.encryption.at_rest:
             raise InvalidInputError("encryption.at_rest needs a master key (master_key: dir, "
                                     "file or passphrase_file; --master-key-file)",
                                     field="encryption.at_rest")
         return None
-    return Sealer(ring, seals=settings.encryption.at_rest)
+    at_rest = settings.encryption.at_rest
+    return Sealer(ring, seals=default if at_rest is None else at_rest)
 
 
 def key_ring_from(settings: ServerSettings) -> KeyRing | None:

@@ -238,11 +238,16 @@ class MasterKeySettings(BaseModel):
 
 
 class EncryptionSettings(BaseModel):
-    """Encryption at rest (ADR 0056): transcript frames sealed under the ``transcripts``
-    subkey. Needs ``master_key``; the server refuses to start with it on and no key."""
+    """Encryption at rest (ADR 0056, ADR 0065): transcript frames, held requests and memories
+    sealed under the master key's subkeys. Needs ``master_key``; the server refuses to start
+    with it on and no key."""
 
     model_config = ConfigDict(extra="forbid")
-    at_rest: bool = False
+    #: None (unset): the cortex's own default, decided once at the first start with a master
+    #: key and kept in its database (ADR 0079): on for a database holding no plain memory or
+    #: transcript (a new cortex), off for one holding plain data from before; off without a
+    #: master key.
+    at_rest: bool | None = None
     #: Namespace patterns (``*`` one level, ``**`` any depth, as in rules and scope
     #: qualifiers) whose memories get no vector and are recalled by full text only (ADR 0057
     #: item 2); a pattern added later drops the vectors already stored there.

@@ -56,6 +56,8 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     # migration 0024: a pending receipt's work row, claimed FOR UPDATE (which needs UPDATE)
     # and deleted when its receipt settles
     ("SELECT, INSERT, UPDATE, DELETE", "memory_pending_work"),
+    # migration 0028: a decision is recorded once by the first server that asks, never changed
+    ("SELECT, INSERT", "cortex_decisions"),
 )
 
 

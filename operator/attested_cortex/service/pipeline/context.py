@@ -149,6 +149,9 @@ class Services:
     #: Seals rows at rest under the ring when ``encryption.at_rest`` is on and opens sealed
     #: rows (ADR 0056); None: no master key.
     sealer: Sealer | None = None
+    #: Where ``encryption.at_rest`` came from: ``settings``, or ``cortex default`` (unset:
+    #: decided at the cortex's first start and kept in its database, ADR 0079).
+    at_rest_from: str = "settings"
     #: Re-seals transcript frames under the current key version (rotation); None: no key.
     resealer: Resealer | None = None
     vectors: Vectors | None = None  # hybrid recall state: embedder, write-behind, backfill

@@ -201,6 +201,9 @@ async def encryption(svc: Services) -> dict[str, Any]:
         used = {*(found or {}), *(held or {})}
         lacking = sorted(f"v{v}" for v in used if v is not None and v not in sealer.ring.keys)
     return {"at_rest": sealer is not None and sealer.seals,
+            #: ``settings``, or ``cortex default``: the setting unset, decided at the
+            #: cortex's first start with a master key and kept in its database (ADR 0079)
+            "at_rest_from": svc.at_rest_from,
             "cipher": "ChaCha20-Poly1305 (IETF, 96-bit random nonce)",
             "sealed": ["transcripts.frame", "memories.title", "memories.content",
                        "memories.metadata"],
