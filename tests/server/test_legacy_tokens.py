@@ -30,7 +30,13 @@ from attested_cortex.store.memory_ciphers import bind_cipher, legacy_tokens, pla
 from attested_cortex.store.migrating import migrate
 from attested_cortex.store.recall import recall
 from tests.server.test_key_rotation import ring_dir
-from tests.server.test_memory_encryption_at_rest import answers, differing, every_memory, written
+from tests.server.test_memory_encryption_at_rest import (
+    answer_as_before_and_audit,
+    answers,
+    differing,
+    every_memory,
+    written,
+)
 from tests.support.cortex import CortexClient, MakeCortex
 
 _VECTOR = ("SELECT (setweight(to_tsvector('english', %s), 'A') "
@@ -143,11 +149,7 @@ async def test_legacy_rows_recalled_then_rekeyed_under_load(
         assert differing(await every_memory(rekeying), stored) == {}, left
     assert any(0 < n < 300 for n in seen), seen  # observed mid-way
     assert token_lengths(dsn).keys() == {12}
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("ANALYZE memories")
-    assert await answers(rekeying, queries) == expected
-    report = (await rekeying.call("GET", "/v1/audit/verify?deep=true")).body
-    assert report["ok"] and report["deep"]["mismatch_count"] == 0, report
+    await answer_as_before_and_audit(rekeying, dsn, queries, expected)
     after = await make_cortex(dsn, migrated=False,
                               master_key=ring_dir(tmp_path / "r1d", {1: key}, 1),
                               encryption={"at_rest": True})

@@ -196,17 +196,24 @@ async def test_recall_and_rotation_answer_as_plain(
         found = (await rotated.call("POST", "/v1/recall", {"query": queries[0]})).body
         assert found["results"], now
     assert any("v1" in c and "v2" in c for c in seen), seen  # observed mid-way, under load
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("ANALYZE memories")
-    assert await answers(rotated, queries) == expected
-    report = (await rotated.call("GET", "/v1/audit/verify?deep=true")).body
-    assert report["ok"] and report["deep"]["mismatch_count"] == 0, report
+    await answer_as_before_and_audit(rotated, dsn, queries, expected)
 
     retired = await make_cortex(dsn, migrated=False,
                                 master_key=ring_dir(tmp_path / "r3", {2: v2}, 2),
                                 encryption={"at_rest": True})
     assert await answers(retired, queries) == expected
     assert differing(await every_memory(retired), stored) == {}
+
+
+async def answer_as_before_and_audit(client: CortexClient, dsn: str, queries: list[str],
+                                     expected: list[list[str]]) -> None:
+    """Once the worker is done: the query set answers as ``expected`` (statistics renewed:
+    the tokens changed) and the deep audit matches every row."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE memories")
+    assert await answers(client, queries) == expected
+    report = (await client.call("GET", "/v1/audit/verify?deep=true")).body
+    assert report["ok"] and report["deep"]["mismatch_count"] == 0, report
 
 
 async def _only(client: CortexClient, version: str) -> bool | Pending:
