@@ -80,22 +80,24 @@ def store_spec() -> dict[str, Any]:
 def cortex(name: str, namespace: str, **database: Any) -> dict[str, Any]:
     body = hacluster.memorycortex(name, namespace, instances=1, synchronous=None)
     body["spec"]["database"]["cloudNativePG"].update(database)
-    # Rows plain, said explicitly (a new cortex seals by default, ADR 0079): the tampering
-    # test changes a row's text behind the server and finds it by that text. Sealed rows
-    # through a bundle: tests/bundles/test_sealed_bundle.py.
-    body["spec"]["encryption"] = {"atRest": False}
-    return body
+    return body  # a new cortex: its rows sealed at rest (ADR 0079)
 
 
-def restore_from_source(name: str, namespace: str, recovery: dict[str, Any]) -> None:
-    """Apply a cortex restored from the source's backup, with the source's master key ring
-    copied under its name first (docs/keys.md): the verification Job checks the restored
-    HMAC-keyed chain with it (ADR 0066), and the operator adopts an existing Secret."""
+def copy_master_key(name: str, namespace: str) -> None:
+    """The source's master key ring copied under ``name``'s Secret name (docs/backup.md:
+    a restore of sealed rows needs it; the operator adopts an existing Secret)."""
     secret = kubectl_json("get", f"secret/{SOURCE}-master-key", "-n", namespace)
     ok(kubectl("apply", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Secret", "type": secret.get("type", "Opaque"),
         "metadata": {"name": f"{name}-master-key", "namespace": namespace},
         "data": secret["data"]})))
+
+
+def restore_from_source(name: str, namespace: str, recovery: dict[str, Any]) -> None:
+    """Apply a cortex restored from the source's backup, with the source's master key ring
+    copied under its name first (docs/keys.md): the verification Job checks the restored
+    HMAC-keyed chain with it (ADR 0066) and the server opens the sealed rows with it."""
+    copy_master_key(name, namespace)
     ok(kubectl("apply", "-f", "-", input=json.dumps(cortex(
         name, namespace, bootstrap={"recovery": recovery}))))
 
@@ -406,6 +408,7 @@ def test_a_logical_backup_restores_into_a_new_cortex_with_the_source_signer_pinn
     finally:
         at_source.forward.stop()
 
+    copy_master_key(LOGICAL, source)  # the bundle's rows rest sealed under it
     body = cortex(LOGICAL, source)
     body["spec"]["restore"] = {"logical": {"objectStore": where, "signer": {
         "secretRef": {"name": f"{SOURCE}-audit-signer"}}}}
@@ -423,9 +426,17 @@ def test_a_logical_backup_restores_into_a_new_cortex_with_the_source_signer_pinn
     kubectl("delete", f"clusters.postgresql.cnpg.io/{LOGICAL}-db", "-n", source, "--wait=false")
 
 
-def test_a_row_changed_behind_the_server_never_serves(source: str) -> None:
-    (victim,) = sql(source, SOURCE, "SELECT id::text FROM memories WHERE content = 'after 1'")[0]
-    sql(source, SOURCE, f"UPDATE memories SET content = 'changed behind the server' "
+def test_a_row_changed_behind_the_server_never_serves(source: str, api: tuple[Get, Any]
+                                                       ) -> None:
+    get, _ = api
+    code, page = get("/v1/memories?limit=500")
+    assert code == 200, page
+    (victim,) = [m["id"] for m in page["memories"] if m["content"] == "after 1"]
+    # its text changed, plain or sealed (one byte of the sealed value: it no longer opens)
+    sql(source, SOURCE, "UPDATE memories SET "
+                        "content = CASE WHEN sealed IS NULL THEN 'changed behind the server' "
+                        "ELSE content END, "
+                        "sealed = set_byte(sealed, 20, (get_byte(sealed, 20) + 1) % 256) "
                         f"WHERE id = '{victim}'")
     wait_until(archived_after_switch(source), seconds=120, interval_s=1.0,
                what="the last WAL segment archived")
