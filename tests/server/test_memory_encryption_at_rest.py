@@ -100,6 +100,13 @@ async def test_no_memory_text_at_rest_with_encryption_on(
     if sealed:  # without the key: unreadable, and the deep audit still matches every row
         keyless = await make_cortex(dsn, migrated=False)
         assert await texts_of(keyless, one["id"]) == ("", "", {})
+        assert (await keyless.call("GET", f"/v1/memories/{one['id']}")).body["unreadable"]
+        other = await make_cortex(dsn, migrated=False, master_key=ring_dir(  # another key
+            tmp_path / "other", {1: mk.generate_key()}, 1), encryption={"at_rest": True})
+        listed = (await other.call("GET", "/v1/memories?limit=500")).body["memories"]
+        assert listed and all(m.get("unreadable") is True for m in listed), listed
+        readable = (await client.call("GET", f"/v1/memories/{one['id']}")).body
+        assert "unreadable" not in readable, readable  # absent when it opens
         report = (await keyless.call("GET", "/v1/audit/verify?deep=true")).body
         assert report["ok"] and report["deep"]["mismatch_count"] == 0, report
 

@@ -38,6 +38,11 @@ class MemoryOut(BaseModel):
     updated_at: str
     deleted: bool
     deleted_at: str | None
+    unreadable: bool | None = Field(
+        None, description="Present (true) when the memory rests sealed and does not open "
+        "under this cortex's master key ring (a restore without the source's key, a version "
+        "removed from the ring, or bytes altered behind the server): title, content and "
+        "metadata then read empty. Absent otherwise")
 
 
 class MemoryListOut(BaseModel):

@@ -8,8 +8,8 @@ from attested_cortex.store.memories import Memory
 
 
 def memory_view(memory: Memory) -> dict[str, Any]:
-    """A memory as API JSON."""
-    return {
+    """A memory as API JSON (``unreadable`` only when it is: sealed, it did not open)."""
+    view = {
         "id": str(memory.id),
         "namespace": memory.namespace,
         "title": memory.title,
@@ -23,3 +23,6 @@ def memory_view(memory: Memory) -> dict[str, Any]:
         "deleted": memory.deleted,
         "deleted_at": memory.deleted_at.isoformat() if memory.deleted_at else None,
     }
+    if memory.unreadable:
+        view["unreadable"] = True
+    return view
