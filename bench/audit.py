@@ -154,7 +154,11 @@ def run() -> dict[str, Any]:
     gen = TextGenerator(seed=27)
     with age_server() as server, tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        config = str(unthrottled_config(workdir))
+        unthrottled = unthrottled_config(workdir)
+        # memories plain in both modes: the keyed chain's cost alone (a new cortex with a
+        # master key would seal them by default, ADR 0079)
+        unthrottled.write_text(unthrottled.read_text() + "encryption:\n  at_rest: false\n")
+        config = str(unthrottled)
         key = workdir / "master.key"
         key.write_bytes(mk.generate_key())
         modes = {"unkeyed": (), "keyed": ("--master-key-file", str(key))}
