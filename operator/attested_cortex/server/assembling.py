@@ -31,6 +31,7 @@ from attested_cortex.errors import InvalidInputError
 from attested_cortex.hooks.dispatching import open_pipeline
 from attested_cortex.server.configuring import (
     approvals_from,
+    check_at_rest_key,
     key_ring_from,
     limits_from,
     policy_from,
@@ -74,7 +75,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         log.info("master key ring loaded: %s", key_ring.describe())
         master_keys = RingSource(key_ring, settings.master_key.dir
                                  if settings.master_key is not None else None)
-    sealer_from(settings, key_ring)  # at_rest on without a key stops start-up first
+    check_at_rest_key(settings, key_ring)  # before the database is asked anything
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
         graph = await _select_graph(first, settings)

@@ -139,18 +139,23 @@ def policy_from(settings: ServerSettings) -> Policy:
     )
 
 
+def check_at_rest_key(settings: ServerSettings, ring: KeyRing | None) -> None:
+    """``encryption.at_rest`` on without a master key stops start-up: the operator would
+    otherwise believe it encrypts."""
+    if ring is None and settings.encryption.at_rest:
+        raise InvalidInputError("encryption.at_rest needs a master key (master_key: dir, "
+                                "file or passphrase_file; --master-key-file)",
+                                field="encryption.at_rest")
+
+
 def sealer_from(settings: ServerSettings, ring: KeyRing | None,
                 default: bool = False) -> Sealer | None:
     """What seals rows at rest and opens them (ADR 0056): with a master key, a sealer that
     seals new rows when ``encryption.at_rest`` is on (unset: ``default``, the cortex's own,
     ADR 0079) and opens sealed rows either way (rows sealed before it was turned off stay
-    readable). On without a master key stops start-up: the operator would otherwise believe
-    it encrypts."""
+    readable); on without a key: :func:`check_at_rest_key`'s refusal."""
+    check_at_rest_key(settings, ring)
     if ring is None:
-        if settings.encryption.at_rest:
-            raise InvalidInputError("encryption.at_rest needs a master key (master_key: dir, "
-                                    "file or passphrase_file; --master-key-file)",
-                                    field="encryption.at_rest")
         return None
     at_rest = settings.encryption.at_rest
     return Sealer(ring, seals=default if at_rest is None else at_rest)

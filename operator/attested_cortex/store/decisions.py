@@ -15,25 +15,20 @@ from attested_cortex.store.database import AnyConn
 
 AT_REST: Final = "encryption.at_rest"
 
-#: One statement: the first server to ask records whether the database holds no plain row (no
-#: live memory and no unpruned transcript without a key version), the rest read that row.
-_DECIDE = """
-WITH decided AS (
-    INSERT INTO cortex_decisions (name, value)
-    SELECT %s, to_jsonb(
-        NOT EXISTS (SELECT 1 FROM memories WHERE key_version IS NULL AND deleted_at IS NULL)
-        AND NOT EXISTS (SELECT 1 FROM transcripts
-                        WHERE key_version IS NULL AND pruned_at IS NULL))
-    ON CONFLICT (name) DO NOTHING
-    RETURNING value
-)
-SELECT value FROM decided
-UNION ALL
-SELECT value FROM cortex_decisions WHERE name = %s AND NOT EXISTS (SELECT 1 FROM decided)
-"""
-#: A decision recorded by a server that raced this one (committed after the statement's
-#: snapshot, so neither half of :data:`_DECIDE` answered).
+#: The recorded decision: what every start after the first reads, and all it reads.
 _READ = "SELECT value FROM cortex_decisions WHERE name = %s"
+#: The first start's: whether the database holds no plain row (no live memory and no unpruned
+#: transcript without a key version), recorded unless a server racing this one recorded it
+#: first (then nothing is returned, and :data:`_READ` answers). The scans for plain rows run
+#: only here, once per cortex, not at every start.
+_DECIDE = """
+INSERT INTO cortex_decisions (name, value)
+SELECT %s, to_jsonb(
+    NOT EXISTS (SELECT 1 FROM memories WHERE key_version IS NULL AND deleted_at IS NULL)
+    AND NOT EXISTS (SELECT 1 FROM transcripts WHERE key_version IS NULL AND pruned_at IS NULL))
+ON CONFLICT (name) DO NOTHING
+RETURNING value
+"""
 
 
 async def at_rest_default(conn: AnyConn) -> bool | None:
@@ -42,10 +37,12 @@ async def at_rest_default(conn: AnyConn) -> bool | None:
     asked (new, or every row sealed), off for one holding plain data from before; decided
     once. None: not migrated to 0028 (the caller keeps rows plain and decides nothing)."""
     try:
-        row = await (await conn.execute(_DECIDE, (AT_REST, AT_REST))).fetchone()
-        if row is None:
+        row = await (await conn.execute(_READ, (AT_REST,))).fetchone()
+        if row is None:  # the first start: decide
+            row = await (await conn.execute(_DECIDE, (AT_REST,))).fetchone()
+        if row is None:  # a racing server recorded it first
             row = await (await conn.execute(_READ, (AT_REST,))).fetchone()
     except (SchemaMissingError, psycopg.errors.UndefinedTable):  # translated or not yet
         return None
-    assert row is not None  # recorded by this statement or the one that raced it
+    assert row is not None  # recorded by this call or by the one that raced it
     return bool(row["value"] if isinstance(row, dict) else row[0])

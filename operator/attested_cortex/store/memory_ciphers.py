@@ -196,9 +196,10 @@ def across_spaces(cipher: MemoryCipher, text: str, *, legacy: bool) -> str:
 LEGACY_RECHECK_S = 10.0
 _LEGACY_CHECKED: WeakKeyDictionary[psycopg.AsyncConnection[Any], tuple[float, bool]] = (
     WeakKeyDictionary())
-#: Live sealed rows still holding legacy tokens (the partial index of migration 0027 answers).
-_LEGACY_ROWS = ("SELECT EXISTS (SELECT 1 FROM memories WHERE key_version IS NOT NULL "
-                "AND token_format = 0 AND deleted_at IS NULL) AS legacy")
+#: The live sealed rows still holding legacy tokens: the predicate of migration 0027's
+#: partial index, so it answers both whether any remain and how many.
+LEGACY_ROWS = "key_version IS NOT NULL AND token_format = 0 AND deleted_at IS NULL"
+_ANY_LEGACY = f"SELECT EXISTS (SELECT 1 FROM memories WHERE {LEGACY_ROWS}) AS legacy"
 
 
 async def legacy_tokens(conn: psycopg.AsyncConnection[Any]) -> bool:
@@ -212,7 +213,7 @@ async def legacy_tokens(conn: psycopg.AsyncConnection[Any]) -> bool:
     checked = _LEGACY_CHECKED.get(conn)
     if checked is not None and now < checked[0]:
         return checked[1]
-    cur = await conn.execute(_LEGACY_ROWS, prepare=True)
+    cur = await conn.execute(_ANY_LEGACY, prepare=True)
     row = await cur.fetchone()
     legacy = bool(row is not None and (row["legacy"] if isinstance(row, dict) else row[0]))
     _LEGACY_CHECKED[conn] = (now + LEGACY_RECHECK_S, legacy)

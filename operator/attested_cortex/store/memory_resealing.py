@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from attested_cortex.store.database import Conn
 from attested_cortex.store.memories import COLUMNS, Memory, memory_from_row, stored_values
-from attested_cortex.store.memory_ciphers import cipher_of
+from attested_cortex.store.memory_ciphers import LEGACY_ROWS, cipher_of
 
 
 async def sealed_counts(conn: Conn) -> dict[int | None, int]:
@@ -30,8 +30,7 @@ async def sealed_counts(conn: Conn) -> dict[int | None, int]:
 async def legacy_tokens_held(conn: Conn) -> int:
     """Live sealed memories whose search vectors still hold legacy tokens (ADR 0078; the
     partial index of migration 0027 holds exactly these)."""
-    cur = await conn.execute("SELECT count(*) AS n FROM memories WHERE key_version IS NOT NULL "
-                             "AND token_format = 0 AND deleted_at IS NULL")
+    cur = await conn.execute(f"SELECT count(*) AS n FROM memories WHERE {LEGACY_ROWS}")
     row = await cur.fetchone()
     return 0 if row is None else int(row["n"])
 

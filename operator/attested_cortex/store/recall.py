@@ -45,9 +45,10 @@ holds keyed blind tokens: PostgreSQL still parses the query (its AND and OR form
 lexemes, in a statement that writes nothing), the lexemes are keyed here under every key
 version the ring holds and kept plain for rows not sealed yet, and each row is tested
 against the forms of its own token space (its ``key_version``, and its token form while
-legacy tokens remain: ADR 0078). Its rarity-weighted
-coverage is taken within its space (the largest over spaces: a row holds tokens of one
-space only), so scores equal the plain ones once every row is in one space. The keyed
+legacy tokens remain: ADR 0078), and weighed and ranked against them only (its rarity-
+weighted coverage over its space's keyed lexemes, ``ts_rank_cd`` against its space's OR
+form): a row holds tokens of one space only, so scores equal the plain ones once every
+row is in one space (the rarity weights come from each token's own frequency). The keyed
 lexemes' rarity is looked up by the candidate statement itself (:data:`_LEX_KEYED`), so a
 sealed recall takes as many statements as a plain one: the parse replaces the plain lexeme
 lookup.
