@@ -52,8 +52,8 @@ async def lists(dsn: str, queries: Sequence[Query], ids: dict[int, str],
         # HNSW returns at most ef_search rows (the server sets it to its pool the same way)
         await conn.execute(f"SET hnsw.ef_search = {WIDE}")
         for q in queries:
-            found = await store_recall.fulltext_candidates(
-                conn, query=q.text, namespace=None, limit=10, vectors=True)
+            found = (await store_recall.fulltext_candidates(
+                conn, query=q.text, scope=store_recall.scope_of(None), limit=10)).found.entries()
             (vec,) = embedder.embed_now([q.text])
             cur = await conn.execute(
                 f"SELECT e.memory_id::text AS id, (e.embedding::vector({dim}) <=> "
@@ -62,7 +62,7 @@ async def lists(dsn: str, queries: Sequence[Query], ids: dict[int, str],
                 f"AND e.model = %s AND e.revision = m.revision AND m.deleted_at IS NULL "
                 f"ORDER BY 2 LIMIT {WIDE}", (vector_literal(vec), model))
             vrows = await cur.fetchall()
-            cand = {str(i) for i in found.ids} | {r["id"] for r in vrows}
+            cand = {str(f["id"]) for f in found} | {r["id"] for r in vrows}
             cur = await conn.execute(
                 "SELECT id::text AS id, extract(epoch FROM now() - updated_at)::float8 / 86400 "
                 "AS age_days FROM memories WHERE id = ANY(%s::uuid[])", (sorted(cand),))
@@ -70,8 +70,7 @@ async def lists(dsn: str, queries: Sequence[Query], ids: dict[int, str],
             out.append({
                 "kind": q.kind, "heldout": q.target >= heldout.KEY_BASE, "text": q.text,
                 "target": ids[q.target],
-                "fts": [[str(i), s, r] for i, s, r in zip(found.ids, found.scores, found.ranks,
-                                                           strict=True)],
+                "fts": [[str(f["id"]), f["fts"], f["r"]] for f in found],
                 "vec": [[r["id"], r["dist"]] for r in vrows], "age_days": ages})
     return out
 

@@ -10,6 +10,7 @@ order.
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from typing import Any
@@ -39,19 +40,22 @@ async def fused(dsn: str, vectors: dict[str, float], fulltext: list[tuple[str, f
     async with await psycopg.AsyncConnection.connect(
             dsn, autocommit=True, row_factory=dict_row) as conn:
         ids: dict[str, uuid.UUID] = {}
+        updated: dict[str, Any] = {}
         for name in names:
             async with conn.transaction():
                 m = await memories.insert(conn, namespace="kb", title="", content=name,
                                           tags=(), metadata={}, author="test")
-            ids[name] = m.id
+            ids[name], updated[name] = m.id, m.updated_at
             if name in vectors:
                 await embeddings.put(conn, memory_id=m.id, revision=m.revision, model=MODEL,
                                      vector=alike(vectors[name]))
         found = store_recall.FulltextCandidates(
-            ids=[ids[n] for n, _ in fulltext], scores=[s for _, s in fulltext],
-            ranks=list(range(1, len(fulltext) + 1)),
+            store_recall.Candidates(json.dumps([
+                {"id": str(ids[n]), "fts": score, "r": rank,
+                 "updated_at": updated[n].isoformat(), "ns_depth": 1}
+                for rank, (n, score) in enumerate(fulltext, start=1)])),
             params={"query": "q", "limit": 10, "pool": 200, "qdepth": 0},
-            ns_filter="", exact=False)
+            scope=store_recall.scope_of(None))
         hits = await store_recall.fuse(conn, found, store_recall.QueryVector(MODEL, (1, 0, 0)))
     by_id = {v: k for k, v in ids.items()}
     return [(by_id[h.memory.id], h.parts) for h in hits]

@@ -14,6 +14,7 @@ from psycopg import sql
 from attested_cortex.embedding import default, minilm
 from attested_cortex.server.auth import TokenAuth
 from attested_cortex.server.tokens import generate
+from attested_cortex.store import embeddings as store_embeddings
 from attested_cortex.store import recall as store_recall
 from attested_cortex.store.migrating import migrate
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
@@ -290,6 +291,40 @@ async def test_a_full_write_queue_leaves_the_rest_to_the_backfill(
         body = await recall(cortex, "deploys freeze", limit=20)
         assert {r["id"] for r in body["results"]} == set(ids)
         assert all(r["embedded"] for r in body["results"])
+
+
+async def test_a_start_with_nothing_stale_walks_no_memory(
+    age_database: Database, make_cortex: MakeCortex, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that starts over vectors all current makes no backfill pass (a pass reads
+    every live memory in windows: 1,563 round trips at 100k, while the first requests
+    waited); a memory that turns stale is still found and embedded."""
+    first = await make_cortex(age_database.dsn, embedding={"write_queue": 0})
+    for text in (DEPLOY, *OTHERS):
+        await first.store("kb", text)
+    windows: list[int] = []
+    walk = store_embeddings.stale
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        windows.append(1)
+        return await walk(*args, **kwargs)
+
+    monkeypatch.setattr(store_embeddings, "stale", counted)
+    cortex = await make_cortex(age_database.dsn, migrated=False)
+    caps = await await_until(lambda: _backfill_state(cortex, "idle"), seconds=30)
+    assert caps["backfill"]["pending"] == 0 and windows == []
+    with psycopg.connect(age_database.dsn, autocommit=True) as conn:  # one vector goes stale
+        conn.execute("DELETE FROM memory_embeddings WHERE memory_id = "
+                     "(SELECT id FROM memories WHERE content = %s)", (DEPLOY,))
+    cortex.services.vectors.wake()
+
+    async def embedded_again() -> bool:
+        with psycopg.connect(age_database.dsn) as conn:
+            row = conn.execute("SELECT count(*) FROM memory_embeddings").fetchone()
+        return row == (1 + len(OTHERS),)
+
+    await await_until(embedded_again, seconds=30)
+    assert windows  # that took a pass
 
 
 async def test_write_queue_zero_embeds_inline(age_database: Database,

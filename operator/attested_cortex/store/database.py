@@ -126,6 +126,14 @@ class Database:
             async with self._pool.connection() as conn:
                 yield conn
 
+    @asynccontextmanager
+    async def spare_connection(self) -> AsyncIterator[Conn | None]:
+        """A second read connection for work beside the one a request holds, or None when
+        none is idle now (:meth:`.pooling.Pool.spare`: it never waits)."""
+        with translating():
+            async with self._pool.spare() as conn:
+                yield conn
+
 
 
 def _ms(seconds: float) -> sql.Literal:

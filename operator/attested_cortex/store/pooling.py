@@ -101,6 +101,33 @@ class Pool:
         finally:
             self._slots.release()
 
+    @contextlib.asynccontextmanager
+    async def spare(self) -> AsyncIterator[Conn | None]:
+        """An idle connection for the block if one is there now, else None: never waits for
+        a slot and never connects. For work a request may run beside the connection it
+        holds (recall's vector half): waiting for a second connection while holding one
+        could deadlock a full pool, so the caller runs that work on its own connection
+        instead."""
+        if self._closed or self._slots.locked():
+            yield None
+            return
+        await self._slots.acquire()  # free: not locked, and nothing awaited since
+        try:
+            conn = await self._take_idle()
+            if conn is None:
+                yield None
+                return
+            ended = False
+            try:
+                yield conn
+            except psycopg.Error as exc:
+                ended = ends_session(exc)
+                raise
+            finally:
+                await self._give_back(conn, ended=ended)
+        finally:
+            self._slots.release()
+
     async def close(self) -> None:
         """Close the idle connections; connections in use are closed when they return."""
         self._closed = True
@@ -108,12 +135,16 @@ class Pool:
             await _close(self._idle.pop())
 
     async def _take(self) -> Conn:
+        conn = await self._take_idle()
+        return conn if conn is not None else await self._new()
+
+    async def _take_idle(self) -> Conn | None:
         while self._idle:
             conn = self._idle.pop()  # the most recently used: warm caches, live socket
             if usable(conn):
                 return conn
             await _close(conn)
-        return await self._new()
+        return None
 
     async def _new(self) -> Conn:
         if self._closed:

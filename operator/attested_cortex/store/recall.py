@@ -1,8 +1,11 @@
 """Recall: full-text and (where configured) vector candidates, fused and ranked. Called by
-the service layer's recall pipeline, in two steps: :func:`fulltext_candidates` (the query's
-lexemes, then its ranked full-text candidates: no vector needed, so it runs while the query
-is embedded) and :func:`fuse` (the vector candidates, the fusion and the scores, in one
-statement). :func:`recall` runs both in turn.
+the service layer's recall pipeline in three statements (docs/adr/0080):
+:func:`fulltext_candidates` (the ranked full-text candidates: no vector needed, so it runs
+while the query is embedded) and :func:`vector_candidates` (the nearest vectors, on a second
+connection at the same time), then :func:`fuse` (the fusion and the scores, reading the
+memories of the best ``limit`` only). The lists go from one statement to the next as the
+JSON the database wrote (:class:`Candidates`). :func:`recall` runs them in turn on one
+connection.
 
 Ranking every match does not scale (a 3-term OR over common words at 100k memories ranks
 tens of thousands of rows), so recall works on bounded candidate lists:
@@ -49,9 +52,9 @@ legacy tokens remain: ADR 0078), and weighed and ranked against them only (its r
 weighted coverage over its space's keyed lexemes, ``ts_rank_cd`` against its space's OR
 form): a row holds tokens of one space only, so scores equal the plain ones once every
 row is in one space (the rarity weights come from each token's own frequency). The keyed
-lexemes' rarity is looked up by the candidate statement itself (:data:`_LEX_KEYED`), so a
-sealed recall takes as many statements as a plain one: the parse replaces the plain lexeme
-lookup.
+lexemes' rarity is looked up by the candidate statement itself (:data:`_LEX_KEYED`), as a
+plain recall's are (:data:`_LEX_PLAIN`); a sealed recall takes one statement more, the
+parse.
 
 A query namespace ``a/b/c`` searches ``a/b/c``, ``a/b`` and ``a``; without one, every
 namespace is searched with proximity 1.
@@ -59,6 +62,7 @@ namespace is searched with proximity 1.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,32 +101,37 @@ COVERAGE_POWER = 2
 #: pushed <= 0.171 (docs/adr/0074, bench/fusion.py).
 MATCH_FLOOR = COVERAGE_WEIGHT * 0.5 ** COVERAGE_POWER
 
+#: What the candidate lists carry of each memory: what scoring it needs (its search vector,
+#: the columns of its token space's guard), so that no candidate is read a second time.
+_CANDIDATE = "m.id, m.search, m.updated_at, m.ns_depth, m.key_version, m.token_format"
+
 _FTS = """
 and_c AS (
-    SELECT m.id FROM memories m
+    SELECT """ + _CANDIDATE + """ FROM memories m
     WHERE m.deleted_at IS NULL AND {and_match}
       {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
 or_c AS (
-    SELECT m.id FROM memories m
+    SELECT """ + _CANDIDATE + """ FROM memories m
     WHERE (SELECT count(*) FROM and_c) < %(limit)s
       AND m.deleted_at IS NULL AND {or_match} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
 {st}lex AS MATERIALIZED ({lex}),
 fts AS (
-    SELECT c.id,
+    SELECT m.id, m.updated_at, m.ns_depth,
            ({coverage} * power({covered}, {power})
             + {density} * ts_rank_cd(m.search, {or_query}, 32))::float8 AS fts
-    FROM (SELECT id FROM and_c UNION SELECT id FROM or_c) c JOIN memories m USING (id)
+    FROM (SELECT DISTINCT ON (u.id) u.* FROM (
+              SELECT * FROM and_c UNION ALL SELECT * FROM or_c) u ORDER BY u.id) m
 ),
-fts_r AS (SELECT id, fts, rank() OVER (ORDER BY fts DESC) AS r FROM fts)
+fts_r AS (SELECT id, fts, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r FROM fts)
 """
 
-_VEC = """,
+_VEC = """
 vec AS (
-    SELECT e.memory_id AS id,
+    SELECT e.memory_id AS id, m.updated_at, m.ns_depth,
            (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}))::float8 AS dist
     FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
     WHERE e.dim = {dim} AND e.model = %(model)s AND e.revision = m.revision
@@ -131,7 +140,7 @@ vec AS (
     LIMIT %(vector_pool)s
 ),
 vec_r AS (
-    SELECT id, dist, rank() OVER (ORDER BY dist) AS r FROM vec
+    SELECT id, dist, updated_at, ns_depth, rank() OVER (ORDER BY dist) AS r FROM vec
     WHERE dist <= 1 - %(min_similarity)s
 )
 """
@@ -141,9 +150,9 @@ vec_r AS (
 #: key. For such a filter the planner otherwise hash-joins the namespace with a scan of every
 #: vector, or walks the HNSW index with the filter (approximate, and no faster at 10k:
 #: docs/adr/0014). A larger namespace keeps ``_VEC``, the planner's choice.
-_VEC_EXACT = """,
+_VEC_EXACT = """
 vec AS (
-    SELECT m.id, e.dist FROM memories m CROSS JOIN LATERAL (
+    SELECT m.id, m.updated_at, m.ns_depth, e.dist FROM memories m CROSS JOIN LATERAL (
         SELECT (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}))::float8 AS dist
         FROM memory_embeddings e
         WHERE e.memory_id = m.id AND e.dim = {dim} AND e.model = %(model)s
@@ -153,7 +162,7 @@ vec AS (
     ORDER BY e.dist LIMIT %(vector_pool)s
 ),
 vec_r AS (
-    SELECT id, dist, rank() OVER (ORDER BY dist) AS r FROM vec
+    SELECT id, dist, updated_at, ns_depth, rank() OVER (ORDER BY dist) AS r FROM vec
     WHERE dist <= 1 - %(min_similarity)s
 )
 """
@@ -163,7 +172,9 @@ _NS_ROWS = "EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE m.namespace = A
 
 _HYBRID_SELECT = """
 , ranked AS (
-    SELECT c.id, f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
+    SELECT c.id, coalesce(f.updated_at, v.updated_at) AS updated_at,
+           coalesce(f.ns_depth, v.ns_depth) AS ns_depth,
+           f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
            ((coalesce(CASE WHEN f.fts >= {floor} THEN f.fts / ({k} + f.r) END, 0)
              + coalesce(greatest(1 - v.dist, 0) / ({k} + v.r), 0))
             * ({k} + 1) / 2)::float8 AS relevance
@@ -174,21 +185,23 @@ _HYBRID_SELECT = """
 
 _FTS_SELECT = """
 , ranked AS (
-    SELECT id, fts, r AS fts_rank, NULL::float8 AS dist, NULL::bigint AS vec_rank,
-           fts AS relevance
+    SELECT id, updated_at, ns_depth, fts, r AS fts_rank, NULL::float8 AS dist,
+           NULL::bigint AS vec_rank, fts AS relevance
     FROM fts_r
 )
 """
 
+#: Scores from the candidates' own columns (both lists carry ``updated_at`` and
+#: ``ns_depth``), then the memories read for the ``limit`` best only: reading every
+#: candidate's row to score it (240 of them for a rare-word recall at 100k) cost 1.7 of the
+#: final statement's 5 ms. A memory deleted since its list was made is left out.
 _FINAL = """
 , scored AS (
-    SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.revision,
-           m.created_at, m.updated_at, m.deleted_at, m.key_version, m.sealed,
-           x.fts, x.fts_rank, x.dist, x.vec_rank, x.relevance,
-           (1 / (1 + extract(epoch FROM (now() - m.updated_at)) / 2592000.0))::float8
+    SELECT x.*,
+           (1 / (1 + extract(epoch FROM (now() - x.updated_at)) / 2592000.0))::float8
                AS recency,
-           (1.0 / (1 + greatest(%(qdepth)s - m.ns_depth, 0)))::float8 AS proximity
-    FROM ranked x JOIN memories m USING (id)
+           (1.0 / (1 + greatest(%(qdepth)s - x.ns_depth, 0)))::float8 AS proximity
+    FROM ranked x
 ),
 top AS (
     SELECT *, (relevance * (0.96 + 0.02 * recency + 0.02 * proximity))::float8 AS score
@@ -196,13 +209,18 @@ top AS (
     ORDER BY score DESC, fts DESC NULLS LAST, updated_at DESC, id
     LIMIT %(limit)s
 )
-SELECT t.*, {embedded} AS embedded FROM top t
+SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.revision,
+       m.created_at, m.updated_at, m.deleted_at, m.key_version, m.sealed,
+       t.fts, t.fts_rank, t.dist, t.vec_rank, t.relevance, t.recency, t.proximity, t.score,
+       {embedded} AS embedded
+FROM top t JOIN memories m USING (id)
+WHERE m.deleted_at IS NULL
 ORDER BY t.score DESC, t.fts DESC NULLS LAST, t.updated_at DESC, t.id
 """
 
 _EMBEDDED = (
-    "EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = t.id "
-    "AND e.model = %(model)s AND e.dim = {dim} AND e.revision = t.revision)"
+    "EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = m.id "
+    "AND e.model = %(model)s AND e.dim = {dim} AND e.revision = m.revision)"
 )
 
 
@@ -215,9 +233,10 @@ _IDF = """ln(1.0 / greatest(coalesce(
                0.01), 1e-9))::float8 AS idf"""
 
 #: The query's lexemes and their rarity weights, from the planner's statistics of the search
-#: column. A statement of its own, prepared once per connection: inside the recall statement
-#: the ``pg_stats`` view (five catalogs and a privilege check) was planned anew with every
-#: recall, 2 of its 8 ms at 10k (docs/adr/0014).
+#: column: a statement of its own, prepared once per connection (inside the recall statement
+#: the ``pg_stats`` view was planned anew with every recall, docs/adr/0014; the candidate
+#: statements now read ``cortex_search_stats()`` instead). Asked only through
+#: :data:`_LEXEMES_PROBED`, by a server whose key no longer seals.
 _LEXEMES = """
 WITH st AS (
     SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
@@ -239,10 +258,16 @@ _LEXEMES_PROBED = _LEXEMES.replace(
     " AS sealed_rows\n", 1)
 
 
-#: The share of the query's rarity weights a row's words cover.
+#: A lexeme ``q.lexeme`` as a query of that lexeme alone, exactly: quoted in the tsquery
+#: syntax (a quote doubled, a backslash escaped), never parsed or normalised again.
+_LEXEME_QUERY = (r"""('''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''')"""
+                 r""" || '''')::tsquery""")
+#: The share of the query's rarity weights a row's words cover: each lexeme tested by ``@@``
+#: against a query of it alone (``lex.tq``: a search of the row's sorted vector); listing
+#: the vector's words to compare each with them (``tsvector_to_array``) cost 6.6 us a
+#: candidate against 2.4 (200 candidates of a rare-word recall at 100k).
 _COVERED = """coalesce(
-                (SELECT sum(lex.idf) FROM lex
-                 WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
+                (SELECT sum(lex.idf) FROM lex WHERE m.search @@ lex.tq)
                 / nullif((SELECT sum(lex.idf) FROM lex), 0), 0)"""
 #: The same within the row's token space (keyed recall): the lexemes keyed for its space only
 #: (``{row_space}``: the space's number, as :func:`_keyed_forms` numbers them), as many as a
@@ -250,8 +275,7 @@ _COVERED = """coalesce(
 #: grouped, then the largest taken, tested twice the lexemes a row: 13 us a candidate
 #: against plain's 4 at 100k, 2.6 of the 10 ms a common-word recall took).
 _COVERED_KEYED = """coalesce(
-                (SELECT sum(lex.idf) FILTER (
-                            WHERE lex.lexeme = ANY(tsvector_to_array(m.search)))
+                (SELECT sum(lex.idf) FILTER (WHERE m.search @@ lex.tq)
                         / nullif(sum(lex.idf), 0)
                  FROM lex WHERE lex.space = {row_space}), 0)"""
 _AND_QUERY = "websearch_to_tsquery('english', %(query)s)"
@@ -264,11 +288,14 @@ SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
        array(SELECT l.lexeme FROM unnest(to_tsvector('english', %(query)s)) AS l) AS lexemes
 """
 
-#: The query's lexemes with their rarity weights, given as arrays (plain recall: from
-#: :data:`_LEXEMES`' round trip).
-_LEX_GIVEN = """
-    SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[], %(spaces)s::int[])
-        AS l(lexeme, idf, space)
+#: Plain recall: the query's lexemes and their rarity weights, looked up inside the
+#: candidate statement as keyed recall's are (:data:`_LEX_KEYED`): the round trip of
+#: :data:`_LEXEMES` before it cost 1.0 / 1.4 ms p50 / p95 of a rare-word recall at 100k.
+_LEX_PLAIN = """
+    SELECT q.lexeme,
+           """ + _IDF + """,
+           0 AS space, """ + _LEXEME_QUERY + """ AS tq
+    FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
 """
 
 #: Keyed recall: the keyed lexemes (each with its token space) and their rarity weights,
@@ -280,7 +307,7 @@ _LEX_GIVEN = """
 _LEX_KEYED = """
     SELECT q.lexeme,
            """ + _IDF + """,
-           q.space
+           q.space, """ + _LEXEME_QUERY + """ AS tq
     FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) AS q(lexeme, space)
     LEFT JOIN st ON true
 """
@@ -350,95 +377,133 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class FulltextCandidates:
-    """The first step of a recall: the full-text candidate list, ranked (``fts_r``), and the
-    parameters the second step (:func:`fuse`) reuses."""
+class Scope:
+    """Where a recall looks: the query's namespaces (none: everywhere) and the caller's
+    further condition on the memory ``m``; the same for both candidate lists."""
 
-    ids: list[Any]
-    scores: list[float]
-    ranks: list[int]
+    #: ``namespaces`` (the query namespace and its ancestors), ``qdepth`` and the
+    #: condition's own parameters.
     params: dict[str, Any]
+    #: ``AND ...`` conditions on ``m``: the namespaces, then ``restrict``.
     ns_filter: str
-    #: The vector half reads the namespace's vectors exactly (see ``_VEC_EXACT``).
-    exact: bool
-    #: The caller's extra condition on ``m`` (part of ``ns_filter`` too).
+    #: The caller's condition alone (the exact vector read has its own namespace test).
     restrict: str = ""
 
 
-async def fulltext_candidates(
-    conn: Conn, *, query: str, namespace: str | None, limit: int, pool: int = DEFAULT_POOL,
-    vectors: bool = False, restrict: tuple[str, dict[str, Any]] | None = None,
-) -> FulltextCandidates:
-    """Step 1 of a recall: the query's lexemes, then its full-text candidates, ranked.
-
-    It needs no query vector, so the service runs it while the query is being embedded.
-    ``vectors``: a vector half may follow, so a namespace's size is looked up as well (in the
-    lexemes' round trip) to choose how :func:`fuse` reads its vectors. ``restrict``: a
-    further ``AND ...`` condition on the memory ``m`` and its parameters, applied to every
-    candidate list before it is cut to its pool (the spoke-memory recall: the records a
-    caller's grants reach, :mod:`.spoke_reading`).
-    """
-    params: dict[str, Any] = {"query": query, "limit": limit, "pool": max(pool, limit)}
-    if namespace is None:
-        ns_filter = ""
-        params["qdepth"] = 0
-    else:
+def scope_of(namespace: str | None,
+             restrict: tuple[str, dict[str, Any]] | None = None) -> Scope:
+    """A recall's :class:`Scope`. ``restrict``: a further ``AND ...`` condition on the memory
+    ``m`` and its parameters, applied to every candidate list before it is cut to its pool
+    (the spoke-memory recall: the records a caller's grants reach, :mod:`.spoke_reading`)."""
+    params: dict[str, Any] = {"qdepth": 0}
+    ns_filter = ""
+    if namespace is not None:
         ns_filter = "AND m.namespace = ANY(%(namespaces)s)"
-        params["namespaces"] = ancestors(namespace)
-        params["qdepth"] = depth(namespace)
+        params.update(namespaces=ancestors(namespace), qdepth=depth(namespace))
     extra = ""
     if restrict is not None:
         extra, more = restrict
-        ns_filter += extra
         params.update(more)
-    exact = False
+    return Scope(params, ns_filter + extra, extra)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One candidate list, ranked, as the database wrote it: a JSON array of its rows (``id``,
+    the full-text score ``fts`` or the vector's cosine distance ``dist``, rank ``r``,
+    ``updated_at``, ``ns_depth``: what the final score needs besides, so that only the best
+    memories are read). Text both ways: the list goes back to the database as it came, and
+    adapting its 200 rows to Python values and back (uuids, timestamps, floats as arrays) cost
+    4 ms of a 13 ms recall, their JSON 1 ms. PostgreSQL writes float8 and timestamptz in
+    JSON exactly (shortest round-trip digits, microseconds), so the scores fused are the ones
+    computed."""
+
+    rows: str
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The rows as Python values (diagnostics and tests; recall never decodes them)."""
+        decoded: list[dict[str, Any]] = json.loads(self.rows)
+        return sorted(decoded, key=lambda row: (row["r"], str(row["id"])))
+
+
+def _candidates(row: dict[str, Any] | None) -> Candidates:
+    return Candidates(row["rows"] if row is not None and row["rows"] is not None else "[]")
+
+
+@dataclass(frozen=True)
+class FulltextCandidates:
+    """The first step of a recall: the full-text candidate list, ranked (``fts_r``), and the
+    parameters the last step (:func:`fuse`) reuses."""
+
+    found: Candidates
+    params: dict[str, Any]
+    scope: Scope
+
+
+async def fulltext_candidates(
+    conn: Conn, *, query: str, scope: Scope, limit: int, pool: int = DEFAULT_POOL,
+) -> FulltextCandidates:
+    """Step 1 of a recall: the query's full-text candidates, ranked, in one statement (with
+    memories sealed, after the round trip that parses the query for keying).
+
+    It needs no query vector, so the service runs it while the query is being embedded and
+    its vector candidates are read (:func:`vector_candidates`, on a second connection).
+    """
+    params: dict[str, Any] = {**scope.params, "query": query, "limit": limit,
+                              "pool": max(pool, limit)}
     cipher: MemoryCipher | None = cipher_of(conn)
     keyed = cipher is not None and cipher.seals
-    # A cipher that no longer seals (encryption.at_rest turned off) still keys the query
-    # while sealed rows remain (their tokens are keyed): each lexeme row says so.
-    first = _FORMS if keyed else _LEXEMES if cipher is None else _LEXEMES_PROBED
-    if namespace is not None and vectors:
-        async with conn.pipeline():  # one round trip for both
-            cur = await conn.execute(first, {"query": query}, prepare=True)
-            plan_cur = await conn.execute(_NS_ROWS, (params["namespaces"],), prepare=False)
-        plan = await plan_cur.fetchone()
-        exact = plan is not None and \
-            plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
-    else:
-        cur = await conn.execute(first, {"query": query}, prepare=True)
     forms: dict[str, Any] | None = None
-    lex: list[dict[str, Any]] = []
     if keyed:
+        cur = await conn.execute(_FORMS, {"query": query}, prepare=True)
         forms = await cur.fetchone()
         assert forms is not None
-    else:
+    elif cipher is not None:
+        # A cipher that no longer seals (encryption.at_rest turned off) still keys the
+        # query while sealed rows remain (their tokens are keyed): each lexeme row says so.
+        cur = await conn.execute(_LEXEMES_PROBED, {"query": query}, prepare=True)
         lex = list(await cur.fetchall())
-        if cipher is not None and lex and lex[0]["sealed_rows"]:
+        if lex and lex[0]["sealed_rows"]:
             # rare: switched off over sealed rows (one more round trip, for the forms)
             cur = await conn.execute(_FORMS, {"query": query}, prepare=True)
             forms = await cur.fetchone()
     if forms is None or cipher is None:
-        params.update(lexemes=[r["lexeme"] for r in lex], idfs=[r["idf"] for r in lex],
-                      spaces=[0] * len(lex))
         and_match, or_match = f"m.search @@ {_AND_QUERY}", f"m.search @@ {_OR_QUERY}"
-        or_query, covered, lex_cte, st = _OR_QUERY, _COVERED, _LEX_GIVEN, ""
+        or_query, covered, lex_cte = _OR_QUERY, _COVERED, _LEX_PLAIN
     else:
         and_match, or_match, or_query, row_space = _keyed_forms(
             cipher, forms, params, legacy=await legacy_tokens(conn))
         covered, lex_cte = _COVERED_KEYED.format(row_space=row_space), _LEX_KEYED
-        st = _ST_KEYED
     statement = "".join([
-        "WITH", _FTS.format(ns_filter=ns_filter, and_match=and_match, or_match=or_match,
-                            or_query=or_query, st=st,
+        "WITH", _FTS.format(ns_filter=scope.ns_filter, and_match=and_match,
+                            or_match=or_match, or_query=or_query, st=_ST_KEYED,
                             lex=lex_cte, covered=covered, coverage=COVERAGE_WEIGHT,
                             density=1 - COVERAGE_WEIGHT, power=COVERAGE_POWER),
-        "SELECT id, fts, r FROM fts_r"])
+        "SELECT json_agg(fts_r)::text AS rows FROM fts_r"])
     # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
     # falls back to ranking every match (the plan choice depends on how common they are).
     cur = await conn.execute(statement.encode(), params, prepare=False)
-    rows = await cur.fetchall()
-    return FulltextCandidates([r["id"] for r in rows], [r["fts"] for r in rows],
-                              [r["r"] for r in rows], params, ns_filter, exact, extra)
+    return FulltextCandidates(_candidates(await cur.fetchone()), params, scope)
+
+
+async def vector_candidates(conn: Conn, scope: Scope, vector: QueryVector) -> Candidates:
+    """The query vector's candidates, ranked: the ``vector_pool`` nearest current vectors
+    of its model within ``scope``. A namespace the planner expects few memories in is read
+    exactly (:data:`_VEC_EXACT`: one more round trip asks the planner first)."""
+    exact = False
+    if "namespaces" in scope.params:
+        plan_cur = await conn.execute(_NS_ROWS, (scope.params["namespaces"],), prepare=False)
+        plan = await plan_cur.fetchone()
+        exact = plan is not None and plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
+    dim = len(vector.vector)
+    params = {**scope.params, "model": vector.model, "qvec": vector_literal(vector.vector),
+              "vector_pool": vector.vector_pool, "min_similarity": vector.min_similarity}
+    text = (_VEC_EXACT.format(dim=dim, restrict=scope.restrict) if exact
+            else _VEC.format(dim=dim, ns_filter=scope.ns_filter))
+    # Not prepared: the plan depends on the namespace's size.
+    cur = await conn.execute(f"WITH{text}SELECT json_agg(vec_r)::text AS rows "
+                             "FROM vec_r".encode(), params, prepare=False)
+    return _candidates(await cur.fetchone())
 
 
 def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, Any], *,
@@ -476,37 +541,40 @@ def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, 
     return matches[0], matches[1], f"CASE {ranked} END", f"CASE {numbered} END"
 
 
-#: The full-text candidates of step 1, sent back as arrays (``fts_r`` of :data:`_FTS`).
+#: Both candidate lists, sent back as the database wrote them (:class:`Candidates`).
 _FTS_GIVEN = """
 fts_r AS (
-    SELECT * FROM unnest(%(fts_ids)s::uuid[], %(fts_scores)s::float8[], %(fts_ranks)s::bigint[])
-        AS f(id, fts, r)
+    SELECT * FROM json_to_recordset(%(fts_rows)s::json)
+        AS f(id uuid, fts float8, r bigint, updated_at timestamptz, ns_depth int)
+)"""
+_VEC_GIVEN = """,
+vec_r AS (
+    SELECT * FROM json_to_recordset(%(vec_rows)s::json)
+        AS v(id uuid, dist float8, r bigint, updated_at timestamptz, ns_depth int)
 )"""
 
 
-async def fuse(conn: Conn, found: FulltextCandidates,
-               vector: QueryVector | None = None) -> list[Hit]:
-    """Step 2 of a recall: the vector candidates (hybrid mode), fused with ``found`` and
-    scored, best first, in one statement (see the module docstring)."""
-    params = {**found.params, "fts_ids": found.ids, "fts_scores": found.scores,
-              "fts_ranks": found.ranks}
+async def fuse(conn: Conn, found: FulltextCandidates, vector: QueryVector | None = None,
+               near: Candidates | None = None) -> list[Hit]:
+    """The last step of a recall: the full-text candidates ``found`` fused with the vector
+    candidates (hybrid mode) and scored, best first, in one statement (see the module
+    docstring). ``near``: the vector candidates, read already beside step 1; without them
+    (hybrid mode, no second connection was free) they are read here first."""
+    params = {**found.params, "fts_rows": found.found.rows}
     parts = ["WITH", _FTS_GIVEN]
     embedded = "NULL::boolean"
     if vector is not None:
-        dim = len(vector.vector)
         params["model"] = vector.model
-        embedded = _EMBEDDED.format(dim=dim)
+        embedded = _EMBEDDED.format(dim=len(vector.vector))
     if vector is not None and vector.search:
-        params.update(qvec=vector_literal(vector.vector), vector_pool=vector.vector_pool,
-                      min_similarity=vector.min_similarity)
-        parts += [_VEC_EXACT.format(dim=dim, restrict=found.restrict) if found.exact else
-                  _VEC.format(dim=dim, ns_filter=found.ns_filter),
-                  _HYBRID_SELECT.format(k=RRF_K, floor=MATCH_FLOOR)]
+        if near is None:
+            near = await vector_candidates(conn, found.scope, vector)
+        params["vec_rows"] = near.rows
+        parts += [_VEC_GIVEN, _HYBRID_SELECT.format(k=RRF_K, floor=MATCH_FLOOR)]
     else:
         parts.append(_FTS_SELECT)
     parts.append(_FINAL.format(embedded=embedded))
-    # Not prepared either: the vector half's plan depends on the namespace's size.
-    cur = await conn.execute("".join(parts).encode(), params, prepare=False)
+    cur = await conn.execute("".join(parts).encode(), params, prepare=True)
     cipher = cipher_of(conn)
     return [_hit(row, cipher) for row in await cur.fetchall()]
 
@@ -515,11 +583,10 @@ async def recall(
     conn: Conn, *, query: str, namespace: str | None, limit: int, pool: int = DEFAULT_POOL,
     vector: QueryVector | None = None,
 ) -> list[Hit]:
-    """The best ``limit`` memories for ``query``, best first: both steps, one after the
-    other (the service overlaps step 1 with the query's embedding instead)."""
-    found = await fulltext_candidates(
-        conn, query=query, namespace=namespace, limit=limit, pool=pool,
-        vectors=vector is not None and vector.search)
+    """The best ``limit`` memories for ``query``, best first: every step on ``conn``, one
+    after the other (the service overlaps them with the query's embedding and each other)."""
+    found = await fulltext_candidates(conn, query=query, scope=scope_of(namespace),
+                                      limit=limit, pool=pool)
     return await fuse(conn, found, vector)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from attested_cortex.server.body import read_model
+from attested_cortex.server.encoding import json_answer
 from attested_cortex.server.openapi import Operation
 from attested_cortex.server.responses import RecallOut
 from attested_cortex.server.state import caller, state
@@ -20,7 +21,7 @@ async def recall_memories(request: web.Request) -> web.Response:
     svc = state(request).services
     query = await read_model(request, RecallQuery, max_bytes=svc.limits.max_body_bytes)
     result = await recall.recall(svc, caller(request), query)
-    return web.json_response(recall.result_view(result))
+    return json_answer(recall.result_view(result))
 
 
 operations = [

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,6 +31,7 @@ from attested_cortex.service.resources.commands import RecallQuery
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.store import recall as store_recall
+from attested_cortex.store.database import Conn
 from attested_cortex.store.recall import Hit
 
 
@@ -49,8 +51,9 @@ class RecallResult:
     rerank: str | None = None
     #: Reordered hits' fused rank and score, by id (empty: the fused order stands).
     fused: Mapping[str, tuple[int, float]] = field(default_factory=dict)
-    #: The hits' API views when a post_recall chain was sent exactly these and left them as
-    #: they were: the answer reuses them instead of making each view a second time.
+    #: The hits' API views, made once: by :func:`bound_bytes` (which measures them), or when
+    #: a post_recall chain was sent exactly these hits and left them as they were; None once
+    #: a chain reordered the hits.
     views: tuple[dict[str, Any], ...] | None = field(default=None, compare=False, repr=False)
 
 
@@ -98,12 +101,13 @@ def _view(result: RecallResult) -> Callable[[Hit], dict[str, Any]]:
 def bound_bytes(result: RecallResult, max_bytes: int) -> RecallResult:
     """Keep the leading hits whose JSON fits ``max_bytes`` (ADR 0020); the rest are named by
     id in ``omitted_ids`` (``GET /v1/memories/{id}`` reads each)."""
-    kept = len(answers.fitting(result.hits, _view(result), max_bytes=max_bytes))
+    views = tuple(answers.fitting(result.hits, _view(result), max_bytes=max_bytes))
+    kept = len(views)
     if kept == len(result.hits):
-        return result
+        return replace(result, views=views)  # the answer's own, made once
     hits = result.hits[:kept]
     return replace(result, hits=hits, truncated=True,
-                   tokens=sum(estimate_tokens(h) for h in hits),
+                   tokens=sum(estimate_tokens(h) for h in hits), views=views,
                    omitted=tuple(str(h.memory.id) for h in result.hits[kept:]))
 
 
@@ -130,6 +134,7 @@ def reordered(result: RecallResult, answer: ChainOutcome) -> RecallResult:
     result = replace(result, rerank=answer.reorder_note)
     if not answer.modified:
         return result
+    result = replace(result, views=None)  # made for the fused order
     by_id = {str(h.memory.id): (rank, h) for rank, h in enumerate(result.hits, start=1)}
     hits: list[Hit] = []
     for entry in answer.payload.get("results", ()):
@@ -173,19 +178,12 @@ class RecallCall(Call[RecallResult]):
 
     async def execute(self, svc: Services, caller: Caller) -> RecallResult:
         query = self.query
-        # The query embeds (in a worker thread) while the full-text half runs: a recall
-        # costs the longer of the two, not their sum (docs/adr/0042).
         planning = asyncio.create_task(
             embedding.plan_query(svc.vectors, query.query, query.embedding))
-        try:
-            async with svc.db.connection() as conn:
-                found = await store_recall.fulltext_candidates(
-                    conn, query=query.query, namespace=query.namespace, limit=query.limit,
-                    pool=svc.limits.recall_pool, vectors=embedding.searches(svc.vectors))
-                plan = await planning
-                hits = await store_recall.fuse(conn, found, plan.vector)
-        finally:
-            await settled(planning)
+        scope = store_recall.scope_of(query.namespace)
+        async with searching(svc, planning, scope) as halves, svc.db.connection() as conn:
+            hits = await halves.hits(conn, query.query, query.limit)
+        plan = halves.plan
         hits = [h for h in hits if visible(svc, caller, self.spec, h.memory.namespace)]
         searched = plan.vector is not None and plan.vector.search
         ranked = replace(apply_budget(hits, query.budget_tokens),
@@ -194,7 +192,8 @@ class RecallCall(Call[RecallResult]):
         return bound_bytes(ranked, svc.limits.max_answer_bytes)
 
     def post_payload(self, event: EventName, result: RecallResult) -> dict[str, Any]:
-        views = [hit_view(h) for h in result.hits]
+        views = (list(result.views) if result.views is not None and not result.explain
+                 else [hit_view(h) for h in result.hits])
         self._sent = (result, views)
         return payload_with(event, {"results": views}, **self._hooked(),
                             truncated=result.truncated)
@@ -213,13 +212,71 @@ class RecallCall(Call[RecallResult]):
         return ranked
 
 
-async def settled(planning: asyncio.Task[Any]) -> None:
-    """The query's planning, ended: cancelled if the full-text half failed first (its
-    error is the one the caller sees), its own error read so it is not reported twice."""
-    if not planning.done():
-        await tasks.stop([planning], timeout_s=1.0)
-    elif not planning.cancelled():
-        planning.exception()
+@dataclass
+class Halves:
+    """A recall's two candidate lists, made at once (docs/adr/0080): the query embeds in a
+    worker thread and its vector candidates are read on a second connection while the
+    full-text candidates are read on the request's own; the last statement fuses them. A
+    recall costs the longest of the three, not their sum."""
+
+    svc: Services
+    planning: asyncio.Task[embedding.QueryPlan]
+    scope: store_recall.Scope
+    nearing: asyncio.Task[store_recall.Candidates | None] | None = None
+    plan: embedding.QueryPlan = field(default_factory=lambda: embedding.QueryPlan(None))
+
+    def start(self) -> None:
+        """Start reading the vector candidates as soon as the query's vector is there (a
+        full-text recall has none to read)."""
+        if embedding.searches(self.svc.vectors):
+            self.nearing = asyncio.create_task(self._near())
+
+    async def _near(self) -> store_recall.Candidates | None:
+        vector = (await self.planning).vector
+        if vector is None or not vector.search:
+            return None
+        async with self.svc.db.spare_connection() as conn:
+            if conn is None:  # none idle: :func:`store_recall.fuse` reads them on its own
+                return None
+            return await store_recall.vector_candidates(conn, self.scope, vector)
+
+    async def hits(self, conn: Conn, query: str, limit: int) -> list[Hit]:
+        """The fused hits, best first: the full-text candidates on ``conn``, then the
+        vector candidates and the query's plan awaited, then the fusion on ``conn``."""
+        found = await store_recall.fulltext_candidates(
+            conn, query=query, scope=self.scope, limit=limit, pool=self.svc.limits.recall_pool)
+        self.plan = await self.planning
+        near = await self.nearing if self.nearing is not None else None
+        return await store_recall.fuse(conn, found, self.plan.vector, near)
+
+    async def stop(self) -> None:
+        """Both tasks ended: cancelled if the full-text half failed first (its error is
+        the one the caller sees), their own errors read so they are not reported twice."""
+        for task in (self.nearing, self.planning):
+            if task is not None:
+                await settled(task)
+
+
+@asynccontextmanager
+async def searching(svc: Services, planning: asyncio.Task[embedding.QueryPlan],
+                    scope: store_recall.Scope) -> AsyncIterator[Halves]:
+    """The :class:`Halves` of a recall whose query is being planned by ``planning``; both
+    tasks are ended when the block is left, whatever happened in it."""
+    halves = Halves(svc, planning, scope)
+    try:
+        halves.start()
+        yield halves
+    finally:
+        await halves.stop()
+
+
+async def settled(task: asyncio.Task[Any]) -> None:
+    """``task`` ended: cancelled if still running, its own error read so it is not
+    reported twice."""
+    if not task.done():
+        await tasks.stop([task], timeout_s=1.0)
+    elif not task.cancelled():
+        task.exception()
 
 
 #: RecallQuery fields hooks never see (as on the hybrid branch before the pipeline).

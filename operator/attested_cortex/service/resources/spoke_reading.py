@@ -167,15 +167,9 @@ async def recall(svc: Services, caller: Caller, req: rq.Recall, key: str | None)
         if not where.boxes:
             return rq.RecallAnswer(results=[], truncated=False)
         planning = asyncio.create_task(embedding.plan_query(svc.vectors, req.query, None))
-        try:
-            found = await store_recall.fulltext_candidates(
-                conn, query=req.query, namespace=req.space_id, limit=req.limit,
-                pool=svc.limits.recall_pool, vectors=embedding.searches(svc.vectors),
-                restrict=reads.restriction(conn, where))
-            plan = await planning
-            hits = await store_recall.fuse(conn, found, plan.vector)
-        finally:
-            await native.settled(planning)
+        scope = store_recall.scope_of(req.space_id, reads.restriction(conn, where))
+        async with native.searching(svc, planning, scope) as halves:
+            hits = await halves.hits(conn, req.query, req.limit)
         full = {r["memory_id"]: r for r in await rows.records_by_id(
             conn, req.space_id, [h.memory.id for h in hits])}
     kept = native.apply_budget([h for h in hits if h.memory.id in full], req.budget_tokens)

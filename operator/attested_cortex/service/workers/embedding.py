@@ -535,6 +535,11 @@ async def _drain(db: Database, vectors: Vectors) -> None:
         progress.pending = await rows.count_stale(conn, model=info.model, dim=info.dimension,
                                                   skip=sealed)
     vectors.metrics.pending.set(progress.pending)
+    if not progress.pending:
+        # Nothing stale: no pass. A pass walks every live memory in windows (1,563 round
+        # trips at 100k, about 2 s of both cores), which every server start used to make
+        # while its first requests waited behind it.
+        return
     after: tuple[datetime, uuid.UUID] | None = None
     skipped = 0  # refused memories met in this pass: still stale, never retried in it
     while True:
