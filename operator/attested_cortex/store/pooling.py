@@ -89,15 +89,8 @@ class Pool:
         except TimeoutError as exc:
             raise NotReadyError("every database connection is busy; retry shortly") from exc
         try:
-            conn = await self._take()
-            ended = False
-            try:
+            async with self._lent(await self._take()) as conn:
                 yield conn
-            except psycopg.Error as exc:
-                ended = ends_session(exc)
-                raise
-            finally:
-                await self._give_back(conn, ended=ended)
         finally:
             self._slots.release()
 
@@ -113,20 +106,26 @@ class Pool:
             return
         await self._slots.acquire()  # free: not locked, and nothing awaited since
         try:
-            conn = await self._take_idle()
-            if conn is None:
+            idle = await self._take_idle()
+            if idle is None:
                 yield None
                 return
-            ended = False
-            try:
+            async with self._lent(idle) as conn:
                 yield conn
-            except psycopg.Error as exc:
-                ended = ends_session(exc)
-                raise
-            finally:
-                await self._give_back(conn, ended=ended)
         finally:
             self._slots.release()
+
+    @contextlib.asynccontextmanager
+    async def _lent(self, conn: Conn) -> AsyncIterator[Conn]:
+        """``conn`` for the block, then given back (closed if its session ended)."""
+        ended = False
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            ended = ends_session(exc)
+            raise
+        finally:
+            await self._give_back(conn, ended=ended)
 
     async def close(self) -> None:
         """Close the idle connections; connections in use are closed when they return."""
