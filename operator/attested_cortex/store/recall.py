@@ -541,17 +541,15 @@ def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, 
     return matches[0], matches[1], f"CASE {ranked} END", f"CASE {numbered} END"
 
 
-#: Both candidate lists, sent back as the database wrote them (:class:`Candidates`).
-_FTS_GIVEN = """
-fts_r AS (
-    SELECT * FROM json_to_recordset(%(fts_rows)s::json)
-        AS f(id uuid, fts float8, r bigint, updated_at timestamptz, ns_depth int)
+#: A candidate list sent back as the database wrote it (:class:`Candidates`), read as the
+#: rows of ``fts_r`` or ``vec_r`` (``{value}``: the score column, ``fts`` or ``dist``).
+_GIVEN = """
+{name} AS (
+    SELECT * FROM json_to_recordset(%({param})s::json)
+        AS g(id uuid, {value} float8, r bigint, updated_at timestamptz, ns_depth int)
 )"""
-_VEC_GIVEN = """,
-vec_r AS (
-    SELECT * FROM json_to_recordset(%(vec_rows)s::json)
-        AS v(id uuid, dist float8, r bigint, updated_at timestamptz, ns_depth int)
-)"""
+_FTS_GIVEN = _GIVEN.format(name="fts_r", param="fts_rows", value="fts")
+_VEC_GIVEN = "," + _GIVEN.format(name="vec_r", param="vec_rows", value="dist")
 
 
 async def fuse(conn: Conn, found: FulltextCandidates, vector: QueryVector | None = None,

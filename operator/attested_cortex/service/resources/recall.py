@@ -183,7 +183,7 @@ class RecallCall(Call[RecallResult]):
         scope = store_recall.scope_of(query.namespace)
         async with searching(svc, planning, scope) as halves, svc.db.connection() as conn:
             hits = await halves.hits(conn, query.query, query.limit)
-        plan = halves.plan
+        plan = planning.result()  # awaited by hits()
         hits = [h for h in hits if visible(svc, caller, self.spec, h.memory.namespace)]
         searched = plan.vector is not None and plan.vector.search
         ranked = replace(apply_budget(hits, query.budget_tokens),
@@ -223,7 +223,6 @@ class Halves:
     planning: asyncio.Task[embedding.QueryPlan]
     scope: store_recall.Scope
     nearing: asyncio.Task[store_recall.Candidates | None] | None = None
-    plan: embedding.QueryPlan = field(default_factory=lambda: embedding.QueryPlan(None))
 
     def start(self) -> None:
         """Start reading the vector candidates as soon as the query's vector is there (a
@@ -245,9 +244,9 @@ class Halves:
         vector candidates and the query's plan awaited, then the fusion on ``conn``."""
         found = await store_recall.fulltext_candidates(
             conn, query=query, scope=self.scope, limit=limit, pool=self.svc.limits.recall_pool)
-        self.plan = await self.planning
+        plan = await self.planning
         near = await self.nearing if self.nearing is not None else None
-        return await store_recall.fuse(conn, found, self.plan.vector, near)
+        return await store_recall.fuse(conn, found, plan.vector, near)
 
     async def stop(self) -> None:
         """Both tasks ended: cancelled if the full-text half failed first (its error is
