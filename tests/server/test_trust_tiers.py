@@ -35,6 +35,8 @@ ROWS: dict[str, tuple[str, str]] = {
     "u": ("Untrusted", ""),
     "uq": ("Untrusted", "memory.read:public/**,audit.read:public/**,memory.write:public/**"),
     "uw": ("Untrusted", "memory.read:**"),
+    # issue 37 item 4: a whole-cortex pattern is bare, not a qualifier
+    "sw": ("SemiTrusted", "memory.read,memory.write,memory.forget:**,audit.read:*/**"),
 }
 OPS = ("read_proj", "read_public", "write", "forget", "graph", "audit", "approvals")
 #: The expected answer of each (agent, operation), from seed 003's table.
@@ -45,6 +47,7 @@ MATRIX: dict[str, tuple[str, ...]] = {
     "u": ("TC", "TC", "TC", "TC", "TC", "TC", "TC"),
     "uq": ("SD", "ok", "TC", "SD", "SD", "ok", "SD"),
     "uw": ("TC", "TC", "SD", "SD", "SD", "SD", "SD"),
+    "sw": ("ok", "ok", "ok", "TC", "SD", "TC", "SD"),
 }
 #: The base each operation needs, and the mark a refusal names for the tier.
 BASE = {"read_proj": "memory.read", "read_public": "memory.read", "write": "memory.write",
@@ -62,6 +65,7 @@ EFFECTIVE = {
     "s": ["memory.read", "memory.write"],
     "sq": ["audit.read:proj/**", "memory.forget:proj/**", "memory.read", "memory.write"],
     "u": [], "uq": ["audit.read:public/**", "memory.read:public/**"], "uw": [],
+    "sw": ["memory.read", "memory.write"],
 }
 
 

@@ -56,6 +56,13 @@ def covers(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
     return False
 
 
+def whole(pattern: tuple[str, ...]) -> bool:
+    """Whether ``pattern`` admits every namespace (``**``, ``*/**``, ``**/**``, ``**/*``...):
+    all wildcards, with a ``**`` and at most one ``*`` (a namespace has at least one level).
+    A scope qualified by such a pattern narrows nothing: it is bare (issue 37)."""
+    return "**" in pattern and set(pattern) <= {"*", "**"} and pattern.count("*") <= 1
+
+
 def matches(pattern: tuple[str, ...], namespace: str) -> bool:
     """Whether ``namespace`` (a valid memory namespace) falls under ``pattern``."""
     return covers(pattern, tuple(namespace.split("/")))

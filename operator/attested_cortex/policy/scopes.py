@@ -8,6 +8,10 @@ A base names what an agent may do; the optional qualifier is a memory-namespace 
 3. a qualified held scope grants a qualified need iff its pattern covers the need's;
 4. a qualified held scope does not grant an unqualified need.
 
+A qualifier that admits every namespace (``**`` and its equivalents, :func:`.patterns.whole`)
+narrows nothing: such a scope is **bare** wherever "qualified" matters (a tier's ▲ mark,
+:meth:`ScopeSet.holds`).
+
 A delegated set (a token's scopes under the agent's, a request's ``X-Cortex-Scopes`` under
 its token's) may only narrow: :func:`attenuate` refuses anything its parent does not grant.
 Pure; the service's scope step and the authenticators call it.
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, cast, get_args
 
 from attested_cortex.errors import DeniedError, InvalidInputError
-from attested_cortex.policy.patterns import covers, parse_pattern
+from attested_cortex.policy.patterns import covers, parse_pattern, whole
 
 ScopeBase = Literal[
     "memory.read", "memory.write", "memory.forget", "memory.override", "graph.read",
@@ -38,6 +42,11 @@ class Scope:
 
     def __str__(self) -> str:
         return self.base if self.pattern is None else f"{self.base}:{'/'.join(self.pattern)}"
+
+    @property
+    def bare(self) -> bool:
+        """Unqualified, or qualified by a pattern that admits every namespace."""
+        return self.pattern is None or whole(self.pattern)
 
     def is_granted_by(self, held: Scope) -> bool:
         """Seed 003's one authoritative check (rules 1-4 above)."""
@@ -93,8 +102,8 @@ class ScopeSet:
         return found
 
     def holds(self, base: ScopeBase) -> bool:
-        """Whether the base is held unqualified (everywhere)."""
-        return Scope(base) in self.scopes
+        """Whether the base is held bare (everywhere: unqualified, or ``base:**``)."""
+        return any(held.base == base and held.bare for held in self.scopes)
 
     def __str__(self) -> str:
         return " ".join(str(s) for s in self.scopes)

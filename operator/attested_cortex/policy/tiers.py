@@ -7,7 +7,8 @@ presenting it is refused). Each tier has a **ceiling** that marks every scope ba
 * ``granted``: held scopes of the base pass unchanged (the seed's ✓);
 * ``qualified`` (optionally ``qualified:<pattern>``): only *qualified* held scopes pass,
   and with a pattern only those inside it; a bare ``memory.read`` does not satisfy the
-  mark (the seed's ▲);
+  mark (the seed's ▲), nor does one qualified by a pattern that admits every namespace
+  (``memory.read:**``, ``*/**``: :attr:`.scopes.Scope.bare`);
 * ``denied``: nothing of the base passes (⊘).
 
 The effective scopes of a request are ``held ∩ ceiling`` (:func:`confine`), computed once
@@ -53,7 +54,7 @@ class Mark:
         """Whether a held scope passes this mark."""
         if self.kind == "granted":
             return True
-        if self.kind == "denied" or held.pattern is None:
+        if self.kind == "denied" or held.pattern is None or held.bare:
             return False
         return self.within is None or covers(self.within, held.pattern)
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from attested_cortex.errors import DeniedError, InvalidInputError
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet, attenuate, parse_scope
+from attested_cortex.policy.tiers import ceilings
 
 
 def granted(needed: str, held: str) -> bool:
@@ -71,3 +72,16 @@ def test_delegating_a_granted_scope_never_widens(held: list[str], needed: list[s
         for namespace in ("a", "b", "a/b", "a/a/b", "b/a/a/a"):
             if child.allows("memory.read", namespace):
                 assert parent.allows("memory.read", namespace)
+
+
+@pytest.mark.parametrize(("held", "passes"), [
+    ("memory.forget:**", False), ("memory.forget:*/**", False), ("memory.forget:**/**", False),
+    ("memory.forget:**/*", False), ("memory.forget:**/*/**", False),
+    ("memory.forget", False), ("memory.forget:proj/**", True), ("memory.forget:*", True),
+    ("memory.forget:*/*/**", True)])
+def test_a_whole_cortex_pattern_is_not_a_qualifier(held: str, passes: bool) -> None:
+    """Issue 37 item 4: ``**`` and every pattern that admits every namespace is bare, so a
+    ▲ mark (SemiTrusted's memory.forget) refuses it; a pattern that narrows passes."""
+    semi = ceilings()["SemiTrusted"]
+    assert bool(semi.confine(ScopeSet.parse([held])).scopes) is passes
+    assert ScopeSet.parse([held]).holds("memory.forget") is not passes
