@@ -205,3 +205,30 @@ async def test_kernel_lowering_audit_and_overrides(
     seen = [(getattr(r, "trust_tier", None), getattr(r, "effective_scopes", None),
              getattr(r, "operation", None)) for r in refused]
     assert seen == [("Untrusted", "", "memory.get")]
+
+
+async def test_a_qualified_audit_read_sees_the_chain_summary_only(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    """Issue 37 item 5: ``audit.read:<pattern>`` covers some namespaces, not the cortex: no
+    deep walk (over HTTP and MCP), no fault detail, no cortex export; the bare scope at a
+    tier that allows it keeps all three."""
+    crew = await team(make_cortex, migrated_pg15_dsn, tmp_path)
+    await crew.store("t", "proj")
+    for who, code in (("uq", "scope_denied"), ("sq", "scope_denied"), ("s", "trust_ceiling")):
+        deep = await crew.call(crew.tiered[who], "GET", "/v1/audit/verify?deep=true")
+        assert deep.status == 403 and deep.body["error"]["code"] == code, (who, deep.text)
+        async with mcp_client(crew.client, headers={
+                "Authorization": f"Bearer {crew.tiered[who]}"}) as mcp:
+            result = await mcp.call_tool("audit_verify", {"deep": True})
+            assert error(result)["error"]["code"] == code, who
+    for who in ("uq", "sq"):
+        chain = await crew.call(crew.tiered[who], "GET", "/v1/audit/verify")
+        assert chain.status == 200 and chain.body["ok"] is True, chain.text
+        assert chain.body["summary_only"] is True and "reason" not in chain.body
+        assert set(chain.body["keyed"]) == {"checked", "ok"}
+    exported = await crew.call(crew.tiered["sq"], "GET", "/v1/export")
+    assert exported.status == 403 and exported.body["error"]["code"] == "scope_denied"
+    full = await crew.call(crew.tiered["t"], "GET", "/v1/audit/verify?deep=true")
+    assert full.status == 200 and full.body["deep"]["ok"] is True, full.text
+    assert "summary_only" not in full.body

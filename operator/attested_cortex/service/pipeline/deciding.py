@@ -11,6 +11,7 @@ from typing import Any
 
 from attested_cortex.errors import DeniedError
 from attested_cortex.policy.decisions import ALLOW, Decision, strictest
+from attested_cortex.policy.scopes import ScopeBase
 from attested_cortex.policy.tiers import ceiling_refusal
 from attested_cortex.service.pipeline.calls import Call, Outcome, Target
 from attested_cortex.service.pipeline.context import Caller, Services
@@ -34,6 +35,21 @@ def check_scope(spec: OperationSpec, caller: Caller, target: Target) -> None:
                 code="scope_denied", decision="deny", scope=spec.scope, namespace=namespace,
                 source="scope", reason=f"scope {spec.scope} not held",
             )
+
+
+def require_bare(caller: Caller, base: ScopeBase, what: str) -> None:
+    """403 unless ``base`` is held bare (unqualified, or ``**``): what an answer about the
+    whole cortex needs (a deep audit, a cortex export), since a qualified holder may see only
+    what its qualifier covers. ``trust_ceiling`` when the tier removed a bare scope held,
+    else ``scope_denied`` naming ``what``."""
+    if caller.scopes.holds(base):
+        return
+    if caller.ceiling is not None and caller.held is not None and caller.held.holds(base):
+        raise ceiling_refusal(caller.agent_id, caller.ceiling, base, None)
+    raise DeniedError(
+        f"{what} covers the whole cortex: it needs {base} unqualified, which agent "
+        f"{caller.agent_id} does not hold", code="scope_denied", decision="deny", scope=base,
+        namespace=None, source="scope", reason=f"scope {base} not held unqualified")
 
 
 def rules(

@@ -8,6 +8,11 @@ waits for it and gets its report, instead of starting another. Forty concurrent 
 verifies used to take forty connections and forty walks, and starved every other request.
 Authentication and scopes are still checked per request (the pipeline runs before
 :meth:`VerifyChainCall.execute`); only the walk is shared.
+
+A qualified ``audit.read`` (``audit.read:public/**``) covers some namespaces, not the
+cortex (issue 37, ADR 0081): its holder gets the chain summary only (:func:`summary`: whether
+the chain holds, its length and head, no fault detail), and ``deep`` (every row of every
+namespace, named by id) needs ``audit.read`` unqualified.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from attested_cortex.attest.sweeping import sweep
 from attested_cortex.service.pipeline import attesting
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.deciding import require_bare
 from attested_cortex.service.pipeline.running import Call, run
 from attested_cortex.store.database import Database
 
@@ -47,7 +53,25 @@ class VerifyChainCall(Call[dict[str, Any]]):
     deep: bool = False
 
     async def execute(self, svc: Services, caller: Caller) -> Report:
-        return copy.deepcopy(await shared(svc, deep=self.deep))
+        if self.deep:
+            require_bare(caller, "audit.read", "a deep audit")
+        report = await shared(svc, deep=self.deep)
+        if not caller.scopes.holds("audit.read"):
+            return summary(report)
+        return copy.deepcopy(report)
+
+
+#: What a qualified ``audit.read`` holder is told of the chain.
+_SUMMARY = ("ok", "events", "first_bad_sequence", "head_hash", "signatures_checked",
+            "unverified")
+
+
+def summary(report: Report) -> Report:
+    """The chain summary of ``report``: no reason text, no keyed fault list."""
+    found = {name: report[name] for name in _SUMMARY}
+    found["keyed"] = {"checked": report["keyed"]["checked"], "ok": report["keyed"]["ok"]}
+    found["summary_only"] = True
+    return found
 
 
 async def shared(svc: Services, *, deep: bool) -> Report:
