@@ -23,18 +23,24 @@ def check_scope(spec: OperationSpec, caller: Caller, target: Target) -> None:
     removed by the caller's trust tier (ADR 0049)."""
     if spec.scope is None:
         return
-    wanted = target.namespaces or (None,)
-    for namespace in wanted:
-        if not caller.scopes.allows(spec.scope, namespace):
-            if caller.ceiling is not None and caller.held is not None \
-                    and caller.held.allows(spec.scope, namespace):
-                raise ceiling_refusal(caller.agent_id, caller.ceiling, spec.scope, namespace)
-            where = f" in namespace {namespace!r}" if namespace else ""
-            raise DeniedError(
-                f"agent {caller.agent_id} lacks scope {spec.scope}{where}",
-                code="scope_denied", decision="deny", scope=spec.scope, namespace=namespace,
-                source="scope", reason=f"scope {spec.scope} not held",
-            )
+    for namespace in target.namespaces or (None,):
+        require_scope(caller, spec.scope, namespace)
+
+
+def require_scope(caller: Caller, base: ScopeBase, namespace: str | None) -> None:
+    """The scope step's check of one base in one namespace (None: in some namespace), also
+    called by an op whose request decides a further scope (a spoke review that drops)."""
+    if caller.scopes.allows(base, namespace):
+        return
+    if caller.ceiling is not None and caller.held is not None \
+            and caller.held.allows(base, namespace):
+        raise ceiling_refusal(caller.agent_id, caller.ceiling, base, namespace)
+    where = f" in namespace {namespace!r}" if namespace else ""
+    raise DeniedError(
+        f"agent {caller.agent_id} lacks scope {base}{where}",
+        code="scope_denied", decision="deny", scope=base, namespace=namespace,
+        source="scope", reason=f"scope {base} not held",
+    )
 
 
 def require_bare(caller: Caller, base: ScopeBase, what: str) -> None:

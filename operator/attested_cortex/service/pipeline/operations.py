@@ -90,11 +90,23 @@ _SPOKE_READS: Final[dict[str, tuple[EventName, EventName]]] = {
 }
 
 
+#: The spoke ops whose effect is forgetting (ADR 0083): a record's tombstone, a candidate's
+#: content cleared. They need ``memory.forget`` (a tier's ceiling holds them as it holds a
+#: native DELETE) and rules see them as ``delete``. A review that drops is checked by its
+#: handler (the decision is in the request).
+SPOKE_FORGETS: Final = frozenset({"memory.records.delete", "memory.candidates.dismiss"})
+
+
 def _spoke(name: str, mutating: bool) -> OperationSpec:
-    """A spoke-memory op (ADR 0060): scoped on the space's namespace like a native read or
-    write, seen by rules as ``search`` or ``store``; its grant check runs in the op. Every
-    write fires ``pre_spoke_write``/``post_spoke_write``; recall and listing fire the native
-    read events; the other reads fire none, like a native get (ADR 0067)."""
+    """A spoke-memory op (ADR 0060): scoped on the space's namespace with the native scope it
+    exercises (ADR 0083: ``memory.read``, ``memory.write``, or ``memory.forget`` for
+    :data:`SPOKE_FORGETS`), seen by rules as ``search``, ``store`` or ``delete``; its grant
+    check runs in the op. Every write fires ``pre_spoke_write``/``post_spoke_write``; recall
+    and listing fire the native read events; the other reads fire none, like a native get
+    (ADR 0067)."""
+    if name in SPOKE_FORGETS:
+        return _op(f"spoke.{name}", "write", ("pre_spoke_write",), ("post_spoke_write",),
+                   "memory.forget", "delete", restricted=True)
     if mutating:
         return _op(f"spoke.{name}", "write", ("pre_spoke_write",), ("post_spoke_write",),
                    "memory.write", "store", restricted=True)

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.deciding import require_scope
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_ops import NewRecord, insert_record, mutate_in
 from attested_cortex.service.resources.spoke_receipts import Effect
@@ -156,6 +157,8 @@ async def candidates_dismiss(svc: Services, caller: Caller, req: rq.CandidateRef
 async def candidates_review(svc: Services, caller: Caller, req: rq.Review,
                             key: str | None) -> Wire:
     contents = _reviewed(req)
+    if req.decision == "drop":  # clears the captured content, writes nothing (ADR 0083)
+        require_scope(caller, "memory.forget", req.space_id)
 
     async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
         row = await _consumable(conn, caller, req, "review", "records_write")

@@ -19,6 +19,7 @@ from typing import Any
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
 from attested_cortex.service.pipeline import settling, write_records
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.deciding import require_scope
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_receipts import Effect, EffectFn, mutate
 from attested_cortex.service.resources.spoke_views import (
@@ -157,7 +158,8 @@ async def grants_list(svc: Services, caller: Caller, req: rq.GrantsList,
     async with svc.db.connection() as conn:
         standing = await gate.access(conn, caller, req.space_id)
         await gate.existing_space(conn, req.space_id)
-        if req.view == "admin":
+        if req.view == "admin":  # who may read what: an audit read of the space (ADR 0083)
+            require_scope(caller, "audit.read", req.space_id)
             standing.require(Want("admin"))
             return rq.GrantList(grants=[grant_view(r) for r in await rows.grants(
                 conn, req.space_id)])
@@ -354,6 +356,8 @@ async def receipts_get(svc: Services, caller: Caller, req: rq.ReceiptRef,
                        and not gate.authority(caller, req.space_id)):
         raise NotFoundError(f"receipt {req.receipt_id} does not exist in this space",
                             code="receipt_not_found")
+    if row["principal"] != caller.agent_id:  # another's outcome: an audit read (ADR 0083)
+        require_scope(caller, "audit.read", req.space_id)
     return receipt_view(row)
 
 
