@@ -425,8 +425,9 @@ async def test_listing_recall_promote_and_profiles(team: Agents) -> None:
     second = await ok(team, "owner", "memory.records.list", {
         "space_id": "kb", "limit": 2, "cursor": first["next"]})
     assert [r["record_id"] for r in first["records"] + second["records"]] == made
+    # a recall shows records: it needs records_read where it recalls too (ADR 0082)
     await ok(team, "owner", "memory.grants.grant", {
-        "space_id": "kb", "principal_id": "bob", "capabilities": ["recall"]})
+        "space_id": "kb", "principal_id": "bob", "capabilities": ["recall", "records_read"]})
     refused(await op(team, "owner", "memory.records.list", {
         "space_id": "kb", "limit": 2, "cursor": first["next"]}), 409, "cursor_invalid")
     # recall needs the recall capability: alice's records_read does not give it

@@ -259,7 +259,8 @@ async def test_an_export_job_re_checks_the_exporters_grants_when_it_runs(
     await ok(team, "owner", "memory.records.create", {
         **SUBJECT, "content": {"text": "Walks at dawn."}, "placement": {"shared": True}})
     granted = await ok(team, "owner", "memory.grants.grant", {
-        "space_id": "kb", "principal_id": "alice", "capabilities": ["transfer"],
+        "space_id": "kb", "principal_id": "alice", "capabilities": [
+            "transfer", "records_read"],  # an export shows only what alice reads (ADR 0082)
         "shared_access": True})
     endpoint.mode = "gate"  # the worker is busy with a reflection while the export waits
     reflection = await generate_reflection(team)

@@ -37,7 +37,9 @@ def test_thirteen_models_and_33_ops_under_their_flags() -> None:
         spec = SPOKE_MEMORY[name]
         assert OPERATIONS[spec.name] is spec
         assert spec.restricted == op.mutating
-        assert spec.scope == ("memory.write" if op.mutating else "memory.read")
+        forgets = name in ("memory.records.delete", "memory.candidates.dismiss")  # ADR 0083
+        assert spec.scope == ("memory.forget" if forgets else
+                              "memory.write" if op.mutating else "memory.read")
 
 
 def test_durable_models_carry_schema_version_and_extensions() -> None:

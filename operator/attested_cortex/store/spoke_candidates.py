@@ -93,6 +93,18 @@ async def record_keys(conn: Conn, space_id: str, subject_id: str | None) -> list
     return list(await cur.fetchall())
 
 
+async def placements(conn: Conn, space_id: str,
+                     ids: list[uuid.UUID]) -> dict[uuid.UUID, Row]:
+    """The subject and placement of each record of ``ids`` (tombstones too) by id: what a
+    row derived from records (a reflection) is authorized by."""
+    if not ids:
+        return {}
+    cur = await conn.execute(
+        "SELECT memory_id, subject_id, context_id FROM memory_records"
+        " WHERE space_id = %s AND memory_id = ANY(%s)", (space_id, list(set(ids))))
+    return {row["memory_id"]: row for row in await cur.fetchall()}
+
+
 async def set_placement(conn: Conn, record_id: uuid.UUID, context_id: str | None) -> None:
     """A record's new placement (promote)."""
     await conn.execute("UPDATE memory_records SET context_id = %s WHERE memory_id = %s",

@@ -14,7 +14,7 @@ from attested_cortex.errors import ConflictError, DeniedError, NotFoundError
 from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.service.resources.spoke_views import Row, grant_view
 from attested_cortex.spoke.coverage import Want, covers
-from attested_cortex.spoke.models import MemoryGrant, Placement
+from attested_cortex.spoke.models import Capability, MemoryGrant, Placement
 from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
 
@@ -30,6 +30,14 @@ class Access:
 
     def allows(self, want: Want) -> bool:
         return covers(authority=self.authority, grants=self.grants, want=want, now=self.now)
+
+    def reads(self, capability: Capability, subject_id: str, placement: Placement) -> bool:
+        """Whether a read through ``capability`` may show what a record at ``placement`` of
+        ``subject_id`` holds: ``capability`` and ``records_read`` both cover it, so no read
+        (recall, reflections, exports) shows what ``memory.records.get`` would answer 404
+        (ADR 0082)."""
+        return self.allows(Want(capability, subject_id, placement)) \
+            and self.allows(Want("records_read", subject_id, placement))
 
     def require(self, want: Want) -> None:
         """403 ``grant_missing`` unless a live grant (or the authority) covers ``want``."""

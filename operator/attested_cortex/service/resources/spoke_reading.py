@@ -3,7 +3,7 @@ change ``memory.records.promote``. Called by :mod:`.spoke_dispatch`.
 
 Both reads work on the **authorized set** in SQL (:mod:`attested_cortex.store.spoke_reading`,
 migration 0023): the space's live records (of the subject when named) that the caller's live
-grants reach for ``records_read`` (``recall`` for a recall), narrowed by the
+grants reach for ``records_read`` (and ``recall`` too for a recall: ADR 0082), narrowed by the
 :class:`ReadSelection` (contexts, shared, both, or everything authorized) and the
 :class:`ProvenanceFilter` (source contexts), composed by AND, before any count, rank, page
 or budget. :func:`reach` folds the grants and the request into one :class:`~.Reach` (a box
@@ -68,16 +68,41 @@ def placement_of(row: Row) -> Placement:
 def reach(standing: gate.Access, capability: Capability, *, space_id: str,
           subject_id: str | None, selection: ReadSelection,
           provenance: ProvenanceFilter | None) -> Reach:
-    """What a read may touch: the caller's coverage for ``capability`` (the authority: the
-    whole space; else a box per live grant holding it) narrowed by the request. Pure."""
-    if standing.authority:
-        boxes = [Box(None, None, True)]
-    else:
-        boxes = [Box(_opt(g.subject_ids), _opt(g.context_ids), g.shared_access)
-                 for g in live(standing.grants, standing.now) if capability in g.capabilities]
+    """What a read may touch: the caller's coverage for ``capability`` and for
+    ``records_read`` (a read shows records: never one ``memory.records.get`` would not, ADR
+    0082), narrowed by the request. The authority: the whole space; else a box per pair of
+    live grants, one holding each, met. Pure."""
+    boxes = _boxes(standing, capability)
+    if capability != "records_read":
+        readable = _boxes(standing, "records_read")
+        boxes = [m for b in boxes for r in readable if (m := _meet(b, r)) is not None]
     narrowed = (_narrow(b, subject_id, selection) for b in boxes)
     return Reach(space_id, tuple(dict.fromkeys(b for b in narrowed if b is not None)),
                  None if provenance is None else tuple(provenance.source_context_ids))
+
+
+def _boxes(standing: gate.Access, capability: Capability) -> list[Box]:
+    if standing.authority:
+        return [Box(None, None, True)]
+    return [Box(_opt(g.subject_ids), _opt(g.context_ids), g.shared_access)
+            for g in live(standing.grants, standing.now) if capability in g.capabilities]
+
+
+def _meet(one: Box, other: Box) -> Box | None:
+    """The records both boxes hold (None: none)."""
+    subjects = _both(one.subjects, other.subjects)
+    contexts = _both(one.contexts, other.contexts)
+    shared = one.shared and other.shared
+    if subjects == () or (contexts == () and not shared):
+        return None
+    return Box(subjects, contexts, shared)
+
+
+def _both(one: tuple[str, ...] | None,
+          other: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if one is None or other is None:
+        return other if one is None else one
+    return tuple(v for v in one if v in other)
 
 
 def _opt(values: list[str] | None) -> tuple[str, ...] | None:

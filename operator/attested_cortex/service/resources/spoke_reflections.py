@@ -2,17 +2,20 @@
 ``memory.reflections.state``, ``.list`` and ``.generate``. Called by :mod:`.spoke_dispatch`.
 
 Every request needs ``reflections`` for the subject. The basis is computed from what the
-caller is authorized for *now* (the subject's live records its ``reflections`` grants cover
-at their placements, and the subject's profile revisions), so ``stale`` is read-time: a
-stored reflection is stale when its digest differs from the current basis's. Generation is
-admitted only when the provider's required profile kinds exist (none by default:
-``memory.describe`` says so) and at least one record is in the basis. Without a reflection
-endpoint it runs the deterministic engine of :mod:`attested_cortex.spoke.reflecting` and
-commits at once; with one (ADR 0069) the receipt answers ``pending``, the pinned basis is
-left for the background worker (:mod:`attested_cortex.service.workers.pending_receipts`) in
-the same transaction, and ``memory.receipts.get`` later reads it ``committed`` (``refs``:
-the reflection) or ``failed``. The engine's policy identity is part of every basis, so the
-digests of ``state`` and ``list`` follow the engine this server runs.
+caller is authorized for *now* (the subject's live records its ``reflections`` and
+``records_read`` grants both cover at their placements, and the subject's profile
+revisions); a stored reflection is listed only to a caller who reads every record of its
+basis now (ADR 0082: a derived row inherits the coverage of what it was derived from). So
+``stale`` is read-time: a stored reflection is stale when its digest differs from the
+current basis's. Generation is admitted only when the provider's required profile kinds
+exist (none by default: ``memory.describe`` says so) and at least one record is in the
+basis. Without a reflection endpoint it runs the deterministic engine of
+:mod:`attested_cortex.spoke.reflecting` and commits at once; with one (ADR 0069) the
+receipt answers ``pending``, the pinned basis is left for the background worker
+(:mod:`attested_cortex.service.workers.pending_receipts`) in the same transaction, and
+``memory.receipts.get`` later reads it ``committed`` (``refs``: the reflection) or
+``failed``. The engine's policy identity is part of every basis, so the digests of
+``state`` and ``list`` follow the engine this server runs.
 """
 
 from __future__ import annotations
@@ -49,13 +52,12 @@ def engine_policy(svc: Services) -> str:
     return reflecting.ENGINE_POLICY if found is None else found.policy
 
 
-async def _basis(svc: Services, conn: Conn, caller: Caller,
+async def _basis(svc: Services, conn: Conn, standing: gate.Access,
                  req: rq.ReflectionsRequest) -> tuple[ReflectionBasis, list[Any], dict[str, str]]:
-    standing = await gate.access(conn, caller, req.space_id)
     standing.require(Want("reflections", req.subject_id))
     await gate.existing_subject(conn, req.space_id, req.subject_id)
     keys = [r for r in await listing.record_keys(conn, req.space_id, req.subject_id)
-            if standing.allows(Want("reflections", r["subject_id"], placement_of(r)))]
+            if standing.reads("reflections", r["subject_id"], placement_of(r))]
     profiles = await listing.profiles(conn, req.space_id, req.subject_id)
     basis = reflecting.basis_of([(r["memory_id"], r["revision"]) for r in keys],
                                 {p["kind"]: p["revision"] for p in profiles},
@@ -70,7 +72,8 @@ def _missing(profiles: dict[str, str]) -> list[str]:
 async def state(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
                 key: str | None) -> Wire:
     async with svc.db.connection() as conn:
-        basis, keys, profiles = await _basis(svc, conn, caller, req)
+        basis, keys, profiles = await _basis(
+            svc, conn, await gate.access(conn, caller, req.space_id), req)
         stored = await listing.reflections(conn, req.space_id, req.subject_id)
     current = reflecting.digest(basis)
     return rq.ReflectionState(
@@ -80,10 +83,16 @@ async def state(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
 
 async def listed(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
                  key: str | None) -> Wire:
+    """The stored reflections whose every basis record the caller reads now (a reflection
+    inherits the coverage of what it was derived from, ADR 0082)."""
     async with svc.db.connection() as conn:
-        basis, _, _ = await _basis(svc, conn, caller, req)
+        standing = await gate.access(conn, caller, req.space_id)
+        basis, _, _ = await _basis(svc, conn, standing, req)
         stored = await listing.reflections(conn, req.space_id, req.subject_id)
+        placed = await listing.placements(conn, req.space_id, [
+            uuid.UUID(str(ref["record_id"])) for r in stored for ref in r["basis"]["records"]])
     current = reflecting.digest(basis)
+    stored = [r for r in stored if _derived_readable(standing, r, placed)]
     return rq.ReflectionList(reflections=[Reflection(
         reflection_id=r["reflection_id"], space_id=r["space_id"], subject_id=r["subject_id"],
         text=r["text"], basis=ReflectionBasis(**r["basis"]), state_digest=r["state_digest"],
@@ -91,10 +100,22 @@ async def listed(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
         schema_version=r["schema_version"], extensions=r["extensions"]) for r in stored])
 
 
+def _derived_readable(standing: gate.Access, stored: dict[str, Any],
+                      placed: dict[uuid.UUID, dict[str, Any]]) -> bool:
+    """Whether ``standing`` reads every record ``stored`` was derived from (one gone: no)."""
+    for ref in stored["basis"]["records"]:
+        row = placed.get(uuid.UUID(str(ref["record_id"])))
+        if row is None or not standing.reads("reflections", row["subject_id"],
+                                             placement_of(row)):
+            return False
+    return True
+
+
 async def generate(svc: Services, caller: Caller, req: rq.ReflectionsRequest,
                    key: str | None) -> Wire:
     async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
-        basis, keys, profiles = await _basis(svc, conn, caller, req)
+        basis, keys, profiles = await _basis(
+            svc, conn, await gate.access(conn, caller, req.space_id), req)
         await gate.writable_space(conn, caller, req.space_id)
         missing = _missing(profiles)
         if missing:

@@ -4,7 +4,8 @@ Called by :mod:`.spoke_dispatch`; the format is the logical bundle's with the ``
 content kind (ADR 0070, :mod:`attested_cortex.bundles.spaces`).
 
 Everything needs ``transfer``. An export holds what the exporter's ``transfer`` grants cover
-(subjects, live records at their placements, profiles); it is built and stored at once, so
+and it reads (ADR 0082: live records its ``records_read`` also covers, their subjects, and
+the profiles of those subjects its ``profiles_read`` covers); it is built and stored at once, so
 its receipt commits (``refs: [export_id]``), unless it covers more records than the
 server's bound: then the receipt answers ``pending`` and the pending worker builds it
 (ADR 0069; ``memory.receipts.get`` reads the export id once committed). Each chunk is
@@ -52,16 +53,21 @@ from attested_cortex.store.database import Conn
 
 
 async def _covered(conn: Conn, standing: gate.Access, space_id: str) -> list[Any]:
-    """The keys of the space's live records the standing's ``transfer`` covers."""
+    """The keys of the space's live records the standing's ``transfer`` and
+    ``records_read`` cover (an export shows no record ``records.get`` would not, ADR 0082)."""
     return [k for k in await listing.record_keys(conn, space_id, None)
-            if standing.allows(Want("transfer", k["subject_id"], placement_of(k)))]
+            if standing.reads("transfer", k["subject_id"], placement_of(k))]
 
 
-async def _document(conn: Conn, space_id: str, keys: list[Any]) -> dict[str, Any]:
+async def _document(conn: Conn, standing: gate.Access, space_id: str,
+                    keys: list[Any]) -> dict[str, Any]:
+    """The export's document: the records of ``keys``, their subjects, and the profiles of
+    those subjects that ``standing`` reads (``profiles_read``, as ``memory.profile.get``)."""
     records = await rows.records_by_id(conn, space_id, [k["memory_id"] for k in keys])
     subjects = sorted({r["subject_id"] for r in records})
     found = [await rows.subject(conn, space_id, s) for s in subjects]
-    profiles = [p for s in subjects for p in await listing.profiles(conn, space_id, s)]
+    profiles = [p for s in subjects if standing.allows(Want("profiles_read", s))
+                for p in await listing.profiles(conn, space_id, s)]
     return {
         "subjects": [{"subject_id": s["subject_id"], "kind": s["kind"]}
                      for s in found if s is not None],
@@ -80,16 +86,17 @@ def _content(row: dict[str, Any]) -> dict[str, Any]:
     return present
 
 
-async def _export(conn: Conn, space: dict[str, Any], keys: list[Any], chunk_bytes: int,
-                  by: str) -> uuid.UUID:
-    """Build and store an export of the records of ``keys``; its id."""
-    files = spaces.space_files(await _document(conn, space["space_id"], keys))
+async def _export(conn: Conn, standing: gate.Access, space: dict[str, Any], keys: list[Any],
+                  chunk_bytes: int) -> uuid.UUID:
+    """Build and store an export of the records of ``keys`` for ``standing``; its id."""
+    files = spaces.space_files(await _document(conn, standing, space["space_id"], keys))
     chunks, manifest_digest = spaces.wire_chunks(files, chunk_bytes)
     export_id = uuid.uuid4()
     await transfer.insert_export(conn, {
         "export_id": export_id, "space_id": space["space_id"], "chunk_count": len(chunks),
         "manifest_digest": manifest_digest,
-        "authority_generation": space["authority_generation"], "created_by": by}, chunks)
+        "authority_generation": space["authority_generation"],
+        "created_by": standing.principal}, chunks)
     return export_id
 
 
@@ -108,7 +115,7 @@ async def exports_create(svc: Services, caller: Caller, req: rq.ExportCreate,
                                   payload={"authority": standing.authority,
                                            "chunk_bytes": req.chunk_bytes})
             return Effect(status="pending")
-        export_id = await _export(conn, space, keys, req.chunk_bytes, caller.agent_id)
+        export_id = await _export(conn, standing, space, keys, req.chunk_bytes)
         return Effect([str(export_id)], space["authority_generation"])
     answer = await mutate_in(svc, caller, "memory.exports.create", req, key, effect)
     if svc.pending is not None and isinstance(answer, MemoryReceipt) \
@@ -131,7 +138,7 @@ async def export_job(conn: Conn, work: dict[str, Any]) -> Outcome:
     if space is None:
         return Outcome.failed("space_not_found", f"space {space_id!r} no longer exists")
     keys = await _covered(conn, standing, space_id)
-    export_id = await _export(conn, space, keys, int(work["payload"]["chunk_bytes"]), principal)
+    export_id = await _export(conn, standing, space, keys, int(work["payload"]["chunk_bytes"]))
     return Outcome("committed", [str(export_id)], space["authority_generation"])
 
 
