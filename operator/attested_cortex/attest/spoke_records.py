@@ -73,7 +73,10 @@ def grant_record(row: Row) -> dict[str, CborValue]:
             "capabilities": _texts(row["capabilities"]),
             "subject_ids": _texts(row["subject_ids"]),
             "context_ids": _texts(row["context_ids"]), "shared_access": row["shared_access"],
-            "expires_at": _us(row["expires_at"]), "revoked_at": _us(row["revoked_at"])}
+            "expires_at": _us(row["expires_at"]), "revoked_at": _us(row["revoked_at"]),
+            # its parent, which revokes it (ADR 0082); absent for a root, as before 0029
+            **({} if row.get("derived_from") is None
+               else {"derived_from": str(row["derived_from"])})}
 
 
 def receipt_record(row: Row) -> dict[str, CborValue]:

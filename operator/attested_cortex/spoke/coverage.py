@@ -10,7 +10,8 @@ Non-amplification: a new grant is issued only when the issuer has the authority,
 live grant of the issuer holding ``grants`` contains it whole — its capabilities, subjects,
 contexts, shared access and expiry each within that grant's. Requiring one grant to contain
 it (not the union of several) is stricter than the union and is never wider than what the
-issuer could do itself.
+issuer could do itself. That grant is the new one's parent (:func:`parent_of`): revoking it
+revokes the new one too (ADR 0082).
 """
 
 from __future__ import annotations
@@ -81,10 +82,15 @@ def _within(outer: list[str] | None, inner: list[str] | None) -> bool:
     return inner is not None and set(inner) <= set(outer)
 
 
+def parent_of(issuer_grants: Sequence[MemoryGrant], new: MemoryGrant,
+              now: datetime) -> MemoryGrant | None:
+    """The issuer's oldest live grant holding ``grants`` that contains ``new`` whole: the
+    grant ``new`` is derived from, and stops with (ADR 0082). None: no such grant."""
+    return next((g for g in live(issuer_grants, now)
+                 if "grants" in g.capabilities and contains(g, new)), None)
+
+
 def may_issue(*, authority: bool, issuer_grants: Sequence[MemoryGrant],
               new: MemoryGrant, now: datetime) -> bool:
     """Whether the issuer may issue ``new`` (authority, or one live ``grants`` grant holds it)."""
-    if authority:
-        return True
-    return any("grants" in g.capabilities and contains(g, new)
-               for g in live(issuer_grants, now))
+    return authority or parent_of(issuer_grants, new, now) is not None

@@ -104,12 +104,14 @@ async def set_subject(conn: Conn, space_id: str, subject_id: str, *, state: str,
 
 
 async def insert_grant(conn: Conn, grant: Row) -> Row:
-    """Store a new grant (``grant``: its columns)."""
+    """Store a new grant (``grant``: its columns; ``derived_from``: its parent, None when
+    the authority issued it)."""
     cur = await conn.execute(
         "INSERT INTO memory_grants (grant_id, space_id, principal_id, issued_by, capabilities,"
-        " subject_ids, context_ids, shared_access, expires_at) VALUES (%(grant_id)s,"
-        " %(space_id)s, %(principal_id)s, %(issued_by)s, %(capabilities)s, %(subject_ids)s,"
-        " %(context_ids)s, %(shared_access)s, %(expires_at)s) RETURNING *", grant)
+        " subject_ids, context_ids, shared_access, expires_at, derived_from) VALUES"
+        " (%(grant_id)s, %(space_id)s, %(principal_id)s, %(issued_by)s, %(capabilities)s,"
+        " %(subject_ids)s, %(context_ids)s, %(shared_access)s, %(expires_at)s,"
+        " %(derived_from)s) RETURNING *", grant)
     row = await cur.fetchone()
     assert row is not None
     return row
@@ -133,14 +135,27 @@ async def grant(conn: Conn, space_id: str, grant_id: uuid.UUID, *,
     return await cur.fetchone()
 
 
-async def revoke(conn: Conn, grant_id: uuid.UUID) -> Row:
-    """Revoke a grant, terminally (a second revoke keeps the first time)."""
-    cur = await conn.execute(
-        "UPDATE memory_grants SET revoked_at = coalesce(revoked_at, clock_timestamp())"
-        " WHERE grant_id = %s RETURNING *", (grant_id,))
-    row = await cur.fetchone()
-    assert row is not None
-    return row
+#: The grant and every grant derived from it, down the issuance chain (through grants
+#: already revoked: one derived before a cascade existed may still be live).
+_CHAIN = """
+WITH RECURSIVE chain AS (
+    SELECT grant_id, 0 AS depth FROM memory_grants WHERE grant_id = %(grant)s
+    UNION
+    SELECT g.grant_id, c.depth + 1 FROM memory_grants g JOIN chain c
+        ON g.derived_from = c.grant_id WHERE c.depth < 1000
+), at AS (SELECT clock_timestamp() AS now)
+UPDATE memory_grants g SET revoked_at = at.now FROM chain, at
+WHERE g.grant_id = chain.grant_id AND g.revoked_at IS NULL
+RETURNING g.grant_id, chain.depth, g.created_at
+"""
+
+
+async def revoke(conn: Conn, grant_id: uuid.UUID) -> list[uuid.UUID]:
+    """Revoke a live grant and every live grant derived from it (ADR 0082), terminally, at
+    one time: their ids, the grant's first, then down the chain."""
+    cur = await conn.execute(_CHAIN, {"grant": grant_id})
+    found = sorted(await cur.fetchall(), key=lambda r: (r["depth"], r["created_at"]))
+    return [row["grant_id"] for row in found]
 
 
 #: A record's columns: its side row and, from its memory row, text, author, revision, times

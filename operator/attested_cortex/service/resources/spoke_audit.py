@@ -58,9 +58,9 @@ async def _touched(conn: Conn, receipt: Row) -> Records:
     if op in _SUBJECT_OPS and refs:
         subject = await rows.subject(conn, space_id, refs[0])
         return {"subject": [subject_record(subject)]} if subject is not None else {}
-    if op in _GRANT_OPS and refs:
-        grant = await rows.grant(conn, space_id, uuid.UUID(refs[0]))
-        return {"grant": [grant_record(grant)]} if grant is not None else {}
+    if op in _GRANT_OPS:  # a revoke names the grants derived from it too (ADR 0082)
+        grants = [await rows.grant(conn, space_id, uuid.UUID(ref)) for ref in refs]
+        return {"grant": [grant_record(g) for g in grants if g is not None]} if refs else {}
     if op in _CANDIDATE_OPS:
         found = [await candidates.candidate(conn, space_id, uuid.UUID(ref))
                  for ref in refs[:_CANDIDATE_OPS[op]]]

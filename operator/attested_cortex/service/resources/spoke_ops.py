@@ -31,7 +31,7 @@ from attested_cortex.service.resources.spoke_views import (
 )
 from attested_cortex.spoke import reflecting
 from attested_cortex.spoke import requests as rq
-from attested_cortex.spoke.coverage import Want, may_issue
+from attested_cortex.spoke.coverage import Want, parent_of
 from attested_cortex.spoke.models import (
     PROTOCOL_VERSION,
     Capability,
@@ -177,11 +177,12 @@ async def grants_grant(svc: Services, caller: Caller, req: rq.GrantIssue,
         await gate.writable_space(conn, caller, req.space_id)
         new = MemoryGrant(grant_id=uuid.uuid4(), issued_by=caller.agent_id, created_at=now,
                           **req.model_dump())
-        if not may_issue(authority=standing.authority, issuer_grants=standing.grants,
-                         new=new, now=now):
+        parent = None if standing.authority else parent_of(standing.grants, new, now)
+        if not standing.authority and parent is None:
             raise gate.amplification(caller.agent_id)
-        row = await rows.insert_grant(conn, new.model_dump(exclude={
-            "created_at", "revoked_at", "schema_version", "extensions"}))
+        row = await rows.insert_grant(conn, {**new.model_dump(exclude={
+            "created_at", "revoked_at", "schema_version", "extensions"}),
+            "derived_from": None if parent is None else parent.grant_id})
         await rows.bump_space(conn, req.space_id)
         return Effect([str(row["grant_id"])])
     return await mutate_in(svc, caller, "memory.grants.grant", req, key, effect)
@@ -201,9 +202,9 @@ async def grants_revoke(svc: Services, caller: Caller, req: rq.GrantRevoke,
         if row["revoked_at"] is not None:
             raise ConflictError(f"grant {req.grant_id} is already revoked (terminal)",
                                 code="grant_revoked")
-        await rows.revoke(conn, req.grant_id)
+        revoked = await rows.revoke(conn, req.grant_id)  # with its derived grants (ADR 0082)
         await rows.bump_space(conn, req.space_id)
-        return Effect([str(req.grant_id)])
+        return Effect([str(g) for g in revoked])
     return await mutate_in(svc, caller, "memory.grants.revoke", req, key, effect)
 
 
