@@ -222,9 +222,11 @@ async def test_records_cas_tombstones_and_native_visibility(team: Agents) -> Non
     assert record["content"] == create["content"] and record["revision"] == 1
     assert record["provenance"] == {"source_context_id": "chat-7", "captured_by": "alice",
                                     "candidate_id": None}
-    # the record is a memory: native reads and the chain see it
-    native = await team.call("alice", "GET", f"/v1/memories/{ref['record_id']}")
+    # the record is a memory: the chain and the space authority's native reads see it; a
+    # grantee (its author here) reads it through the family only (ADR 0083)
+    native = await team.call("owner", "GET", f"/v1/memories/{ref['record_id']}")
     assert native.status == 200 and native.body["namespace"] == "kb"
+    assert (await team.call("alice", "GET", f"/v1/memories/{ref['record_id']}")).status == 404
     bad = refused(await op(team, "alice", "memory.records.create", {
         **create, "content": {"text": "x", "cognition": [{"view": "now"}]}}), 400,
         "invalid_input")

@@ -279,6 +279,13 @@ async def settle_receipt(conn: Conn, receipt_id: uuid.UUID, *, status: str,
     return row
 
 
+async def records_among(conn: Conn, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Which of the memories ``ids`` are records of a space."""
+    cur = await conn.execute("SELECT memory_id FROM memory_records WHERE memory_id = ANY(%s)",
+                             (list(ids),))
+    return {row["memory_id"] for row in await cur.fetchall()}
+
+
 async def keyed_receipt(conn: Conn, *, space_id: str, principal: str, op: str,
                         key: str) -> Row | None:
     """The receipt of (space, principal, op, key), or None."""

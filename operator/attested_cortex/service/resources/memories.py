@@ -31,7 +31,7 @@ from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.running import Call, Target, run, visible
-from attested_cortex.service.resources import answers, cursors, transcripts
+from attested_cortex.service.resources import answers, cursors, spoke_native, transcripts
 from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
@@ -215,6 +215,9 @@ class GetCall(Call[Memory]):
 
     async def execute(self, svc: Services, caller: Caller) -> Memory:
         assert self.found is not None
+        async with svc.db.connection() as conn:
+            await spoke_native.require_readable(conn, caller, self.found.id,
+                                                self.found.namespace)
         return self.found
 
 
@@ -349,6 +352,8 @@ class VerifyCall(Call[dict[str, Any]]):
     async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
         assert self.found is not None
         async with svc.db.connection() as conn:
+            await spoke_native.require_readable(conn, caller, self.found.id,
+                                                self.found.namespace)
             signature = await signatures.for_revision(conn, self.found.id, self.found.revision)
         return attesting.memory_verification(self.found, signature,
                                              attesting.snapshot(svc.keys))
@@ -401,7 +406,10 @@ class ListCall(Call[MemoryPage]):
             listed = await rows.list_namespace(conn, namespace=self.namespace,
                                                limit=self.limit, before=before,
                                                max_bytes=budget)
-        shown = [m for m in listed.memories if visible(svc, caller, self.spec, m.namespace)]
+            records = await spoke_native.hidden(conn, caller, {
+                m.id: m.namespace for m in listed.memories})
+        shown = [m for m in listed.memories if m.id not in records
+                 and visible(svc, caller, self.spec, m.namespace)]
         kept = len(answers.fitting(shown, memory_view, max_bytes=budget))
         if kept < len(shown):  # cut by the answer's bytes: go on after the last one shown
             return MemoryPage(tuple(shown[:kept]), _cursor(shown[kept - 1]), True)
