@@ -125,3 +125,33 @@ async def test_a_c1_grantee_sees_nothing_of_c2_through_any_op(
     listed = await ok(crew, "owner", "memory.reflections.list", SUBJECT, flags=ALL_FLAGS)
     assert [SECRET in r["text"] for r in listed["reflections"]] == [False, True]
     assert SECRET in await _export_text(crew, "owner", ids["export"])
+
+
+async def test_an_export_is_fetched_only_under_the_grants_it_was_built_under(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    """An export is a read too: once the grant that let its creator read c2 is revoked, the
+    creator's export holding c2 is refused (409 ``export_stale``), as ``records.get`` on the
+    c2 record is 404; a new export carries c1 only. The authority's exports stand."""
+    crew = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "g": ""})
+    await ok(crew, "owner", "memory.subjects.ensure", SUBJECT)
+    grants = {}
+    for context in ("c1", "c2"):
+        grants[context] = (await ok(crew, "owner", "memory.grants.grant", {
+            **SPACE, "principal_id": "g", "capabilities": ["transfer", "records_read"],
+            "context_ids": [context]}))["refs"][0]
+        await ok(crew, "owner", "memory.records.create", {
+            **SUBJECT, "content": {"text": f"{SECRET} at {context}"},
+            "placement": {"context_id": context}})
+    built = (await ok(crew, "g", "memory.exports.create", SPACE, flags=ALL_FLAGS))["refs"][0]
+    assert f"{SECRET} at c2" in await _export_text(crew, "g", built)
+    owners = (await ok(crew, "owner", "memory.exports.create", SPACE, flags=ALL_FLAGS))[
+        "refs"][0]
+    await ok(crew, "owner", "memory.grants.revoke", {**SPACE, "grant_id": grants["c2"]})
+    stale = await op(crew, "g", "memory.exports.get", {
+        **SPACE, "export_id": built, "ordinal": 0}, flags=ALL_FLAGS)
+    assert stale.status == 409 and stale.body["error"]["code"] == "export_stale", stale.text
+    again = (await ok(crew, "g", "memory.exports.create", SPACE, flags=ALL_FLAGS))["refs"][0]
+    text = await _export_text(crew, "g", again)
+    assert f"{SECRET} at c1" in text and f"{SECRET} at c2" not in text
+    assert f"{SECRET} at c2" in await _export_text(crew, "owner", owners)

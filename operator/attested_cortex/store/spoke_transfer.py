@@ -46,12 +46,13 @@ def _opened(conn: Conn, kind: str, owner: uuid.UUID, row: Row) -> Row:
 
 
 async def insert_export(conn: Conn, row: Row, chunks: Sequence[tuple[bytes, str]]) -> None:
-    """An export and its chunks (``(data, digest)`` in ordinal order)."""
+    """An export and its chunks (``(data, digest)`` in ordinal order); ``grants_digest``:
+    the creator's live grants it was built under (None: built by the authority)."""
     await conn.execute(
         "INSERT INTO memory_exports (export_id, space_id, chunk_count, manifest_digest,"
-        " authority_generation, created_by) VALUES (%(export_id)s, %(space_id)s,"
-        " %(chunk_count)s, %(manifest_digest)s, %(authority_generation)s, %(created_by)s)",
-        row)
+        " authority_generation, created_by, grants_digest) VALUES (%(export_id)s,"
+        " %(space_id)s, %(chunk_count)s, %(manifest_digest)s, %(authority_generation)s,"
+        " %(created_by)s, %(grants_digest)s)", row)
     async with conn.cursor() as cur:
         await cur.executemany(
             "INSERT INTO memory_export_chunks (export_id, ordinal, data, key_version, digest)"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import uuid
 from typing import Any
 
@@ -86,6 +87,16 @@ def _content(row: dict[str, Any]) -> dict[str, Any]:
     return present
 
 
+def grants_digest(standing: gate.Access) -> str | None:
+    """The digest of the live grants an export is built under (None for the authority,
+    whose coverage is the space): a fetch by a creator whose live grants differ now is
+    refused, as a cursor is (ADR 0082)."""
+    if standing.authority:
+        return None
+    ids = sorted(str(g.grant_id) for g in gate.live_grants(standing))
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+
+
 async def _export(conn: Conn, standing: gate.Access, space: dict[str, Any], keys: list[Any],
                   chunk_bytes: int) -> uuid.UUID:
     """Build and store an export of the records of ``keys`` for ``standing``; its id."""
@@ -96,7 +107,7 @@ async def _export(conn: Conn, standing: gate.Access, space: dict[str, Any], keys
         "export_id": export_id, "space_id": space["space_id"], "chunk_count": len(chunks),
         "manifest_digest": manifest_digest,
         "authority_generation": space["authority_generation"],
-        "created_by": standing.principal}, chunks)
+        "created_by": standing.principal, "grants_digest": grants_digest(standing)}, chunks)
     return export_id
 
 
@@ -155,6 +166,11 @@ async def exports_get(svc: Services, caller: Caller, req: rq.ExportChunkRef,
     if row is None:
         raise NotFoundError(f"export {req.export_id} has no chunk {req.ordinal} in this space",
                             code="export_chunk_not_found")
+    built = row["grants_digest"]
+    if built is not None and not standing.authority and built != grants_digest(standing):
+        raise ConflictError(f"export {req.export_id} was built under grants of yours that "
+                            "changed since (revoked, expired or new): export again",
+                            code="export_stale")
     return MemoryExportChunk(
         export_id=row["export_id"], ordinal=row["ordinal"],
         final=row["ordinal"] == row["chunk_count"] - 1,
