@@ -1,9 +1,9 @@
 """A space's records are not read natively but by its authority (issue 37 item 3, ADR 0083):
 with the default native scopes (``memory.read`` everywhere), a principal with no grant, and
 a grantee of another context, get 404 for a record through ``GET /v1/memories/{id}`` and
-its verify, and do not find it in the listing or recall, over HTTP and MCP; a plain memory
-in the same namespace reads as before; the authority reads everything natively; the grantee
-reads its own context through the family.
+its verify, and do not find it in the listing, recall or the graph, over HTTP and MCP; a
+plain memory in the same namespace reads as before; the authority reads everything
+natively; the grantee reads its own context through the family.
 """
 
 from __future__ import annotations
@@ -54,6 +54,15 @@ async def test_records_are_read_natively_by_the_space_authority_only(
             found = tool_ok(await mcp.call_tool("memory_recall", {"query": "quokka",
                                                                   "namespace": "kb"}))
             assert [h["id"] for h in found["results"]] == [plain]
+    # the graph: a record is a hidden node, removed with its edges
+    linked = await crew.call("stranger", "POST", "/v1/links", {
+        "src_id": plain, "dst_id": record, "relation": "related_to"})
+    assert linked.status == 201, linked.text
+    for who in ("stranger", "g"):
+        graph = await crew.call(who, "POST", "/v1/kg/query", {"start_id": plain, "depth": 1})
+        assert [n["id"] for n in graph.body["nodes"]] == [plain], graph.text
+        links = await crew.call(who, "GET", f"/v1/memories/{plain}/links")
+        assert links.status == 200 and links.body["links"] == [], links.text
     # the grantee reads its context through the family, under its grant
     assert (await ok(crew, "g", "memory.records.get", {
         **SPACE, "record_id": mine}))["content"]["text"] == "shared quokka note"
