@@ -418,10 +418,13 @@ _ROW_BYTES = ("octet_length(content) + octet_length(title) + octet_length(metada
 
 @dataclass(frozen=True)
 class Listed:
-    """One page of a listing and whether rows follow it (past ``limit`` or the bytes)."""
+    """One page of a listing and whether rows follow it (past ``limit`` or the bytes);
+    ``records``: which of its memories are spoke-memory records (ADR 0083), read by the
+    same statement."""
 
     memories: list[Memory]
     more: bool
+    records: frozenset[uuid.UUID] = frozenset()
 
 
 async def list_namespace(
@@ -446,7 +449,8 @@ async def list_namespace(
     # the windows run over the page only (after LIMIT): the bytes ahead of each row, and
     # how many rows the page had before the byte cut (limit + 1: whether more follow)
     cur = await conn.execute(
-        "SELECT * FROM (SELECT *, sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC) "
+        "SELECT *, EXISTS (SELECT 1 FROM memory_records r WHERE r.memory_id = weighed.id)"
+        " AS is_record FROM (SELECT *, sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC) "
         "- row_bytes AS ahead, count(*) OVER () AS page_rows "
         f"FROM (SELECT {_COLUMNS}, {_ROW_BYTES} AS row_bytes FROM memories "
         f"WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT %s) page) "
@@ -456,7 +460,8 @@ async def list_namespace(
     )
     found = await cur.fetchall()
     more = bool(found) and int(found[0]["page_rows"]) > len(found)
-    return Listed([_from_row(conn, r) for r in found], more)
+    records = frozenset(r["id"] for r in found if r["is_record"])
+    return Listed([_from_row(conn, r) for r in found], more, records)
 
 
 def _like_prefix(value: str) -> str:

@@ -406,9 +406,8 @@ class ListCall(Call[MemoryPage]):
             listed = await rows.list_namespace(conn, namespace=self.namespace,
                                                limit=self.limit, before=before,
                                                max_bytes=budget)
-            records = await spoke_native.hidden(conn, caller, {
-                m.id: m.namespace for m in listed.memories})
-        shown = [m for m in listed.memories if m.id not in records
+        shown = [m for m in listed.memories
+                 if not spoke_native.hides(caller, m.id, m.namespace, listed.records)
                  and visible(svc, caller, self.spec, m.namespace)]
         kept = len(answers.fitting(shown, memory_view, max_bytes=budget))
         if kept < len(shown):  # cut by the answer's bytes: go on after the last one shown

@@ -29,6 +29,13 @@ async def hidden(conn: Conn, caller: Caller,
     return await rows.records_among(conn, maybe) if maybe else set()
 
 
+def hides(caller: Caller, memory_id: uuid.UUID, namespace: str,
+          records: frozenset[uuid.UUID]) -> bool:
+    """:func:`hidden` for one memory of a read that already knows its ``records`` (the
+    listing's statement says which of its rows are records: no statement more)."""
+    return memory_id in records and not caller.scopes.allows("memory.override", namespace)
+
+
 async def require_readable(conn: Conn, caller: Caller, memory_id: uuid.UUID,
                            namespace: str) -> None:
     """404, as for a memory that does not exist, when it is a record the caller may not
