@@ -123,6 +123,17 @@ def writable_subject(subject: Row, placement: Placement | None) -> None:
                             context_id=placement.context_id)
 
 
+async def open_subject(conn: Conn, space_id: str, subject_id: str,
+                       placement: Placement | None) -> Row:
+    """The write gate of a subject's memory, run by every path that writes one of its
+    records or profiles (create, review, import; profile updates): the subject's row,
+    locked to the transaction's end, or 404; 409 when it or the placement's context is
+    fenced or archived (:func:`writable_subject`)."""
+    subject = await existing_subject(conn, space_id, subject_id, lock=True)
+    writable_subject(subject, placement)
+    return subject
+
+
 def live_grants(standing: Access) -> list[MemoryGrant]:
     """The standing's grants that still hold."""
     return [g for g in standing.grants if g.revoked_at is None
