@@ -133,11 +133,12 @@ def test_each_row_passes_the_wire_models_and_bounds() -> None:
     and a ``structured`` deeper than the wire's 64 levels were staged and activated."""
     assert one_row("space_records", record('{"text":"t"}', kind='"Not:Valid Kind"')) == \
         "bad_row"
-    deep = b"[" * 100_000 + b"]" * 100_000
-    assert one_row("space_records", record('{"text":"t","structured":{"a":%s}}' % deep.decode())) \
+    deep = "[" * 100_000 + "]" * 100_000
+    assert one_row("space_records", record('{"text":"t","structured":{"a":' + deep + "}}")) \
         == "bad_row"
     nested = '{"a":' * 200 + "1" + "}" * 200
-    assert one_row("space_records", record('{"text":"t","structured":%s}' % nested)) == "bad_row"
+    assert one_row("space_records", record('{"text":"t","structured":' + nested + "}")) \
+        == "bad_row"
     assert one_row("space_records", record('{"text":"t"}', subject="nobody")) == "bad_row"
     assert one_row("space_profiles", b'{"kind":"Style!","subject_id":"u1","text":"t"}') == \
         "bad_row"
