@@ -3,9 +3,12 @@
 Called by ``cortexctl import`` (and later by the operator's restore). Order of the checks,
 each stopping the import with a :class:`~.errors.BundleError` that names what and where:
 
-1. the manifest is readable, its format known; its signature verifies under the trusted keys
-   (``trusted``) or, without them, under the bundle's own keys (which then proves integrity
-   against accidents and against anyone without the signer's private key: ADR 0034);
+1. the manifest is readable, its format known, every chunk a plain name under ``chunks/``
+   naming a regular file of the manifest's size (:mod:`.bundlefiles`: nothing outside the
+   bundle, no link, device or FIFO is opened, no file read past its declared size); its
+   signature verifies under the trusted keys (``trusted``) or, without them, under the
+   bundle's own keys (which then proves integrity against accidents and against anyone
+   without the signer's private key: ADR 0034);
 2. the target's schema version is the bundle's and every table is empty;
 3. chunk by chunk, in import order: present, the manifest's digest, its row count, then
    copied in; the chain's chunks walked event by event (:class:`~.checking.ChainWalk`) while
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.sweeping import sweep
-from attested_cortex.bundles import checking, manifests, signatures
+from attested_cortex.bundles import bundlefiles, checking, manifests, signatures
 from attested_cortex.bundles.errors import BundleError
 from attested_cortex.bundles.formats import (
     COPY_SETTINGS,
@@ -74,15 +77,18 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
     ``signer``: the key id of the only acceptable manifest signer (ADR 0064); it implies
     ``require_signed``.
     """
-    raw = _read(root, MANIFEST)
+    raw = bundlefiles.read(root, MANIFEST, limit=bundlefiles.MAX_MANIFEST_BYTES)
     if raw is None:
         raise BundleError("missing_chunk", MANIFEST, "not a bundle directory")
     manifest = manifests.parse(raw)
     checking.check_layout(manifest)
-    carried = checking.bundle_keyring(manifest, _read(root, KEYS))
+    bundlefiles.check_files(root, manifest.chunks)
+    carried = checking.bundle_keyring(manifest, bundlefiles.read(
+        root, KEYS, limit=bundlefiles.MAX_KEYS_BYTES))
     keyring = trusted if trusted is not None else carried
-    signed_by = _signer(raw, _read(root, SIGNATURE), keyring,
-                        required=require_signed or signer is not None, pinned=signer)
+    signed_by = _signer(raw, bundlefiles.read(root, SIGNATURE,
+                                              limit=bundlefiles.MAX_SIGNATURE_BYTES),
+                        keyring, required=require_signed or signer is not None, pinned=signer)
     async with dumping.owner_connection(dsn) as conn, conn.transaction():
         if already_ok and await _holds(conn, manifest):
             return ImportReport(dict(manifest.rows), manifest.chain_events,
@@ -151,7 +157,7 @@ async def _copy(conn: dumping.AnyConn, root: Path, manifest: Manifest,
             if table is USAGE:
                 await dumping.clear_usage(conn)
             for chunk in (c for c in manifest.chunks if c["table"] == table.name):
-                data = _read(root, chunk["name"])
+                data = bundlefiles.read(root, chunk["name"], limit=chunk["bytes"])
                 checking.check_chunk(chunk, data)
                 assert data is not None
                 if table is EVENTS:
@@ -201,9 +207,3 @@ async def _sweep(conn: dumping.AnyConn) -> None:
                           f"{first.problem} {', '.join(first.fields)} "
                           f"({report.mismatch_count} mismatches in all)")
 
-
-def _read(root: Path, name: str) -> bytes | None:
-    try:
-        return (root / name).read_bytes()
-    except FileNotFoundError:
-        return None
