@@ -17,6 +17,11 @@ each stopping the import with a :class:`~.errors.BundleError` that names what an
 5. every signed link and every memory's signed current revision verifies under the keys;
 6. the deep audit's sweep over the copied rows finds every row as its write record left it.
 
+A bundle whose manifest lists ``omitted`` tables or columns (its source held what its
+exporter did not carry, ADR 0085) is imported all the same, but the report is not
+``complete`` and the target keeps the list (:func:`~attested_cortex.store.dumping.
+mark_incomplete`): its deep audit, and so the restore verification, does not verify.
+
 All of it runs in one transaction on one connection of the migrating role; a refusal rolls it
 back, so nothing is ever visible from a bundle that does not verify. A chain chunk is walked
 while PostgreSQL copies it (the copy is only visible at the commit, after every check).
@@ -28,6 +33,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.sweeping import sweep
@@ -63,6 +69,13 @@ class ImportReport:
     #: Seconds per phase (copy with the chain walk, signatures, sweep, commit, AGE mirror):
     #: where an import's time goes (bench/backup.py reports it).
     phases: dict[str, float] = field(default_factory=dict)
+    #: What the source held that the bundle did not carry (table -> columns; ADR 0085):
+    #: the target is marked incomplete and its deep audit does not verify.
+    omitted: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not self.omitted
 
 
 async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
@@ -82,6 +95,7 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
         raise BundleError("missing_chunk", MANIFEST, "not a bundle directory")
     manifest = manifests.parse(raw)
     checking.check_layout(manifest)
+    omitted = _omitted(manifest)
     bundlefiles.check_files(root, manifest.chunks)
     carried = checking.bundle_keyring(manifest, bundlefiles.read(
         root, KEYS, limit=bundlefiles.MAX_KEYS_BYTES))
@@ -93,7 +107,8 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
         if already_ok and await _holds(conn, manifest):
             return ImportReport(dict(manifest.rows), manifest.chain_events,
                                 manifest.chain_head, 0, signed_by,
-                                "trusted" if trusted is not None else "bundle", already=True)
+                                "trusted" if trusted is not None else "bundle", already=True,
+                                omitted=omitted)
         await _check_target(conn, manifest)
         await dumping.configure(conn, COPY_SETTINGS)
         clock = _Clock()
@@ -103,12 +118,32 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
         clock.lap("link_and_memory_signatures")
         await _sweep(conn)
         clock.lap("deep_sweep")
+        if omitted:
+            await dumping.mark_incomplete(conn, omitted)
     clock.lap("commit")
     await migrate(dsn)  # rebuilds the AGE mirror of the links when the target has AGE
     clock.lap("graph_mirror")
     return ImportReport(dict(manifest.rows), manifest.chain_events, manifest.chain_head,
                         walk.signatures, signed_by, "trusted" if trusted is not None else "bundle",
-                        phases=clock.phases)
+                        phases=clock.phases, omitted=omitted)
+
+
+async def with_completeness(conn: dumping.AnyConn, swept: dict[str, Any]) -> dict[str, Any]:
+    """The deep sweep's report with what the bundle this database was restored from did not
+    carry (``incomplete``, None when nothing): a partial restore never verifies (ADR 0085).
+    Used by ``cortexctl audit verify --deep`` (the restore verification Job, either restore
+    path) and ``GET /v1/audit/verify?deep=true``."""
+    incomplete = await dumping.restore_omissions(conn)
+    return {**swept, "incomplete": incomplete, "ok": bool(swept["ok"]) and incomplete is None}
+
+
+def _omitted(manifest: Manifest) -> dict[str, list[str]]:
+    """The manifest's ``omitted`` (absent in bundles of builds before ADR 0085)."""
+    raw = manifest.raw.get("omitted") or {}
+    if not isinstance(raw, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in raw.values()):
+        raise BundleError("bad_manifest", MANIFEST, "omitted is not tables by their columns")
+    return {str(k): list(v) for k, v in raw.items()}
 
 
 class _Clock:
