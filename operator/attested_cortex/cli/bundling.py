@@ -285,4 +285,5 @@ def _download(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         archive.extractall(out, filter="data")
     manifest = json.loads((out / "manifest.json").read_bytes())
     return {"rows": manifest["rows"], "chain_events": manifest["chain"]["events"],
-            "chain_head": manifest["chain"]["head"], "signed_by": manifest.get("signed_by")}
+            "chain_head": manifest["chain"]["head"], "signed_by": manifest.get("signed_by"),
+            "omitted": manifest.get("omitted") or {}}
