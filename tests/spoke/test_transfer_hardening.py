@@ -142,3 +142,35 @@ async def test_a_stored_row_the_wire_refuses_never_answers_500(
     hits = await ok(team, "owner", "memory.recall", {**SRC, "query": "tea"})
     assert made[1] not in [h["record"]["record_id"] for h in hits["results"]]
     assert len(hits["results"]) == 2
+
+
+async def test_a_native_write_of_a_record_passes_the_same_gate(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    """The class of item 9: PATCH and DELETE /v1/memories/{id} of a record changed a fenced
+    subject's memory (and a frozen space's) where every spoke write answers 409."""
+    team = await team_of(make_cortex, migrated_pg15_dsn, tmp_path)
+    await ok(team, "owner", "memory.subjects.ensure", {**SRC, "subject_id": "u1"})
+    record = (await ok(team, "owner", "memory.records.create", {
+        **SRC, "subject_id": "u1", "content": {"text": "kept"},
+        "placement": {"context_id": "c1"}}))["refs"][0]
+    path = f"/v1/memories/{record}"
+
+    async def native(method: str) -> Any:
+        return await team.call("owner", method, path,
+                               {"content": "changed"} if method == "PATCH" else None)
+
+    for action, more, code in [("fence", {}, "subject_fenced"),
+                               ("fence_context", {"context_id": "c1"}, "context_fenced")]:
+        await ok(team, "owner", "memory.subjects.fence",
+                 {**SRC, "subject_id": "u1", "action": action, **more})
+        refused(await native("PATCH"), 409, code)
+        refused(await native("DELETE"), 409, code)
+        await ok(team, "owner", "memory.subjects.fence",
+                 {**SRC, "subject_id": "u1", "action": "un" + action, **more})
+    await ok(team, "owner", "memory.spaces.freeze", SRC)
+    refused(await native("PATCH"), 409, "space_frozen")
+    await ok(team, "owner", "memory.spaces.unfreeze", SRC)
+    assert (await native("PATCH")).status == 200
+    got = await ok(team, "owner", "memory.records.get", {**SRC, "record_id": record})
+    assert got["content"] == {"text": "changed"}
