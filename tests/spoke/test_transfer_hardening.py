@@ -174,3 +174,21 @@ async def test_a_native_write_of_a_record_passes_the_same_gate(
     assert (await native("PATCH")).status == 200
     got = await ok(team, "owner", "memory.records.get", {**SRC, "record_id": record})
     assert got["content"] == {"text": "changed"}
+
+
+async def test_a_stored_candidate_the_wire_refuses_is_left_out(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    """The same class for candidates, which a cortex bundle now carries (ADR 0085)."""
+    team = await team_of(make_cortex, migrated_pg15_dsn, tmp_path)
+    await ok(team, "owner", "memory.subjects.ensure", {**SRC, "subject_id": "u1"})
+    made = (await ok(team, "owner", "memory.capture", {
+        **SRC, "subject_id": "u1", "capture_scope": {"shared": True},
+        "items": [{"text": "a"}, {"text": "b"}]}))["refs"]
+    with psycopg.connect(migrated_pg15_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE memory_candidates SET proposed = %s WHERE candidate_id = %s",
+                     ('{"text": 5}', made[0]))
+    listed = await ok(team, "owner", "memory.candidates.list", SRC)
+    assert [c["candidate_id"] for c in listed["candidates"]] == [made[1]]
+    refused(await op(team, "owner", "memory.candidates.get",
+                     {**SRC, "candidate_id": made[0]}), 409, "stored_row_invalid")
