@@ -120,6 +120,10 @@ async def test_a_bundle_carries_the_spoke_memory_family(
     assert all(n for t, n in before.items() if t != "memory_pending_work"), before
     report = await exported(source_dsn, tmp_path / "bundle")
     assert report.complete and all(report.rows[t] == before[t] for t in SPOKE)
+    # the server's export (its own role) carries them as well: the manifest's rows
+    streamed = await source.call("owner", "GET", "/v1/export")
+    assert streamed.status == 200, streamed.text
+    assert all(f'"{t}": {n}' in streamed.text for t, n in before.items()), streamed.text[-3000:]
     target = new_target()
     imported = await import_bundle(target, tmp_path / "bundle")
     assert imported.complete
