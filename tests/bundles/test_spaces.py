@@ -79,9 +79,9 @@ def sparse_member(name: str, real_size: int) -> bytes:
     info = tarfile.TarInfo(name)
     info.type, info.size = tarfile.GNUTYPE_SPARSE, 0
     header = bytearray(info.tobuf(format=tarfile.GNU_FORMAT))
-    header[386:398] = tarfile.itn(real_size - 1, 12, tarfile.GNU_FORMAT)  # one hole to the end
-    header[398:410] = tarfile.itn(1, 12, tarfile.GNU_FORMAT)
-    header[483:495] = tarfile.itn(real_size, 12, tarfile.GNU_FORMAT)
+    header[386:398] = b"%011o\0" % (real_size - 1)  # one data byte after a hole to the end
+    header[398:410] = b"%011o\0" % 1
+    header[483:495] = b"%011o\0" % real_size
     header[148:156] = b" " * 8
     header[148:156] = b"%06o\0 " % sum(header[:512])
     return bytes(header)
