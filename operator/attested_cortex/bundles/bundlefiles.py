@@ -22,9 +22,7 @@ from attested_cortex.bundles.errors import BundleError
 from attested_cortex.bundles.formats import CHUNKS_DIR
 from attested_cortex.bundles.manifests import RawChunk
 
-#: Largest manifest, keys file and manifest signature read (each far larger than any a
-#: cortex writes: a manifest lists a chunk per 5,000 rows).
-MAX_MANIFEST_BYTES: Final = 16 * 1024 * 1024
+#: Largest keys file and manifest signature read (each far larger than any a cortex writes).
 MAX_KEYS_BYTES: Final = 16 * 1024 * 1024
 MAX_SIGNATURE_BYTES: Final = 64 * 1024
 _CHUNK_NAME: Final = re.compile(rf"^{CHUNKS_DIR}/([a-z_]+)-[0-9]{{6}}\.copy$")

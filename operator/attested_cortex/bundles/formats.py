@@ -32,6 +32,9 @@ KEYS: Final = "keys.json"
 CHUNKS_DIR: Final = "chunks"
 CHUNK_ROWS: Final = 5000
 CHUNK_BYTES: Final = 8 * 1024 * 1024
+#: The largest manifest an importer reads (either kind): far past any a cortex writes, which
+#: lists one chunk per 5,000 rows.
+MAX_MANIFEST_BYTES: Final = 16 * 1024 * 1024
 #: The session settings both ends of a COPY run under, so text rows read back exactly.
 COPY_SETTINGS: Final = (
     ("TimeZone", "UTC"), ("DateStyle", "ISO, YMD"), ("IntervalStyle", "iso_8601"),

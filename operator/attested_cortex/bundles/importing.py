@@ -44,6 +44,7 @@ from attested_cortex.bundles.formats import (
     EVENTS,
     KEYS,
     MANIFEST,
+    MAX_MANIFEST_BYTES,
     SIGNATURE,
     TABLES,
     USAGE,
@@ -90,7 +91,7 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
     ``signer``: the key id of the only acceptable manifest signer (ADR 0064); it implies
     ``require_signed``.
     """
-    raw = bundlefiles.read(root, MANIFEST, limit=bundlefiles.MAX_MANIFEST_BYTES)
+    raw = bundlefiles.read(root, MANIFEST, limit=MAX_MANIFEST_BYTES)
     if raw is None:
         raise BundleError("missing_chunk", MANIFEST, "not a bundle directory")
     manifest = manifests.parse(raw)

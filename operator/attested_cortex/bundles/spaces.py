@@ -17,7 +17,8 @@ On the wire the bundle travels as its tar stream (:mod:`.tarring`, the form ``GE
 ``manifest.json``'s bytes. On the final staged chunk the importer reassembles the stream and
 :func:`read_space` verifies it the way the cortex bundle's import does: the manifest's digest,
 then each listed chunk present with its bytes, SHA-256 and row count
-(:func:`.checking.check_chunk`), no file the manifest does not list, then every row.
+(:func:`.checking.check_chunk`), no file the manifest does not list, then every row under
+the wire's bounds and request models (ADR 0084: nothing is read before it is known to fit).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from attested_cortex.bundles.formats import (
     CHUNK_BYTES,
     CHUNK_ROWS,
     MANIFEST,
+    MAX_MANIFEST_BYTES,
     SPACE_KIND,
     SPACE_TABLES,
     space_chunk_name,
@@ -45,10 +47,6 @@ from attested_cortex.bundles.manifests import RawChunk
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.jsonbounds import decode_json, validation_error
 from attested_cortex.spoke.models import Content, Wire, context_field, ident_field, kind_field
-
-#: The largest manifest read (a space of a million records cut into 8 MiB chunks lists a
-#: few thousand chunks: well under a megabyte).
-MAX_MANIFEST_BYTES: Final = 4 * 1024 * 1024
 
 #: The document's lists, by table.
 LISTS: Final = {"space_subjects": "subjects", "space_records": "records",
