@@ -59,6 +59,9 @@ async def test_staged_bytes_are_bounded_per_import_and_per_principal(
     described = await ok(team, "owner", "memory.describe", {})
     assert (described["limits"]["max_import_bytes"],
             described["limits"]["max_staged_bytes_per_agent"]) == (3000, 5000)
+    capabilities = (await team.call("owner", "GET", "/v1/capabilities")).body["limits"]
+    assert (capabilities["max_import_bytes"], capabilities["max_staged_bytes_per_agent"]) == (
+        3000, 5000)
     chunks = await exported(team, [("long " * 900, {"shared": True})])
     assert len(chunks) > 3
     for chunk in chunks[:2]:
