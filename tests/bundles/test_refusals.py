@@ -139,6 +139,87 @@ def test_the_cli_names_the_refusal_and_exits_1(bundle: Path, keys: Path,
     assert _rows(target) == 0
 
 
+def renamed(bundle: Path, keys: Path, name: str, new: str) -> None:
+    """The manifest names chunk ``name`` ``new`` (re-signed, as the signer's key holder
+    could); the file itself stays where it was."""
+    manifest = json.loads((bundle / "manifest.json").read_bytes())
+    for chunk in manifest["chunks"]:
+        if chunk["name"] == name:
+            chunk["name"] = new
+    raw = json.dumps(manifest, indent=1, sort_keys=True).encode() + b"\n"
+    (bundle / "manifest.json").write_bytes(raw)
+    key = load_snapshot(keys).signing_keys[AgentId(WRITER)]
+    (bundle / "manifest.sig.json").write_bytes(manifests.signature_of(raw, key))
+
+
+def outside(bundle: Path) -> Path:
+    """A copy of the memories chunk outside the bundle, byte for byte what it lists."""
+    copy = bundle.parent / "elsewhere" / "memories.copy"
+    copy.parent.mkdir(exist_ok=True)
+    copy.write_bytes((bundle / MEMORIES0).read_bytes())
+    return copy
+
+
+def dotdot_name(bundle: Path, keys: Path) -> None:
+    outside(bundle)
+    renamed(bundle, keys, MEMORIES0, "../elsewhere/memories.copy")
+
+
+def absolute_name(bundle: Path, keys: Path) -> None:
+    renamed(bundle, keys, MEMORIES0, str(outside(bundle)))
+
+
+def linked_chunk(bundle: Path, keys: Path) -> None:
+    copy = outside(bundle)
+    (bundle / MEMORIES0).unlink()
+    (bundle / MEMORIES0).symlink_to(copy)
+
+
+def linked_folder(bundle: Path, keys: Path) -> None:
+    (bundle.parent / "elsewhere").mkdir()
+    (bundle / "chunks").rename(bundle.parent / "elsewhere" / "chunks")
+    (bundle / "chunks").symlink_to(bundle.parent / "elsewhere" / "chunks")
+
+
+def longer_chunk(bundle: Path, keys: Path) -> None:
+    with (bundle / MEMORIES0).open("ab") as handle:
+        handle.write(b"x" * 4096)
+
+
+@pytest.mark.parametrize(("corrupt", "what", "where"), [
+    (dotdot_name, "bad_chunk_name", "../elsewhere"),
+    (absolute_name, "bad_chunk_name", "/"),
+    (linked_chunk, "not_a_regular_file", MEMORIES0),
+    (linked_folder, "not_a_regular_file", EVENTS0),
+    (longer_chunk, "size_mismatch", MEMORIES0),
+])
+async def test_a_bundle_reaches_no_file_outside_itself(
+    bundle: Path, keys: Path, corrupt: Callable[[Path, Path], None], what: str, where: str,
+) -> None:
+    """Issue 37 item 10: chunk names were joined to the bundle directory unchecked, so a
+    manifest read ``../../etc/hostname``, ``/etc/hostname`` or a link to ``/dev/zero``.
+    Refused before any database is asked (the target here does not exist)."""
+    corrupt(bundle, keys)
+    with pytest.raises(BundleError) as refused:
+        await import_bundle("postgresql://nobody@127.0.0.1:1/none", bundle)
+    assert refused.value.what == what and refused.value.where.startswith(where)
+
+
+def test_a_chunk_linked_to_a_device_is_refused_by_the_cli(bundle: Path, keys: Path,
+                                                         new_target: Callable[[], str]) -> None:
+    import subprocess
+
+    (bundle / MEMORIES0).unlink()
+    (bundle / MEMORIES0).symlink_to("/dev/zero")
+    target = new_target()
+    done = subprocess.run([*CORTEXCTL, "import", "--bundle", str(bundle), "--database-url",
+                           target], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("cortexctl import: refused, nothing imported: "
+                                  f"not_a_regular_file at {MEMORIES0}"), done.stderr
+    assert _rows(target) == 0
+
+
 def _rows(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT (SELECT count(*) FROM signed_events) + (SELECT count(*) "

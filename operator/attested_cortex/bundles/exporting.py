@@ -1,6 +1,10 @@
 """Export a whole cortex into a bundle: every table in one snapshot, cut into bounded,
 digested chunks, then the keys and the manifest (signed when a signer is given).
 
+Every table and column of the database is carried, or named by :data:`~.formats.NOT_CARRIED`
+with its reason; anything else (a table of a newer schema this build does not know) is listed
+in the manifest's ``omitted`` and the report is not ``complete`` (ADR 0085).
+
 Called by ``cortexctl export`` (a :class:`DirectorySink`) and ``GET /v1/export`` (a tar
 stream, :mod:`.tarring`). The caller passes a connection of the source database; the export
 runs one REPEATABLE READ READ ONLY transaction on it, so chunks, counts and the chain head
@@ -10,7 +14,7 @@ come from the same moment while writes go on.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,10 +28,13 @@ from attested_cortex.bundles.formats import (
     EVENTS,
     KEYS,
     MANIFEST,
+    NOT_CARRIED,
+    NOT_CARRIED_COLUMNS,
     SIGNATURE,
     TABLES,
     Table,
     chunk_name,
+    omissions,
 )
 from attested_cortex.bundles.manifests import RawChunk
 from attested_cortex.store import dumping, scanning
@@ -61,6 +68,13 @@ class ExportReport:
     chain_events: int
     chain_head: str | None
     signed_by: str | None
+    #: What the database holds that this build neither carries nor may leave out (table ->
+    #: columns; ADR 0085): empty for a complete bundle.
+    omitted: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not self.omitted
 
 
 async def export_bundle(conn: dumping.AnyConn, sink: SinkFn, *, keyring: Keyring,
@@ -70,6 +84,7 @@ async def export_bundle(conn: dumping.AnyConn, sink: SinkFn, *, keyring: Keyring
     async with scanning.snapshot(conn):
         await dumping.configure(conn, COPY_SETTINGS)
         version = await current_version(conn)
+        omitted = omissions(await dumping.stored_columns(conn))
         head: list[bytes] = []
         for table in TABLES:
             await _table(conn, table, sink, chunks, head)
@@ -83,13 +98,15 @@ async def export_bundle(conn: dumping.AnyConn, sink: SinkFn, *, keyring: Keyring
         "columns": {t.name: list(t.columns) for t in TABLES},
         "chain": {"events": events, "head": last}, "keys_sha256": manifests.digest(keys),
         "signed_by": signer.agent_id if signer is not None else None,
+        "omitted": omitted, "not_carried": {**NOT_CARRIED, **{
+            f"{t}.{c}": why for t, cs in NOT_CARRIED_COLUMNS.items() for c, why in cs.items()}},
     })
     if signer is not None:
         await sink(SIGNATURE, manifests.signature_of(manifest, signer))
     await sink(MANIFEST, manifest)
     size = sum(c["bytes"] for c in chunks) + len(keys) + len(manifest)
     return ExportReport(rows, size, events, last,
-                        signer.agent_id if signer is not None else None)
+                        signer.agent_id if signer is not None else None, omitted)
 
 
 async def _table(conn: dumping.AnyConn, table: Table, sink: SinkFn, chunks: list[RawChunk],

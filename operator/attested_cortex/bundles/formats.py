@@ -32,6 +32,9 @@ KEYS: Final = "keys.json"
 CHUNKS_DIR: Final = "chunks"
 CHUNK_ROWS: Final = 5000
 CHUNK_BYTES: Final = 8 * 1024 * 1024
+#: The largest manifest an importer reads (either kind): far past any a cortex writes, which
+#: lists one chunk per 5,000 rows.
+MAX_MANIFEST_BYTES: Final = 16 * 1024 * 1024
 #: The session settings both ends of a COPY run under, so text rows read back exactly.
 COPY_SETTINGS: Final = (
     ("TimeZone", "UTC"), ("DateStyle", "ISO, YMD"), ("IntervalStyle", "iso_8601"),
@@ -69,9 +72,87 @@ TABLES: Final[tuple[Table, ...]] = (
                           "pruned_at", "key_version", "written_tier", "written_scopes"), "id"),
     Table("memory_transcript_links", ("memory_id", "ordinal", "transcript_id", "span_start",
                                       "span_end"), "memory_id, ordinal"),
+    # The spoke-memory family (ADR 0060, 0085): a record is a memories row (above) plus
+    # its side row; parents first (spaces, subjects, receipts) so foreign keys hold.
+    Table("memory_spaces", ("space_id", "provider", "revision", "frozen",
+                            "authority_generation", "created_by", "schema_version",
+                            "extensions", "created_at"), "space_id"),
+    Table("memory_subjects", ("space_id", "subject_id", "kind", "state", "fenced_context_ids",
+                              "revision", "schema_version", "extensions", "created_at"),
+          "space_id, subject_id"),
+    Table("memory_grants", ("grant_id", "space_id", "principal_id", "issued_by",
+                            "capabilities", "subject_ids", "context_ids", "shared_access",
+                            "expires_at", "revoked_at", "schema_version", "extensions",
+                            "created_at"), "grant_id"),
+    Table("memory_records", ("memory_id", "space_id", "subject_id", "kind", "context_id",
+                             "source_context_id", "captured_by", "candidate_id", "structured",
+                             "cognition", "schema_version", "extensions", "created_at",
+                             "revision", "deleted_at"), "memory_id"),
+    Table("memory_receipts", ("receipt_id", "space_id", "principal", "op", "idempotency_key",
+                              "request_sha256", "status", "refs", "revision", "error_code",
+                              "schema_version", "extensions", "created_at", "completed_at"),
+          "receipt_id"),
+    Table("memory_candidates", ("candidate_id", "space_id", "subject_id", "context_id",
+                                "proposed", "classification", "state", "captured_by",
+                                "consumed_by", "schema_version", "extensions", "created_at"),
+          "candidate_id"),
+    Table("memory_profiles", ("space_id", "subject_id", "kind", "text", "revision",
+                              "updated_by", "schema_version", "extensions", "updated_at"),
+          "space_id, subject_id, kind"),
+    Table("memory_reflections", ("reflection_id", "space_id", "subject_id", "text", "basis",
+                                 "state_digest", "created_by", "schema_version", "extensions",
+                                 "created_at"), "reflection_id"),
+    Table("memory_pending_work", ("receipt_id", "kind", "space_id", "principal", "payload",
+                                  "created_at"), "receipt_id"),
+    Table("memory_exports", ("export_id", "space_id", "chunk_count", "manifest_digest",
+                             "authority_generation", "created_by", "created_at"), "export_id"),
+    Table("memory_export_chunks", ("export_id", "ordinal", "data", "key_version", "digest"),
+          "export_id, ordinal"),
+    Table("memory_imports", ("import_id", "space_id", "state", "next_ordinal",
+                             "manifest_digest", "created_by", "created_at"), "import_id"),
+    Table("memory_import_chunks", ("import_id", "ordinal", "data", "key_version", "digest"),
+          "import_id, ordinal"),
     USAGE,
 )
 BY_NAME: Final = {table.name: table for table in TABLES}
+#: The tables a bundle does not carry, and why (ADR 0033, 0085). Every other table and
+#: column of the database is carried; one this build knows neither way is listed in the
+#: manifest's ``omitted`` and the bundle does not claim to be complete.
+NOT_CARRIED: Final[dict[str, str]] = {
+    "memory_embeddings": "derived: the target's embedder recomputes them from the rows",
+    "idempotency_keys": "answers this server promised for a retry window",
+    "pending_actions": "approvals are short-lived operational state of this server",
+    "approval_signatures": "approvals are short-lived operational state of this server",
+    "remembered_rules": "policy belongs to the target's configuration",
+    "signed_event_macs": "MACs under the source's master key, which the import does not hold",
+    "cortex_decisions": "the target decides for itself at its first start",
+    "schema_migrations": "the target's own migration record",
+}
+
+#: Columns of carried tables a bundle leaves out, and why: the target derives them.
+NOT_CARRIED_COLUMNS: Final[dict[str, dict[str, str]]] = {
+    "memories": {"token_format": "set by the search trigger from the row's vector as it is "
+                                 "copied in (migration 0027)"},
+    "signed_events": {"prev_mac": "the previous event's MAC, and MACs are not carried"},
+}
+
+
+def omissions(found: dict[str, list[str]]) -> dict[str, list[str]]:
+    """What a bundle of a database with ``found`` (table -> its stored columns, generated
+    ones left out) would not carry and no rule of this build says it may leave out: tables
+    by their columns, columns of carried tables by themselves. Empty for a database of this
+    build's schema."""
+    omitted: dict[str, list[str]] = {}
+    for table, columns in sorted(found.items()):
+        if table in NOT_CARRIED:
+            continue
+        known = BY_NAME.get(table)
+        carried = set(known.columns) | set(NOT_CARRIED_COLUMNS.get(table, {})) if known \
+            else set()
+        left = [c for c in columns if c not in carried]
+        if left:
+            omitted[table] = left
+    return omitted
 
 
 def chunk_name(table: str, index: int) -> str:

@@ -3,9 +3,12 @@
 Called by ``cortexctl import`` (and later by the operator's restore). Order of the checks,
 each stopping the import with a :class:`~.errors.BundleError` that names what and where:
 
-1. the manifest is readable, its format known; its signature verifies under the trusted keys
-   (``trusted``) or, without them, under the bundle's own keys (which then proves integrity
-   against accidents and against anyone without the signer's private key: ADR 0034);
+1. the manifest is readable, its format known, every chunk a plain name under ``chunks/``
+   naming a regular file of the manifest's size (:mod:`.bundlefiles`: nothing outside the
+   bundle, no link, device or FIFO is opened, no file read past its declared size); its
+   signature verifies under the trusted keys (``trusted``) or, without them, under the
+   bundle's own keys (which then proves integrity against accidents and against anyone
+   without the signer's private key: ADR 0034);
 2. the target's schema version is the bundle's and every table is empty;
 3. chunk by chunk, in import order: present, the manifest's digest, its row count, then
    copied in; the chain's chunks walked event by event (:class:`~.checking.ChainWalk`) while
@@ -13,6 +16,11 @@ each stopping the import with a :class:`~.errors.BundleError` that names what an
 4. the chain ends at the manifest's head (no dropped tail);
 5. every signed link and every memory's signed current revision verifies under the keys;
 6. the deep audit's sweep over the copied rows finds every row as its write record left it.
+
+A bundle whose manifest lists ``omitted`` tables or columns (its source held what its
+exporter did not carry, ADR 0085) is imported all the same, but the report is not
+``complete`` and the target keeps the list (:func:`~attested_cortex.store.dumping.
+mark_incomplete`): its deep audit, and so the restore verification, does not verify.
 
 All of it runs in one transaction on one connection of the migrating role; a refusal rolls it
 back, so nothing is ever visible from a bundle that does not verify. A chain chunk is walked
@@ -25,16 +33,18 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.sweeping import sweep
-from attested_cortex.bundles import checking, manifests, signatures
+from attested_cortex.bundles import bundlefiles, checking, manifests, signatures
 from attested_cortex.bundles.errors import BundleError
 from attested_cortex.bundles.formats import (
     COPY_SETTINGS,
     EVENTS,
     KEYS,
     MANIFEST,
+    MAX_MANIFEST_BYTES,
     SIGNATURE,
     TABLES,
     USAGE,
@@ -60,6 +70,13 @@ class ImportReport:
     #: Seconds per phase (copy with the chain walk, signatures, sweep, commit, AGE mirror):
     #: where an import's time goes (bench/backup.py reports it).
     phases: dict[str, float] = field(default_factory=dict)
+    #: What the source held that the bundle did not carry (table -> columns; ADR 0085):
+    #: the target is marked incomplete and its deep audit does not verify.
+    omitted: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not self.omitted
 
 
 async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
@@ -74,20 +91,25 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
     ``signer``: the key id of the only acceptable manifest signer (ADR 0064); it implies
     ``require_signed``.
     """
-    raw = _read(root, MANIFEST)
+    raw = bundlefiles.read(root, MANIFEST, limit=MAX_MANIFEST_BYTES)
     if raw is None:
         raise BundleError("missing_chunk", MANIFEST, "not a bundle directory")
     manifest = manifests.parse(raw)
     checking.check_layout(manifest)
-    carried = checking.bundle_keyring(manifest, _read(root, KEYS))
+    omitted = _omitted(manifest)
+    bundlefiles.check_files(root, manifest.chunks)
+    carried = checking.bundle_keyring(manifest, bundlefiles.read(
+        root, KEYS, limit=bundlefiles.MAX_KEYS_BYTES))
     keyring = trusted if trusted is not None else carried
-    signed_by = _signer(raw, _read(root, SIGNATURE), keyring,
-                        required=require_signed or signer is not None, pinned=signer)
+    signed_by = _signer(raw, bundlefiles.read(root, SIGNATURE,
+                                              limit=bundlefiles.MAX_SIGNATURE_BYTES),
+                        keyring, required=require_signed or signer is not None, pinned=signer)
     async with dumping.owner_connection(dsn) as conn, conn.transaction():
         if already_ok and await _holds(conn, manifest):
             return ImportReport(dict(manifest.rows), manifest.chain_events,
                                 manifest.chain_head, 0, signed_by,
-                                "trusted" if trusted is not None else "bundle", already=True)
+                                "trusted" if trusted is not None else "bundle", already=True,
+                                omitted=omitted)
         await _check_target(conn, manifest)
         await dumping.configure(conn, COPY_SETTINGS)
         clock = _Clock()
@@ -97,12 +119,32 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
         clock.lap("link_and_memory_signatures")
         await _sweep(conn)
         clock.lap("deep_sweep")
+        if omitted:
+            await dumping.mark_incomplete(conn, omitted)
     clock.lap("commit")
     await migrate(dsn)  # rebuilds the AGE mirror of the links when the target has AGE
     clock.lap("graph_mirror")
     return ImportReport(dict(manifest.rows), manifest.chain_events, manifest.chain_head,
                         walk.signatures, signed_by, "trusted" if trusted is not None else "bundle",
-                        phases=clock.phases)
+                        phases=clock.phases, omitted=omitted)
+
+
+async def with_completeness(conn: dumping.AnyConn, swept: dict[str, Any]) -> dict[str, Any]:
+    """The deep sweep's report with what the bundle this database was restored from did not
+    carry (``incomplete``, None when nothing): a partial restore never verifies (ADR 0085).
+    Used by ``cortexctl audit verify --deep`` (the restore verification Job, either restore
+    path) and ``GET /v1/audit/verify?deep=true``."""
+    incomplete = await dumping.restore_omissions(conn)
+    return {**swept, "incomplete": incomplete, "ok": bool(swept["ok"]) and incomplete is None}
+
+
+def _omitted(manifest: Manifest) -> dict[str, list[str]]:
+    """The manifest's ``omitted`` (absent in bundles of builds before ADR 0085)."""
+    raw = manifest.raw.get("omitted") or {}
+    if not isinstance(raw, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in raw.values()):
+        raise BundleError("bad_manifest", MANIFEST, "omitted is not tables by their columns")
+    return {str(k): list(v) for k, v in raw.items()}
 
 
 class _Clock:
@@ -151,7 +193,7 @@ async def _copy(conn: dumping.AnyConn, root: Path, manifest: Manifest,
             if table is USAGE:
                 await dumping.clear_usage(conn)
             for chunk in (c for c in manifest.chunks if c["table"] == table.name):
-                data = _read(root, chunk["name"])
+                data = bundlefiles.read(root, chunk["name"], limit=chunk["bytes"])
                 checking.check_chunk(chunk, data)
                 assert data is not None
                 if table is EVENTS:
@@ -201,9 +243,3 @@ async def _sweep(conn: dumping.AnyConn) -> None:
                           f"{first.problem} {', '.join(first.fields)} "
                           f"({report.mismatch_count} mismatches in all)")
 
-
-def _read(root: Path, name: str) -> bytes | None:
-    try:
-        return (root / name).read_bytes()
-    except FileNotFoundError:
-        return None

@@ -17,7 +17,8 @@ On the wire the bundle travels as its tar stream (:mod:`.tarring`, the form ``GE
 ``manifest.json``'s bytes. On the final staged chunk the importer reassembles the stream and
 :func:`read_space` verifies it the way the cortex bundle's import does: the manifest's digest,
 then each listed chunk present with its bytes, SHA-256 and row count
-(:func:`.checking.check_chunk`), no file the manifest does not list, then every row.
+(:func:`.checking.check_chunk`), no file the manifest does not list, then every row under
+the wire's bounds and request models (ADR 0084: nothing is read before it is known to fit).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import tarfile
 from collections.abc import Sequence
 from typing import Any, Final
 
+from pydantic import Field, ValidationError
+
 from attested_cortex.bundles import manifests, tarring
 from attested_cortex.bundles.checking import check_chunk
 from attested_cortex.bundles.errors import BundleError
@@ -35,15 +38,51 @@ from attested_cortex.bundles.formats import (
     CHUNK_BYTES,
     CHUNK_ROWS,
     MANIFEST,
+    MAX_MANIFEST_BYTES,
     SPACE_KIND,
     SPACE_TABLES,
     space_chunk_name,
 )
 from attested_cortex.bundles.manifests import RawChunk
+from attested_cortex.errors import InvalidInputError
+from attested_cortex.jsonbounds import decode_json, validation_error
+from attested_cortex.spoke.models import Content, Wire, context_field, ident_field, kind_field
 
 #: The document's lists, by table.
 LISTS: Final = {"space_subjects": "subjects", "space_records": "records",
                 "space_profiles": "profiles"}
+
+
+class SpaceSubjectRow(Wire):
+    """A ``space_subjects`` row: what ``memory.subjects.ensure`` takes."""
+
+    subject_id: str = ident_field()
+    kind: str | None = kind_field()
+
+
+class SpaceRecordRow(Wire):
+    """A ``space_records`` row: what ``memory.records.create`` takes (placement as its
+    context, ``None`` for shared)."""
+
+    subject_id: str = ident_field()
+    kind: str | None = kind_field()
+    context_id: str | None = context_field()
+    source_context_id: str | None = Field(default=None, min_length=1, max_length=256)
+    content: Content
+
+
+class SpaceProfileRow(Wire):
+    """A ``space_profiles`` row: what ``memory.profile.update`` takes."""
+
+    subject_id: str = ident_field()
+    kind: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9_-]+$")
+    text: str = Field(max_length=200_000)
+
+
+#: Each table's row model (ADR 0084: a staged row passes what the wire's request would).
+ROW_MODELS: Final[dict[str, type[Wire]]] = {
+    "space_subjects": SpaceSubjectRow, "space_records": SpaceRecordRow,
+    "space_profiles": SpaceProfileRow}
 
 
 def canonical(value: Any) -> bytes:
@@ -96,11 +135,20 @@ def wire_chunks(files: Sequence[tuple[str, bytes]],
 
 def read_space(stream: bytes, manifest_digest: str) -> dict[str, list[dict[str, Any]]]:
     """The document of a reassembled space bundle, verified; BundleError otherwise
-    (``manifest_mismatch`` when its manifest is not the one ``manifest_digest`` names)."""
-    files = _members(stream)
-    manifest = files.pop(MANIFEST, None)
-    if manifest is None:
+    (``manifest_mismatch`` when its manifest is not the one ``manifest_digest`` names).
+
+    Nothing is read before it is known to fit: the tar headers are walked first (regular
+    members only, none sparse, each inside the stream), every chunk's declared size is
+    compared with the manifest's before its bytes are touched, and every row is decoded
+    under the wire's JSON bounds and validated by its row model (ADR 0084)."""
+    members = _members(stream)
+    manifest_member = members.pop(MANIFEST, None)
+    if manifest_member is None:
         raise BundleError("missing_chunk", MANIFEST, "the bundle has no manifest")
+    if manifest_member.size > MAX_MANIFEST_BYTES:
+        raise BundleError("bad_manifest", MANIFEST, f"{manifest_member.size} bytes, more "
+                          f"than a manifest may have ({MAX_MANIFEST_BYTES})")
+    manifest = _data(stream, manifest_member)
     if manifests.digest(manifest) != manifest_digest:
         raise BundleError("manifest_mismatch", MANIFEST,
                           "the staged bundle's manifest is not the one manifest_digest names")
@@ -109,42 +157,78 @@ def read_space(stream: bytes, manifest_digest: str) -> dict[str, list[dict[str, 
         raise BundleError("bad_manifest", MANIFEST, "its tables or fields are not a space's")
     document: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS.values()}
     for chunk in parsed.chunks:
-        data = files.pop(chunk["name"], None)
-        check_chunk(chunk, data)
-        assert data is not None
         if chunk["table"] not in SPACE_TABLES:
             raise BundleError("bad_manifest", chunk["name"], "chunk of an unlisted table")
+        member = members.pop(chunk["name"], None)
+        if member is not None and member.size != chunk["bytes"]:
+            raise BundleError("size_mismatch", chunk["name"], f"the archive declares "
+                              f"{member.size} bytes, the manifest {chunk['bytes']}")
+        data = None if member is None else _data(stream, member)
+        check_chunk(chunk, data)
+        assert data is not None
         document[LISTS[chunk["table"]]] += [_row(chunk, line) for line in data.splitlines()]
-    if files:
-        raise BundleError("unlisted_file", sorted(files)[0], "the manifest does not list it")
+    if members:
+        raise BundleError("unlisted_file", sorted(members)[0], "the manifest does not list it")
     for table, name in LISTS.items():
         if len(document[name]) != parsed.rows.get(table):
             raise BundleError("row_count_mismatch", table, "rows differ from the manifest's")
+    _subjects_listed(document)
     return document
 
 
 def _row(chunk: RawChunk, line: bytes) -> dict[str, Any]:
+    """One row: JSON within the wire's bounds (depth, numbers, Unicode), then its table's
+    row model, the same field constraints the wire's requests carry."""
     try:
-        row = json.loads(line)
-    except ValueError as exc:
-        raise BundleError("bad_row", chunk["name"], f"a row is not JSON ({exc})") from exc
-    if not isinstance(row, dict) or set(row) != set(SPACE_TABLES[chunk["table"]]):
+        value = decode_json(line)
+    except InvalidInputError as exc:
+        raise BundleError("bad_row", chunk["name"], f"a row is not JSON the wire accepts "
+                          f"({exc.message})") from exc
+    if not isinstance(value, dict) or set(value) != set(SPACE_TABLES[chunk["table"]]):
         raise BundleError("bad_row", chunk["name"], "a row's fields are not its table's")
-    return row
+    try:
+        row = ROW_MODELS[chunk["table"]].model_validate(value)
+    except ValidationError as exc:
+        problem = validation_error(exc)
+        raise BundleError("bad_row", chunk["name"], f"a row is not valid: "
+                          f"{problem.message}") from exc
+    dumped: dict[str, Any] = row.model_dump(mode="json")
+    if isinstance(row, SpaceRecordRow):
+        dumped["content"] = row.content.wire()
+    return dumped
 
 
-def _members(stream: bytes) -> dict[str, bytes]:
-    """The regular files of a tar stream by name (read in memory; names never touch a
-    filesystem); BundleError for anything else or a name twice."""
-    found: dict[str, bytes] = {}
+def _subjects_listed(document: dict[str, list[dict[str, Any]]]) -> None:
+    """Every record and profile is about a subject the bundle lists."""
+    listed = {s["subject_id"] for s in document["subjects"]}
+    for name in ("records", "profiles"):
+        for row in document[name]:
+            if row["subject_id"] not in listed:
+                raise BundleError("bad_row", f"space_{name}", f"a row names subject "
+                                  f"{row['subject_id']!r}, which the bundle does not list")
+
+
+def _members(stream: bytes) -> dict[str, tarfile.TarInfo]:
+    """The tar stream's members by name, from their headers alone (no data read): each a
+    plain regular file (no sparse map, link, device or directory) whose data lies inside
+    the stream; BundleError for anything else or a name twice. Names never touch a
+    filesystem."""
+    found: dict[str, tarfile.TarInfo] = {}
     try:
         with tarfile.open(fileobj=io.BytesIO(stream), mode="r:") as tar:
             for member in tar:
-                handle = tar.extractfile(member) if member.isreg() else None
-                if handle is None or member.name in found:
-                    raise BundleError("bad_archive", member.name,
-                                      "not a regular file, or a name twice")
-                found[member.name] = handle.read()
+                if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) \
+                        or member.sparse is not None or member.name in found:
+                    raise BundleError("bad_archive", member.name, "not a plain regular "
+                                      "file (sparse, a link or another type), or a name twice")
+                if member.offset_data + member.size > len(stream):
+                    raise BundleError("bad_archive", member.name, f"declares {member.size} "
+                                      "bytes, more than the staged stream holds")
+                found[member.name] = member
     except tarfile.TarError as exc:
         raise BundleError("bad_archive", "stream", f"not a tar stream ({exc})") from exc
     return found
+
+
+def _data(stream: bytes, member: tarfile.TarInfo) -> bytes:
+    return stream[member.offset_data:member.offset_data + member.size]

@@ -88,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _first_mismatch(swept: dict[str, Any] | None) -> str | None:
+    if swept and swept.get("incomplete"):
+        return ("incomplete_restore: the bundle this database was restored from did not "
+                "carry " + "; ".join(f"{t} ({', '.join(c)})"
+                                     for t, c in sorted(swept["incomplete"].items())))
     if not swept or not swept["mismatches"]:
         return None
     m = swept["mismatches"][0]
@@ -145,6 +149,8 @@ def _print(report: Any, swept: dict[str, Any] | None) -> None:
           f"{swept['transcripts']} transcripts, {swept['records']} write records, "
           f"{swept['agents']} usage counters; "
           f"{swept['mismatch_count']} mismatches")
+    if swept.get("incomplete"):
+        print(f"  {_first_mismatch(swept)}")
     for m in swept["mismatches"]:
         fields = f" ({', '.join(m['fields'])})" if m["fields"] else ""
         at = f" [event {m['sequence']}]" if m["sequence"] is not None else ""
@@ -188,6 +194,7 @@ async def _verify(database_url: str, keyring: Any, master: Any, *, wait_seconds:
                   deep: bool) -> tuple[Any, dict[str, Any] | None]:
     from attested_cortex.attest.auditing import verify_chain
     from attested_cortex.attest.sweeping import sweep
+    from attested_cortex.bundles.importing import with_completeness
     from attested_cortex.store.database import Database
 
     # An operator's audit of a large chain may run long statements: an hour, not the
@@ -201,7 +208,8 @@ async def _verify(database_url: str, keyring: Any, master: Any, *, wait_seconds:
             distrusted: set[int] = set()
             report = await verify_chain(conn, keyring=keyring, master=master,
                                         distrusted=distrusted)
-            swept = (await sweep(conn, distrusted)).as_json() if deep else None
+            swept = await with_completeness(conn, (await sweep(conn, distrusted)).as_json()) \
+                if deep else None
             return report, swept
     finally:
         await database.close()

@@ -111,7 +111,17 @@ def run_export(args: argparse.Namespace) -> int:
     print(json.dumps(report, indent=2) if args.json else
           f"exported {report['chain_events']} events, head {report['chain_head']}; "
           f"signed by {report['signed_by'] or '(unsigned)'} -> {where}")
+    if report.get("omitted"):
+        print(f"cortexctl export: INCOMPLETE: {_omitted_text(report['omitted'])}",
+              file=sys.stderr)
     return 0
+
+
+def _omitted_text(omitted: dict[str, list[str]]) -> str:
+    """What a bundle did not carry, for a person (ADR 0085)."""
+    return ("the bundle does not carry " + "; ".join(
+        f"{table} ({', '.join(columns)})" for table, columns in sorted(omitted.items()))
+        + ": this build does not know them; a restore from it will not verify")
 
 
 def _export_to_directory(args: argparse.Namespace) -> dict[str, Any]:
@@ -180,7 +190,8 @@ def run_import(args: argparse.Namespace) -> int:
                     "transcripts": report.rows.get("transcripts", 0),
                     "events": report.chain_events, "head_hash": report.chain_head,
                     "signatures_checked": report.signatures_checked,
-                    "signed_by": report.signed_by})
+                    "signed_by": report.signed_by, "complete": report.complete,
+                    **({"omitted": report.omitted} if report.omitted else {})})
     if args.json:
         print(json.dumps(dataclasses.asdict(report), indent=2))
     elif report.already:
@@ -191,6 +202,9 @@ def run_import(args: argparse.Namespace) -> int:
               f"{report.rows.get('links', 0)} links, {report.chain_events} events (head "
               f"{report.chain_head}); {report.signatures_checked} signatures checked with "
               f"the {report.keys}'s keys; signed by {report.signed_by or '(unsigned)'}")
+    if report.omitted:
+        print(f"cortexctl import: INCOMPLETE: {_omitted_text(report.omitted)}",
+              file=sys.stderr)
     return 0
 
 
@@ -271,4 +285,5 @@ def _download(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         archive.extractall(out, filter="data")
     manifest = json.loads((out / "manifest.json").read_bytes())
     return {"rows": manifest["rows"], "chain_events": manifest["chain"]["events"],
-            "chain_head": manifest["chain"]["head"], "signed_by": manifest.get("signed_by")}
+            "chain_head": manifest["chain"]["head"], "signed_by": manifest.get("signed_by"),
+            "omitted": manifest.get("omitted") or {}}

@@ -152,6 +152,9 @@ class LimitsSettings(BaseModel):
     recall_pool: int = Field(200, ge=10, le=10_000)
     body_read_timeout_s: int = Field(30, ge=1, le=3600)
     max_answer_bytes: int = Field(4 * 1024 * 1024, ge=64 * 1024, le=256 * 1024 * 1024)
+    max_import_bytes: int = Field(64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    max_staged_bytes_per_agent: int = Field(256 * 1024 * 1024, ge=1024,
+                                            le=4 * 1024 * 1024 * 1024)
 
 
 class EmbeddingSettings(BaseModel):

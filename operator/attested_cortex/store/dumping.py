@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from attested_cortex.store.errors import translating
 from attested_cortex.store.memories import COLUMNS as MEMORY_COLUMNS
@@ -30,6 +31,8 @@ from attested_cortex.store.memory_ciphers import cipher_of
 
 AnyConn = psycopg.AsyncConnection[Any]
 _CHAIN_TRIGGER = "signed_events_extends_head"
+#: The ``cortex_decisions`` row of a restore from a bundle that did not carry everything.
+RESTORE_INCOMPLETE = "restore.incomplete"
 
 
 @asynccontextmanager
@@ -69,6 +72,52 @@ async def copy_in(conn: AnyConn, table: str, columns: Sequence[str], data: bytes
     with translating():
         async with conn.cursor().copy(query) as copy:
             await copy.write(data)
+
+
+async def stored_columns(conn: AnyConn) -> dict[str, list[str]]:
+    """Every base table of the cortex's schema with its stored columns (generated ones
+    left out: the target computes them), in column order."""
+    with translating():
+        # the catalog, not information_schema: it lists tables the role may not read too
+        cur = await conn.execute(
+            "SELECT c.relname, a.attname FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " JOIN pg_attribute a ON a.attrelid = c.oid"
+            " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')"
+            " AND NOT c.relispartition AND a.attnum > 0 AND NOT a.attisdropped"
+            " AND a.attgenerated = '' ORDER BY c.relname, a.attnum")
+        found: dict[str, list[str]] = {}
+        for table, column in await cur.fetchall():
+            found.setdefault(str(table), []).append(str(column))
+    return found
+
+
+async def mark_incomplete(conn: AnyConn, omitted: dict[str, list[str]]) -> None:
+    """Record in the target that it was restored from a bundle that did not carry
+    ``omitted`` (ADR 0085): the deep audit reads it (:func:`restore_omissions`), so a
+    partial restore never verifies."""
+    with translating():
+        await conn.execute(
+            "INSERT INTO cortex_decisions (name, value) VALUES (%s, %s)"
+            " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+            (RESTORE_INCOMPLETE, Jsonb(omitted)))
+
+
+async def restore_omissions(conn: AnyConn) -> dict[str, list[str]] | None:
+    """What the bundle this database was restored from did not carry, or None (restored
+    whole, or never restored from a bundle)."""
+    with translating():
+        cur = await conn.execute("SELECT to_regclass('cortex_decisions') IS NOT NULL AS t")
+        present = await cur.fetchone()
+        if present is None or not (present["t"] if isinstance(present, dict) else present[0]):
+            return None  # a schema before migration 0028: never marked
+        cur = await conn.execute("SELECT value FROM cortex_decisions WHERE name = %s",
+                                 (RESTORE_INCOMPLETE,))
+        row = await cur.fetchone()
+    if row is None:
+        return None
+    value = row["value"] if isinstance(row, dict) else row[0]
+    return {str(k): [str(c) for c in v] for k, v in dict(value).items()}
 
 
 async def occupied(conn: AnyConn, tables: Sequence[str]) -> list[str]:

@@ -239,6 +239,18 @@ async def record(conn: Conn, space_id: str, record_id: uuid.UUID, *,
     return opened(conn, await cur.fetchone())
 
 
+async def record_gate(conn: Conn, memory_id: uuid.UUID) -> Row | None:
+    """What a native write of memory ``memory_id`` must honour when it is a spoke record
+    (its subject's state and fences, its placement, its space's freeze; None: not a
+    record). Locks the subject's row, as the family's own writes do."""
+    cur = await conn.execute(
+        "SELECT s.subject_id, s.state, s.fenced_context_ids, r.context_id, sp.frozen,"
+        " sp.space_id FROM memory_records r JOIN memory_subjects s USING (space_id, subject_id)"
+        " JOIN memory_spaces sp USING (space_id) WHERE r.memory_id = %s FOR SHARE OF s",
+        (memory_id,))
+    return await cur.fetchone()
+
+
 async def set_record(conn: Conn, record_id: uuid.UUID, *, kind: str | None,
                      structured: Any, cognition: Any) -> None:
     """A record's side columns after an update or a delete (a tombstone clears both)."""

@@ -101,6 +101,23 @@ async def stage_chunk(conn: Conn, import_id: uuid.UUID, ordinal: int, data: byte
                        " WHERE import_id = %s", (import_id,))
 
 
+async def staged_bytes(conn: Conn, import_id: uuid.UUID, agent: str) -> tuple[int, int]:
+    """The bytes staged (as stored) by the import and by all of ``agent``'s imports not yet
+    activated or discarded. Takes the agent's staging lock first (to the transaction's
+    end), so two chunks staged at once by one agent are counted one after the other."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                       ("spoke-staged:" + agent,))
+    cur = await conn.execute(
+        "SELECT coalesce(sum(octet_length(c.data)) FILTER (WHERE i.import_id = %s), 0)"
+        " AS import, coalesce(sum(octet_length(c.data)), 0) AS agent"
+        " FROM memory_imports i JOIN memory_import_chunks c USING (import_id)"
+        " WHERE i.created_by = %s AND i.state IN ('staging', 'verified')",
+        (import_id, agent))
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row["import"]), int(row["agent"])
+
+
 async def staged_chunks(conn: Conn, import_id: uuid.UUID) -> list[Row]:
     """An import's staged chunks in ordinal order."""
     cur = await conn.execute(

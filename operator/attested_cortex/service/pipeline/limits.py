@@ -30,6 +30,11 @@ class Limits:
     #: JSON bytes of one recall or listing answer (ADR 0020): items past it are left for
     #: the next page (listings) or named by id (recall); never fewer than one.
     max_answer_bytes: int = 4 * 1024 * 1024
+    #: Bytes one spoke-memory import may stage (its reassembled bundle), and bytes one
+    #: principal may hold staged over all its imports not yet activated or discarded
+    #: (ADR 0084): a staged import is verified in memory, so both bound the server's.
+    max_import_bytes: int = 64 * 1024 * 1024
+    max_staged_bytes_per_agent: int = 256 * 1024 * 1024
 
     def as_dict(self) -> dict[str, int]:
         """The limits as plain JSON."""

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from attested_cortex.attest.auditing import verify_chain
 from attested_cortex.attest.sweeping import sweep
+from attested_cortex.bundles.importing import with_completeness
 from attested_cortex.service.pipeline import attesting
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
@@ -133,7 +134,7 @@ async def _walk(svc: Services, *, deep: bool) -> Report:
             conn, keyring=keyring, master=svc.key_ring, distrusted=distrusted))
         await conn.rollback()
         if deep:
-            swept = (await sweep(conn, distrusted)).as_json()
+            swept = await with_completeness(conn, (await sweep(conn, distrusted)).as_json())
             report["deep"] = swept
             report["ok"] = bool(report["ok"] and swept["ok"])
     return report

@@ -31,7 +31,13 @@ from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.running import Call, Target, run, visible
-from attested_cortex.service.resources import answers, cursors, spoke_native, transcripts
+from attested_cortex.service.resources import (
+    answers,
+    cursors,
+    spoke_access,
+    spoke_native,
+    transcripts,
+)
 from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory, check_sizes
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
@@ -279,6 +285,7 @@ class UpdateCall(Call[Memory]):
         async with svc.db.transaction() as conn:
             await settling.spend(conn, self.settlement)
             locked = await rows.get(conn, self.memory_id, for_update=True)
+            await spoke_access.native_write(conn, self.memory_id)  # ADR 0084
             await write_records.require_recorded_memory(conn, locked)  # ADR 0018
             memory = await rows.update(
                 conn, locked, changes=changes, expected_revision=cmd.expected_revision,
@@ -323,6 +330,7 @@ class DeleteCall(Call[Memory]):
             await settling.spend(conn, self.settlement)
             locked = await rows.get(conn, self.memory_id, for_update=True)
             if not locked.deleted:
+                await spoke_access.native_write(conn, self.memory_id)  # ADR 0084
                 await write_records.require_recorded_memory(conn, locked)  # ADR 0018
             memory = await rows.tombstone(conn, locked, by=write_records.written_by(caller))
             if svc.graph is not None and not locked.deleted:

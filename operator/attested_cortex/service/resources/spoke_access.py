@@ -2,11 +2,13 @@
 and rules steps, against the grants as they are now (so a revoked or expired grant stops the
 very next op). Also the space and subject gates: a frozen space refuses writes
 (``space_frozen``), a fenced or archived subject and a fenced context refuse writes
-(``subject_fenced``, ``context_fenced``); reads go on. Called by :mod:`.spoke_ops`.
+(``subject_fenced``, ``context_fenced``); reads go on. Called by :mod:`.spoke_ops` and
+its siblings, and by :mod:`.memories` for a native write of a record (:func:`native_write`).
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -129,6 +131,34 @@ def writable_subject(subject: Row, placement: Placement | None) -> None:
         raise ConflictError(f"context {placement.context_id!r} of subject "
                             f"{subject['subject_id']!r} is fenced", code="context_fenced",
                             context_id=placement.context_id)
+
+
+async def open_subject(conn: Conn, space_id: str, subject_id: str,
+                       placement: Placement | None) -> Row:
+    """The write gate of a subject's memory, run by every path that writes one of its
+    records or profiles (create, review, import; profile updates): the subject's row,
+    locked to the transaction's end, or 404; 409 when it or the placement's context is
+    fenced or archived (:func:`writable_subject`)."""
+    subject = await existing_subject(conn, space_id, subject_id, lock=True)
+    writable_subject(subject, placement)
+    return subject
+
+
+async def native_write(conn: Conn, memory_id: uuid.UUID) -> None:
+    """The same gate for a native update or delete (``PATCH``/``DELETE /v1/memories/{id}``,
+    the MCP tools) of a memory that is a spoke record: 409 ``space_frozen``,
+    ``subject_fenced`` or ``context_fenced`` as the family's own writes answer; nothing for
+    any other memory."""
+    gate = await rows.record_gate(conn, memory_id)
+    if gate is None:
+        return
+    if gate["frozen"]:
+        raise ConflictError(f"space {gate['space_id']!r} is frozen: reads go on, writes wait "
+                            "for memory.spaces.unfreeze", code="space_frozen",
+                            space_id=gate["space_id"])
+    context = gate["context_id"]
+    writable_subject(gate, Placement(shared=True) if context is None
+                     else Placement(context_id=context))
 
 
 def live_grants(standing: Access) -> list[MemoryGrant]:

@@ -21,6 +21,7 @@ from attested_cortex.service.pipeline.deciding import require_scope
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_ops import NewRecord, insert_record, mutate_in
 from attested_cortex.service.resources.spoke_receipts import Effect
+from attested_cortex.service.resources.spoke_views import rendered, rendered_one
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want
 from attested_cortex.spoke.models import (
@@ -71,8 +72,7 @@ async def capture(svc: Services, caller: Caller, req: rq.Capture, key: str | Non
         (await gate.access(conn, caller, req.space_id)).require(
             Want("capture", req.subject_id, req.capture_scope))
         await gate.writable_space(conn, caller, req.space_id)
-        gate.writable_subject(await gate.existing_subject(conn, req.space_id, req.subject_id,
-                                                          lock=True), req.capture_scope)
+        await gate.open_subject(conn, req.space_id, req.subject_id, req.capture_scope)
         made = []
         for item in req.items:
             candidate_id = uuid.uuid4()
@@ -102,7 +102,7 @@ async def candidates_list(svc: Services, caller: Caller, req: rq.CandidatesList,
     start = _offset(req.cursor)
     page = found[start:start + req.limit]
     more = start + req.limit < len(found)
-    return rq.CandidateList(candidates=[candidate_view(r) for r in page],
+    return rq.CandidateList(candidates=rendered(page, candidate_view, key="candidate_id"),
                             next=str(start + req.limit) if more else None)
 
 
@@ -128,7 +128,8 @@ async def _candidate(conn: Conn, caller: Caller, req: rq.CandidateRef, *,
 async def candidates_get(svc: Services, caller: Caller, req: rq.CandidateRef,
                          key: str | None) -> Wire:
     async with svc.db.connection() as conn:
-        return candidate_view((await _candidate(conn, caller, req))[1])
+        return rendered_one((await _candidate(conn, caller, req))[1], candidate_view,
+                            key="candidate_id")
 
 
 async def _consumable(conn: Conn, caller: Caller, req: rq.CandidateRef,

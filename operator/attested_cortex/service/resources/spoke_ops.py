@@ -26,6 +26,7 @@ from attested_cortex.service.resources.spoke_views import (
     grant_view,
     receipt_view,
     record_view,
+    rendered_one,
     space_view,
     subject_view,
 )
@@ -52,7 +53,8 @@ async def describe(svc: Services, caller: Caller, req: rq.Empty, key: str | None
     return rq.DescribeAnswer(
         protocol_version=PROTOCOL_VERSION, served_flags=[CORE, REFLECTION, TRANSFER],
         limits={"max_body_bytes": svc.limits.max_body_bytes, "max_page": 500,
-                "max_capture_items": 100},
+                "max_capture_items": 100, "max_import_bytes": svc.limits.max_import_bytes,
+                "max_staged_bytes_per_agent": svc.limits.max_staged_bytes_per_agent},
         required_profile_kinds=list(reflecting.REQUIRED_PROFILE_KINDS),
         engine_policy_version=reflecting.ENGINE_POLICY
         if svc.pending is None or svc.pending.reflector is None
@@ -121,7 +123,8 @@ async def subjects_get(svc: Services, caller: Caller, req: rq.SubjectRef,
         (await gate.access(conn, caller, req.space_id)).require(
             Want("records_read", req.subject_id))
         await gate.existing_space(conn, req.space_id)
-        return subject_view(await gate.existing_subject(conn, req.space_id, req.subject_id))
+        return rendered_one(await gate.existing_subject(conn, req.space_id, req.subject_id),
+                            subject_view, key="subject_id")
 
 
 async def subjects_fence(svc: Services, caller: Caller, req: rq.SubjectFence,
@@ -214,8 +217,6 @@ async def records_create(svc: Services, caller: Caller, req: rq.RecordCreate,
         (await gate.access(conn, caller, req.space_id)).require(
             Want("records_write", req.subject_id, req.placement))
         await gate.writable_space(conn, caller, req.space_id)
-        gate.writable_subject(await gate.existing_subject(conn, req.space_id, req.subject_id,
-                                                          lock=True), req.placement)
         memory = await insert_record(svc, conn, caller, NewRecord(
             req.space_id, req.subject_id, req.kind, req.content, req.placement,
             req.source_context_id))
@@ -239,7 +240,9 @@ class NewRecord:
 async def insert_record(svc: Services, conn: Conn, caller: Caller,
                         new: NewRecord) -> memory_rows.Memory:
     """A record's memory row, side row and chain record, in the caller's transaction
-    (authorization, freeze and fences checked by the caller)."""
+    (authorization and freeze checked by the caller). Every path that writes a record comes
+    here, so the subject's fences are checked here (:func:`.spoke_access.open_subject`)."""
+    await gate.open_subject(conn, new.space_id, new.subject_id, new.placement)
     memory = await memory_rows.insert(
         conn, namespace=new.space_id, title="", content=new.content.text, tags=[],
         metadata={}, author=caller.agent_id, memory_id=uuid.uuid4(),
@@ -294,7 +297,8 @@ async def records_get(svc: Services, caller: Caller, req: rq.RecordRef,
         row = await rows.record_and_grants(conn, req.space_id, req.record_id,
                                            caller.agent_id)
     standing = gate.held(caller, req.space_id, [] if row is None else row.pop("grants"))
-    return record_view(_authorized(standing, req, row, "records_read"))
+    return rendered_one(_authorized(standing, req, row, "records_read"), record_view,
+                        key="memory_id")
 
 
 async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,

@@ -13,6 +13,7 @@ from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_ops import mutate_in
 from attested_cortex.service.resources.spoke_receipts import Effect
+from attested_cortex.service.resources.spoke_views import rendered
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want
 from attested_cortex.spoke.models import ProfileDocument, Wire
@@ -32,8 +33,8 @@ async def profile_get(svc: Services, caller: Caller, req: rq.ProfileGet,
         (await gate.access(conn, caller, req.space_id)).require(
             Want("profiles_read", req.subject_id))
         await gate.existing_subject(conn, req.space_id, req.subject_id)
-        stored = {r["kind"]: profile_view(r)
-                  for r in await rows.profiles(conn, req.space_id, req.subject_id)}
+        stored = {p.kind: p for p in rendered(
+            await rows.profiles(conn, req.space_id, req.subject_id), profile_view, key="kind")}
     kinds = sorted(stored) if req.kinds is None else req.kinds
     return rq.ProfileAnswer(documents=[stored.get(kind) or ProfileDocument(
         space_id=req.space_id, subject_id=req.subject_id, kind=kind, text="", revision=0)
@@ -46,8 +47,7 @@ async def profile_update(svc: Services, caller: Caller, req: rq.ProfileUpdate,
         (await gate.access(conn, caller, req.space_id)).require(
             Want("profiles_write", req.subject_id))
         await gate.writable_space(conn, caller, req.space_id)
-        gate.writable_subject(await gate.existing_subject(
-            conn, req.space_id, req.subject_id, lock=True), None)
+        await gate.open_subject(conn, req.space_id, req.subject_id, None)
         current = await rows.profile(conn, req.space_id, req.subject_id, req.kind)
         revision = 0 if current is None else current["revision"]
         if req.expected_revision is not None and req.expected_revision != revision:

@@ -38,7 +38,7 @@ from attested_cortex.service.resources import recall as native
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_ops import mutate_in, writable_record
 from attested_cortex.service.resources.spoke_receipts import Effect
-from attested_cortex.service.resources.spoke_views import record_view, wire
+from attested_cortex.service.resources.spoke_views import record_view, rendered, wire
 from attested_cortex.service.workers import embedding
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want, live
@@ -175,11 +175,16 @@ async def records_list(svc: Services, caller: Caller, req: rq.RecordsList,
     digest = _digest(space, standing, where, found)
     if bound is not None and bound != digest:
         raise _changed()
-    views = [record_view(r) for r in found.records]
-    kept = len(answers.fitting(views, wire, max_bytes=svc.limits.max_answer_bytes))
-    more = found.more or kept < len(views)
-    return rq.RecordPage(records=views[:kept], total_authorized=found.total,
-                         next=_cursor(found.records[kept - 1], digest) if more else None)
+    # a stored row the wire model refuses is left out (ADR 0084); the page still ends
+    # where it was read, so the next page starts past it
+    shown = [(r, v) for r in found.records for v in rendered([r], record_view, key="memory_id")]
+    kept = len(answers.fitting([v for _, v in shown], wire,
+                               max_bytes=svc.limits.max_answer_bytes))
+    last = shown[kept - 1][0] if kept < len(shown) else (
+        found.records[-1] if found.records else None)
+    more = found.more or kept < len(shown)
+    return rq.RecordPage(records=[v for _, v in shown[:kept]], total_authorized=found.total,
+                         next=_cursor(last, digest) if more and last is not None else None)
 
 
 async def recall(svc: Services, caller: Caller, req: rq.Recall, key: str | None) -> Wire:
@@ -198,8 +203,8 @@ async def recall(svc: Services, caller: Caller, req: rq.Recall, key: str | None)
         full = {r["memory_id"]: r for r in await rows.records_by_id(
             conn, req.space_id, [h.memory.id for h in hits])}
     kept = native.apply_budget([h for h in hits if h.memory.id in full], req.budget_tokens)
-    results = [rq.RecallHit(record=record_view(full[h.memory.id]), score=round(h.score, 6))
-               for h in kept.hits]
+    results = [rq.RecallHit(record=view, score=round(h.score, 6)) for h in kept.hits
+               for view in rendered([full[h.memory.id]], record_view, key="memory_id")]
     shown = answers.fitting(results, wire, max_bytes=svc.limits.max_answer_bytes)
     return rq.RecallAnswer(results=results[:len(shown)],
                            truncated=kept.truncated or len(shown) < len(results))

@@ -30,7 +30,12 @@ from typing import Any
 
 from attested_cortex.bundles import manifests, spaces
 from attested_cortex.bundles.errors import BundleError
-from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
+from attested_cortex.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    TooLargeError,
+)
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_access as gate
 from attested_cortex.service.resources.spoke_ops import NewRecord, insert_record, mutate_in
@@ -201,6 +206,7 @@ async def imports_stage(svc: Services, caller: Caller, req: rq.ImportStage,
             row = await transfer.begin_import(conn, req.space_id, req.import_id,
                                               caller.agent_id)
         _in_order(row, req)
+        await _within_bounds(svc, conn, caller, req, len(data))
         await transfer.stage_chunk(conn, req.import_id, req.ordinal, data, req.digest)
         if req.final:
             await _verify(conn, req)
@@ -218,6 +224,23 @@ def _in_order(row: dict[str, Any] | None, req: rq.ImportStage) -> None:
                             code="import_not_staging", state=row["state"])
     if req.ordinal < row["next_ordinal"]:
         raise ConflictError(f"chunk {req.ordinal} was already staged", code="chunk_replayed")
+
+
+async def _within_bounds(svc: Services, conn: Conn, caller: Caller, req: rq.ImportStage,
+                         adds: int) -> None:
+    """413 when the chunk would take the import past ``limits.max_import_bytes`` or the
+    caller's staged imports past ``limits.max_staged_bytes_per_agent`` (ADR 0084)."""
+    this, agent = await transfer.staged_bytes(conn, req.import_id, caller.agent_id)
+    limits = svc.limits
+    if this + adds > limits.max_import_bytes:
+        raise TooLargeError(f"import {req.import_id} would stage {this + adds} bytes; one "
+                            f"import stages at most {limits.max_import_bytes}",
+                            code="import_too_large", limit=limits.max_import_bytes)
+    if agent + adds > limits.max_staged_bytes_per_agent:
+        raise TooLargeError(f"{caller.agent_id} would hold {agent + adds} bytes staged over "
+                            f"its open imports; at most {limits.max_staged_bytes_per_agent}: "
+                            "activate or discard one first", code="staged_bytes_exceeded",
+                            limit=limits.max_staged_bytes_per_agent)
 
 
 async def _verify(conn: Conn, req: rq.ImportStage) -> None:
@@ -288,6 +311,7 @@ async def _apply(svc: Services, conn: Conn, caller: Caller, standing: gate.Acces
                 placement, record["source_context_id"]))
         for profile in document["profiles"]:
             standing.require(Want("transfer", profile["subject_id"]))
+            await gate.open_subject(conn, space_id, profile["subject_id"], None)
             await listing.put_profile(conn, space_id=space_id, subject_id=profile["subject_id"],
                                       kind=profile["kind"], text=profile["text"],
                                       by=caller.agent_id)

@@ -1,10 +1,22 @@
 """Rows of the spoke-memory tables as wire models (:mod:`attested_cortex.spoke.models`).
-Pure; called by :mod:`.spoke_ops` and :mod:`.spoke_receipts`."""
+Pure but for a log line; called by :mod:`.spoke_ops`, :mod:`.spoke_reading`,
+:mod:`.spoke_profiles` and :mod:`.spoke_receipts`.
+
+A stored row the wire model refuses (written before imports were validated, or changed
+behind the server) never makes a read answer 500 (ADR 0084): a listing or recall leaves it
+out and logs it (:func:`rendered`), a read of that one row answers 409
+``stored_row_invalid`` naming it (:func:`rendered_one`).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from attested_cortex.errors import ConflictError
 from attested_cortex.spoke.models import (
     Content,
     MemoryGrant,
@@ -17,7 +29,39 @@ from attested_cortex.spoke.models import (
 )
 
 Row = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
 _DURABLE = ("schema_version", "extensions")
+log = logging.getLogger(__name__)
+
+
+def rendered(rows: Iterable[Row], view: Callable[[Row], M], *, key: str) -> list[M]:
+    """Each row's wire model; a row the model refuses is skipped and logged by its id
+    (``row[key]``) and the fields refused, never its content."""
+    found = []
+    for row in rows:
+        try:
+            found.append(view(row))
+        except ValidationError as exc:
+            log.warning("stored %s %s does not fit its wire model (%s): left out of the "
+                        "answer", key, row.get(key), _fields(exc))
+    return found
+
+
+def rendered_one(row: Row, view: Callable[[Row], M], *, key: str) -> M:
+    """The row's wire model, or 409 ``stored_row_invalid`` naming it and the fields."""
+    try:
+        return view(row)
+    except ValidationError as exc:
+        log.warning("stored %s %s does not fit its wire model (%s)", key, row.get(key),
+                    _fields(exc))
+        raise ConflictError(f"the stored {key} {row.get(key)} does not fit its wire model "
+                            f"({_fields(exc)}): the space authority can delete it",
+                            code="stored_row_invalid", fields=_fields(exc)) from exc
+
+
+def _fields(exc: ValidationError) -> str:
+    return ", ".join(sorted({".".join(str(p) for p in e["loc"]) or "row"
+                             for e in exc.errors(include_url=False, include_input=False)}))
 
 
 def space_view(row: Row) -> MemorySpace:
