@@ -32,6 +32,7 @@ from attested_cortex.hooks.dispatching import open_pipeline
 from attested_cortex.server.configuring import (
     approvals_from,
     check_at_rest_key,
+    check_master_key,
     key_ring_from,
     limits_from,
     policy_from,
@@ -54,7 +55,7 @@ from attested_cortex.service.workers.pending_receipts import Handler, PendingRec
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
-from attested_cortex.store import decisions
+from attested_cortex.store import decisions, key_checks
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
@@ -78,6 +79,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     check_at_rest_key(settings, key_ring)  # before the database is asked anything
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
+        await _check_master_key(first, key_ring)  # the cortex's own key, or none needed
         graph = await _select_graph(first, settings)
         at_rest_default = await _at_rest_default(first, settings, key_ring)
     sealer = sealer_from(settings, key_ring, at_rest_default)
@@ -125,6 +127,20 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     )
     await _start_sweepers(services, settings, stack)
     return services
+
+
+async def _check_master_key(conn: AnyConn, ring: KeyRing | None) -> None:
+    """Refuse a key that is not the cortex's own, or a start without one where the cortex
+    is keyed (ADR 0088); record the fingerprints of the ring's versions not recorded yet
+    (the first start with a version)."""
+    if ring is None:
+        check_master_key(None, await key_checks.recorded(conn),
+                         keyed=await key_checks.keyed(conn))
+        return
+    check_master_key(ring, await key_checks.recorded(conn), keyed=True)
+    recorded = await key_checks.record(conn, {v: ring.keys[v].fingerprint
+                                              for v in ring.versions})
+    check_master_key(ring, recorded, keyed=True)  # a racing server recorded another key
 
 
 async def _at_rest_default(conn: AnyConn, settings: ServerSettings,
@@ -217,7 +233,8 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if services.master_keys is not None and services.master_keys.watching:
         assert settings.master_key is not None  # a watched ring comes from master_key.dir
         reloader = RingReloader(services.master_keys,
-                                interval_s=settings.master_key.reload_interval_ms / 1000)
+                                interval_s=settings.master_key.reload_interval_ms / 1000,
+                                db=services.db)
         reloader.start()
         stack.push_async_callback(reloader.aclose)
     if transcripts is not None:

@@ -58,6 +58,8 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE, DELETE", "memory_pending_work"),
     # migration 0028: a decision is recorded once by the first server that asks, never changed
     ("SELECT, INSERT", "cortex_decisions"),
+    # migration 0033: a key version's fingerprint is recorded once, never changed
+    ("SELECT, INSERT", "master_key_checks"),
 )
 
 
