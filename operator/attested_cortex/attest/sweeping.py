@@ -16,9 +16,10 @@ the rows still hold what those writes left. A mismatch is reported by id:
                    the recomputed sum of its rows (``fields``: ``memories``, ``transcripts``):
                    the counter table or a row was edited behind the server's triggers
 
-The spoke-memory family's grants, receipts, spaces, subjects and candidates are compared
-with the rows its op records left (kinds ``grant``, ``receipt``, ``space``, ``subject``,
-``candidate``; what each covers: :mod:`.spoke_records`, ADR 0067).
+The spoke-memory family's grants, receipts, spaces, subjects, candidates and record side
+rows (placement: who may read a record) are compared with the rows its op records left
+(kinds ``grant``, ``receipt``, ``space``, ``subject``, ``candidate``, ``record``; what each
+covers: :mod:`.spoke_records`, ADR 0067, ADR 0087).
 
 With the keyed chain (:mod:`.sealing`), a record event appended without the master key
 (``distrusted``: the keyed walk's faults) is no record at all: a row is compared with its
@@ -64,7 +65,7 @@ from attested_cortex.store.database import Conn
 Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable",
                   "miscounted"]
 Kind = Literal["memory", "link", "transcript", "usage", "grant", "receipt", "space",
-               "subject", "candidate"]
+               "subject", "candidate", "record"]
 #: Each kind's record events and the record field naming its row.
 _KEYS: dict[str, tuple[Kind, str]] = {
     **{e: ("memory", "memory_id") for e in MEMORY_EVENTS},
@@ -209,7 +210,7 @@ async def _sweep_spoke(conn: Conn, report: SweepReport, distrusted: Collection[i
             report.add(Mismatch("receipt", f"event:{sequence}", "unreadable",
                                 sequence=sequence))
     spaces: set[str] = set()
-    for kind in ("space", "grant", "receipt", "subject", "candidate"):
+    for kind in ("space", "grant", "receipt", "subject", "candidate", "record"):
         count = 0
         async for row in scanning.spoke_rows(conn, kind):
             count += 1

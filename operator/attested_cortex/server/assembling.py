@@ -42,7 +42,12 @@ from attested_cortex.server.configuring import (
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
-from attested_cortex.service.resources import auditing, spoke_reflections, spoke_transfer
+from attested_cortex.service.resources import (
+    auditing,
+    spoke_audit,
+    spoke_reflections,
+    spoke_transfer,
+)
 from attested_cortex.service.workers.embedding import (
     SealedNamespaces,
     Vectors,
@@ -125,6 +130,11 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
             audit_key=_signer_key(settings, keys)),
         pending=_pending(settings, db),
     )
+    signer = _signer_key(settings, keys)
+    adopted = await spoke_audit.adopt_records(db, signer() if signer is not None else None)
+    if adopted:  # once, after the upgrade to migration 0034 (ADR 0087)
+        log.info("spoke-memory records written before their placement was recorded are "
+                 "now covered by the audit chain", extra={"records": adopted})
     await _start_sweepers(services, settings, stack)
     return services
 

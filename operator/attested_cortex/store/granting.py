@@ -60,6 +60,8 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT", "cortex_decisions"),
     # migration 0033: a key version's fingerprint is recorded once, never changed
     ("SELECT, INSERT", "master_key_checks"),
+    # migration 0034: emptied once by the first start that covers the rows it lists
+    ("SELECT, DELETE", "spoke_records_to_adopt"),
 )
 
 
