@@ -15,6 +15,7 @@ the rows still hold what those writes left. A mismatch is reported by id:
 ``miscounted``     (kind ``usage``, id the agent) an agent's stored-bytes counter differs from
                    the recomputed sum of its rows (``fields``: ``memories``, ``transcripts``):
                    the counter table or a row was edited behind the server's triggers
+                   (``spoke``: the spoke-memory tables' bytes, migration 0034)
 
 The spoke-memory family's grants, receipts, spaces, subjects, candidates and record side
 rows (placement: who may read a record) are compared with the rows its op records left
@@ -145,7 +146,7 @@ async def sweep(conn: Conn, distrusted: Collection[int] = frozenset()) -> SweepR
                      transcript_record(transcript), latest["transcript"])
         report.agents, miscounts = await usage.recounted(conn)
         for wrong in miscounts:
-            fields = tuple(kind for kind in ("memories", "transcripts")
+            fields = tuple(kind for kind in ("memories", "transcripts", "spoke")
                            if getattr(wrong.counted, kind) != getattr(wrong.recounted, kind))
             report.add(Mismatch("usage", wrong.agent, "miscounted", fields))
         await _sweep_spoke(conn, report, distrusted)

@@ -132,7 +132,7 @@ async def quotas(svc: Services, caller: Caller | None) -> dict[str, Any]:
             if policy.buckets else None,
             "stored_bytes": used.total,
             "stored_bytes_by_kind": {"memories": used.memories,
-                                     "transcripts": used.transcripts},
+                                     "transcripts": used.transcripts, "spoke": used.spoke},
             "storage_limit_bytes": policy.storage_limit(caller.agent_id),
             "scopes": [str(s) for s in caller.scopes.scopes],
         }
