@@ -60,6 +60,7 @@ from attested_cortex.service.workers.pending_receipts import Handler, PendingRec
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
+from attested_cortex.service.workers.transfer_expiry import TransferExpiry
 from attested_cortex.store import decisions, key_checks
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
@@ -129,6 +130,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
             pause_s=settings.encryption.reseal_pause_ms / 1000,
             audit_key=_signer_key(settings, keys)),
         pending=_pending(settings, db),
+        transfer_expiry=TransferExpiry(db),
     )
     signer = _signer_key(settings, keys)
     adopted = await spoke_audit.adopt_records(db, signer() if signer is not None else None)
@@ -237,8 +239,8 @@ def _signer_key(settings: ServerSettings,
 async def _start_sweepers(services: Services, settings: ServerSettings,
                           stack: AsyncExitStack) -> None:
     """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker,
-    the master key ring's reloader, the spoke-memory pending-receipt worker and the approval
-    service's listener and sweeper."""
+    the master key ring's reloader, the spoke-memory pending-receipt worker, the transfer
+    expiry sweep and the approval service's listener and sweeper."""
     transcripts, approvals = services.transcripts, services.approvals
     if services.master_keys is not None and services.master_keys.watching:
         assert settings.master_key is not None  # a watched ring comes from master_key.dir
@@ -256,6 +258,9 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if services.pending is not None:
         services.pending.start()
         stack.push_async_callback(services.pending.aclose)
+    if services.transfer_expiry is not None:
+        services.transfer_expiry.start()
+        stack.push_async_callback(services.transfer_expiry.aclose)
     if approvals is not None:
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)

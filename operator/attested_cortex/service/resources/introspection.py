@@ -273,7 +273,9 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "limits": svc.limits.as_dict(),
         "mcp": mcp(svc),
         "spoke_memory": {"pending": svc.pending.as_json() if svc.pending is not None
-                         else None},
+                         else None,
+                         "transfer_expiry": svc.transfer_expiry.as_json()
+                         if svc.transfer_expiry is not None else None},
     }
 
 
