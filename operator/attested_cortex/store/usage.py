@@ -54,12 +54,12 @@ class Miscount:
 
 async def stored(conn: Conn, *, agent: str) -> Usage:
     """What ``agent`` stores now (memories it authored, transcripts it owns): its counter."""
-    cur = await conn.execute(
-        "SELECT memories, transcripts, spoke FROM agent_usage WHERE agent = %s", (agent,))
+    cur = await conn.execute("SELECT * FROM agent_usage WHERE agent = %s", (agent,))
     row = await cur.fetchone()
     if row is None:  # never wrote anything that counts
         return Usage(0, 0)
-    return Usage(int(row["memories"]), int(row["transcripts"]), int(row["spoke"]))
+    # ``spoke``: from migration 0034 (a server may run on an older schema)
+    return Usage(int(row["memories"]), int(row["transcripts"]), int(row.get("spoke", 0)))
 
 
 async def recounted(conn: psycopg.AsyncConnection[Any]) -> tuple[int, list[Miscount]]:
@@ -68,12 +68,12 @@ async def recounted(conn: psycopg.AsyncConnection[Any]) -> tuple[int, list[Misco
     query = (
         "WITH m AS (SELECT author AS agent, " + MEMORY_BYTES + " AS bytes FROM memories "
         "GROUP BY author), t AS (SELECT owner AS agent, " + OWNED_BYTES + " AS bytes "
-        "FROM transcripts GROUP BY owner), p AS (SELECT agent, bytes FROM cortex_spoke_usage()), "
+        "FROM transcripts GROUP BY owner), p AS (SELECT agent, bytes FROM {spoke}), "
         "sums AS (SELECT coalesce(m.agent, t.agent, p.agent) AS agent, coalesce(m.bytes, 0) AS m, "
         "coalesce(t.bytes, 0) AS t, coalesce(p.bytes, 0) AS p FROM m FULL JOIN t "
         "ON t.agent = m.agent FULL JOIN p ON p.agent = coalesce(m.agent, t.agent)) "
         "SELECT coalesce(s.agent, u.agent) AS agent, coalesce(u.memories, 0) AS counted_m, "
-        "coalesce(u.transcripts, 0) AS counted_t, coalesce(u.spoke, 0) AS counted_p, "
+        "coalesce(u.transcripts, 0) AS counted_t, coalesce({counted}, 0) AS counted_p, "
         "coalesce(s.m, 0) AS m, coalesce(s.t, 0) AS t, coalesce(s.p, 0) AS p "
         "FROM sums s FULL JOIN agent_usage u ON u.agent = s.agent ORDER BY 1")
     with translating():
@@ -82,7 +82,12 @@ async def recounted(conn: psycopg.AsyncConnection[Any]) -> tuple[int, list[Misco
         found = await cur.fetchone()
         if found is None or not found["present"]:  # not migrated to 0009 yet: no counters
             return 0, []
-        await cur.execute(query)
+        await cur.execute("SELECT to_regprocedure('cortex_spoke_usage()') IS NOT NULL AS p")
+        spoke = await cur.fetchone()
+        await cur.execute(query.format(  # before migration 0034: no spoke bytes, no column
+            spoke="cortex_spoke_usage()" if spoke is not None and spoke["p"]
+            else "(SELECT NULL::text, 0::bigint WHERE false) AS nothing(agent, bytes)",
+            counted="u.spoke" if spoke is not None and spoke["p"] else "0"))
         rows = await cur.fetchall()
     wrong = [Miscount(str(r["agent"]),
                       Usage(int(r["counted_m"]), int(r["counted_t"]), int(r["counted_p"])),
