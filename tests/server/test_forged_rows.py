@@ -66,3 +66,25 @@ async def test_the_resealer_does_not_launder_a_consistent_forgery(
     # The honest row is written to as ever.
     reply = await cortex.call("PATCH", f"/v1/memories/{honest['id']}", {"content": "y"})
     assert reply.status == 200, reply.text
+
+
+async def test_blind_tokens_copied_between_memories_are_named(
+    make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+) -> None:
+    """Issue 37 item 13: one sealed memory's search tokens copied onto another make recall
+    return the other for the first one's words; the deep audit re-derives them and names
+    the poisoned row (``changed``, ``search``)."""
+    await migrate(migrated_pg15_dsn, app_role=APP_ROLE)
+    cortex = await keyed(make_cortex, migrated_pg15_dsn, tmp_path,
+                         encryption={"at_rest": True})
+    source = await cortex.store("kb", "the lighthouse keeper rows at midnight")
+    poisoned = await cortex.store("kb", "an unrelated note about invoices")
+    assert (await deep(cortex))["deep"]["mismatch_count"] == 0
+    with psycopg.connect(app_dsn(cortex)) as conn:
+        conn.execute("UPDATE memories SET search = (SELECT search FROM memories WHERE id = %s)"
+                     " WHERE id = %s", (source["id"], poisoned["id"]))
+    found = (await cortex.call("POST", "/v1/recall", {"query": "lighthouse keeper"})).body
+    assert poisoned["id"] in [r["id"] for r in found["results"]]  # the poisoning works
+    report = (await deep(cortex))["deep"]
+    named = [(m["id"], m["problem"], m["fields"]) for m in report["mismatches"]]
+    assert named == [(poisoned["id"], "changed", ["search"])], report

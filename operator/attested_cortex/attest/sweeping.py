@@ -5,7 +5,10 @@ Called by ``cortexctl audit verify --deep`` and ``GET /v1/audit/verify?deep=true
 chain itself verified. The chain says which writes the server made; this module says whether
 the rows still hold what those writes left. A mismatch is reported by id:
 
-``changed``        the row differs from its latest record (``fields`` names what)
+``changed``        the row differs from its latest record (``fields`` names what); for a
+                   sealed memory also ``search``: its blind search tokens are not the ones
+                   its text gives under its key version (re-derived with the key: copied
+                   tokens would make recall return it for another memory's words)
 ``downgraded``     a link claims less attestation than it was recorded with, or lost its
                    signature
 ``missing_event``  a row without any record: written behind the server (or before
@@ -60,8 +63,9 @@ from attested_cortex.attest.spoke_records import (
     recorded_rows,
 )
 from attested_cortex.errors import InvalidInputError
-from attested_cortex.store import scanning, usage
+from attested_cortex.store import memory_resealing, scanning, usage
 from attested_cortex.store.database import Conn
+from attested_cortex.store.memories import Memory
 
 Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable",
                   "miscounted"]
@@ -75,6 +79,8 @@ _KEYS: dict[str, tuple[Kind, str]] = {
 }
 #: Mismatches listed in a report; the counts always cover all of them.
 MAX_LISTED = 1000
+#: Sealed memories whose search vectors are re-derived per round trip.
+SEARCH_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +139,16 @@ async def sweep(conn: Conn, distrusted: Collection[int] = frozenset()) -> SweepR
     report = SweepReport()
     async with scanning.snapshot(conn):
         latest = await _latest_records(conn, report, distrusted)
+        batch: list[Memory] = []
         async for memory, signature in scanning.memories(conn):
             report.memories += 1
             _compare(report, "memory", str(memory.id), memory_record(memory, signature),
                      latest["memory"])
+            batch.append(memory)
+            if len(batch) >= SEARCH_BATCH:
+                await _check_searches(conn, report, batch)
+                batch = []
+        await _check_searches(conn, report, batch)
         async for link in scanning.links(conn):
             report.links += 1
             _compare(report, "link", str(link.id), link_record(link), latest["link"])
@@ -154,6 +166,13 @@ async def sweep(conn: Conn, distrusted: Collection[int] = frozenset()) -> SweepR
         for key, (sequence, _) in sorted(left.items(), key=lambda item: item[1][0]):
             report.add(Mismatch(kind, key, "missing_row", sequence=sequence))
     return report
+
+
+async def _check_searches(conn: Conn, report: SweepReport, batch: list[Memory]) -> None:
+    """Name each sealed memory whose blind search tokens are not its text's (re-derived:
+    no record covers them; needs the key, so only a server's or a keyed run's sweep)."""
+    for memory_id in await memory_resealing.searches_unlike_text(conn, batch):
+        report.add(Mismatch("memory", str(memory_id), "changed", ("search",)))
 
 
 async def _latest_records(conn: Conn, report: SweepReport,
