@@ -139,3 +139,18 @@ def test_a_pod_that_cannot_mount_a_missing_secret_is_named() -> None:
     present = server_readiness(deployment(replicas=2, updated=1, available=1), 1,
                                [pod("notes-server-old", RUNNING), stuck])
     assert present.reason == "ServerRollingOut"
+
+
+def test_a_server_refusing_its_master_key_is_named_with_the_refusal() -> None:
+    """ADR 0088: the refusal line ``cortexctl serve`` printed is the termination message."""
+    said = ("cortexctl serve: master key refused, start refused: master key v1 is not the key "
+            "this cortex was sealed with (loaded fingerprint 0123456789abcdef, the cortex's "
+            "fedcba9876543210)")
+    crashing = waiting("server", "CrashLoopBackOff", exit_code=1)
+    crashing["lastState"]["terminated"]["message"] = f"some log line\n{said}\n"
+    verdict = server_readiness(deployment(available=0), 1, [pod("notes-server-new", crashing)])
+    assert (verdict.status, verdict.reason) == ("False", "MasterKeyRefused")
+    assert verdict.message.endswith(f"container server of pod notes-server-new: {said}")
+    plain = server_readiness(deployment(available=0), 1, [pod(
+        "notes-server-new", waiting("server", "CrashLoopBackOff", exit_code=1))])
+    assert plain.reason == "ServerPodsFailing"  # any other crash is what it was

@@ -1,7 +1,8 @@
 """A bundle of a cortex with encryption at rest (ADR 0056): sealed frames and memories travel
 sealed with their key version, so the bundle holds no transcript or memory text and its
 chain verifies; a cortex holding the same master key replays and reads them, one with
-another key reads them as unreadable."""
+another key reads them as unreadable (on a cortex that recorded the first key, another one
+does not start: tests/server/test_key_checks.py)."""
 
 from __future__ import annotations
 
@@ -68,5 +69,9 @@ async def test_a_sealed_bundle_is_read_with_the_same_key_only(
     assert (await same.call("GET", f"/v1/memories/{memory['id']}")).body["content"] == note
     deep = (await same.call("GET", "/v1/audit/verify?deep=true")).body
     assert deep["ok"] and deep["deep"]["mismatch_count"] == 0, deep
-    stranger = await sealed_cortex(make_cortex, target, keys, other)
+    # another key: on the cortex that recorded this one, refused (ADR 0088); on another
+    # import of the bundle (a bundle carries no key check), unreadable
+    elsewhere = new_target()
+    await import_bundle(elsewhere, out)
+    stranger = await sealed_cortex(make_cortex, elsewhere, keys, other)
     assert await replayed(stranger, memory["id"]) == "unreadable"

@@ -5,7 +5,8 @@ text both times; a ``pg_dump`` of the database and a raw scan of its files (the 
 pages and the WAL, after a CHECKPOINT) hold the transcript's text only with encryption off,
 so the test fails when sealing stops happening. With it on, the row records its key version
 and counts its sealed size against the quota; a server with the key and encryption off
-still reads it, one without the key reads it as unreadable.
+still reads it, one holding another key version only reads it as unreadable (one
+without any key does not start).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import zstandard
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.attest.sealing import OVERHEAD
+from tests.server.test_key_rotation import ring_dir
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.pgservers import PG15_BIN, PgServer
 
@@ -88,12 +90,15 @@ async def test_no_transcript_text_at_rest_with_encryption_on(
     assert (text in dumped or plain.hex() in dumped) is not sealed
     assert (plain in files) is not sealed
 
-    if sealed:  # the key without encryption still reads; no key reads nothing
+    if sealed:  # the key without encryption still reads; another key reads nothing
         keyed = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts=TRANSCRIPTS,
                                   master_key={"file": key})
         assert await replay_text(keyed, memory["id"]) == text
-        keyless = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts=TRANSCRIPTS)
-        assert await replay_text(keyless, memory["id"]) == "unreadable"
+        # (no key at all: start refused, tests/server/test_key_checks.py)
+        other = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts=TRANSCRIPTS,
+                                  master_key=ring_dir(tmp_path / "other",
+                                                      {2: mk.generate_key()}, 2))
+        assert await replay_text(other, memory["id"]) == "unreadable"
 
 
 @pytest.mark.parametrize("sealed", [True, False], ids=["on", "off"])

@@ -82,10 +82,11 @@ async def test_the_passphrase_option_and_no_key(make_cortex: MakeCortex,
                   .split("```")[0].strip().splitlines())
     phrase = tmp_path / "passphrase"
     phrase.write_text(vector["passphrase"] + "\n")
+    # without a key first: once a key sealed the cortex, a keyless start is refused
+    plain = await make_cortex(migrated_pg15_dsn)
+    assert plain.services.key_ring is None
     keyed = await make_cortex(migrated_pg15_dsn, master_key={
         "passphrase_file": phrase, "salt": vector["salt"]})
     ring = keyed.services.key_ring
     assert ring is not None and ring.key().material == bytes.fromhex(vector["master"])
     assert (await keyed.call("GET", "/readyz")).status == 200
-    plain = await make_cortex(migrated_pg15_dsn)
-    assert plain.services.key_ring is None

@@ -220,7 +220,7 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
     report = await deep(team)
     assert report["ok"] is True, report
     assert report["spoke"] == {"grant": 2, "receipt": len(records), "space": 1, "subject": 1,
-                               "candidate": 2}
+                               "candidate": 2, "record": 2}
 
     # tampered behind the server: each is named
     with psycopg.connect(migrated_pg15_dsn, autocommit=True) as conn:
@@ -239,6 +239,8 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
                      (captured[0],))  # a dismissed candidate brought back for review
         conn.execute("DELETE FROM memory_receipts WHERE receipt_id = %s",
                      (receipts[1]["receipt_id"],))  # the freeze's: its key could be replayed
+        vanished = records[1][2]["refs"][0]  # the other grant: gone (issue 37 item 13)
+        conn.execute("DELETE FROM memory_grants WHERE grant_id = %s", (vanished,))
     named = {(m["kind"], m["id"], m["problem"], tuple(m["fields"]))
              for m in (await team.call("owner", "GET", "/v1/audit/verify?deep=true")).body[
                  "deep"]["mismatches"]}
@@ -249,5 +251,6 @@ async def test_every_mutating_op_appends_one_op_record_and_the_deep_audit_covers
         ("subject", "kb/u1", "changed", ("fenced_context_ids",)),
         ("receipt", made["receipt_id"], "changed", ("principal",)),
         ("receipt", receipts[1]["receipt_id"], "missing_row", ()),
+        ("grant", vanished, "missing_row", ()),
         ("candidate", captured[0], "changed", ("consumed_by", "proposed_sha256", "state")),
     }

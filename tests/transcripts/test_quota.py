@@ -39,7 +39,7 @@ async def test_the_compressed_frame_is_what_counts(
     (expected,) = row(client.dsn, "SELECT stored_bytes + octet_length(metadata::text) "
                       "FROM transcripts WHERE id = %s", stored["id"])
     you = await usage(client)
-    assert you["stored_bytes_by_kind"] == {"memories": 0, "transcripts": expected}
+    assert you["stored_bytes_by_kind"] == {"memories": 0, "transcripts": expected, "spoke": 0}
     assert you["stored_bytes"] == expected
 
 

@@ -49,6 +49,9 @@ class Seal:
     def __call__(self, prev_mac: bytes, event_hash: bytes) -> bytes:
         return hmac.digest(self.key, prev_mac + event_hash, "sha256")
 
+    def verifies(self, prev_mac: bytes, event_hash: bytes, mac: bytes, version: int) -> bool:
+        return version == self.version and hmac.compare_digest(self(prev_mac, event_hash), mac)
+
 
 class LiveSeal:
     """The seal of whatever ring is in use now (:class:`.ringwatch.RingSource`): a reloaded
@@ -65,6 +68,14 @@ class LiveSeal:
 
     def __call__(self, prev_mac: bytes, event_hash: bytes) -> bytes:
         return hmac.digest(self.source.ring.subkey("audit"), prev_mac + event_hash, "sha256")
+
+    def verifies(self, prev_mac: bytes, event_hash: bytes, mac: bytes, version: int) -> bool:
+        """Under any version the ring holds (a record sealed before a rotation counts)."""
+        ring = self.source.ring
+        if version not in ring.keys:
+            return False
+        expected = hmac.digest(ring.subkey("audit", version), prev_mac + event_hash, "sha256")
+        return hmac.compare_digest(expected, mac)
 
 
 def seal_from(ring: KeyRing | None) -> Seal | None:

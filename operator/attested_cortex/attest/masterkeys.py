@@ -158,6 +158,25 @@ class KeyRing:
         return cls(current=version, keys={version: MasterKey(version, material)})
 
 
+#: How every refusal of a start over the master key begins (ADR 0088): the operator finds
+#: it in a crash-looping pod's termination message and reports ``MasterKeyRefused``.
+REFUSED: Final = "master key refused"
+
+
+def unlike_recorded(ring: KeyRing, recorded: Mapping[int, str]) -> str | None:
+    """Why ``ring`` is not the key the cortex was sealed with (ADR 0088): the first of its
+    versions whose fingerprint differs from the one ``recorded`` for it (None: every
+    version it shares with the record is the recorded key). Fingerprints only."""
+    for version in ring.versions:
+        known, loaded = recorded.get(version), ring.keys[version].fingerprint
+        if known is not None and known != loaded:
+            return (f"master key v{version} is not the key this cortex was sealed with "
+                    f"(loaded fingerprint {loaded}, the cortex's {known}): rows and audit MACs "
+                    "written under it would never open under the right key; mount the "
+                    "cortex's own key, or give a new key a new version")
+    return None
+
+
 def encode_key(material: bytes) -> str:
     """A key as the Secret and key files hold it: 64 lowercase hex characters."""
     return material.hex()

@@ -86,12 +86,12 @@ class RingSource:
         try:
             new = load_ring_dir(self.directory)
         except (CortexError, OSError) as exc:  # half-written, or a version not there yet
-            self._refuse(f"the changed ring does not load: {exc}")
+            self.refuse(f"the changed ring does not load: {exc}")
             return None  # token kept: the next poll tries again
         self._token = token
         why = conflict(self.ring, new)
         if why is not None:
-            self._refuse(why)
+            self.refuse(why)
             return None
         if new.describe() == self.ring.describe():
             return None
@@ -109,7 +109,8 @@ class RingSource:
             callback(ring)
         log.info("master key ring reloaded: %s (was %s)", ring.describe(), previous)
 
-    def _refuse(self, reason: str) -> None:
+    def refuse(self, reason: str) -> None:
+        """Keep the ring in use and report why a changed one was not adopted."""
         if self.refusal is None or self.refusal.reason != reason:
             log.error("master key ring not reloaded, the ring in use is kept: %s", reason)
         self.refusal = Refusal(datetime.now(UTC), reason)

@@ -26,7 +26,16 @@ kind          row (key)                    covered
 ``candidate`` memory_candidates (id)       its capture (subject, scope, captured_by,
                                            classification, the proposed content's digest) and
                                            review state (state, consumed_by)
+``record``    memory_records (memory_id)   every column that decides who reads it or what it
+                                           says beside its memory: space, subject, placement
+                                           (``context_id``: NULL is shared), provenance, kind,
+                                           the structured fields' digest (issue 37 item 13);
+                                           its text is its memory's write record's
 ============  ===========================  ====================================================
+
+Every op names the records it wrote in its refs (``memory.imports.activate`` writes the
+whole space: every record of it). Records written before the ``record`` kind existed are
+covered once by ``spoke.memory.records.adopt`` records (migration 0034's list, ADR 0087).
 """
 
 from __future__ import annotations
@@ -40,9 +49,11 @@ from attested_cortex.attest.records import json_sha256
 RECORD_VERSION: Final = 1
 #: The event type of every op record: this prefix and the op's wire name.
 EVENT_PREFIX: Final = "spoke."
-SpokeKind = Literal["grant", "receipt", "space", "subject", "candidate"]
+SpokeKind = Literal["grant", "receipt", "space", "subject", "candidate", "record"]
 SPOKE_KINDS: Final[tuple[SpokeKind, ...]] = ("grant", "receipt", "space", "subject",
-                                             "candidate")
+                                             "candidate", "record")
+#: The op of the records that cover record rows written before the ``record`` kind.
+ADOPT_OP: Final = "memory.records.adopt"
 #: What a space or a subject is before any op recorded it (rows made on first use).
 DEFAULTS: Final[dict[SpokeKind, dict[str, CborValue]]] = {
     "space": {"frozen": False},
@@ -110,8 +121,21 @@ def candidate_record(row: Row) -> dict[str, CborValue]:
             "consumed_by": None if row["consumed_by"] is None else str(row["consumed_by"])}
 
 
+def record_record(row: Row) -> dict[str, CborValue]:
+    """A record's side row: where it is placed (who may read it) and what it is."""
+    structured = row["structured"]
+    candidate = row["candidate_id"]
+    return {"record_id": str(row["memory_id"]), "space_id": row["space_id"],
+            "subject_id": row["subject_id"], "context_id": row["context_id"],
+            "source_context_id": row["source_context_id"], "kind": row["kind"],
+            "captured_by": row["captured_by"],
+            "candidate_id": None if candidate is None else str(candidate),
+            "structured_sha256": None if structured is None else json_sha256(structured)}
+
+
 BUILDERS: Final = {"grant": grant_record, "receipt": receipt_record, "space": space_record,
-                   "subject": subject_record, "candidate": candidate_record}
+                   "subject": subject_record, "candidate": candidate_record,
+                   "record": record_record}
 
 
 def key_of(kind: SpokeKind, record: dict[str, CborValue]) -> str:
@@ -119,7 +143,7 @@ def key_of(kind: SpokeKind, record: dict[str, CborValue]) -> str:
     if kind == "subject":
         return "/".join(str(record[name]) for name in ("space_id", "subject_id"))
     return str(record[{"grant": "grant_id", "receipt": "receipt_id", "space": "space_id",
-                       "candidate": "candidate_id"}[kind]])
+                       "candidate": "candidate_id", "record": "record_id"}[kind]])
 
 
 def op_record(receipt: Row, rows: dict[SpokeKind, list[dict[str, CborValue]]]
@@ -129,6 +153,14 @@ def op_record(receipt: Row, rows: dict[SpokeKind, list[dict[str, CborValue]]]
             "space_id": receipt["space_id"], "status": receipt["status"],
             "refs": _texts(receipt["refs"]), "revision": receipt["revision"],
             "rows": {"receipt": [receipt_record(receipt)], **rows}}
+
+
+def adopt_record(principal: str, space_id: str,
+                 records: list[dict[str, CborValue]]) -> dict[str, CborValue]:
+    """The record covering a space's record rows written before the ``record`` kind."""
+    return {"v": RECORD_VERSION, "op": ADOPT_OP, "principal": principal,
+            "space_id": space_id, "status": "committed", "refs": [], "revision": None,
+            "rows": {"record": records}}
 
 
 def recorded_rows(record: object) -> list[tuple[SpokeKind, dict[str, CborValue]]] | None:

@@ -5,7 +5,10 @@ Called by ``cortexctl audit verify --deep`` and ``GET /v1/audit/verify?deep=true
 chain itself verified. The chain says which writes the server made; this module says whether
 the rows still hold what those writes left. A mismatch is reported by id:
 
-``changed``        the row differs from its latest record (``fields`` names what)
+``changed``        the row differs from its latest record (``fields`` names what); for a
+                   sealed memory also ``search``: its blind search tokens are not the ones
+                   its text gives under its key version (re-derived with the key: copied
+                   tokens would make recall return it for another memory's words)
 ``downgraded``     a link claims less attestation than it was recorded with, or lost its
                    signature
 ``missing_event``  a row without any record: written behind the server (or before
@@ -15,10 +18,12 @@ the rows still hold what those writes left. A mismatch is reported by id:
 ``miscounted``     (kind ``usage``, id the agent) an agent's stored-bytes counter differs from
                    the recomputed sum of its rows (``fields``: ``memories``, ``transcripts``):
                    the counter table or a row was edited behind the server's triggers
+                   (``spoke``: the spoke-memory tables' bytes, migration 0034)
 
-The spoke-memory family's grants, receipts, spaces, subjects and candidates are compared
-with the rows its op records left (kinds ``grant``, ``receipt``, ``space``, ``subject``,
-``candidate``; what each covers: :mod:`.spoke_records`, ADR 0067).
+The spoke-memory family's grants, receipts, spaces, subjects, candidates and record side
+rows (placement: who may read a record) are compared with the rows its op records left
+(kinds ``grant``, ``receipt``, ``space``, ``subject``, ``candidate``, ``record``; what each
+covers: :mod:`.spoke_records`, ADR 0067, ADR 0087).
 
 With the keyed chain (:mod:`.sealing`), a record event appended without the master key
 (``distrusted``: the keyed walk's faults) is no record at all: a row is compared with its
@@ -58,13 +63,14 @@ from attested_cortex.attest.spoke_records import (
     recorded_rows,
 )
 from attested_cortex.errors import InvalidInputError
-from attested_cortex.store import scanning, usage
+from attested_cortex.store import memory_resealing, scanning, usage
 from attested_cortex.store.database import Conn
+from attested_cortex.store.memories import Memory
 
 Problem = Literal["changed", "downgraded", "missing_event", "missing_row", "unreadable",
                   "miscounted"]
 Kind = Literal["memory", "link", "transcript", "usage", "grant", "receipt", "space",
-               "subject", "candidate"]
+               "subject", "candidate", "record"]
 #: Each kind's record events and the record field naming its row.
 _KEYS: dict[str, tuple[Kind, str]] = {
     **{e: ("memory", "memory_id") for e in MEMORY_EVENTS},
@@ -73,6 +79,8 @@ _KEYS: dict[str, tuple[Kind, str]] = {
 }
 #: Mismatches listed in a report; the counts always cover all of them.
 MAX_LISTED = 1000
+#: Sealed memories whose search vectors are re-derived per round trip.
+SEARCH_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +139,16 @@ async def sweep(conn: Conn, distrusted: Collection[int] = frozenset()) -> SweepR
     report = SweepReport()
     async with scanning.snapshot(conn):
         latest = await _latest_records(conn, report, distrusted)
+        batch: list[Memory] = []
         async for memory, signature in scanning.memories(conn):
             report.memories += 1
             _compare(report, "memory", str(memory.id), memory_record(memory, signature),
                      latest["memory"])
+            batch.append(memory)
+            if len(batch) >= SEARCH_BATCH:
+                await _check_searches(conn, report, batch)
+                batch = []
+        await _check_searches(conn, report, batch)
         async for link in scanning.links(conn):
             report.links += 1
             _compare(report, "link", str(link.id), link_record(link), latest["link"])
@@ -144,7 +158,7 @@ async def sweep(conn: Conn, distrusted: Collection[int] = frozenset()) -> SweepR
                      transcript_record(transcript), latest["transcript"])
         report.agents, miscounts = await usage.recounted(conn)
         for wrong in miscounts:
-            fields = tuple(kind for kind in ("memories", "transcripts")
+            fields = tuple(kind for kind in ("memories", "transcripts", "spoke")
                            if getattr(wrong.counted, kind) != getattr(wrong.recounted, kind))
             report.add(Mismatch("usage", wrong.agent, "miscounted", fields))
         await _sweep_spoke(conn, report, distrusted)
@@ -152,6 +166,13 @@ async def sweep(conn: Conn, distrusted: Collection[int] = frozenset()) -> SweepR
         for key, (sequence, _) in sorted(left.items(), key=lambda item: item[1][0]):
             report.add(Mismatch(kind, key, "missing_row", sequence=sequence))
     return report
+
+
+async def _check_searches(conn: Conn, report: SweepReport, batch: list[Memory]) -> None:
+    """Name each sealed memory whose blind search tokens are not its text's (re-derived:
+    no record covers them; needs the key, so only a server's or a keyed run's sweep)."""
+    for memory_id in await memory_resealing.searches_unlike_text(conn, batch):
+        report.add(Mismatch("memory", str(memory_id), "changed", ("search",)))
 
 
 async def _latest_records(conn: Conn, report: SweepReport,
@@ -191,9 +212,8 @@ def _compare(report: SweepReport, kind: Kind, key: str,
 async def _sweep_spoke(conn: Conn, report: SweepReport, distrusted: Collection[int]) -> None:
     """The spoke-memory rows against the latest record of each in the op records: grants and
     receipts must have one; a space or subject without one must hold the defaults. A record
-    whose row is gone is named only when its space is here: a logical bundle carries no
-    spoke-memory table (docs/backup.md), so a cortex restored from one keeps the records of
-    spaces it does not hold, and those are not mismatches."""
+    whose row is gone is named ``missing_row``, its space here or not: a logical bundle
+    carries every spoke-memory table (ADR 0085), so a whole space gone is a deletion too."""
     latest: dict[SpokeKind, Latest] = {kind: {} for kind in SPOKE_KINDS}
     async for sequence, _, payload in scanning.prefixed_records(conn, EVENT_PREFIX):
         if sequence in distrusted:
@@ -208,14 +228,12 @@ async def _sweep_spoke(conn: Conn, report: SweepReport, distrusted: Collection[i
         if found is None:
             report.add(Mismatch("receipt", f"event:{sequence}", "unreadable",
                                 sequence=sequence))
-    spaces: set[str] = set()
-    for kind in ("space", "grant", "receipt", "subject", "candidate"):
+    for kind in ("space", "grant", "receipt", "subject", "candidate", "record"):
         count = 0
         async for row in scanning.spoke_rows(conn, kind):
             count += 1
             expected = BUILDERS[kind](row)
             key = key_of(kind, expected)
-            spaces.add(str(row["space_id"]))
             if kind in DEFAULTS and key not in latest[kind]:
                 fields = differing({**expected, **DEFAULTS[kind]}, expected)
                 if fields:
@@ -224,6 +242,5 @@ async def _sweep_spoke(conn: Conn, report: SweepReport, distrusted: Collection[i
             _compare(report, kind, key, expected, latest[kind])
         report.spoke[kind] = count
     for kind in SPOKE_KINDS:
-        for key, (sequence, record) in sorted(latest[kind].items(), key=lambda i: i[1][0]):
-            if record.get("space_id") in spaces:
-                report.add(Mismatch(kind, key, "missing_row", sequence=sequence))
+        for key, (sequence, _) in sorted(latest[kind].items(), key=lambda i: i[1][0]):
+            report.add(Mismatch(kind, key, "missing_row", sequence=sequence))

@@ -154,6 +154,9 @@ def _server_container(cortex: Cortex, defaults: Defaults, mounts: list[Object]) 
         "livenessProbe": _probe(cortex, "/healthz", 10, 6),
         "resources": security.resources(cortex.spec.server.resources),
         "securityContext": security.container_security(), "volumeMounts": mounts,
+        # A refused start's last lines (a master key that is not the cortex's: ADR 0088)
+        # become the termination message ServerReady reports.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
     }
 
 

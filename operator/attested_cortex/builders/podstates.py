@@ -6,6 +6,8 @@ kubelet reports a pod that cannot mount a volume only as ``ContainerCreating`` (
 ``FailedMount``, is in an Event), so a pod waiting there that references a Secret that does
 not exist is named here as a crash loop is: on the real node a lost key Secret left a new
 pod in ``ContainerCreating`` forever while the status said the rollout was progressing.
+A server that refused to start over its master key (ADR 0088) is found by its last
+termination message.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from attested_cortex.attest.masterkeys import REFUSED
 from attested_cortex.builders.names import CONFIG_HASH_ANNOTATION
 
 Object = dict[str, Any]
@@ -75,6 +78,20 @@ def _failing(pod: Object) -> str | None:
             detail = f": {waiting['message']}" if waiting.get("message") else ""
             return (f"container {container.get('name')} of pod {pod['metadata']['name']}: "
                     f"{waiting['reason']}{exit_code}{detail}")
+    return None
+
+
+def key_refusal(pods: Sequence[Object]) -> str | None:
+    """The master key refusal (ADR 0088) a server container of these pods last exited with,
+    in one line (at most 512 characters): its termination message (the last log lines,
+    ``FallbackToLogsOnError``) holds the line ``cortexctl serve`` printed."""
+    for pod in sorted(pods, key=lambda p: str(p["metadata"].get("name"))):
+        for container in _statuses(pod):
+            last = (container.get("lastState") or {}).get("terminated") or {}
+            for line in str(last.get("message") or "").splitlines():
+                if REFUSED in line:
+                    return (f"container {container.get('name')} of pod "
+                            f"{pod['metadata']['name']}: {line.strip()}")[:512]
     return None
 
 

@@ -9,7 +9,8 @@ the progress message counted old pods as available; it now says what is true of 
 template. While a rollout is incomplete the message names the first pod that cannot run
 (crash loop, image pull, bad configuration, a Secret it cannot mount: builders/podstates.py)
 so ``kubectl get mcx`` says why, and a Deployment past its progress deadline is
-``RolloutStuck``. Called by controller/memorycortex/server.py.
+``RolloutStuck``. A server that refused to start over its master key (ADR 0088) is
+``MasterKeyRefused``, its refusal quoted. Called by controller/memorycortex/server.py.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ def server_readiness(deployment: Object | None, replicas: int, pods: Sequence[Ob
     progress = _progress(deployment, replicas, counted)
     stuck = _progress_deadline_exceeded(deployment)
     failing = podstates.failing_pod(pods, exists)
+    refused = podstates.key_refusal(pods)
+    if refused:  # waiting will not help: the Secret holds another key, or none is mounted
+        return Observation.of(TYPE, False, "MasterKeyRefused", f"{progress}; {refused}")
     if stuck:
         return Observation.of(TYPE, False, "RolloutStuck",
                               f"{progress}; {stuck}" + (f"; {failing}" if failing else ""))

@@ -54,7 +54,7 @@ class Table:
 EVENTS: Final = Table("signed_events", (
     "sequence", "agent_id", "event_type", "payload", "payload_hash", "signature",
     "key_fingerprint", "prev_hash", "hash", "created_at"), "sequence")
-USAGE: Final = Table("agent_usage", ("agent", "memories", "transcripts"), "agent")
+USAGE: Final = Table("agent_usage", ("agent", "memories", "transcripts", "spoke"), "agent")
 #: Import order: the chain first, then parents before children, the counters last.
 TABLES: Final[tuple[Table, ...]] = (
     EVENTS,
@@ -130,6 +130,10 @@ NOT_CARRIED: Final[dict[str, str]] = {
     "signed_event_macs": "MACs under the source's master key, which the import does not hold",
     "cortex_decisions": "the target decides for itself at its first start",
     "schema_migrations": "the target's own migration record",
+    "master_key_checks": "fingerprints of the source's master key versions; the target "
+                         "records those of its own key (ADR 0088)",
+    "spoke_records_to_adopt": "the source's upgrade work list, emptied at its first start "
+                              "(migration 0034)",
 }
 
 #: Columns of carried tables a bundle leaves out, and why: the target derives them.

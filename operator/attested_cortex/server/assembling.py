@@ -32,6 +32,7 @@ from attested_cortex.hooks.dispatching import open_pipeline
 from attested_cortex.server.configuring import (
     approvals_from,
     check_at_rest_key,
+    check_master_key,
     key_ring_from,
     limits_from,
     policy_from,
@@ -41,7 +42,12 @@ from attested_cortex.server.configuring import (
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
-from attested_cortex.service.resources import auditing, spoke_reflections, spoke_transfer
+from attested_cortex.service.resources import (
+    auditing,
+    spoke_audit,
+    spoke_reflections,
+    spoke_transfer,
+)
 from attested_cortex.service.workers.embedding import (
     SealedNamespaces,
     Vectors,
@@ -54,7 +60,8 @@ from attested_cortex.service.workers.pending_receipts import Handler, PendingRec
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
-from attested_cortex.store import decisions
+from attested_cortex.service.workers.transfer_expiry import TransferExpiry
+from attested_cortex.store import decisions, key_checks
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
@@ -78,6 +85,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     check_at_rest_key(settings, key_ring)  # before the database is asked anything
     async with single_connection(settings.database_url) as first:
         await current_version(first)  # refuses a newer or altered schema
+        await _check_master_key(first, key_ring)  # the cortex's own key, or none needed
         graph = await _select_graph(first, settings)
         at_rest_default = await _at_rest_default(first, settings, key_ring)
     sealer = sealer_from(settings, key_ring, at_rest_default)
@@ -122,9 +130,29 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
             pause_s=settings.encryption.reseal_pause_ms / 1000,
             audit_key=_signer_key(settings, keys)),
         pending=_pending(settings, db),
+        transfer_expiry=TransferExpiry(db),
     )
+    signer = _signer_key(settings, keys)
+    adopted = await spoke_audit.adopt_records(db, signer() if signer is not None else None)
+    if adopted:  # once, after the upgrade to migration 0034 (ADR 0087)
+        log.info("spoke-memory records written before their placement was recorded are "
+                 "now covered by the audit chain", extra={"records": adopted})
     await _start_sweepers(services, settings, stack)
     return services
+
+
+async def _check_master_key(conn: AnyConn, ring: KeyRing | None) -> None:
+    """Refuse a key that is not the cortex's own, or a start without one where the cortex
+    is keyed (ADR 0088); record the fingerprints of the ring's versions not recorded yet
+    (the first start with a version)."""
+    if ring is None:
+        check_master_key(None, await key_checks.recorded(conn),
+                         keyed=await key_checks.keyed(conn))
+        return
+    check_master_key(ring, await key_checks.recorded(conn), keyed=True)
+    recorded = await key_checks.record(conn, {v: ring.keys[v].fingerprint
+                                              for v in ring.versions})
+    check_master_key(ring, recorded, keyed=True)  # a racing server recorded another key
 
 
 async def _at_rest_default(conn: AnyConn, settings: ServerSettings,
@@ -211,13 +239,14 @@ def _signer_key(settings: ServerSettings,
 async def _start_sweepers(services: Services, settings: ServerSettings,
                           stack: AsyncExitStack) -> None:
     """Start the transcript sweeper (its first sweep runs at once), the re-sealing worker,
-    the master key ring's reloader, the spoke-memory pending-receipt worker and the approval
-    service's listener and sweeper."""
+    the master key ring's reloader, the spoke-memory pending-receipt worker, the transfer
+    expiry sweep and the approval service's listener and sweeper."""
     transcripts, approvals = services.transcripts, services.approvals
     if services.master_keys is not None and services.master_keys.watching:
         assert settings.master_key is not None  # a watched ring comes from master_key.dir
         reloader = RingReloader(services.master_keys,
-                                interval_s=settings.master_key.reload_interval_ms / 1000)
+                                interval_s=settings.master_key.reload_interval_ms / 1000,
+                                db=services.db)
         reloader.start()
         stack.push_async_callback(reloader.aclose)
     if transcripts is not None:
@@ -229,6 +258,9 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if services.pending is not None:
         services.pending.start()
         stack.push_async_callback(services.pending.aclose)
+    if services.transfer_expiry is not None:
+        services.transfer_expiry.start()
+        stack.push_async_callback(services.transfer_expiry.aclose)
     if approvals is not None:
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)

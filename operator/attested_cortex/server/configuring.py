@@ -10,15 +10,18 @@ translation without starting a server.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 from prometheus_client import Gauge
 
 from attested_cortex.attest.masterkeys import (
+    REFUSED,
     Argon2Params,
     KeyRing,
     key_from_passphrase,
     load_key_file,
     load_ring_dir,
+    unlike_recorded,
 )
 from attested_cortex.attest.sealing import Sealer
 from attested_cortex.errors import InvalidInputError
@@ -146,6 +149,28 @@ def check_at_rest_key(settings: ServerSettings, ring: KeyRing | None) -> None:
         raise InvalidInputError("encryption.at_rest needs a master key (master_key: dir, "
                                 "file or passphrase_file; --master-key-file)",
                                 field="encryption.at_rest")
+
+
+def check_master_key(ring: KeyRing | None, recorded: Mapping[int, str] | None, *,
+                     keyed: bool) -> None:
+    """Refuse to start with a master key that is not the cortex's own, or without one where
+    the cortex has one (ADR 0088, issue 37 item 14). ``recorded``: the fingerprint of each
+    key version the cortex was sealed with (:mod:`attested_cortex.store.key_checks`; None
+    before migration 0033); ``keyed``: the database holds something only a key makes (a
+    recorded version, a MAC of the keyed chain, a row sealed at rest). Fingerprints are
+    public (capabilities show them); the key never enters a message."""
+    if ring is None:
+        if keyed:
+            versions = ", ".join(f"v{v}" for v in sorted(recorded or {})) or "unrecorded"
+            raise InvalidInputError(
+                f"{REFUSED}: this cortex was sealed with a master key (versions: {versions}) "
+                "and the server has none: start refused (it would write plain rows and "
+                "unkeyed audit events into a keyed cortex); configure master_key (dir, "
+                "file or passphrase_file) or --master-key-file", field="master_key")
+        return
+    why = unlike_recorded(ring, recorded or {})
+    if why is not None:
+        raise InvalidInputError(f"{REFUSED}, start refused: {why}", field="master_key")
 
 
 def sealer_from(settings: ServerSettings, ring: KeyRing | None,

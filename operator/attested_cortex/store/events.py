@@ -76,6 +76,11 @@ class ChainSeal(Protocol):
         """HMAC-SHA256(subkey, prev_mac || event_hash)."""
         ...
 
+    def verifies(self, prev_mac: bytes, event_hash: bytes, mac: bytes, version: int) -> bool:
+        """Whether ``mac`` is the MAC of ``event_hash`` after ``prev_mac`` under the
+        ``audit`` subkey of ``version`` (False for a version the key ring does not hold)."""
+        ...
+
 
 _SEALS: WeakKeyDictionary[psycopg.AsyncConnection[Any], ChainSeal] = WeakKeyDictionary()
 
@@ -218,16 +223,50 @@ async def statement_recorded(
         return await cur.fetchone() is not None
 
 
+#: An event of the keyed chain with its own MAC row and the one of the event before it, and
+#: whether it precedes every MAC row (appended before the cortex had its key).
+_KEYED_STATEMENTS = (
+    "SELECT e.payload_hash, e.hash, m.mac, m.key_version, p.mac AS prev_mac, "
+    "e.sequence < coalesce((SELECT min(sequence) FROM signed_event_macs), "
+    "9223372036854775807) AS before_key FROM signed_events e "
+    "LEFT JOIN signed_event_macs m ON m.sequence = e.sequence "
+    "LEFT JOIN signed_event_macs p ON p.sequence = e.sequence - 1 "
+    "WHERE e.event_type = ANY(%s) AND e.payload_hash = ANY(%s)")
+
+
 async def recorded_statements(
     conn: psycopg.AsyncConnection[Any], *, event_types: Sequence[str],
     payload_hashes: Sequence[bytes],
 ) -> set[bytes]:
-    """Which of ``payload_hashes`` the chain holds as an event of ``event_types``."""
+    """Which of ``payload_hashes`` the chain holds as an event of ``event_types``.
+
+    On a sealed connection (the server holds the master key, ADR 0051) only an event the
+    key vouches for counts (issue 37 item 12): one whose MAC row the key gives, or one
+    appended before the first MAC row (a chain older than the key). An event appended with
+    the database role alone (no MAC, or a MAC the key does not give) is no record, so a
+    row changed together with a matching forged record is not taken as recorded by any
+    worker (the re-sealer would seal the forgery and append a good MAC over it)."""
+    seal = _SEALS.get(conn)
     with translating():
-        cur = await conn.execute(
-            "SELECT payload_hash FROM signed_events WHERE event_type = ANY(%s) "
-            "AND payload_hash = ANY(%s)", (list(event_types), list(payload_hashes)))
-        return {bytes(row["payload_hash"]) for row in await cur.fetchall()}
+        if seal is None:
+            cur = await conn.execute(
+                "SELECT payload_hash FROM signed_events WHERE event_type = ANY(%s) "
+                "AND payload_hash = ANY(%s)", (list(event_types), list(payload_hashes)))
+            return {bytes(row["payload_hash"]) for row in await cur.fetchall()}
+        cur = await conn.execute(_KEYED_STATEMENTS, (list(event_types), list(payload_hashes)))
+        rows = await cur.fetchall()
+    held: set[bytes] = set()
+    for row in rows:
+        mac = row["mac"]
+        if mac is None:
+            vouched = bool(row["before_key"])
+        else:
+            prev = GENESIS_MAC if row["prev_mac"] is None else bytes(row["prev_mac"])
+            vouched = seal.verifies(prev, bytes(row["hash"]), bytes(mac),
+                                    int(row["key_version"]))
+        if vouched:
+            held.add(bytes(row["payload_hash"]))
+    return held
 
 
 async def stream_events(

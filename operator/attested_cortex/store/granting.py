@@ -48,8 +48,9 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE", "memory_candidates"),  # migration 0017
     ("SELECT, INSERT, UPDATE", "memory_profiles"),
     ("SELECT, INSERT", "memory_reflections"),  # migration 0018: never changed
-    ("SELECT, INSERT", "memory_exports"),
-    ("SELECT, INSERT", "memory_export_chunks"),
+    # exports expire with their chunks (issue 37 item 16: service/workers/transfer_expiry)
+    ("SELECT, INSERT, DELETE", "memory_exports"),
+    ("SELECT, INSERT, DELETE", "memory_export_chunks"),
     ("SELECT, INSERT, UPDATE", "memory_imports"),
     # a discard drops the staged chunks (nothing staged was ever visible)
     ("SELECT, INSERT, DELETE", "memory_import_chunks"),
@@ -58,6 +59,10 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE, DELETE", "memory_pending_work"),
     # migration 0028: a decision is recorded once by the first server that asks, never changed
     ("SELECT, INSERT", "cortex_decisions"),
+    # migration 0033: a key version's fingerprint is recorded once, never changed
+    ("SELECT, INSERT", "master_key_checks"),
+    # migration 0034: emptied once by the first start that covers the rows it lists
+    ("SELECT, DELETE", "spoke_records_to_adopt"),
 )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from attested_cortex.store.database import Conn
 from attested_cortex.store.memories import COLUMNS, Memory, memory_from_row, stored_values
-from attested_cortex.store.memory_ciphers import LEGACY_ROWS, cipher_of
+from attested_cortex.store.memory_ciphers import LEGACY_ROWS, cipher_of, lexemes
 
 
 async def sealed_counts(conn: Conn) -> dict[int | None, int]:
@@ -33,6 +33,28 @@ async def legacy_tokens_held(conn: Conn) -> int:
     cur = await conn.execute(f"SELECT count(*) AS n FROM memories WHERE {LEGACY_ROWS}")
     row = await cur.fetchone()
     return 0 if row is None else int(row["n"])
+
+
+async def searches_unlike_text(conn: Conn, memories: Sequence[Memory]) -> list[uuid.UUID]:
+    """Those of ``memories`` (live, sealed, opened on ``conn``) whose stored search vector
+    is not the one their text gives under their key version (issue 37 item 13): blind
+    tokens copied from another memory make recall return this one for the other's words,
+    and no write record covers them, so the deep audit re-derives them. Rows still holding
+    legacy tokens (ADR 0078) are left to the re-sealer. Empty without a cipher."""
+    cipher = cipher_of(conn)
+    sealed = [m for m in memories if m.key_version is not None and not m.unreadable
+              and not m.deleted]
+    if cipher is None or not sealed:
+        return []
+    found = await lexemes(conn, [(m.title, m.content, m.tags) for m in sealed])
+    expected = [cipher.key_text(text, int(m.key_version or 0))
+                for m, text in zip(sealed, found, strict=True)]
+    cur = await conn.execute(
+        "SELECT m.id FROM memories m JOIN unnest(%s::uuid[], %s::text[]) AS n(id, search)"
+        " ON m.id = n.id WHERE m.token_format <> 0"
+        " AND m.search IS DISTINCT FROM n.search::tsvector ORDER BY m.id",
+        ([m.id for m in sealed], expected))
+    return [row["id"] for row in await cur.fetchall()]
 
 
 async def to_reseal(conn: Conn, *, current: int, plain: bool, limit: int,

@@ -111,7 +111,7 @@ async def records(
 #: The spoke-memory tables the deep audit compares (migration 0016), by the kind it names.
 SPOKE_TABLES: Final = {"grant": "memory_grants", "receipt": "memory_receipts",
                        "space": "memory_spaces", "subject": "memory_subjects",
-                       "candidate": "memory_candidates"}
+                       "candidate": "memory_candidates", "record": "memory_records"}
 
 
 async def spoke_rows(conn: psycopg.AsyncConnection[Any],

@@ -201,6 +201,32 @@ _GRANTS = ("(SELECT coalesce(jsonb_agg(to_jsonb(g) ORDER BY g.created_at, g.gran
            " AND g.principal_id = %(principal)s)")
 
 
+async def record_rows(conn: Conn, space_id: str,
+                      ids: Sequence[uuid.UUID] | None = None) -> list[Row]:
+    """The side rows of a space's records (of ``ids`` only, when given), as stored: what
+    an op record covers (:func:`attested_cortex.attest.spoke_records.record_record`)."""
+    cur = await conn.execute(
+        "SELECT * FROM memory_records WHERE space_id = %s"
+        " AND (%s::uuid[] IS NULL OR memory_id = ANY(%s::uuid[])) ORDER BY memory_id",
+        (space_id, None if ids is None else list(ids), None if ids is None else list(ids)))
+    return list(await cur.fetchall())
+
+
+async def take_to_adopt(conn: Conn) -> list[Row]:
+    """Empty migration 0034's list of record rows written before op records covered them;
+    the side rows it named (locked by the DELETE until the caller's transaction ends: a
+    second server waits, then finds the list empty). None before migration 0034."""
+    cur = await conn.execute("SELECT to_regclass('spoke_records_to_adopt') IS NOT NULL AS p")
+    present = await cur.fetchone()
+    if present is None or not present["p"]:
+        return []
+    cur = await conn.execute(
+        "WITH gone AS (DELETE FROM spoke_records_to_adopt RETURNING memory_id)"
+        " SELECT r.* FROM memory_records r JOIN gone USING (memory_id)"
+        " ORDER BY r.space_id, r.memory_id")
+    return list(await cur.fetchall())
+
+
 async def record_and_grants(conn: Conn, space_id: str, record_id: uuid.UUID,
                             principal: str) -> Row | None:
     """One record of a space with ``principal``'s grants there (``grants``: JSON objects,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from attested_cortex.errors import ConflictError
@@ -136,6 +137,31 @@ async def set_import(conn: Conn, import_id: uuid.UUID, *, state: str,
     if state == "discarded":
         await conn.execute("DELETE FROM memory_import_chunks WHERE import_id = %s",
                            (import_id,))
+
+
+async def expire(conn: Conn, *, staged_before: datetime, exported_before: datetime
+                 ) -> tuple[int, int]:
+    """Expire what transfers left behind (issue 37 item 16): imports still staging or
+    verified, created before ``staged_before``, are discarded (their chunks dropped, as a
+    discard does); exports created before ``exported_before`` are dropped with their chunks.
+    How many imports and exports went."""
+    cur = await conn.execute(
+        "UPDATE memory_imports SET state = 'discarded' WHERE state IN ('staging', 'verified')"
+        " AND created_at < %s RETURNING import_id", (staged_before,))
+    imports = [row["import_id"] for row in await cur.fetchall()]
+    if imports:
+        await conn.execute("DELETE FROM memory_import_chunks WHERE import_id = ANY(%s)",
+                           (imports,))
+    cur = await conn.execute("SELECT export_id FROM memory_exports WHERE created_at < %s"
+                             " FOR UPDATE", (exported_before,))
+    exports = [row["export_id"] for row in await cur.fetchall()]
+    if exports:
+        # chunks first, in a statement of their own: the usage trigger (migration 0034)
+        # finds each chunk's creator through its export row when that statement ends
+        await conn.execute("DELETE FROM memory_export_chunks WHERE export_id = ANY(%s)",
+                           (exports,))
+        await conn.execute("DELETE FROM memory_exports WHERE export_id = ANY(%s)", (exports,))
+    return len(imports), len(exports)
 
 
 async def count_records(conn: Conn, space_id: str) -> int:

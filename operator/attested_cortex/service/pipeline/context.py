@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from attested_cortex.service.workers.pending_receipts import PendingReceipts
     from attested_cortex.service.workers.resealing import Resealer
     from attested_cortex.service.workers.transcript_sweeping import Transcripts
+    from attested_cortex.service.workers.transfer_expiry import TransferExpiry
     from attested_cortex.store.graph.base import GraphBackend
 
 PermissionMode = Literal["advisory", "enforce", "off"]
@@ -161,6 +162,8 @@ class Services:
     #: The spoke-memory family's pending receipts and the OpenAI-compatible reflection
     #: engine they run (ADR 0069); None: reflections use the extractive default, at once.
     pending: PendingReceipts | None = None
+    #: Expires staged imports and exports (issue 37 item 16); None: not started here.
+    transfer_expiry: TransferExpiry | None = None
     #: Where the pipeline's policy records go on the signed chain (``audit_signer`` set).
     audit_sink: AuditSink | None = None
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.

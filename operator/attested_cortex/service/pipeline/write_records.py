@@ -14,7 +14,9 @@ builds ``transcript.archived`` from the stored row) first checks that row agains
 (:func:`split_recorded`), and so does every write that changes an existing memory or link
 (:func:`require_recorded_memory`, :func:`require_recorded_link`): extending a row changed
 behind the server would sign the change into the chain and launder it, so such a row is
-refused (409 ``changed_behind_the_server``) and reported instead.
+refused (409 ``changed_behind_the_server``) and reported instead. On a server holding the
+master key only a record the key vouches for counts (:func:`attested_cortex.store.events.
+recorded_statements`): a matching record forged with the database role alone is no record.
 """
 
 from __future__ import annotations

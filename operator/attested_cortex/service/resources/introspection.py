@@ -132,7 +132,7 @@ async def quotas(svc: Services, caller: Caller | None) -> dict[str, Any]:
             if policy.buckets else None,
             "stored_bytes": used.total,
             "stored_bytes_by_kind": {"memories": used.memories,
-                                     "transcripts": used.transcripts},
+                                     "transcripts": used.transcripts, "spoke": used.spoke},
             "storage_limit_bytes": policy.storage_limit(caller.agent_id),
             "scopes": [str(s) for s in caller.scopes.scopes],
         }
@@ -273,7 +273,9 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
         "limits": svc.limits.as_dict(),
         "mcp": mcp(svc),
         "spoke_memory": {"pending": svc.pending.as_json() if svc.pending is not None
-                         else None},
+                         else None,
+                         "transfer_expiry": svc.transfer_expiry.as_json()
+                         if svc.transfer_expiry is not None else None},
     }
 
 

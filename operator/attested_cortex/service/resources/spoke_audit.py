@@ -6,7 +6,9 @@ it holds the chain lock only until the commit): the op, the principal, the space
 receipt and the records of the rows the op left (:mod:`attested_cortex.attest.spoke_records`),
 read in the same transaction, which holds their locks. Signed with the principal's key when
 the cortex holds it, as the native write records are. A refused op rolls back with its
-record, so the chain names exactly the ops that happened.
+record, so the chain names exactly the ops that happened. Each record also names the side
+rows of the records the op wrote (kind ``record``: placement, provenance; issue 37 item 13),
+and :func:`adopt_records` covers, once, those written before (ADR 0087).
 """
 
 from __future__ import annotations
@@ -16,22 +18,34 @@ from typing import Any, Final
 
 from attested_cortex.attest.auditing import record_event
 from attested_cortex.attest.cbor import CborValue
+from attested_cortex.attest.decoding import decode
+from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.spoke_records import (
+    ADOPT_OP,
+    EVENT_PREFIX,
     SpokeKind,
+    adopt_record,
     candidate_record,
     event_type,
     grant_record,
+    key_of,
     op_record,
+    record_record,
+    recorded_rows,
     space_record,
     subject_record,
 )
+from attested_cortex.errors import InvalidInputError
 from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.store import scanning
 from attested_cortex.store import spoke_candidates as candidates
 from attested_cortex.store import spoke_memory as rows
-from attested_cortex.store.database import Conn
+from attested_cortex.store.database import Conn, Database
 
 Row = dict[str, Any]
+#: The acting agent of adoption records when the server has no ``audit_signer``.
+ADOPTER: Final = "cortex:record-adopter"
 Records = dict[SpokeKind, list[dict[str, CborValue]]]
 _SPACE_OPS: Final = frozenset({"memory.spaces.freeze", "memory.spaces.unfreeze"})
 _SUBJECT_OPS: Final = frozenset({"memory.subjects.ensure", "memory.subjects.fence"})
@@ -44,9 +58,59 @@ _CANDIDATE_OPS: Final = {"memory.capture": None, "memory.candidates.dismiss": 1,
 async def record_op(svc: Services, conn: Conn, caller: Caller, receipt: Row) -> None:
     """Append the op record of ``receipt`` (settled in this transaction) to the chain."""
     touched = await _touched(conn, receipt)
+    written = await _records(conn, receipt)
+    if written:
+        touched["record"] = [record_record(row) for row in written]
     await record_event(conn, agent_id=caller.agent_id, event_type=event_type(receipt["op"]),
                        payload=op_record(receipt, touched),
                        signer=write_records.signer(svc, caller))
+
+
+async def _records(conn: Conn, receipt: Row) -> list[Row]:
+    """The record side rows the op wrote: those its refs name (an activation: every record
+    of the space, which it filled from empty)."""
+    if receipt["op"] == "memory.imports.activate":
+        return await rows.record_rows(conn, receipt["space_id"])
+    ids = []
+    for ref in receipt["refs"]:
+        try:
+            ids.append(uuid.UUID(str(ref)))
+        except ValueError:  # a subject id, a profile kind: not a record
+            continue
+    return await rows.record_rows(conn, receipt["space_id"], ids) if ids else []
+
+
+async def adopt_records(db: Database, signer: AgentKey | None) -> int:
+    """Cover the record rows written before op records covered them (migration 0034's
+    list, ADR 0087), once: one ``spoke.memory.records.adopt`` record per space, in the
+    transaction that empties the list; a row some record already covers is left as it is
+    (the deep audit compares it with that record). How many rows it covered."""
+    async with db.transaction() as conn:
+        listed = await rows.take_to_adopt(conn)
+        if not listed:
+            return 0
+        covered = await _covered_records(conn)
+        by_space: dict[str, list[dict[str, CborValue]]] = {}
+        for row in listed:
+            if str(row["memory_id"]) not in covered:
+                by_space.setdefault(row["space_id"], []).append(record_record(row))
+        agent = signer.agent_id if signer is not None else ADOPTER
+        for space_id, records in sorted(by_space.items()):
+            await record_event(conn, agent_id=agent, event_type=event_type(ADOPT_OP),
+                               payload=adopt_record(agent, space_id, records), signer=signer)
+    return sum(len(r) for r in by_space.values())
+
+
+async def _covered_records(conn: Conn) -> set[str]:
+    """The ids of the record rows some op record already names."""
+    covered: set[str] = set()
+    async for _, _, payload in scanning.prefixed_records(conn, EVENT_PREFIX):
+        try:
+            found = recorded_rows(decode(payload)) or []
+        except InvalidInputError:
+            continue
+        covered.update(key_of(kind, record) for kind, record in found if kind == "record")
+    return covered
 
 
 async def _touched(conn: Conn, receipt: Row) -> Records:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attested_cortex.errors import ConflictError
+from attested_cortex.service.pipeline import settling
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import spoke_audit
 from attested_cortex.service.resources.idempotency import digest
@@ -27,6 +28,7 @@ from attested_cortex.service.resources.spoke_views import receipt_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.spoke.models import MemoryReceipt
 from attested_cortex.store import spoke_memory as rows
+from attested_cortex.store import usage
 from attested_cortex.store.database import Conn
 from attested_cortex.store.memories import Memory
 
@@ -88,10 +90,24 @@ async def _once(svc: Services, caller: Caller, *, op: str, space_id: str, key: s
         await rows.take_receipt(conn, {
             "receipt_id": receipt_id, "space_id": space_id, "principal": caller.agent_id,
             "op": op, "idempotency_key": key, "request_sha256": sha, "status": "pending"})
+        before = (await usage.stored(conn, agent=caller.agent_id)).total
         done = await effect(conn, receipt_id)
+        await _within_cap(svc, conn, caller, before)
         row = await rows.settle_receipt(conn, receipt_id, status=done.status,
                                         refs=done.refs, revision=done.revision)
         await spoke_audit.record_op(svc, conn, caller, row)  # last: it takes the chain lock
     for memory in done.written:
         await embedding.after_write(svc.vectors, svc.db, memory, None)
     return receipt_view(row)
+
+
+async def _within_cap(svc: Services, conn: Conn, caller: Caller, before: int) -> None:
+    """Refuse (413, rolling the op back) an op that grew its principal's stored bytes past
+    the cap: every spoke byte counts (migration 0034's triggers updated the usage row in
+    this transaction), whatever the op wrote: profiles, candidates, reflections, staged
+    chunks, exports, records. An op that stores nothing new, or frees bytes, always runs."""
+    after = (await usage.stored(conn, agent=caller.agent_id)).total
+    limit = svc.policy.storage_limit(caller.agent_id)
+    if after > before and after > limit:
+        raise settling.over_cap(settling.Cap(caller.agent_id, limit), used=before,
+                                adds=after - before)

@@ -8,6 +8,12 @@ on the loop (:meth:`attested_cortex.attest.ringwatch.RingSource.adopt`): the nex
 held request and audit MAC are sealed under the new ``current`` version, rows under older
 versions keep opening, and the re-sealing worker moves them on its next pass. A poll that
 fails (the volume briefly unreadable) is logged and retried; it never stops the server.
+
+A changed ring is first compared with the key versions the cortex recorded (ADR 0088,
+:mod:`attested_cortex.store.key_checks`): one whose version names another key than the
+recorded one is refused like a ring that does not load (the ring in use is kept; the
+refusal is in capabilities); an adopted ring's new versions are recorded, so a later start
+or replica with another key under that label is refused too.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ import logging
 from dataclasses import dataclass, field
 
 from attested_cortex import tasks
+from attested_cortex.attest.masterkeys import unlike_recorded
 from attested_cortex.attest.ringwatch import RingSource
+from attested_cortex.store import key_checks
+from attested_cortex.store.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +37,8 @@ class RingReloader:
 
     source: RingSource
     interval_s: float = 5.0
+    #: Where the cortex's key versions are recorded (None: nothing compared or recorded).
+    db: Database | None = None
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     async def reload_once(self) -> bool:
@@ -35,6 +46,15 @@ class RingReloader:
         new = await asyncio.to_thread(self.source.poll)
         if new is None:
             return False
+        if self.db is not None:
+            fingerprints = {v: new.keys[v].fingerprint for v in new.versions}
+            async with self.db.connection() as conn:
+                why = unlike_recorded(new, await key_checks.recorded(conn) or {})
+                if why is None:
+                    why = unlike_recorded(new, await key_checks.record(conn, fingerprints) or {})
+            if why is not None:
+                self.source.refuse(why)
+                return False
         self.source.adopt(new)  # on the event loop, between awaits
         return True
 

@@ -1,0 +1,101 @@
+"""A record's placement is covered by the audit chain (issue 37 item 13, ADR 0087).
+
+``UPDATE memory_records SET context_id = NULL`` as the database owner moves a private record
+to the shared placement (a shared-only grantee goes 404 -> 200); the deep audit names the
+record ``changed`` on ``context_id``. Records written before op records covered their side
+rows (simulated: op records without them, and migration 0034's list naming them) are
+covered once at the next start, and their placement is checked from then on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from attested_cortex.service.resources import spoke_audit
+from tests.server.test_permissions_api import Agents, agents
+from tests.spoke.test_dispatch_api import OWNER, ok, op
+from tests.support.cortex import MakeCortex
+
+SUBJECT = {"space_id": "kb", "subject_id": "u1"}
+
+
+async def two_records(team: Agents) -> list[str]:
+    """A private (c1) and a shared record; bob may read the shared placement only."""
+    await ok(team, "owner", "memory.subjects.ensure", {**SUBJECT, "kind": "person:human"})
+    await ok(team, "owner", "memory.grants.grant", {
+        "space_id": "kb", "principal_id": "bob", "capabilities": ["records_read"],
+        "context_ids": ["c9"], "shared_access": True})
+    made = []
+    for placement in ({"context_id": "c1"}, {"shared": True}):
+        receipt = await ok(team, "owner", "memory.records.create", {
+            **SUBJECT, "content": {"text": f"placed {placement}"}, "placement": placement})
+        made.append(receipt["refs"][0])
+    return made
+
+
+async def deep(team: Agents) -> dict[str, Any]:
+    reply = await team.call("owner", "GET", "/v1/audit/verify?deep=true")
+    assert reply.status == 200, reply.text
+    return dict(reply.body["deep"])
+
+
+def moved_to_shared(dsn: str, record_id: str) -> None:
+    with psycopg.connect(dsn) as conn:  # the database owner, behind the server
+        conn.execute("UPDATE memory_records SET context_id = NULL WHERE memory_id = %s",
+                     (record_id,))
+
+
+async def test_a_placement_changed_behind_the_server_is_named(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    private, shared = await two_records(team)
+    ref = {"space_id": "kb", "record_id": private}
+    assert (await op(team, "bob", "memory.records.get", ref)).status == 404
+    report = await deep(team)
+    assert report["ok"] and report["spoke"]["record"] == 2, report
+
+    moved_to_shared(migrated_pg15_dsn, private)
+    assert (await op(team, "bob", "memory.records.get", ref)).status == 200  # the leak
+    report = await deep(team)
+    found = [(m["kind"], m["id"], m["problem"], m["fields"]) for m in report["mismatches"]]
+    assert found == [("record", private, "changed", ["context_id"])], report
+    assert shared not in str(report["mismatches"])
+
+
+async def test_records_from_before_are_covered_once_at_the_next_start(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    dsn = migrated_pg15_dsn
+    with monkeypatch.context() as before:  # an older release: op records without side rows
+        async def none(*_: Any) -> list[Any]:
+            return []
+        before.setattr(spoke_audit, "_records", none)
+        team = await agents(make_cortex, dsn, tmp_path, {"owner": OWNER, "bob": ""})
+        private, _ = await two_records(team)
+    report = await deep(team)
+    assert {(m["problem"], m["kind"]) for m in report["mismatches"]} == {
+        ("missing_event", "record")} and report["mismatch_count"] == 2, report
+    with psycopg.connect(dsn) as conn:  # what migration 0034 lists at the upgrade
+        conn.execute("INSERT INTO spoke_records_to_adopt SELECT memory_id FROM memory_records")
+
+    again = await agents(make_cortex, dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    report = await deep(again)
+    assert report["ok"], report
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM spoke_records_to_adopt").fetchone() == (0,)
+        adopted = conn.execute("SELECT count(*) FROM signed_events WHERE event_type = "
+                               "'spoke.memory.records.adopt'").fetchone()
+    assert adopted == (1,)  # one per space
+
+    moved_to_shared(dsn, private)
+    found = [(m["id"], m["problem"], m["fields"]) for m in (await deep(again))["mismatches"]]
+    assert found == [(private, "changed", ["context_id"])]
+    with psycopg.connect(dsn) as conn:  # listed again by hand: a covered row is not adopted
+        conn.execute("INSERT INTO spoke_records_to_adopt VALUES (%s)", (private,))
+    third = await agents(make_cortex, dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    found = [(m["id"], m["problem"]) for m in (await deep(third))["mismatches"]]
+    assert found == [(private, "changed")]
