@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 Source = Literal["default", "remote", "client"]
 
@@ -51,3 +51,25 @@ class Embedder(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class PassageEmbedder(Protocol):
+    """An embedder with a window: a longer text becomes several passages, one vector each
+    (docs/adr/0096). Embedders without one (the static model, an endpoint, client vectors)
+    give each text one vector: :func:`passages` treats them alike."""
+
+    async def embed_passages(self, texts: Sequence[str], *, timeout_s: float,
+                             background: bool = False) -> list[list[list[float]]]:
+        """Each text's passage vectors in order, within ``timeout_s`` per model call."""
+        ...
+
+
+async def passages(embedder: Embedder, texts: Sequence[str], *, timeout_s: float,
+                   background: bool = False) -> list[list[list[float]]]:
+    """Each text's passage vectors: its passages' where the embedder has a window, else its
+    one vector."""
+    if isinstance(embedder, PassageEmbedder):
+        return await embedder.embed_passages(texts, timeout_s=timeout_s, background=background)
+    made = await embedder.embed(texts, timeout_s=timeout_s, background=background)
+    return [[v] for v in made]
