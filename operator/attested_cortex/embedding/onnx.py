@@ -12,7 +12,8 @@ A text longer than the model's window (``max_tokens`` word pieces) is embedded i
 tokenizer itself (its overflowing encodings), one vector each; recall scores a memory by its
 best passage. A query is embedded from its first window only. onnxruntime is called with at
 most :data:`CALL_TOKENS` word pieces at a time, however many texts or passages a batch holds,
-so each call's time is bounded by design and a long memory is several calls, never a late one.
+so each call's time is bounded by design and a long memory is several calls; in the
+background (write-behind, backfill) no call races a deadline (:func:`.local.in_thread`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from attested_cortex.embedding.base import EmbedderInfo, EmbeddingError
-from attested_cortex.embedding.local import LocalEmbedder
+from attested_cortex.embedding.local import LocalEmbedder, in_thread
 
 Pooling = Literal["mean", "cls"]
 
@@ -206,21 +207,17 @@ class OnnxEmbedder(LocalEmbedder):
 
     async def embed_passages(self, texts: Sequence[str], *, timeout_s: float,
                              background: bool = False) -> list[list[list[float]]]:
-        """:meth:`embed_passages_now` in a worker thread, each onnxruntime call of at most
-        :data:`CALL_TOKENS` pieces within ``timeout_s``: the deadline bounds a call, so a
-        long memory takes more calls, never a late one."""
-        del background  # always off the event loop: a window costs milliseconds
+        """Each text's passage vectors, in worker threads, one onnxruntime call of at most
+        :data:`CALL_TOKENS` pieces at a time, each within ``timeout_s`` unless
+        ``background`` (:func:`.local.in_thread`): a long memory is more calls, never a late
+        one."""
         split = await asyncio.to_thread(self.split, texts)
         windows = [w for ws in split for w in ws]
         flat: list[list[float]] = [[] for _ in windows]
         for call in calls(windows):
-            try:
-                async with asyncio.timeout(timeout_s):  # not wait_for: see attested_cortex.tasks
-                    made = await asyncio.to_thread(
-                        run, self._loaded, self._model, [windows[i] for i in call])
-            except TimeoutError as exc:
-                raise EmbeddingError(
-                    f"embedding {len(call)} passages took over {timeout_s}s") from exc
+            made = await in_thread(run, self._loaded, self._model, [windows[i] for i in call],
+                                   timeout_s=timeout_s, background=background,
+                                   what=f"{len(call)} passages")
             for i, row in zip(call, made, strict=True):
                 flat[i] = row.tolist()
         return regroup(split, flat)

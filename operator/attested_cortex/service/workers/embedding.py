@@ -649,7 +649,8 @@ async def _isolating(embedder: Embedder, batch: list[rows.Pending], *,
     at fault stand alone (a refused batch of n costs about 2 log2(n) more calls per bad
     memory). Any other failure (unreachable, late) is the caller's to back off from."""
     try:
-        made = await embed_checked(embedder, [p.text for p in batch], timeout_s=timeout_s)
+        made = await embed_checked(embedder, [p.text for p in batch], timeout_s=timeout_s,
+                                   background=True)
         return list(zip(batch, made, strict=True)), []
     except EmbeddingRefusedError as exc:
         if len(batch) == 1:
