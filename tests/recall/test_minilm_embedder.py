@@ -62,5 +62,5 @@ def test_modes_name_minilm_and_wordllama() -> None:
     small = build_embedder("default")
     assert small is not None and small.info.as_dict() == {
         "source": "default", "model": "wordllama/l2_supercat", "dimension": 256}
-    with pytest.raises(EmbeddingError, match="use default, minilm, none, client"):
+    with pytest.raises(EmbeddingError, match="use minilm, static, default, onnx, none, client"):
         build_embedder("large")
