@@ -29,6 +29,7 @@ from bench.common import (
     age_server,
     cpu_seconds,
     create_database,
+    embedded_behind,
     percentiles,
     unthrottled_config,
     write_result,
@@ -41,6 +42,8 @@ RUNS = 2
 EXISTING = int(os.environ.get("BENCH_WRITES_EXISTING", "100000"))
 BATCH = 1000
 BATCHES = 20
+#: Memories written at once for the write-behind embedder to drain.
+BEHIND_BACKLOG = 2000
 
 
 async def sequential(base: str, bodies: list[dict[str, Any]], pid: int | None = None
@@ -90,10 +93,28 @@ async def batches(base: str, bodies: list[dict[str, Any]], pid: int | None = Non
                                        round(cpu / len(bodies) * 1e6)})}
 
 
+def write_behind(base: str, gen: TextGenerator, *, stores: int, backlog: int
+                 ) -> dict[str, Any]:
+    """The default embedder's write-behind (MiniLM, docs/adr/0097): sequential stores per
+    second while it embeds behind them, then how fast it drains a backlog of ``backlog``
+    memories written at once (batch requests), in memories per second."""
+    seq = asyncio.run(sequential(base, list(gen.memories(stores))))
+    embedded_behind(base)
+    bodies = list(gen.memories(backlog))
+    started = time.perf_counter()
+    asyncio.run(batches(base, bodies))
+    drained = embedded_behind(base) + (time.perf_counter() - started)
+    return {"sequential": seq, "backlog": backlog,
+            "drain_memories_per_second": round(backlog / drained, 1),
+            "load_average": list(os.getloadavg())}
+
+
 def run() -> dict[str, Any]:
     """Run the writes benchmark and write docs/benchmarks/writes.json."""
     out: dict[str, Any] = {"goals": {"sequential_stores_per_second": 500,
-                                     "batch_memories_per_second": 5000}}
+                                     "batch_memories_per_second": 5000,
+                                     "write_behind_sequential_stores_per_second": 500,
+                                     "write_behind_drain_memories_per_second": 100}}
     gen = TextGenerator(seed=13)
     with age_server() as server, tempfile.TemporaryDirectory() as tmp:
         config = str(unthrottled_config(Path(tmp)))
@@ -105,6 +126,12 @@ def run() -> dict[str, Any]:
                 asyncio.run(sequential(served.base, list(gen.memories(100))))  # warm-up
                 runs.append(asyncio.run(sequential(served.base, list(gen.memories(STORES)),
                                                    served.process.pid)))
+        dsn = create_database(server, "bench_writes_behind")
+        asyncio.run(migrate(dsn))
+        with serve(dsn, Path(tmp), "--config", config) as served:
+            out["write_behind_default"] = {**write_behind(served.base, gen, stores=STORES,
+                                                          backlog=BEHIND_BACKLOG),
+                                           "mode": "hybrid (the default embedder, MiniLM)"}
         out["sequential_fulltext"] = {**max(runs, key=lambda r: float(r["per_second"])),
                                       "runs_per_second": [r["per_second"] for r in runs],
                                       "runs_server_cpu_us_per_store": [

@@ -82,7 +82,7 @@ class OnnxModelSpec(CrdModel):
     image: str | None = Field(
         default=None, min_length=1, max_length=1024,
         description="An OCI image whose files hold the model, mounted read-only as an image "
-        "volume (Kubernetes 1.33 or later).",
+        "volume (the cluster's ImageVolume feature, beta since Kubernetes 1.33).",
     )
     claim_name: str | None = Field(
         default=None, min_length=1, max_length=253,
