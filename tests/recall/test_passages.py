@@ -11,6 +11,7 @@ import psycopg
 from attested_cortex.embedding import default
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
+from tests.support.waiting import await_until
 
 #: About 1,500 word pieces on gardening: far past MiniLM's window of 128.
 GARDEN = " ".join(
@@ -74,3 +75,27 @@ async def test_long_memories_are_embedded_behind_within_a_tight_deadline(
     behind = reply.body["recall"]["write_behind"]
     assert behind["failed"] == 0 and behind["embedded"] == 60, behind
     assert reply.body["recall"]["embedder"]["model"] == default.MODEL
+
+
+async def test_the_backfill_leaves_the_write_behind_its_memories(
+        age_database: Database, make_cortex: MakeCortex) -> None:
+    # 40 memories at once into a queue of 8: 32 go to the backfill, 8 wait for the
+    # write-behind; each is embedded once (the backfill embedded the queued ones again)
+    cortex = await make_cortex(age_database.dsn, embedder="minilm",
+                               embedding={"write_queue": 8})
+    text = "the user asked about the release train and the assistant answered at length " * 6
+    reply = await cortex.call("POST", "/v1/memories:batch", {"memories": [
+        {"namespace": "sessions", "content": f"session {i}: {text}"} for i in range(40)]})
+    assert reply.status in (200, 201), reply.text
+
+    async def all_embedded() -> dict[str, Any] | None:
+        recall_part = (await cortex.call("GET", "/v1/capabilities")).body["recall"]
+        backfill, behind = recall_part["backfill"], recall_part["write_behind"]
+        done = (backfill["state"] == "idle" and backfill["pending"] == 0
+                and behind["queued"] == 0)
+        return recall_part if done else None
+
+    recall_part = await await_until(all_embedded, what="every memory embedded", seconds=120)
+    behind = recall_part["write_behind"]
+    assert behind["overflowed"] == 32
+    assert behind["embedded"] + recall_part["backfill"]["embedded"] == 40, recall_part

@@ -162,7 +162,8 @@ class WriteBehind:
     waiting: dict[uuid.UUID, rows.Pending] = field(default_factory=dict)
     #: When each waiting memory was first queued (``time.monotonic``), oldest first.
     since: dict[uuid.UUID, float] = field(default_factory=dict)
-    in_flight: int = 0
+    #: The batch being embedded (the backfill leaves these and the waiting ones alone).
+    flying: frozenset[uuid.UUID] = frozenset()
     embedded: int = 0
     passages: int = 0
     overflowed: int = 0
@@ -189,13 +190,18 @@ class WriteBehind:
             self.since.pop(key, None)
         if not self.waiting:
             self._ready.clear()
-        self.in_flight = len(batch)
+        self.flying = frozenset(p.id for p in batch)
         return batch
+
+    def holds(self, memory_id: uuid.UUID) -> bool:
+        """Whether ``memory_id`` waits here or is being embedded: the backfill leaves it
+        alone (embedding it twice halved the drain while the embedder lagged)."""
+        return memory_id in self.waiting or memory_id in self.flying
 
     @property
     def queued(self) -> int:
         """Memories stored and not embedded yet (the batch being embedded included)."""
-        return len(self.waiting) + self.in_flight
+        return len(self.waiting) + len(self.flying)
 
     @property
     def lag_s(self) -> float:
@@ -513,7 +519,7 @@ async def _write_behind(db: Database, vectors: Vectors) -> None:
             log.exception("write-behind batch failed", extra={"memories": len(batch)})
             vectors.wake()
         finally:
-            behind.in_flight = 0
+            behind.flying = frozenset()
 
 
 async def _backfill(db: Database, vectors: Vectors) -> None:
@@ -583,12 +589,14 @@ async def _drain(db: Database, vectors: Vectors) -> None:
         # while its first requests waited behind it.
         return
     after: tuple[datetime, uuid.UUID] | None = None
-    skipped = 0  # refused memories met in this pass: still stale, never retried in it
+    skipped = 0  # refused or write-behind memories met in this pass: not embedded by it
     while True:
         async with db.connection() as conn:
             window = await rows.stale(conn, model=info.model, dim=info.dimension,
                                       window=s.batch, after=after, skip=sealed)
-        batch = [p for p in window.stale if progress.refused.get(p.id) != p.revision]
+        behind = vectors.behind
+        batch = [p for p in window.stale if progress.refused.get(p.id) != p.revision
+                 and not (behind is not None and behind.holds(p.id))]
         skipped += len(window.stale) - len(batch)
         if batch:
             skipped += await _backfill_batch(db, vectors, batch)
