@@ -93,20 +93,24 @@ async def batches(base: str, bodies: list[dict[str, Any]], pid: int | None = Non
                                        round(cpu / len(bodies) * 1e6)})}
 
 
-def write_behind(base: str, gen: TextGenerator, *, stores: int, backlog: int
-                 ) -> dict[str, Any]:
+def write_behind(base: str, gen: TextGenerator, *, stores: int, backlog: int,
+                 pid: int | None = None) -> dict[str, Any]:
     """The default embedder's write-behind (MiniLM, docs/adr/0097): sequential stores per
     second while it embeds behind them, then how fast it drains a backlog of ``backlog``
-    memories written at once (batch requests), in memories per second."""
-    seq = asyncio.run(sequential(base, list(gen.memories(stores))))
-    embedded_behind(base)
+    memories written at once (batch requests), in memories per second, and the server's CPU
+    seconds per memory drained (``pid``: on a loaded machine the rate is the load's)."""
+    seq = asyncio.run(sequential(base, list(gen.memories(stores)), pid))
+    embedded_behind(base, seconds=3600)
     bodies = list(gen.memories(backlog))
-    started = time.perf_counter()
+    cpu, started = cpu_seconds(pid), time.perf_counter()
     asyncio.run(batches(base, bodies))
-    drained = embedded_behind(base) + (time.perf_counter() - started)
+    drained = embedded_behind(base, seconds=3600) + (time.perf_counter() - started)
+    cpu = cpu_seconds(pid) - cpu
     return {"sequential": seq, "backlog": backlog,
             "drain_memories_per_second": round(backlog / drained, 1),
-            "load_average": list(os.getloadavg())}
+            "load_average": list(os.getloadavg()),
+            **({} if pid is None else {"drain_server_cpu_ms_per_memory":
+                                       round(cpu / backlog * 1000, 2)})}
 
 
 def run() -> dict[str, Any]:
@@ -130,7 +134,8 @@ def run() -> dict[str, Any]:
         asyncio.run(migrate(dsn))
         with serve(dsn, Path(tmp), "--config", config) as served:
             out["write_behind_default"] = {**write_behind(served.base, gen, stores=STORES,
-                                                          backlog=BEHIND_BACKLOG),
+                                                          backlog=BEHIND_BACKLOG,
+                                                          pid=served.process.pid),
                                            "mode": "hybrid (the default embedder, MiniLM)"}
         out["sequential_fulltext"] = {**max(runs, key=lambda r: float(r["per_second"])),
                                       "runs_per_second": [r["per_second"] for r in runs],

@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 
 from attested_cortex.embedding import default
+from tests.recall.test_hybrid import recall
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
 from tests.support.waiting import await_until
@@ -23,10 +24,16 @@ OTHERS = ("The cafeteria serves lunch at noon",
           "Kubernetes operators reconcile the desired state")
 
 
-async def recall(cortex: CortexClient, query: str, **more: Any) -> Any:
-    reply = await cortex.call("POST", "/v1/recall", {"query": query, **more})
-    assert reply.status == 200, reply.text
-    return reply.body
+#: A session's worth of words, repeated to the length a test needs.
+SESSION = "the user asked about the release train and the assistant answered at length "
+
+
+async def store_sessions(cortex: CortexClient, count: int, *, repeat: int) -> None:
+    """``count`` memories of ``repeat`` times :data:`SESSION` in one batch request."""
+    reply = await cortex.call("POST", "/v1/memories:batch", {"memories": [
+        {"namespace": "sessions", "content": f"session {i}: {SESSION * repeat}"}
+        for i in range(count)]})
+    assert reply.status in (200, 201), reply.text
 
 
 def passages_of(dsn: str, memory_id: str) -> int:
@@ -66,10 +73,7 @@ async def test_long_memories_are_embedded_behind_within_a_tight_deadline(
     # 2.6 s loaded, past the deadline, and every vector waited for the backfill
     cortex = await make_cortex(age_database.dsn, embedder="default",
                                embedding={"timeout_ms": 300})
-    text = "the user asked about the release train and the assistant answered at length " * 180
-    reply = await cortex.call("POST", "/v1/memories:batch", {"memories": [
-        {"namespace": "sessions", "content": f"session {i}: {text}"} for i in range(60)]})
-    assert reply.status in (200, 201), reply.text
+    await store_sessions(cortex, 60, repeat=180)
     await cortex.embedded_behind()
     reply = await cortex.call("GET", "/v1/capabilities")
     behind = reply.body["recall"]["write_behind"]
@@ -83,10 +87,7 @@ async def test_the_backfill_leaves_the_write_behind_its_memories(
     # write-behind; each is embedded once (the backfill embedded the queued ones again)
     cortex = await make_cortex(age_database.dsn, embedder="minilm",
                                embedding={"write_queue": 8})
-    text = "the user asked about the release train and the assistant answered at length " * 6
-    reply = await cortex.call("POST", "/v1/memories:batch", {"memories": [
-        {"namespace": "sessions", "content": f"session {i}: {text}"} for i in range(40)]})
-    assert reply.status in (200, 201), reply.text
+    await store_sessions(cortex, 40, repeat=6)
 
     async def all_embedded() -> dict[str, Any] | None:
         recall_part = (await cortex.call("GET", "/v1/capabilities")).body["recall"]
