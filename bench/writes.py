@@ -93,6 +93,15 @@ async def batches(base: str, bodies: list[dict[str, Any]], pid: int | None = Non
                                        round(cpu / len(bodies) * 1e6)})}
 
 
+async def post_batches(base: str, bodies: list[dict[str, Any]]) -> None:
+    """``bodies`` stored by batch requests of at most ``BATCH``, nothing measured."""
+    async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
+        for at in range(0, len(bodies), BATCH):
+            async with session.post(f"{base}/v1/memories:batch",
+                                    json={"memories": bodies[at:at + BATCH]}) as response:
+                assert response.status == 201, await response.text()
+
+
 def write_behind(base: str, gen: TextGenerator, *, stores: int, backlog: int,
                  pid: int | None = None) -> dict[str, Any]:
     """The default embedder's write-behind (MiniLM, docs/adr/0097): sequential stores per
@@ -103,7 +112,7 @@ def write_behind(base: str, gen: TextGenerator, *, stores: int, backlog: int,
     embedded_behind(base, seconds=3600)
     bodies = list(gen.memories(backlog))
     cpu, started = cpu_seconds(pid), time.perf_counter()
-    asyncio.run(batches(base, bodies))
+    asyncio.run(post_batches(base, bodies))
     drained = embedded_behind(base, seconds=3600) + (time.perf_counter() - started)
     cpu = cpu_seconds(pid) - cpu
     return {"sequential": seq, "backlog": backlog,
