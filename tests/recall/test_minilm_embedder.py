@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attested_cortex.embedding import minilm
+from attested_cortex.embedding import minilm, onnx
 from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.choosing import build_embedder
 
@@ -64,3 +64,19 @@ def test_modes_name_minilm_and_wordllama() -> None:
         "source": "default", "model": "wordllama/l2_supercat", "dimension": 256}
     with pytest.raises(EmbeddingError, match="use minilm, static, default, onnx, none, client"):
         build_embedder("large")
+
+
+async def test_a_long_text_is_embedded_in_overlapping_passages() -> None:
+    embedder = minilm.MiniLMEmbedder()
+    long_text = " ".join(f"sentence {i} about the release train." for i in range(200))
+    windows = embedder.split([long_text])[0]
+    assert len(windows) > 10 and all(len(w.ids) <= minilm.MAX_TOKENS for w in windows)
+    # every onnxruntime call holds at most CALL_TOKENS word pieces once padded
+    assert all(len(call) * max(len(windows[i].ids) for i in call) <= onnx.CALL_TOKENS
+               for call in onnx.calls(windows))
+    short, long_ = await embedder.embed_passages(["Deploys freeze on Fridays", long_text],
+                                                 timeout_s=5)
+    assert len(short) == 1 and len(long_) == len(windows)
+    # a short text's one passage, and a long one's first, are the vector it always had
+    first = np.array(embedder.embed_now(["Deploys freeze on Fridays", long_text]))
+    assert np.allclose(first, np.array([short[0], long_[0]]), atol=1e-5)
