@@ -8,7 +8,10 @@ from typing import Any
 
 import psycopg
 
-from attested_cortex.embedding import default
+from attested_cortex.embedding import default, minilm
+from attested_cortex.store.embeddings import vector_literal
+from attested_cortex.store.migrating import migrate
+from attested_cortex.store.schema import MIGRATIONS
 from tests.recall.test_hybrid import recall
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
@@ -100,3 +103,31 @@ async def test_the_backfill_leaves_the_write_behind_its_memories(
     behind = recall_part["write_behind"]
     assert behind["overflowed"] == 32
     assert behind["embedded"] + recall_part["backfill"]["embedded"] == 40, recall_part
+
+
+async def test_an_existing_cortex_keeps_its_vectors_across_the_migration(
+        age_database: Database, make_cortex: MakeCortex) -> None:
+    # vectors written before passages existed (one row a memory) stay current: no re-embedding
+    before = max(m.version for m in MIGRATIONS if m.version < next(
+        m.version for m in MIGRATIONS if m.name == "embedding_passages"))
+    await migrate(age_database.dsn, target=before)
+    cortex = await make_cortex(age_database.dsn, migrated=False, embedder="none")
+    target = await cortex.store("kb", FREEZE)
+    (vector,) = minilm.MiniLMEmbedder().embed_now([FREEZE])
+    with psycopg.connect(age_database.dsn) as conn:  # as the server before this change did
+        conn.execute("INSERT INTO memory_embeddings (memory_id, model, dim, revision, embedding) "
+                     "VALUES (%s, %s, %s, 1, %s::vector)",
+                     (target["id"], minilm.MODEL, minilm.DIMENSION, vector_literal(vector)))
+    await migrate(age_database.dsn)
+    cortex = await make_cortex(age_database.dsn, migrated=False, embedder="minilm")
+
+    async def settled() -> dict[str, Any] | None:
+        recall_part = (await cortex.call("GET", "/v1/capabilities")).body["recall"]
+        return recall_part if recall_part["backfill"]["state"] == "idle" else None
+
+    caps = await await_until(settled, what="the backfill's first pass", seconds=60)
+    assert caps["backfill"]["pending"] == 0 and caps["backfill"]["embedded"] == 0, caps
+    body = await recall(cortex, "when do we stop shipping releases?")
+    assert body["results"][0]["id"] == target["id"] and body["results"][0]["embedded"]
+    with psycopg.connect(age_database.dsn) as conn:
+        assert conn.execute("SELECT passage FROM memory_embeddings").fetchall() == [(0,)]
