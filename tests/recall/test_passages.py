@@ -12,7 +12,7 @@ from attested_cortex.embedding import default, minilm
 from attested_cortex.store.embeddings import vector_literal
 from attested_cortex.store.migrating import migrate
 from attested_cortex.store.schema import MIGRATIONS
-from tests.recall.test_hybrid import recall
+from tests.recall.test_hybrid import metric, recall
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
 from tests.support.waiting import await_until
@@ -103,6 +103,11 @@ async def test_the_backfill_leaves_the_write_behind_its_memories(
     behind = recall_part["write_behind"]
     assert behind["overflowed"] == 32
     assert behind["embedded"] + recall_part["backfill"]["embedded"] == 40, recall_part
+    # the backlog is visible while it lasts, and gone once drained
+    assert behind["lagging"] is False and behind["lag_s"] == 0
+    metrics = (await cortex.call("GET", "/metrics")).text
+    assert metric(metrics, "cortex_embedding_write_behind_queued") == 0
+    assert metric(metrics, "cortex_embedding_write_behind_lag_seconds") == 0
 
 
 async def test_an_existing_cortex_keeps_its_vectors_across_the_migration(
