@@ -53,6 +53,22 @@ class Embedder(Protocol):
     async def aclose(self) -> None: ...
 
 
+def chunked(texts: Sequence[str], *, max_texts: int, max_chars: int) -> list[Sequence[str]]:
+    """``texts`` cut, in order, into calls of at most ``max_texts`` texts and ``max_chars``
+    characters (a longer text alone): a model's time, and an endpoint's batch limits, grow
+    with the text, so calls sized by count alone missed deadlines on long memories."""
+    out: list[Sequence[str]] = []
+    start = chars = 0
+    for end, text in enumerate(texts):
+        if end > start and (end - start >= max_texts or chars + len(text) > max_chars):
+            out.append(texts[start:end])
+            start, chars = end, 0
+        chars += len(text)
+    if start < len(texts):
+        out.append(texts[start:])
+    return out
+
+
 @runtime_checkable
 class PassageEmbedder(Protocol):
     """An embedder with a window: a longer text becomes several passages, one vector each

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from attested_cortex.embedding.base import EmbedderInfo, EmbeddingError
+from attested_cortex.embedding.base import EmbedderInfo, EmbeddingError, chunked
 
 T = TypeVar("T")
 
@@ -47,17 +47,7 @@ class LocalEmbedder:
     def calls(self, texts: Sequence[str]) -> list[Sequence[str]]:
         """``texts`` cut, in order, into calls of at most ``call_texts`` texts and
         ``call_chars`` characters."""
-        out: list[Sequence[str]] = []
-        start = chars = 0
-        for end, text in enumerate(texts):
-            if end > start and (end - start >= self.call_texts
-                                or chars + len(text) > self.call_chars):
-                out.append(texts[start:end])
-                start, chars = end, 0
-            chars += len(text)
-        if start < len(texts):
-            out.append(texts[start:])
-        return out
+        return chunked(texts, max_texts=self.call_texts, max_chars=self.call_chars)
 
     async def embed(self, texts: Sequence[str], *, timeout_s: float,
                     background: bool = False) -> list[list[float]]:
