@@ -132,9 +132,10 @@ def vector_ranks(dsn: str, queries: Sequence[Query], ids: dict[int, str],
     with psycopg.connect(dsn) as conn:
         for q in queries:
             (vec,) = embedder.embed_now([q.text])
-            rows = conn.execute(
+            rows = conn.execute(  # a memory's best passage (docs/adr/0096)
                 f"SELECT memory_id::text FROM memory_embeddings WHERE dim = {dim} "
-                f"ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s",
+                f"GROUP BY memory_id "
+                f"ORDER BY min(embedding::vector({dim}) <=> %s::vector({dim})) LIMIT %s",
                 (vector_literal(vec), LIMIT)).fetchall()
             got = [r[0] for r in rows]
             target = ids[q.target]

@@ -29,6 +29,7 @@ from bench.common import (
     age_server,
     cpu_seconds,
     create_database,
+    embedded_behind,
     percentiles,
     unthrottled_config,
     write_result,
@@ -41,6 +42,8 @@ RUNS = 2
 EXISTING = int(os.environ.get("BENCH_WRITES_EXISTING", "100000"))
 BATCH = 1000
 BATCHES = 20
+#: Memories written at once for the write-behind embedder to drain.
+BEHIND_BACKLOG = 2000
 
 
 async def sequential(base: str, bodies: list[dict[str, Any]], pid: int | None = None
@@ -90,10 +93,41 @@ async def batches(base: str, bodies: list[dict[str, Any]], pid: int | None = Non
                                        round(cpu / len(bodies) * 1e6)})}
 
 
+async def post_batches(base: str, bodies: list[dict[str, Any]]) -> None:
+    """``bodies`` stored by batch requests of at most ``BATCH``, nothing measured."""
+    async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
+        for at in range(0, len(bodies), BATCH):
+            async with session.post(f"{base}/v1/memories:batch",
+                                    json={"memories": bodies[at:at + BATCH]}) as response:
+                assert response.status == 201, await response.text()
+
+
+def write_behind(base: str, gen: TextGenerator, *, stores: int, backlog: int,
+                 pid: int | None = None) -> dict[str, Any]:
+    """The default embedder's write-behind (MiniLM, docs/adr/0097): sequential stores per
+    second while it embeds behind them, then how fast it drains a backlog of ``backlog``
+    memories written at once (batch requests), in memories per second, and the server's CPU
+    seconds per memory drained (``pid``: on a loaded machine the rate is the load's)."""
+    seq = asyncio.run(sequential(base, list(gen.memories(stores)), pid))
+    embedded_behind(base, seconds=3600)
+    bodies = list(gen.memories(backlog))
+    cpu, started = cpu_seconds(pid), time.perf_counter()
+    asyncio.run(post_batches(base, bodies))
+    drained = embedded_behind(base, seconds=3600) + (time.perf_counter() - started)
+    cpu = cpu_seconds(pid) - cpu
+    return {"sequential": seq, "backlog": backlog,
+            "drain_memories_per_second": round(backlog / drained, 1),
+            "load_average": list(os.getloadavg()),
+            **({} if pid is None else {"drain_server_cpu_ms_per_memory":
+                                       round(cpu / backlog * 1000, 2)})}
+
+
 def run() -> dict[str, Any]:
     """Run the writes benchmark and write docs/benchmarks/writes.json."""
     out: dict[str, Any] = {"goals": {"sequential_stores_per_second": 500,
-                                     "batch_memories_per_second": 5000}}
+                                     "batch_memories_per_second": 5000,
+                                     "write_behind_sequential_stores_per_second": 500,
+                                     "write_behind_drain_memories_per_second": 100}}
     gen = TextGenerator(seed=13)
     with age_server() as server, tempfile.TemporaryDirectory() as tmp:
         config = str(unthrottled_config(Path(tmp)))
@@ -105,6 +139,13 @@ def run() -> dict[str, Any]:
                 asyncio.run(sequential(served.base, list(gen.memories(100))))  # warm-up
                 runs.append(asyncio.run(sequential(served.base, list(gen.memories(STORES)),
                                                    served.process.pid)))
+        dsn = create_database(server, "bench_writes_behind")
+        asyncio.run(migrate(dsn))
+        with serve(dsn, Path(tmp), "--config", config) as served:
+            out["write_behind_default"] = {**write_behind(served.base, gen, stores=STORES,
+                                                          backlog=BEHIND_BACKLOG,
+                                                          pid=served.process.pid),
+                                           "mode": "hybrid (the default embedder, MiniLM)"}
         out["sequential_fulltext"] = {**max(runs, key=lambda r: float(r["per_second"])),
                                       "runs_per_second": [r["per_second"] for r in runs],
                                       "runs_server_cpu_us_per_store": [

@@ -41,7 +41,8 @@ def loaded(tmp_path: Path, c: Cortex, s: Satellites | None = None) -> ServerSett
 
 FIELDS: list[tuple[str, Object, Read, Any]] = [
     ("embedding none", {"embedding": {"mode": "None"}}, lambda s: s.embedder, "none"),
-    ("embedding minilm", {"embedding": {"mode": "MiniLM"}}, lambda s: s.embedder, "minilm"),
+    ("embedding static", {"embedding": {"mode": "Static"}}, lambda s: s.embedder, "static"),
+    ("embedding default", {"embedding": {"mode": "Default"}}, lambda s: s.embedder, "default"),
     ("embedding client", {"embedding": {"mode": "Client", "model": "m", "dimension": 8}},
      lambda s: (s.embedder, s.embedding.model, s.embedding.dimension), ("client", "m", 8)),
     ("embedding endpoint url", {"embedding": ENDPOINT}, lambda s: s.embedder,
@@ -100,7 +101,7 @@ def test_an_empty_spec_gives_the_servers_own_defaults(tmp_path: Path) -> None:
     hand-configured server without them would (only the audit signer is added)."""
     got, server = loaded(tmp_path, cortex()), ServerSettings()
     assert got.limits == server.limits
-    assert got.embedder == server.embedder == "default"
+    assert got.embedder == server.embedder == "minilm"
     assert got.embedding == server.embedding
     assert got.permissions.write_default == server.permissions.write_default
     assert (got.db_lock_timeout_ms, got.db_statement_timeout_ms, got.log_level) == (
@@ -134,6 +135,30 @@ def test_the_api_key_is_mounted_never_copied(tmp_path: Path) -> None:
     assert volume["secret"]["items"] == [{"key": "token", "path": "api-key"}]
     mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "embedding-key")
     assert Path(mount["mountPath"], "api-key") == loaded(tmp_path, c).embedding.api_key_file
+
+
+@pytest.mark.parametrize(("source", "volume"), [
+    ({"image": "registry.example/models/bge:1"},
+     {"image": {"reference": "registry.example/models/bge:1", "pullPolicy": "IfNotPresent"}}),
+    ({"claimName": "models"}, {"persistentVolumeClaim": {"claimName": "models",
+                                                         "readOnly": True}}),
+], ids=["image", "claim"])
+def test_a_model_of_ones_own_is_mounted_where_the_server_reads_it(
+        tmp_path: Path, source: Object, volume: Object) -> None:
+    c = cortex({"embedding": {"mode": "Onnx", "model": "team/bge", "onnx": {
+        **source, "path": "bge-small", "modelSha256": "a" * 64, "tokenizerSha256": "b" * 64,
+        "pooling": "CLS", "maxTokens": 512}}})
+    got = loaded(tmp_path, c)
+    assert got.embedder == "onnx" and got.embedding.model == "team/bge"
+    onnx = got.embedding.onnx
+    assert onnx is not None and (onnx.pooling, onnx.max_tokens) == ("cls", 512)
+    pod = build_deployment(c, DEFAULTS, Satellites())["spec"]["template"]["spec"]
+    assert next(v for v in pod["volumes"] if v["name"] == "embedding-model") == {
+        "name": "embedding-model", **volume}
+    mount = next(m for m in pod["containers"][0]["volumeMounts"]
+                 if m["name"] == "embedding-model")
+    assert mount["readOnly"] is True
+    assert onnx.spec("team/bge").onnx == Path(mount["mountPath"], "bge-small", "model.onnx")
 
 
 def test_the_reflection_api_key_is_mounted_never_copied(tmp_path: Path) -> None:

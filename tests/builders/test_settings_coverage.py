@@ -60,6 +60,7 @@ FROM_RESOURCES: dict[str, str] = {
     "embedding.dimension": "MemoryCortex spec.embedding.dimension",
     "embedding.api_key_file": "MemoryCortex spec.embedding.apiKeySecretRef",
     "embedding.timeout_ms": "MemoryCortex spec.embedding.timeoutMs",
+    "embedding.onnx": "MemoryCortex spec.embedding.onnx",
     "spoke_memory.reflection": "MemoryCortex spec.spokeMemory.reflection",
     "log_level": "MemoryCortex spec.server.logLevel",
     "tls": "MemoryCortex spec.server.tls",

@@ -425,6 +425,26 @@ SETTINGS_CASES = [
     Case("settings-url-not-http",
          cortex("c-ftp", embedding={"mode": "Endpoint", "url": "ftp://embed.example"}),
          "spec.embedding.url in body should match"),
+    Case("settings-own-onnx-model",
+         cortex("c-onnx", embedding={"mode": "Onnx", "model": "team/bge", "onnx": {
+             "image": "registry.example/models/bge:1", "path": "bge",
+             "modelSha256": "a" * 64, "tokenizerSha256": "b" * 64, "pooling": "CLS"}})),
+    Case("settings-onnx-mode-without-files",
+         cortex("c-onnx-none", embedding={"mode": "Onnx"}),
+         "embedding mode Onnx needs onnx"),
+    Case("settings-onnx-files-without-mode",
+         cortex("c-onnx-mode", embedding={"mode": "MiniLM", "onnx": {
+             "claimName": "models", "modelSha256": "a" * 64, "tokenizerSha256": "b" * 64}}),
+         "embedding mode Onnx needs onnx"),
+    Case("settings-onnx-image-and-claim",
+         cortex("c-onnx-both", embedding={"mode": "Onnx", "onnx": {
+             "image": "registry.example/m:1", "claimName": "models",
+             "modelSha256": "a" * 64, "tokenizerSha256": "b" * 64}}),
+         "embedding.onnx needs exactly one of image"),
+    Case("settings-onnx-unpinned",
+         cortex("c-onnx-pin", embedding={"mode": "Onnx", "onnx": {
+             "claimName": "models", "modelSha256": "abc", "tokenizerSha256": "b" * 64}}),
+         "spec.embedding.onnx.modelSha256 in body should match"),
     Case("settings-unknown-embedding-mode",
          cortex("c-small", embedding={"mode": "Huge"}),
          'Unsupported value: "Huge"'),

@@ -42,6 +42,9 @@ class EmbedServer:
     refuse: str | None = None
     sizes: list[int] = field(default_factory=list)
     poison: dict[str, str] = field(default_factory=dict)
+    #: More texts in one request are refused 413 (text-embeddings-inference's
+    #: ``max_client_batch_size``, 32 by default).
+    max_batch: int | None = None
 
     def vector(self, text: str) -> list[float]:
         for word, kind in self.poison.items():
@@ -64,6 +67,8 @@ class EmbedServer:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         self.texts.extend(texts)
         self.sizes.append(len(texts))
+        if self.max_batch is not None and len(texts) > self.max_batch:
+            return web.json_response({"error": "batch size too large"}, status=413)
         if self.refuse is not None and any(self.refuse in t for t in texts):
             return web.json_response({"error": "input too large"}, status=413)
         return web.json_response({

@@ -487,7 +487,7 @@ async def test_bad_embedder_setting_stops_start_up(age_database: Database,
                                                    make_cortex: MakeCortex) -> None:
     from attested_cortex.errors import InvalidInputError
 
-    with pytest.raises(InvalidInputError, match="use default, minilm, none, client"):
+    with pytest.raises(InvalidInputError, match="use minilm, static, default, onnx, none, client"):
         await make_cortex(age_database.dsn, embedder="bogus")
     with pytest.raises(InvalidInputError, match=r"embedding\.model and embedding\.dimension"):
         await make_cortex(age_database.dsn, embedder="client")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attested_cortex.embedding import minilm
+from attested_cortex.embedding import minilm, onnx
 from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.choosing import build_embedder
 
@@ -37,7 +37,7 @@ def test_vectors_are_the_upstream_models() -> None:
 def test_batching_and_truncation_change_no_vector() -> None:
     embedder = minilm.MiniLMEmbedder()
     texts = ["short", "a much longer sentence about release trains and Friday freezes",
-             "word " * 600, *[f"memory {i}" for i in range(minilm.BATCH + 3)]]
+             "word " * 600, *[f"memory {i}" for i in range(11)]]
     together = np.array(embedder.embed_now(texts))
     alone = np.array([embedder.embed_now([t])[0] for t in texts[:3]])
     assert np.allclose(together[:3], alone, atol=1e-4)
@@ -62,5 +62,21 @@ def test_modes_name_minilm_and_wordllama() -> None:
     small = build_embedder("default")
     assert small is not None and small.info.as_dict() == {
         "source": "default", "model": "wordllama/l2_supercat", "dimension": 256}
-    with pytest.raises(EmbeddingError, match="use default, minilm, none, client"):
+    with pytest.raises(EmbeddingError, match="use minilm, static, default, onnx, none, client"):
         build_embedder("large")
+
+
+async def test_a_long_text_is_embedded_in_overlapping_passages() -> None:
+    embedder = minilm.MiniLMEmbedder()
+    long_text = " ".join(f"sentence {i} about the release train." for i in range(200))
+    windows = embedder.split([long_text])[0]
+    assert len(windows) > 10 and all(len(w.ids) <= minilm.MAX_TOKENS for w in windows)
+    # every onnxruntime call holds at most CALL_TOKENS word pieces once padded
+    assert all(len(call) * max(len(windows[i].ids) for i in call) <= onnx.CALL_TOKENS
+               for call in onnx.calls(windows))
+    short, long_ = await embedder.embed_passages(["Deploys freeze on Fridays", long_text],
+                                                 timeout_s=5)
+    assert len(short) == 1 and len(long_) == len(windows)
+    # a short text's one passage, and a long one's first, are the vector it always had
+    first = np.array(embedder.embed_now(["Deploys freeze on Fridays", long_text]))
+    assert np.allclose(first, np.array([short[0], long_[0]]), atol=1e-5)

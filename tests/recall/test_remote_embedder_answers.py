@@ -94,3 +94,18 @@ async def test_an_endpoint_refusing_every_text_is_an_outage_not_a_poisoned_windo
         backfill = await await_until(failing, seconds=30)
     assert "refused every text" in backfill["last_error"]
     assert backfill["refused"]["count"] == 0 and vector_count(age_database.dsn) == 0
+
+
+async def test_a_write_behind_batch_fits_the_endpoints_batch_limit(
+        age_database: Database, make_cortex: MakeCortex) -> None:
+    # text-embeddings-inference refuses more than 32 texts a request by default: a batch of
+    # 64 stored memories was refused whole and waited for the backfill
+    async with embed_server(max_batch=32) as server:
+        cortex = await make_cortex(age_database.dsn, embedder=server.url)
+        reply = await cortex.call("POST", "/v1/memories:batch", {"memories": [
+            {"namespace": "kb", "content": f"deploys freeze on friday {i}"} for i in range(64)]})
+        assert reply.status in (200, 201), reply.text
+        await cortex.embedded_behind()
+        behind = (await capabilities(cortex))["write_behind"]
+        assert behind["failed"] == 0 and behind["embedded"] == 64, behind
+        assert max(server.sizes) <= 32

@@ -114,6 +114,10 @@ async def make_cortex() -> AsyncIterator[MakeCortex]:
             # Load tests send hundreds of requests a second as one agent: the rate quota is
             # off unless a test configures it (tests/server/test_quotas.py does).
             settings.setdefault("quotas", {"enabled": False})
+            # The static model unless a test names one: it embeds in microseconds, where the
+            # default (MiniLM) takes milliseconds a memory and would slow every test that
+            # stores many; tests of recall by meaning name minilm (tests/recall).
+            settings.setdefault("embedder", "static")
             config = ServerSettings(database_url=dsn, **settings)
             services = await open_services(config, stack)
             app = build_app(services, auth=auth or DevAuth())

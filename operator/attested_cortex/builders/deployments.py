@@ -104,6 +104,15 @@ def _settings_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object
             "items": [{"key": ref.key, "path": settings.EMBEDDING_KEY_FILE}]}})
         mounts.append({"name": "embedding-key", "readOnly": True,
                        "mountPath": settings.EMBEDDING_DIR})
+    onnx = embedding.onnx
+    if embedding.mode == "Onnx" and onnx is not None:
+        source: Object = ({"image": {"reference": onnx.image, "pullPolicy": "IfNotPresent"}}
+                          if onnx.image is not None else
+                          {"persistentVolumeClaim": {"claimName": onnx.claim_name,
+                                                     "readOnly": True}})
+        volumes.append({"name": "embedding-model", **source})
+        mounts.append({"name": "embedding-model", "readOnly": True,
+                       "mountPath": settings.EMBEDDING_MODEL_DIR})
     reflection = cortex.spec.spoke_memory.reflection
     if reflection is not None and reflection.api_key_secret_ref is not None:
         ref = reflection.api_key_secret_ref

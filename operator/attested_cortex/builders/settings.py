@@ -24,6 +24,8 @@ Object = dict[str, Any]
 #: Where the embedding endpoint's bearer token is mounted (one file).
 EMBEDDING_DIR: Final = "/var/run/cortex/embedding"
 EMBEDDING_KEY_FILE: Final = "api-key"
+#: Where a model of the user's own is mounted (``spec.embedding.onnx``, docs/adr/0098).
+EMBEDDING_MODEL_DIR: Final = "/var/run/cortex/embedding-model"
 #: Where the reflection endpoint's bearer token is mounted (one file, ADR 0069).
 REFLECTION_DIR: Final = "/var/run/cortex/reflection"
 #: Where the audit signer's key Secret is mounted, under ``keys_dir``: ``_`` starts no
@@ -31,7 +33,8 @@ REFLECTION_DIR: Final = "/var/run/cortex/reflection"
 AUDIT_SIGNER_SUBDIR: Final = "_audit-signer"
 #: Where the master key Secret is mounted (``current`` and ``v<N>`` files, ADR 0050).
 MASTER_KEY_DIR: Final = "/var/run/cortex/master-key"
-EMBEDDERS: Final = {"Default": "default", "MiniLM": "minilm", "None": "none", "Client": "client"}
+EMBEDDERS: Final = {"Default": "default", "Static": "static", "MiniLM": "minilm", "Onnx": "onnx",
+                    "None": "none", "Client": "client"}
 
 
 def embedder(cortex: Cortex) -> str:
@@ -50,6 +53,14 @@ def embedding_settings(cortex: Cortex) -> Object:
         section["dimension"] = spec.dimension
     if spec.mode == "Endpoint" and spec.api_key_secret_ref is not None:
         section["api_key_file"] = f"{EMBEDDING_DIR}/{EMBEDDING_KEY_FILE}"
+    onnx = spec.onnx
+    if spec.mode == "Onnx" and onnx is not None:
+        section["onnx"] = {
+            "dir": f"{EMBEDDING_MODEL_DIR}/{onnx.path}".rstrip("/"),
+            "model_file": onnx.model_file, "tokenizer_file": onnx.tokenizer_file,
+            "model_sha256": onnx.model_sha256, "tokenizer_sha256": onnx.tokenizer_sha256,
+            "pooling": onnx.pooling.lower(), "normalize": onnx.normalize,
+            "max_tokens": onnx.max_tokens, "overlap": min(32, onnx.max_tokens // 4)}
     return section
 
 

@@ -30,11 +30,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--graph-backend", choices=["Auto", "AGE", "CTE"])
     parser.add_argument("--hooks-file", type=Path, help="hook configuration file")
     parser.add_argument("--keys-dir", type=Path, help="directory of agent key Secrets")
-    parser.add_argument("--embedder", metavar="default|minilm|none|client|URL",
-                        help="hybrid recall's embedder: the embedded default model (wordllama, "
-                        "the default), minilm (the embedded all-MiniLM-L6-v2), none (full-text "
-                        "recall only), client (vectors sent with each request) or an "
-                        "OpenAI-compatible endpoint URL")
+    parser.add_argument("--embedder", metavar="minilm|static|onnx|none|client|URL",
+                        help="hybrid recall's embedder: minilm (the embedded all-MiniLM-L6-v2, "
+                        "the default), static (the embedded wordllama model, fast to write; "
+                        "also called default), onnx (a model of your own: embedding.onnx in "
+                        "--config), none (full-text recall only), client (vectors sent with "
+                        "each request) or an OpenAI-compatible endpoint URL")
     parser.add_argument("--tls-cert-file", type=Path,
                         help="serve HTTPS with this PEM certificate (and chain); reloaded when "
                         "the file changes (with --tls-key-file)")

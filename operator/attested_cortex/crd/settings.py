@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field, JsonValue
 
 from attested_cortex.crd.common import CrdModel, section
 
-EmbeddingMode = Literal["Default", "MiniLM", "None", "Client", "Endpoint"]
+EmbeddingMode = Literal["MiniLM", "Static", "Default", "Onnx", "None", "Client", "Endpoint"]
 SignerMode = Literal["Operator", "Off"]
 
 
@@ -56,11 +56,59 @@ EMBEDDING_RULES: Final[list[JsonValue]] = [
      "message": "embedding url is only used with mode Endpoint"},
     {"rule": "!has(self.apiKeySecretRef) || (has(self.mode) && self.mode == 'Endpoint')",
      "message": "embedding apiKeySecretRef is only used with mode Endpoint"},
+    {"rule": "(has(self.mode) && self.mode == 'Onnx') == has(self.onnx)",
+     "message": "embedding mode Onnx needs onnx (the model's files and their SHA-256), and "
+                "onnx is only used with mode Onnx"},
     {"rule": "!has(self.mode) || self.mode != 'Client' || (has(self.model) && "
              "has(self.dimension))",
      "message": "embedding mode Client needs model and dimension: the vectors agents send "
                 "must say which model made them and how long they are"},
 ]
+
+
+SHA256: Final = r"^[0-9a-fA-F]{64}$"
+
+
+class OnnxModelSpec(CrdModel):
+    """A sentence embedder of your own, offline (docs/adr/0098): an ONNX export and its
+    tokenizer.json, from an image or a PersistentVolumeClaim, pinned by SHA-256."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [{
+        "rule": "has(self.image) != has(self.claimName)",
+        "message": "embedding.onnx needs exactly one of image (an OCI image holding the files) "
+                   "and claimName (a PersistentVolumeClaim holding them)",
+    }]})
+
+    image: str | None = Field(
+        default=None, min_length=1, max_length=1024,
+        description="An OCI image whose files hold the model, mounted read-only as an image "
+        "volume (the cluster's ImageVolume feature, beta since Kubernetes 1.33).",
+    )
+    claim_name: str | None = Field(
+        default=None, min_length=1, max_length=253,
+        description="A PersistentVolumeClaim in the cortex's namespace holding the model, "
+        "mounted read-only.",
+    )
+    path: str = Field(
+        default="", max_length=1024, pattern=r"^([^/.][^/]*(/[^/.][^/]*)*)?$",
+        description="The directory of the files inside the image or volume (relative).",
+    )
+    model_file: str = Field(default="model.onnx", min_length=1, max_length=255,
+                            pattern=r"^[^/]+$", description="The ONNX file's name.")
+    tokenizer_file: str = Field(default="tokenizer.json", min_length=1, max_length=255,
+                                pattern=r"^[^/]+$", description="The tokenizer.json's name.")
+    model_sha256: str = Field(pattern=SHA256,
+                              description="SHA-256 of the ONNX file (hex); another file "
+                              "stops the server.")
+    tokenizer_sha256: str = Field(pattern=SHA256,
+                                  description="SHA-256 of tokenizer.json (hex).")
+    pooling: Literal["Mean", "CLS"] = Field(
+        default="Mean", description="Mean: the attention-masked mean of the last layer "
+        "(MiniLM, mpnet, e5); CLS: the first token's vector (bge).")
+    normalize: bool = Field(default=True, description="L2-normalise each vector.")
+    max_tokens: int = Field(default=128, ge=8, le=8192,
+                            description="The model's window in word pieces; longer memories "
+                            "are embedded in overlapping passages.")
 
 
 class EmbeddingSpec(CrdModel):
@@ -69,12 +117,14 @@ class EmbeddingSpec(CrdModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": EMBEDDING_RULES})
 
     mode: EmbeddingMode = Field(
-        default="Default",
-        description="Default: the small static model embedded in the server image (256 "
-        "dimensions); MiniLM: all-MiniLM-L6-v2 embedded beside it (384 dimensions, better on "
-        "paraphrases, slower to embed); None: no vectors, "
-        "full-text recall only; Client: agents send vectors (model and dimension say which); "
-        "Endpoint: an OpenAI-compatible embeddings endpoint at url.",
+        default="MiniLM",
+        description="MiniLM (the default for new cortexes): all-MiniLM-L6-v2 embedded in the "
+        "server image (384 dimensions; long memories in passages); Static: the small static "
+        "model embedded beside it (256 dimensions, fastest to write, weaker on paraphrases); "
+        "Default: Static's name before MiniLM became the default (stored in cortexes created "
+        "before, which keep it until changed); Onnx: a model of your own (onnx); None: no "
+        "vectors, full-text recall only; Client: agents send vectors (model and dimension say "
+        "which); Endpoint: an OpenAI-compatible embeddings endpoint at url.",
     )
     url: str | None = Field(
         default=None, max_length=2048, pattern=r"^https?://[^\s]+$",
@@ -82,8 +132,9 @@ class EmbeddingSpec(CrdModel):
     )
     model: str | None = Field(
         default=None, min_length=1, max_length=200,
-        description="Model name: sent to the endpoint (Endpoint), or the model agents' vectors "
-        "come from (Client).",
+        description="Model name: sent to the endpoint (Endpoint), the model agents' vectors "
+        "come from (Client), or the name your own model's vectors are recorded under (Onnx; "
+        "absent: its file's digest).",
     )
     dimension: int | None = Field(
         default=None, ge=1, le=16000,
@@ -95,6 +146,9 @@ class EmbeddingSpec(CrdModel):
         description="Endpoint mode: the Secret key holding the endpoint's bearer token; "
         "mounted into the server as a file, never copied into the configuration.",
     )
+    onnx: OnnxModelSpec | None = Field(
+        default=None, description="Onnx mode: where your own model's files are and how "
+        "its vectors are made.")
     timeout_ms: int = Field(
         default=1000, ge=10, le=5000,
         description="Milliseconds one embedding call may take (10 to 5000); a late one leaves "

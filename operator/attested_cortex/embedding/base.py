@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 Source = Literal["default", "remote", "client"]
 
@@ -51,3 +51,41 @@ class Embedder(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+def chunked(texts: Sequence[str], *, max_texts: int, max_chars: int) -> list[Sequence[str]]:
+    """``texts`` cut, in order, into calls of at most ``max_texts`` texts and ``max_chars``
+    characters (a longer text alone): a model's time, and an endpoint's batch limits, grow
+    with the text, so calls sized by count alone missed deadlines on long memories."""
+    out: list[Sequence[str]] = []
+    start = chars = 0
+    for end, text in enumerate(texts):
+        if end > start and (end - start >= max_texts or chars + len(text) > max_chars):
+            out.append(texts[start:end])
+            start, chars = end, 0
+        chars += len(text)
+    if start < len(texts):
+        out.append(texts[start:])
+    return out
+
+
+@runtime_checkable
+class PassageEmbedder(Protocol):
+    """An embedder with a window: a longer text becomes several passages, one vector each
+    (docs/adr/0096). Embedders without one (the static model, an endpoint, client vectors)
+    give each text one vector: :func:`passages` treats them alike."""
+
+    async def embed_passages(self, texts: Sequence[str], *, timeout_s: float,
+                             background: bool = False) -> list[list[list[float]]]:
+        """Each text's passage vectors in order, within ``timeout_s`` per model call."""
+        ...
+
+
+async def passages(embedder: Embedder, texts: Sequence[str], *, timeout_s: float,
+                   background: bool = False) -> list[list[list[float]]]:
+    """Each text's passage vectors: its passages' where the embedder has a window, else its
+    one vector."""
+    if isinstance(embedder, PassageEmbedder):
+        return await embedder.embed_passages(texts, timeout_s=timeout_s, background=background)
+    made = await embedder.embed(texts, timeout_s=timeout_s, background=background)
+    return [[v] for v in made]

@@ -17,13 +17,24 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from attested_cortex.embedding.base import EmbedderInfo, EmbeddingError, EmbeddingRefusedError
+from attested_cortex.embedding.base import (
+    EmbedderInfo,
+    EmbeddingError,
+    EmbeddingRefusedError,
+    chunked,
+)
 from attested_cortex.embedding.vectors import check_vectors
 
 #: Bound on one answer: 64 texts of 4096 floats as JSON stay far below it.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: Bound on one text sent: endpoints truncate or refuse long inputs anyway.
 MAX_TEXT_CHARS = 8192
+#: Texts per request: text-embeddings-inference refuses more than 32 by default
+#: (``max_client_batch_size``), and a write-behind batch of 64 was refused whole.
+REQUEST_TEXTS = 32
+#: Characters per request (each text cut to MAX_TEXT_CHARS first): a request's time grows
+#: with its text, and each has the whole deadline.
+REQUEST_CHARS = 128 * 1024
 #: HTTP statuses that are about the endpoint or the caller, not about the texts sent: the
 #: same texts may succeed later, so they are never blamed on one memory.
 _NOT_ABOUT_THE_TEXTS = frozenset({401, 403, 404, 405, 407, 408, 429})
@@ -81,6 +92,14 @@ class RemoteEmbedder:
 
     async def embed(self, texts: Sequence[str], *, timeout_s: float,
                     background: bool = False) -> list[list[float]]:
+        """One request per :data:`REQUEST_TEXTS` texts and :data:`REQUEST_CHARS` characters,
+        each within ``timeout_s``."""
+        out: list[list[float]] = []
+        for request in chunked(texts, max_texts=REQUEST_TEXTS, max_chars=REQUEST_CHARS):
+            out += await self._request(request, timeout_s=timeout_s)
+        return out
+
+    async def _request(self, texts: Sequence[str], *, timeout_s: float) -> list[list[float]]:
         if not texts:
             return []
         if self._session is None:

@@ -284,7 +284,8 @@ async def _open_vectors(
     spec = settings.embedder if await vectors_available(db) else "none"
     try:
         embedder = build_embedder(spec, model=e.model, dimension=e.dimension,
-                                  api_key_file=e.api_key_file)
+                                  api_key_file=e.api_key_file,
+                                  onnx=None if e.onnx is None else e.onnx.spec(e.model))
     except EmbeddingError as exc:
         raise InvalidInputError(str(exc), field="embedder") from exc
     tuning = VectorSettings(

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from attested_cortex.embedding.onnx import OnnxModel
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.policy.patterns import parse_pattern
 from attested_cortex.policy.tiers import MARK_PATTERN
@@ -157,6 +158,40 @@ class LimitsSettings(BaseModel):
                                             le=4 * 1024 * 1024 * 1024)
 
 
+class OnnxSettings(BaseModel):
+    """A sentence embedder of the user's own (``embedder: onnx``, docs/adr/0098): an ONNX
+    export and its ``tokenizer.json`` in ``dir`` (a volume or an image), both pinned."""
+
+    model_config = ConfigDict(extra="forbid")
+    dir: Path
+    model_file: str = Field("model.onnx", min_length=1, max_length=255, pattern=r"^[^/]+$")
+    tokenizer_file: str = Field("tokenizer.json", min_length=1, max_length=255,
+                                pattern=r"^[^/]+$")
+    model_sha256: str = Field(pattern=r"^[0-9a-fA-F]{64}$")
+    tokenizer_sha256: str = Field(pattern=r"^[0-9a-fA-F]{64}$")
+    #: mean: the attention-masked mean of the last layer (sentence-transformers' MiniLM,
+    #: mpnet, e5); cls: its first token's vector (bge)
+    pooling: Literal["mean", "cls"] = "mean"
+    normalize: bool = True
+    max_tokens: int = Field(128, ge=8, le=8192)  # the model's window, in word pieces
+    overlap: int = Field(32, ge=0, le=4095)  # pieces consecutive passages share
+
+    @model_validator(mode="after")
+    def _overlap_below_half(self) -> OnnxSettings:
+        if self.overlap >= self.max_tokens // 2:
+            raise ValueError("embedding.onnx.overlap must be below half of max_tokens")
+        return self
+
+    def spec(self, name: str | None) -> OnnxModel:
+        """The loader's view; vectors are recorded under ``name`` (``embedding.model``), or
+        under the model file's digest when none is given."""
+        return OnnxModel(name or f"onnx/{self.model_sha256.lower()[:16]}",
+                         self.dir / self.model_file, self.dir / self.tokenizer_file,
+                         self.model_sha256, self.tokenizer_sha256, pooling=self.pooling,
+                         normalize=self.normalize, max_tokens=self.max_tokens,
+                         overlap=self.overlap)
+
+
 class EmbeddingSettings(BaseModel):
     """How memories and queries are embedded (the source itself is ``embedder``)."""
 
@@ -173,6 +208,7 @@ class EmbeddingSettings(BaseModel):
     vector_pool: int = Field(50, ge=10, le=1000)
     # memories waiting for the write-behind embedder; 0 embeds inline after each write
     write_queue: int = Field(4096, ge=0, le=1_000_000)
+    onnx: OnnxSettings | None = None  # embedder: onnx
 
 
 class ReflectionSettings(BaseModel):
@@ -301,8 +337,10 @@ class ServerSettings(BaseModel):
     transcripts: TranscriptsSettings = Field(default_factory=TranscriptsSettings)
     quotas: QuotasSettings = Field(default_factory=QuotasSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
-    embedder: str = Field("default", min_length=1, max_length=2048,
-                          description="default | minilm | none | client | an http(s) URL")
+    # minilm since docs/adr/0097 (a setting that names "default" keeps the static model)
+    embedder: str = Field("minilm", min_length=1, max_length=2048,
+                          description="minilm | static | default (static's old name) | onnx | "
+                          "none | client | an http(s) URL")
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     spoke_memory: SpokeMemorySettings = Field(default_factory=SpokeMemorySettings)
     log_level: str = "INFO"

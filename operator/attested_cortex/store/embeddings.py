@@ -1,11 +1,13 @@
-"""Embedding rows (``memory_embeddings``, migration 0007): write, find stale, count, forget.
+"""Embedding rows (``memory_embeddings``, migration 0007; passages: docs/adr/0096): write,
+find stale, count, forget.
 Called by the service layer's write paths and its background backfill.
 
-A row holds one memory's vector, the model and dimension that made it and the memory
-revision it was made from. A row is *current* for an embedder when its model and dimension
-are the embedder's and its revision is the memory's; anything else is stale and the
-backfill replaces it. Vectors travel as pgvector's text form (``[1,2,3]``), so the server
-needs no pgvector client library.
+A row holds one passage's vector of a memory (passage 0 from its beginning; a memory longer
+than the model's window has more), the model and dimension that made it and the memory revision
+it was made from; a memory's rows are written together. A row is *current* for an embedder when
+its model and dimension are the embedder's and its revision is the memory's; anything else is
+stale and the backfill replaces it. Vectors travel as pgvector's text form (``[1,2,3]``), so
+the server needs no pgvector client library.
 """
 
 from __future__ import annotations
@@ -94,43 +96,59 @@ async def create_index(conn: Conn, dim: int) -> None:
         )
 
 
+#: One memory's vectors, one row per passage (docs/adr/0096): passages past the new count
+#: are dropped, each given one replaces its row. Never over a newer revision's rows of the
+#: same model (a late write-behind batch after an update), never for a tombstone.
 _UPSERT = """
-INSERT INTO memory_embeddings (memory_id, model, dim, revision, embedding)
-SELECT %(id)s, %(model)s, %(dim)s, %(revision)s, %(vector)s::vector
+WITH trimmed AS (
+    DELETE FROM memory_embeddings
+    WHERE memory_id = %(id)s AND passage >= cardinality(%(vectors)s::text[])
+      AND (model <> %(model)s OR dim <> %(dim)s OR revision <= %(revision)s)
+)
+INSERT INTO memory_embeddings (memory_id, passage, model, dim, revision, embedding)
+SELECT %(id)s, p.n - 1, %(model)s, %(dim)s, %(revision)s, p.v::vector
+FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS p(v, n)
 WHERE EXISTS (SELECT 1 FROM memories WHERE id = %(id)s AND deleted_at IS NULL)
-ON CONFLICT (memory_id) DO UPDATE
+  AND NOT EXISTS (SELECT 1 FROM memory_embeddings x
+                  WHERE x.memory_id = %(id)s AND x.passage = 0 AND x.model = %(model)s
+                    AND x.dim = %(dim)s AND x.revision > %(revision)s)
+ON CONFLICT (memory_id, passage) DO UPDATE
 SET model = EXCLUDED.model, dim = EXCLUDED.dim, revision = EXCLUDED.revision,
     embedding = EXCLUDED.embedding, embedded_at = clock_timestamp()
 WHERE memory_embeddings.model <> EXCLUDED.model OR memory_embeddings.dim <> EXCLUDED.dim
    OR memory_embeddings.revision <= EXCLUDED.revision
 """
 
+#: A memory's vectors: one per passage, the first from its beginning.
+Passages = Sequence[Sequence[float]]
+
 
 async def put(
-    conn: Conn, *, memory_id: uuid.UUID, revision: int, model: str, vector: Sequence[float],
+    conn: Conn, *, memory_id: uuid.UUID, revision: int, model: str,
+    vector: Sequence[float] | None = None, passages: Passages | None = None,
 ) -> None:
-    """Record ``vector`` for ``memory_id`` at ``revision``; never replaces a newer revision's
-    row of the same model, never writes for a tombstone."""
-    await conn.execute(_UPSERT, {"id": memory_id, "model": model, "dim": len(vector),
-                                 "revision": revision, "vector": vector_literal(vector)})
+    """Record ``vector`` (or each of ``passages``) for ``memory_id`` at ``revision``; never
+    replaces a newer revision's rows of the same model, never writes for a tombstone."""
+    given = passages if passages is not None else [vector or []]
+    await conn.execute(_UPSERT, _upsert_params(model, [(memory_id, revision, given)])[0])
 
 
 async def put_many(
-    conn: Conn, *, model: str, rows: Sequence[tuple[uuid.UUID, int, Sequence[float]]],
+    conn: Conn, *, model: str, rows: Sequence[tuple[uuid.UUID, int, Passages]],
 ) -> None:
-    """:func:`put` for a batch (one round trip). The vectors' text forms are made in a worker
-    thread: about 0.1 ms of Python per vector, so 7 ms or more per batch of 64 that held the
-    event loop, and every request the server was answering meanwhile, while a backfill ran
-    (found by the kg bench, docs/adr/0076)."""
+    """:func:`put` for a batch of memories' passages (one round trip). The vectors' text
+    forms are made in a worker thread: about 0.1 ms of Python per vector, so 7 ms or more per
+    batch of 64 that held the event loop, and every request the server was answering
+    meanwhile, while a backfill ran (found by the kg bench, docs/adr/0076)."""
     params = await asyncio.to_thread(_upsert_params, model, rows)
     async with conn.cursor() as cur:
         await cur.executemany(_UPSERT, params)
 
 
-def _upsert_params(model: str, rows: Sequence[tuple[uuid.UUID, int, Sequence[float]]],
+def _upsert_params(model: str, rows: Sequence[tuple[uuid.UUID, int, Passages]],
                    ) -> list[dict[str, Any]]:
-    return [{"id": mid, "model": model, "dim": len(vec), "revision": rev,
-             "vector": vector_literal(vec)} for mid, rev, vec in rows]
+    return [{"id": mid, "model": model, "dim": len(vectors[0]), "revision": rev,
+             "vectors": [vector_literal(v) for v in vectors]} for mid, rev, vectors in rows]
 
 
 async def forget(conn: Conn, memory_id: uuid.UUID) -> None:
@@ -139,7 +157,7 @@ async def forget(conn: Conn, memory_id: uuid.UUID) -> None:
 
 
 _STALE = """
-FROM memories m LEFT JOIN memory_embeddings e ON e.memory_id = m.id
+FROM memories m LEFT JOIN memory_embeddings e ON e.memory_id = m.id AND e.passage = 0
 WHERE m.deleted_at IS NULL
   AND (e.memory_id IS NULL OR e.model <> %(model)s OR e.dim <> %(dim)s
        OR e.revision <> m.revision)
@@ -156,7 +174,7 @@ WITH w AS (
 )
 SELECT w.*, (e.memory_id IS NULL OR e.model <> %(model)s OR e.dim <> %(dim)s
              OR e.revision <> w.revision) AS stale
-FROM w LEFT JOIN memory_embeddings e ON e.memory_id = w.id
+FROM w LEFT JOIN memory_embeddings e ON e.memory_id = w.id AND e.passage = 0
 ORDER BY w.updated_at DESC, w.id DESC
 """
 

@@ -81,6 +81,8 @@ from attested_cortex.store.memory_ciphers import (
 DEFAULT_POOL = 200
 #: docs/adr/0014: 50 lost nothing against 100 on the quality set, at 1.6 ms less per recall.
 DEFAULT_VECTOR_POOL = 50
+#: Passages read per memory of the vector pool (docs/adr/0096).
+PASSAGES_READ = 2
 RRF_K = 60
 #: Namespaces the planner expects at most this many memories in are searched exactly
 #: (``_VEC_EXACT``): about 8 us a memory at 100k, so 7000 took 58 ms where the planner's
@@ -129,15 +131,22 @@ fts AS (
 fts_r AS (SELECT id, fts, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r FROM fts)
 """
 
+#: The vector candidates: the nearest passages (docs/adr/0096: a long memory has several),
+#: each memory once, scored by its best passage. Passages are read :data:`PASSAGES_READ`
+#: times the pool so that one long memory's passages do not crowd the others out.
 _VEC = """
-vec AS (
+near AS (
     SELECT e.memory_id AS id, m.updated_at, m.ns_depth,
            (e.embedding::vector({dim}) <=> %(qvec)s::vector({dim}))::float8 AS dist
     FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
     WHERE e.dim = {dim} AND e.model = %(model)s AND e.revision = m.revision
       AND m.deleted_at IS NULL {ns_filter}
     ORDER BY e.embedding::vector({dim}) <=> %(qvec)s::vector({dim})
-    LIMIT %(vector_pool)s
+    LIMIT %(vector_pool)s * %(passages_read)s
+),
+vec AS (
+    SELECT * FROM (SELECT DISTINCT ON (id) * FROM near ORDER BY id, dist) best
+    ORDER BY dist, id LIMIT %(vector_pool)s
 ),
 vec_r AS (
     SELECT id, dist, updated_at, ns_depth, rank() OVER (ORDER BY dist) AS r FROM vec
@@ -146,10 +155,10 @@ vec_r AS (
 """
 
 #: The vector candidates of a recall in a small namespace (the planner expects at most
-#: :data:`EXACT_MAX` memories there): exact, each of its memories' vectors read by primary
-#: key. For such a filter the planner otherwise hash-joins the namespace with a scan of every
-#: vector, or walks the HNSW index with the filter (approximate, and no faster at 10k:
-#: docs/adr/0014). A larger namespace keeps ``_VEC``, the planner's choice.
+#: :data:`EXACT_MAX` memories there): exact, each of its memories' vectors read by primary key,
+#: its best passage kept. For such a filter the planner otherwise hash-joins the namespace with
+#: a scan of every vector, or walks the HNSW index with the filter (approximate, and no faster
+#: at 10k: docs/adr/0014). A larger namespace keeps ``_VEC``, the planner's choice.
 _VEC_EXACT = """
 vec AS (
     SELECT m.id, m.updated_at, m.ns_depth, e.dist FROM memories m CROSS JOIN LATERAL (
@@ -157,7 +166,7 @@ vec AS (
         FROM memory_embeddings e
         WHERE e.memory_id = m.id AND e.dim = {dim} AND e.model = %(model)s
           AND e.revision = m.revision
-        LIMIT 1) e
+        ORDER BY 1 LIMIT 1) e
     WHERE m.deleted_at IS NULL AND m.namespace = ANY(%(namespaces)s) {restrict}
     ORDER BY e.dist LIMIT %(vector_pool)s
 ),
@@ -497,7 +506,8 @@ async def vector_candidates(conn: Conn, scope: Scope, vector: QueryVector) -> Ca
         exact = plan is not None and plan["QUERY PLAN"][0]["Plan"]["Plan Rows"] <= EXACT_MAX
     dim = len(vector.vector)
     params = {**scope.params, "model": vector.model, "qvec": vector_literal(vector.vector),
-              "vector_pool": vector.vector_pool, "min_similarity": vector.min_similarity}
+              "vector_pool": vector.vector_pool, "min_similarity": vector.min_similarity,
+              "passages_read": PASSAGES_READ}
     text = (_VEC_EXACT.format(dim=dim, restrict=scope.restrict) if exact
             else _VEC.format(dim=dim, ns_filter=scope.ns_filter))
     # Not prepared: the plan depends on the namespace's size.

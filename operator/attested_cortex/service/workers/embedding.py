@@ -32,7 +32,12 @@ from typing import Any, Literal
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from attested_cortex import tasks
-from attested_cortex.embedding.base import Embedder, EmbeddingError, EmbeddingRefusedError
+from attested_cortex.embedding.base import (
+    Embedder,
+    EmbeddingError,
+    EmbeddingRefusedError,
+    passages,
+)
 from attested_cortex.embedding.vectors import check_vectors
 from attested_cortex.errors import CortexError, InvalidInputError
 from attested_cortex.policy.patterns import matches, parse_pattern
@@ -48,6 +53,9 @@ Mode = Literal["hybrid", "fulltext"]
 #: How long the write-behind embedder lets writes gather before it embeds them: a single
 #: write has its vector within about this, a burst of writes becomes one batch.
 GATHER_S = 0.025
+#: The write-behind embedder lags once a memory has waited this long (capabilities say
+#: ``lagging``; the lag is a metric).
+LAGGING_S = 10.0
 #: How many refused memory ids capabilities name (the count is always whole).
 REFUSED_SHOWN = 20
 
@@ -119,6 +127,8 @@ class VectorMetrics:
     failures: Counter
     backfilled: Counter
     pending: Gauge
+    queued: Gauge
+    lag: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None) -> VectorMetrics:
@@ -133,18 +143,29 @@ class VectorMetrics:
                                registry=reg),
             pending=Gauge("cortex_embedding_backfill_pending",
                           "Live memories without a current vector", registry=reg),
+            queued=Gauge("cortex_embedding_write_behind_queued",
+                         "Memories stored and waiting for the write-behind embedder",
+                         registry=reg),
+            lag=Gauge("cortex_embedding_write_behind_lag_seconds",
+                      "How long the oldest memory waiting for the write-behind embedder "
+                      "has waited", registry=reg),
         )
 
 
 @dataclass
 class WriteBehind:
     """Memories stored but not embedded yet: one entry per memory (its newest revision),
-    bounded; filled by writes, drained by :func:`_write_behind` only."""
+    bounded; filled by writes, drained by :func:`_write_behind` only. A write never waits
+    for it: a full queue refuses the memory, which the backfill embeds later."""
 
     limit: int
     waiting: dict[uuid.UUID, rows.Pending] = field(default_factory=dict)
-    in_flight: int = 0
+    #: When each waiting memory was first queued (``time.monotonic``), oldest first.
+    since: dict[uuid.UUID, float] = field(default_factory=dict)
+    #: The batch being embedded (the backfill leaves these and the waiting ones alone).
+    flying: frozenset[uuid.UUID] = frozenset()
     embedded: int = 0
+    passages: int = 0
     overflowed: int = 0
     failed: int = 0
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -157,6 +178,7 @@ class WriteBehind:
         self.waiting[memory.id] = rows.Pending(
             memory.id, memory.revision, rows.embedding_text(memory.title, memory.content),
             memory.updated_at)
+        self.since.setdefault(memory.id, time.monotonic())
         self._ready.set()
         return True
 
@@ -165,19 +187,43 @@ class WriteBehind:
         batch = []
         for key in list(self.waiting)[:count]:
             batch.append(self.waiting.pop(key))
+            self.since.pop(key, None)
         if not self.waiting:
             self._ready.clear()
-        self.in_flight = len(batch)
+        self.flying = frozenset(p.id for p in batch)
         return batch
+
+    def holds(self, memory_id: uuid.UUID) -> bool:
+        """Whether ``memory_id`` waits here or is being embedded: the backfill leaves it
+        alone (embedding it twice halved the drain while the embedder lagged)."""
+        return memory_id in self.waiting or memory_id in self.flying
 
     @property
     def queued(self) -> int:
         """Memories stored and not embedded yet (the batch being embedded included)."""
-        return len(self.waiting) + self.in_flight
+        return len(self.waiting) + len(self.flying)
+
+    @property
+    def lag_s(self) -> float:
+        """How long the oldest waiting memory has waited (0 when none waits)."""
+        oldest = next(iter(self.since.values()), None)
+        return 0.0 if oldest is None else time.monotonic() - oldest
+
+    @property
+    def lagging(self) -> bool:
+        """Whether the embedder falls behind the writes: the oldest waits over
+        :data:`LAGGING_S`, or the queue is full (new memories go to the backfill)."""
+        return self.lag_s > LAGGING_S or len(self.waiting) >= self.limit
 
     def as_dict(self) -> dict[str, Any]:
-        return {"queued": self.queued, "embedded": self.embedded,
-                "overflowed": self.overflowed, "failed": self.failed, "limit": self.limit}
+        return {"queued": self.queued, "embedded": self.embedded, "passages": self.passages,
+                "overflowed": self.overflowed, "failed": self.failed, "limit": self.limit,
+                "lag_s": round(self.lag_s, 3), "lagging": self.lagging}
+
+    def export(self, metrics: VectorMetrics) -> None:
+        """Let the metrics read the queue when scraped."""
+        metrics.queued.set_function(lambda: float(self.queued))
+        metrics.lag.set_function(lambda: self.lag_s)
 
 
 @dataclass
@@ -265,6 +311,7 @@ async def open_vectors(
         vectors._task = asyncio.create_task(_backfill(db, vectors), name="embedding-backfill")
         if settings.write_queue > 0:
             vectors.behind = WriteBehind(settings.write_queue)
+            vectors.behind.export(vectors.metrics)
             vectors._behind_task = asyncio.create_task(_write_behind(db, vectors),
                                                        name="embedding-write-behind")
     elif embedder is not None:
@@ -349,7 +396,7 @@ async def after_write(
         return  # a sealed namespace: no vector, whoever offers one (a hook moved it here)
     embedder = vectors.embedder
     if client_vector is not None:
-        vector: Sequence[float] = client_vector
+        made: rows.Passages = [client_vector]
     elif not embedder.embeds:
         return
     elif vectors.behind is not None:
@@ -359,7 +406,7 @@ async def after_write(
     else:
         started = time.perf_counter()
         try:
-            (vector,) = await embed_checked(
+            (made,) = await embed_checked(
                 embedder, [rows.embedding_text(memory.title, memory.content)],
                 timeout_s=vectors.settings.timeout_s)
         except EmbeddingError as exc:
@@ -368,7 +415,7 @@ async def after_write(
             vectors.wake()
             return
         vectors.metrics.seconds.labels("write").observe(time.perf_counter() - started)
-    problem = stored_problem(vector)
+    problem = next(filter(None, map(stored_problem, made)), None)
     if problem is not None:  # a remote embedder's NaN: the memory stands, without a vector
         vectors.metrics.failures.labels("write").inc()
         log.warning("embedding left out: the vector %s", problem,
@@ -377,7 +424,7 @@ async def after_write(
     try:
         async with db.connection() as conn:
             await rows.put(conn, memory_id=memory.id, revision=memory.revision,
-                           model=embedder.info.model, vector=vector)
+                           model=embedder.info.model, passages=made)
     except CortexError as exc:  # the write committed: it is not a failure; backfill retries
         vectors.metrics.failures.labels("write").inc()
         log.warning("embedding deferred to the backfill", extra={"error": type(exc).__name__})
@@ -454,6 +501,7 @@ async def _write_behind(db: Database, vectors: Vectors) -> None:
         try:
             made = await embed_checked(embedder, [p.text for p in batch],
                                        timeout_s=s.timeout_s, background=True)
+            behind.passages += sum(map(len, made))
             metrics.seconds.labels("write").observe(time.perf_counter() - started)
             async with db.connection() as conn:
                 await rows.put_many(conn, model=embedder.info.model, rows=[
@@ -471,7 +519,7 @@ async def _write_behind(db: Database, vectors: Vectors) -> None:
             log.exception("write-behind batch failed", extra={"memories": len(batch)})
             vectors.wake()
         finally:
-            behind.in_flight = 0
+            behind.flying = frozenset()
 
 
 async def _backfill(db: Database, vectors: Vectors) -> None:
@@ -541,12 +589,14 @@ async def _drain(db: Database, vectors: Vectors) -> None:
         # while its first requests waited behind it.
         return
     after: tuple[datetime, uuid.UUID] | None = None
-    skipped = 0  # refused memories met in this pass: still stale, never retried in it
+    skipped = 0  # refused or write-behind memories met in this pass: not embedded by it
     while True:
         async with db.connection() as conn:
             window = await rows.stale(conn, model=info.model, dim=info.dimension,
                                       window=s.batch, after=after, skip=sealed)
-        batch = [p for p in window.stale if progress.refused.get(p.id) != p.revision]
+        behind = vectors.behind
+        batch = [p for p in window.stale if progress.refused.get(p.id) != p.revision
+                 and not (behind is not None and behind.holds(p.id))]
         skipped += len(window.stale) - len(batch)
         if batch:
             skipped += await _backfill_batch(db, vectors, batch)
@@ -598,7 +648,7 @@ async def _backfill_batch(db: Database, vectors: Vectors, batch: list[rows.Pendi
     return len(refused)
 
 
-Made = list[tuple[rows.Pending, list[float]]]
+Made = list[tuple[rows.Pending, list[list[float]]]]
 
 
 async def _isolating(embedder: Embedder, batch: list[rows.Pending], *,
@@ -607,7 +657,8 @@ async def _isolating(embedder: Embedder, batch: list[rows.Pending], *,
     at fault stand alone (a refused batch of n costs about 2 log2(n) more calls per bad
     memory). Any other failure (unreachable, late) is the caller's to back off from."""
     try:
-        made = await embed_checked(embedder, [p.text for p in batch], timeout_s=timeout_s)
+        made = await embed_checked(embedder, [p.text for p in batch], timeout_s=timeout_s,
+                                   background=True)
         return list(zip(batch, made, strict=True)), []
     except EmbeddingRefusedError as exc:
         if len(batch) == 1:
@@ -619,9 +670,9 @@ async def _isolating(embedder: Embedder, batch: list[rows.Pending], *,
 
 
 async def embed_checked(embedder: Embedder, texts: Sequence[str], *, timeout_s: float,
-                        background: bool = False) -> list[list[float]]:
-    """``embedder.embed``, refusing a vector that is not finite or is all zeros (the write
-    path stores what it gets; the query path checks on its own)."""
-    made = await embedder.embed(texts, timeout_s=timeout_s, background=background)
-    check_vectors(made)
+                        background: bool = False) -> list[list[list[float]]]:
+    """Each text's passage vectors (docs/adr/0096), refusing a vector that is not finite or
+    is all zeros (the write path stores what it gets; the query path checks on its own)."""
+    made = await passages(embedder, texts, timeout_s=timeout_s, background=background)
+    check_vectors([v for text in made for v in text])
     return made
