@@ -69,6 +69,10 @@ FROM_RESOURCES: dict[str, str] = {
 
 #: Setting -> why no custom resource sets it (ADR 0036).
 SERVER_ONLY: dict[str, str] = {
+    "audit.checkpoints.every_events": "a checkpoint cadence (ADR 0099), not a policy",
+    "audit.checkpoints.every_seconds": "a checkpoint cadence (ADR 0099), not a policy",
+    "audit.checkpoints.origin": "the default names the audit signer; the operator's own "
+                                "origin per cortex comes with spec.audit.witnesses (issue 40)",
     "listen": "the operator owns the pod's port; users choose spec.server.service.port",
     "kubeconfig": "in a pod the server reviews tokens with its own service account",
     "token_audiences": "a custom audience needs a projected token in every agent pod, which "

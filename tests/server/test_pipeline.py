@@ -17,11 +17,14 @@ from typing import Any
 import jsonschema_rs
 import yaml
 
+from attested_cortex.attest.keyfiles import write_identity
+from attested_cortex.attest.keys import generate_key
 from attested_cortex.hooks.events import EVENTS
 from attested_cortex.hooks.payload_schemas import schema_for
 from attested_cortex.policy.signatures import sign
 from attested_cortex.service.pipeline.operations import OPERATIONS
 from attested_cortex.service.pipeline.running import STEPS
+from attested_cortex.types import AgentId
 from tests.server.test_hooks_api import RECORDER, recorded
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 
@@ -35,9 +38,12 @@ def approval_settings(tmp_path: Path) -> dict[str, Any]:
     """Enforce mode, one AskUser rule, the approval API on (and transcripts, so every route
     can run)."""
     (tmp_path / "secret").write_bytes(SECRET)
+    if not (tmp_path / "keys" / "audit").exists():  # the audit tree's routes need a signer
+        write_identity(tmp_path / "keys" / "audit", generate_key(AgentId("cortex:audit")))
     return {"permissions": {"mode": "enforce", "rules": [HELD]},
             "approval": {"hmac_secret_file": tmp_path / "secret"},
-            "transcripts": {"enabled": True}}
+            "transcripts": {"enabled": True},
+            "keys_dir": tmp_path / "keys", "audit_signer": "cortex:audit"}
 
 
 def signed(method: str, path: str, body: bytes, *, at: float | None = None,
@@ -92,6 +98,9 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
         ("POST", "/v1/kg/paths", "/v1/kg/paths", {"src_id": a["id"], "dst_id": b["id"]}),
         ("GET", "/v1/kg/timeline", f"/v1/kg/timeline?memory_id={a['id']}", None),
         ("GET", "/v1/audit/verify", "/v1/audit/verify", None),
+        ("GET", "/v1/audit/checkpoint", "/v1/audit/checkpoint", None),
+        ("GET", "/v1/audit/proof", "/v1/audit/proof?seq=1", None),
+        ("GET", "/v1/audit/consistency", "/v1/audit/consistency?from=1", None),
         ("GET", "/v1/export", "/v1/export", None),
         ("GET", "/v1/capabilities", "/v1/capabilities", None),
         ("POST", "/v1/spoke/memory", "/v1/spoke/memory", {"op": "memory.describe"}),

@@ -42,6 +42,7 @@ from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
 from attested_cortex.service.resources import auditing, spoke_reflections, spoke_transfer
+from attested_cortex.service.workers.checkpointing import Checkpointer
 from attested_cortex.service.workers.embedding import (
     SealedNamespaces,
     Vectors,
@@ -122,6 +123,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
             pause_s=settings.encryption.reseal_pause_ms / 1000,
             audit_key=_signer_key(settings, keys)),
         pending=_pending(settings, db),
+        checkpointer=_checkpointer(settings, db, keys),
     )
     await _start_sweepers(services, settings, stack)
     return services
@@ -198,6 +200,18 @@ def _audit_sink(settings: ServerSettings, db: Database,
     return recording.chain_sink(db, keys, signer)
 
 
+def _checkpointer(settings: ServerSettings, db: Database,
+                  keys: KeySource | None) -> Checkpointer | None:
+    """The audit tree's checkpointer when the server has an audit signer (ADR 0099)."""
+    key = _signer_key(settings, keys)
+    if key is None or settings.audit_signer is None:
+        return None
+    cuts = settings.audit.checkpoints
+    return Checkpointer(db, origin=cuts.origin or f"attested-cortex/{settings.audit_signer}",
+                        key=key, every_events=cuts.every_events,
+                        every_seconds=cuts.every_seconds)
+
+
 def _signer_key(settings: ServerSettings,
                 keys: KeySource | None) -> Callable[[], AgentKey | None] | None:
     """Look the ``audit_signer``'s private key up in the current key snapshot (keys
@@ -226,6 +240,9 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if services.resealer is not None:
         services.resealer.start()
         stack.push_async_callback(services.resealer.aclose)
+    if services.checkpointer is not None:
+        services.checkpointer.start()
+        stack.push_async_callback(services.checkpointer.aclose)
     if services.pending is not None:
         services.pending.start()
         stack.push_async_callback(services.pending.aclose)

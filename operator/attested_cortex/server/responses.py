@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ErrorBody(BaseModel):
@@ -267,6 +267,41 @@ class KeyedChainOut(BaseModel):
     fault_count: int | None = None
     faults: list[KeyedFaultOut] | None = None
     truncated: bool | None = None
+
+
+class AuditCheckpointOut(BaseModel):
+    """The latest signed checkpoint of the audit tree (hashes in standard base64)."""
+
+    origin: str
+    size: int
+    root_hash: str
+    note: str = Field(description="The C2SP signed note, as signed")
+    created_at: str
+    log_key: str | None = Field(description="The log's verifier key (name+id+key)")
+
+
+class AuditProofOut(BaseModel):
+    """An event's inclusion proof."""
+
+    seq: int
+    leaf_index: int
+    tree_size: int
+    leaf_hash: str
+    root_hash: str
+    proof: list[str]
+    checkpoint: str | None = Field(description="The signed note of this size, when one was cut")
+
+
+class AuditConsistencyOut(BaseModel):
+    """A consistency proof between two tree sizes (``from`` and ``to``)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: int = Field(alias="from")
+    to: int
+    from_root: str
+    to_root: str
+    proof: list[str]
 
 
 class AuditVerifyOut(BaseModel):

@@ -58,6 +58,9 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE, DELETE", "memory_pending_work"),
     # migration 0028: a decision is recorded once by the first server that asks, never changed
     ("SELECT, INSERT", "cortex_decisions"),
+    # migration 0040: the audit tree's nodes and signed checkpoints, appended only
+    ("SELECT, INSERT", "audit_tree_nodes"),
+    ("SELECT, INSERT", "audit_checkpoints"),
 )
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from attested_cortex.service.workers.approving import Approvals
+    from attested_cortex.service.workers.checkpointing import Checkpointer
     from attested_cortex.service.workers.embedding import Vectors
     from attested_cortex.service.workers.pending_receipts import PendingReceipts
     from attested_cortex.service.workers.resealing import Resealer
@@ -163,6 +164,8 @@ class Services:
     pending: PendingReceipts | None = None
     #: Where the pipeline's policy records go on the signed chain (``audit_signer`` set).
     audit_sink: AuditSink | None = None
+    #: Signs checkpoints of the audit tree (``audit_signer`` set; issue 40, ADR 0099).
+    checkpointer: Checkpointer | None = None
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.
     mcp: Describer | None = None
     observe: StepObserver | None = None

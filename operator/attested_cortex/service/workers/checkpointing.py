@@ -1,0 +1,103 @@
+"""The server's checkpointer: signs a checkpoint of the audit tree every N events or T
+seconds (issue 40, ADR 0099).
+
+Built at start-up (:func:`attested_cortex.server.assembling.open_services`) when the server
+has an ``audit_signer``, kept in ``Services.checkpointer``. One background task looks at the
+chain's head every ``min(T, 1)`` seconds and cuts (:func:`attested_cortex.attest.
+checkpointing.cut`) when ``every_events`` were appended since the last checkpoint or
+``every_seconds`` passed with anything appended; it catches up a long chain in bounded cuts.
+:meth:`Checkpointer.cut_now` cuts at once (a proof asked for an event past the latest
+checkpoint). Replicas share the work through the cut's database lock: a cut of a size
+another replica already signed returns that one. The signer's key is looked up at each cut
+(keys rotate); the checkpoint's key name, the origin, stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from attested_cortex import tasks
+from attested_cortex.attest import checkpointing, notes
+from attested_cortex.attest.keys import AgentKey
+from attested_cortex.errors import CortexError, NotReadyError
+from attested_cortex.store import checkpoints as store
+from attested_cortex.store.checkpoints import CheckpointRow
+from attested_cortex.store.database import Database
+
+log = logging.getLogger(__name__)
+
+
+class Checkpointer:
+    """Cuts signed checkpoints in the background and on demand."""
+
+    def __init__(self, db: Database, *, origin: str, key: Callable[[], AgentKey | None],
+                 every_events: int, every_seconds: float) -> None:
+        self.db = db
+        self.origin = origin
+        self._key = key
+        self.every_events = every_events
+        self.every_seconds = every_seconds
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._last_cut = time.monotonic()
+
+    def signer(self) -> notes.Signer:
+        """The audit signer's key under the log's origin; NotReadyError when unmounted."""
+        key = self._key()
+        if key is None:
+            raise NotReadyError("the audit signer's private key is not mounted; "
+                                "no checkpoint can be signed")
+        return notes.Signer(self.origin, notes.ED25519, key.signing_key)
+
+    def verifier(self) -> notes.Verifier | None:
+        """The log's verifier key (what a witness pins), when the key is mounted."""
+        key = self._key()
+        return None if key is None else notes.Verifier(
+            self.origin, notes.ED25519, key.public.public_key)
+
+    async def cut_now(self) -> CheckpointRow | None:
+        """Cut until the checkpoint covers the whole chain as it is now."""
+        async with self._lock:
+            signer = self.signer()
+            while True:
+                row = await checkpointing.cut(self.db, signer)
+                self._last_cut = time.monotonic()
+                async with self.db.connection() as conn:
+                    head = await store.head_size(conn)
+                if row is None or row.size >= head:
+                    return row
+
+    def start(self) -> None:
+        """Start the background task."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="audit-checkpointer")
+
+    async def aclose(self) -> None:
+        """Stop the background task."""
+        await tasks.stop([self._task])
+        self._task = None
+
+    async def _run(self) -> None:
+        poll = min(self.every_seconds, 1.0)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(poll):
+                    await asyncio.Event().wait()
+            try:
+                await self._pass()
+            except CortexError as exc:
+                log.error("audit checkpoint not cut: %s", exc.message,
+                          extra={"code": exc.code})
+
+    async def _pass(self) -> None:
+        async with self.db.connection() as conn:
+            head = await store.head_size(conn)
+            last = await store.latest(conn)
+        behind = head - (0 if last is None else last.size)
+        due = time.monotonic() - self._last_cut >= self.every_seconds
+        if behind >= self.every_events or (behind > 0 and due):
+            await self.cut_now()
