@@ -315,6 +315,8 @@ class AuditVerifyOut(BaseModel):
     signatures_checked: int
     unverified: int
     keyed: KeyedChainOut
+    checkpoints_checked: int = Field(0, description="Signed checkpoints whose root the "
+                                     "events were found to have")
     deep: DeepAuditOut | None = Field(None, description="With deep=true: the row sweep")
 
 

@@ -75,8 +75,15 @@ async def at_size(conn: psycopg.AsyncConnection[Any], size: int) -> CheckpointRo
 
 
 async def roots(conn: psycopg.AsyncConnection[Any]) -> dict[int, bytes]:
-    """Every checkpoint's root by size (the audit walk checks each against the events)."""
+    """Every checkpoint's root by size (the audit walk checks each against the events);
+    none for a role that may read the chain but not the checkpoints (an auditor's)."""
     with translating():
+        cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
+            "SELECT to_regclass('audit_checkpoints') IS NOT NULL AND "
+            "has_table_privilege('audit_checkpoints', 'SELECT')")
+        readable = await cur.fetchone()
+        if not (readable and readable[0]):
+            return {}
         cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
             "SELECT tree_size, root_hash FROM audit_checkpoints")
         return {int(size): bytes(root) for size, root in await cur.fetchall()}
