@@ -58,6 +58,13 @@ def judge(old: Checkpoint | None, new: Checkpoint, proof: Sequence[bytes] = ()
     return None
 
 
+def add_checkpoint_body(old_size: int, proof: Sequence[bytes], note: str) -> bytes:
+    """A c2sp.org/tlog-witness ``add-checkpoint`` request: ``old N``, the consistency proof
+    (one base64 hash a line), a blank line, the checkpoint note."""
+    lines = [f"old {old_size}", *(base64.b64encode(h).decode() for h in proof)]
+    return ("\n".join(lines) + "\n\n" + note).encode()
+
+
 def against(expected: Checkpoint, events: int, root: bytes | None) -> Refusal | None:
     """Judge a chain of ``events`` whose first ``expected.size`` events have ``root``
     (None when it has fewer) against a checkpoint held elsewhere."""

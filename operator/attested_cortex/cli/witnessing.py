@@ -57,6 +57,16 @@ def register(actions: Any) -> None:
                         help="X-Agent-Id for a server with --auth dev")
     parser.add_argument("--scopes", default=None, help=argparse.SUPPRESS)
     parser.set_defaults(handler=run)
+    push = actions.add_parser(
+        "push-checkpoint", help="offer a cortex's latest checkpoint to a C2SP witness "
+        "(c2sp.org/tlog-witness add-checkpoint) and print its cosignature")
+    push.add_argument("--server", required=True, help="base URL of the cortex")
+    push.add_argument("--witness", required=True, help="base URL of the witness")
+    push.add_argument("--token-file", type=Path, help="bearer token file; else $CORTEX_TOKEN")
+    push.add_argument("--agent-id", default=os.environ.get("CORTEX_AGENT_ID"),
+                      help="X-Agent-Id for a server with --auth dev")
+    push.add_argument("--scopes", default=None, help=argparse.SUPPRESS)
+    push.set_defaults(handler=run_push)
 
 
 class Unusable(Exception):
@@ -114,6 +124,66 @@ def round_once(args: argparse.Namespace) -> int:
     print(f"cosigned: size {new.size} root {base64.b64encode(new.root).decode()}")
     print(line.line())
     return 0
+
+
+def run_push(args: argparse.Namespace) -> int:
+    """Offer the latest checkpoint; 0 cosigned, 1 refused, 2 could not run."""
+    try:
+        return push_once(args)
+    except (Unusable, OSError, ValueError) as exc:
+        print(f"cortexctl audit push-checkpoint: {exc}", file=sys.stderr)
+        return 2
+
+
+def push_once(args: argparse.Namespace) -> int:
+    """Offer the checkpoint from size 0; on the witness's 409 (the size it knows), again with
+    the consistency proof from that size. A witness that knows more, or refuses the proof,
+    is a refusal."""
+    from attested_cortex.cli.mcp import CredentialsError, credentials
+
+    try:
+        headers = credentials(args, dict(os.environ))
+    except CredentialsError as exc:
+        raise Unusable(str(exc)) from exc
+    base, witness = args.server.rstrip("/"), args.witness.rstrip("/")
+    for url in (base, witness):
+        if not url.startswith(("http://", "https://")):
+            raise Unusable(f"{url} is not an http:// or https:// URL")
+    view = json.loads(_get(f"{base}/v1/audit/checkpoint", headers, accept="application/json"))
+    note, size = view["note"], int(view["size"])
+    known, proof = 0, list[bytes]()
+    for _ in range(2):
+        status, answer = _post(f"{witness}/add-checkpoint",
+                               witnessing.add_checkpoint_body(known, proof, note))
+        if status == 200:
+            print(f"cosigned: size {size}")
+            print(answer, end="")
+            return 0
+        if status != 409:
+            print(f"refused ({status}): the witness answered {answer.strip()!r} to the "
+                  f"checkpoint of size {size} from its size {known}", file=sys.stderr)
+            return 1
+        known = int(answer.strip())
+        if known > size:
+            print(f"refused (truncated): the witness cosigned size {known}, the log offers "
+                  f"size {size}", file=sys.stderr)
+            return 1
+        if 0 < known < size:
+            found = json.loads(_get(f"{base}/v1/audit/consistency?from={known}&to={size}",
+                                    headers, accept="application/json"))
+            proof = [base64.b64decode(h) for h in found["proof"]]
+    raise Unusable("the witness keeps answering 409")
+
+
+def _post(url: str, body: bytes) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=body, method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+            return int(answer.status), answer.read().decode("utf-8")
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read().decode("utf-8", "replace")
+    except urllib.error.URLError as exc:
+        raise Unusable(f"cannot reach {url}: {exc.reason}") from exc
 
 
 def _witness(state: Path, name: str | None) -> notes.Signer:

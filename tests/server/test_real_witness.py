@@ -1,0 +1,138 @@
+"""A real C2SP witness no one here wrote cosigns the cortex's checkpoints (issue 40, ADR 0101):
+torchwood v0.6.1's litewitness, built by hack/witness/ensure-witness.sh. It cosigns an honest
+log through ``cortexctl audit push-checkpoint`` (its cosignature verifies with our
+tlog-cosignature code), and refuses the same cortex rolled back to an old dump and a fork.
+If the formats disagreed, ours would be wrong: the witness is the reference."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import socket
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from attested_cortex.attest import notes
+from attested_cortex.cli.main import main
+from tests.server.test_audit_checkpoints import audited
+from tests.server.test_audit_witness import cut_back, grow
+from tests.support.cortex import CortexClient, MakeCortex
+from tests.support.pgservers import PG15_BIN, PgServer
+from tests.support.waiting import wait_until
+
+ENSURE = Path(__file__).resolve().parents[2] / "hack" / "witness" / "ensure-witness.sh"
+NAME = "witness.test/litewitness"
+
+
+def _bin_dir() -> Path:
+    return Path(subprocess.run([str(ENSURE), "--print-bin-dir"], check=True,
+                               capture_output=True, text=True).stdout.strip())
+
+
+@pytest.fixture
+def litewitness(tmp_path: Path) -> Iterator[tuple[str, Path, notes.Verifier]]:
+    """A running litewitness (its own ssh-agent and key): (URL, its database, its key)."""
+    bin_dir = _bin_dir()
+    if not (bin_dir / "litewitness").exists():
+        pytest.skip(f"litewitness is not built: run {ENSURE.relative_to(ENSURE.parents[2])}")
+    home = tmp_path / "lw"
+    home.mkdir()
+    key = home / "witness"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "", "-f", str(key)],
+                   check=True)
+    sock = home / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    procs = [agent]
+    try:
+        wait_until(sock.exists, seconds=10, what="the ssh-agent's socket")
+        subprocess.run(["ssh-add", "-q", str(key)], check=True, env={"SSH_AUTH_SOCK": str(sock)},
+                       capture_output=True)
+        fingerprint = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{key}.pub"],
+                                     check=True, capture_output=True, text=True).stdout.split()[1]
+        public = base64.b64decode(key.with_suffix(".pub").read_text().split()[1])[-32:]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        log = (home / "litewitness.log").open("w")
+        procs.append(subprocess.Popen(
+            [str(bin_dir / "litewitness"), "-db", str(home / "w.db"), "-name", NAME,
+             "-key", fingerprint, "-ssh-agent", str(sock), "-listen", f"127.0.0.1:{port}"],
+            stdout=log, stderr=log))
+
+        def listening() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_until(listening, seconds=30, what="litewitness listening")
+        yield (f"http://127.0.0.1:{port}", home / "w.db",
+               notes.Verifier(NAME, notes.COSIGNATURE_V1, public))
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def witnessctl(db: Path, *args: str) -> None:
+    subprocess.run([str(_bin_dir() / "witnessctl"), args[0], "-db", str(db), *args[1:]],
+                   check=True, capture_output=True, timeout=30)
+
+
+async def push(cortex: CortexClient, url: str, capsys: pytest.CaptureFixture[str]
+               ) -> tuple[int, str]:
+    code = await asyncio.to_thread(main, [
+        "audit", "push-checkpoint", "--server", cortex.base, "--witness", url,
+        "--agent-id", "dev:witness"])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+async def test_litewitness_cosigns_an_honest_log_and_refuses_rollback_and_fork(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, pg15_server: PgServer,
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        litewitness: tuple[str, Path, notes.Verifier]) -> None:
+    url, db, witness = litewitness
+    cortex = await audited(make_cortex, migrated_pg15_dsn, tmp_path)
+    await grow(cortex, 6, "first")
+    view = (await cortex.call("GET", "/v1/audit/checkpoint",
+                              headers={"Accept": "application/json"})).body
+    await asyncio.to_thread(witnessctl, db, "add-log", "-origin", view["origin"])
+    await asyncio.to_thread(witnessctl, db, "add-key", "-origin", view["origin"],
+                            "-key", view["log_key"])
+
+    code, said = await push(cortex, url, capsys)
+    assert code == 0 and "cosigned: size 6" in said, said
+    dump = tmp_path / "old.dump"
+    await asyncio.to_thread(subprocess.run, [
+        f"{PG15_BIN}/pg_dump", "-Fc", "-d", cortex.dsn, "-f", str(dump)],
+        check=True, capture_output=True, timeout=60)
+    for n in (3, 1, 9):  # sizes that are not powers of two, and some more
+        await grow(cortex, n, f"honest {n}")
+        code, said = await push(cortex, url, capsys)
+        assert code == 0, said
+        note = (await cortex.call("GET", "/v1/audit/checkpoint")).text
+        line = next(x for x in said.splitlines() if x.startswith("\u2014 "))
+        cosigned = note + line + "\n"
+        assert notes.verify_cosignature(cosigned, witness) > 0  # its format is ours
+    assert "cosigned: size 19" in said
+
+    restored = f"cortex_restored_{uuid.uuid4().hex[:8]}"
+    pg15_server.create_database(restored)
+    await asyncio.to_thread(subprocess.run, [
+        f"{PG15_BIN}/pg_restore", "-d", pg15_server.dsn(restored), str(dump)],
+        check=True, capture_output=True, timeout=60)
+    old = await audited(make_cortex, pg15_server.dsn(restored), tmp_path)
+    code, said = await push(old, url, capsys)  # rolled back to 6
+    assert code == 1 and "size 19" in said and "size 6" in said, said
+    await grow(old, 20, "diverged")  # 26: past 19 on another history
+    code, said = await push(old, url, capsys)
+    assert code == 1 and "refused (422)" in said, said
+
+    cut_back(cortex.dsn, 12)  # a fork: 19 events again, the last 7 different
+    await grow(cortex, 7, "forked")
+    code, said = await push(cortex, url, capsys)
+    assert code == 1 and "refused (422)" in said, said
