@@ -26,6 +26,7 @@ FROM_RESOURCES: dict[str, str] = {
     "hooks_file": "HookChain spec.hooks",
     "keys_dir": "AgentIdentity spec.keyCustody",
     "audit_signer": "MemoryCortex spec.audit.signer.mode",
+    "audit.record_reads": "MemoryCortex spec.audit.recordReads",
     "permissions.mode": "MemoryCortex spec.permissions.mode",
     "permissions.rules": "PermissionRule spec.decision",
     "permissions.write_default": "MemoryCortex spec.permissions.writeDefault",
@@ -71,8 +72,8 @@ FROM_RESOURCES: dict[str, str] = {
 SERVER_ONLY: dict[str, str] = {
     "audit.checkpoints.every_events": "a checkpoint cadence (ADR 0099), not a policy",
     "audit.checkpoints.every_seconds": "a checkpoint cadence (ADR 0099), not a policy",
-    "audit.checkpoints.origin": "the default names the audit signer; the operator's own "
-                                "origin per cortex comes with spec.audit.witnesses (issue 40)",
+    "audit.checkpoints.origin": "the default names the audit signer, which the operator "
+                                "names after the cortex (cortex:<namespace>/<name>)",
     "listen": "the operator owns the pod's port; users choose spec.server.service.port",
     "kubeconfig": "in a pod the server reviews tokens with its own service account",
     "token_audiences": "a custom audience needs a projected token in every agent pod, which "

@@ -38,12 +38,17 @@ def approval_settings(tmp_path: Path) -> dict[str, Any]:
     """Enforce mode, one AskUser rule, the approval API on (and transcripts, so every route
     can run)."""
     (tmp_path / "secret").write_bytes(SECRET)
-    if not (tmp_path / "keys" / "audit").exists():  # the audit tree's routes need a signer
-        write_identity(tmp_path / "keys" / "audit", generate_key(AgentId("cortex:audit")))
     return {"permissions": {"mode": "enforce", "rules": [HELD]},
             "approval": {"hmac_secret_file": tmp_path / "secret"},
-            "transcripts": {"enabled": True},
-            "keys_dir": tmp_path / "keys", "audit_signer": "cortex:audit"}
+            "transcripts": {"enabled": True}}
+
+
+def signer_settings(tmp_path: Path) -> dict[str, Any]:
+    """:func:`approval_settings` and an audit signer (the audit tree's routes need one)."""
+    if not (tmp_path / "keys" / "audit").exists():
+        write_identity(tmp_path / "keys" / "audit", generate_key(AgentId("cortex:audit")))
+    return {**approval_settings(tmp_path), "keys_dir": tmp_path / "keys",
+            "audit_signer": "cortex:audit"}
 
 
 def signed(method: str, path: str, body: bytes, *, at: float | None = None,
@@ -161,7 +166,7 @@ async def test_every_route_runs_every_step(
     make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
 ) -> None:
     client = await make_cortex(migrated_pg15_dsn, migrated=False, graph_backend="CTE",
-                               **approval_settings(tmp_path))
+                               **signer_settings(tmp_path))
     app = client.extra["app"]
     routes = {(r.method, r.resource.canonical) for r in app.router.routes()
               if r.method != "HEAD" and r.resource.canonical not in PUBLIC}
@@ -193,7 +198,7 @@ async def test_every_fired_payload_matches_its_documented_schema(
     path = tmp_path / "hooks.yaml"
     path.write_text(yaml.safe_dump({"version": 1, "hooks": [hook]}))
     client = await make_cortex(migrated_pg15_dsn, migrated=False, hooks_file=path,
-                               graph_backend="CTE", **approval_settings(tmp_path))
+                               graph_backend="CTE", **signer_settings(tmp_path))
     await exercise(client)
     seen = recorded(tmp_path)
     assert {r["event"] for r in seen} == set(events)

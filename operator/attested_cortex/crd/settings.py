@@ -194,3 +194,10 @@ class AuditSpec(CrdModel):
 
     signer: AuditSignerSpec = section(AuditSignerSpec, "The key the server signs its own "
                                       "records with.")
+    record_reads: bool = Field(
+        default=True,
+        description="Record every successful read (recall, get, list, graph reads) in the "
+        "chain as a memory.access statement signed by the audit signer: the operation, the "
+        "namespaces, digests of the request and of the returned ids, never memory or query "
+        "text. Needs signer.mode Operator; false for read-heavy cortexes.",
+    )

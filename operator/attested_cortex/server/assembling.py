@@ -118,6 +118,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
         audit_sink=sink,
+        access_sink=sink if settings.audit.record_reads else None,
         resealer=None if sealer is None else Resealer(
             db, sealer, batch=settings.encryption.reseal_batch,
             pause_s=settings.encryption.reseal_pause_ms / 1000,

@@ -216,6 +216,9 @@ class AuditSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    #: Every successful read appends a ``memory.access`` statement (digests only) signed by
+    #: the audit signer; off for read-heavy cortexes that accept not knowing who read what.
+    record_reads: bool = True
 
 
 class TlsSettings(BaseModel):

@@ -164,6 +164,9 @@ class Services:
     pending: PendingReceipts | None = None
     #: Where the pipeline's policy records go on the signed chain (``audit_signer`` set).
     audit_sink: AuditSink | None = None
+    #: Where a read's ``memory.access`` statement goes (``audit.record_reads`` with an
+    #: audit signer); None: reads are not recorded.
+    access_sink: AuditSink | None = None
     #: Signs checkpoints of the audit tree (``audit_signer`` set; issue 40, ADR 0099).
     checkpointer: Checkpointer | None = None
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.
