@@ -67,6 +67,22 @@ def cut_back(dsn: str, keep: int) -> None:
                 sql.Identifier(table), sql.Identifier(trigger)))
 
 
+async def pg_dump(dsn: str, dump: Path) -> None:
+    await asyncio.to_thread(subprocess.run, [f"{PG15_BIN}/pg_dump", "-Fc", "-d", dsn, "-f",
+                                             str(dump)], check=True, capture_output=True,
+                            timeout=60)
+
+
+async def restored(server: PgServer, dump: Path) -> str:
+    """A new database of ``server`` restored from ``dump``: its DSN."""
+    name = f"cortex_restored_{uuid.uuid4().hex[:8]}"
+    server.create_database(name)
+    await asyncio.to_thread(subprocess.run, [f"{PG15_BIN}/pg_restore", "-d", server.dsn(name),
+                                             str(dump)], check=True, capture_output=True,
+                            timeout=60)
+    return server.dsn(name)
+
+
 async def test_a_witness_cosigns_and_names_a_truncation(
         make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -109,20 +125,13 @@ async def test_an_old_dump_and_a_fork_are_refused(
     await grow(cortex, 6, "before")
     assert (await witness(cortex, state, capsys))[0] == 0
     dump = tmp_path / "old.dump"
-    await asyncio.to_thread(subprocess.run, [
-        f"{PG15_BIN}/pg_dump", "-Fc", "-d", cortex.dsn, "-f", str(dump)],
-        check=True, capture_output=True, timeout=60)
+    await pg_dump(cortex.dsn, dump)
     await grow(cortex, 10, "after")
     code, said = await witness(cortex, state, capsys)
     assert code == 0 and "cosigned: size 16" in said, said
 
     # The database replaced by the old dump: a server on it, the same audit signer.
-    restored = f"cortex_restored_{uuid.uuid4().hex[:8]}"
-    pg15_server.create_database(restored)
-    await asyncio.to_thread(subprocess.run, [
-        f"{PG15_BIN}/pg_restore", "-d", pg15_server.dsn(restored), str(dump)],
-        check=True, capture_output=True, timeout=60)
-    old = await audited(make_cortex, pg15_server.dsn(restored), tmp_path)
+    old = await audited(make_cortex, await restored(pg15_server, dump), tmp_path)
     code, said = await witness(old, state, capsys)
     assert code == 1 and "refused (truncated)" in said and "size 6" in said, said
     await grow(old, 15, "diverged")  # past the cosigned size, on another history

@@ -10,7 +10,6 @@ import asyncio
 import base64
 import socket
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +18,9 @@ import pytest
 from attested_cortex.attest import notes
 from attested_cortex.cli.main import main
 from tests.server.test_audit_checkpoints import audited
-from tests.server.test_audit_witness import cut_back, grow
+from tests.server.test_audit_witness import cut_back, grow, pg_dump, restored
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import PG15_BIN, PgServer
+from tests.support.pgservers import PgServer
 from tests.support.waiting import wait_until
 
 ENSURE = Path(__file__).resolve().parents[2] / "hack" / "witness" / "ensure-witness.sh"
@@ -107,9 +106,7 @@ async def test_litewitness_cosigns_an_honest_log_and_refuses_rollback_and_fork(
     code, said = await push(cortex, url, capsys)
     assert code == 0 and "cosigned: size 6" in said, said
     dump = tmp_path / "old.dump"
-    await asyncio.to_thread(subprocess.run, [
-        f"{PG15_BIN}/pg_dump", "-Fc", "-d", cortex.dsn, "-f", str(dump)],
-        check=True, capture_output=True, timeout=60)
+    await pg_dump(cortex.dsn, dump)
     for n in (3, 1, 9):  # sizes that are not powers of two, and some more
         await grow(cortex, n, f"honest {n}")
         code, said = await push(cortex, url, capsys)
@@ -120,12 +117,7 @@ async def test_litewitness_cosigns_an_honest_log_and_refuses_rollback_and_fork(
         assert notes.verify_cosignature(cosigned, witness) > 0  # its format is ours
     assert "cosigned: size 19" in said
 
-    restored = f"cortex_restored_{uuid.uuid4().hex[:8]}"
-    pg15_server.create_database(restored)
-    await asyncio.to_thread(subprocess.run, [
-        f"{PG15_BIN}/pg_restore", "-d", pg15_server.dsn(restored), str(dump)],
-        check=True, capture_output=True, timeout=60)
-    old = await audited(make_cortex, pg15_server.dsn(restored), tmp_path)
+    old = await audited(make_cortex, await restored(pg15_server, dump), tmp_path)
     code, said = await push(old, url, capsys)  # rolled back to 6
     assert code == 1 and "size 19" in said and "size 6" in said, said
     await grow(old, 20, "diverged")  # 26: past 19 on another history
