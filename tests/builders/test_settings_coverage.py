@@ -27,6 +27,7 @@ FROM_RESOURCES: dict[str, str] = {
     "keys_dir": "AgentIdentity spec.keyCustody",
     "audit_signer": "MemoryCortex spec.audit.signer.mode",
     "audit.record_reads": "MemoryCortex spec.audit.recordReads",
+    "audit.witnesses": "MemoryCortex spec.audit.witnesses",
     "permissions.mode": "MemoryCortex spec.permissions.mode",
     "permissions.rules": "PermissionRule spec.decision",
     "permissions.write_default": "MemoryCortex spec.permissions.writeDefault",

@@ -59,6 +59,7 @@ def cut_back(dsn: str, keep: int) -> None:
                 sql.Identifier(table), sql.Identifier(trigger)))
         conn.execute("DELETE FROM signed_event_macs WHERE sequence > %s", (keep,))
         conn.execute("DELETE FROM signed_events WHERE sequence > %s", (keep,))
+        conn.execute("DELETE FROM audit_cosignatures WHERE tree_size > %s", (keep,))
         conn.execute("DELETE FROM audit_checkpoints WHERE tree_size > %s", (keep,))
         conn.execute("DELETE FROM audit_tree_nodes WHERE (idx + 1) * (1::bigint << level) > %s",
                      (keep,))

@@ -48,8 +48,14 @@ def litewitness(tmp_path: Path) -> Iterator[tuple[str, Path, notes.Verifier]]:
                              stderr=subprocess.DEVNULL)
     procs = [agent]
     try:
-        wait_until(sock.exists, seconds=10, what="the ssh-agent's socket")
-        subprocess.run(["ssh-add", "-q", str(key)], check=True, env={"SSH_AUTH_SOCK": str(sock)},
+        agent_env = {"SSH_AUTH_SOCK": str(sock)}
+
+        def answering() -> bool:  # ssh-add -l: 1 with no keys, 2 while it cannot connect
+            return subprocess.run(["ssh-add", "-l"], env=agent_env,
+                                  capture_output=True).returncode != 2
+
+        wait_until(answering, seconds=10, what="the ssh-agent answering")
+        subprocess.run(["ssh-add", "-q", str(key)], check=True, env=agent_env,
                        capture_output=True)
         fingerprint = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{key}.pub"],
                                      check=True, capture_output=True, text=True).stdout.split()[1]
@@ -128,3 +134,40 @@ async def test_litewitness_cosigns_an_honest_log_and_refuses_rollback_and_fork(
     await grow(cortex, 7, "forked")
     code, said = await push(cortex, url, capsys)
     assert code == 1 and "refused (422)" in said, said
+
+
+async def test_the_server_offers_its_checkpoints_and_serves_the_cosignatures(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+        litewitness: tuple[str, Path, notes.Verifier]) -> None:
+    url, db, witness = litewitness
+    cortex = await audited(make_cortex, migrated_pg15_dsn, tmp_path,
+                           audit={"witnesses": [{"name": "lite", "url": url}],
+                                  "checkpoints": {"every_events": 10**6,
+                                                  "every_seconds": 3600}})
+    checkpointer = cortex.services.checkpointer
+    assert checkpointer is not None
+    await grow(cortex, 5, "first")
+    view = (await cortex.call("GET", "/v1/audit/checkpoint",
+                              headers={"Accept": "application/json"})).body
+    await asyncio.to_thread(witnessctl, db, "add-log", "-origin", view["origin"])
+    await asyncio.to_thread(witnessctl, db, "add-key", "-origin", view["origin"],
+                            "-key", view["log_key"])
+    for n in (5, 7):  # from size 0, then from the size the witness's 409 names
+        await grow(cortex, n, f"more {n}")
+        row = await checkpointer.cut_now()
+        assert row is not None
+        await checkpointer.offer(row)
+        served = await cortex.call("GET", "/v1/audit/checkpoint",
+                                   headers={"Accept": "application/json"})
+        assert served.body["cosignatures"] == 1 and served.body["size"] == row.size
+        assert notes.verify_cosignature(served.body["note"], witness) > 0
+        text = (await cortex.call("GET", "/v1/audit/checkpoint")).text
+        assert text == served.body["note"]
+
+    cut_back(cortex.dsn, 10)  # a fork at the cosigned size: refused, counted
+    await grow(cortex, 7, "forked")
+    row = await checkpointer.cut_now()
+    assert row is not None
+    await checkpointer.offer(row)
+    metrics = await cortex.call("GET", "/metrics")
+    assert 'cortex_audit_witness_refusals_total{witness="lite"} 1.0' in metrics.text

@@ -65,6 +65,38 @@ def add_checkpoint_body(old_size: int, proof: Sequence[bytes], note: str) -> byt
     return ("\n".join(lines) + "\n\n" + note).encode()
 
 
+@dataclass(frozen=True, slots=True)
+class WitnessReply:
+    """What a tlog-witness answer to ``add-checkpoint`` means for the log: ``cosigned``
+    (``lines``: its cosignature lines), ``retry`` from the size it knows (``known``), or
+    ``refused`` (``message`` says why, with the sizes)."""
+
+    outcome: str
+    lines: tuple[str, ...] = ()
+    known: int = 0
+    message: str = ""
+
+
+def interpret(status: int, answer: str, *, size: int, sent_old: int) -> WitnessReply:
+    """Read a witness's answer to the offer of the checkpoint of ``size`` from ``sent_old``."""
+    if status == 200:
+        lines = tuple(x for x in answer.splitlines() if x.startswith("\u2014 "))
+        return WitnessReply("cosigned", lines)
+    if status == 409:
+        try:
+            known = int(answer.strip())
+        except ValueError:
+            return WitnessReply("refused", message=f"a 409 without a size: {answer[:200]!r}")
+        if known > size:
+            return WitnessReply("refused", known=known, message=(
+                f"truncated: the witness cosigned size {known}, the log offers size {size}"))
+        if known != sent_old:
+            return WitnessReply("retry", known=known)
+    return WitnessReply("refused", message=(
+        f"the witness answered {status} {answer.strip()[:200]!r} to the checkpoint of size "
+        f"{size} from its size {sent_old}"))
+
+
 def against(expected: Checkpoint, events: int, root: bytes | None) -> Refusal | None:
     """Judge a chain of ``events`` whose first ``expected.size`` events have ``root``
     (None when it has fewer) against a checkpoint held elsewhere."""

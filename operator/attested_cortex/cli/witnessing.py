@@ -155,20 +155,16 @@ def push_once(args: argparse.Namespace) -> int:
     for _ in range(2):
         status, answer = _post(f"{witness}/add-checkpoint",
                                witnessing.add_checkpoint_body(known, proof, note))
-        if status == 200:
+        reply = witnessing.interpret(status, answer, size=size, sent_old=known)
+        if reply.outcome == "cosigned":
             print(f"cosigned: size {size}")
-            print(answer, end="")
+            print("".join(f"{line}\n" for line in reply.lines), end="")
             return 0
-        if status != 409:
-            print(f"refused ({status}): the witness answered {answer.strip()!r} to the "
-                  f"checkpoint of size {size} from its size {known}", file=sys.stderr)
+        if reply.outcome == "refused":
+            print(f"refused ({status}): {reply.message}", file=sys.stderr)
             return 1
-        known = int(answer.strip())
-        if known > size:
-            print(f"refused (truncated): the witness cosigned size {known}, the log offers "
-                  f"size {size}", file=sys.stderr)
-            return 1
-        if 0 < known < size:
+        known = reply.known
+        if known:
             found = json.loads(_get(f"{base}/v1/audit/consistency?from={known}&to={size}",
                                     headers, accept="application/json"))
             proof = [base64.b64decode(h) for h in found["proof"]]

@@ -189,8 +189,25 @@ class AuditSignerSpec(CrdModel):
     )
 
 
+class AuditWitness(CrdModel):
+    """A c2sp.org/tlog-witness the server offers each new checkpoint to."""
+
+    name: str = Field(
+        min_length=1, max_length=255, pattern=r"^[^\s+]+$",
+        description="The witness's name (its key name; no space, no '+').")
+    url: str = Field(
+        min_length=8, max_length=2048, pattern=r"^https?://",
+        description="Base URL of the witness (POST <url>/add-checkpoint).")
+
+
 class AuditSpec(CrdModel):
     """The signed audit chain."""
+
+    witnesses: list[AuditWitness] = Field(
+        default_factory=list, max_length=32,
+        description="C2SP witnesses the server offers each signed checkpoint of the audit "
+        "tree to (issue 40, ADR 0101); their cosignatures are served with the checkpoint and "
+        "a refusal counts in cortex_audit_witness_refusals_total. Needs signer.mode Operator.")
 
     signer: AuditSignerSpec = section(AuditSignerSpec, "The key the server signs its own "
                                       "records with.")

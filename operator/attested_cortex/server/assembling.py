@@ -124,7 +124,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
             pause_s=settings.encryption.reseal_pause_ms / 1000,
             audit_key=_signer_key(settings, keys)),
         pending=_pending(settings, db),
-        checkpointer=_checkpointer(settings, db, keys),
+        checkpointer=_checkpointer(settings, db, keys, registry),
     )
     await _start_sweepers(services, settings, stack)
     return services
@@ -201,8 +201,8 @@ def _audit_sink(settings: ServerSettings, db: Database,
     return recording.chain_sink(db, keys, signer)
 
 
-def _checkpointer(settings: ServerSettings, db: Database,
-                  keys: KeySource | None) -> Checkpointer | None:
+def _checkpointer(settings: ServerSettings, db: Database, keys: KeySource | None,
+                  registry: CollectorRegistry) -> Checkpointer | None:
     """The audit tree's checkpointer when the server has an audit signer (ADR 0099)."""
     key = _signer_key(settings, keys)
     if key is None or settings.audit_signer is None:
@@ -210,7 +210,8 @@ def _checkpointer(settings: ServerSettings, db: Database,
     cuts = settings.audit.checkpoints
     return Checkpointer(db, origin=cuts.origin or f"attested-cortex/{settings.audit_signer}",
                         key=key, every_events=cuts.every_events,
-                        every_seconds=cuts.every_seconds)
+                        every_seconds=cuts.every_seconds, registry=registry,
+                        witnesses=[(w.name, w.url) for w in settings.audit.witnesses])
 
 
 def _signer_key(settings: ServerSettings,

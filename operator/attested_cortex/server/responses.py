@@ -275,7 +275,8 @@ class AuditCheckpointOut(BaseModel):
     origin: str
     size: int
     root_hash: str
-    note: str = Field(description="The C2SP signed note, as signed")
+    note: str = Field(description="The C2SP signed note, with the witnesses' cosignatures")
+    cosignatures: int = Field(0, description="How many witnesses' cosignatures it carries")
     created_at: str
     log_key: str | None = Field(description="The log's verifier key (name+id+key)")
 

@@ -210,10 +210,21 @@ class CheckpointSettings(BaseModel):
     origin: str | None = Field(None, min_length=1, max_length=255, pattern=r"^[^\s+]+$")
 
 
+class WitnessSettings(BaseModel):
+    """A c2sp.org/tlog-witness the server offers each new checkpoint to (ADR 0101)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=255, pattern=r"^[^\s+]+$")
+    url: str = Field(min_length=8, max_length=2048, pattern=r"^https?://")
+
+
 class AuditSettings(BaseModel):
     """What the audit records beyond writes, and its checkpoints."""
 
     model_config = ConfigDict(extra="forbid")
+
+    witnesses: list[WitnessSettings] = Field(default_factory=list, max_length=32)
 
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     #: Every successful read appends a ``memory.access`` statement (digests only) signed by

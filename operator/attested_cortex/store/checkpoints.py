@@ -137,5 +137,23 @@ async def insert(conn: psycopg.AsyncConnection[Any], made: Sequence[tuple[int, i
             (checkpoint.size, checkpoint.root, checkpoint.origin, checkpoint.note))
 
 
+async def cosignatures(conn: psycopg.AsyncConnection[Any], size: int) -> list[str]:
+    """The witnesses' cosignature lines of the checkpoint of ``size``, by witness name."""
+    with translating():
+        cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
+            "SELECT line FROM audit_cosignatures WHERE tree_size = %s ORDER BY witness",
+            (size,))
+        return [str(row[0]) for row in await cur.fetchall()]
+
+
+async def add_cosignature(conn: psycopg.AsyncConnection[Any], *, size: int, witness: str,
+                          line: str) -> None:
+    """Keep a witness's cosignature line (the first one per witness and size)."""
+    with translating():
+        await conn.execute(
+            "INSERT INTO audit_cosignatures (tree_size, witness, line) VALUES (%s, %s, %s) "
+            "ON CONFLICT DO NOTHING", (size, witness, line))
+
+
 def _first(row: Any) -> Any:
     return row[0] if isinstance(row, (tuple, list)) else next(iter(row.values()))

@@ -61,6 +61,7 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     # migration 0040: the audit tree's nodes and signed checkpoints, appended only
     ("SELECT, INSERT", "audit_tree_nodes"),
     ("SELECT, INSERT", "audit_checkpoints"),
+    ("SELECT, INSERT", "audit_cosignatures"),  # migration 0041
 )
 
 

@@ -66,7 +66,13 @@ class CheckpointCall(Call[dict[str, Any]]):
     spec = ops.AUDIT_CHECKPOINT
 
     async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
-        return checkpoint_view(await _latest(svc), _log_key(svc))
+        row = await _latest(svc)
+        async with svc.db.connection() as conn:
+            lines = await store.cosignatures(conn, row.size)
+        view = checkpoint_view(row, _log_key(svc))
+        view["note"] = row.note + "".join(f"{line}\n" for line in lines)
+        view["cosignatures"] = len(lines)
+        return view
 
 
 @dataclass
