@@ -73,25 +73,31 @@ async def _frontier(conn: Conn, size: int, last: CheckpointRow | None) -> merkle
 
 @dataclass(frozen=True, slots=True)
 class Inclusion:
-    """An event's inclusion proof in the tree of ``size`` events."""
+    """An event's inclusion proof in the tree of ``size`` events, and that tree's root."""
 
     sequence: int
     size: int
     leaf: bytes
     proof: list[bytes]
+    root: bytes
 
 
-async def inclusion(conn: Conn, *, sequence: int, size: int) -> Inclusion:
+async def inclusion(conn: Conn, *, sequence: int, size: int, covered: int | None = None
+                    ) -> Inclusion:
     """The proof that event ``sequence`` is leaf ``sequence - 1`` of the tree of ``size``
-    (a size no larger than the latest checkpoint's: its nodes are kept)."""
-    await _covered(conn, size)
+    (a size no larger than the latest checkpoint's, ``covered`` when the caller read it:
+    its nodes are kept), read in one statement with the nodes of the tree's root."""
+    await _covered(conn, size, covered)
     if not 1 <= sequence <= size:
         raise InvalidInputError(f"event {sequence} is not in a tree of {size} events",
                                 field="seq")
     ranges = merkle.inclusion_ranges(sequence - 1, size)
-    found = await store.nodes(conn, merkle.needed_nodes(ranges) | {(0, sequence - 1)})
+    tops = merkle.frontier_nodes(size)
+    found = await store.nodes(conn, merkle.needed_nodes(ranges) | {(0, sequence - 1)}
+                              | set(tops))
     return Inclusion(sequence, size, found[(0, sequence - 1)],
-                     merkle.proof_hashes(ranges, found.__getitem__))
+                     merkle.proof_hashes(ranges, found.__getitem__),
+                     merkle.range_hash([found[node] for node in tops]))
 
 
 async def consistency(conn: Conn, *, old: int, new: int) -> list[bytes]:
@@ -113,10 +119,11 @@ async def root_at(conn: Conn, size: int) -> bytes:
     return merkle.range_hash([found[node] for node in wanted])
 
 
-async def _covered(conn: Conn, size: int) -> None:
-    last = await store.latest(conn)
-    if last is None or not 1 <= size <= last.size:
+async def _covered(conn: Conn, size: int, covered: int | None = None) -> None:
+    if covered is None:
+        last = await store.latest(conn)
+        covered = 0 if last is None else last.size
+    if not 1 <= size <= covered:
         raise NotFoundError(
-            f"no checkpoint covers a tree of {size} events "
-            f"(the latest is of {0 if last is None else last.size})",
+            f"no checkpoint covers a tree of {size} events (the latest is of {covered})",
             code="not_checkpointed")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from attested_cortex.server.body import read_query
-from attested_cortex.server.openapi import Operation, params_of
+from attested_cortex.server.openapi import COMMON_ERRORS, Operation, params_of
 from attested_cortex.server.responses import (
     AuditCheckpointOut,
     AuditConsistencyOut,
@@ -62,10 +62,11 @@ operations = [
               params=params_of(AuditQuery, "query")),
     Operation("GET", "/v1/audit/checkpoint", "The latest signed checkpoint of the audit tree "
               "(C2SP tlog-checkpoint note; JSON with Accept: application/json)", 200,
-              AuditCheckpointOut),
+              AuditCheckpointOut, errors=(*COMMON_ERRORS, 404)),
     Operation("GET", "/v1/audit/proof", "An event's RFC 9162 inclusion proof in a "
-              "checkpointed tree", 200, AuditProofOut, params=params_of(ProofQuery, "query")),
+              "checkpointed tree", 200, AuditProofOut, params=params_of(ProofQuery, "query"),
+              errors=(*COMMON_ERRORS, 404)),
     Operation("GET", "/v1/audit/consistency", "The RFC 9162 consistency proof between two "
               "checkpointed tree sizes", 200, AuditConsistencyOut,
-              params=params_of(ConsistencyQuery, "query")),
+              params=params_of(ConsistencyQuery, "query"), errors=(*COMMON_ERRORS, 404)),
 ]

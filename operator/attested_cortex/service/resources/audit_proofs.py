@@ -44,8 +44,10 @@ async def _latest(svc: Services, *, covering: int = 0) -> CheckpointRow:
     checkpointer = _checkpointer(svc)
     async with svc.db.connection() as conn:
         row = await store.latest(conn)
+        if row is not None and row.size >= covering:
+            return row
         head = await store.head_size(conn)
-    if (row is None or row.size < covering) and head >= max(covering, 1):
+    if head >= max(covering, 1):
         row = await checkpointer.cut_now()
     if row is None or row.size < covering:
         raise NotFoundError(f"no event {covering} in the chain yet" if covering
@@ -86,11 +88,11 @@ class ProofCall(Call[dict[str, Any]]):
         latest = await _latest(svc, covering=self.query.seq)
         size = self.query.size or latest.size
         async with svc.db.connection() as conn:
-            found = await checkpointing.inclusion(conn, sequence=self.query.seq, size=size)
-            root = await checkpointing.root_at(conn, size)
-            at = await store.at_size(conn, size)
+            found = await checkpointing.inclusion(conn, sequence=self.query.seq, size=size,
+                                                  covered=latest.size)
+            at = latest if size == latest.size else await store.at_size(conn, size)
         return {"seq": found.sequence, "leaf_index": found.sequence - 1, "tree_size": size,
-                "leaf_hash": _b64(found.leaf), "root_hash": _b64(root),
+                "leaf_hash": _b64(found.leaf), "root_hash": _b64(found.root),
                 "proof": [_b64(h) for h in found.proof],
                 "checkpoint": None if at is None else at.note}
 

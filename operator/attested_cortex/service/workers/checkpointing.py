@@ -84,14 +84,16 @@ class Checkpointer:
             self.origin, notes.ED25519, key.public.public_key)
 
     async def cut_now(self) -> CheckpointRow | None:
-        """Cut until the checkpoint covers the whole chain as it is now."""
+        """Cut until the checkpoint covers the chain as it was when asked (a backlog takes
+        cuts of at most MAX_LEAVES events; events appended meanwhile wait for the next
+        pass, or a busy chain would be cut again and again)."""
         async with self._lock:
             signer = self.signer()
+            async with self.db.connection() as conn:
+                head = await store.head_size(conn)
             while True:
                 row = await checkpointing.cut(self.db, signer)
                 self._last_cut = time.monotonic()
-                async with self.db.connection() as conn:
-                    head = await store.head_size(conn)
                 if row is None or row.size >= head:
                     return row
 
