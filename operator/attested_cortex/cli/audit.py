@@ -1,4 +1,5 @@
-"""``cortexctl audit verify``: check the whole signed_events chain of a database.
+"""``cortexctl audit verify``: check the whole signed_events chain of a database (the
+``witness`` and ``push-checkpoint`` actions live in :mod:`.witnessing`).
 
 Exit 0 when every event links to its predecessor (and, with ``--keys``, every event of a
 known agent carries a valid signature, and with ``--deep`` every memory, link and transcript
@@ -32,7 +33,7 @@ SUMMARY_BYTES: Final = 4000
 def register(subparsers: Any) -> None:
     """Add the ``audit`` command."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "audit", help="verify the signed_events audit chain"
+        "audit", help="verify the signed_events audit chain; witness its checkpoints"
     )
     actions = parser.add_subparsers(dest="audit_action", metavar="ACTION", required=True)
     verify = actions.add_parser("verify", help="verify every event of the chain")
