@@ -12,6 +12,7 @@ from typing import Any
 from attested_cortex.attest import decoding as cbor
 from tests.server.test_audit_checkpoints import SIGNER, audited
 from tests.support.cortex import CortexClient, MakeCortex
+from tests.support.waiting import await_until
 
 MEMORY_CANARY = "zebracanary4471 the launch code"
 QUERY_CANARY = "quaggacanary9902"
@@ -38,7 +39,11 @@ async def test_reads_are_recorded_with_digests_only(
     assert got.status == 200
     refused = await cortex.call("GET", "/v1/memories?namespace=kb",
                                 headers={"X-Cortex-Scopes": "memory.write"})
-    chain = await events(cortex)
+    async def recorded() -> list[dict[str, Any]] | None:  # appended behind the answers
+        found = await events(cortex)
+        return found if sum(e["event_type"] == "memory.access" for e in found) >= 2 else None
+
+    chain = await await_until(recorded, seconds=10, what="two read records")
     blob = b"".join(bytes(e["payload"]) for e in chain)
     for canary in ("zebracanary4471", QUERY_CANARY, "launch code"):
         assert canary.encode() not in blob, canary

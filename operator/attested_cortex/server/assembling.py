@@ -52,6 +52,7 @@ from attested_cortex.service.workers.embedding import (
     vectors_available,
 )
 from attested_cortex.service.workers.pending_receipts import Handler, PendingReceipts, Reflector
+from attested_cortex.service.workers.read_recording import ReadRecorder
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
@@ -94,6 +95,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     if keys is not None:
         keys.snapshot()  # unreadable or inconsistent key files stop start-up, loudly
     sink = _audit_sink(settings, db, keys)
+    reads = None if sink is None or keys is None or not settings.audit.record_reads \
+        or settings.audit_signer is None else ReadRecorder(db, keys, settings.audit_signer)
     policy = policy_from(settings)
     record = recording.approval_recorder(permission_mode=settings.permissions.mode,
                                          registry=registry, sink=sink)
@@ -118,7 +121,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
         audit_sink=sink,
-        access_sink=sink if settings.audit.record_reads else None,
+        access_sink=None if reads is None else reads.record,
+        read_recorder=reads,
         resealer=None if sealer is None else Resealer(
             db, sealer, batch=settings.encryption.reseal_batch,
             pause_s=settings.encryption.reseal_pause_ms / 1000,
@@ -242,6 +246,9 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if services.resealer is not None:
         services.resealer.start()
         stack.push_async_callback(services.resealer.aclose)
+    if services.read_recorder is not None:
+        services.read_recorder.start()
+        stack.push_async_callback(services.read_recorder.aclose)
     if services.checkpointer is not None:
         services.checkpointer.start()
         stack.push_async_callback(services.checkpointer.aclose)
