@@ -87,6 +87,15 @@ def witnessctl(db: Path, *args: str) -> None:
                    check=True, capture_output=True, timeout=30)
 
 
+async def enrol(cortex: CortexClient, db: Path) -> None:
+    """Make the cortex's log known to the witness: its origin and its key."""
+    view = (await cortex.call("GET", "/v1/audit/checkpoint",
+                              headers={"Accept": "application/json"})).body
+    await asyncio.to_thread(witnessctl, db, "add-log", "-origin", view["origin"])
+    await asyncio.to_thread(witnessctl, db, "add-key", "-origin", view["origin"],
+                            "-key", view["log_key"])
+
+
 async def push(cortex: CortexClient, url: str, capsys: pytest.CaptureFixture[str]
                ) -> tuple[int, str]:
     code = await asyncio.to_thread(main, [
@@ -103,11 +112,7 @@ async def test_litewitness_cosigns_an_honest_log_and_refuses_rollback_and_fork(
     url, db, witness = litewitness
     cortex = await audited(make_cortex, migrated_pg15_dsn, tmp_path)
     await grow(cortex, 6, "first")
-    view = (await cortex.call("GET", "/v1/audit/checkpoint",
-                              headers={"Accept": "application/json"})).body
-    await asyncio.to_thread(witnessctl, db, "add-log", "-origin", view["origin"])
-    await asyncio.to_thread(witnessctl, db, "add-key", "-origin", view["origin"],
-                            "-key", view["log_key"])
+    await enrol(cortex, db)
 
     code, said = await push(cortex, url, capsys)
     assert code == 0 and "cosigned: size 6" in said, said
@@ -147,11 +152,7 @@ async def test_the_server_offers_its_checkpoints_and_serves_the_cosignatures(
     checkpointer = cortex.services.checkpointer
     assert checkpointer is not None
     await grow(cortex, 5, "first")
-    view = (await cortex.call("GET", "/v1/audit/checkpoint",
-                              headers={"Accept": "application/json"})).body
-    await asyncio.to_thread(witnessctl, db, "add-log", "-origin", view["origin"])
-    await asyncio.to_thread(witnessctl, db, "add-key", "-origin", view["origin"],
-                            "-key", view["log_key"])
+    await enrol(cortex, db)
     for n in (5, 7):  # from size 0, then from the size the witness's 409 names
         await grow(cortex, n, f"more {n}")
         row = await checkpointer.cut_now()

@@ -120,14 +120,19 @@ def chain_sink(db: Database, keys: KeySource, signer_id: str) -> AuditSink:
             log.error("audit_signer %s has no mounted private key; policy record not chained",
                       signer_id, extra=record)
             return
-        statement = {**{k: v for k, v in record.items() if v is not None
-                        and k != "event_type"},
-                     "actor": caller.agent_id, "at_ns": time.time_ns(),
-                     "nonce": secrets.token_hex(8)}
-        kind = record.get("event_type") or (
-            "policy." + str(record.get("effect", "decision")).replace("-", "_"))
+        kind, body = statement(caller, record)
         async with db.transaction() as conn:
-            await append_event(conn, agent_id=signer_id, event_type=kind[:64],
-                               payload=statement, signer=signer)
+            await append_event(conn, agent_id=signer_id, event_type=kind,
+                               payload=body, signer=signer)
 
     return sink
+
+
+def statement(caller: Caller, record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The event type and signed statement of a record: its fields (none empty), the acting
+    agent, the time and a nonce (two equal records are two statements, never a replay)."""
+    body = {**{k: v for k, v in record.items() if v is not None and k != "event_type"},
+            "actor": caller.agent_id, "at_ns": time.time_ns(), "nonce": secrets.token_hex(8)}
+    kind = record.get("event_type") or (
+        "policy." + str(record.get("effect", "decision")).replace("-", "_"))
+    return str(kind)[:64], body

@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
-import time
 from typing import Any
 
 from attested_cortex import tasks
@@ -29,6 +27,7 @@ from attested_cortex.errors import CortexError
 from attested_cortex.service.pipeline.attesting import snapshot
 from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.service.pipeline.operations import OperationSpec
+from attested_cortex.service.pipeline.recording import statement
 from attested_cortex.store import events
 from attested_cortex.store.database import Database
 from attested_cortex.store.events import PendingEvent
@@ -57,13 +56,10 @@ class ReadRecorder:
             log.error("audit_signer %s has no mounted private key; read record not chained",
                       self.signer_id, extra={"operation": spec.name})
             return
-        statement = {**{k: v for k, v in record.items() if v is not None and k != "event_type"},
-                     "actor": caller.agent_id, "at_ns": time.time_ns(),
-                     "nonce": secrets.token_hex(8)}
-        payload = cbor.encode(statement)
-        await self._queue.put(PendingEvent(
-            self.signer_id, str(record.get("event_type", "memory.access")), payload,
-            sign(signer, payload), signer.public.fingerprint))
+        kind, body = statement(caller, record)
+        payload = cbor.encode(body)
+        await self._queue.put(PendingEvent(self.signer_id, kind, payload, sign(signer, payload),
+                                           signer.public.fingerprint))
 
     def start(self) -> None:
         """Start the appending task."""
