@@ -41,9 +41,11 @@ deps: venv
 	hack/k8s/ensure-binaries.sh
 	hack/k8s/ensure-binaries.sh kstatus
 
-# Opt-in test tools (promtool and kstatus), built from their Go modules.
+# Opt-in test tools (promtool and kstatus), built from their Go modules; and a real C2SP
+# witness (torchwood's litewitness, 67 s cold) for tests/server/test_real_witness.py.
 tools:
 	hack/k8s/ensure-binaries.sh tools
+	hack/witness/ensure-witness.sh
 
 # The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy,
 # CoreDNS and CloudNativePG's manager (with its release manifest), and the images built offline;

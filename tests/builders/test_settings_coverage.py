@@ -26,6 +26,8 @@ FROM_RESOURCES: dict[str, str] = {
     "hooks_file": "HookChain spec.hooks",
     "keys_dir": "AgentIdentity spec.keyCustody",
     "audit_signer": "MemoryCortex spec.audit.signer.mode",
+    "audit.record_reads": "MemoryCortex spec.audit.recordReads",
+    "audit.witnesses": "MemoryCortex spec.audit.witnesses",
     "permissions.mode": "MemoryCortex spec.permissions.mode",
     "permissions.rules": "PermissionRule spec.decision",
     "permissions.write_default": "MemoryCortex spec.permissions.writeDefault",
@@ -70,6 +72,10 @@ FROM_RESOURCES: dict[str, str] = {
 
 #: Setting -> why no custom resource sets it (ADR 0036).
 SERVER_ONLY: dict[str, str] = {
+    "audit.checkpoints.every_events": "a checkpoint cadence (ADR 0099), not a policy",
+    "audit.checkpoints.every_seconds": "a checkpoint cadence (ADR 0099), not a policy",
+    "audit.checkpoints.origin": "the default names the audit signer, which the operator "
+                                "names after the cortex (cortex:<namespace>/<name>)",
     "listen": "the operator owns the pod's port; users choose spec.server.service.port",
     "kubeconfig": "in a pod the server reviews tokens with its own service account",
     "token_audiences": "a custom audience needs a projected token in every agent pod, which "

@@ -79,6 +79,21 @@ async def test_a_cortex_without_a_signer_gets_no_key(op: Operated) -> None:
     assert "audit-signer" not in {v["name"] for v in pod_spec(op)["volumes"]}
 
 
+async def test_reads_and_witnesses_reach_the_server_settings(op: Operated) -> None:
+    op.apply(cortex("mem"))
+    await roll(op)
+    assert config(op)["audit"] == {"record_reads": True}
+    before = config_hash(op)
+    op.apply(cortex("mem", audit={"recordReads": False}))
+    await op.reconcile(KIND, "mem")
+    assert config(op)["audit"] == {"record_reads": False}
+    assert config_hash(op) != before  # the server rolls with it
+    witness = {"name": "witness.example/w1", "url": "https://witness.example"}
+    op.apply(cortex("mem", audit={"witnesses": [witness]}))
+    await op.reconcile(KIND, "mem")
+    assert config(op)["audit"] == {"record_reads": True, "witnesses": [witness]}
+
+
 async def test_the_embedding_key_secret_is_waited_for_not_copied(op: Operated) -> None:
     op.apply(cortex("mem", embedding={"mode": "Endpoint", "url": "https://embed.example/v1",
                                       "apiKeySecretRef": {"name": "embed-key"}}))

@@ -66,7 +66,7 @@ def test_defaults_are_filled_in(crds: Kube, namespace: str) -> None:
     assert spec["database"]["managed"]["storage"] == {"size": "10Gi"}
     assert spec["permissions"] == {"mode": "Advisory", "writeDefault": "Allow"}
     assert spec["embedding"] == {"mode": "MiniLM", "timeoutMs": 1000}  # docs/adr/0097
-    assert spec["audit"] == {"signer": {"mode": "Operator"}}
+    assert spec["audit"] == {"signer": {"mode": "Operator"}, "recordReads": True}
     assert spec["database"]["timeouts"] == {"lockMs": 5000, "statementMs": 30000}
     assert spec["limits"]["maxAnswerBytes"] == 4194304
     assert spec["graph"] == {"backend": "Auto"}

@@ -38,7 +38,7 @@ EXPECTED_TOOLS = {
     "memory_recall", "memory_verify", "link_create", "link_invalidate", "link_verify",
     "kg_query", "kg_paths", "kg_timeline", "audit_verify", "capabilities", "approvals_list",
     "approval_decide", "transcript_store", "memory_replay", "memory_store_batch",
-    "spoke_memory",
+    "spoke_memory", "audit_checkpoint", "audit_proof", "audit_consistency",
 }
 
 

@@ -17,11 +17,14 @@ from typing import Any
 import jsonschema_rs
 import yaml
 
+from attested_cortex.attest.keyfiles import write_identity
+from attested_cortex.attest.keys import generate_key
 from attested_cortex.hooks.events import EVENTS
 from attested_cortex.hooks.payload_schemas import schema_for
 from attested_cortex.policy.signatures import sign
 from attested_cortex.service.pipeline.operations import OPERATIONS
 from attested_cortex.service.pipeline.running import STEPS
+from attested_cortex.types import AgentId
 from tests.server.test_hooks_api import RECORDER, recorded
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 
@@ -38,6 +41,14 @@ def approval_settings(tmp_path: Path) -> dict[str, Any]:
     return {"permissions": {"mode": "enforce", "rules": [HELD]},
             "approval": {"hmac_secret_file": tmp_path / "secret"},
             "transcripts": {"enabled": True}}
+
+
+def signer_settings(tmp_path: Path) -> dict[str, Any]:
+    """:func:`approval_settings` and an audit signer (the audit tree's routes need one)."""
+    if not (tmp_path / "keys" / "audit").exists():
+        write_identity(tmp_path / "keys" / "audit", generate_key(AgentId("cortex:audit")))
+    return {**approval_settings(tmp_path), "keys_dir": tmp_path / "keys",
+            "audit_signer": "cortex:audit"}
 
 
 def signed(method: str, path: str, body: bytes, *, at: float | None = None,
@@ -92,6 +103,9 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
         ("POST", "/v1/kg/paths", "/v1/kg/paths", {"src_id": a["id"], "dst_id": b["id"]}),
         ("GET", "/v1/kg/timeline", f"/v1/kg/timeline?memory_id={a['id']}", None),
         ("GET", "/v1/audit/verify", "/v1/audit/verify", None),
+        ("GET", "/v1/audit/checkpoint", "/v1/audit/checkpoint", None),
+        ("GET", "/v1/audit/proof", "/v1/audit/proof?seq=1", None),
+        ("GET", "/v1/audit/consistency", "/v1/audit/consistency?from=1", None),
         ("GET", "/v1/export", "/v1/export", None),
         ("GET", "/v1/capabilities", "/v1/capabilities", None),
         ("POST", "/v1/spoke/memory", "/v1/spoke/memory", {"op": "memory.describe"}),
@@ -152,7 +166,7 @@ async def test_every_route_runs_every_step(
     make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
 ) -> None:
     client = await make_cortex(migrated_pg15_dsn, migrated=False, graph_backend="CTE",
-                               **approval_settings(tmp_path))
+                               **signer_settings(tmp_path))
     app = client.extra["app"]
     routes = {(r.method, r.resource.canonical) for r in app.router.routes()
               if r.method != "HEAD" and r.resource.canonical not in PUBLIC}
@@ -184,7 +198,7 @@ async def test_every_fired_payload_matches_its_documented_schema(
     path = tmp_path / "hooks.yaml"
     path.write_text(yaml.safe_dump({"version": 1, "hooks": [hook]}))
     client = await make_cortex(migrated_pg15_dsn, migrated=False, hooks_file=path,
-                               graph_backend="CTE", **approval_settings(tmp_path))
+                               graph_backend="CTE", **signer_settings(tmp_path))
     await exercise(client)
     seen = recorded(tmp_path)
     assert {r["event"] for r in seen} == set(events)

@@ -9,11 +9,12 @@ write, inside the write's transaction, by ``GET /v1/audit/verify`` and by
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from attested_cortex.attest import cbor
+from attested_cortex.attest import cbor, merkle
 from attested_cortex.attest.bulkverify import BulkVerifier
 from attested_cortex.attest.chain import Statement
 from attested_cortex.attest.keyedchain import KeyedWalk, unchecked
@@ -41,6 +42,9 @@ class ChainReport:
     unverified: int = 0
     #: The HMAC-keyed chain (:mod:`.keyedchain`): checked with the master key, else says why not.
     keyed: dict[str, Any] = field(default_factory=unchecked)
+    #: Checkpoints whose root the events were found to have (ADR 0099); a chain shorter than
+    #: one is ``truncated``, another root at its size ``checkpoint_mismatch``.
+    checkpoints_checked: int = 0
 
 
 async def append_event(
@@ -94,6 +98,7 @@ async def _append(conn: Conn, statement: Statement) -> EventRow:
 async def verify_chain(
     conn: Conn, *, keyring: Keyring | None = None, master: KeyRing | None = None,
     distrusted: set[int] | None = None, batch: int = 5000,
+    checkpoints: Mapping[int, bytes] | None = None, roots: dict[int, bytes] | None = None,
 ) -> ChainReport:
     """Walk the chain in sequence order; report the first event that breaks it.
 
@@ -102,8 +107,11 @@ async def verify_chain(
     the ``master`` key ring the keyed chain is checked too (:mod:`.keyedchain`): every keyed
     fault is listed, and the first one is the report's fault when the hash chain holds;
     ``distrusted`` (when given) receives every keyed fault's sequence, for the deep audit.
+    ``checkpoints`` (tree size -> root, ADR 0099): the events must have each root at its
+    size, recomputed here from the events alone (the tree kept in the database is not read);
+    ``roots`` (when given) receives the root the events have at each of those sizes.
     """
-    state = _Walk(keyring, None if master is None else KeyedWalk.of(master))
+    state = _Walk(keyring, None if master is None else KeyedWalk.of(master), checkpoints)
     with BulkVerifier() as verifier:
         # aclosing: stopping at the first fault must still close the cursor and transaction.
         async with aclosing(events.stream_events(
@@ -118,15 +126,23 @@ async def verify_chain(
                 fault = None
     if distrusted is not None:
         distrusted |= state.distrusted
+    if roots is not None:
+        roots.update(state.tree_roots)
     return state.report(fault)
 
 
 class _Walk:
     """Running state of one verification pass, advanced one batch of events at a time."""
 
-    def __init__(self, keyring: Keyring | None, keyed: KeyedWalk | None) -> None:
+    def __init__(self, keyring: Keyring | None, keyed: KeyedWalk | None,
+                 checkpoints: Mapping[int, bytes] | None = None) -> None:
         self.keyring = keyring
         self.keyed = keyed
+        self.checkpoints = dict(checkpoints or {})
+        self.tree = merkle.Frontier() if self.checkpoints else None
+        self.tree_checked = 0
+        self.tree_roots: dict[int, bytes] = {}
+        self.tree_fault: tuple[int, str] | None = None
         self.expected = 1
         self.prev = GENESIS_HASH
         self.checked = 0
@@ -141,15 +157,33 @@ class _Walk:
             self.unverified += verdict.examined - verdict.checked
         if self.keyed is not None:
             self.keyed.walk(rows[:verdict.good])
+        if self.tree is not None:
+            self._grow(rows[:verdict.good])
         if verdict.good:
             last = rows[verdict.good - 1]
             self.expected, self.prev = last.sequence + 1, last.hash
         return verdict.fault
 
+    def _grow(self, rows: list[EventRow]) -> None:
+        assert self.tree is not None
+        for row in rows:
+            self.tree.append(merkle.leaf_hash(row.hash))
+            expected = self.checkpoints.get(self.tree.size)
+            if expected is None:
+                continue
+            self.tree_checked += 1
+            self.tree_roots[self.tree.size] = self.tree.root()
+            if self.tree_fault is None and self.tree_roots[self.tree.size] != expected:
+                self.tree_fault = (self.tree.size, "checkpoint_mismatch")
+
     def report(self, fault: str | None) -> ChainReport:
         count = self.expected - 1
         first_bad = None if fault is None else self.expected
         keyed = unchecked() if self.keyed is None else self.keyed.as_json()
+        if fault is None and self.tree_fault is not None:
+            first_bad, fault = self.tree_fault
+        if fault is None and self.checkpoints and max(self.checkpoints) > count:
+            first_bad, fault = count + 1, "truncated"
         if fault is None and self.keyed is not None and self.keyed.faults:
             first_bad, fault = self.keyed.faults[0]
         return ChainReport(
@@ -161,6 +195,7 @@ class _Walk:
             signatures_checked=self.checked,
             unverified=self.unverified,
             keyed=keyed,
+            checkpoints_checked=self.tree_checked,
         )
 
     @property

@@ -110,6 +110,10 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
     signer = sections.audit_signer(cortex)
     if signer is not None:
         settings["audit_signer"] = signer
+        settings["audit"] = {"record_reads": spec.audit.record_reads}
+        if spec.audit.witnesses:
+            settings["audit"]["witnesses"] = [{"name": w.name, "url": w.url}
+                                              for w in spec.audit.witnesses]
     spoke = sections.spoke_memory_settings(cortex)
     if spoke is not None:
         settings["spoke_memory"] = spoke

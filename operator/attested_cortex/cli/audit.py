@@ -1,4 +1,5 @@
-"""``cortexctl audit verify``: check the whole signed_events chain of a database.
+"""``cortexctl audit verify``: check the whole signed_events chain of a database (the
+``witness`` and ``push-checkpoint`` actions live in :mod:`.witnessing`).
 
 Exit 0 when every event links to its predecessor (and, with ``--keys``, every event of a
 known agent carries a valid signature, and with ``--deep`` every memory, link and transcript
@@ -32,7 +33,7 @@ SUMMARY_BYTES: Final = 4000
 def register(subparsers: Any) -> None:
     """Add the ``audit`` command."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "audit", help="verify the signed_events audit chain"
+        "audit", help="verify the signed_events audit chain; witness its checkpoints"
     )
     actions = parser.add_subparsers(dest="audit_action", metavar="ACTION", required=True)
     verify = actions.add_parser("verify", help="verify every event of the chain")
@@ -56,7 +57,15 @@ def register(subparsers: Any) -> None:
     )
     verify.add_argument("--summary", type=Path,
                         help="also write a one-line JSON summary to this file")
+    verify.add_argument("--against-checkpoint", type=Path, metavar="FILE",
+                        help="a checkpoint note held elsewhere (a witness's state, a saved "
+                        "GET /v1/audit/checkpoint): the chain must extend it")
+    verify.add_argument("--log-key", default=None, help="with --against-checkpoint: the "
+                        "log's verifier key its signature must verify with")
     parser.set_defaults(handler=run)
+    from attested_cortex.cli import witnessing
+
+    witnessing.register(actions)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,10 +75,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         keyring = _load_keyring(args.keys)
         master = _load_master(args.master_key_file, args.master_key_dir)
+        held = _held_checkpoint(args.against_checkpoint, args.log_key)
         report: ChainReport
+        roots: dict[int, bytes] = {}
         report, swept = asyncio.run(
             _verify(args.database_url, keyring, master, wait_seconds=args.timeout,
-                    deep=args.deep)
+                    deep=args.deep, held=held, roots=roots)
         )
     except (CortexError, OSError) as exc:
         message = operator_message(exc) if isinstance(exc, CortexError) else str(exc)
@@ -79,6 +90,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.summary is not None:
         _write_summary(args.summary, summary(dataclasses.asdict(report), swept))
+    if held is not None:
+        from attested_cortex.attest.witnessing import against
+
+        refusal = against(held, report.events, roots.get(held.size))
+        if refusal is not None:
+            print(f"refused against {args.against_checkpoint}: {refusal.message}",
+                  file=sys.stderr)
+            report = dataclasses.replace(
+                report, ok=False, reason=report.reason or refusal.kind,
+                first_bad_sequence=report.first_bad_sequence or report.events + 1)
     if args.json:
         print(json.dumps({**dataclasses.asdict(report),
                           **({"deep": swept} if swept is not None else {})}, indent=2))
@@ -190,11 +211,29 @@ def _load_keyring(keys: Path | None) -> Any:
     return load_snapshot(keys).keyring
 
 
+def _held_checkpoint(path: Path | None, log_key: str | None) -> Any:
+    """The checkpoint of ``--against-checkpoint`` (its signature checked with
+    ``--log-key`` when given; else only read: its root is what the events must have)."""
+    from attested_cortex.attest import notes
+
+    if path is None:
+        return None
+    text = path.read_text(encoding="utf-8")
+    try:
+        if log_key is not None:
+            return notes.open_checkpoint(text, notes.Verifier.parse(log_key))
+        return notes.Checkpoint.parse(notes.split(text)[0])
+    except notes.NoteError as exc:
+        raise OSError(f"--against-checkpoint {path}: {exc}") from exc
+
+
 async def _verify(database_url: str, keyring: Any, master: Any, *, wait_seconds: float,
-                  deep: bool) -> tuple[Any, dict[str, Any] | None]:
+                  deep: bool, held: Any = None, roots: dict[int, bytes] | None = None,
+                  ) -> tuple[Any, dict[str, Any] | None]:
     from attested_cortex.attest.auditing import verify_chain
     from attested_cortex.attest.sweeping import sweep
     from attested_cortex.bundles.importing import with_completeness
+    from attested_cortex.store import checkpoints
     from attested_cortex.store.database import Database
 
     # An operator's audit of a large chain may run long statements: an hour, not the
@@ -206,8 +245,14 @@ async def _verify(database_url: str, keyring: Any, master: Any, *, wait_seconds:
     try:
         async with database.connection() as conn:
             distrusted: set[int] = set()
+            # The cortex's own checkpoints and the one held elsewhere: the events must have
+            # each root (recomputed from them; ADR 0099).
+            expected = await checkpoints.roots(conn)
+            if held is not None:
+                expected[held.size] = held.root
             report = await verify_chain(conn, keyring=keyring, master=master,
-                                        distrusted=distrusted)
+                                        distrusted=distrusted, checkpoints=expected,
+                                        roots=roots)
             swept = await with_completeness(conn, (await sweep(conn, distrusted)).as_json()) \
                 if deep else None
             return report, swept

@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "crds": "print the custom resource definitions as YAML",
     "identity": "Ed25519 agent identities outside Kubernetes",
     "tokens": "bearer tokens for --auth tokens",
-    "audit": "verify the signed_events chain",
+    "audit": "verify the signed_events chain; witness its checkpoints",
     "doctor": "show what is configured and live",
     "hookd": "serve a stdio hook program on a socket (sidecar entry point)",
     "mcp": "stdio MCP server forwarding to a running cortex",

@@ -243,8 +243,32 @@ class AuditSignerSpec(CrdModel):
     )
 
 
+class AuditWitness(CrdModel):
+    """A c2sp.org/tlog-witness the server offers each new checkpoint to."""
+
+    name: str = Field(
+        min_length=1, max_length=255, pattern=r"^[^\s+]+$",
+        description="The witness's name (its key name; no space, no '+').")
+    url: str = Field(
+        min_length=8, max_length=2048, pattern=r"^https?://",
+        description="Base URL of the witness (POST <url>/add-checkpoint).")
+
+
 class AuditSpec(CrdModel):
     """The signed audit chain."""
 
+    witnesses: list[AuditWitness] = Field(
+        default_factory=list, max_length=32,
+        description="C2SP witnesses the server offers each signed checkpoint of the audit "
+        "tree to (issue 40, ADR 0101); their cosignatures are served with the checkpoint and "
+        "a refusal counts in cortex_audit_witness_refusals_total. Needs signer.mode Operator.")
+
     signer: AuditSignerSpec = section(AuditSignerSpec, "The key the server signs its own "
                                       "records with.")
+    record_reads: bool = Field(
+        default=True,
+        description="Record every successful read (recall, get, list, graph reads) in the "
+        "chain as a memory.access statement signed by the audit signer: the operation, the "
+        "namespaces, digests of the request and of the returned ids, never memory or query "
+        "text. Needs signer.mode Operator; false for read-heavy cortexes.",
+    )

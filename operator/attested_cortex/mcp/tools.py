@@ -28,6 +28,7 @@ from attested_cortex.namespaces import parse_namespace
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import (
     approvals_api,
+    audit_proofs,
     auditing,
     batches,
     introspection,
@@ -50,9 +51,11 @@ from attested_cortex.service.resources.graph_views import link_view
 from attested_cortex.service.resources.idempotency import Kind
 from attested_cortex.service.resources.queries import (
     AuditQuery,
+    ConsistencyQuery,
     LinkRef,
     ListMemories,
     MemoryRef,
+    ProofQuery,
     TimelineQuery,
     UpdateMemoryById,
 )
@@ -164,6 +167,18 @@ async def _audit_verify(svc: Services, caller: Caller, a: AuditQuery) -> Answer:
     return await auditing.verify(svc, caller, deep=a.deep)
 
 
+async def _audit_checkpoint(svc: Services, caller: Caller, a: NoArguments) -> Answer:
+    return await audit_proofs.checkpoint(svc, caller)
+
+
+async def _audit_proof(svc: Services, caller: Caller, a: ProofQuery) -> Answer:
+    return await audit_proofs.proof(svc, caller, a)
+
+
+async def _audit_consistency(svc: Services, caller: Caller, a: ConsistencyQuery) -> Answer:
+    return await audit_proofs.consistency(svc, caller, a)
+
+
 async def _capabilities(svc: Services, caller: Caller, a: NoArguments) -> Answer:
     return await introspection.describe(svc, caller)
 
@@ -223,6 +238,15 @@ TOOLS: tuple[Tool[Any], ...] = (
          TimelineQuery, _kg_timeline, read_only=True),
     Tool("audit_verify", "Verify the whole signed audit chain (and, with deep, every memory "
          "and link row against its write record).", AuditQuery, _audit_verify,
+         read_only=True),
+    Tool("audit_checkpoint", "The latest signed checkpoint of the audit tree (C2SP "
+         "tlog-checkpoint: origin, size, root hash; the note as signed).", NoArguments,
+         _audit_checkpoint, read_only=True),
+    Tool("audit_proof", "The RFC 9162 inclusion proof of audit event `seq` in a checkpointed "
+         "tree (a receipt to check against any witness-cosigned checkpoint).", ProofQuery,
+         _audit_proof, read_only=True),
+    Tool("audit_consistency", "The RFC 9162 consistency proof that the tree of `to` events "
+         "extends the tree of `from` events.", ConsistencyQuery, _audit_consistency,
          read_only=True),
     Tool("capabilities", "What this cortex is and does now: schema, recall mode, graph "
          "backend, permissions, hooks, quotas and your usage, limits, the MCP endpoint.",

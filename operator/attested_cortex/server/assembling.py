@@ -48,6 +48,7 @@ from attested_cortex.service.resources import (
     spoke_reflections,
     spoke_transfer,
 )
+from attested_cortex.service.workers.checkpointing import Checkpointer
 from attested_cortex.service.workers.embedding import (
     SealedNamespaces,
     Vectors,
@@ -57,6 +58,7 @@ from attested_cortex.service.workers.embedding import (
     vectors_available,
 )
 from attested_cortex.service.workers.pending_receipts import Handler, PendingReceipts, Reflector
+from attested_cortex.service.workers.read_recording import ReadRecorder
 from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
@@ -101,6 +103,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     if keys is not None:
         keys.snapshot()  # unreadable or inconsistent key files stop start-up, loudly
     sink = _audit_sink(settings, db, keys)
+    reads = None if sink is None or keys is None or not settings.audit.record_reads \
+        or settings.audit_signer is None else ReadRecorder(db, keys, settings.audit_signer)
     policy = policy_from(settings)
     record = recording.approval_recorder(permission_mode=settings.permissions.mode,
                                          registry=registry, sink=sink)
@@ -125,12 +129,15 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         approvals=approvals, transcripts=Transcripts(db, retention_from(settings),
                                 audit_key=_signer_key(settings, keys)),
         audit_sink=sink,
+        access_sink=None if reads is None else reads.record,
+        read_recorder=reads,
         resealer=None if sealer is None else Resealer(
             db, sealer, batch=settings.encryption.reseal_batch,
             pause_s=settings.encryption.reseal_pause_ms / 1000,
             audit_key=_signer_key(settings, keys)),
         pending=_pending(settings, db),
         transfer_expiry=TransferExpiry(db),
+        checkpointer=_checkpointer(settings, db, keys, registry),
     )
     signer = _signer_key(settings, keys)
     adopted = await spoke_audit.adopt_records(db, signer() if signer is not None else None)
@@ -226,6 +233,19 @@ def _audit_sink(settings: ServerSettings, db: Database,
     return recording.chain_sink(db, keys, signer)
 
 
+def _checkpointer(settings: ServerSettings, db: Database, keys: KeySource | None,
+                  registry: CollectorRegistry) -> Checkpointer | None:
+    """The audit tree's checkpointer when the server has an audit signer (ADR 0099)."""
+    key = _signer_key(settings, keys)
+    if key is None or settings.audit_signer is None:
+        return None
+    cuts = settings.audit.checkpoints
+    return Checkpointer(db, origin=cuts.origin or f"attested-cortex/{settings.audit_signer}",
+                        key=key, every_events=cuts.every_events,
+                        every_seconds=cuts.every_seconds, registry=registry,
+                        witnesses=[(w.name, w.url) for w in settings.audit.witnesses])
+
+
 def _signer_key(settings: ServerSettings,
                 keys: KeySource | None) -> Callable[[], AgentKey | None] | None:
     """Look the ``audit_signer``'s private key up in the current key snapshot (keys
@@ -255,6 +275,12 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if services.resealer is not None:
         services.resealer.start()
         stack.push_async_callback(services.resealer.aclose)
+    if services.read_recorder is not None:
+        services.read_recorder.start()
+        stack.push_async_callback(services.read_recorder.aclose)
+    if services.checkpointer is not None:
+        services.checkpointer.start()
+        stack.push_async_callback(services.checkpointer.aclose)
     if services.pending is not None:
         services.pending.start()
         stack.push_async_callback(services.pending.aclose)

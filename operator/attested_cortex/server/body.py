@@ -87,7 +87,8 @@ async def read_model(request: web.Request, model: type[M], *, max_bytes: int) ->
 def read_query(request: web.Request, model: type[M]) -> M:
     """The query string as ``model`` (the parameters it names; others are ignored). Values
     are text, so they are converted as pydantic's lax mode does ("50" -> 50, "true")."""
-    data = {name: request.query[name] for name in model.model_fields if name in request.query}
+    keys = {name: field.alias or name for name, field in model.model_fields.items()}
+    data = {key: request.query[key] for key in keys.values() if key in request.query}
     try:
         return model.model_validate(data, strict=False)
     except ValidationError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ErrorBody(BaseModel):
@@ -269,6 +269,42 @@ class KeyedChainOut(BaseModel):
     truncated: bool | None = None
 
 
+class AuditCheckpointOut(BaseModel):
+    """The latest signed checkpoint of the audit tree (hashes in standard base64)."""
+
+    origin: str
+    size: int
+    root_hash: str
+    note: str = Field(description="The C2SP signed note, with the witnesses' cosignatures")
+    cosignatures: int = Field(0, description="How many witnesses' cosignatures it carries")
+    created_at: str
+    log_key: str | None = Field(description="The log's verifier key (name+id+key)")
+
+
+class AuditProofOut(BaseModel):
+    """An event's inclusion proof."""
+
+    seq: int
+    leaf_index: int
+    tree_size: int
+    leaf_hash: str
+    root_hash: str
+    proof: list[str]
+    checkpoint: str | None = Field(description="The signed note of this size, when one was cut")
+
+
+class AuditConsistencyOut(BaseModel):
+    """A consistency proof between two tree sizes (``from`` and ``to``)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: int = Field(alias="from")
+    to: int
+    from_root: str
+    to_root: str
+    proof: list[str]
+
+
 class AuditVerifyOut(BaseModel):
     """The whole signed_events chain verified."""
 
@@ -280,6 +316,8 @@ class AuditVerifyOut(BaseModel):
     signatures_checked: int
     unverified: int
     keyed: KeyedChainOut
+    checkpoints_checked: int = Field(0, description="Signed checkpoints whose root the "
+                                     "events were found to have")
     deep: DeepAuditOut | None = Field(None, description="With deep=true: the row sweep")
 
 

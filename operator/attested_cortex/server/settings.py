@@ -236,6 +236,41 @@ class SpokeMemorySettings(BaseModel):
     pending_poll_ms: int = Field(1000, ge=10, le=60_000)
 
 
+class CheckpointSettings(BaseModel):
+    """Signed checkpoints of the audit tree (issue 40, ADR 0099), cut by the audit signer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Cut one once this many events were appended since the last...
+    every_events: int = Field(1000, ge=1, le=10_000_000)
+    #: ...or once this many seconds passed with any event appended since.
+    every_seconds: float = Field(10.0, ge=0.05, le=86_400)
+    #: The log's origin (and its key's name); absent: ``attested-cortex/<audit_signer>``.
+    origin: str | None = Field(None, min_length=1, max_length=255, pattern=r"^[^\s+]+$")
+
+
+class WitnessSettings(BaseModel):
+    """A c2sp.org/tlog-witness the server offers each new checkpoint to (ADR 0101)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=255, pattern=r"^[^\s+]+$")
+    url: str = Field(min_length=8, max_length=2048, pattern=r"^https?://")
+
+
+class AuditSettings(BaseModel):
+    """What the audit records beyond writes, and its checkpoints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    witnesses: list[WitnessSettings] = Field(default_factory=list, max_length=32)
+
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    #: Every successful read appends a ``memory.access`` statement (digests only) signed by
+    #: the audit signer; off for read-heavy cortexes that accept not knowing who read what.
+    record_reads: bool = True
+
+
 class TlsSettings(BaseModel):
     """HTTPS (ADR 0047): a certificate pair in PEM files, reloaded when they change."""
 
@@ -327,6 +362,7 @@ class ServerSettings(BaseModel):
     #: Agent id of a Cortex-custody identity in ``keys_dir`` that signs policy statements
     #: (would-be denials, refusals, approval decisions) into the audit chain.
     audit_signer: str | None = Field(None, min_length=1, max_length=253)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     #: None: no key hierarchy (nothing is encrypted or keyed under it).
     master_key: MasterKeySettings | None = None
     encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)

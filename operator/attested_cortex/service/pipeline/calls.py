@@ -50,6 +50,11 @@ class Outcome:
     approved: Any = None  # the approval (checked, not yet spent) this request completes
     consumed: Any = None  # the approval spent before a call that does not settle its own
     modified: bool = False  # a pre- hook changed the request
+    #: The Allow decisions (rule and invariant), summarized in a read's record.
+    allowed: list[Decision] = field(default_factory=list)
+    #: What a successful read answered and whom it asked, for its ``memory.access`` record.
+    target: Target | None = None
+    result: Any = None
 
 
 class Call(Generic[R]):

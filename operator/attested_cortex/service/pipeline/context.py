@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from attested_cortex.service.workers.approving import Approvals
+    from attested_cortex.service.workers.checkpointing import Checkpointer
     from attested_cortex.service.workers.embedding import Vectors
     from attested_cortex.service.workers.pending_receipts import PendingReceipts
+    from attested_cortex.service.workers.read_recording import ReadRecorder
     from attested_cortex.service.workers.resealing import Resealer
     from attested_cortex.service.workers.transcript_sweeping import Transcripts
     from attested_cortex.service.workers.transfer_expiry import TransferExpiry
@@ -166,6 +168,13 @@ class Services:
     transfer_expiry: TransferExpiry | None = None
     #: Where the pipeline's policy records go on the signed chain (``audit_signer`` set).
     audit_sink: AuditSink | None = None
+    #: Where a read's ``memory.access`` statement goes (``audit.record_reads`` with an
+    #: audit signer); None: reads are not recorded.
+    access_sink: AuditSink | None = None
+    #: Appends the queued read records behind the answers (ADR 0099, decision 6).
+    read_recorder: ReadRecorder | None = None
+    #: Signs checkpoints of the audit tree (``audit_signer`` set; issue 40, ADR 0099).
+    checkpointer: Checkpointer | None = None
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.
     mcp: Describer | None = None
     observe: StepObserver | None = None

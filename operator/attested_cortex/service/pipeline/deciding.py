@@ -105,6 +105,7 @@ def enforce(
     """Apply the mode to the rule decision; invariants always hold."""
     rule, invariant = decided
     outcome.decisions.extend(d for d in decided if not d.allows)
+    outcome.allowed.extend(d for d in decided if d.allows)  # summarized in a read's record
     if not invariant.allows:
         raise refusal(spec, invariant)
     if rule.allows:

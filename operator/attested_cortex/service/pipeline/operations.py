@@ -74,6 +74,10 @@ TRANSCRIPT_STORE: Final = _op("transcript.store", "transcript", ("pre_transcript
 MEMORY_REPLAY: Final = _op("memory.replay", None, (), (), "memory.read", "transcript",
                            owner_only=True)
 AUDIT_VERIFY: Final = _op("audit.verify", None, (), (), "audit.read", None)
+# The audit tree (issue 40, ADR 0099): read like the chain itself, by witnesses and auditors.
+AUDIT_CHECKPOINT: Final = _op("audit.checkpoint", None, (), (), "audit.read", None)
+AUDIT_PROOF: Final = _op("audit.proof", None, (), (), "audit.read", None)
+AUDIT_CONSISTENCY: Final = _op("audit.consistency", None, (), (), "audit.read", None)
 # The whole cortex (ADR 0033): audit.read here, and memory.read unqualified checked by the call.
 EXPORT: Final = _op("cortex.export", None, (), (), "audit.read", None)
 CAPABILITIES: Final = _op("capabilities", None, (), (), None, None)
@@ -126,7 +130,8 @@ OPERATIONS: Final[dict[str, OperationSpec]] = {
         MEMORY_STORE, MEMORY_STORE_BATCH, MEMORY_GET, MEMORY_UPDATE, MEMORY_DELETE,
         MEMORY_VERIFY, MEMORY_LIST, RECALL,
         LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
-        KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, EXPORT, CAPABILITIES,
+        KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, AUDIT_CHECKPOINT, AUDIT_PROOF,
+        AUDIT_CONSISTENCY, EXPORT, CAPABILITIES,
         APPROVALS_LIST, APPROVALS_STREAM, APPROVAL_DECIDE, *SPOKE_MEMORY.values(),
     )
 }

@@ -24,6 +24,7 @@ from attested_cortex.attest.auditing import append_event
 from attested_cortex.attest.loading import KeySource
 from attested_cortex.errors import DeniedError
 from attested_cortex.policy.decisions import Decision
+from attested_cortex.service.pipeline import accessing
 from attested_cortex.service.pipeline.attesting import snapshot
 from attested_cortex.service.pipeline.context import AuditSink, Caller, Services
 from attested_cortex.service.pipeline.operations import OPERATIONS, OperationSpec
@@ -50,13 +51,20 @@ def counter(registry: CollectorRegistry | None) -> Counter | None:
     return found
 
 
-async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Outcome) -> None:
-    """Record the operation's non-Allow decisions and a trust-ceiling refusal (a no-op for
-    a plain success); each record names the caller's tier and effective scopes."""
+async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Outcome,
+                call: Any = None) -> None:
+    """Record the operation's non-Allow decisions and a trust-ceiling or scope refusal; each
+    record names the caller's tier and effective scopes. A successful read is recorded as
+    a ``memory.access`` statement (:mod:`.accessing`) when the server records reads."""
     decisions = list(outcome.decisions)
     error = outcome.error
-    if isinstance(error, DeniedError) and error.code == "trust_ceiling":
-        decisions.append(Decision("deny", "trust_ceiling", error.message, error.code))
+    if isinstance(error, DeniedError) and error.code in ("trust_ceiling", "scope_denied"):
+        decisions.append(Decision("deny", error.code, error.message, error.code))
+    if (error is None and svc.access_sink is not None and outcome.target is not None
+            and accessing.is_read(spec)):
+        record = accessing.access_record(spec, outcome, call, outcome.result,
+                                         outcome.target.namespaces)
+        await svc.access_sink(caller, spec, record)
     if not decisions:
         return
     metric = counter(svc.metrics_registry)
@@ -112,12 +120,19 @@ def chain_sink(db: Database, keys: KeySource, signer_id: str) -> AuditSink:
             log.error("audit_signer %s has no mounted private key; policy record not chained",
                       signer_id, extra=record)
             return
-        statement = {**{k: v for k, v in record.items() if v is not None},
-                     "actor": caller.agent_id, "at_ns": time.time_ns(),
-                     "nonce": secrets.token_hex(8)}
-        kind = "policy." + str(record.get("effect", "decision")).replace("-", "_")
+        kind, body = statement(caller, record)
         async with db.transaction() as conn:
-            await append_event(conn, agent_id=signer_id, event_type=kind[:64],
-                               payload=statement, signer=signer)
+            await append_event(conn, agent_id=signer_id, event_type=kind,
+                               payload=body, signer=signer)
 
     return sink
+
+
+def statement(caller: Caller, record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The event type and signed statement of a record: its fields (none empty), the acting
+    agent, the time and a nonce (two equal records are two statements, never a replay)."""
+    body = {**{k: v for k, v in record.items() if v is not None and k != "event_type"},
+            "actor": caller.agent_id, "at_ns": time.time_ns(), "nonce": secrets.token_hex(8)}
+    kind = record.get("event_type") or (
+        "policy." + str(record.get("effect", "decision")).replace("-", "_"))
+    return str(kind)[:64], body

@@ -48,7 +48,7 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
         _step(svc, spec, "authenticate")
         if not caller.rated:  # the HTTP layer took it before reading the body
             take_rate(svc, caller)  # before any database or CPU work the request asks for
-        target = await call.target(svc, caller)
+        target = outcome.target = await call.target(svc, caller)
         _step(svc, spec, "scope")
         check_scope(spec, caller, target)
         _step(svc, spec, "rules")
@@ -65,7 +65,8 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
         _step(svc, spec, "operation")
         result = await _execute(svc, caller, call, outcome, cap)
         _step(svc, spec, "post_hooks")
-        result = await post_hooks(svc, spec, caller, call, target, result, outcome)
+        result = outcome.result = await post_hooks(svc, spec, caller, call, target, result,
+                                                   outcome)
         return result
     except CortexError as exc:
         outcome.error = exc
@@ -73,7 +74,7 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
     finally:
         _step(svc, spec, "audit")
         try:
-            await recording.audit(svc, caller, spec, outcome)
+            await recording.audit(svc, caller, spec, outcome, call)
         except Exception:  # the operation's answer stands; a lost record is logged loudly
             log.exception("the audit step failed", extra={"operation": spec.name})
 

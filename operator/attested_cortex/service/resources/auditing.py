@@ -34,6 +34,7 @@ from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deciding import require_bare
 from attested_cortex.service.pipeline.running import Call, run
+from attested_cortex.store import checkpoints
 from attested_cortex.store.database import Database
 
 Report = dict[str, Any]
@@ -131,7 +132,8 @@ async def _walk(svc: Services, *, deep: bool) -> Report:
     distrusted: set[int] = set()
     async with svc.db.connection() as conn:
         report = dataclasses.asdict(await verify_chain(
-            conn, keyring=keyring, master=svc.key_ring, distrusted=distrusted))
+            conn, keyring=keyring, master=svc.key_ring, distrusted=distrusted,
+            checkpoints=await checkpoints.roots(conn)))
         await conn.rollback()
         if deep:
             swept = await with_completeness(conn, (await sweep(conn, distrusted)).as_json())

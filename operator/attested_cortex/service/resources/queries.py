@@ -85,6 +85,27 @@ class AuditQuery(BaseModel):
                        "latest write record")
 
 
+class ProofQuery(BaseModel):
+    """An event's inclusion proof in a checkpointed tree (issue 40)."""
+
+    model_config = _STRICT
+
+    seq: int = Field(ge=1, description="The event's sequence number")
+    size: int | None = Field(None, ge=1, description="The tree size the proof is for "
+                             "(absent: the latest checkpoint's, cut now when it does not "
+                             "hold the event yet)")
+
+
+class ConsistencyQuery(BaseModel):
+    """The proof that a tree of ``to`` events extends the tree of ``from`` events."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+    from_: int = Field(alias="from", ge=1, description="The older tree size")
+    to: int | None = Field(None, ge=1, description="The newer tree size (absent: the latest "
+                           "checkpoint's)")
+
+
 class UpdateMemoryById(UpdateMemory):
     """``PATCH /v1/memories/{id}`` as one object: the id and the fields to change."""
 
