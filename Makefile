@@ -11,13 +11,14 @@ PYTEST_ARGS ?=
 # make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
 CORTEX ?= managed
 
-.PHONY: help venv deps node-deps tools images node-up node-down test run serve lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps node-deps tools images node-up node-down test test-fast run serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
 	@echo "make run CORTEX=ha - the same with CloudNativePG and a 3-instance cortex, and how to watch a failover"
 	@echo "make serve - the cortex server alone (PostgreSQL + AGE, no Kubernetes; Ctrl-C stops it)"
 	@echo "make test  - install everything the tests need and run the whole suite"
+	@echo "make test-fast - the tests that need no service (no PostgreSQL, Kubernetes or node): seconds"
 	@echo "make lint  - ruff, mypy (strict), import-linter, helm lint, CRD drift check"
 	@echo "make bench - benchmarks; writes docs/benchmarks/*.json and docs/PERFORMANCE.md"
 	@echo "make node-up - the real one-node cluster in the foreground (Ctrl-C stops and cleans up)"
@@ -73,18 +74,28 @@ images:
 	hack/k8s/ensure-node-packages.sh
 	hack/images/build.sh
 
-test: deps
+# What the machine must have, checked before anything is built (one line per missing thing).
+check-%:
+	@hack/check-prerequisites.sh $*
+
+test: check-test deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The fast tier: every test that needs no service. tests/support/tiers.py marks a test pg, kube or
+# realnode from the fixtures it asks for, so the tier is a selection, not a folder.
+FAST_TIER := not pg and not age and not kube and not realnode and not tools
+test-fast: check-fast venv
+	$(BIN)/python -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)
 
 # The whole system on the real one-node cluster; builds what is missing (saying how long it
 # took last time), then prints the kubeconfig, `kubectl get mcx`, the API URL and curl lines.
-run: venv
+run: check-run venv
 	hack/ensure-system-packages.sh
 	hack/k8s/ensure-node-packages.sh
 	$(BIN)/python hack/run.py --cortex $(CORTEX)
 
 # The cortex server alone on 127.0.0.1 (PostgreSQL 17 + AGE, dev auth), no Kubernetes.
-serve: venv
+serve: check-serve venv
 	hack/ensure-system-packages.sh
 	hack/pg/ensure-age-root.sh
 	$(BIN)/python hack/serve.py

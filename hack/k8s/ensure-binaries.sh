@@ -4,7 +4,9 @@
 # Callers: the Makefile (`deps`, `lint`), tests/support/kube.py (its failure message names this
 # script), hack/k8s/controlplane.py, CI. Versions come from hack/k8s/versions.env.
 #
-# Usage: hack/k8s/ensure-binaries.sh [--print-bin-dir] [component|node...]
+# Usage: hack/k8s/ensure-binaries.sh [--print-bin-dir | --missing] [component|node...]
+#   --missing prints the named components (default: the control plane) not built yet, one a line,
+#   and builds nothing (hack/check-prerequisites.sh asks it whether Go will be needed).
 #   components: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok helm
 #   (none given = all of these), and the real node's kubelet kube-proxy coredns crictl and
 #   cnpg (CloudNativePG's manager, plus its release manifest beside it as
@@ -222,11 +224,12 @@ build() {  # build COMPONENT...: only those not yet built
 }
 
 main() {
-  local components=()
+  local components=() only_missing=""
   for arg in "$@"; do
     case "$arg" in
       --print-bin-dir) echo "$bin_dir"; return 0 ;;
-      -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; return 0 ;;
+      --missing) only_missing=1 ;;
+      -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "${BASH_SOURCE[0]}"; return 0 ;;
       -*) die "unknown option '$arg'" ;;
       node) components+=("${node_components[@]}") ;;
       tools) components+=("${tool_components[@]}") ;;
@@ -234,6 +237,10 @@ main() {
     esac
   done
   [[ ${#components[@]} -eq 0 ]] && components=("${all_components[@]}")
+  if [[ -n "$only_missing" ]]; then  # names what a build would make, builds nothing
+    for c in "${components[@]}"; do is_built "$c" || echo "$c"; done
+    return 0
+  fi
   mkdir -p "$bin_dir" "$src_dir"
   # The test tools share no file with the control plane's build: they lock apart.
   local lock=.lock c

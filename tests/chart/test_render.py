@@ -9,6 +9,9 @@ import pytest
 from attested_cortex.crd import GROUP, KINDS, build_crd
 from tests.chart.conftest import CHART, by_kind, helm, permissions, render
 
+#: helm, kstatus and promtool are binaries built by `make deps`: not in `make test-fast`.
+pytestmark = pytest.mark.tools
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -29,6 +29,9 @@ from tests.controller_fast.conftest import database_runs, job_finished, server_r
 from tests.gitops.conftest import CHART
 from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
 
+#: helm, kstatus and promtool are binaries built by `make deps`: not in `make test-fast`.
+pytestmark = pytest.mark.tools
+
 HEALTH_LUA = CHART / "files" / "argocd-health.lua"
 KINDS = ("MemoryCortex", "PermissionRule", "HookChain", "AgentIdentity")
 #: kstatus -> what Argo CD must say for the same object.

@@ -13,6 +13,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -21,6 +22,9 @@ from tests.gitops.conftest import DASHBOARD, ROOT, RULES
 from tests.support.cortex import CortexClient
 from tests.support.kube import Kube
 from tests.support.served import CORTEXCTL, free_port, wait_until_up
+
+#: helm, kstatus and promtool are binaries built by `make deps`: not in `make test-fast`.
+pytestmark = pytest.mark.tools
 
 SERIES = re.compile(r"\bcortex_[a-z0-9_]+\b")
 MONITORING = "monitoring.coreos.com/v1"
