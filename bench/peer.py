@@ -68,7 +68,10 @@ def serve_peer(binary: str, workdir: Path) -> Iterator[str]:
     # bench lifts ours (bench.common.unthrottled_config)
     env = {**os.environ, "AI_MEMORY_REQUIRE_AGENT_ATTESTATION": "0", "HOME": str(workdir),
            "AI_MEMORY_MAX_MEMORIES_PER_DAY": str(10 ** 9),
-           "AI_MEMORY_MAX_STORAGE_BYTES": str(10 ** 12)}
+           "AI_MEMORY_MAX_STORAGE_BYTES": str(10 ** 12),
+           # its defaults that would skew a keyword measurement: no secret screening of
+           # writes, no folding of access counts into ranking between queries
+           "AI_MEMORY_SECRET_SCREEN_MODE": "off", "AI_MEMORY_ACCESS_FOLD_INTERVAL_SECS": "0"}
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [binary, "--db", str(workdir / "peer.db"), "serve", "--host", "127.0.0.1",

@@ -51,7 +51,7 @@ async def fused(dsn: str, vectors: dict[str, float], fulltext: list[tuple[str, f
                                      vector=alike(vectors[name]))
         found = store_recall.FulltextCandidates(
             store_recall.Candidates(json.dumps([
-                {"id": str(ids[n]), "fts": score, "r": rank,
+                {"id": str(ids[n]), "fts": score, "cov": score, "r": rank,
                  "updated_at": updated[n].isoformat(), "ns_depth": 1}
                 for rank, (n, score) in enumerate(fulltext, start=1)])),
             params={"query": "q", "limit": 10, "pool": 200, "qdepth": 0},

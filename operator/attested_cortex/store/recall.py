@@ -86,47 +86,110 @@ RRF_K = 60
 #: (``_VEC_EXACT``): about 8 us a memory at 100k, so 7000 took 58 ms where the planner's
 #: choice took 22 ms; at 10k the bench's 500-700 took 4.4 ms against 6.1 (docs/adr/0014).
 EXACT_MAX = 1500
-#: Weights of the full-text score: rarity-weighted word coverage, then cover density.
-COVERAGE_WEIGHT = 0.85
-#: Coverage is raised to this power: a memory holding one query word of three is a weak
-#: match, and fused with a middling vector it outranked paraphrases found by the vector half
-#: alone (docs/adr/0042).
-COVERAGE_POWER = 2
-#: Hybrid fusion counts a full-text score only from this on: the score of a memory holding
-#: half of the query's rarity weight (less cover density). Below it a match is partial (one
-#: word of a paraphrase's several), and fused with a middling vector it pushed the targets
-#: the vector half ranked in its top 5 out of the answer: MiniLM held-out paraphrase R@5 0.553
-#: against the vector list's own 0.658; any floor from 0.15 to 0.9 restored 0.658 with
-#: lexical R@5 unchanged, the lexical targets scoring >= 0.917 and the partial matches that
-#: pushed <= 0.171 (docs/adr/0074, bench/fusion.py).
-MATCH_FLOOR = COVERAGE_WEIGHT * 0.5 ** COVERAGE_POWER
+#: Hybrid fusion counts a full-text match only from this share of the query's rarity weight
+#: on (``cov``: the rarity weights of the query words a memory holds, over all of them).
+#: Below it a match is partial (one word of a paraphrase's several), and fused with a
+#: middling vector it pushed the targets the vector half ranked in its top 5 out of the
+#: answer: MiniLM held-out paraphrase R@5 0.553 against the vector list's own 0.658 (docs/
+#: adr/0074, where the floor was the full-text score of half the rarity weight; docs/adr/0093
+#: states it on the share itself, the BM25 score being no share).
+MATCH_FLOOR = 0.5
 
 #: What the candidate lists carry of each memory: what scoring it needs (its search vector,
 #: the columns of its token space's guard), so that no candidate is read a second time.
 _CANDIDATE = "m.id, m.search, m.updated_at, m.ns_depth, m.key_version, m.token_format"
 
+#: BM25 (docs/adr/0093): term saturation ``K1``, length normalisation ``B`` (a memory's
+#: length is its number of lexemes against the average ANALYZE estimates, migration 0036: a
+#: keyed vector has as many), and an occurrence in the title counted ``TITLE_WEIGHT`` times
+#: (BM25F).
+K1 = 1.2
+B = 0.75
+TITLE_WEIGHT = 2.5
+
+#: A lexeme's occurrences in a row (``m.search``) against the query of it alone
+#: (``lex.tq``): ``ts_rank`` with every weight 1 is ``H2(tf) / H2(inf)`` (the sum of
+#: ``1/j^2`` over its ``tf`` positions, over pi^2/6), inverted here (exact to ``tf`` 256,
+#: the positions a tsvector keeps); plus ``TITLE_WEIGHT - 1`` when it is in the title
+#: (``lex.ta``: the lexeme restricted to weight A).
+_TF = """(round(1 / greatest(1.6449340668 * (1 - ts_rank('{{1,1,1,1}}', d.sv, lex.tq)),
+                            1 / 300.0) - 0.5)
+            + {title_extra} * (d.sv @@ lex.ta)::int)"""
+#: One candidate's BM25 (``bm25``), the share of the query's rarity weights its words cover
+#: (``cov``, the fusion's floor) and the query's rarity weight (``total``: ``bm25 / total``
+#: is 1 for a memory holding each query word once at the average length), all over the
+#: lexemes of its own token space (``{row_space}``).
+_SCORE = """CROSS JOIN LATERAL (SELECT m.search || ''::tsvector AS sv OFFSET 0) d
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(lex.idf * f.tf * {k1p1} / (f.tf + {k1} * (1 - {b} + {b} * (
+                   CASE WHEN n.avgdl > 0 THEN length(d.sv) / n.avgdl ELSE 1 END
+                   )))), 0)::float8 AS bm25,
+               coalesce(sum(lex.idf) FILTER (WHERE f.tf > 0), 0)::float8 AS got,
+               nullif((SELECT sum(l2.idf) FROM lex l2 WHERE l2.space = {row_space}), 0)
+                   ::float8 AS total
+        FROM lex CROSS JOIN LATERAL (SELECT CASE WHEN d.sv @@ lex.tq THEN """ + _TF + """
+                                                ELSE 0 END AS tf) f
+        WHERE lex.space = {row_space}) sc"""
+
 _FTS = """
+{st}lex AS MATERIALIZED ({lex}),
+n AS MATERIALIZED (SELECT st.avgdl, st.nrows FROM st),
+ess AS MATERIALIZED (
+    SELECT * FROM (SELECT lex.*, sum(lex.df) OVER (PARTITION BY lex.space
+                                                   ORDER BY lex.df) AS cum
+                   FROM lex) x
+    WHERE x.df IS NOT NULL AND x.cum <= %(pool)s
+),
+rest AS MATERIALIZED (
+    SELECT coalesce(max(u.ub), 0) AS ub FROM (
+        SELECT sum(lex.idf) * {k1p1} AS ub FROM lex
+        WHERE NOT EXISTS (SELECT 1 FROM ess WHERE ess.lexeme = lex.lexeme
+                          AND ess.space = lex.space)
+        GROUP BY lex.space) u
+),
+rare_c AS MATERIALIZED (
+    SELECT DISTINCT ON (m.id) m.* FROM ess CROSS JOIN LATERAL (
+        SELECT """ + _CANDIDATE + """ FROM memories m
+        WHERE m.search @@ ess.tq AND m.deleted_at IS NULL {ns_filter}) m
+    WHERE ess.space = {row_space}
+    ORDER BY m.id
+),
+rare_s AS MATERIALIZED (
+    SELECT m.id, m.updated_at, m.ns_depth, sc.bm25, sc.got / sc.total AS cov,
+           sc.bm25 / sc.total AS fts
+    FROM rare_c m CROSS JOIN n """ + _SCORE + """
+),
+theta AS MATERIALIZED (
+    SELECT coalesce((SELECT bm25 FROM rare_s ORDER BY bm25 DESC
+                     OFFSET %(limit)s - 1 LIMIT 1), 0) AS t
+),
+more AS MATERIALIZED (
+    SELECT (SELECT t FROM theta) < (SELECT ub FROM rest) AS needed
+),
 and_c AS (
     SELECT """ + _CANDIDATE + """ FROM memories m
-    WHERE m.deleted_at IS NULL AND {and_match}
+    WHERE (SELECT needed FROM more) AND m.deleted_at IS NULL AND {and_match}
       {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
 or_c AS (
     SELECT """ + _CANDIDATE + """ FROM memories m
-    WHERE (SELECT count(*) FROM and_c) < %(limit)s
+    WHERE (SELECT needed FROM more) AND (SELECT count(*) FROM and_c) < %(limit)s
       AND m.deleted_at IS NULL AND {or_match} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
-{st}lex AS MATERIALIZED ({lex}),
-fts AS (
-    SELECT m.id, m.updated_at, m.ns_depth,
-           ({coverage} * power({covered}, {power})
-            + {density} * ts_rank_cd(m.search, {or_query}, 32))::float8 AS fts
+common_s AS (
+    SELECT m.id, m.updated_at, m.ns_depth, sc.bm25, sc.got / sc.total AS cov,
+           sc.bm25 / sc.total AS fts
     FROM (SELECT DISTINCT ON (u.id) u.* FROM (
-              SELECT * FROM and_c UNION ALL SELECT * FROM or_c) u ORDER BY u.id) m
+              SELECT * FROM and_c UNION ALL SELECT * FROM or_c) u
+          WHERE NOT EXISTS (SELECT 1 FROM rare_c r WHERE r.id = u.id)
+          ORDER BY u.id) m
+    CROSS JOIN n """ + _SCORE + """
 ),
-fts_r AS (SELECT id, fts, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r FROM fts)
+fts AS (SELECT * FROM rare_s WHERE bm25 > 0 UNION ALL SELECT * FROM common_s WHERE bm25 > 0),
+fts_r AS (SELECT id, fts, cov, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r
+          FROM fts)
 """
 
 _VEC = """
@@ -175,7 +238,7 @@ _HYBRID_SELECT = """
     SELECT c.id, coalesce(f.updated_at, v.updated_at) AS updated_at,
            coalesce(f.ns_depth, v.ns_depth) AS ns_depth,
            f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
-           ((coalesce(CASE WHEN f.fts >= {floor} THEN f.fts / ({k} + f.r) END, 0)
+           ((coalesce(CASE WHEN f.cov >= {floor} THEN least(f.fts, 1) / ({k} + f.r) END, 0)
              + coalesce(greatest(1 - v.dist, 0) / ({k} + v.r), 0))
             * ({k} + 1) / 2)::float8 AS relevance
     FROM (SELECT id FROM fts_r UNION SELECT id FROM vec_r) c
@@ -204,9 +267,8 @@ _FINAL = """
     FROM ranked x
 ),
 top AS (
-    SELECT *, (relevance * (0.96 + 0.02 * recency + 0.02 * proximity))::float8 AS score
-    FROM scored
-    ORDER BY score DESC, fts DESC NULLS LAST, updated_at DESC, id
+    SELECT *, relevance AS score FROM scored
+    ORDER BY score DESC, fts DESC NULLS LAST, proximity DESC, updated_at DESC, id
     LIMIT %(limit)s
 )
 SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.revision,
@@ -215,7 +277,7 @@ SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.re
        {embedded} AS embedded
 FROM top t JOIN memories m USING (id)
 WHERE m.deleted_at IS NULL
-ORDER BY t.score DESC, t.fts DESC NULLS LAST, t.updated_at DESC, t.id
+ORDER BY t.score DESC, t.fts DESC NULLS LAST, t.proximity DESC, t.updated_at DESC, t.id
 """
 
 _EMBEDDED = (
@@ -231,6 +293,12 @@ _IDF = """ln(1.0 / greatest(coalesce(
                st.freqs[array_position(st.elems, q.lexeme)],
                st.freqs[cardinality(st.elems) + 1] / 2,
                0.01), 1e-9))::float8 AS idf"""
+#: A lexeme's estimated number of matching rows (its frequency as :data:`_IDF` reads it, times
+#: the table's rows as ANALYZE counted them); NULL before the table was ever analysed (the
+#: lexeme then reads no rows of its own: docs/adr/0093).
+_DF = """(CASE WHEN st.nrows > 0 THEN st.nrows * coalesce(
+               st.freqs[array_position(st.elems, q.lexeme)],
+               st.freqs[cardinality(st.elems) + 1] / 2, 0.01) END)::float8 AS df"""
 
 #: The query's lexemes and their rarity weights, from the planner's statistics of the search
 #: column: a statement of its own, prepared once per connection (inside the recall statement
@@ -262,22 +330,8 @@ _LEXEMES_PROBED = _LEXEMES.replace(
 #: syntax (a quote doubled, a backslash escaped), never parsed or normalised again.
 _LEXEME_QUERY = (r"""('''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''')"""
                  r""" || '''')::tsquery""")
-#: The share of the query's rarity weights a row's words cover: each lexeme tested by ``@@``
-#: against a query of it alone (``lex.tq``: a search of the row's sorted vector); listing
-#: the vector's words to compare each with them (``tsvector_to_array``) cost 6.6 us a
-#: candidate against 2.4 (200 candidates of a rare-word recall at 100k).
-_COVERED = """coalesce(
-                (SELECT sum(lex.idf) FROM lex WHERE m.search @@ lex.tq)
-                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0)"""
-#: The same within the row's token space (keyed recall): the lexemes keyed for its space only
-#: (``{row_space}``: the space's number, as :func:`_keyed_forms` numbers them), as many as a
-#: plain recall's, since a row holds tokens of one space only (the share over every space,
-#: grouped, then the largest taken, tested twice the lexemes a row: 13 us a candidate
-#: against plain's 4 at 100k, 2.6 of the 10 ms a common-word recall took).
-_COVERED_KEYED = """coalesce(
-                (SELECT sum(lex.idf) FILTER (WHERE m.search @@ lex.tq)
-                        / nullif(sum(lex.idf), 0)
-                 FROM lex WHERE lex.space = {row_space}), 0)"""
+#: The same lexeme in the title only (weight A), for BM25F's title weight.
+_TITLE_QUERY = _LEXEME_QUERY.replace("'''')::tsquery", "''':A')::tsquery")
 _AND_QUERY = "websearch_to_tsquery('english', %(query)s)"
 
 #: The query's forms as text (keyed recall keys them): AND, the OR relaxation, lexemes.
@@ -293,8 +347,8 @@ SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
 #: :data:`_LEXEMES` before it cost 1.0 / 1.4 ms p50 / p95 of a rare-word recall at 100k.
 _LEX_PLAIN = """
     SELECT q.lexeme,
-           """ + _IDF + """,
-           0 AS space, """ + _LEXEME_QUERY + """ AS tq
+           """ + _IDF + """, """ + _DF + """,
+           0 AS space, """ + _LEXEME_QUERY + """ AS tq, """ + _TITLE_QUERY + """ AS ta
     FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
 """
 
@@ -306,13 +360,13 @@ _LEX_PLAIN = """
 #: tokens as over lexemes.
 _LEX_KEYED = """
     SELECT q.lexeme,
-           """ + _IDF + """,
-           q.space, """ + _LEXEME_QUERY + """ AS tq
+           """ + _IDF + """, """ + _DF + """,
+           q.space, """ + _LEXEME_QUERY + """ AS tq, """ + _TITLE_QUERY + """ AS ta
     FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) AS q(lexeme, space)
     LEFT JOIN st ON true
 """
 #: The statistics, read once (a function scan joined directly ran again for every lexeme).
-_ST_KEYED = "st AS MATERIALIZED (SELECT * FROM cortex_search_stats()),"
+_ST = "st AS MATERIALIZED (SELECT * FROM cortex_search_stats()),"
 
 #: The AND query's lexemes joined by OR (the relaxed form). Written inline, not in a CTE,
 #: so the planner sees the query's lexemes and estimates how many rows match: with that
@@ -361,7 +415,7 @@ class ScoreParts:
                 "similarity": r(self.vector_similarity), "rank": self.vector_rank},
             "relevance": r(self.relevance), "recency": r(self.recency),
             "proximity": r(self.proximity),
-            "formula": "relevance * (0.96 + 0.02 * recency + 0.02 * proximity)",
+            "formula": "relevance; equal ones by full-text score, proximity, recency, id",
         }
 
 
@@ -469,16 +523,15 @@ async def fulltext_candidates(
             forms = await cur.fetchone()
     if forms is None or cipher is None:
         and_match, or_match = f"m.search @@ {_AND_QUERY}", f"m.search @@ {_OR_QUERY}"
-        or_query, covered, lex_cte = _OR_QUERY, _COVERED, _LEX_PLAIN
+        row_space, lex_cte = "0", _LEX_PLAIN
     else:
-        and_match, or_match, or_query, row_space = _keyed_forms(
+        and_match, or_match, row_space = _keyed_forms(
             cipher, forms, params, legacy=await legacy_tokens(conn))
-        covered, lex_cte = _COVERED_KEYED.format(row_space=row_space), _LEX_KEYED
+        lex_cte = _LEX_KEYED
     statement = "".join([
         "WITH", _FTS.format(ns_filter=scope.ns_filter, and_match=and_match,
-                            or_match=or_match, or_query=or_query, st=_ST_KEYED,
-                            lex=lex_cte, covered=covered, coverage=COVERAGE_WEIGHT,
-                            density=1 - COVERAGE_WEIGHT, power=COVERAGE_POWER),
+                            or_match=or_match, st=_ST, lex=lex_cte, row_space=row_space,
+                            k1=K1, k1p1=K1 + 1, b=B, title_extra=TITLE_WEIGHT - 1),
         "SELECT json_agg(fts_r)::text AS rows FROM fts_r"])
     # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
     # falls back to ranking every match (the plan choice depends on how common they are).
@@ -507,16 +560,15 @@ async def vector_candidates(conn: Conn, scope: Scope, vector: QueryVector) -> Ca
 
 
 def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, Any], *,
-                 legacy: bool) -> tuple[str, str, str, str]:
+                 legacy: bool) -> tuple[str, str, str]:
     """The conditions matching the query's AND and OR forms, each row in its own token space,
-    the OR form a row is ranked by, and the number of a row's space: keyed under every
-    version of the ring (``legacy``: in both token forms, ADR 0078), and plain (rows not
-    sealed yet), each form behind its space's guard. A row is tested and ranked against its
-    own space's form only, as plain recall against the one plain form: a form OR'd across
-    spaces doubled the work of a recency scan filtering on it (p95 +16 % at 100k), and
-    ranked by one, ``ts_rank_cd`` looked every space's tokens up in each candidate. The
-    lexemes are keyed alike, each with its space's number (their rarity weights are looked
-    up by the candidate statement: :data:`_LEX_KEYED`)."""
+    and the number of a row's space: keyed under every version of the ring (``legacy``: in
+    both token forms, ADR 0078), and plain (rows not sealed yet), each form behind its
+    space's guard. A row is tested and weighed against its own space's lexemes only, as
+    plain recall against the plain ones: a form OR'd across spaces doubled the work of a
+    recency scan filtering on it (p95 +16 % at 100k). The lexemes are keyed alike, each
+    with its space's number (their rarity weights and estimated matches are looked up by the
+    candidate statement: :data:`_LEX_KEYED`)."""
     covered = spaces(cipher, legacy=legacy)
     params.update(lexemes=[s.token(cipher, lexeme)
                            for s in covered for lexeme in forms["lexemes"]],
@@ -535,10 +587,8 @@ def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, 
             each.append(f"({match} AND {s.guard(legacy)})" if s == current
                         else f"({s.guard(legacy)} AND {match})")
         matches.append(f"({' OR '.join(each)})")
-    ranked = " ".join(f"WHEN {s.guard(legacy)} THEN %(or_q_{s.name})s::tsquery"
-                      for s in covered)
     numbered = " ".join(f"WHEN {s.guard(legacy)} THEN {n:d}" for n, s in enumerate(covered))
-    return matches[0], matches[1], f"CASE {ranked} END", f"CASE {numbered} END"
+    return matches[0], matches[1], f"CASE {numbered} END"
 
 
 #: A candidate list sent back as the database wrote it (:class:`Candidates`), read as the
@@ -548,7 +598,8 @@ _GIVEN = """
     SELECT * FROM json_to_recordset(%({param})s::json)
         AS g(id uuid, {value} float8, r bigint, updated_at timestamptz, ns_depth int)
 )"""
-_FTS_GIVEN = _GIVEN.format(name="fts_r", param="fts_rows", value="fts")
+#: The full-text list also carries each row's share of the query's rarity weight (``cov``).
+_FTS_GIVEN = _GIVEN.format(name="fts_r", param="fts_rows", value="fts float8, cov")
 _VEC_GIVEN = "," + _GIVEN.format(name="vec_r", param="vec_rows", value="dist")
 
 
