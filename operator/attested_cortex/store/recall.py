@@ -7,54 +7,57 @@ memories of the best ``limit`` only). The lists go from one statement to the nex
 JSON the database wrote (:class:`Candidates`). :func:`recall` runs them in turn on one
 connection.
 
-Ranking every match does not scale (a 3-term OR over common words at 100k memories ranks
-tens of thousands of rows), so recall works on bounded candidate lists:
+Ranking every match does not scale (a 3-term OR over common words at 100k memories matches
+tens of thousands of rows), and ranking the newest matches only lost the best ones (ADR
+0093: LongMemEval's answer sessions, older than the newest 200 of 850 matches), so recall
+works on candidate lists chosen by relevance:
 
-1. full-text candidates: the ``pool`` most recently updated memories matching the query as
-   an AND (``websearch_to_tsquery``); only when those are fewer than ``limit`` does it
-   relax to an OR of the same lexemes, again capped at ``pool``;
+1. full-text candidates (ADR 0093, MaxScore's idea): the query's lexemes, rarest first,
+   while their estimated matches (frequency from ANALYZE times the table's rows) add up to
+   at most ``pool``, are each read from the GIN index, and every memory in scope holding
+   one is scored. Memories holding only the commoner lexemes are read (the ``pool`` newest
+   matching the AND form, relaxed to OR when fewer than ``limit``) only when those lexemes
+   together could still outscore the ``limit``-th candidate (each lexeme's BM25 term is
+   below ``idf * (K1 + 1)``); otherwise the full-text top ``limit`` is exact over the scope;
 2. vector candidates (hybrid mode): the ``vector_pool`` nearest current vectors of the
    query's model (cosine distance, HNSW index), at least ``min_similarity`` alike;
 3. each list is ranked (ties share a rank) and fused by reciprocal rank fusion, each term
    weighted by its own score: a memory matching only the query's commonest word must not
    outrank the nearest vectors, and a nearest vector that is not alike (nonsense words,
    unknown names) must not outrank a memory holding every query word:
-   ``relevance = (fts / (60 + rank_ft) + similarity / (60 + rank_vec)) * 61 / 2`` (1
-   means a perfect word match and an identical vector, first in both lists); in
-   full-text mode relevance is the full-text score. In hybrid mode a full-text score
-   below :data:`MATCH_FLOOR` (the memory holds less than about half of the query's rarity
-   weight) counts as no full-text evidence: its term is 0 and the vector half decides
-   (docs/adr/0074: such partial matches, one word of a paraphrase's several, were lifted
-   over the paraphrase's target by rank fusion, whose ranks 2 and 8 differ by 10 %);
-4. ``score = relevance * (0.96 + 0.02 * recency + 0.02 * proximity)`` where recency is
-   ``1 / (1 + age / 30 days)`` and proximity is ``1 / (1 + levels between the query
-   namespace and the memory's)``: they reorder near-equals, never a clearly better match
-   (bench/quality.py: a larger share let recency reorder the vector list).
+   ``relevance = (min(fts, 1) / (60 + rank_ft) + similarity / (60 + rank_vec)) * 61 / 2``
+   (1 means every word matched and an identical vector, first in both lists); in
+   full-text mode relevance is the full-text score. In hybrid mode a memory holding less
+   than :data:`MATCH_FLOOR` of the query's rarity weight counts as no full-text evidence:
+   its term is 0 and the vector half decides (docs/adr/0074: such partial matches, one
+   word of a paraphrase's several, were lifted over the paraphrase's target by rank
+   fusion, whose ranks 2 and 8 differ by 10 %);
+4. ``score = relevance``; equal scores order by full-text score (a weak match left to the
+   vector half still ranks above no match), then proximity (``1 / (1 + levels between the
+   query namespace and the memory's)``), then ``updated_at`` (newest first), then ``id``:
+   the order is total, so the same data always answers the same way, and recency or
+   proximity never bury a better match (``recency``, ``1 / (1 + age / 30 days)``, is still
+   reported by ``explain``).
 
-The full-text score says how well a memory matches (docs/adr/0008): the share of the query's
-words it contains, each weighted by its rarity (``ln(1/frequency)``, frequencies from the
-planner's statistics of the search column, the words it does not track counting as rarer
-than those it does), squared (a partial match is a weak one: docs/adr/0042), then cover
-density (``ts_rank_cd``: proximity of the words) as the remainder. ``ts_rank_cd`` alone
-gave a memory matching one of three query words the same score as one matching all three,
-and recency decided.
-
-Equal scores order by full-text score (a weak match left to the vector half still ranks
-above no match), then ``updated_at`` (newest first), then ``id``: the order is total, so
-the same data always answers the same way.
+The full-text score is BM25F (docs/adr/0093): per query lexeme its rarity (``ln(1 /
+frequency)``, frequencies from the planner's statistics of the search column, the words it
+does not track counting as rarer than those it does), times its saturated occurrences
+``tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))``, an occurrence in the title
+counting ``TITLE_WEIGHT`` times; divided by the query's total rarity weight (1: every query
+word once at the average length).
 
 With memories sealed (a sealing cipher on the connection, ADR 0056 item 5) the search column
 holds keyed blind tokens: PostgreSQL still parses the query (its AND and OR forms and its
 lexemes, in a statement that writes nothing), the lexemes are keyed here under every key
 version the ring holds and kept plain for rows not sealed yet, and each row is tested
 against the forms of its own token space (its ``key_version``, and its token form while
-legacy tokens remain: ADR 0078), and weighed and ranked against them only (its rarity-
-weighted coverage over its space's keyed lexemes, ``ts_rank_cd`` against its space's OR
-form): a row holds tokens of one space only, so scores equal the plain ones once every
-row is in one space (the rarity weights come from each token's own frequency). The keyed
-lexemes' rarity is looked up by the candidate statement itself (:data:`_LEX_KEYED`), as a
-plain recall's are (:data:`_LEX_PLAIN`); a sealed recall takes one statement more, the
-parse.
+legacy tokens remain: ADR 0078), and weighed against them only (BM25 over its space's
+keyed lexemes; each keyed lexeme is also read from the index on its own, for the rows of
+its space): a row holds tokens of one space only, with as many tokens as lexemes, their
+positions and weights, so scores equal the plain ones once every row is in one space (the
+rarity weights come from each token's own frequency). The keyed lexemes' rarity is looked
+up by the candidate statement itself (:data:`_LEX_KEYED`), as a plain recall's are
+(:data:`_LEX_PLAIN`); a sealed recall takes one statement more, the parse.
 
 A query namespace ``a/b/c`` searches ``a/b/c``, ``a/b`` and ``a``; without one, every
 namespace is searched with proximity 1.
@@ -63,8 +66,10 @@ namespace is searched with proximity 1.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from attested_cortex.namespaces import ancestors, depth
 from attested_cortex.store.database import Conn
@@ -122,7 +127,8 @@ _TF = """(round(1 / greatest(1.6449340668 * (1 - ts_rank('{{1,1,1,1}}', d.sv, le
 _SCORE = """CROSS JOIN LATERAL (SELECT m.search || ''::tsvector AS sv OFFSET 0) d
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(lex.idf * f.tf * {k1p1} / (f.tf + {k1} * (1 - {b} + {b} * (
-                   CASE WHEN n.avgdl > 0 THEN length(d.sv) / n.avgdl ELSE 1 END
+                   CASE WHEN %(avgdl)s::float8 > 0 THEN length(d.sv) / %(avgdl)s::float8
+                        ELSE 1 END
                    )))), 0)::float8 AS bm25,
                coalesce(sum(lex.idf) FILTER (WHERE f.tf > 0), 0)::float8 AS got,
                nullif((SELECT sum(l2.idf) FROM lex l2 WHERE l2.space = {row_space}), 0)
@@ -133,7 +139,6 @@ _SCORE = """CROSS JOIN LATERAL (SELECT m.search || ''::tsvector AS sv OFFSET 0) 
 
 _FTS = """
 {st}lex AS MATERIALIZED ({lex}),
-n AS MATERIALIZED (SELECT st.avgdl, st.nrows FROM st),
 ess AS MATERIALIZED (
     SELECT * FROM (SELECT lex.*, sum(lex.df) OVER (PARTITION BY lex.space
                                                    ORDER BY lex.df) AS cum
@@ -157,7 +162,7 @@ rare_c AS MATERIALIZED (
 rare_s AS MATERIALIZED (
     SELECT m.id, m.updated_at, m.ns_depth, sc.bm25, sc.got / sc.total AS cov,
            sc.bm25 / sc.total AS fts
-    FROM rare_c m CROSS JOIN n """ + _SCORE + """
+    FROM rare_c m """ + _SCORE + """
 ),
 theta AS MATERIALIZED (
     SELECT coalesce((SELECT bm25 FROM rare_s ORDER BY bm25 DESC
@@ -185,7 +190,7 @@ common_s AS (
               SELECT * FROM and_c UNION ALL SELECT * FROM or_c) u
           WHERE NOT EXISTS (SELECT 1 FROM rare_c r WHERE r.id = u.id)
           ORDER BY u.id) m
-    CROSS JOIN n """ + _SCORE + """
+    """ + _SCORE + """
 ),
 fts AS (SELECT * FROM rare_s WHERE bm25 > 0 UNION ALL SELECT * FROM common_s WHERE bm25 > 0),
 fts_r AS (SELECT id, fts, cov, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r
@@ -378,6 +383,27 @@ _OR_QUERY = (
 )
 
 
+#: How often a connection asks for the search vectors' average length (ANALYZE changes it).
+AVGDL_RECHECK_S = 60.0
+_AVGDL: WeakKeyDictionary[Conn, tuple[float, float | None]] = WeakKeyDictionary()
+
+
+async def search_length(conn: Conn) -> float | None:
+    """The average number of lexemes of a search vector (BM25's ``avgdl``; None before
+    ANALYZE saw the table), asked at most every :data:`AVGDL_RECHECK_S` seconds per
+    connection: reading the expression statistics costs milliseconds (migration 0036)."""
+    now = time.monotonic()
+    known = _AVGDL.get(conn)
+    if known is not None and now < known[0]:
+        return known[1]
+    cur = await conn.execute("SELECT cortex_search_avgdl() AS avgdl", prepare=True)
+    row = await cur.fetchone()
+    value = None if row is None else (row["avgdl"] if isinstance(row, dict) else row[0])
+    avgdl = None if value is None else float(value)
+    _AVGDL[conn] = (now + AVGDL_RECHECK_S, avgdl)
+    return avgdl
+
+
 @dataclass(frozen=True)
 class QueryVector:
     """The query's embedding and the model whose vectors it is compared with."""
@@ -504,7 +530,7 @@ async def fulltext_candidates(
     its vector candidates are read (:func:`vector_candidates`, on a second connection).
     """
     params: dict[str, Any] = {**scope.params, "query": query, "limit": limit,
-                              "pool": max(pool, limit)}
+                              "pool": max(pool, limit), "avgdl": await search_length(conn)}
     cipher: MemoryCipher | None = cipher_of(conn)
     keyed = cipher is not None and cipher.seals
     forms: dict[str, Any] | None = None

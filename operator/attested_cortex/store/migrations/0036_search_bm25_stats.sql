@@ -16,15 +16,8 @@
 CREATE STATISTICS memories_search_length ON (length(search)) FROM memories;
 
 DROP FUNCTION cortex_search_stats();
-CREATE FUNCTION cortex_search_stats(OUT elems text[], OUT freqs real[], OUT avgdl float8,
-                                    OUT nrows float8)
+CREATE FUNCTION cortex_search_stats(OUT elems text[], OUT freqs real[], OUT nrows float8)
     LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    mcv float8[];
-    mcf real[];
-    hb float8[];
-    common float8;
-    share float8;
 BEGIN
     SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs INTO elems, freqs
     FROM pg_stats s
@@ -33,6 +26,22 @@ BEGIN
     LIMIT 1;
     SELECT nullif(greatest(c.reltuples, -1), -1) INTO nrows
     FROM pg_class c WHERE c.oid = 'memories'::regclass;
+END
+$$;
+
+-- The average number of lexemes of a search vector, NULL without statistics. Reading the
+-- expression statistics' view costs milliseconds (it deparses the statistics object), so
+-- the server asks once a minute per connection and sends the figure with each recall.
+CREATE FUNCTION cortex_search_avgdl() RETURNS float8
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    mcv float8[];
+    mcf real[];
+    hb float8[];
+    common float8;
+    share float8;
+    avgdl float8;
+BEGIN
     SELECT e.most_common_vals::text::float8[], e.most_common_freqs,
            e.histogram_bounds::text::float8[] INTO mcv, mcf, hb
     FROM pg_stats_ext_exprs e
@@ -52,7 +61,8 @@ BEGIN
     -- set answered otherwise after nine short notes elsewhere: tests/server/
     -- test_legacy_tokens.py). A step changes a memory's length ratio by at most 9 %.
     IF avgdl > 0 THEN
-        avgdl := 2 ^ (round(log(2, avgdl::numeric) * 4) / 4);
+        RETURN 2 ^ (round(log(2, avgdl::numeric) * 4) / 4);
     END IF;
+    RETURN NULL;
 END
 $$;
