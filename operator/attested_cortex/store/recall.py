@@ -140,10 +140,12 @@ _SCORE = """CROSS JOIN LATERAL (SELECT m.search || ''::tsvector AS sv OFFSET 0) 
 _FTS = """
 {st}lex AS MATERIALIZED ({lex}),
 ess AS MATERIALIZED (
-    SELECT * FROM (SELECT lex.*, sum(lex.df) OVER (PARTITION BY lex.space
-                                                   ORDER BY lex.df) AS cum
-                   FROM lex) x
-    WHERE x.df IS NOT NULL AND x.cum <= %(pool)s
+    SELECT * FROM (
+        SELECT lex.*, coalesce(sum(lex.df) OVER (
+                   PARTITION BY lex.space ORDER BY lex.df RANGE BETWEEN UNBOUNDED PRECEDING
+                   AND CURRENT ROW EXCLUDE GROUP), 0) AS prior
+        FROM lex) x
+    WHERE x.df <= %(pool)s AND x.prior < %(pool)s
 ),
 rest AS MATERIALIZED (
     SELECT coalesce(max(u.ub), 0) AS ub FROM (
