@@ -86,7 +86,12 @@ from attested_cortex.store.memory_ciphers import (
 DEFAULT_POOL = 200
 #: docs/adr/0014: 50 lost nothing against 100 on the quality set, at 1.6 ms less per recall.
 DEFAULT_VECTOR_POOL = 50
-RRF_K = 60
+#: Hybrid fusion's weight of the full-text list (docs/adr/0094): each list scaled to 0..1
+#: between its worst and best candidate, the full-text share this, the vector share the rest.
+#: Hybrid R@5 was at least the better list's on every set (LongMemEval with wordllama,
+#: bench/quality.py's four sets with wordllama and MiniLM) for weights 0.6-0.65 with the
+#: floor at 0.3-0.4; 0.7 lost one MiniLM lexical query, 0.55 LongMemEval (docs/adr/0094).
+FULLTEXT_WEIGHT = 0.65
 #: Namespaces the planner expects at most this many memories in are searched exactly
 #: (``_VEC_EXACT``): about 8 us a memory at 100k, so 7000 took 58 ms where the planner's
 #: choice took 22 ms; at 10k the bench's 500-700 took 4.4 ms against 6.1 (docs/adr/0014).
@@ -95,10 +100,10 @@ EXACT_MAX = 1500
 #: on (``cov``: the rarity weights of the query words a memory holds, over all of them).
 #: Below it a match is partial (one word of a paraphrase's several), and fused with a
 #: middling vector it pushed the targets the vector half ranked in its top 5 out of the
-#: answer: MiniLM held-out paraphrase R@5 0.553 against the vector list's own 0.658 (docs/
-#: adr/0074, where the floor was the full-text score of half the rarity weight; docs/adr/0093
-#: states it on the share itself, the BM25 score being no share).
-MATCH_FLOOR = 0.5
+#: answer (docs/adr/0074, where the floor was the full-text score of half the rarity
+#: weight). 0.3 since docs/adr/0094: long questions (LongMemEval) hold their answer's words
+#: for less than half their weight, and the paraphrase sets lost nothing at 0.3.
+MATCH_FLOOR = 0.3
 
 #: What the candidate lists carry of each memory: what scoring it needs (its search vector,
 #: the columns of its token space's guard), so that no candidate is read a second time.
@@ -240,16 +245,25 @@ vec_r AS (
 #: The planner's estimate of the memories in the query's namespaces (no rows are read).
 _NS_ROWS = "EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE m.namespace = ANY(%s)"
 
+#: Hybrid fusion (docs/adr/0094): each list's scores scaled to 0..1 between its worst and best
+#: candidate, then ``FULLTEXT_WEIGHT`` of the full-text one plus the rest of the vector one.
 _HYBRID_SELECT = """
-, ranked AS (
+, bounds AS (
+    SELECT (SELECT min(fts) FROM fts_r WHERE cov >= {floor}) AS f_lo,
+           (SELECT max(fts) FROM fts_r WHERE cov >= {floor}) AS f_hi,
+           (SELECT min(1 - dist) FROM vec_r) AS v_lo, (SELECT max(1 - dist) FROM vec_r) AS v_hi
+),
+ranked AS (
     SELECT c.id, coalesce(f.updated_at, v.updated_at) AS updated_at,
            coalesce(f.ns_depth, v.ns_depth) AS ns_depth,
            f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
-           ((coalesce(CASE WHEN f.cov >= {floor} THEN least(f.fts, 1) / ({k} + f.r) END, 0)
-             + coalesce(greatest(1 - v.dist, 0) / ({k} + v.r), 0))
-            * ({k} + 1) / 2)::float8 AS relevance
+           ({wf} * coalesce(CASE WHEN f.cov >= {floor} THEN CASE WHEN b.f_hi > b.f_lo
+                    THEN (f.fts - b.f_lo) / (b.f_hi - b.f_lo) ELSE 1 END END, 0)
+            + {wv} * CASE WHEN v.dist IS NULL THEN 0 WHEN b.v_hi > b.v_lo
+                    THEN (1 - v.dist - b.v_lo) / (b.v_hi - b.v_lo) ELSE 1 END)::float8
+               AS relevance
     FROM (SELECT id FROM fts_r UNION SELECT id FROM vec_r) c
-    LEFT JOIN fts_r f USING (id) LEFT JOIN vec_r v USING (id)
+    LEFT JOIN fts_r f USING (id) LEFT JOIN vec_r v USING (id) CROSS JOIN bounds b
 )
 """
 
@@ -647,7 +661,8 @@ async def fuse(conn: Conn, found: FulltextCandidates, vector: QueryVector | None
         if near is None:
             near = await vector_candidates(conn, found.scope, vector)
         params["vec_rows"] = near.rows
-        parts += [_VEC_GIVEN, _HYBRID_SELECT.format(k=RRF_K, floor=MATCH_FLOOR)]
+        parts += [_VEC_GIVEN, _HYBRID_SELECT.format(wf=FULLTEXT_WEIGHT, wv=1 - FULLTEXT_WEIGHT,
+                                                    floor=MATCH_FLOOR)]
     else:
         parts.append(_FTS_SELECT)
     parts.append(_FINAL.format(embedded=embedded))
