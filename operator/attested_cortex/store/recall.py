@@ -21,17 +21,13 @@ works on candidate lists chosen by relevance:
    below ``idf * (K1 + 1)``); otherwise the full-text top ``limit`` is exact over the scope;
 2. vector candidates (hybrid mode): the ``vector_pool`` nearest current vectors of the
    query's model (cosine distance, HNSW index), at least ``min_similarity`` alike;
-3. each list is ranked (ties share a rank) and fused by reciprocal rank fusion, each term
-   weighted by its own score: a memory matching only the query's commonest word must not
-   outrank the nearest vectors, and a nearest vector that is not alike (nonsense words,
-   unknown names) must not outrank a memory holding every query word:
-   ``relevance = (min(fts, 1) / (60 + rank_ft) + similarity / (60 + rank_vec)) * 61 / 2``
-   (1 means every word matched and an identical vector, first in both lists); in
-   full-text mode relevance is the full-text score. In hybrid mode a memory holding less
-   than :data:`MATCH_FLOOR` of the query's rarity weight counts as no full-text evidence:
-   its term is 0 and the vector half decides (docs/adr/0074: such partial matches, one
-   word of a paraphrase's several, were lifted over the paraphrase's target by rank
-   fusion, whose ranks 2 and 8 differ by 10 %);
+3. each list is ranked (ties share a rank) and fused (docs/adr/0094): each list's scores
+   scaled to 0..1 between its worst and best candidate, ``relevance = FULLTEXT_WEIGHT * f
+   + (1 - FULLTEXT_WEIGHT) * v`` (1 means first in both lists); in full-text mode
+   relevance is the full-text score. In hybrid mode a memory holding less than
+   :data:`MATCH_FLOOR` of the query's rarity weight counts as no full-text evidence: its
+   term is 0 and the vector half decides (docs/adr/0074: such partial matches, one word of
+   a paraphrase's several, were lifted over the paraphrase's target);
 4. ``score = relevance``; equal scores order by full-text score (a weak match left to the
    vector half still ranks above no match), then proximity (``1 / (1 + levels between the
    query namespace and the memory's)``), then ``updated_at`` (newest first), then ``id``:
@@ -92,6 +88,10 @@ DEFAULT_VECTOR_POOL = 50
 #: bench/quality.py's four sets with wordllama and MiniLM) for weights 0.6-0.65 with the
 #: floor at 0.3-0.4; 0.7 lost one MiniLM lexical query, 0.55 LongMemEval (docs/adr/0094).
 FULLTEXT_WEIGHT = 0.65
+#: How a score is made, as ``explain`` states it.
+FORMULA = ("hybrid: 0.65 * full-text score + 0.35 * similarity, each scaled 0..1 between its "
+           "list's worst and best; full text: its score; equal ones by full-text score, "
+           "proximity, recency, id")
 #: Namespaces the planner expects at most this many memories in are searched exactly
 #: (``_VEC_EXACT``): about 8 us a memory at 100k, so 7000 took 58 ms where the planner's
 #: choice took 22 ms; at 10k the bench's 500-700 took 4.4 ms against 6.1 (docs/adr/0014).
@@ -457,7 +457,7 @@ class ScoreParts:
                 "similarity": r(self.vector_similarity), "rank": self.vector_rank},
             "relevance": r(self.relevance), "recency": r(self.recency),
             "proximity": r(self.proximity),
-            "formula": "relevance; equal ones by full-text score, proximity, recency, id",
+            "formula": FORMULA,
         }
 
 
