@@ -88,6 +88,9 @@ DEFAULT_VECTOR_POOL = 50
 #: bench/quality.py's four sets with wordllama and MiniLM) for weights 0.6-0.65 with the
 #: floor at 0.3-0.4; 0.7 lost one MiniLM lexical query, 0.55 LongMemEval (docs/adr/0094).
 FULLTEXT_WEIGHT = 0.65
+#: How hybrid recall fuses, as capabilities state it (``recall.fusion``).
+FUSION = ("scaled scores: 0.65 full text + 0.35 vector (ADR 0094), then proximity, "
+          "recency, id")
 #: How a score is made, as ``explain`` states it.
 FORMULA = ("hybrid: 0.65 * full-text score + 0.35 * similarity, each scaled 0..1 between its "
            "list's worst and best; full text: its score; equal ones by full-text score, "
