@@ -145,66 +145,76 @@ _SCORE = """CROSS JOIN LATERAL (SELECT m.search || ''::tsvector AS sv OFFSET 0) 
                                                 ELSE 0 END AS tf) f
         WHERE lex.space = {row_space}) sc"""
 
-_FTS = """
+#: The scored candidates ``fts`` ranked (ties share a rank), as the fusion reads them.
+_RANK = """SELECT id, fts, cov, bm25, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r
+    FROM fts WHERE bm25 > 0"""
+
+#: The query's lexemes, each with its rarity and estimated matches, and whether it is read
+#: from the index on its own (``rare``: rarest first by groups of equal estimate, while the
+#: rarer ones add up to less than the pool and each is estimated within it).
+_LEX = """
 {st}lex AS MATERIALIZED ({lex}),
-ess AS MATERIALIZED (
-    SELECT * FROM (
+lexw AS MATERIALIZED (
+    SELECT x.*, (x.df <= %(pool)s AND x.prior < %(pool)s) IS TRUE AS rare FROM (
         SELECT lex.*, coalesce(sum(lex.df) OVER (
                    PARTITION BY lex.space ORDER BY lex.df RANGE BETWEEN UNBOUNDED PRECEDING
                    AND CURRENT ROW EXCLUDE GROUP), 0) AS prior
         FROM lex) x
-    WHERE x.df <= %(pool)s AND x.prior < %(pool)s
-),
-rest AS MATERIALIZED (
-    SELECT coalesce(max(u.ub), 0) AS ub FROM (
-        SELECT sum(lex.idf) * {k1p1} AS ub FROM lex
-        WHERE NOT EXISTS (SELECT 1 FROM ess WHERE ess.lexeme = lex.lexeme
-                          AND ess.space = lex.space)
-        GROUP BY lex.space) u
-),
+)"""
+
+#: Step 1a: every memory in scope holding a rare lexeme, scored; ``more`` says whether the
+#: other lexemes together could still outscore the ``limit``-th of them (their BM25 terms
+#: are each below ``idf * (K1 + 1)``), so that their own matches must be read (step 1b).
+_FTS_RARE = _LEX + """,
 rare_c AS MATERIALIZED (
-    SELECT DISTINCT ON (m.id) m.* FROM ess CROSS JOIN LATERAL (
+    SELECT DISTINCT ON (m.id) m.* FROM lexw e CROSS JOIN LATERAL (
         SELECT """ + _CANDIDATE + """ FROM memories m
-        WHERE m.search @@ ess.tq AND m.deleted_at IS NULL {ns_filter}) m
-    WHERE ess.space = {row_space}
+        WHERE m.search @@ e.tq AND m.deleted_at IS NULL {ns_filter}) m
+    WHERE e.rare AND e.space = {row_space}
     ORDER BY m.id
 ),
-rare_s AS MATERIALIZED (
+fts AS MATERIALIZED (
     SELECT m.id, m.updated_at, m.ns_depth, sc.bm25, sc.got / sc.total AS cov,
            sc.bm25 / sc.total AS fts
     FROM rare_c m """ + _SCORE + """
-),
-theta AS MATERIALIZED (
-    SELECT coalesce((SELECT bm25 FROM rare_s ORDER BY bm25 DESC
-                     OFFSET %(limit)s - 1 LIMIT 1), 0) AS t
-),
-more AS MATERIALIZED (
-    SELECT (SELECT t FROM theta) < (SELECT ub FROM rest) AS needed
+)
+SELECT (SELECT json_agg(x)::text FROM (""" + _RANK + """) x) AS rows,
+       coalesce((SELECT bm25 FROM fts ORDER BY bm25 DESC OFFSET %(limit)s - 1 LIMIT 1), 0)
+       < (SELECT coalesce(max(u.ub), 0) FROM (
+              SELECT sum(idf) * {k1p1} AS ub FROM lexw WHERE NOT rare GROUP BY space) u)
+           AS more
+"""
+
+#: Step 1b (only when step 1a says so): the ``pool`` newest memories matching the query's
+#: AND form, relaxed to OR when fewer than ``limit``, scored, beside step 1a's (``rare``).
+_FTS_COMMON = _LEX + """,
+given AS (
+    SELECT * FROM json_to_recordset(%(rare)s::json) AS g(
+        id uuid, updated_at timestamptz, ns_depth int, bm25 float8, cov float8, fts float8)
 ),
 and_c AS (
     SELECT """ + _CANDIDATE + """ FROM memories m
-    WHERE (SELECT needed FROM more) AND m.deleted_at IS NULL AND {and_match}
-      {ns_filter}
+    WHERE m.deleted_at IS NULL AND {and_match} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
 or_c AS (
     SELECT """ + _CANDIDATE + """ FROM memories m
-    WHERE (SELECT needed FROM more) AND (SELECT count(*) FROM and_c) < %(limit)s
+    WHERE (SELECT count(*) FROM and_c) < %(limit)s
       AND m.deleted_at IS NULL AND {or_match} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
-common_s AS (
+fts AS (
+    SELECT * FROM given
+    UNION ALL
     SELECT m.id, m.updated_at, m.ns_depth, sc.bm25, sc.got / sc.total AS cov,
            sc.bm25 / sc.total AS fts
     FROM (SELECT DISTINCT ON (u.id) u.* FROM (
               SELECT * FROM and_c UNION ALL SELECT * FROM or_c) u
-          WHERE NOT EXISTS (SELECT 1 FROM rare_c r WHERE r.id = u.id)
+          WHERE NOT EXISTS (SELECT 1 FROM given g WHERE g.id = u.id)
           ORDER BY u.id) m
     """ + _SCORE + """
-),
-fts AS (SELECT * FROM rare_s WHERE bm25 > 0 UNION ALL SELECT * FROM common_s WHERE bm25 > 0),
-fts_r AS (SELECT id, fts, cov, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r
-          FROM fts)
+)
+SELECT json_agg(x)::text AS rows FROM (""" + _RANK + """) x
 """
 
 _VEC = """
@@ -310,13 +320,17 @@ _EMBEDDED = (
 )
 
 
+#: The least rarity weight: a word every memory holds (ln 1 = 0) still counts, so that its
+#: matches score above nothing and are ranked (a space of thousands of memories all holding
+#: "tea": tests/spoke/test_reading.py).
+MIN_IDF = 0.01
 #: A query lexeme's rarity weight, ln(1 / its frequency among the rows' search vectors), from
 #: the planner's statistics ``st`` (elements and their frequencies; a lexeme not among them
 #: counts half the least frequent one's): the one expression plain and keyed recall share.
-_IDF = """ln(1.0 / greatest(coalesce(
+_IDF = """greatest(ln(1.0 / greatest(coalesce(
                st.freqs[array_position(st.elems, q.lexeme)],
                st.freqs[cardinality(st.elems) + 1] / 2,
-               0.01), 1e-9))::float8 AS idf"""
+               0.01), 1e-9)), """ + str(MIN_IDF) + """)::float8 AS idf"""
 #: A lexeme's estimated number of matching rows (its frequency as :data:`_IDF` reads it, times
 #: the table's rows as ANALYZE counted them); NULL before the table was ever analysed (the
 #: lexeme then reads no rows of its own: docs/adr/0093).
@@ -573,15 +587,23 @@ async def fulltext_candidates(
         and_match, or_match, row_space = _keyed_forms(
             cipher, forms, params, legacy=await legacy_tokens(conn))
         lex_cte = _LEX_KEYED
-    statement = "".join([
-        "WITH", _FTS.format(ns_filter=scope.ns_filter, and_match=and_match,
-                            or_match=or_match, st=_ST, lex=lex_cte, row_space=row_space,
-                            k1=K1, k1p1=K1 + 1, b=B, title_extra=TITLE_WEIGHT - 1),
-        "SELECT json_agg(fts_r)::text AS rows FROM fts_r"])
-    # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
-    # falls back to ranking every match (the plan choice depends on how common they are).
-    cur = await conn.execute(statement.encode(), params, prepare=False)
-    return FulltextCandidates(_candidates(await cur.fetchone()), params, scope)
+    shape = {"ns_filter": scope.ns_filter, "st": _ST, "lex": lex_cte, "row_space": row_space,
+             "k1": K1, "k1p1": K1 + 1, "b": B, "title_extra": TITLE_WEIGHT - 1}
+    # Step 1a is prepared: its plan never sees the lexemes (each is read by a scan of its
+    # own), and planning it took as long as running it. Step 1b never is: a cached generic
+    # plan cannot see the query's lexemes and falls back to ranking every match (the plan
+    # choice depends on how common they are).
+    cur = await conn.execute(("WITH" + _FTS_RARE.format(**shape)).encode(), params,
+                             prepare=True)
+    first = await cur.fetchone()
+    rows = first["rows"] if first is not None and first["rows"] is not None else "[]"
+    if first is not None and first["more"]:
+        cur = await conn.execute(
+            ("WITH" + _FTS_COMMON.format(**shape, and_match=and_match, or_match=or_match))
+            .encode(), {**params, "rare": rows}, prepare=False)
+        common = await cur.fetchone()
+        rows = common["rows"] if common is not None and common["rows"] is not None else "[]"
+    return FulltextCandidates(Candidates(rows), params, scope)
 
 
 async def vector_candidates(conn: Conn, scope: Scope, vector: QueryVector) -> Candidates:
