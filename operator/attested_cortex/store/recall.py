@@ -1,11 +1,11 @@
 """Recall: full-text and (where configured) vector candidates, fused and ranked. Called by
-the service layer's recall pipeline in three statements (docs/adr/0080):
-:func:`fulltext_candidates` (the ranked full-text candidates: no vector needed, so it runs
-while the query is embedded) and :func:`vector_candidates` (the nearest vectors, on a second
-connection at the same time), then :func:`fuse` (the fusion and the scores, reading the
-memories of the best ``limit`` only). The lists go from one statement to the next as the
-JSON the database wrote (:class:`Candidates`). :func:`recall` runs them in turn on one
-connection.
+the service layer's recall pipeline in three or four statements (docs/adr/0080, 0093):
+:func:`fulltext_candidates` (the ranked full-text candidates, one statement or two: no
+vector needed, so it runs while the query is embedded) and :func:`vector_candidates` (the
+nearest vectors, on a second connection at the same time), then :func:`fuse` (the fusion
+and the scores, reading the memories of the best ``limit`` only). The lists go from one
+statement to the next as the JSON the database wrote (:class:`Candidates`). :func:`recall`
+runs them in turn on one connection.
 
 Ranking every match does not scale (a 3-term OR over common words at 100k memories matches
 tens of thousands of rows), and ranking the newest matches only lost the best ones (ADR
@@ -15,8 +15,9 @@ works on candidate lists chosen by relevance:
 1. full-text candidates (ADR 0093, MaxScore's idea): the query's lexemes, rarest first,
    while their estimated matches (frequency from ANALYZE times the table's rows) add up to
    at most ``pool``, are each read from the GIN index, and every memory in scope holding
-   one is scored. Memories holding only the commoner lexemes are read (the ``pool`` newest
-   matching the AND form, relaxed to OR when fewer than ``limit``) only when those lexemes
+   one is scored (:data:`_FTS_RARE`, prepared). Memories holding only the commoner lexemes
+   are read (:data:`_FTS_COMMON`, a second statement: the ``pool`` newest matching the AND
+   form, relaxed to OR when fewer than ``limit``) only when those lexemes
    together could still outscore the ``limit``-th candidate (each lexeme's BM25 term is
    below ``idf * (K1 + 1)``); otherwise the full-text top ``limit`` is exact over the scope;
 2. vector candidates (hybrid mode): the ``vector_pool`` nearest current vectors of the
