@@ -65,11 +65,12 @@ def corpus(count: int) -> list[dict[str, Any]]:
 def short_corpus(count: int, *, seed: int = 13) -> list[dict[str, Any]]:
     """Issue 39's synthetic shape: each memory 22 words in one namespace, 18 drawn (Zipf)
     from the 500 commonest words of the generator's vocabulary and 4 from the rest of it
-    uniformly (rare: each in a handful of memories at 100k), shuffled; no title or tags.
+    uniformly (rare: each in about 20 memories at 100k), shuffled; no title or tags.
     A target's three rarest words then match it and almost nothing else, so a recall is
-    all fixed cost: the shape where the peer measured 9.6 ms p95 against our 24.0, while
-    the generator's own memories (1-6 sentences of Zipf words in 43 namespaces, titles and
-    tags) have rarest words common enough that the peer ranks many matches (26.1 ms)."""
+    likely all fixed cost: the shape where the peer measured 9.6 ms p95 against our 24.0,
+    while the generator's own memories (1-6 sentences of Zipf words in 43 namespaces,
+    titles and tags) have rarest words common enough that the peer ranks many matches
+    (26.1 ms)."""
     gen = TextGenerator(seed=seed)
     rng = random.Random(seed)
     common, rare = gen.words[:500], gen.words[500:]
