@@ -70,7 +70,7 @@ async def lists(dsn: str, queries: Sequence[Query], ids: dict[int, str],
             out.append({
                 "kind": q.kind, "heldout": q.target >= heldout.KEY_BASE, "text": q.text,
                 "target": ids[q.target],
-                "fts": [[str(f["id"]), f["fts"], f["r"]] for f in found],
+                "fts": [[str(f["id"]), f["fts"], f["r"], f["cov"]] for f in found],
                 "vec": [[r["id"], r["dist"]] for r in vrows], "age_days": ages})
     return out
 
@@ -94,24 +94,24 @@ def collect(server: Any, tmp: Path, embedder: str) -> list[dict[str, Any]]:
 
 def ranked(q: dict[str, Any], *, pool: int = store_recall.DEFAULT_VECTOR_POOL,
            floor: float = store_recall.MATCH_FLOOR, recency: bool = True) -> list[str]:
-    """The fused order of one query's lists, as store/recall.py fuses them (``floor``:
-    full-text scores below it count nothing; 0 is the rule before docs/adr/0074)."""
-    k = store_recall.RRF_K
-    fts = {i: (s, r) for i, s, r in q["fts"]}
-    vec_rows = q["vec"][:pool]
-    vrank: dict[str, int] = {}
-    for n, (i, d) in enumerate(vec_rows):
-        # rank() OVER (ORDER BY dist): ties share the lowest rank
-        vrank[i] = n + 1 if n == 0 or d != vec_rows[n - 1][1] else vrank[vec_rows[n - 1][0]]
-    vdist = dict(vec_rows)
-    scores: dict[str, float] = {}
-    for i in set(fts) | set(vdist):
-        f = fts[i][0] / (k + fts[i][1]) if i in fts and fts[i][0] >= floor else 0.0
-        v = max(1 - vdist[i], 0) / (k + vrank[i]) if i in vdist else 0.0
-        rec = 1 / (1 + q["age_days"][i] / 30) if recency else 1.0
-        scores[i] = (f + v) * (k + 1) / 2 * (0.96 + 0.02 * rec + 0.02)
-    return sorted(scores, key=lambda i: (-scores[i], -fts.get(i, (-1.0, 0))[0],
-                                         q["age_days"][i], i))
+    """The fused order of one query's lists, as store/recall.py fuses them (docs/adr/0094:
+    each list scaled between its worst and best, ``FULLTEXT_WEIGHT`` of the full-text one;
+    ``floor``: a full-text match holding less of the query's rarity weight counts nothing,
+    0 is the rule before docs/adr/0074; recency orders equal scores only, docs/adr/0093)."""
+    weight = store_recall.FULLTEXT_WEIGHT
+    fts = {i: s for i, s, _, _ in q["fts"]}
+    counted = {i: s for i, s, _, c in q["fts"] if c >= floor}
+    sims = {i: 1 - d for i, d in q["vec"][:pool]}
+
+    def scaled(scores: dict[str, float]) -> dict[str, float]:
+        lo, hi = min(scores.values(), default=0.0), max(scores.values(), default=0.0)
+        return {i: (s - lo) / (hi - lo) if hi > lo else 1.0 for i, s in scores.items()}
+
+    f, v = scaled(counted), scaled(sims)
+    scores = {i: weight * f.get(i, 0.0) + (1 - weight) * v.get(i, 0.0)
+              for i in set(fts) | set(sims)}
+    return sorted(scores, key=lambda i: (-scores[i], -fts.get(i, -1.0),
+                                         q["age_days"][i] if recency else 0, i))
 
 
 def rank_of(order: Sequence[str], target: str, limit: int = 10) -> int | None:
@@ -143,7 +143,8 @@ def diagnose(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if v is None or v > 5 or (f is not None and f <= 5):
                 continue
             lost += 1
-            fts = {i: s for i, s, _ in q["fts"]}
+            fts = {i: s for i, s, _, _ in q["fts"]}
+            covs = {i: c for i, _, _, c in q["fts"]}
             above = {i for i, _ in q["vec"][:v]}
             pool = {i for i, _ in q["vec"][:store_recall.DEFAULT_VECTOR_POOL]}
             for i in ranked(q, floor=0.0)[:5]:
@@ -152,8 +153,8 @@ def diagnose(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 pushers[("full text, not in the vector pool" if i not in pool else
                          "full text lifting a lower vector candidate" if i in fts else
                          "recency reordering vector candidates")
-                        + (f" (score < {store_recall.MATCH_FLOOR:.3f})"
-                           if fts.get(i, 1.0) < store_recall.MATCH_FLOOR else "")] += 1
+                        + (f" (share < {store_recall.MATCH_FLOOR:.3f})"
+                           if covs.get(i, 1.0) < store_recall.MATCH_FLOOR else "")] += 1
         out[name] = {
             "n": len(qs), "vector_r@5": r5(vec), "fused_r@5_before": r5(before),
             "fused_r@5_now": r5(after),

@@ -635,22 +635,51 @@ def peer_rows(d: dict[str, Any]) -> list[Row]:
     if "rare_word" not in d:
         return [("ai-memory side by side", str(d.get("skipped", "not measured")), "")]
 
-    def sides(q: str) -> str:
-        part = d[q]
-        return " / ".join(
-            f"{_fmt(_get(part, side, 'latency_ms', 'p95'), ' ms')}"
-            + (f" (R@5 {_fmt(_get(part, side, 'r@5'))})" if _get(part, side, "r@5") is not None
-               else "")
-            for side in ("ours_hybrid", "ours_fulltext", "peer"))
-
     size = _fmt(d.get("memories"))
     return [
         (f"rare-word queries (a target's three rarest words) at {size}, p95: ours hybrid / "
-         f"ours full-text / {d.get('peer')}; load {_load(d['rare_word'])}", sides("rare_word"),
+         f"ours full-text / {d.get('peer')}; load {_load(d['rare_word'])}",
+         sides_of(d, "rare_word"),
          "ours hybrid <= the peer (issue 25)"),
         (f"common-word queries (Zipf, 1-3 words) at {size}, p95: same three; load "
-         f"{_load(d['common_word'])}", sides("common_word"), "recorded"),
+         f"{_load(d['common_word'])}", sides_of(d, "common_word"), "recorded"),
+        *([(f"short memories (22 words: 18 common + 4 rare) at "
+            f"{_fmt(d['short_shape'].get('memories'))}, a target's three rarest words, p95: "
+            f"same three; load {_load(d['short_shape']['rare_word'])}",
+            sides_of(d["short_shape"], "rare_word"), "ours hybrid <= the peer (issue 39)")]
+          if "short_shape" in d else []),
     ]
+
+
+def sides_of(d: dict[str, Any], q: str) -> str:
+    """p95 (and R@5) of ours hybrid / ours full text / the peer in run ``d[q]``."""
+    part = d[q]
+    return " / ".join(
+        f"{_fmt(_get(part, side, 'latency_ms', 'p95'), ' ms')}"
+        + (f" (R@5 {_fmt(_get(part, side, 'r@5'))})" if _get(part, side, "r@5") is not None
+           else "")
+        for side in ("ours_hybrid", "ours_fulltext", "peer"))
+
+
+def longmemeval_rows(d: dict[str, Any]) -> list[Row]:
+    """LongMemEval oracle-pooled (bench/longmemeval.py): each side's scores and latency."""
+    results = d.get("results", {})
+    rows: list[Row] = []
+    for side in ("ours_hybrid", "ours_fulltext", "peer"):
+        r = results.get(side)
+        if r is None:
+            continue
+        types = ", ".join(f"{t} {_fmt(x['r@5'])}" for t, x in r["by_type"].items())
+        rows.append((
+            f"{side}: R@5 / R@10 / recall_all@10 / MRR@10, p50 / p95 ({d.get('memories')} "
+            f"sessions, {d.get('questions')} questions; load {_load(results)}); R@5 by type: "
+            f"{types}",
+            f"{_fmt(r['r@5'])} / {_fmt(r['r@10'])} / {_fmt(r['recall_all@10'])} / "
+            f"{_fmt(r['mrr@10'])}, {_fmt(_get(r, 'latency_ms', 'p50'), ' ms')} / "
+            f"{_fmt(_get(r, 'latency_ms', 'p95'), ' ms')}",
+            "hybrid R@5 >= 0.85, R@10 >= 0.92, each type >= the peer (issue 39)"
+            if side == "ours_hybrid" else "recorded"))
+    return rows or [("LongMemEval oracle-pooled", "not measured", "")]
 
 
 def _load(run: dict[str, Any]) -> str:
@@ -665,7 +694,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
     "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
     "encryption": encryption_rows, "audit": audit_rows, "spoke_memory": spoke_memory_rows,
-    "peer": peer_rows,
+    "peer": peer_rows, "longmemeval": longmemeval_rows,
 }
 
 

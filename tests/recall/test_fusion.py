@@ -1,4 +1,4 @@
-"""Hybrid fusion on literal ranked lists (docs/adr/0074), on real PostgreSQL + pgvector: the
+"""Hybrid fusion on literal ranked lists (docs/adr/0074, 0094), on real PostgreSQL + pgvector: the
 full-text list is given as ids, scores and ranks, the vector list comes from 3-dimensional
 vectors whose cosine similarity to the query is chosen, and ``store.recall.fuse`` ranks them.
 
@@ -51,7 +51,7 @@ async def fused(dsn: str, vectors: dict[str, float], fulltext: list[tuple[str, f
                                      vector=alike(vectors[name]))
         found = store_recall.FulltextCandidates(
             store_recall.Candidates(json.dumps([
-                {"id": str(ids[n]), "fts": score, "r": rank,
+                {"id": str(ids[n]), "fts": score, "cov": score, "r": rank,
                  "updated_at": updated[n].isoformat(), "ns_depth": 1}
                 for rank, (n, score) in enumerate(fulltext, start=1)])),
             params={"query": "q", "limit": 10, "pool": 200, "qdepth": 0},
@@ -74,7 +74,10 @@ async def test_partial_match_does_not_lift_a_lower_vector_over_the_target(
     parts = dict(answer)["partial"]
     # explain still shows the full-text score and rank it was not counted with
     assert parts.fulltext_rank == 1 and parts.fulltext_score is not None
-    assert math.isclose(parts.relevance, 0.78 / 63 * 61 / 2, rel_tol=1e-4)
+    # the vector term alone: its similarity scaled between the list's worst and best
+    # (docs/adr/0094)
+    weight = 1 - store_recall.FULLTEXT_WEIGHT
+    assert math.isclose(parts.relevance, weight * (0.78 - 0.3) / (0.95 - 0.3), rel_tol=1e-4)
     assert store_recall.MATCH_FLOOR > 0.17
 
 

@@ -81,11 +81,12 @@ async def test_explain_gives_each_score_part(age_database: Database,
     parts = first["explain"]
     assert parts["fulltext"]["rank"] == 1 and parts["fulltext"]["score"] > 0.8
     assert parts["vector"]["rank"] == 1 and 0 < parts["vector"]["similarity"] <= 1
-    # RRF with the full-text term weighted by how well the words match (docs/adr/0008)
-    rrf = (parts["fulltext"]["score"] / 61 + parts["vector"]["similarity"] / 61) * 61 / 2
-    assert parts["relevance"] == pytest.approx(rrf, abs=1e-5)
-    expected = parts["relevance"] * (0.96 + 0.02 * parts["recency"] + 0.02 * parts["proximity"])
-    assert first["score"] == pytest.approx(expected, abs=1e-5)
+    # each list scaled between its worst and best candidate, then weighted (docs/adr/0094):
+    # the best of both lists is 1 (the title's weight lifts its BM25 score past 1)
+    assert parts["fulltext"]["score"] > 1
+    assert parts["relevance"] == pytest.approx(1.0, abs=1e-5)
+    # recency and proximity only order equal relevance (docs/adr/0093)
+    assert first["score"] == pytest.approx(parts["relevance"], abs=1e-5)
     plain = await recall(cortex, "password rotation")
     assert "explain" not in plain["results"][0]
 

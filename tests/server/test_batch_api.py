@@ -5,7 +5,9 @@ quota for the total, each memory its own chain record, and the Idempotency-Key.
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +125,30 @@ async def test_a_keyed_batch_answers_once_even_when_its_answer_was_lost(
     assert count_memories(cortex.dsn) == 3
     other = await cortex.call("POST", "/v1/memories:batch", batch("d"), headers=key)
     assert other.status == 409
+
+
+async def test_batch_body_limit_is_the_one_capabilities_state_at_its_edge(
+        cortex: CortexClient) -> None:
+    """A batch body of exactly ``limits.max_batch_body_bytes`` is taken, one byte more is
+    413 naming that limit, declared or streamed (it was 413 past 1 MiB, the single-memory
+    body's limit, while capabilities said 16 MiB)."""
+    limit = (await cortex.call("GET", "/v1/capabilities")).body["limits"][
+        "max_batch_body_bytes"]
+    encoded = json.dumps(batch("edge of the batch body")).encode()
+    at_edge = encoded[:-1] + b" " * (limit - len(encoded)) + b"}"  # JSON whitespace pads it
+    assert len(at_edge) == limit
+    taken = await cortex.call("POST", "/v1/memories:batch", raw=at_edge)
+    assert taken.status == 201, taken.text[:300]
+    over = encoded[:-1] + b" " * (limit + 1 - len(encoded)) + b"}"
+    refused = await cortex.call("POST", "/v1/memories:batch", raw=over)
+    assert refused.status == 413 and refused.body["error"]["details"]["limit"] == limit
+
+    async def streamed() -> AsyncIterator[bytes]:  # chunked: no Content-Length to refuse by
+        for start in range(0, len(over), 1 << 20):
+            yield over[start:start + (1 << 20)]
+
+    async with cortex.session.post(
+            cortex.base + "/v1/memories:batch", data=streamed(),
+            headers={"X-Agent-Id": cortex.agent, "Content-Type": "application/json"}) as r:
+        assert r.status == 413 and (await r.json())["error"]["details"]["limit"] == limit
+    assert count_memories(cortex.dsn) == 1

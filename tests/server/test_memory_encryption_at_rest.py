@@ -111,6 +111,9 @@ async def test_no_memory_text_at_rest_with_encryption_on(
         assert keyless.ok and swept is not None and swept["mismatch_count"] == 0, swept
 
 QUERIES = 40
+#: Memories stored while the worker re-seals: a fixed number, not one per step of a loop whose
+#: length depends on the machine's speed (BM25's statistics count them: ADR 0093).
+NOTES = 3
 
 
 async def answers(client: CortexClient, queries: list[str]) -> list[list[str]]:
@@ -196,7 +199,9 @@ async def test_recall_and_rotation_answer_as_plain(
         assert len(seen) < 400, f"rotation did not finish: {now}"
         note = {"namespace": "load/a", "content": f"rotating note {len(seen)}",
                 "title": f"note {len(seen)}", "metadata": {"step": len(seen)}}
-        stored |= written(await rotated.store(**note), [note])  # stores go on: under v2
+        if len(seen) <= NOTES:  # stores go on: under v2; as many each run (the answers
+            # compared below are ranked by statistics these rows are part of: ADR 0093)
+            stored |= written(await rotated.store(**note), [note])
         # every row, at every step, opened by one listing while the worker re-seals
         assert differing(await every_memory(rotated), stored) == {}, now
         found = (await rotated.call("POST", "/v1/recall", {"query": queries[0]})).body

@@ -5,10 +5,10 @@ The labelled recall set (bench/qualityset.py, 400 memories, its 60 lexical and 4
 paraphrase queries) plus phrase and negation queries: each memory's lexemes and positions
 come from PostgreSQL (``to_tsvector``), are keyed in Python (:mod:`attested_cortex.attest.
 blinding`) and cast back; each query's ``websearch_to_tsquery`` and its OR relaxation are
-keyed alike. The scoring is store/recall.py's full-text score (rarity-weighted coverage from
-``pg_stats``, squared, plus ``ts_rank_cd``) over the AND candidates, relaxed to OR when too
-few. Same ids, same order, same scores for every query; and no lexeme is left in the keyed
-column's text.
+keyed alike. The scoring is store/recall.py's BM25 ingredients (rarity weights from
+``pg_stats``, each lexeme's occurrences read back from ``ts_rank`` and its presence in the
+title, docs/adr/0093) over the AND candidates, relaxed to OR when too few. Same ids, same
+order, same scores for every query; and no lexeme is left in the keyed column's text.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from psycopg import sql
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.attest.blinding import key_tsquery, key_tsvector, token
-from attested_cortex.store.recall import COVERAGE_POWER, COVERAGE_WEIGHT
 
 KEY = mk.derive_subkey(bytes(range(32)), "memory")
 EXTRA = ('"rotates the certificates"', "doctor -monday", "the lawyer's invoices", "O'Brien")
@@ -32,16 +31,20 @@ st AS (SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_fre
        FROM pg_stats s WHERE s.tablename = 'docs' AND s.attname = {col_name} LIMIT 1),
 lex AS MATERIALIZED (
     SELECT l.lexeme, ln(1.0 / greatest(coalesce(st.freqs[array_position(st.elems, l.lexeme)],
-           st.freqs[cardinality(st.elems) + 1] / 2, 0.01), 1e-9))::float8 AS idf
+           st.freqs[cardinality(st.elems) + 1] / 2, 0.01), 1e-9))::float8 AS idf,
+           ('''' || replace(replace(l.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
+               AS tq,
+           ('''' || replace(replace(l.lexeme, '\', '\\'), '''', '''''') || ''':A')::tsquery
+               AS ta
     FROM unnest({lexemes}::text[]) AS l(lexeme) LEFT JOIN st ON true),
 and_c AS (SELECT d.id FROM docs d, q WHERE d.{col} @@ q.a ORDER BY d.id LIMIT 200),
 or_c AS (SELECT d.id FROM docs d, q WHERE (SELECT count(*) FROM and_c) < 10
          AND d.{col} @@ q.o ORDER BY d.id LIMIT 200)
-SELECT d.id, ({cw} * power(coalesce((SELECT sum(lex.idf) FROM lex
-            WHERE lex.lexeme = ANY(tsvector_to_array(d.{col})))
-            / nullif((SELECT sum(lex.idf) FROM lex), 0), 0), {cp})
-        + {dw} * ts_rank_cd(d.{col}, q.o, 32))::float8 AS fts
-FROM (SELECT id FROM and_c UNION SELECT id FROM or_c) c JOIN docs d USING (id), q
+SELECT d.id, coalesce((SELECT sum(lex.idf * (round(1 / greatest(1.6449340668 * (
+                 1 - ts_rank('{{1,1,1,1}}', d.{col}, lex.tq)), 1 / 300.0) - 0.5)
+                 + 1.5 * (d.{col} @@ lex.ta)::int))
+             FROM lex WHERE d.{col} @@ lex.tq), 0)::float8 AS fts
+FROM (SELECT id FROM and_c UNION SELECT id FROM or_c) c JOIN docs d USING (id)
 ORDER BY fts DESC, id LIMIT 10
 """
 
@@ -61,8 +64,7 @@ def answers(conn: psycopg.Connection[Any], col: str, query: str,
         lexemes = [token(KEY, lexeme) for lexeme in lexemes]
     statement = sql.SQL(SCORE).format(
         and_q=sql.Literal(and_q), or_q=sql.Literal(or_q), lexemes=sql.Literal(lexemes),
-        col=sql.Identifier(col), col_name=sql.Literal(col), cw=sql.Literal(COVERAGE_WEIGHT),
-        dw=sql.Literal(1 - COVERAGE_WEIGHT), cp=sql.Literal(COVERAGE_POWER))
+        col=sql.Identifier(col), col_name=sql.Literal(col))
     return [(r[0], r[1]) for r in conn.execute(statement).fetchall()]
 
 

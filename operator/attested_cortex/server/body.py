@@ -32,7 +32,11 @@ from attested_cortex.jsonbounds import (
 from attested_cortex.server.state import state
 
 __all__ = ["MAX_JSON_DEPTH", "body_deadline", "check_content_type", "check_value",
-           "decode_json", "parse", "read_json", "read_model", "read_query", "validation_error"]
+           "decode_json", "parse", "read_json", "read_model", "read_query", "read_raw",
+           "validation_error"]
+
+
+_BODY_KEY = web.RequestKey("cortex_body", bytes)
 
 
 async def read_json(request: web.Request, *, max_bytes: int) -> Any:
@@ -40,14 +44,29 @@ async def read_json(request: web.Request, *, max_bytes: int) -> Any:
     check_content_type(request.headers.get(hdrs.CONTENT_TYPE))
     if request.content_length is not None and request.content_length > max_bytes:
         raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes)
-    try:
-        async with body_deadline(request):
-            raw = await request.read()  # bounded by the application's client_max_size
-    except web.HTTPRequestEntityTooLarge as exc:
-        raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes) from exc
-    if len(raw) > max_bytes:
-        raise TooLargeError(f"the body is larger than {max_bytes} bytes", limit=max_bytes)
-    return decode_json(raw)
+    return decode_json(await read_raw(request, max_bytes=max_bytes))
+
+
+async def read_raw(request: web.Request, *, max_bytes: int) -> bytes:
+    """The body, read up to ``max_bytes`` (413 past it, nothing more read). The route's own
+    bound, not the application's ``client_max_size`` (``limits.max_body_bytes``), which
+    ``request.read()`` applies to every route: it refused batch bodies past 1 MiB while
+    capabilities said ``max_batch_body_bytes`` (16 MiB). Kept on the request, so a route that
+    reads it twice (the approval's signature and its command) gets the same bytes."""
+    kept: bytes | None = request.get(_BODY_KEY)
+    if kept is not None:
+        return kept
+    chunks: list[bytes] = []
+    size = 0
+    async with body_deadline(request):
+        async for chunk in request.content.iter_any():
+            size += len(chunk)
+            if size > max_bytes:
+                raise TooLargeError(f"the body is larger than {max_bytes} bytes",
+                                    limit=max_bytes)
+            chunks.append(chunk)
+    request[_BODY_KEY] = raw = b"".join(chunks)
+    return raw
 
 
 @contextlib.asynccontextmanager

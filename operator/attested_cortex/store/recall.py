@@ -1,60 +1,60 @@
 """Recall: full-text and (where configured) vector candidates, fused and ranked. Called by
-the service layer's recall pipeline in three statements (docs/adr/0080):
-:func:`fulltext_candidates` (the ranked full-text candidates: no vector needed, so it runs
-while the query is embedded) and :func:`vector_candidates` (the nearest vectors, on a second
-connection at the same time), then :func:`fuse` (the fusion and the scores, reading the
-memories of the best ``limit`` only). The lists go from one statement to the next as the
-JSON the database wrote (:class:`Candidates`). :func:`recall` runs them in turn on one
-connection.
+the service layer's recall pipeline in three or four statements (docs/adr/0080, 0093):
+:func:`fulltext_candidates` (the ranked full-text candidates, one statement or two: no
+vector needed, so it runs while the query is embedded) and :func:`vector_candidates` (the
+nearest vectors, on a second connection at the same time), then :func:`fuse` (the fusion
+and the scores, reading the memories of the best ``limit`` only). The lists go from one
+statement to the next as the JSON the database wrote (:class:`Candidates`). :func:`recall`
+runs them in turn on one connection.
 
-Ranking every match does not scale (a 3-term OR over common words at 100k memories ranks
-tens of thousands of rows), so recall works on bounded candidate lists:
+Ranking every match does not scale (a 3-term OR over common words at 100k memories matches
+tens of thousands of rows), and ranking the newest matches only lost the best ones (ADR
+0093: LongMemEval's answer sessions, older than the newest 200 of 850 matches), so recall
+works on candidate lists chosen by relevance:
 
-1. full-text candidates: the ``pool`` most recently updated memories matching the query as
-   an AND (``websearch_to_tsquery``); only when those are fewer than ``limit`` does it
-   relax to an OR of the same lexemes, again capped at ``pool``;
+1. full-text candidates (ADR 0093, MaxScore's idea): the query's lexemes, rarest first,
+   while their estimated matches (frequency from ANALYZE times the table's rows) add up to
+   at most ``pool``, are each read from the GIN index, and every memory in scope holding
+   one is scored (:data:`_FTS_RARE`, prepared). Memories holding only the commoner lexemes
+   are read (:data:`_FTS_COMMON`, a second statement: the ``pool`` newest matching the AND
+   form, relaxed to OR when fewer than ``limit``) only when those lexemes
+   together could still outscore the ``limit``-th candidate (each lexeme's BM25 term is
+   below ``idf * (K1 + 1)``); otherwise the full-text top ``limit`` is exact over the scope;
 2. vector candidates (hybrid mode): the ``vector_pool`` nearest current vectors of the
    query's model (cosine distance, HNSW index), at least ``min_similarity`` alike;
-3. each list is ranked (ties share a rank) and fused by reciprocal rank fusion, each term
-   weighted by its own score: a memory matching only the query's commonest word must not
-   outrank the nearest vectors, and a nearest vector that is not alike (nonsense words,
-   unknown names) must not outrank a memory holding every query word:
-   ``relevance = (fts / (60 + rank_ft) + similarity / (60 + rank_vec)) * 61 / 2`` (1
-   means a perfect word match and an identical vector, first in both lists); in
-   full-text mode relevance is the full-text score. In hybrid mode a full-text score
-   below :data:`MATCH_FLOOR` (the memory holds less than about half of the query's rarity
-   weight) counts as no full-text evidence: its term is 0 and the vector half decides
-   (docs/adr/0074: such partial matches, one word of a paraphrase's several, were lifted
-   over the paraphrase's target by rank fusion, whose ranks 2 and 8 differ by 10 %);
-4. ``score = relevance * (0.96 + 0.02 * recency + 0.02 * proximity)`` where recency is
-   ``1 / (1 + age / 30 days)`` and proximity is ``1 / (1 + levels between the query
-   namespace and the memory's)``: they reorder near-equals, never a clearly better match
-   (bench/quality.py: a larger share let recency reorder the vector list).
+3. each list is ranked (ties share a rank) and fused (docs/adr/0094): each list's scores
+   scaled to 0..1 between its worst and best candidate, ``relevance = FULLTEXT_WEIGHT * f
+   + (1 - FULLTEXT_WEIGHT) * v`` (1 means first in both lists); in full-text mode
+   relevance is the full-text score. In hybrid mode a memory holding less than
+   :data:`MATCH_FLOOR` of the query's rarity weight counts as no full-text evidence: its
+   term is 0 and the vector half decides (docs/adr/0074: such partial matches, one word of
+   a paraphrase's several, were lifted over the paraphrase's target);
+4. ``score = relevance``; equal scores order by full-text score (a weak match left to the
+   vector half still ranks above no match), then proximity (``1 / (1 + levels between the
+   query namespace and the memory's)``), then ``updated_at`` (newest first), then ``id``:
+   the order is total, so the same data always answers the same way, and recency or
+   proximity never bury a better match (``recency``, ``1 / (1 + age / 30 days)``, is still
+   reported by ``explain``).
 
-The full-text score says how well a memory matches (docs/adr/0008): the share of the query's
-words it contains, each weighted by its rarity (``ln(1/frequency)``, frequencies from the
-planner's statistics of the search column, the words it does not track counting as rarer
-than those it does), squared (a partial match is a weak one: docs/adr/0042), then cover
-density (``ts_rank_cd``: proximity of the words) as the remainder. ``ts_rank_cd`` alone
-gave a memory matching one of three query words the same score as one matching all three,
-and recency decided.
-
-Equal scores order by full-text score (a weak match left to the vector half still ranks
-above no match), then ``updated_at`` (newest first), then ``id``: the order is total, so
-the same data always answers the same way.
+The full-text score is BM25F (docs/adr/0093): per query lexeme its rarity (``ln(1 /
+frequency)``, frequencies from the planner's statistics of the search column, the words it
+does not track counting as rarer than those it does), times its saturated occurrences
+``tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))``, an occurrence in the title
+counting ``TITLE_WEIGHT`` times; divided by the query's total rarity weight (1: every query
+word once at the average length).
 
 With memories sealed (a sealing cipher on the connection, ADR 0056 item 5) the search column
 holds keyed blind tokens: PostgreSQL still parses the query (its AND and OR forms and its
 lexemes, in a statement that writes nothing), the lexemes are keyed here under every key
 version the ring holds and kept plain for rows not sealed yet, and each row is tested
 against the forms of its own token space (its ``key_version``, and its token form while
-legacy tokens remain: ADR 0078), and weighed and ranked against them only (its rarity-
-weighted coverage over its space's keyed lexemes, ``ts_rank_cd`` against its space's OR
-form): a row holds tokens of one space only, so scores equal the plain ones once every
-row is in one space (the rarity weights come from each token's own frequency). The keyed
-lexemes' rarity is looked up by the candidate statement itself (:data:`_LEX_KEYED`), as a
-plain recall's are (:data:`_LEX_PLAIN`); a sealed recall takes one statement more, the
-parse.
+legacy tokens remain: ADR 0078), and weighed against them only (BM25 over its space's
+keyed lexemes; each keyed lexeme is also read from the index on its own, for the rows of
+its space): a row holds tokens of one space only, with as many tokens as lexemes, their
+positions and weights, so scores equal the plain ones once every row is in one space (the
+rarity weights come from each token's own frequency). The keyed lexemes' rarity is looked
+up by the candidate statement itself (:data:`_LEX_KEYED`), as a plain recall's are
+(:data:`_LEX_PLAIN`); a sealed recall takes one statement more, the parse.
 
 A query namespace ``a/b/c`` searches ``a/b/c``, ``a/b`` and ``a``; without one, every
 namespace is searched with proximity 1.
@@ -63,8 +63,10 @@ namespace is searched with proximity 1.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from attested_cortex.namespaces import ancestors, depth
 from attested_cortex.store.database import Conn
@@ -83,35 +85,119 @@ DEFAULT_POOL = 200
 DEFAULT_VECTOR_POOL = 50
 #: Passages read per memory of the vector pool (docs/adr/0096).
 PASSAGES_READ = 2
-RRF_K = 60
+#: Hybrid fusion's weight of the full-text list (docs/adr/0094): each list scaled to 0..1
+#: between its worst and best candidate, the full-text share this, the vector share the rest.
+#: Hybrid R@5 was at least the better list's on every set (LongMemEval with wordllama,
+#: bench/quality.py's four sets with wordllama and MiniLM) for weights 0.6-0.65 with the
+#: floor at 0.3-0.4; 0.7 lost one MiniLM lexical query, 0.55 LongMemEval (docs/adr/0094).
+FULLTEXT_WEIGHT = 0.65
+#: How hybrid recall fuses, as capabilities state it (``recall.fusion``).
+FUSION = ("scaled scores: 0.65 full text + 0.35 vector (ADR 0094), then proximity, "
+          "recency, id")
+#: How a score is made, as ``explain`` states it.
+FORMULA = ("hybrid: 0.65 * full-text score + 0.35 * similarity, each scaled 0..1 between its "
+           "list's worst and best; full text: its score; equal ones by full-text score, "
+           "proximity, recency, id")
 #: Namespaces the planner expects at most this many memories in are searched exactly
 #: (``_VEC_EXACT``): about 8 us a memory at 100k, so 7000 took 58 ms where the planner's
 #: choice took 22 ms; at 10k the bench's 500-700 took 4.4 ms against 6.1 (docs/adr/0014).
 EXACT_MAX = 1500
-#: Weights of the full-text score: rarity-weighted word coverage, then cover density.
-COVERAGE_WEIGHT = 0.85
-#: Coverage is raised to this power: a memory holding one query word of three is a weak
-#: match, and fused with a middling vector it outranked paraphrases found by the vector half
-#: alone (docs/adr/0042).
-COVERAGE_POWER = 2
-#: Hybrid fusion counts a full-text score only from this on: the score of a memory holding
-#: half of the query's rarity weight (less cover density). Below it a match is partial (one
-#: word of a paraphrase's several), and fused with a middling vector it pushed the targets
-#: the vector half ranked in its top 5 out of the answer: MiniLM held-out paraphrase R@5 0.553
-#: against the vector list's own 0.658; any floor from 0.15 to 0.9 restored 0.658 with
-#: lexical R@5 unchanged, the lexical targets scoring >= 0.917 and the partial matches that
-#: pushed <= 0.171 (docs/adr/0074, bench/fusion.py).
-MATCH_FLOOR = COVERAGE_WEIGHT * 0.5 ** COVERAGE_POWER
+#: Hybrid fusion counts a full-text match only from this share of the query's rarity weight
+#: on (``cov``: the rarity weights of the query words a memory holds, over all of them).
+#: Below it a match is partial (one word of a paraphrase's several), and fused with a
+#: middling vector it pushed the targets the vector half ranked in its top 5 out of the
+#: answer (docs/adr/0074, where the floor was the full-text score of half the rarity
+#: weight). 0.3 since docs/adr/0094: long questions (LongMemEval) hold their answer's words
+#: for less than half their weight, and the paraphrase sets lost nothing at 0.3.
+MATCH_FLOOR = 0.3
 
 #: What the candidate lists carry of each memory: what scoring it needs (its search vector,
 #: the columns of its token space's guard), so that no candidate is read a second time.
 _CANDIDATE = "m.id, m.search, m.updated_at, m.ns_depth, m.key_version, m.token_format"
 
-_FTS = """
+#: BM25 (docs/adr/0093): term saturation ``K1``, length normalisation ``B`` (a memory's
+#: length is its number of lexemes against the average ANALYZE estimates, migration 0036: a
+#: keyed vector has as many), and an occurrence in the title counted ``TITLE_WEIGHT`` times
+#: (BM25F).
+K1 = 1.2
+B = 0.75
+TITLE_WEIGHT = 2.5
+
+#: A lexeme's occurrences in a row (``m.search``) against the query of it alone
+#: (``lex.tq``): ``ts_rank`` with every weight 1 is ``H2(tf) / H2(inf)`` (the sum of
+#: ``1/j^2`` over its ``tf`` positions, over pi^2/6), inverted here (exact to ``tf`` 256,
+#: the positions a tsvector keeps); plus ``TITLE_WEIGHT - 1`` when it is in the title
+#: (``lex.ta``: the lexeme restricted to weight A).
+_TF = """(round(1 / greatest(1.6449340668 * (1 - ts_rank('{{1,1,1,1}}', d.sv, lex.tq)),
+                            1 / 300.0) - 0.5)
+            + {title_extra} * (d.sv @@ lex.ta)::int)"""
+#: One candidate's BM25 (``bm25``), the share of the query's rarity weights its words cover
+#: (``cov``, the fusion's floor) and the query's rarity weight (``total``: ``bm25 / total``
+#: is 1 for a memory holding each query word once at the average length), all over the
+#: lexemes of its own token space (``{row_space}``).
+_SCORE = """CROSS JOIN LATERAL (SELECT m.search || ''::tsvector AS sv OFFSET 0) d
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(lex.idf * f.tf * {k1p1} / (f.tf + {k1} * (1 - {b} + {b} * (
+                   CASE WHEN %(avgdl)s::float8 > 0 THEN length(d.sv) / %(avgdl)s::float8
+                        ELSE 1 END
+                   )))), 0)::float8 AS bm25,
+               coalesce(sum(lex.idf) FILTER (WHERE f.tf > 0), 0)::float8 AS got,
+               nullif((SELECT sum(l2.idf) FROM lex l2 WHERE l2.space = {row_space}), 0)
+                   ::float8 AS total
+        FROM lex CROSS JOIN LATERAL (SELECT CASE WHEN d.sv @@ lex.tq THEN """ + _TF + """
+                                                ELSE 0 END AS tf) f
+        WHERE lex.space = {row_space}) sc"""
+
+#: The scored candidates ``fts`` ranked (ties share a rank), as the fusion reads them.
+_RANK = """SELECT id, fts, cov, bm25, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r
+    FROM fts WHERE bm25 > 0"""
+
+#: The query's lexemes, each with its rarity and estimated matches, and whether it is read
+#: from the index on its own (``rare``: rarest first by groups of equal estimate, while the
+#: rarer ones add up to less than the pool and each is estimated within it).
+_LEX = """
+{st}lex AS MATERIALIZED ({lex}),
+lexw AS MATERIALIZED (
+    SELECT x.*, (x.df <= %(pool)s AND x.prior < %(pool)s) IS TRUE AS rare FROM (
+        SELECT lex.*, coalesce(sum(lex.df) OVER (
+                   PARTITION BY lex.space ORDER BY lex.df RANGE BETWEEN UNBOUNDED PRECEDING
+                   AND CURRENT ROW EXCLUDE GROUP), 0) AS prior
+        FROM lex) x
+)"""
+
+#: Step 1a: every memory in scope holding a rare lexeme, scored; ``more`` says whether the
+#: other lexemes together could still outscore the ``limit``-th of them (their BM25 terms
+#: are each below ``idf * (K1 + 1)``), so that their own matches must be read (step 1b).
+_FTS_RARE = _LEX + """,
+rare_c AS MATERIALIZED (
+    SELECT DISTINCT ON (m.id) m.* FROM lexw e CROSS JOIN LATERAL (
+        SELECT """ + _CANDIDATE + """ FROM memories m
+        WHERE m.search @@ e.tq AND m.deleted_at IS NULL {ns_filter}) m
+    WHERE e.rare AND e.space = {row_space}
+    ORDER BY m.id
+),
+fts AS MATERIALIZED (
+    SELECT m.id, m.updated_at, m.ns_depth, sc.bm25, sc.got / sc.total AS cov,
+           sc.bm25 / sc.total AS fts
+    FROM rare_c m """ + _SCORE + """
+)
+SELECT (SELECT json_agg(x)::text FROM (""" + _RANK + """) x) AS rows,
+       coalesce((SELECT bm25 FROM fts ORDER BY bm25 DESC OFFSET %(limit)s - 1 LIMIT 1), 0)
+       < (SELECT coalesce(max(u.ub), 0) FROM (
+              SELECT sum(idf) * {k1p1} AS ub FROM lexw WHERE NOT rare GROUP BY space) u)
+           AS more
+"""
+
+#: Step 1b (only when step 1a says so): the ``pool`` newest memories matching the query's
+#: AND form, relaxed to OR when fewer than ``limit``, scored, beside step 1a's (``rare``).
+_FTS_COMMON = _LEX + """,
+given AS (
+    SELECT * FROM json_to_recordset(%(rare)s::json) AS g(
+        id uuid, updated_at timestamptz, ns_depth int, bm25 float8, cov float8, fts float8)
+),
 and_c AS (
     SELECT """ + _CANDIDATE + """ FROM memories m
-    WHERE m.deleted_at IS NULL AND {and_match}
-      {ns_filter}
+    WHERE m.deleted_at IS NULL AND {and_match} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
 or_c AS (
@@ -120,15 +206,18 @@ or_c AS (
       AND m.deleted_at IS NULL AND {or_match} {ns_filter}
     ORDER BY m.updated_at DESC LIMIT %(pool)s
 ),
-{st}lex AS MATERIALIZED ({lex}),
 fts AS (
-    SELECT m.id, m.updated_at, m.ns_depth,
-           ({coverage} * power({covered}, {power})
-            + {density} * ts_rank_cd(m.search, {or_query}, 32))::float8 AS fts
+    SELECT * FROM given
+    UNION ALL
+    SELECT m.id, m.updated_at, m.ns_depth, sc.bm25, sc.got / sc.total AS cov,
+           sc.bm25 / sc.total AS fts
     FROM (SELECT DISTINCT ON (u.id) u.* FROM (
-              SELECT * FROM and_c UNION ALL SELECT * FROM or_c) u ORDER BY u.id) m
-),
-fts_r AS (SELECT id, fts, updated_at, ns_depth, rank() OVER (ORDER BY fts DESC) AS r FROM fts)
+              SELECT * FROM and_c UNION ALL SELECT * FROM or_c) u
+          WHERE NOT EXISTS (SELECT 1 FROM given g WHERE g.id = u.id)
+          ORDER BY u.id) m
+    """ + _SCORE + """
+)
+SELECT json_agg(x)::text AS rows FROM (""" + _RANK + """) x
 """
 
 #: The vector candidates: the nearest passages (docs/adr/0096: a long memory has several),
@@ -179,16 +268,25 @@ vec_r AS (
 #: The planner's estimate of the memories in the query's namespaces (no rows are read).
 _NS_ROWS = "EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE m.namespace = ANY(%s)"
 
+#: Hybrid fusion (docs/adr/0094): each list's scores scaled to 0..1 between its worst and best
+#: candidate, then ``FULLTEXT_WEIGHT`` of the full-text one plus the rest of the vector one.
 _HYBRID_SELECT = """
-, ranked AS (
+, bounds AS (
+    SELECT (SELECT min(fts) FROM fts_r WHERE cov >= {floor}) AS f_lo,
+           (SELECT max(fts) FROM fts_r WHERE cov >= {floor}) AS f_hi,
+           (SELECT min(1 - dist) FROM vec_r) AS v_lo, (SELECT max(1 - dist) FROM vec_r) AS v_hi
+),
+ranked AS (
     SELECT c.id, coalesce(f.updated_at, v.updated_at) AS updated_at,
            coalesce(f.ns_depth, v.ns_depth) AS ns_depth,
            f.fts, f.r AS fts_rank, v.dist, v.r AS vec_rank,
-           ((coalesce(CASE WHEN f.fts >= {floor} THEN f.fts / ({k} + f.r) END, 0)
-             + coalesce(greatest(1 - v.dist, 0) / ({k} + v.r), 0))
-            * ({k} + 1) / 2)::float8 AS relevance
+           ({wf} * coalesce(CASE WHEN f.cov >= {floor} THEN CASE WHEN b.f_hi > b.f_lo
+                    THEN (f.fts - b.f_lo) / (b.f_hi - b.f_lo) ELSE 1 END END, 0)
+            + {wv} * CASE WHEN v.dist IS NULL THEN 0 WHEN b.v_hi > b.v_lo
+                    THEN (1 - v.dist - b.v_lo) / (b.v_hi - b.v_lo) ELSE 1 END)::float8
+               AS relevance
     FROM (SELECT id FROM fts_r UNION SELECT id FROM vec_r) c
-    LEFT JOIN fts_r f USING (id) LEFT JOIN vec_r v USING (id)
+    LEFT JOIN fts_r f USING (id) LEFT JOIN vec_r v USING (id) CROSS JOIN bounds b
 )
 """
 
@@ -213,9 +311,8 @@ _FINAL = """
     FROM ranked x
 ),
 top AS (
-    SELECT *, (relevance * (0.96 + 0.02 * recency + 0.02 * proximity))::float8 AS score
-    FROM scored
-    ORDER BY score DESC, fts DESC NULLS LAST, updated_at DESC, id
+    SELECT *, relevance AS score FROM scored
+    ORDER BY score DESC, fts DESC NULLS LAST, proximity DESC, updated_at DESC, id
     LIMIT %(limit)s
 )
 SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.revision,
@@ -224,7 +321,7 @@ SELECT m.id, m.namespace, m.title, m.content, m.tags, m.metadata, m.author, m.re
        {embedded} AS embedded
 FROM top t JOIN memories m USING (id)
 WHERE m.deleted_at IS NULL
-ORDER BY t.score DESC, t.fts DESC NULLS LAST, t.updated_at DESC, t.id
+ORDER BY t.score DESC, t.fts DESC NULLS LAST, t.proximity DESC, t.updated_at DESC, t.id
 """
 
 _EMBEDDED = (
@@ -233,13 +330,23 @@ _EMBEDDED = (
 )
 
 
+#: The least rarity weight: a word every memory holds (ln 1 = 0) still counts, so that its
+#: matches score above nothing and are ranked (a space of thousands of memories all holding
+#: "tea": tests/spoke/test_reading.py).
+MIN_IDF = 0.01
 #: A query lexeme's rarity weight, ln(1 / its frequency among the rows' search vectors), from
 #: the planner's statistics ``st`` (elements and their frequencies; a lexeme not among them
 #: counts half the least frequent one's): the one expression plain and keyed recall share.
-_IDF = """ln(1.0 / greatest(coalesce(
+_IDF = """greatest(ln(1.0 / greatest(coalesce(
                st.freqs[array_position(st.elems, q.lexeme)],
                st.freqs[cardinality(st.elems) + 1] / 2,
-               0.01), 1e-9))::float8 AS idf"""
+               0.01), 1e-9)), """ + str(MIN_IDF) + """)::float8 AS idf"""
+#: A lexeme's estimated number of matching rows (its frequency as :data:`_IDF` reads it, times
+#: the table's rows as ANALYZE counted them); NULL before the table was ever analysed (the
+#: lexeme then reads no rows of its own: docs/adr/0093).
+_DF = """(CASE WHEN st.nrows > 0 THEN st.nrows * coalesce(
+               st.freqs[array_position(st.elems, q.lexeme)],
+               st.freqs[cardinality(st.elems) + 1] / 2, 0.01) END)::float8 AS df"""
 
 #: The query's lexemes and their rarity weights, from the planner's statistics of the search
 #: column: a statement of its own, prepared once per connection (inside the recall statement
@@ -271,22 +378,8 @@ _LEXEMES_PROBED = _LEXEMES.replace(
 #: syntax (a quote doubled, a backslash escaped), never parsed or normalised again.
 _LEXEME_QUERY = (r"""('''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''')"""
                  r""" || '''')::tsquery""")
-#: The share of the query's rarity weights a row's words cover: each lexeme tested by ``@@``
-#: against a query of it alone (``lex.tq``: a search of the row's sorted vector); listing
-#: the vector's words to compare each with them (``tsvector_to_array``) cost 6.6 us a
-#: candidate against 2.4 (200 candidates of a rare-word recall at 100k).
-_COVERED = """coalesce(
-                (SELECT sum(lex.idf) FROM lex WHERE m.search @@ lex.tq)
-                / nullif((SELECT sum(lex.idf) FROM lex), 0), 0)"""
-#: The same within the row's token space (keyed recall): the lexemes keyed for its space only
-#: (``{row_space}``: the space's number, as :func:`_keyed_forms` numbers them), as many as a
-#: plain recall's, since a row holds tokens of one space only (the share over every space,
-#: grouped, then the largest taken, tested twice the lexemes a row: 13 us a candidate
-#: against plain's 4 at 100k, 2.6 of the 10 ms a common-word recall took).
-_COVERED_KEYED = """coalesce(
-                (SELECT sum(lex.idf) FILTER (WHERE m.search @@ lex.tq)
-                        / nullif(sum(lex.idf), 0)
-                 FROM lex WHERE lex.space = {row_space}), 0)"""
+#: The same lexeme in the title only (weight A), for BM25F's title weight.
+_TITLE_QUERY = _LEXEME_QUERY.replace("'''')::tsquery", "''':A')::tsquery")
 _AND_QUERY = "websearch_to_tsquery('english', %(query)s)"
 
 #: The query's forms as text (keyed recall keys them): AND, the OR relaxation, lexemes.
@@ -302,8 +395,8 @@ SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
 #: :data:`_LEXEMES` before it cost 1.0 / 1.4 ms p50 / p95 of a rare-word recall at 100k.
 _LEX_PLAIN = """
     SELECT q.lexeme,
-           """ + _IDF + """,
-           0 AS space, """ + _LEXEME_QUERY + """ AS tq
+           """ + _IDF + """, """ + _DF + """,
+           0 AS space, """ + _LEXEME_QUERY + """ AS tq, """ + _TITLE_QUERY + """ AS ta
     FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
 """
 
@@ -315,13 +408,13 @@ _LEX_PLAIN = """
 #: tokens as over lexemes.
 _LEX_KEYED = """
     SELECT q.lexeme,
-           """ + _IDF + """,
-           q.space, """ + _LEXEME_QUERY + """ AS tq
+           """ + _IDF + """, """ + _DF + """,
+           q.space, """ + _LEXEME_QUERY + """ AS tq, """ + _TITLE_QUERY + """ AS ta
     FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) AS q(lexeme, space)
     LEFT JOIN st ON true
 """
 #: The statistics, read once (a function scan joined directly ran again for every lexeme).
-_ST_KEYED = "st AS MATERIALIZED (SELECT * FROM cortex_search_stats()),"
+_ST = "st AS MATERIALIZED (SELECT * FROM cortex_search_stats()),"
 
 #: The AND query's lexemes joined by OR (the relaxed form). Written inline, not in a CTE,
 #: so the planner sees the query's lexemes and estimates how many rows match: with that
@@ -331,6 +424,27 @@ _OR_QUERY = (
     "coalesce(nullif(replace(plainto_tsquery('english', %(query)s)::text, ' & ', ' | '), '')"
     "::tsquery, websearch_to_tsquery('english', %(query)s))"
 )
+
+
+#: How often a connection asks for the search vectors' average length (ANALYZE changes it).
+AVGDL_RECHECK_S = 60.0
+_AVGDL: WeakKeyDictionary[Conn, tuple[float, float | None]] = WeakKeyDictionary()
+
+
+async def search_length(conn: Conn) -> float | None:
+    """The average number of lexemes of a search vector (BM25's ``avgdl``; None before
+    ANALYZE saw the table), asked at most every :data:`AVGDL_RECHECK_S` seconds per
+    connection: reading the expression statistics costs milliseconds (migration 0036)."""
+    now = time.monotonic()
+    known = _AVGDL.get(conn)
+    if known is not None and now < known[0]:
+        return known[1]
+    cur = await conn.execute("SELECT cortex_search_avgdl() AS avgdl", prepare=True)
+    row = await cur.fetchone()
+    value = None if row is None else (row["avgdl"] if isinstance(row, dict) else row[0])
+    avgdl = None if value is None else float(value)
+    _AVGDL[conn] = (now + AVGDL_RECHECK_S, avgdl)
+    return avgdl
 
 
 @dataclass(frozen=True)
@@ -370,7 +484,7 @@ class ScoreParts:
                 "similarity": r(self.vector_similarity), "rank": self.vector_rank},
             "relevance": r(self.relevance), "recency": r(self.recency),
             "proximity": r(self.proximity),
-            "formula": "relevance * (0.96 + 0.02 * recency + 0.02 * proximity)",
+            "formula": FORMULA,
         }
 
 
@@ -459,7 +573,7 @@ async def fulltext_candidates(
     its vector candidates are read (:func:`vector_candidates`, on a second connection).
     """
     params: dict[str, Any] = {**scope.params, "query": query, "limit": limit,
-                              "pool": max(pool, limit)}
+                              "pool": max(pool, limit), "avgdl": await search_length(conn)}
     cipher: MemoryCipher | None = cipher_of(conn)
     keyed = cipher is not None and cipher.seals
     forms: dict[str, Any] | None = None
@@ -478,21 +592,28 @@ async def fulltext_candidates(
             forms = await cur.fetchone()
     if forms is None or cipher is None:
         and_match, or_match = f"m.search @@ {_AND_QUERY}", f"m.search @@ {_OR_QUERY}"
-        or_query, covered, lex_cte = _OR_QUERY, _COVERED, _LEX_PLAIN
+        row_space, lex_cte = "0", _LEX_PLAIN
     else:
-        and_match, or_match, or_query, row_space = _keyed_forms(
+        and_match, or_match, row_space = _keyed_forms(
             cipher, forms, params, legacy=await legacy_tokens(conn))
-        covered, lex_cte = _COVERED_KEYED.format(row_space=row_space), _LEX_KEYED
-    statement = "".join([
-        "WITH", _FTS.format(ns_filter=scope.ns_filter, and_match=and_match,
-                            or_match=or_match, or_query=or_query, st=_ST_KEYED,
-                            lex=lex_cte, covered=covered, coverage=COVERAGE_WEIGHT,
-                            density=1 - COVERAGE_WEIGHT, power=COVERAGE_POWER),
-        "SELECT json_agg(fts_r)::text AS rows FROM fts_r"])
-    # Never a prepared statement: a cached generic plan cannot see the query's lexemes and
-    # falls back to ranking every match (the plan choice depends on how common they are).
-    cur = await conn.execute(statement.encode(), params, prepare=False)
-    return FulltextCandidates(_candidates(await cur.fetchone()), params, scope)
+        lex_cte = _LEX_KEYED
+    shape = {"ns_filter": scope.ns_filter, "st": _ST, "lex": lex_cte, "row_space": row_space,
+             "k1": K1, "k1p1": K1 + 1, "b": B, "title_extra": TITLE_WEIGHT - 1}
+    # Step 1a is prepared: its plan never sees the lexemes (each is read by a scan of its
+    # own), and planning it took as long as running it. Step 1b never is: a cached generic
+    # plan cannot see the query's lexemes and falls back to ranking every match (the plan
+    # choice depends on how common they are).
+    cur = await conn.execute(("WITH" + _FTS_RARE.format(**shape)).encode(), params,
+                             prepare=True)
+    first = await cur.fetchone()
+    rows = first["rows"] if first is not None and first["rows"] is not None else "[]"
+    if first is not None and first["more"]:
+        cur = await conn.execute(
+            ("WITH" + _FTS_COMMON.format(**shape, and_match=and_match, or_match=or_match))
+            .encode(), {**params, "rare": rows}, prepare=False)
+        common = await cur.fetchone()
+        rows = common["rows"] if common is not None and common["rows"] is not None else "[]"
+    return FulltextCandidates(Candidates(rows), params, scope)
 
 
 async def vector_candidates(conn: Conn, scope: Scope, vector: QueryVector) -> Candidates:
@@ -517,16 +638,15 @@ async def vector_candidates(conn: Conn, scope: Scope, vector: QueryVector) -> Ca
 
 
 def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, Any], *,
-                 legacy: bool) -> tuple[str, str, str, str]:
+                 legacy: bool) -> tuple[str, str, str]:
     """The conditions matching the query's AND and OR forms, each row in its own token space,
-    the OR form a row is ranked by, and the number of a row's space: keyed under every
-    version of the ring (``legacy``: in both token forms, ADR 0078), and plain (rows not
-    sealed yet), each form behind its space's guard. A row is tested and ranked against its
-    own space's form only, as plain recall against the one plain form: a form OR'd across
-    spaces doubled the work of a recency scan filtering on it (p95 +16 % at 100k), and
-    ranked by one, ``ts_rank_cd`` looked every space's tokens up in each candidate. The
-    lexemes are keyed alike, each with its space's number (their rarity weights are looked
-    up by the candidate statement: :data:`_LEX_KEYED`)."""
+    and the number of a row's space: keyed under every version of the ring (``legacy``: in
+    both token forms, ADR 0078), and plain (rows not sealed yet), each form behind its
+    space's guard. A row is tested and weighed against its own space's lexemes only, as
+    plain recall against the plain ones: a form OR'd across spaces doubled the work of a
+    recency scan filtering on it (p95 +16 % at 100k). The lexemes are keyed alike, each
+    with its space's number (their rarity weights and estimated matches are looked up by the
+    candidate statement: :data:`_LEX_KEYED`)."""
     covered = spaces(cipher, legacy=legacy)
     params.update(lexemes=[s.token(cipher, lexeme)
                            for s in covered for lexeme in forms["lexemes"]],
@@ -545,10 +665,8 @@ def _keyed_forms(cipher: MemoryCipher, forms: dict[str, Any], params: dict[str, 
             each.append(f"({match} AND {s.guard(legacy)})" if s == current
                         else f"({s.guard(legacy)} AND {match})")
         matches.append(f"({' OR '.join(each)})")
-    ranked = " ".join(f"WHEN {s.guard(legacy)} THEN %(or_q_{s.name})s::tsquery"
-                      for s in covered)
     numbered = " ".join(f"WHEN {s.guard(legacy)} THEN {n:d}" for n, s in enumerate(covered))
-    return matches[0], matches[1], f"CASE {ranked} END", f"CASE {numbered} END"
+    return matches[0], matches[1], f"CASE {numbered} END"
 
 
 #: A candidate list sent back as the database wrote it (:class:`Candidates`), read as the
@@ -558,7 +676,8 @@ _GIVEN = """
     SELECT * FROM json_to_recordset(%({param})s::json)
         AS g(id uuid, {value} float8, r bigint, updated_at timestamptz, ns_depth int)
 )"""
-_FTS_GIVEN = _GIVEN.format(name="fts_r", param="fts_rows", value="fts")
+#: The full-text list also carries each row's share of the query's rarity weight (``cov``).
+_FTS_GIVEN = _GIVEN.format(name="fts_r", param="fts_rows", value="fts float8, cov")
 _VEC_GIVEN = "," + _GIVEN.format(name="vec_r", param="vec_rows", value="dist")
 
 
@@ -578,7 +697,8 @@ async def fuse(conn: Conn, found: FulltextCandidates, vector: QueryVector | None
         if near is None:
             near = await vector_candidates(conn, found.scope, vector)
         params["vec_rows"] = near.rows
-        parts += [_VEC_GIVEN, _HYBRID_SELECT.format(k=RRF_K, floor=MATCH_FLOOR)]
+        parts += [_VEC_GIVEN, _HYBRID_SELECT.format(wf=FULLTEXT_WEIGHT, wv=1 - FULLTEXT_WEIGHT,
+                                                    floor=MATCH_FLOOR)]
     else:
         parts.append(_FTS_SELECT)
     parts.append(_FINAL.format(embedded=embedded))

@@ -7,7 +7,7 @@ import json
 
 from aiohttp import web
 
-from attested_cortex.server.body import parse, read_json, read_query
+from attested_cortex.server.body import parse, read_json, read_query, read_raw
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param, params_of
 from attested_cortex.server.responses import ApprovalListOut, ApprovalOut
 from attested_cortex.server.state import caller, state
@@ -71,7 +71,7 @@ async def decide_approval(request: web.Request) -> web.Response:
 async def read_body(request: web.Request, *, max_bytes: int) -> bytes:
     """The raw body (what was signed), within the size limit."""
     await read_json(request, max_bytes=max_bytes)  # size, UTF-8 and JSON checks first
-    return await request.read()
+    return await read_raw(request, max_bytes=max_bytes)  # the bytes read_json kept
 
 
 _ID = Param("id", "path", {"type": "string", "format": "uuid"}, description="Approval id")

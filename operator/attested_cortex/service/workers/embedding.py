@@ -44,7 +44,7 @@ from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.store import embeddings as rows
 from attested_cortex.store.database import Database
 from attested_cortex.store.memories import Memory
-from attested_cortex.store.recall import QueryVector
+from attested_cortex.store.recall import FUSION, QueryVector
 
 log = logging.getLogger(__name__)
 
@@ -263,7 +263,7 @@ class Vectors:
             "vector_index": self.progress.index,
             "backfill": self.progress.as_dict() if self.table and self.embedder else None,
             "write_behind": None if self.behind is None else self.behind.as_dict(),
-            "fusion": "rrf(k=60) then recency and namespace proximity",
+            "fusion": FUSION,
         }
 
     def _why_not(self) -> str:
