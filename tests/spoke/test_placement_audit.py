@@ -2,7 +2,9 @@
 
 ``UPDATE memory_records SET context_id = NULL`` as the database owner moves a private record
 to the shared placement (a shared-only grantee goes 404 -> 200); the deep audit names the
-record ``changed`` on ``context_id``. Records written before op records covered their side
+record ``changed`` on ``context_id``. A whole space deleted behind the server (its space,
+subject, grant, receipt, candidate and record side rows) is named ``missing_row`` row by row:
+bundles carry every spoke table (ADR 0085), so a vanished space is a deletion. Records written before op records covered their side
 rows (simulated: op records without them, and migration 0034's list naming them) are
 covered once at the next start, and their placement is checked from then on.
 """
@@ -64,6 +66,35 @@ async def test_a_placement_changed_behind_the_server_is_named(
     found = [(m["kind"], m["id"], m["problem"], m["fields"]) for m in report["mismatches"]]
     assert found == [("record", private, "changed", ["context_id"])], report
     assert shared not in str(report["mismatches"])
+
+
+#: A space's own rows, children first (foreign keys), with the deep audit's kind and key.
+SPACE_ROWS = [("memory_records", "record", "memory_id::text"),
+              ("memory_candidates", "candidate", "candidate_id::text"),
+              ("memory_receipts", "receipt", "receipt_id::text"),
+              ("memory_grants", "grant", "grant_id::text"),
+              ("memory_subjects", "subject", "space_id || '/' || subject_id"),
+              ("memory_spaces", "space", "space_id")]
+
+
+async def test_a_whole_space_deleted_behind_the_server_is_named_row_by_row(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    await two_records(team)
+    await ok(team, "owner", "memory.capture", {
+        **SUBJECT, "capture_scope": {"shared": True}, "items": [{"text": "a candidate"}]})
+    assert (await deep(team))["ok"]
+
+    gone = set()
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
+        for table, kind, key in SPACE_ROWS:
+            for (found,) in conn.execute(f"SELECT {key} FROM {table} WHERE space_id = 'kb'"):
+                gone.add((kind, found, "missing_row"))
+            conn.execute(f"DELETE FROM {table} WHERE space_id = 'kb'")
+    assert {kind for kind, _, _ in gone} == {kind for _, kind, _ in SPACE_ROWS}
+    report = await deep(team)
+    named = {(m["kind"], m["id"], m["problem"]) for m in report["mismatches"]}
+    assert named == gone and not report["ok"], report
 
 
 async def test_records_from_before_are_covered_once_at_the_next_start(

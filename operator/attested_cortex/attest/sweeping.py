@@ -213,14 +213,20 @@ async def _sweep_spoke(conn: Conn, report: SweepReport, distrusted: Collection[i
     """The spoke-memory rows against the latest record of each in the op records: grants and
     receipts must have one; a space or subject without one must hold the defaults. A record
     whose row is gone is named ``missing_row``, its space here or not: a logical bundle
-    carries every spoke-memory table (ADR 0085), so a whole space gone is a deletion too."""
+    carries every spoke-memory table (ADR 0085), so a whole space gone is a deletion too.
+    No op removes a space, so a space any op record names must have a row, even one whose
+    row no record covers (it held the defaults)."""
     latest: dict[SpokeKind, Latest] = {kind: {} for kind in SPOKE_KINDS}
+    named: dict[str, int] = {}  # space id -> the first op record naming it
     async for sequence, _, payload in scanning.prefixed_records(conn, EVENT_PREFIX):
         if sequence in distrusted:
             continue
         report.records += 1
         try:
-            found = recorded_rows(decode(payload))
+            value = decode(payload)
+            if isinstance(value, dict) and isinstance(value.get("space_id"), str):
+                named.setdefault(str(value["space_id"]), sequence)
+            found = recorded_rows(value)
             for kind, record in found or ():
                 latest[kind][key_of(kind, record)] = (sequence, record)
         except (InvalidInputError, KeyError):
@@ -234,6 +240,8 @@ async def _sweep_spoke(conn: Conn, report: SweepReport, distrusted: Collection[i
             count += 1
             expected = BUILDERS[kind](row)
             key = key_of(kind, expected)
+            if kind == "space":
+                named.pop(key, None)
             if kind in DEFAULTS and key not in latest[kind]:
                 fields = differing({**expected, **DEFAULTS[kind]}, expected)
                 if fields:
@@ -241,6 +249,10 @@ async def _sweep_spoke(conn: Conn, report: SweepReport, distrusted: Collection[i
                 continue
             _compare(report, kind, key, expected, latest[kind])
         report.spoke[kind] = count
+    for key in latest["space"]:  # named below by its own record
+        named.pop(key, None)
     for kind in SPOKE_KINDS:
         for key, (sequence, _) in sorted(latest[kind].items(), key=lambda i: i[1][0]):
             report.add(Mismatch(kind, key, "missing_row", sequence=sequence))
+    for key, sequence in sorted(named.items(), key=lambda item: item[1]):
+        report.add(Mismatch("space", key, "missing_row", sequence=sequence))
