@@ -57,6 +57,8 @@ FROM_RESOURCES: dict[str, str] = {
     "limits.recall_pool": "MemoryCortex spec.limits.recallPool",
     "limits.body_read_timeout_s": "MemoryCortex spec.limits.bodyReadTimeoutSeconds",
     "limits.max_answer_bytes": "MemoryCortex spec.limits.maxAnswerBytes",
+    "limits.max_import_bytes": "MemoryCortex spec.limits.maxImportBytes",
+    "limits.max_staged_bytes_per_agent": "MemoryCortex spec.limits.maxStagedBytesPerAgent",
     "embedder": "MemoryCortex spec.embedding.mode",
     "embedding.model": "MemoryCortex spec.embedding.model",
     "embedding.dimension": "MemoryCortex spec.embedding.dimension",

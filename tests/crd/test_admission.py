@@ -69,6 +69,8 @@ def test_defaults_are_filled_in(crds: Kube, namespace: str) -> None:
     assert spec["audit"] == {"signer": {"mode": "Operator"}, "recordReads": True}
     assert spec["database"]["timeouts"] == {"lockMs": 5000, "statementMs": 30000}
     assert spec["limits"]["maxAnswerBytes"] == 4194304
+    assert spec["limits"]["maxImportBytes"] == 64 * 1024 * 1024
+    assert spec["limits"]["maxStagedBytesPerAgent"] == 256 * 1024 * 1024
     assert spec["graph"] == {"backend": "Auto"}
     assert spec["paused"] is False
 

@@ -83,7 +83,9 @@ def limits_settings(cortex: Cortex) -> Object:
     return {"max_body_bytes": spec.max_body_bytes, "max_content_chars": spec.max_content_chars,
             "max_metadata_bytes": spec.max_metadata_bytes, "recall_pool": spec.recall_pool,
             "body_read_timeout_s": spec.body_read_timeout_seconds,
-            "max_answer_bytes": spec.max_answer_bytes}
+            "max_answer_bytes": spec.max_answer_bytes,
+            "max_import_bytes": spec.max_import_bytes,
+            "max_staged_bytes_per_agent": spec.max_staged_bytes_per_agent}
 
 
 def approval_settings(spec: ApprovalSpec) -> Object:

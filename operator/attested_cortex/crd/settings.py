@@ -229,6 +229,16 @@ class LimitsSpec(CrdModel):
         description="Largest answer in bytes; a listing or recall stops short of it and says "
         "so (65536 to 268435456).",
     )
+    max_import_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024,
+        description="Most bytes one spoke-memory import may stage; a chunk past it is "
+        "refused with 413 import_too_large (1024 to 1073741824).",
+    )
+    max_staged_bytes_per_agent: int = Field(
+        default=256 * 1024 * 1024, ge=1024, le=4 * 1024 * 1024 * 1024,
+        description="Most bytes one principal may hold staged over its open imports; past "
+        "it 413 (1024 to 4294967296).",
+    )
 
 
 class AuditSignerSpec(CrdModel):
