@@ -225,13 +225,16 @@ async def statement_recorded(
 
 #: An event of the keyed chain with its own MAC row and the one of the event before it, and
 #: whether it precedes every MAC row (appended before the cortex had its key).
-_KEYED_STATEMENTS = (
+_KEYED_EVENTS = (
     "SELECT e.payload_hash, e.hash, m.mac, m.key_version, p.mac AS prev_mac, "
     "e.sequence < coalesce((SELECT min(sequence) FROM signed_event_macs), "
-    "9223372036854775807) AS before_key FROM signed_events e "
+    "9223372036854775807) AS before_key{more} FROM signed_events e "
     "LEFT JOIN signed_event_macs m ON m.sequence = e.sequence "
-    "LEFT JOIN signed_event_macs p ON p.sequence = e.sequence - 1 "
-    "WHERE e.event_type = ANY(%s) AND e.payload_hash = ANY(%s)")
+    "LEFT JOIN signed_event_macs p ON p.sequence = e.sequence - 1 ")
+_KEYED_STATEMENTS = (_KEYED_EVENTS.format(more="")
+                     + "WHERE e.event_type = ANY(%s) AND e.payload_hash = ANY(%s)")
+_KEYED_SINCE = (_KEYED_EVENTS.format(more=", e.payload") + "WHERE e.agent_id = %s AND "
+                "e.event_type = %s AND e.created_at >= %s ORDER BY e.sequence LIMIT %s")
 
 
 async def recorded_statements(
@@ -255,18 +258,32 @@ async def recorded_statements(
             return {bytes(row["payload_hash"]) for row in await cur.fetchall()}
         cur = await conn.execute(_KEYED_STATEMENTS, (list(event_types), list(payload_hashes)))
         rows = await cur.fetchall()
-    held: set[bytes] = set()
-    for row in rows:
-        mac = row["mac"]
-        if mac is None:
-            vouched = bool(row["before_key"])
-        else:
-            prev = GENESIS_MAC if row["prev_mac"] is None else bytes(row["prev_mac"])
-            vouched = seal.verifies(prev, bytes(row["hash"]), bytes(mac),
-                                    int(row["key_version"]))
-        if vouched:
-            held.add(bytes(row["payload_hash"]))
-    return held
+    return {bytes(row["payload_hash"]) for row in rows if _vouched(seal, row)}
+
+
+async def recorded_since(
+    conn: psycopg.AsyncConnection[Any], *, agent_id: str, event_type: str,
+    since: datetime, limit: int = 1000,
+) -> list[bytes]:
+    """The payloads of the events of ``event_type`` that ``agent_id`` appended at or after
+    ``since``, in chain order, at most ``limit`` (read through the agent's index); on a
+    sealed connection only those the key vouches for, as :func:`recorded_statements`. For a
+    worker that finds the record of a row it is about to act on by when the row was made."""
+    seal = _SEALS.get(conn)
+    with translating():
+        cur = await conn.execute(_KEYED_SINCE, (agent_id, event_type, since, limit))
+        rows = await cur.fetchall()
+    return [bytes(row["payload"]) for row in rows if seal is None or _vouched(seal, row)]
+
+
+def _vouched(seal: ChainSeal, row: dict[str, Any]) -> bool:
+    """Whether the key vouches for this event: its MAC row verifies under the key, or it
+    was appended before the first MAC row (a chain older than the key)."""
+    mac = row["mac"]
+    if mac is None:
+        return bool(row["before_key"])
+    prev = GENESIS_MAC if row["prev_mac"] is None else bytes(row["prev_mac"])
+    return bool(seal.verifies(prev, bytes(row["hash"]), bytes(mac), int(row["key_version"])))
 
 
 async def stream_events(

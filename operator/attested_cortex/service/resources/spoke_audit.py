@@ -20,6 +20,7 @@ from attested_cortex.attest.auditing import record_event
 from attested_cortex.attest.cbor import CborValue
 from attested_cortex.attest.decoding import decode
 from attested_cortex.attest.keys import AgentKey
+from attested_cortex.attest.records import differing
 from attested_cortex.attest.spoke_records import (
     ADOPT_OP,
     EVENT_PREFIX,
@@ -38,7 +39,7 @@ from attested_cortex.attest.spoke_records import (
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
-from attested_cortex.store import scanning
+from attested_cortex.store import events, scanning
 from attested_cortex.store import spoke_candidates as candidates
 from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn, Database
@@ -99,6 +100,27 @@ async def adopt_records(db: Database, signer: AgentKey | None) -> int:
             await record_event(conn, agent_id=agent, event_type=event_type(ADOPT_OP),
                                payload=adopt_record(agent, space_id, records), signer=signer)
     return sum(len(r) for r in by_space.values())
+
+
+async def candidate_recorded(conn: Conn, row: Row) -> bool:
+    """Whether a candidate row is what its capture record left (issue 37 item 12's class,
+    ADR 0087): the first ``spoke.memory.capture`` record of its capturer since it was made
+    that names it, vouched for by the key on a sealed chain, holds the same capture (subject,
+    scope, classification, the proposed content's digest) and review state. Review writes
+    a candidate's content and scope into records with a good MAC; an edited proposal must
+    not be promoted and signed into the chain."""
+    key = str(row["candidate_id"])
+    for payload in await events.recorded_since(
+            conn, agent_id=row["captured_by"], event_type=event_type("memory.capture"),
+            since=row["created_at"]):
+        try:
+            found = recorded_rows(decode(payload)) or []
+        except InvalidInputError:
+            continue
+        for kind, record in found:
+            if kind == "candidate" and key_of(kind, record) == key:
+                return not differing(candidate_record(row), record)
+    return False
 
 
 async def _covered_records(conn: Conn) -> set[str]:

@@ -19,6 +19,7 @@ from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundErr
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deciding import require_scope
 from attested_cortex.service.resources import spoke_access as gate
+from attested_cortex.service.resources import spoke_audit
 from attested_cortex.service.resources.spoke_ops import NewRecord, insert_record, mutate_in
 from attested_cortex.service.resources.spoke_receipts import Effect
 from attested_cortex.service.resources.spoke_views import rendered, rendered_one
@@ -163,6 +164,10 @@ async def candidates_review(svc: Services, caller: Caller, req: rq.Review,
 
     async def effect(conn: Conn, receipt: uuid.UUID) -> Effect:
         row = await _consumable(conn, caller, req, "review", "records_write")
+        if contents != [] and not await spoke_audit.candidate_recorded(conn, row):
+            raise ConflictError(  # its content and scope would be signed into records
+                f"candidate {req.candidate_id} is not what its capture record says (changed "
+                "behind the server; the deep audit names it)", code="candidate_unrecorded")
         proposed = Content(**row["proposed"])
         made = []
         for content in contents if contents is not None else [proposed]:
