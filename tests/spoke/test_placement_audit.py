@@ -130,3 +130,31 @@ async def test_records_from_before_are_covered_once_at_the_next_start(
     third = await agents(make_cortex, dsn, tmp_path, {"owner": OWNER, "bob": ""})
     found = [(m["id"], m["problem"]) for m in (await deep(third))["mismatches"]]
     assert found == [(private, "changed")]
+
+
+async def test_gaps_a_planted_grant_is_honoured_and_a_later_op_carries_a_changed_row(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """Pins two documented gaps (docs/security/threat-model.md, ADR 0087 sections 9-10):
+    reads honour a grant row inserted behind the server (the deep audit names it
+    ``missing_event``), and an op that re-records a record's side row carries a placement
+    changed behind the server into its op record (named ``changed`` only until then)."""
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    private, shared = await two_records(team)
+    planted = "00000000-0000-0000-0000-00000000beef"
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
+        conn.execute("DELETE FROM memory_grants WHERE principal_id = 'bob'")
+        conn.execute("INSERT INTO memory_grants (grant_id, space_id, principal_id, issued_by,"
+                     " capabilities, shared_access) VALUES (%s, 'kb', 'bob', 'owner',"
+                     " '{records_read}', true)", (planted,))
+    ref = {"space_id": "kb", "record_id": shared}
+    assert (await op(team, "bob", "memory.records.get", ref)).status == 200  # honoured
+    named = {(m["kind"], m["id"], m["problem"]) for m in (await deep(team))["mismatches"]}
+    assert ("grant", planted, "missing_event") in named, named
+
+    moved_to_shared(migrated_pg15_dsn, private)
+    assert (private, "changed") in {(m["id"], m["problem"])
+                                    for m in (await deep(team))["mismatches"]}
+    await ok(team, "owner", "memory.records.update", {
+        "space_id": "kb", "record_id": private, "expected_revision": 1,
+        "content": {"text": "edited"}})
+    assert private not in str((await deep(team))["mismatches"])  # carried into the record
