@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from attested_cortex.bundles import DirectorySink, export_bundle, import_bundle
+from attested_cortex.bundles.errors import BundleError
 from attested_cortex.bundles.formats import NOT_CARRIED, TABLES, omissions
+from attested_cortex.service.resources import spoke_audit
 from attested_cortex.store.dumping import owner_connection, stored_columns
 from attested_cortex.store.migrating import migrate
 from tests.server.test_permissions_api import Agents, agents
@@ -166,3 +169,44 @@ async def test_a_bundle_that_does_not_carry_everything_says_so_and_never_verifie
     assert verdict["ok"] is False and "error" not in verdict
     assert verdict["first_mismatch"].startswith("incomplete_restore: ")
     assert "newer_things" in verdict["first_mismatch"]
+
+
+async def test_records_of_an_older_build_are_adopted_after_import(
+    make_cortex: MakeCortex, new_target: Callable[[], str], keys: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bundle of a build before ADR 0087's ``record`` kind (simulated: op records without
+    side rows) imports, lists its records for adoption, and the target's first start covers
+    them: the deep audit then verifies (the import refused it before: ``missing_event``
+    for each). Beside a record a newer build covered, an uncovered one is still refused."""
+    source_dsn = new_target()
+    with monkeypatch.context() as before:
+        async def none(*_: Any) -> list[Any]:
+            return []
+        before.setattr(spoke_audit, "_records", none)
+        source = await served(make_cortex, source_dsn, keys, tmp_path)
+        await spoke(source, "memory.subjects.ensure", {"space_id": "kb", "subject_id": "u1"})
+        for placement in ({"context_id": "c1"}, {"shared": True}):
+            await spoke(source, "memory.records.create", {
+                "space_id": "kb", "subject_id": "u1", "content": {"text": "older"},
+                "placement": placement})
+    await exported(source_dsn, tmp_path / "bundle")
+    # the same rows beside one a newer build covered: an uncovered row is refused there
+    await spoke(source, "memory.records.create", {
+        "space_id": "kb", "subject_id": "u1", "content": {"text": "newer"},
+        "placement": {"shared": True}})
+    await exported(source_dsn, tmp_path / "mixed")
+    with pytest.raises(BundleError) as refused:
+        await import_bundle(new_target(), tmp_path / "mixed")
+    assert refused.value.code == "rows_do_not_match_chain"
+
+    target = new_target()
+    imported = await import_bundle(target, tmp_path / "bundle")
+    assert imported.complete
+    with psycopg.connect(target) as conn:
+        listed = conn.execute("SELECT count(*) FROM spoke_records_to_adopt").fetchone()
+    assert listed == (2,)
+    restored = await served(make_cortex, target, keys, tmp_path)
+    reply = await restored.call("owner", "GET", "/v1/audit/verify?deep=true")
+    assert reply.status == 200 and reply.body["deep"]["ok"], reply.text
+    assert reply.body["deep"]["spoke"]["record"] == 2

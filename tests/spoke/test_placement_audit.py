@@ -4,9 +4,10 @@
 to the shared placement (a shared-only grantee goes 404 -> 200); the deep audit names the
 record ``changed`` on ``context_id``. A whole space deleted behind the server (its space,
 subject, grant, receipt, candidate and record side rows) is named ``missing_row`` row by row:
-bundles carry every spoke table (ADR 0085), so a vanished space is a deletion. Records written before op records covered their side
-rows (simulated: op records without them, and migration 0034's list naming them) are
-covered once at the next start, and their placement is checked from then on.
+bundles carry every spoke table (ADR 0085), so a vanished space is a deletion. Records
+written before op records covered their side rows (simulated: op records without them, and
+migration 0034's list naming them) are covered once at the next start, and their placement
+is checked from then on. Two documented gaps are pinned (threat model gap 12).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from attested_cortex.attest.keyring import Keyring
-from attested_cortex.attest.sweeping import sweep
+from attested_cortex.attest.sweeping import SweepReport, sweep
 from attested_cortex.bundles import bundlefiles, checking, manifests, signatures
 from attested_cortex.bundles.errors import BundleError
 from attested_cortex.bundles.formats import (
@@ -235,8 +235,20 @@ async def _signatures(conn: dumping.AnyConn, keyring: Keyring) -> None:
                               f"the signature of revision {memory.revision} does not verify")
 
 
+def _from_before(report: SweepReport) -> bool:
+    """Whether the only mismatches are record side rows without any record, every one of
+    them: the chain of a build before ADR 0087's ``record`` kind, whose rows the target's
+    first start adopts (as migration 0034 lists a cortex's own at its upgrade). A newer
+    chain covers every record, so one uncovered row among covered ones is refused."""
+    return 0 < report.mismatch_count == report.unrecorded_records == report.spoke.get(
+        "record", 0)
+
+
 async def _sweep(conn: dumping.AnyConn) -> None:
     report = await sweep(conn)
+    if _from_before(report):
+        await dumping.list_to_adopt(conn)
+        return
     if not report.ok:
         first = report.mismatches[0]
         raise BundleError("rows_do_not_match_chain", f"{first.kind} {first.id}",

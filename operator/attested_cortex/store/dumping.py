@@ -103,6 +103,19 @@ async def mark_incomplete(conn: AnyConn, omitted: dict[str, list[str]]) -> None:
             (RESTORE_INCOMPLETE, Jsonb(omitted)))
 
 
+async def list_to_adopt(conn: AnyConn) -> None:
+    """List every record side row in migration 0034's ``spoke_records_to_adopt``, so the
+    target's first start covers them (a bundle of a build before the ``record`` kind, ADR
+    0087); before migration 0034 nothing (the migration lists them when it runs)."""
+    with translating():
+        cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
+            "SELECT to_regclass('spoke_records_to_adopt') IS NOT NULL")
+        present = await cur.fetchone()
+        if present is not None and present[0]:
+            await conn.execute("INSERT INTO spoke_records_to_adopt (memory_id)"
+                               " SELECT memory_id FROM memory_records ON CONFLICT DO NOTHING")
+
+
 async def restore_omissions(conn: AnyConn) -> dict[str, list[str]] | None:
     """What the bundle this database was restored from did not carry, or None (restored
     whole, or never restored from a bundle)."""
