@@ -6,6 +6,7 @@ beside it, and the deep audit names it; an untouched sibling is promoted as befo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -13,6 +14,7 @@ from psycopg.rows import dict_row
 
 from attested_cortex.attest import cbor
 from attested_cortex.attest.spoke_records import candidate_record
+from attested_cortex.store import events
 from attested_cortex.store.migrating import migrate
 from tests.server.test_keyed_chain import key_file
 from tests.server.test_permissions_api import agents
@@ -69,3 +71,13 @@ async def test_an_edited_proposal_is_not_promoted_into_the_chain(
              for m in reply.body["deep"]["mismatches"]}
     assert {(c, "changed", ("proposed_sha256",)) for c in (edited, forged)} <= {
         (i, p, f) for k, i, p, f in named if k == "candidate"}, named
+
+    # the lookup pages through the capturer's events (a pending candidate may be old)
+    since = datetime(2000, 1, 1, tzinfo=UTC)
+    async with await psycopg.AsyncConnection.connect(migrated_pg15_dsn,
+                                                     row_factory=dict_row) as conn:
+        paged = [p async for p in events.recorded_since(
+            conn, agent_id="owner", event_type="spoke.memory.capture", since=since, batch=1)]
+        whole = [p async for p in events.recorded_since(
+            conn, agent_id="owner", event_type="spoke.memory.capture", since=since)]
+    assert len(paged) == 2 and paged == whole  # the capture and the forgery (no seal here)

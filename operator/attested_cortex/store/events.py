@@ -20,7 +20,7 @@ is a callable from ``attest`` (the key never reaches this layer's SQL, nor the d
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -233,8 +233,9 @@ _KEYED_EVENTS = (
     "LEFT JOIN signed_event_macs p ON p.sequence = e.sequence - 1 ")
 _KEYED_STATEMENTS = (_KEYED_EVENTS.format(more="")
                      + "WHERE e.event_type = ANY(%s) AND e.payload_hash = ANY(%s)")
-_KEYED_SINCE = (_KEYED_EVENTS.format(more=", e.payload") + "WHERE e.agent_id = %s AND "
-                "e.event_type = %s AND e.created_at >= %s ORDER BY e.sequence LIMIT %s")
+_KEYED_SINCE = (_KEYED_EVENTS.format(more=", e.sequence, e.payload") + "WHERE e.agent_id = %s"
+                " AND e.event_type = %s AND e.created_at >= %s AND e.sequence > %s"
+                " ORDER BY e.sequence LIMIT %s")
 
 
 async def recorded_statements(
@@ -263,17 +264,25 @@ async def recorded_statements(
 
 async def recorded_since(
     conn: psycopg.AsyncConnection[Any], *, agent_id: str, event_type: str,
-    since: datetime, limit: int = 1000,
-) -> list[bytes]:
+    since: datetime, batch: int = 200,
+) -> AsyncIterator[bytes]:
     """The payloads of the events of ``event_type`` that ``agent_id`` appended at or after
-    ``since``, in chain order, at most ``limit`` (read through the agent's index); on a
-    sealed connection only those the key vouches for, as :func:`recorded_statements`. For a
-    worker that finds the record of a row it is about to act on by when the row was made."""
+    ``since``, in chain order, read ``batch`` at a time through the agent's index (stop
+    iterating once found); on a sealed connection only those the key vouches for, as
+    :func:`recorded_statements`. For an op that finds the record of a row it is about to
+    act on by who made the row and when."""
     seal = _SEALS.get(conn)
-    with translating():
-        cur = await conn.execute(_KEYED_SINCE, (agent_id, event_type, since, limit))
-        rows = await cur.fetchall()
-    return [bytes(row["payload"]) for row in rows if seal is None or _vouched(seal, row)]
+    after = 0
+    while True:
+        with translating():
+            cur = await conn.execute(_KEYED_SINCE, (agent_id, event_type, since, after, batch))
+            rows = await cur.fetchall()
+        for row in rows:
+            if seal is None or _vouched(seal, row):
+                yield bytes(row["payload"])
+        if len(rows) < batch:
+            return
+        after = int(rows[-1]["sequence"])
 
 
 def _vouched(seal: ChainSeal, row: dict[str, Any]) -> bool:

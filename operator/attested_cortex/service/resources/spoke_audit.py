@@ -110,7 +110,7 @@ async def candidate_recorded(conn: Conn, row: Row) -> bool:
     a candidate's content and scope into records with a good MAC; an edited proposal must
     not be promoted and signed into the chain."""
     key = str(row["candidate_id"])
-    for payload in await events.recorded_since(
+    async for payload in events.recorded_since(
             conn, agent_id=row["captured_by"], event_type=event_type("memory.capture"),
             since=row["created_at"]):
         try:
