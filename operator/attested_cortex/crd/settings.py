@@ -97,10 +97,10 @@ class OnnxModelSpec(CrdModel):
                             pattern=r"^[^/]+$", description="The ONNX file's name.")
     tokenizer_file: str = Field(default="tokenizer.json", min_length=1, max_length=255,
                                 pattern=r"^[^/]+$", description="The tokenizer.json's name.")
-    model_sha256: str = Field(pattern=SHA256,
+    model_sha256: str = Field(min_length=64, max_length=64, pattern=SHA256,
                               description="SHA-256 of the ONNX file (hex); another file "
                               "stops the server.")
-    tokenizer_sha256: str = Field(pattern=SHA256,
+    tokenizer_sha256: str = Field(min_length=64, max_length=64, pattern=SHA256,
                                   description="SHA-256 of tokenizer.json (hex).")
     pooling: Literal["Mean", "CLS"] = Field(
         default="Mean", description="Mean: the attention-masked mean of the last layer "
