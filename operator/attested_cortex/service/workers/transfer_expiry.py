@@ -8,7 +8,9 @@ verified :data:`STAGED_RETENTION` after they were begun (their chunks dropped, a
 :data:`EXPORT_RETENTION` after they were made, in one transaction
 (:func:`attested_cortex.store.spoke_transfer.expire`). Their bytes counted against their
 creator's storage quota until then (migration 0034), so an abandoned transfer costs its
-creator a day at most. Replicas may sweep at once: the statements are idempotent.
+creator a day at most. Replicas may sweep at once: the statements are idempotent. The
+first sweep waits ``first_delay_s`` after start, so it never races a starting server's
+first requests (nor those of replicas a rollout starts together).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class TransferExpiry:
 
     db: Database
     interval_s: float = 300.0
+    first_delay_s: float = 60.0
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     imports_expired: int = 0
     exports_expired: int = 0
@@ -83,6 +86,7 @@ class TransferExpiry:
         self._task = None
 
     async def _forever(self) -> None:
+        await asyncio.sleep(min(self.first_delay_s, self.interval_s))
         while True:
             try:
                 await self.sweep()
