@@ -117,6 +117,48 @@ async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Ope
     assert ("delete", "ScheduledBackup", "") not in op.writer.calls[calls:]
 
 
+async def test_a_failover_is_no_backup_failure(op: Operated) -> None:
+    """Issue 38, as recorded on the real node: the primary moves (PrimaryChanging), then the
+    old primary's archiver refuses ("switchover in progress") after the new one took over,
+    then archiving works again. BackupHealthy stays True throughout, and no Warning is
+    posted (the Ready transitions are Normal)."""
+    op.apply(cortex("src", database=BACKED_UP))
+    await op.reconcile(KIND, "src")
+    cluster_healthy(op, "src")
+    await op.reconcile(KIND, "src")
+    job_finished(op, n.job_name("src", newest_schema_version()))
+    await op.reconcile(KIND, "src")
+    server_rolled(op, "src")
+    backup(op, "src-db-1", "completed", "2026-12-02T10:05:00Z",
+           stoppedAt="2026-12-02T10:06:00Z")
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+    seen = len(op.events(KIND, "src"))
+
+    cluster_healthy(op, "src", phase="Failing over", targetPrimary="src-db-2")
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["DatabaseReady"] == ("False", "PrimaryChanging")
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+
+    just_now = datetime.now(UTC).isoformat()
+    moved = {"currentPrimary": "src-db-2", "targetPrimary": "src-db-2",
+             "instancesStatus": {"healthy": ["src-db-2"]}}
+    cluster_healthy(op, "src", **moved, conditions=[{
+        "type": "ContinuousArchiving", "status": "False", "reason": "ContinuousArchivingFailing",
+        "message": "switchover in progress, refusing archiving",
+        "lastTransitionTime": just_now}])
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["Ready"] == ("True", "CortexReady")
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+
+    cluster_healthy(op, "src", **moved, conditions=[{
+        "type": "ContinuousArchiving", "status": "True", "reason": "ContinuousArchivingSuccess",
+        "message": "Continuous archiving is working", "lastTransitionTime": just_now}])
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+    assert [e for e in op.events(KIND, "src")[seen:] if e[0] == "Warning"] == []
+
+
 def verify_pod(op: Operated, name: str, summary: Object | None, exit_code: int = 0,
                pod: str = "x") -> None:
     """The verification Job's pod, terminated with the exit code and the summary the CLI
