@@ -30,6 +30,9 @@ class Limits:
     #: JSON bytes of one recall or listing answer (ADR 0020): items past it are left for
     #: the next page (listings) or named by id (recall); never fewer than one.
     max_answer_bytes: int = 4 * 1024 * 1024
+    #: A write's database work, its commit and a synchronous replica's confirmation included
+    #: (``service/pipeline/deadlines.py``, ADR 0090): past it, 503 ``commit_unconfirmed``.
+    write_timeout_ms: int = 10_000
 
     def as_dict(self) -> dict[str, int]:
         """The limits as plain JSON."""
