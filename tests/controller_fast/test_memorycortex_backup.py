@@ -60,12 +60,22 @@ async def test_backups_scheduled_and_reported(op: Operated) -> None:
 
     backup(op, "src-db-1", "completed", "2026-12-02T10:05:00Z",
            stoppedAt="2026-12-02T10:06:00Z")
-    cluster_healthy(op, "src", firstRecoverabilityPoint="2026-12-02T10:06:00Z")
+    cluster_healthy(op, "src", firstRecoverabilityPoint="2026-12-02T10:06:00Z", conditions=[{
+        "type": "ContinuousArchiving", "status": "True", "reason": "ContinuousArchivingSuccess",
+        "message": "Continuous archiving is working", "lastTransitionTime":
+        "2026-12-02T10:01:00Z"}])
     await op.reconcile(KIND, "src")
     assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+    # Issue 38: how far the archive reaches is in the status, and is a spec choice (RPO).
     assert op.status(KIND, "src")["backup"] == {
         "lastSuccessfulBackup": "2026-12-02T10:06:00Z", "lastBackupName": "src-db-1",
-        "firstRecoverabilityPoint": "2026-12-02T10:06:00Z", "completed": 1}
+        "firstRecoverabilityPoint": "2026-12-02T10:06:00Z", "completed": 1,
+        "archiveTimeoutSeconds": 60, "walArchivingSince": "2026-12-02T10:01:00Z"}
+    assert "reaches every write older than 60 s" in op.condition(
+        KIND, "src", "BackupHealthy")["message"]
+    cluster = op.get("Cluster", "src-db", CNPG)
+    assert cluster is not None
+    assert cluster["spec"]["postgresql"]["parameters"]["archive_timeout"] == "60s"
 
     calls = len(op.writer.calls)
     await op.reconcile(KIND, "src")  # nothing new: no status write, no event
@@ -200,6 +210,7 @@ async def restored_up_to_verification(op: Operated) -> None:
 async def test_a_restore_serves_only_once_verified(op: Operated) -> None:
     await restored_up_to_verification(op)
     summary = {"ok": True, "events": 42, "head_hash": "ab12", "last_event": 42,
+               "last_event_at": "2026-12-02T11:59:58+00:00",
                "signatures_checked": 40, "unverified": 2, "memories": 20, "links": 7,
                "transcripts": 3, "mismatch_count": 0, "first_mismatch": None}
     verify_pod(op, "dst", summary)
@@ -208,11 +219,12 @@ async def test_a_restore_serves_only_once_verified(op: Operated) -> None:
     verified = op.condition(KIND, "dst", "DataVerified")
     assert (verified["status"], verified["reason"]) == ("True", "Verified")
     assert "20 memories, 7 links, 3 transcripts" in verified["message"]
-    assert "from event 1 to 42 (the last event kept, hash ab12)" in verified["message"]
+    assert ("from event 1 to 42 (the last event kept, hash ab12, written at "
+            "2026-12-02T11:59:58+00:00: the point the restore reached)") in verified["message"]
     assert op.status(KIND, "dst")["restore"] == {
         "verified": True, "job": "dst-verify-restore", "events": 42, "memories": 20,
         "links": 7, "transcripts": 3, "signaturesChecked": 40, "lastEvent": 42,
-        "headHash": "ab12"}
+        "headHash": "ab12", "reachedAt": "2026-12-02T11:59:58+00:00"}
     assert op.get("Deployment", "dst-server", "apps/v1") is not None
 
     op.cluster.delete("batch/v1", "Job", "ns", "dst-verify-restore")  # its TTL ran out

@@ -76,7 +76,8 @@ def _failure(backup: Object) -> dict[str, Any]:
     return {"backup": backup["metadata"]["name"], "time": when, "reason": str(reason)[:1024]}
 
 
-def _fields(cluster_status: Object, backups: Sequence[Object]) -> dict[str, Any]:
+def _fields(cluster_status: Object, backups: Sequence[Object],
+            archive_timeout_s: int | None = None) -> dict[str, Any]:
     completed = [b for b in backups if _phase(b) == "completed"]
     failed = [b for b in backups if _phase(b) == "failed"]
     last = max(completed, key=lambda b: str((b.get("status") or {}).get("stoppedAt") or ""),
@@ -91,7 +92,9 @@ def _fields(cluster_status: Object, backups: Sequence[Object]) -> dict[str, Any]
             (str(b["status"]["stoppedAt"]) for b in completed
              if (b.get("status") or {}).get("stoppedAt")), default=None),
         "completed": len(completed),
-        "lastFailure": _failure(max(failed, key=_created)) if failed else None}
+        "lastFailure": _failure(max(failed, key=_created)) if failed else None,
+        "archiveTimeoutSeconds": archive_timeout_s,
+        "walArchivingSince": _archiving_since(cluster_status)}
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -116,6 +119,14 @@ def archiving_grace(cluster_status: Object, now: datetime) -> float | None:
     return left if left > 0 else None
 
 
+def _archiving_since(cluster_status: Object) -> str | None:
+    """When archiving last started to work (None while it is refused or never reported)."""
+    archiving = _condition(cluster_status, ARCHIVING)
+    if archiving.get("status") != "True":
+        return None
+    return str(archiving.get("lastTransitionTime") or "") or None
+
+
 def _verdict(cluster_status: Object, backups: Sequence[Object], fields: Mapping[str, Any],
              destination: str, now: datetime) -> Observation:
     archiving = _condition(cluster_status, ARCHIVING)
@@ -134,7 +145,10 @@ def _verdict(cluster_status: Object, backups: Sequence[Object], fields: Mapping[
             "no backup has started yet"
         return Observation.of(TYPE, False, PENDING,
                               f"no backup to {destination} has completed yet: {running}")
-    archiver = ("WAL archiving works" if archiving.get("status") != "False" else
+    reach = fields.get("archiveTimeoutSeconds")
+    archiver = (("WAL archiving works" + (f": a restore to the latest point reaches every "
+                                          f"write older than {reach} s" if reach else ""))
+                if archiving.get("status") != "False" else
                 f"the WAL archiver is retrying ({archiving.get('message') or 'refused'})")
     return Observation.of(TYPE, True, HEALTHY,
                           f"last backup {fields.get('lastBackupName') or ''} completed at "
@@ -144,10 +158,12 @@ def _verdict(cluster_status: Object, backups: Sequence[Object], fields: Mapping[
 
 
 def observe(cluster: Object | None, backups: Sequence[Object], *, destination: str,
-            before: Mapping[str, Any] | None, now: datetime) -> BackupState:
-    """What the Cluster and its Backups say; ``before``: the cortex's ``status.backup``."""
+            before: Mapping[str, Any] | None, now: datetime,
+            archive_timeout_s: int | None = None) -> BackupState:
+    """What the Cluster and its Backups say; ``before``: the cortex's ``status.backup``;
+    ``archive_timeout_s``: the spec's recovery point objective of the archive."""
     cluster_status = (cluster or {}).get("status") or {}
-    fields = _fields(cluster_status, backups)
+    fields = _fields(cluster_status, backups, archive_timeout_s)
     condition = _verdict(cluster_status, backups, fields, destination, now)
     failure = fields.get("lastFailure")
     known = ((before or {}).get("lastFailure") or {}).get("backup")

@@ -112,7 +112,9 @@ def _bootstrap(wanted: CloudNativePGDatabase) -> Object:
 
 
 def _postgresql(wanted: CloudNativePGDatabase) -> Object:
-    defaults = REPLICA_PARAMETERS if wanted.instances > 1 else {}
+    defaults = dict(REPLICA_PARAMETERS) if wanted.instances > 1 else {}
+    if wanted.backup is not None:  # the archive's recovery point objective (backups.py)
+        defaults.update(backups.archive_parameters(wanted.backup))
     parameters = {**defaults, **(wanted.parameters or {})}
     out: Object = {"shared_preload_libraries": list(PRELOADED),
                    "parameters": dict(sorted(parameters.items()))}

@@ -91,7 +91,8 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
         return BackupOutcome()
     state = backupstates.observe(db.cluster, listed,
                                  destination=backups.destination(wanted.object_store),
-                                 before=status.get("backup"), now=datetime.now(UTC))
+                                 before=status.get("backup"), now=datetime.now(UTC),
+                                 archive_timeout_s=wanted.archive_timeout_seconds)
     if state.new_failure is not None and _was_false(status):
         failure = state.new_failure
         await post_event(rt.writer, kind=KIND, meta=cortex.meta, type_="Warning",
