@@ -238,8 +238,9 @@ def failover_lines() -> str:
       kubectl get cluster {CORTEX}-db -n {NAMESPACE} -w &     # CNPG's view: phase, primary
       kubectl get mcx {CORTEX} -n {NAMESPACE} -w &            # ours: DatabaseReady, primary
       kubectl delete pod -n {NAMESPACE} "$({primary})"
-      # writes meanwhile answer 503 for a few seconds (measured: 6-10 s), then 201 from the
-      # new primary; a 503 is safe to send again with the same Idempotency-Key
+      # writes meanwhile answer 503 with Retry-After (never a hang: ADR 0090) until the new
+      # primary and its synchronous replica take them (docs/PERFORMANCE.md, HA: the measured
+      # gap); a 503 is safe to send again with the same Idempotency-Key
       curl -s {{AUTH}} -H "Idempotency-Key: during-failover-1" \\
         -d '{{"namespace":"team/deploys","content":"written during a failover"}}' \\
         {{API}}/v1/memories
