@@ -83,7 +83,8 @@ async def test_backups_scheduled_and_reported(op: Operated) -> None:
     assert ("create", "Event", "") not in op.writer.calls[calls:]
 
 
-async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Operated) -> None:
+async def serving_with_a_backup(op: Operated) -> None:
+    """Cortex ``src`` Ready on its Cluster, one base backup completed."""
     op.apply(cortex("src", database=BACKED_UP))
     await op.reconcile(KIND, "src")
     cluster_healthy(op, "src")
@@ -94,6 +95,10 @@ async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Ope
     backup(op, "src-db-1", "completed", "2026-12-02T10:05:00Z",
            stoppedAt="2026-12-02T10:06:00Z")
     await op.reconcile(KIND, "src")
+
+
+async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Operated) -> None:
+    await serving_with_a_backup(op)
     assert op.reasons(KIND, "src")["Ready"] == ("True", "CortexReady")
 
     unreachable = "could not connect to the endpoint URL: http://minio.backups:9000/bkp"
@@ -132,16 +137,7 @@ async def test_a_failover_is_no_backup_failure(op: Operated) -> None:
     old primary's archiver refuses ("switchover in progress") after the new one took over,
     then archiving works again. BackupHealthy stays True throughout, and no Warning is
     posted (the Ready transitions are Normal)."""
-    op.apply(cortex("src", database=BACKED_UP))
-    await op.reconcile(KIND, "src")
-    cluster_healthy(op, "src")
-    await op.reconcile(KIND, "src")
-    job_finished(op, n.job_name("src", newest_schema_version()))
-    await op.reconcile(KIND, "src")
-    server_rolled(op, "src")
-    backup(op, "src-db-1", "completed", "2026-12-02T10:05:00Z",
-           stoppedAt="2026-12-02T10:06:00Z")
-    await op.reconcile(KIND, "src")
+    await serving_with_a_backup(op)
     assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
     seen = len(op.events(KIND, "src"))
 
