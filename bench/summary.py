@@ -691,8 +691,9 @@ def ha_lines() -> list[str]:
              "rest of the gap is the surviving replica following the new primary (commits "
              "wait for its confirmation: ADR 0090), the server's pool reconnecting to the "
              "read-write Service's new endpoint and the client's Retry-After. The slowest "
-             "single answer the writer waited for: "
-             f"{_get(d, 'failover', 'slowest_single_answer_s')} s.", "",
+             "write acknowledged at its first attempt (a hang would show here): "
+             f"{_get(d, 'failover', 'slowest_unretried_write_s')} s; the answers the writer "
+             f"got: {_get(d, 'failover', 'answers')}.", "",
              "| failover | gap (s) | CNPG moved the primary after (s) | beyond (s) | "
              "old -> new primary |",
              "|---|---|---|---|---|"]
@@ -706,13 +707,12 @@ def ha_lines() -> list[str]:
                   f"{_fmt(_get(ha, 'store_ms', 'p50'))} vs "
                   f"{_fmt(_get(single, 'store_ms', 'p50'))} ms); recall p95 "
                   f"{_fmt(_get(ha, 'recall_ms', 'p95'))} vs "
-                  f"{_fmt(_get(single, 'recall_ms', 'p95'))} ms. Two costs are mixed here: "
-                  "every commit waits for the synchronous replica's confirmation, and all three "
-                  "instances (two replaying WAL) share the machine's 2 cores with the server and "
-                  "the client; recall, which never touches a replica (reads stay on the "
-                  "primary, ADR 0031), slowing as much shows the second weighs as much as the "
-                  "first on this machine. On separate nodes only the confirmation's round trip "
-                  "would remain."])
+                  f"{_fmt(_get(single, 'recall_ms', 'p95'))} ms. Two costs are mixed in the "
+                  "stores: every commit waits for the synchronous replica's confirmation, and "
+                  "all three instances (two replaying WAL) share the machine's 2 cores with the "
+                  "server and the client. Recall never touches a replica (reads stay on the "
+                  "primary, ADR 0031), so its difference is the second cost alone. On separate "
+                  "nodes only the confirmation's round trip would remain."])
     return lines
 
 
