@@ -232,7 +232,10 @@ def failovers(kube: Kube, base: str, token: str, rounds: int) -> dict[str, Any]:
             gap, _, _ = longest_gap(list(writer.ledger.acks), start=moment)
             around = gap_around(list(writer.ledger.acks), moment)
             promoted = float(moved) - moment
-            results.append({"round": round_number + 1, "old_primary": old,
+            # what the writer was answered meanwhile, seconds after the deletion
+            refused = [[round(at - moment, 2), what] for at, what in list(writer.ledger.failures)
+                       if at > moment]
+            results.append({"round": round_number + 1, "refused": refused, "old_primary": old,
                             "new_primary": hacluster.primary(kube.kubectl, NAMESPACE, HA),
                             "gap_s": round(gap, 2), "gap_at_deletion_s": round(around, 2),
                             "primary_moved_after_s": round(promoted, 2),
