@@ -6,6 +6,7 @@ import json
 import stat
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from attested_cortex.attest import cbor
@@ -93,6 +94,8 @@ async def test_audit_verify_reports_ok_then_the_first_bad_sequence(
     written = json.loads(summary.read_text())
     assert (written["ok"], written["events"], written["last_event"],
             written["signatures_checked"]) == (True, 5, 5, 5)
+    # when the last event was written: the point in time a restore verified this way reached
+    assert datetime.fromisoformat(written["last_event_at"]) <= datetime.now(UTC)
     await tamper(chain_db.dsn, ("UPDATE signed_events SET payload = %s WHERE sequence = 3",
                                 (cbor.encode({"n": "changed"}),)))
     bad = cortexctl("audit", "verify", "--database-url", chain_db.app_dsn, "--json",

@@ -75,7 +75,8 @@ def test_defaults_three_instances_our_image_and_age_preloaded() -> None:
     assert spec["imageName"] == DEFAULTS.postgres_image
     assert (spec["postgresUID"], spec["postgresGID"]) == (999, 999)
     assert spec["postgresql"]["shared_preload_libraries"] == ["age"]
-    assert spec["postgresql"]["parameters"] == {}
+    # replicas retry streaming every second: a promotion's survivor follows at once
+    assert spec["postgresql"]["parameters"] == {"wal_retrieve_retry_interval": "1s"}
     assert "synchronous" not in spec["postgresql"]
     assert spec["storage"] == {"size": "10Gi"}
     assert "resources" not in spec
@@ -102,11 +103,21 @@ def test_user_choices_pass_through() -> None:
     assert spec["storage"] == {"size": "20Gi", "storageClass": "fast-ssd"}
     assert spec["postgresql"]["synchronous"] == {"method": "first", "number": 1,
                                                  "dataDurability": "preferred"}
-    assert spec["postgresql"]["parameters"] == {"max_connections": "200", "work_mem": "16MB"}
+    assert spec["postgresql"]["parameters"] == {"max_connections": "200",
+                                                "wal_retrieve_retry_interval": "1s",
+                                                "work_mem": "16MB"}
     assert spec["postgresql"]["shared_preload_libraries"] == ["age"]
     assert spec["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"},
                                  "limits": {"memory": "2Gi"}}
     assert spec["monitoring"] == {"enablePodMonitor": True}
+
+
+def test_replica_retry_is_the_users_when_set_and_absent_without_replicas() -> None:
+    chosen = cnpg({"parameters": {"wal_retrieve_retry_interval": "3s"}})
+    spec = build_cluster(chosen, DEFAULTS, namespace_uid=NS_UID)["spec"]
+    assert spec["postgresql"]["parameters"] == {"wal_retrieve_retry_interval": "3s"}
+    alone = build_cluster(cnpg({"instances": 1}), DEFAULTS, namespace_uid=NS_UID)["spec"]
+    assert alone["postgresql"]["parameters"] == {}
 
 
 def test_synchronous_defaults_to_a_quorum_that_requires_durability() -> None:

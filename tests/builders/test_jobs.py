@@ -19,7 +19,9 @@ def test_target_defaults_to_the_newest_schema_of_this_build() -> None:
     assert job["metadata"]["name"] == f"{CORTEX}-migrate-v{DEFAULTS.schema_version}"
     migrate = container(job["spec"]["template"], "migrate")
     assert migrate["command"] == ["cortexctl"]
-    assert migrate["args"] == ["migrate", "--target", str(DEFAULTS.schema_version)]
+    # it waits for a database still starting instead of failing its first pod (issue 38)
+    assert migrate["args"] == ["migrate", "--target", str(DEFAULTS.schema_version),
+                               "--wait-seconds", "300"]
     assert job["metadata"]["annotations"] == {
         "cortex.attested.dev/schema-version": str(DEFAULTS.schema_version)}
 
@@ -27,7 +29,7 @@ def test_target_defaults_to_the_newest_schema_of_this_build() -> None:
 def test_explicit_target_names_the_job_and_the_command() -> None:
     job = build_migration_job(cortex({"schema": {"targetVersion": 3}}), DEFAULTS)
     assert job["metadata"]["name"] == f"{CORTEX}-migrate-v3"
-    assert container(job["spec"]["template"], "migrate")["args"] == ["migrate", "--target", "3"]
+    assert container(job["spec"]["template"], "migrate")["args"][:3] == ["migrate", "--target", "3"]
 
 
 def test_one_name_per_target_version() -> None:

@@ -70,6 +70,7 @@ FROM_RESOURCES: dict[str, str] = {
     "tls": "MemoryCortex spec.server.tls",
     "db_lock_timeout_ms": "MemoryCortex spec.database.timeouts.lockMs",
     "db_statement_timeout_ms": "MemoryCortex spec.database.timeouts.statementMs",
+    "db_write_timeout_ms": "MemoryCortex spec.database.timeouts.writeMs",
 }
 
 #: Setting -> why no custom resource sets it (ADR 0036).

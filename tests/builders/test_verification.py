@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from attested_cortex.builders import backupstates, verification
@@ -82,6 +83,9 @@ def test_only_a_mismatch_reported_with_exit_1_is_a_verdict_on_the_data() -> None
     assert verification.parse_summary("Traceback ...") is None
 
 
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
 def backup(name: str, phase: str, created: str, **status: Any) -> dict[str, Any]:
     return {"metadata": {"name": name, "creationTimestamp": created},
             "status": {"phase": phase, **status}}
@@ -92,15 +96,45 @@ def test_backups_first_match_wins() -> None:
     failed = backup("b2", "failed", "2026-12-02T03:00:00Z", error="AccessDenied")
     cluster = {"status": {"firstRecoverabilityPoint": "2026-12-01T03:01:00Z"}}
     state = backupstates.observe(cluster, [done, failed], destination="s3://bkp/",
-                                 before={"lastFailure": {"backup": "b0", "reason": "x"}})
+                                 before={"lastFailure": {"backup": "b0", "reason": "x"}},
+                                 now=NOW)
     assert (state.condition.status, state.condition.reason) == ("False", "BackupFailed")
     assert state.condition.message == "Backup b2 to s3://bkp/ failed: AccessDenied"
     assert state.new_failure == {"backup": "b2", "time": "2026-12-02T03:00:00Z",
                                  "reason": "AccessDenied"}
-    state = backupstates.observe(cluster, [done], destination="s3://bkp/", before=None)
+    state = backupstates.observe(cluster, [done], destination="s3://bkp/", before=None,
+                                 now=NOW)
     assert (state.condition.status, state.condition.reason) == ("True", "BackupsSucceeding")
     assert state.new_failure is None
     pending = backupstates.observe({}, [backup("b3", "running", "t")], destination="s3://bkp/",
-                                   before=None)
+                                   before=None, now=NOW)
     assert pending.condition.reason == "BackupPending"
     assert "Backup b3 is running" in pending.condition.message
+
+
+def _archiving(message: str, false_since: datetime) -> dict[str, Any]:
+    return {"status": {"conditions": [{
+        "type": "ContinuousArchiving", "status": "False", "reason": "ContinuousArchivingFailing",
+        "message": message, "lastTransitionTime": false_since.isoformat()}]}}
+
+
+def test_a_retrying_archiver_is_failing_only_after_its_grace() -> None:
+    """Issue 38: the old primary's refusal during a failover is never a failure; any other
+    refusal counts once it has lasted ARCHIVE_GRACE_S (the condition's own stamp)."""
+    done = backup("b1", "completed", "2026-12-01T03:00:00Z", stoppedAt="2026-12-01T03:01:00Z")
+    old_primary = _archiving("switchover in progress, refusing archiving",
+                             NOW - timedelta(hours=1))
+    state = backupstates.observe(old_primary, [done], destination="s3://bkp/", before=None,
+                                 now=NOW)
+    assert (state.condition.status, state.condition.reason) == ("True", "BackupsSucceeding")
+    assert "retrying" in state.condition.message and state.recheck_in is None
+    fresh = _archiving("could not connect", NOW - timedelta(seconds=20))
+    state = backupstates.observe(fresh, [done], destination="s3://bkp/", before=None, now=NOW)
+    assert state.condition.status == "True"
+    assert state.recheck_in == backupstates.ARCHIVE_GRACE_S - 20
+    lasting = _archiving("could not connect",
+                         NOW - timedelta(seconds=backupstates.ARCHIVE_GRACE_S + 1))
+    state = backupstates.observe(lasting, [done], destination="s3://bkp/", before=None,
+                                 now=NOW)
+    assert (state.condition.status, state.condition.reason) == ("False", "ArchivingFailing")
+    assert state.recheck_in is None

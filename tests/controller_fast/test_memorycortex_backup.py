@@ -60,12 +60,22 @@ async def test_backups_scheduled_and_reported(op: Operated) -> None:
 
     backup(op, "src-db-1", "completed", "2026-12-02T10:05:00Z",
            stoppedAt="2026-12-02T10:06:00Z")
-    cluster_healthy(op, "src", firstRecoverabilityPoint="2026-12-02T10:06:00Z")
+    cluster_healthy(op, "src", firstRecoverabilityPoint="2026-12-02T10:06:00Z", conditions=[{
+        "type": "ContinuousArchiving", "status": "True", "reason": "ContinuousArchivingSuccess",
+        "message": "Continuous archiving is working", "lastTransitionTime":
+        "2026-12-02T10:01:00Z"}])
     await op.reconcile(KIND, "src")
     assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+    # Issue 38: how far the archive reaches is in the status, and is a spec choice (RPO).
     assert op.status(KIND, "src")["backup"] == {
         "lastSuccessfulBackup": "2026-12-02T10:06:00Z", "lastBackupName": "src-db-1",
-        "firstRecoverabilityPoint": "2026-12-02T10:06:00Z", "completed": 1}
+        "firstRecoverabilityPoint": "2026-12-02T10:06:00Z", "completed": 1,
+        "archiveTimeoutSeconds": 60, "walArchivingSince": "2026-12-02T10:01:00Z"}
+    assert "reaches every write older than 60 s" in op.condition(
+        KIND, "src", "BackupHealthy")["message"]
+    cluster = op.get("Cluster", "src-db", CNPG)
+    assert cluster is not None
+    assert cluster["spec"]["postgresql"]["parameters"]["archive_timeout"] == "60s"
 
     calls = len(op.writer.calls)
     await op.reconcile(KIND, "src")  # nothing new: no status write, no event
@@ -73,7 +83,8 @@ async def test_backups_scheduled_and_reported(op: Operated) -> None:
     assert ("create", "Event", "") not in op.writer.calls[calls:]
 
 
-async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Operated) -> None:
+async def serving_with_a_backup(op: Operated) -> None:
+    """Cortex ``src`` Ready on its Cluster, one base backup completed."""
     op.apply(cortex("src", database=BACKED_UP))
     await op.reconcile(KIND, "src")
     cluster_healthy(op, "src")
@@ -84,6 +95,10 @@ async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Ope
     backup(op, "src-db-1", "completed", "2026-12-02T10:05:00Z",
            stoppedAt="2026-12-02T10:06:00Z")
     await op.reconcile(KIND, "src")
+
+
+async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Operated) -> None:
+    await serving_with_a_backup(op)
     assert op.reasons(KIND, "src")["Ready"] == ("True", "CortexReady")
 
     unreachable = "could not connect to the endpoint URL: http://minio.backups:9000/bkp"
@@ -115,6 +130,39 @@ async def test_a_failing_object_store_warns_and_the_cortex_keeps_serving(op: Ope
     await op.reconcile(KIND, "src")  # and then nothing more to write
     assert ("apply", KIND, "status") not in op.writer.calls[calls:]
     assert ("delete", "ScheduledBackup", "") not in op.writer.calls[calls:]
+
+
+async def test_a_failover_is_no_backup_failure(op: Operated) -> None:
+    """Issue 38, as recorded on the real node: the primary moves (PrimaryChanging), then the
+    old primary's archiver refuses ("switchover in progress") after the new one took over,
+    then archiving works again. BackupHealthy stays True throughout, and no Warning is
+    posted (the Ready transitions are Normal)."""
+    await serving_with_a_backup(op)
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+    seen = len(op.events(KIND, "src"))
+
+    cluster_healthy(op, "src", phase="Failing over", targetPrimary="src-db-2")
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["DatabaseReady"] == ("False", "PrimaryChanging")
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+
+    just_now = datetime.now(UTC).isoformat()
+    moved = {"currentPrimary": "src-db-2", "targetPrimary": "src-db-2",
+             "instancesStatus": {"healthy": ["src-db-2"]}}
+    cluster_healthy(op, "src", **moved, conditions=[{
+        "type": "ContinuousArchiving", "status": "False", "reason": "ContinuousArchivingFailing",
+        "message": "switchover in progress, refusing archiving",
+        "lastTransitionTime": just_now}])
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["Ready"] == ("True", "CortexReady")
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+
+    cluster_healthy(op, "src", **moved, conditions=[{
+        "type": "ContinuousArchiving", "status": "True", "reason": "ContinuousArchivingSuccess",
+        "message": "Continuous archiving is working", "lastTransitionTime": just_now}])
+    await op.reconcile(KIND, "src")
+    assert op.reasons(KIND, "src")["BackupHealthy"] == ("True", "BackupsSucceeding")
+    assert [e for e in op.events(KIND, "src")[seen:] if e[0] == "Warning"] == []
 
 
 def verify_pod(op: Operated, name: str, summary: Object | None, exit_code: int = 0,
@@ -158,6 +206,7 @@ async def restored_up_to_verification(op: Operated) -> None:
 async def test_a_restore_serves_only_once_verified(op: Operated) -> None:
     await restored_up_to_verification(op)
     summary = {"ok": True, "events": 42, "head_hash": "ab12", "last_event": 42,
+               "last_event_at": "2026-12-02T11:59:58+00:00",
                "signatures_checked": 40, "unverified": 2, "memories": 20, "links": 7,
                "transcripts": 3, "mismatch_count": 0, "first_mismatch": None}
     verify_pod(op, "dst", summary)
@@ -166,11 +215,12 @@ async def test_a_restore_serves_only_once_verified(op: Operated) -> None:
     verified = op.condition(KIND, "dst", "DataVerified")
     assert (verified["status"], verified["reason"]) == ("True", "Verified")
     assert "20 memories, 7 links, 3 transcripts" in verified["message"]
-    assert "from event 1 to 42 (the last event kept, hash ab12)" in verified["message"]
+    assert ("from event 1 to 42 (the last event kept, hash ab12, written at "
+            "2026-12-02T11:59:58+00:00: the point the restore reached)") in verified["message"]
     assert op.status(KIND, "dst")["restore"] == {
         "verified": True, "job": "dst-verify-restore", "events": 42, "memories": 20,
         "links": 7, "transcripts": 3, "signaturesChecked": 40, "lastEvent": 42,
-        "headHash": "ab12"}
+        "headHash": "ab12", "reachedAt": "2026-12-02T11:59:58+00:00"}
     assert op.get("Deployment", "dst-server", "apps/v1") is not None
 
     op.cluster.delete("batch/v1", "Job", "ns", "dst-verify-restore")  # its TTL ran out

@@ -147,3 +147,25 @@ def test_the_examples_reconcile_to_ready(operated: Operated, operator: OperatorP
     assert [line.rsplit("(", 1)[1] for line in status["ruleSummary"]] == [
         "no-secrets)", "deletes-need-a-human)", "team-shares)"]
     assert "hook-auto-link" in _containers(operated, "team-memory")
+    # Issue 38: a steady install emits no Warning (transitions are Normal) ...
+    examples = {"team-memory", "planner", "researcher", "safety", "no-secrets", "team-shares",
+                "deletes-need-a-human"}
+    assert _warnings(operated, examples) == []
+    # ... and neither does a spec change of the cortex while its satellites settle.
+    generation = operated.get("MemoryCortex", "team-memory")["metadata"]["generation"]
+    operated.kubectl("patch", "mcx/team-memory", "--type=merge", "-p",
+                     json.dumps({"spec": {"quotas": {"requestsPerSecond": 77}}}))
+    wait_until(lambda: operated.get("MemoryCortex", "team-memory")["status"].get(
+        "observedGeneration") == generation + 1, what="the change observed", seconds=60,
+        interval_s=0.2)
+    operated.kubectl("wait", "--for=condition=Ready", "mcx/team-memory", "hc/safety",
+                     "prule/no-secrets", "--timeout=180s")
+    assert _warnings(operated, examples) == []
+
+
+def _warnings(operated: Operated, names: set[str]) -> list[str]:
+    """The Warning events about the named objects: reason and message."""
+    events = json.loads(operated.kubectl("get", "events", "--field-selector", "type=Warning",
+                                         "-o", "json").stdout)["items"]
+    return [f"{e['involvedObject']['name']} {e['reason']}: {e['message']}" for e in events
+            if e["involvedObject"]["name"] in names]

@@ -53,15 +53,9 @@ def _curl_or_none(line: str) -> int | None:
 
 def test_make_run_then_ctrl_c_stops_everything(node_free: RealCluster) -> None:
     assert node_free.node is not None
-    process = subprocess.Popen([sys.executable, str(repository_root() / "hack" / "run.py")],
-                               cwd=repository_root(), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = _make_run()
     try:
-        text = read_until(process, "# the audit chain", seconds=540)
-        text += process.stdout.readline() if process.stdout else ""
-        kubeconfig = re.search(r"kubeconfig\s+(\S+)", text)
-        token = re.search(r"token\s+(\S+)", text)
+        text, kubeconfig, token = _walkthrough(process, "# the audit chain", seconds=540)
         assert kubeconfig and token and Path(kubeconfig[1]).exists()
         assert oct(Path(token[1]).stat().st_mode & 0o777) == "0o600"
         assert re.search(r"team-memory\s+True\s+CortexReady", text), text
@@ -88,11 +82,86 @@ def test_make_run_then_ctrl_c_stops_everything(node_free: RealCluster) -> None:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=180) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()
+        _ended(process)
+    _nothing_left(node_free, workdir)
+
+
+def _make_run(*args: str) -> subprocess.Popen[str]:
+    """``make run`` (hack/run.py ``args``), its output read by the test."""
+    return subprocess.Popen([sys.executable, str(repository_root() / "hack" / "run.py"), *args],
+                            cwd=repository_root(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def _walkthrough(process: subprocess.Popen[str], last: str, *,
+                 seconds: float) -> tuple[str, re.Match[str] | None, re.Match[str] | None]:
+    """The printed walkthrough up to the line after ``last``; its kubeconfig and token."""
+    text = read_until(process, last, seconds=seconds)
+    text += process.stdout.readline() if process.stdout else ""
+    return (text, re.search(r"kubeconfig\s+(\S+)", text), re.search(r"token\s+(\S+)", text))
+
+
+def _ended(process: subprocess.Popen[str]) -> None:
+    """The run killed if the test ended without its Ctrl-C having stopped it."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    if process.stdout:
+        process.stdout.close()
+
+
+def _nothing_left(node: RealCluster, workdir: Path) -> None:
+    """No working directory, no node process, mount, namespace, veth or chain."""
+    assert node.node is not None
     assert not workdir.exists()
-    left = nodehost.leftovers(node_free.node.layout, set())
+    left = nodehost.leftovers(node.node.layout, set())
     assert left.empty(), left
+
+
+def test_make_run_ha_on_a_fresh_node(node_free: RealCluster) -> None:
+    """Issue 38: ``make run CORTEX=ha`` failed on every fresh node (the object store's Secret
+    before its namespace). From a fresh node: CloudNativePG, MinIO and the HA example come up
+    Ready, the printed lines work, the backup completes, no migration pod is left in Error,
+    the install posted no Warning event on our objects, and Ctrl-C leaves nothing behind."""
+    assert node_free.node is not None
+    process = _make_run("--cortex", "ha")
+    try:
+        text, kubeconfig, token = _walkthrough(process, "written during a failover",
+                                               seconds=1500)
+        assert kubeconfig and token, text
+        assert re.search(r"team-memory\s+True\s+CortexReady\s+CloudNativePG", text), text
+        exports = [line.strip() for line in text.splitlines()
+                   if line.strip().startswith("export PATH=")]
+        assert len(exports) == 1 and str(node_free.node.bin_dir) in exports[0], text
+        curls = [line.strip() for line in text.splitlines() if line.strip().startswith("curl")]
+        stored, recalled, denied, audit = (_curl(line) for line in curls[:4])
+        assert stored[0] == 201 and recalled[0] == 200 and denied[0] == 403, text
+        assert '"ok": true' in audit[1]
+        kubectl = [str(node_free.node.bin_dir / "kubectl"), f"--kubeconfig={kubeconfig[1]}",
+                   "-n", "attested-cortex"]
+
+        def get(*args: str) -> str:
+            return subprocess.run([*kubectl, "get", *args], capture_output=True, text=True,
+                                  timeout=60, check=True).stdout
+
+        wait_until(lambda: get("mcx", "team-memory", "-o", "jsonpath={.status.conditions[?("
+                               "@.type=='BackupHealthy')].status}") == "True",
+                   what="the first base backup", seconds=600, interval_s=POLL_INTERVAL_S)
+        backup = get("mcx", "team-memory", "-o", "jsonpath={.status.backup}")
+        assert '"archiveTimeoutSeconds":60' in backup and "lastSuccessfulBackup" in backup
+        phases = get("pods", "-l", "app.kubernetes.io/component=migration", "-o",
+                     "jsonpath={.items[*].status.phase}").split()
+        assert phases and set(phases) == {"Succeeded"}, phases
+        ours = {"MemoryCortex", "AgentIdentity", "HookChain", "PermissionRule"}
+        warnings = [line for line in get("events", "--field-selector", "type=Warning", "-o",
+                                         "jsonpath={range .items[*]}{.involvedObject.kind} "
+                                         "{.reason}: {.message}{\"\\n\"}{end}").splitlines()
+                    if line.split(" ", 1)[0] in ours]
+        assert warnings == [], warnings
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=300) == 0
+        workdir = Path(token[1]).parent
+    finally:
+        _ended(process)
+    _nothing_left(node_free, workdir)

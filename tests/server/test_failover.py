@@ -21,6 +21,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -262,3 +263,53 @@ async def test_a_primary_turned_read_only_is_a_503_and_its_connections_are_dropp
     await await_until(writes, what="writes accepted again", seconds=SETTLE_S, interval_s=0.05)
     for memory_id in kept:  # a write accepted before the setting reached its session stays
         assert (await client.call("GET", f"/v1/memories/{memory_id}")).status == 200
+
+
+async def test_a_commit_no_replica_confirms_is_a_bounded_503_then_answered_once(
+    make_cortex: MakeCortex, workdir: Path, servers: list[PgServer],
+) -> None:
+    """Issue 38: after a promotion with ``dataDurability: required`` every commit waits until
+    a synchronous replica confirms it, and PostgreSQL's statement timeout does not cover that
+    wait: a write hung 7-9 s. Here the primary waits for a replica that is not there. Each
+    write is a 503 ``commit_unconfirmed`` within the write deadline (reads keep answering);
+    the keyed write sent again is never acknowledged while unconfirmed, and once a replica
+    (here: no replica required) confirms, it is answered once and stored once."""
+    server = await fresh(servers, workdir)
+    client = await make_cortex(server.dsn("cortex"), migrated=False, graph_backend="CTE",
+                               db_write_timeout_ms=1500)
+    kept = await client.store("kb", "before the failover")
+
+    def synchronous(names: str) -> None:
+        with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET synchronous_standby_names = '{names}'")
+            conn.execute("SELECT pg_reload_conf()")
+
+    await asyncio.to_thread(synchronous, "absent_replica")
+    body, key = {"namespace": "kb", "content": "during the failover"}, {
+        "Idempotency-Key": "unconfirmed-1"}
+
+    async def bounded(method: str, path: str, payload: Any = None,
+                      headers: dict[str, str] | None = None) -> tuple[Reply, float]:
+        began = asyncio.get_running_loop().time()
+        reply = await asyncio.wait_for(client.call(method, path, payload, headers=headers),
+                                       timeout=10)
+        return reply, asyncio.get_running_loop().time() - began
+
+    for payload, headers in ((body, key), (body, key), ({"namespace": "kb", "content": "x"},
+                                                        None)):
+        reply, took = await bounded("POST", "/v1/memories", payload, headers)
+        assert reply.status == 503 and reply.headers["Retry-After"] == "1", reply.text
+        assert reply.body["error"]["code"] == "commit_unconfirmed", reply.text
+        assert took < 1.5 + 1.0, took
+    read, _ = await bounded("GET", f"/v1/memories/{kept['id']}")
+    assert read.status == 200, read.text
+
+    await asyncio.to_thread(synchronous, "")
+    replied, _ = await bounded("POST", "/v1/memories", body, key)
+    assert replied.status == 201 and replied.headers["Idempotent-Replayed"] == "true", replied.text
+    again, _ = await bounded("POST", "/v1/memories", body, key)
+    assert again.status == 201 and again.body == replied.body
+    with psycopg.connect(server.dsn("cortex")) as conn:
+        rows = conn.execute("SELECT id FROM memories WHERE content = %s",
+                            (body["content"],)).fetchall()
+    assert rows == [(uuid.UUID(replied.body["id"]),)]

@@ -3,7 +3,8 @@
 Callers: e2e/test_ha.py (failover without loss) and bench/ha.py (unavailability per failover).
 It is what an agent does during a database failover: write, and when the cortex answers a
 retryable failure (503, or the connection or the answer lost), send the *same* write again with
-the same ``Idempotency-Key`` after a short pause until it is acknowledged (201). Every write has
+the same ``Idempotency-Key`` after the answer's ``Retry-After`` (else a short pause) until it is
+acknowledged (201); one write at a time. Every write has
 its own key and its own content, so afterwards the cortex must hold each acknowledged id, and
 each content exactly once (a retry whose first attempt had committed must not store twice).
 Besides a memory per slot, the writer may link the last two acknowledged memories every
@@ -101,25 +102,35 @@ def gap_around(acks: list[Ack], moment: float) -> float:
     return after - before
 
 
-Post = Callable[[str, dict[str, Any], dict[str, str]], tuple[int, Any]]
+#: (status, JSON answer, the Retry-After seconds it named or None).
+Answer = tuple[int, Any, float | None]
+Post = Callable[[str, dict[str, Any], dict[str, str]], Answer]
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
 
 
 def http_post(base: Callable[[], str], token: str) -> Post:
     """A POST through urllib to the cortex at ``base()`` (re-read each time: a forward moves)."""
 
-    def post(path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
+    def post(path: str, body: dict[str, Any], headers: dict[str, str]) -> Answer:
         request = urllib.request.Request(
             base() + path, data=json.dumps(body).encode(), method="POST",
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}",
                      **headers})
         try:
             with urllib.request.urlopen(request, timeout=ATTEMPT_TIMEOUT_S) as answer:
-                return answer.status, json.loads(answer.read() or b"null")
+                return answer.status, json.loads(answer.read() or b"null"), None
         except urllib.error.HTTPError as error:
+            after = _retry_after(error.headers.get("Retry-After"))
             try:
-                return error.code, json.loads(error.read() or b"null")
+                return error.code, json.loads(error.read() or b"null"), after
             except ValueError:
-                return error.code, None
+                return error.code, None, after
 
     return post
 
@@ -190,8 +201,9 @@ class SteadyWriter:
         first, attempts = time.monotonic(), 0
         while not self._stop.is_set() or attempts == 0:
             attempts += 1
+            pause = RETRY_PAUSE_S
             try:
-                status, answer = self.post(path, body, {"Idempotency-Key": key})
+                status, answer, after = self.post(path, body, {"Idempotency-Key": key})
             except (OSError, ValueError) as error:  # refused, reset, timed out: ambiguous
                 self.ledger.statuses[type(error).__name__] += 1
                 self.ledger.failures.append((time.monotonic(), type(error).__name__))
@@ -204,7 +216,8 @@ class SteadyWriter:
                 self.ledger.failures.append((time.monotonic(), _answer_name(status, answer)))
                 if status not in RETRYABLE and not _in_flight(status, answer):
                     return  # refused for good (counted): not a write the cortex holds
-            self._stop.wait(RETRY_PAUSE_S)  # the client's retry pause
+                pause = after if after is not None else pause  # the server's Retry-After
+            self._stop.wait(pause)  # the client's retry pause
 
 
 @dataclass(frozen=True)

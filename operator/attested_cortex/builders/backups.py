@@ -76,6 +76,13 @@ def cluster_backup(wanted: BackupSpec) -> Object:
     return {"barmanObjectStore": store, "retentionPolicy": wanted.retention}
 
 
+def archive_parameters(wanted: BackupSpec) -> dict[str, str]:
+    """PostgreSQL parameters of a Cluster that archives: ``archive_timeout`` from
+    ``archiveTimeoutSeconds`` (issue 38: at CloudNativePG's 5 min, a restore taken 2 min after
+    the last write held 412 of 573 memories)."""
+    return {"archive_timeout": f"{wanted.archive_timeout_seconds}s"}
+
+
 def _origin(recovery: RecoverySpec) -> list[Object]:
     if recovery.object_store is None or recovery.source_cortex is None:
         return []

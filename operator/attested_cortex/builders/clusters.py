@@ -19,6 +19,8 @@ rather than by the user:
 - the recommended labels on the Cluster and, through ``inheritedMetadata``, on what
   CloudNativePG creates for it (``managed-by`` stays on the Cluster only: its pods and
   Secrets are CloudNativePG's);
+- with replicas, ``wal_retrieve_retry_interval`` 1 s (:data:`REPLICA_PARAMETERS`; a user's
+  ``parameters`` win);
 - monitoring off unless ``podMonitor`` asks;
 - with ``backup``, WAL archiving and base backups to the object store, and with
   ``bootstrap.recovery`` the database restored from a backup instead of initdb
@@ -56,6 +58,13 @@ PRELOADED: Final = ("age",)
 #: transactions are rolled back (the server answers 503 and the client retries with its
 #: Idempotency-Key), acknowledged commits are on the synchronous replica already (ADR 0032).
 SMART_SHUTDOWN_S: Final = 0
+#: PostgreSQL parameters of a Cluster with replicas unless ``parameters`` sets them. A replica
+#: whose primary went away tries streaming again only every ``wal_retrieve_retry_interval``
+#: (5 s by default), so after a promotion the replica left followed the new primary up to
+#: 5 s late (plus its restore_command's attempts), and with ``dataDurability: required``
+#: every commit waited for it: the 7-9 s first write after a promotion of issue 38.
+#: CloudNativePG's own fast-failover test sets it to 2 s; one attempt a second costs nothing.
+REPLICA_PARAMETERS: Final = {"wal_retrieve_retry_interval": "1s"}
 #: Run once by CloudNativePG as the superuser in the new application database: the two
 #: untrusted extensions, and what the owner needs of AGE's catalog to create and use its
 #: graph (found with cortexctl migrate and serve as a non-superuser owner: without USAGE
@@ -103,8 +112,12 @@ def _bootstrap(wanted: CloudNativePGDatabase) -> Object:
 
 
 def _postgresql(wanted: CloudNativePGDatabase) -> Object:
+    defaults = dict(REPLICA_PARAMETERS) if wanted.instances > 1 else {}
+    if wanted.backup is not None:  # the archive's recovery point objective (backups.py)
+        defaults.update(backups.archive_parameters(wanted.backup))
+    parameters = {**defaults, **(wanted.parameters or {})}
     out: Object = {"shared_preload_libraries": list(PRELOADED),
-                   "parameters": dict(sorted((wanted.parameters or {}).items()))}
+                   "parameters": dict(sorted(parameters.items()))}
     if wanted.synchronous is not None:
         out["synchronous"] = {"method": wanted.synchronous.method,
                               "number": wanted.synchronous.number,

@@ -18,6 +18,9 @@ Object = dict[str, Any]
 BACKOFF_LIMIT: Final = 3
 TTL_SECONDS: Final = 24 * 3600
 DEADLINE_SECONDS: Final = 1800
+#: How long the migration waits for a database that does not answer yet (a new Cluster's
+#: read-write Service before its primary takes connections) before it fails its pod.
+WAIT_SECONDS: Final = 300
 CORTEX_UID: Final = 65532
 
 
@@ -40,7 +43,8 @@ def build_migration_job(cortex: Cortex, defaults: Defaults) -> Object:
     container = {
         "name": "migrate", "image": cortex_image(cortex, defaults),
         "imagePullPolicy": defaults.image_pull_policy,
-        "command": ["cortexctl"], "args": ["migrate", "--target", str(version)],
+        "command": ["cortexctl"], "args": ["migrate", "--target", str(version),
+                                           "--wait-seconds", str(WAIT_SECONDS)],
         "env": [podparts.database_env(cortex)],
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},

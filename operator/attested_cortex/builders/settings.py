@@ -100,7 +100,8 @@ def database_settings(cortex: Cortex) -> Object:
     """``spec.database.timeouts`` as the server's top-level timeout keys."""
     timeouts = cortex.spec.database.timeouts
     return {"db_lock_timeout_ms": timeouts.lock_ms,
-            "db_statement_timeout_ms": timeouts.statement_ms}
+            "db_statement_timeout_ms": timeouts.statement_ms,
+            "db_write_timeout_ms": timeouts.write_ms}
 
 
 def agent_quotas(identities: Iterable[Identity]) -> list[Object]:

@@ -175,6 +175,7 @@ def _restore(job: str, summary: Mapping[str, Any], verified: bool) -> Object:
                    "signaturesChecked": summary.get("signatures_checked"),
                    "macsChecked": summary.get("macs_checked"),
                    "lastEvent": summary.get("last_event"), "headHash": summary.get("head_hash"),
+                   "reachedAt": summary.get("last_event_at"),
                    "firstMismatch": summary.get("first_mismatch")}
     return {k: v for k, v in out.items() if v is not None}
 
@@ -182,9 +183,11 @@ def _restore(job: str, summary: Mapping[str, Any], verified: bool) -> Object:
 def passed(job: str, summary: Mapping[str, Any]) -> Verdict:
     """The Job completed: the whole chain and every row verified."""
     last = summary.get("last_event")
+    reached = summary.get("last_event_at")
     message = (f"Job {job} verified the restored data: {_counts(summary)}; chain intact from "
-               f"event 1 to {last} (the last event kept, hash {summary.get('head_hash')}), "
-               f"{summary.get('signatures_checked', 0)} signatures checked, "
+               f"event 1 to {last} (the last event kept, hash {summary.get('head_hash')}"
+               + (f", written at {reached}: the point the restore reached" if reached else "")
+               + f"), {summary.get('signatures_checked', 0)} signatures checked, "
                f"{summary.get('unverified', 0)} by agents whose keys this cortex does not hold")
     return Verdict(Observation.of(TYPE, True, "Verified", message), _restore(job, summary, True))
 

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         held = _held_checkpoint(args.against_checkpoint, args.log_key)
         report: ChainReport
         roots: dict[int, bytes] = {}
-        report, swept = asyncio.run(
+        report, swept, reached = asyncio.run(
             _verify(args.database_url, keyring, master, wait_seconds=args.timeout,
                     deep=args.deep, held=held, roots=roots)
         )
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
             _write_summary(args.summary, {"ok": False, "error": message[:1000]})
         return 2
     if args.summary is not None:
-        _write_summary(args.summary, summary(dataclasses.asdict(report), swept))
+        _write_summary(args.summary, summary(dataclasses.asdict(report), swept,
+                                             last_event_at=reached))
     if held is not None:
         from attested_cortex.attest.witnessing import against
 
@@ -121,13 +122,17 @@ def _first_mismatch(swept: dict[str, Any] | None) -> str | None:
     return f"{m['kind']} {m['id']}: {m['problem']}{fields}{at}"
 
 
-def summary(chain: dict[str, Any], swept: dict[str, Any] | None) -> dict[str, Any]:
-    """The counts, the last event kept and the first problem, as one small JSON object."""
+def summary(chain: dict[str, Any], swept: dict[str, Any] | None, *,
+            last_event_at: str | None = None) -> dict[str, Any]:
+    """The counts, the last event kept (and when it was written) and the first problem, as
+    one small JSON object."""
     ok = bool(chain["ok"]) and (swept is None or bool(swept["ok"]))
     out: dict[str, Any] = {
         "ok": ok, "events": chain["events"], "head_hash": chain["head_hash"],
         "last_event": chain["events"] if chain["ok"] else None,
         "signatures_checked": chain["signatures_checked"], "unverified": chain["unverified"]}
+    if last_event_at is not None and chain["ok"]:
+        out["last_event_at"] = last_event_at
     keyed = chain.get("keyed") or {}
     if keyed.get("checked"):
         out["macs_checked"] = keyed["macs_checked"]
@@ -229,11 +234,11 @@ def _held_checkpoint(path: Path | None, log_key: str | None) -> Any:
 
 async def _verify(database_url: str, keyring: Any, master: Any, *, wait_seconds: float,
                   deep: bool, held: Any = None, roots: dict[int, bytes] | None = None,
-                  ) -> tuple[Any, dict[str, Any] | None]:
+                  ) -> tuple[Any, dict[str, Any] | None, str | None]:
     from attested_cortex.attest.auditing import verify_chain
     from attested_cortex.attest.sweeping import sweep
     from attested_cortex.bundles.importing import with_completeness
-    from attested_cortex.store import checkpoints
+    from attested_cortex.store import checkpoints, events
     from attested_cortex.store.database import Database
 
     # An operator's audit of a large chain may run long statements: an hour, not the
@@ -255,6 +260,8 @@ async def _verify(database_url: str, keyring: Any, master: Any, *, wait_seconds:
                                         roots=roots)
             swept = await with_completeness(conn, (await sweep(conn, distrusted)).as_json()) \
                 if deep else None
-            return report, swept
+            # the point in time the chain reaches (a restore's reach, status.restore)
+            at = await events.written_at(conn, report.events) if report.ok else None
+            return report, swept, at.isoformat() if at is not None else None
     finally:
         await database.close()

@@ -95,6 +95,7 @@ async def status(api: KubeApi, namespace: str, args: argparse.Namespace) -> int:
     for cond in st.get("conditions") or []:
         lines.append(f"    {cond.get('type'):<16} {cond.get('status'):<8} "
                      f"{cond.get('reason', '')}: {cond.get('message', '')}")
+    lines += reach_lines(st)
     for kind, heading, plural in SATELLITES:
         found = (await api.request("GET", _own(namespace, plural))).get("items") or []
         mine = [o for o in found
@@ -104,6 +105,28 @@ async def status(api: KubeApi, namespace: str, args: argparse.Namespace) -> int:
                   + _satellite_detail(kind, o) for o in mine]
     print("\n".join(lines))
     return 0
+
+
+def reach_lines(st: Object) -> list[str]:
+    """How far a restore reaches: the backups' and archive's ``status.backup`` (issue 38:
+    a restore's reach was invisible), and the point a restored cortex reached."""
+    lines = []
+    backup = st.get("backup") or {}
+    if backup:
+        since = backup.get("walArchivingSince")
+        within = backup.get("archiveTimeoutSeconds")
+        archive = (f"WAL archived since {since}" if since else "WAL archiving NOT confirmed")
+        if since and within:
+            archive += f": a restore to the latest point reaches every write older than {within} s"
+        lines += [f"  backup:    last {backup.get('lastBackupName') or '-'} at "
+                  f"{backup.get('lastSuccessfulBackup') or '-'} ({backup.get('completed', 0)} "
+                  f"kept); restorable from {backup.get('firstRecoverabilityPoint') or '-'}",
+                  f"             {archive}"]
+    restore = st.get("restore") or {}
+    if restore.get("reachedAt") or restore.get("lastEvent"):
+        lines.append(f"  restored:  up to {restore.get('reachedAt') or '-'} (event "
+                     f"{restore.get('lastEvent') or '-'}), verified: {restore.get('verified')}")
+    return lines
 
 
 def _satellite_detail(kind: str, body: Object) -> str:

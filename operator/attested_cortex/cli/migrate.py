@@ -23,6 +23,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     parser.add_argument("--app-role", help="grant this role what the server needs "
                         "(SELECT/INSERT/UPDATE on memories and links, append-only audit)")
+    parser.add_argument("--wait-seconds", type=float, default=0.0,
+                        help="wait up to this long for the database to accept a connection "
+                             "first (a database still starting); default: do not wait")
     parser.set_defaults(handler=run)
 
 
@@ -39,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
             if not plan.pending:
                 print("nothing to apply")
             return 0
+        if args.wait_seconds > 0:
+            asyncio.run(migrating.reachable_within(args.database_url, args.wait_seconds))
         report = asyncio.run(migrating.migrate(args.database_url, target=args.target,
                                                app_role=args.app_role))
     except CortexError as exc:

@@ -3,7 +3,9 @@
 A status is written with server-side apply to the status subresource (the one field
 manager), only if the new fields differ from what the object already shows, so a reconcile
 that finds nothing new writes nothing. The transitions of one write become one Kubernetes
-Event (a Warning only when a condition is wrong rather than in progress). Messages never
+Event: Normal for a transition (progress, a change settling, a primary moving), a Warning only
+when a condition is wrong in a way an operator must act on, and then with that condition's
+own reason (not the Ready summary's). Messages never
 carry secrets: callers put names, reasons and counts in them, not data.
 """
 
@@ -94,11 +96,22 @@ MOVING: Final = PROGRESSING | frozenset({
     "VerificationError"})
 
 
+#: Reasons of a False condition that are a transition, not a fault: an event about them is
+#: Normal (issue 38: a clean install and every spec change posted Warnings). A satellite is
+#: NotRunning until its cortex's serving pods load it, which a rollout always passes through.
+TRANSITIONS: Final = PROGRESSING | frozenset({
+    "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "NotRunning"})
+
+
 def summarise(changed: Sequence[Object]) -> dict[str, str]:
-    """One event for one status write: the Ready transition's reason (else the first
-    change's), Warning only when something is wrong rather than merely in progress."""
-    lead = next((c for c in changed if c["type"] == "Ready"), changed[0])
-    bad = [c for c in changed if c["status"] != "True" and c["reason"] not in PROGRESSING]
+    """One event for one status write. Warning when a changed condition is wrong rather
+    than in transition, with that condition's reason; otherwise Normal with the Ready
+    transition's reason (else the first change's)."""
+    bad = [c for c in changed if c["status"] != "True" and c["reason"] not in TRANSITIONS]
+    if bad:  # the condition itself, not the Ready that restates it
+        lead = next((c for c in bad if c["type"] != "Ready"), bad[0])
+    else:
+        lead = next((c for c in changed if c["type"] == "Ready"), changed[0])
     message = "; ".join(f"{c['type']}={c['status']} ({c['reason']}): {c['message']}"
                         for c in changed)
     return {"type_": "Warning" if bad else "Normal", "reason": lead["reason"],

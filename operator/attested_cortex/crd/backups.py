@@ -43,6 +43,14 @@ class BackupStatus(CrdModel):
         default=None, ge=0, description="Backups completed and still listed.")
     last_failure: BackupFailure | None = Field(
         default=None, description="The last backup that failed, if any.")
+    archive_timeout_seconds: int | None = Field(
+        default=None, ge=0, description="How far behind the present a restore to the latest "
+        "point may be while WAL archiving works: every write older than this many seconds "
+        "is in the archive (spec backup.archiveTimeoutSeconds).")
+    wal_archiving_since: str | None = Field(
+        default=None, description="Since when WAL archiving has worked without a pause "
+        "(CloudNativePG's ContinuousArchiving condition); absent while it is refused.",
+        max_length=40, json_schema_extra=_time())
 
 
 class RestoreStatus(CrdModel):
@@ -75,6 +83,10 @@ class RestoreStatus(CrdModel):
         "time restore keeps a prefix of the source chain).")
     head_hash: str | None = Field(default=None, description="The hash of that event.",
                                   max_length=128)
+    reached_at: str | None = Field(
+        default=None, description="When the last event kept was written: the point in "
+        "time the restore reached (every write the source acknowledged before it is here; "
+        "later ones are not).", max_length=40, json_schema_extra=_time())
     first_mismatch: str | None = Field(
         default=None, description="The first row or event that did not verify, by id.",
         max_length=1024)

@@ -120,6 +120,14 @@ class BackupSpec(CrdModel):
         "(CloudNativePG's ScheduledBackup; the default is 03:00 every day).",
         max_length=128, pattern=SCHEDULE_PATTERN,
     )
+    archive_timeout_seconds: int = Field(
+        default=60, ge=10, le=3600,
+        description="The recovery point objective of WAL archiving: PostgreSQL's "
+        "archive_timeout, the longest a written WAL segment waits before it is archived, so "
+        "a restore to the latest point reaches every write older than this (10 to 3600; "
+        "CloudNativePG's default would be 300). Each forced segment is compressed (gzip), "
+        "so an idle minute costs kilobytes in the bucket.",
+    )
     immediate: bool = Field(
         default=True,
         description="Also take a base backup as soon as the schedule is created, so the "

@@ -37,6 +37,14 @@ class DatabaseTimeouts(CrdModel):
         description="Milliseconds one SQL statement may run before it is cancelled and the "
         "request answered 503 (100 to 3600000).",
     )
+    write_ms: int = Field(
+        default=10_000, ge=100, le=3_600_000,
+        description="Milliseconds a write's database work may take, its commit and a "
+        "synchronous replica's confirmation included, before it is cancelled and answered "
+        "503 commit_unconfirmed with Retry-After (100 to 3600000). Such a write may have "
+        "committed on the primary: sent again with its Idempotency-Key it is answered once, "
+        "once a replica has it.",
+    )
 
 
 class ApiKeyReference(CrdModel):

@@ -81,7 +81,7 @@ def agent_map(settings: ServerSettings) -> dict[str, tuple[AgentId, ScopeSet]]:
 
 def limits_from(settings: ServerSettings) -> Limits:
     """The enforced limits."""
-    return Limits(**settings.limits.model_dump())
+    return Limits(**settings.limits.model_dump(), write_timeout_ms=settings.db_write_timeout_ms)
 
 
 def approvals_from(settings: ServerSettings, db: Database, policy: Policy, *,

@@ -381,9 +381,11 @@ class ServerSettings(BaseModel):
     spoke_memory: SpokeMemorySettings = Field(default_factory=SpokeMemorySettings)
     log_level: str = "INFO"
     pool_max_size: int = Field(10, ge=1, le=200)
-    # Every wait in the database is bounded: on a lock (409) and on a statement (503).
+    # Every wait in the database is bounded: on a lock (409), on a statement (503) and on a
+    # write's commit, a synchronous replica's confirmation included (503, ADR 0090).
     db_lock_timeout_ms: int = Field(5000, ge=10, le=600_000)
     db_statement_timeout_ms: int = Field(30_000, ge=100, le=3_600_000)
+    db_write_timeout_ms: int = Field(10_000, ge=100, le=3_600_000)
 
 
 def load_settings(path: Path | None, overrides: dict[str, Any]) -> ServerSettings:

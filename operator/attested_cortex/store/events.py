@@ -318,6 +318,19 @@ async def stream_events(
                     yield [_row(r) for r in rows]
 
 
+async def written_at(conn: psycopg.AsyncConnection[Any], sequence: int) -> datetime | None:
+    """When event ``sequence`` was appended (None: no such event): the point in time a
+    restored chain reaches, for the verifier's summary (cli/audit.py)."""
+    with translating():
+        cur = await conn.execute("SELECT created_at FROM signed_events WHERE sequence = %s",
+                                 (sequence,))
+        row = await cur.fetchone()
+    if row is None:
+        return None
+    value = row["created_at"] if isinstance(row, dict) else row[0]
+    return value if isinstance(value, datetime) else None
+
+
 @contextmanager
 def translating_events(event: PendingEvent | None) -> Iterator[None]:
     """Name the ways a statement carrying ``event`` fails in signed_events (replay, the

@@ -11,14 +11,16 @@ it, so a database that gained pgvector after it was migrated gains its embedding
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
 
-from attested_cortex.errors import MigrationRecordError
-from attested_cortex.store.errors import translating
+from attested_cortex.errors import MigrationRecordError, NotReadyError
+from attested_cortex.store.errors import connection_reason, translating
 from attested_cortex.store.granting import grant_app_role
 from attested_cortex.store.graph.age_setup import ensure_age_graph
 from attested_cortex.store.graph.cypher import GRAPH
@@ -80,6 +82,25 @@ async def planned(dsn: str, *, target: int | None = None) -> Plan:
     with translating():
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             return plan(await read_applied(conn), target=target)
+
+
+async def reachable_within(dsn: str, seconds: float) -> None:
+    """Return once the database accepts a connection; NotReadyError after ``seconds``. The
+    migration Job's first pod used to exit in Error when it started before a new database
+    answered (the Job retried and completed; issue 38 item 9): it waits instead."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True,
+                                                         connect_timeout=5)
+        except psycopg.OperationalError as exc:
+            if time.monotonic() >= deadline:
+                raise NotReadyError(f"the database did not accept a connection within "
+                                    f"{seconds:g} s ({connection_reason(exc)})") from exc
+            await asyncio.sleep(1.0)  # the pace of a bounded wait for a starting database
+        else:
+            await conn.close()
+            return
 
 
 async def migrate(

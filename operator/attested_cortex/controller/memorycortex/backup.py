@@ -12,13 +12,17 @@ ScheduledBackup goes (and readiness drops BackupHealthy and ``status.backup``); 
 and the bucket's content stay.
 
 Not part of ``Ready``: an unreachable object store is a condition and an event, and the
-cortex keeps serving.
+cortex keeps serving. While the database is not ready (a failover moving the primary) the
+backups that exist still exist: BackupHealthy keeps what it said (issue 38: it turned
+``BackupPending`` at every failover); a retrying archiver is judged after its grace
+(``builders/backupstates.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from attested_cortex.builders import backups, backupstates, clusters
@@ -49,6 +53,18 @@ def _was_false(status: Mapping[str, Any]) -> bool:
                for c in status.get("conditions") or [])
 
 
+def _kept(status: Mapping[str, Any]) -> Observation | None:
+    """BackupHealthy as the status shows it, when a backup has completed (else None)."""
+    if not (status.get("backup") or {}).get("lastSuccessfulBackup"):
+        return None
+    shown = next((c for c in status.get("conditions") or []
+                  if c.get("type") == backupstates.TYPE), None)
+    if shown is None:
+        return None
+    return Observation.of(backupstates.TYPE, shown.get("status") == "True",
+                          str(shown.get("reason")), str(shown.get("message") or ""))
+
+
 async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
                  db: DatabaseOutcome) -> BackupOutcome:
     """Apply the ScheduledBackup and read where the backups stand."""
@@ -62,6 +78,8 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
                                    backups.scheduled_backup_name(name))
         return BackupOutcome()
     if db.condition.status != "True" or db.cluster is None:
+        if (kept := _kept(status)) is not None:  # a primary moving: the backups stay
+            return BackupOutcome(kept, status.get("backup"), UNSETTLED_POLL_S)
         return BackupOutcome(Observation.of(
             backupstates.TYPE, False, backupstates.PENDING,
             "backups start once the database is ready"), status.get("backup"))
@@ -73,12 +91,15 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
         return BackupOutcome()
     state = backupstates.observe(db.cluster, listed,
                                  destination=backups.destination(wanted.object_store),
-                                 before=status.get("backup"))
+                                 before=status.get("backup"), now=datetime.now(UTC),
+                                 archive_timeout_s=wanted.archive_timeout_seconds)
     if state.new_failure is not None and _was_false(status):
         failure = state.new_failure
         await post_event(rt.writer, kind=KIND, meta=cortex.meta, type_="Warning",
                          reason=backupstates.FAILED,
                          message=f"Backup {failure['backup']} failed: {failure['reason']}")
     unsettled = state.condition.status != "True"
-    return BackupOutcome(state.condition, state.fields,
-                         UNSETTLED_POLL_S if unsettled else None)
+    retry = UNSETTLED_POLL_S if unsettled else None
+    if state.recheck_in is not None:  # judge the retrying archiver when its grace ends
+        retry = min(retry or UNSETTLED_POLL_S, state.recheck_in + 1)
+    return BackupOutcome(state.condition, state.fields, retry)

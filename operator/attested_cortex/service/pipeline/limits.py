@@ -35,6 +35,9 @@ class Limits:
     #: (ADR 0084): a staged import is verified in memory, so both bound the server's.
     max_import_bytes: int = 64 * 1024 * 1024
     max_staged_bytes_per_agent: int = 256 * 1024 * 1024
+    #: A write's database work, its commit and a synchronous replica's confirmation included
+    #: (``service/pipeline/deadlines.py``, ADR 0090): past it, 503 ``commit_unconfirmed``.
+    write_timeout_ms: int = 10_000
 
     def as_dict(self) -> dict[str, int]:
         """The limits as plain JSON."""

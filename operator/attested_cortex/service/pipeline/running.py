@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Final
 
 from attested_cortex.errors import CortexError, QuotaExceededError
 from attested_cortex.service.pipeline import recording
 from attested_cortex.service.pipeline.calls import STEPS, Call, Outcome, R, Step, Target
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.deadlines import write_deadline
 from attested_cortex.service.pipeline.deciding import check_scope, enforce, recheck, rules, visible
 from attested_cortex.service.pipeline.hook_steps import gate, post_hooks, pre_hooks
 from attested_cortex.service.pipeline.operations import OperationSpec
@@ -39,6 +41,8 @@ from attested_cortex.service.pipeline.settling import Cap, Settlement
 
 __all__ = ["STEPS", "Call", "Outcome", "Step", "Target", "run", "take_rate", "visible"]
 log = logging.getLogger(__name__)
+#: The event classes whose operation writes: its database work has the write deadline.
+WRITE_CLASSES: Final = frozenset({"write", "transcript"})
 
 
 async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
@@ -63,7 +67,11 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
         cap = await _storage(svc, caller, call, target, outcome)
         await gate(svc, spec, caller, call, target, outcome)
         _step(svc, spec, "operation")
-        result = await _execute(svc, caller, call, outcome, cap)
+        if spec.event_class in WRITE_CLASSES:  # a commit must not wait without a bound
+            async with write_deadline(svc.limits.write_timeout_ms):
+                result = await _execute(svc, caller, call, outcome, cap)
+        else:
+            result = await _execute(svc, caller, call, outcome, cap)
         _step(svc, spec, "post_hooks")
         result = outcome.result = await post_hooks(svc, spec, caller, call, target, result,
                                                    outcome)

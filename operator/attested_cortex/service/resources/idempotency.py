@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from attested_cortex.errors import ConflictError, CortexError, NotFoundError
 from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.deadlines import write_deadline
 from attested_cortex.service.resources.batches import batch_ids
 from attested_cortex.service.resources.commands import MAX_BATCH
 from attested_cortex.service.resources.graph_views import link_view
@@ -94,7 +95,12 @@ async def _replayed(svc: Services, caller: Caller, key: str, kept: Kept, sha: by
     # committed, but its answer was lost on the way, or was sealed under a key version the
     # ring no longer holds (kept again, under the current one)
     answer = await rebuilt(svc, kind, kept.resource_id)
-    await keep(svc, caller, key, status=status, body=answer, replace=kept.unreadable)
+    # Kept before it is answered, within the write deadline: the write may stand on the
+    # primary alone (cancelled at its deadline while a synchronous replica was away), and the
+    # commit of its answer, later in the WAL, is confirmed only once a replica has both
+    # (ADR 0090). Until then this retry is a 503 too, never an acknowledgement.
+    await keep(svc, caller, key, status=status, body=answer, replace=kept.unreadable,
+               strict=True)
     return Written(answer, status, replayed=True)
 
 
@@ -113,15 +119,19 @@ async def prior(svc: Services, caller: Caller, key: str) -> Kept | None:
 
 
 async def keep(svc: Services, caller: Caller, key: str, *, status: int,
-               body: dict[str, Any], replace: bool = False) -> None:
-    """Keep the answer of the write that took ``key``. Best effort: the write has committed
-    and its answer is given whatever happens here; if the database went away meanwhile, a
-    retry rebuilds the answer from the object written (:func:`rebuilt`)."""
+               body: dict[str, Any], replace: bool = False, strict: bool = False) -> None:
+    """Keep the answer of the write that took ``key``, within the write deadline. Best
+    effort after the write's own confirmed commit: its answer is given whatever happens here;
+    if the database went away meanwhile, a retry rebuilds the answer from the object written
+    (:func:`rebuilt`). ``strict`` (a retry answering a write whose answer was lost): a
+    failure is the retry's answer."""
     try:
-        async with svc.db.connection() as conn:
+        async with write_deadline(svc.limits.write_timeout_ms), svc.db.connection() as conn:
             await idempotency.answer(conn, caller.agent_id, key, status=status, body=body,
                                      replace=replace)
     except CortexError as exc:
+        if strict:
+            raise
         log.warning("the answer of a keyed write was not kept; a retry rebuilds it",
                     extra={"agent_id": caller.agent_id, "code": exc.code})
 
