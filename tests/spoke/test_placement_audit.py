@@ -7,7 +7,8 @@ subject, grant, receipt, candidate and record side rows) is named ``missing_row`
 bundles carry every spoke table (ADR 0085), so a vanished space is a deletion. Records
 written before op records covered their side rows (simulated: op records without them, and
 migration 0034's list naming them) are covered once at the next start, and their placement
-is checked from then on. Two documented gaps are pinned (threat model gap 12).
+is checked from then on. An op refuses to re-record a row changed behind the server
+(ADR 0087 section 9); a planted grant is a documented gap (threat model gap 12).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 
 from attested_cortex.service.resources import spoke_audit
 from tests.server.test_permissions_api import Agents, agents
-from tests.spoke.test_dispatch_api import OWNER, ok, op
+from tests.spoke.test_dispatch_api import OWNER, ok, op, refused
 from tests.support.cortex import MakeCortex
 
 SUBJECT = {"space_id": "kb", "subject_id": "u1"}
@@ -133,14 +134,13 @@ async def test_records_from_before_are_covered_once_at_the_next_start(
     assert found == [(private, "changed")]
 
 
-async def test_gaps_a_planted_grant_is_honoured_and_a_later_op_carries_a_changed_row(
+async def test_gap_a_planted_grant_is_honoured_and_named(
         make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
-    """Pins two documented gaps (docs/security/threat-model.md, ADR 0087 sections 9-10):
-    reads honour a grant row inserted behind the server (the deep audit names it
-    ``missing_event``), and an op that re-records a record's side row carries a placement
-    changed behind the server into its op record (named ``changed`` only until then)."""
+    """Pins a documented gap (docs/security/threat-model.md, ADR 0087 section 10): reads
+    honour a grant row inserted behind the server; the deep audit names it
+    ``missing_event``."""
     team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
-    private, shared = await two_records(team)
+    _, shared = await two_records(team)
     planted = "00000000-0000-0000-0000-00000000beef"
     with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
         conn.execute("DELETE FROM memory_grants WHERE principal_id = 'bob'")
@@ -152,10 +152,61 @@ async def test_gaps_a_planted_grant_is_honoured_and_a_later_op_carries_a_changed
     named = {(m["kind"], m["id"], m["problem"]) for m in (await deep(team))["mismatches"]}
     assert ("grant", planted, "missing_event") in named, named
 
-    moved_to_shared(migrated_pg15_dsn, private)
-    assert (private, "changed") in {(m["id"], m["problem"])
-                                    for m in (await deep(team))["mismatches"]}
-    await ok(team, "owner", "memory.records.update", {
-        "space_id": "kb", "record_id": private, "expected_revision": 1,
-        "content": {"text": "edited"}})
-    assert private not in str((await deep(team))["mismatches"])  # carried into the record
+
+#: A column of a recorded row changed behind the server (each undoes what an op recorded:
+#: a placement made shared, a grant widened, a fence lifted, a freeze lifted), and the ops
+#: that would re-record the row as they find it.
+FORGED = [
+    ("record", "UPDATE memory_records SET context_id = NULL WHERE context_id = 'c1'",
+     ["context_id"]),
+    ("grant", "UPDATE memory_grants SET context_ids = NULL WHERE principal_id = 'bob'",
+     ["context_ids"]),
+    ("subject", "UPDATE memory_subjects SET fenced_context_ids = '{}'",
+     ["fenced_context_ids"]),
+    ("space", "UPDATE memory_spaces SET frozen = false", ["frozen"]),
+]
+
+
+async def test_an_op_refuses_to_re_record_a_row_changed_behind_the_server(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """Issue 37 item 12's class (ADR 0087 section 9): an op that re-records a side row it
+    read (records update/promote/delete, grants revoke, subjects fence/ensure, spaces
+    freeze) answers 409 ``row_unrecorded`` and writes nothing when the row is not what its
+    latest op record left, so the deep audit keeps naming the change."""
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    private, _ = await two_records(team)
+    fence = {**SUBJECT, "action": "fence_context", "context_id": "c7"}
+    await ok(team, "owner", "memory.subjects.fence", fence)
+    await ok(team, "owner", "memory.spaces.freeze", {"space_id": "kb"})
+    await ok(team, "owner", "memory.spaces.unfreeze", {"space_id": "kb"})
+    await ok(team, "owner", "memory.spaces.freeze", {"space_id": "kb"})
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        (grant,) = conn.execute("SELECT grant_id::text FROM memory_grants").fetchone() or ()
+    assert (await deep(team))["ok"]
+    record = {"space_id": "kb", "record_id": private, "expected_revision": 1}
+    ops = {"record": [("memory.records.update", {**record, "content": {"text": "edited"}}),
+                      ("memory.records.promote", {**record, "placement": {"context_id": "c2"}}),
+                      ("memory.records.delete", record)],
+           "grant": [("memory.grants.revoke", {"space_id": "kb", "grant_id": grant})],
+           "subject": [("memory.subjects.fence", {**fence, "context_id": "c8"}),
+                       ("memory.subjects.ensure", SUBJECT)],
+           "space": [("memory.spaces.freeze", {"space_id": "kb"})]}
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
+        for _, forgery, _ in FORGED:
+            conn.execute(forgery)
+    head = chain_head(migrated_pg15_dsn)
+    for kind, _, fields in FORGED:
+        for name, request in ops[kind]:
+            error = refused(await op(team, "owner", name, request), 409, "row_unrecorded")
+            details = error["details"]
+            assert (details["kind"], details["fields"]) == (kind, fields), (name, error)
+    assert chain_head(migrated_pg15_dsn) == head  # nothing written
+    found = {(m["kind"], m["problem"], tuple(m["fields"]))
+             for m in (await deep(team))["mismatches"]}
+    assert found == {(kind, "changed", tuple(fields)) for kind, _, fields in FORGED}, found
+
+
+def chain_head(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        (head,) = conn.execute("SELECT max(sequence) FROM signed_events").fetchone() or (0,)
+    return int(head)
