@@ -174,7 +174,7 @@ async def test_an_op_refuses_to_re_record_a_row_changed_behind_the_server(
     freeze) answers 409 ``row_unrecorded`` and writes nothing when the row is not what its
     latest op record left, so the deep audit keeps naming the change."""
     team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
-    private, _ = await two_records(team)
+    private, shared = await two_records(team)
     fence = {**SUBJECT, "action": "fence_context", "context_id": "c7"}
     await ok(team, "owner", "memory.subjects.fence", fence)
     await ok(team, "owner", "memory.spaces.freeze", {"space_id": "kb"})
@@ -204,6 +204,13 @@ async def test_an_op_refuses_to_re_record_a_row_changed_behind_the_server(
     found = {(m["kind"], m["problem"], tuple(m["fields"]))
              for m in (await deep(team))["mismatches"]}
     assert found == {(kind, "changed", tuple(fields)) for kind, _, fields in FORGED}, found
+
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # as before migration 0037's first start
+        conn.execute("DELETE FROM spoke_row_records")
+    again = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    await ok(again, "owner", "memory.records.update", {  # its record found again
+        "space_id": "kb", "record_id": shared, "expected_revision": 1,
+        "content": {"text": "edited"}})
 
 
 def chain_head(dsn: str) -> int:

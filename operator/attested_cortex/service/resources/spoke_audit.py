@@ -100,10 +100,10 @@ async def require_recorded(conn: Conn, kind: SpokeKind, row: Row) -> None:
                                  await events.vouched_payload(conn, sequence))
         if not fields:
             return
+    found = "is not what its latest audit record left" if fields else "has no audit record"
     raise ConflictError(
-        f"the {kind} {key} is not what its latest audit record left (changed behind the "
-        "server; the deep audit names it); nothing was written", code="row_unrecorded",
-        kind=kind, id=key, fields=fields)
+        f"the {kind} {key} {found} (changed behind the server; the deep audit names it); "
+        "nothing was written", code="row_unrecorded", kind=kind, id=key, fields=fields)
 
 
 def _differing_from(kind: SpokeKind, key: str, expected: dict[str, CborValue],
