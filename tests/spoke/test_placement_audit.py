@@ -217,3 +217,31 @@ def chain_head(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         (head,) = conn.execute("SELECT max(sequence) FROM signed_events").fetchone() or (0,)
     return int(head)
+
+
+async def test_a_grant_changed_behind_the_server_neither_delegates_nor_is_carried(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """A derived grant widened behind the server stops its parent's revocation (the revoke
+    would re-record it), and a parent widened behind the server authorizes no delegation
+    (409 ``row_unrecorded`` both; ADR 0087 section 9)."""
+    crew = await agents(make_cortex, migrated_pg15_dsn, tmp_path,
+                        {"owner": OWNER, "alice": "", "bob": "", "carol": ""})
+    await ok(crew, "owner", "memory.subjects.ensure", SUBJECT)
+    copy = {"space_id": "kb", "principal_id": "alice", "subject_ids": ["u1"],
+            "context_ids": ["c1"], "capabilities": ["records_read", "grants"]}
+    original = (await ok(crew, "owner", "memory.grants.grant", copy))["refs"][0]
+    to_bob = (await ok(crew, "alice", "memory.grants.grant", {
+        **copy, "principal_id": "bob"}))["refs"][0]
+    widen = "UPDATE memory_grants SET context_ids = NULL WHERE grant_id = %s"
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
+        conn.execute(widen, (to_bob,))
+    error = refused(await op(crew, "owner", "memory.grants.revoke", {
+        "space_id": "kb", "grant_id": original}), 409, "row_unrecorded")
+    assert (error["details"]["id"], error["details"]["fields"]) == (to_bob, ["context_ids"])
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        conn.execute(widen, (original,))
+    error = refused(await op(crew, "alice", "memory.grants.grant", {
+        **copy, "principal_id": "carol", "context_ids": ["c2"]}), 409, "row_unrecorded")
+    assert error["details"]["id"] == original
+    named = {(m["id"], m["problem"]) for m in (await deep(crew))["mismatches"]}
+    assert named == {(original, "changed"), (to_bob, "changed")}, named

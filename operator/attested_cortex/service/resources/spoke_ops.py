@@ -188,6 +188,10 @@ async def grants_grant(svc: Services, caller: Caller, req: rq.GrantIssue,
         parent = None if standing.authority else parent_of(standing.grants, new, now)
         if not standing.authority and parent is None:
             raise gate.amplification(caller.agent_id)
+        if parent is not None:  # it authorizes the new grant: as its record left it
+            found = await rows.grant(conn, req.space_id, parent.grant_id)
+            if found is not None:
+                await spoke_audit.require_recorded(conn, "grant", found)
         row = await rows.insert_grant(conn, {**new.model_dump(exclude={
             "created_at", "revoked_at", "schema_version", "extensions"}),
             "derived_from": None if parent is None else parent.grant_id})
