@@ -18,8 +18,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
+from attested_cortex.attest import cbor
+from attested_cortex.attest.spoke_records import record_record
 from attested_cortex.service.resources import spoke_audit
+from tests.server.test_keyed_chain import key_file
 from tests.server.test_permissions_api import Agents, agents
 from tests.spoke.test_dispatch_api import OWNER, ok, op, refused
 from tests.support.cortex import MakeCortex
@@ -172,8 +176,10 @@ async def test_an_op_refuses_to_re_record_a_row_changed_behind_the_server(
     """Issue 37 item 12's class (ADR 0087 section 9): an op that re-records a side row it
     read (records update/promote/delete, grants revoke, subjects fence/ensure, spaces
     freeze) answers 409 ``row_unrecorded`` and writes nothing when the row is not what its
-    latest op record left, so the deep audit keeps naming the change."""
-    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    latest keyed op record left (a matching record forged without the key is none), so the
+    deep audit keeps naming the change."""
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""},
+                        master_key={"file": key_file(tmp_path)}, encryption={"at_rest": False})
     private, shared = await two_records(team)
     fence = {**SUBJECT, "action": "fence_context", "context_id": "c7"}
     await ok(team, "owner", "memory.subjects.fence", fence)
@@ -194,12 +200,14 @@ async def test_an_op_refuses_to_re_record_a_row_changed_behind_the_server(
     with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
         for _, forgery, _ in FORGED:
             conn.execute(forgery)
+        forge_record(conn, private)
     head = chain_head(migrated_pg15_dsn)
     for kind, _, fields in FORGED:
         for name, request in ops[kind]:
             error = refused(await op(team, "owner", name, request), 409, "row_unrecorded")
-            details = error["details"]
-            assert (details["kind"], details["fields"]) == (kind, fields), (name, error)
+            details = error["details"]  # the record row's forged record is none: no fields
+            assert (details["kind"], details["fields"]) == (
+                kind, [] if kind == "record" else fields), (name, error)
     assert chain_head(migrated_pg15_dsn) == head  # nothing written
     found = {(m["kind"], m["problem"], tuple(m["fields"]))
              for m in (await deep(team))["mismatches"]}
@@ -207,10 +215,27 @@ async def test_an_op_refuses_to_re_record_a_row_changed_behind_the_server(
 
     with psycopg.connect(migrated_pg15_dsn) as conn:  # as before migration 0037's first start
         conn.execute("DELETE FROM spoke_row_records")
-    again = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
+    again = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""},
+                         master_key={"file": key_file(tmp_path)}, encryption={"at_rest": False})
     await ok(again, "owner", "memory.records.update", {  # its record found again
         "space_id": "kb", "record_id": shared, "expected_revision": 1,
         "content": {"text": "edited"}})
+
+
+def forge_record(conn: psycopg.Connection[Any], record_id: str) -> None:
+    """As the database owner, without the key: append an op record matching the changed
+    record row (no MAC) and point migration 0037's index at it."""
+    row = conn.cursor(row_factory=dict_row).execute(
+        "SELECT * FROM memory_records WHERE memory_id = %s", (record_id,)).fetchone()
+    assert row is not None
+    payload = {"op": "memory.records.update", "space_id": "kb", "principal": "owner",
+               "rows": {"record": [record_record(row)]}}
+    (sequence,) = conn.execute(
+        "INSERT INTO signed_events (agent_id, event_type, payload) VALUES ('owner',"
+        " 'spoke.memory.records.update', %s) RETURNING sequence",
+        (cbor.encode(payload),)).fetchone() or ()
+    conn.execute("UPDATE spoke_row_records SET sequence = %s WHERE kind = 'record' AND"
+                 " key = %s", (sequence, record_id))
 
 
 def chain_head(dsn: str) -> int:

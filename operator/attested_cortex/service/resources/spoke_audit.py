@@ -94,22 +94,23 @@ async def require_recorded(conn: Conn, kind: SpokeKind, row: Row) -> None:
     if sequence is None:
         if kind in DEFAULTS and not differing({**expected, **DEFAULTS[kind]}, expected):
             return
-        fields: list[str] = []
+        fields: list[str] | None = None
     else:
         fields = _differing_from(kind, key, expected,
                                  await events.vouched_payload(conn, sequence))
-        if not fields:
+        if fields == []:
             return
-    found = "is not what its latest audit record left" if fields else "has no audit record"
+    found = ("has no audit record the key vouches for" if fields is None
+             else "is not what its latest audit record left")
     raise ConflictError(
         f"the {kind} {key} {found} (changed behind the server; the deep audit names it); "
-        "nothing was written", code="row_unrecorded", kind=kind, id=key, fields=fields)
+        "nothing was written", code="row_unrecorded", kind=kind, id=key, fields=fields or [])
 
 
 def _differing_from(kind: SpokeKind, key: str, expected: dict[str, CborValue],
-                    payload: bytes | None) -> list[str]:
+                    payload: bytes | None) -> list[str] | None:
     """The fields in which ``expected`` differs from the record of the row in the op record
-    ``payload`` (every field when there is no such vouched record)."""
+    ``payload``; None when there is no such record (or the key does not vouch for it)."""
     try:
         found = [] if payload is None else recorded_rows(decode(payload)) or []
     except InvalidInputError:
@@ -117,7 +118,7 @@ def _differing_from(kind: SpokeKind, key: str, expected: dict[str, CborValue],
     for each_kind, record in found:
         if each_kind == kind and key_of(kind, record) == key:
             return differing(expected, record)
-    return sorted(expected)
+    return None
 
 
 async def index_rows(db: Database) -> int:
