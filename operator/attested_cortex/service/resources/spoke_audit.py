@@ -16,6 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Final
 
+from attested_cortex.attest import spoke_index
 from attested_cortex.attest.auditing import record_event
 from attested_cortex.attest.cbor import CborValue
 from attested_cortex.attest.decoding import decode
@@ -122,22 +123,12 @@ def _differing_from(kind: SpokeKind, key: str, expected: dict[str, CborValue],
 
 
 async def index_rows(db: Database) -> int:
-    """Fill migration 0037's table from the chain when it is empty while the chain holds
-    op records (the first start after the upgrade, or after a bundle import): the latest
-    op record of each row. How many rows it noted."""
+    """Fill migration 0037's table from the chain when it is empty (the first start after
+    the upgrade): the latest op record of each row. How many rows it noted."""
     async with db.transaction() as conn:
         if not await row_records.empty(conn):
             return 0
-        latest: dict[tuple[str, str], int] = {}
-        async for sequence, _, payload in scanning.prefixed_records(conn, EVENT_PREFIX):
-            try:
-                found = recorded_rows(decode(payload)) or []
-            except (InvalidInputError, KeyError):
-                continue
-            for kind, record in found:
-                latest[kind, key_of(kind, record)] = sequence
-        await row_records.note(conn, [(kind, key, seq) for (kind, key), seq in latest.items()])
-    return len(latest)
+        return await spoke_index.rebuild(conn)
 
 
 async def _records(conn: Conn, receipt: Row) -> list[Row]:

@@ -9,8 +9,7 @@
 -- key space_id/subject_id), holding the sequence of the latest spoke.* event that names
 -- the row. The server upserts it in the transaction that appends the op record (under the
 -- chain lock). It is derived from the chain: the first server that starts with it empty
--- while the chain holds op records (this upgrade, or a bundle imported) rebuilds it from
--- the chain. A database owner may edit it: the op still verifies that the event it points
+-- (this upgrade) rebuilds it from the chain, as does a bundle import (not carried). A database owner may edit it: the op still verifies that the event it points
 -- to is vouched for by the key and names the row, so an edit can at worst refuse an op.
 CREATE TABLE spoke_row_records (
     kind text NOT NULL,
