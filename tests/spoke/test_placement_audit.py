@@ -7,7 +7,8 @@ subject, grant, receipt, candidate and record side rows) is named ``missing_row`
 bundles carry every spoke table (ADR 0085), so a vanished space is a deletion. Records
 written before op records covered their side rows (simulated: op records without them, and
 migration 0034's list naming them) are covered once at the next start, and their placement
-is checked from then on. Two documented gaps are pinned (threat model gap 12).
+is checked from then on. An op refuses to re-record a row changed behind the server
+(ADR 0087 section 9); a planted grant is a documented gap (threat model gap 12).
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
+from attested_cortex.attest import cbor
+from attested_cortex.attest.spoke_records import record_record
 from attested_cortex.service.resources import spoke_audit
+from tests.server.test_keyed_chain import key_file
 from tests.server.test_permissions_api import Agents, agents
-from tests.spoke.test_dispatch_api import OWNER, ok, op
+from tests.spoke.test_dispatch_api import OWNER, ok, op, refused
 from tests.support.cortex import MakeCortex
 
 SUBJECT = {"space_id": "kb", "subject_id": "u1"}
@@ -133,14 +138,13 @@ async def test_records_from_before_are_covered_once_at_the_next_start(
     assert found == [(private, "changed")]
 
 
-async def test_gaps_a_planted_grant_is_honoured_and_a_later_op_carries_a_changed_row(
+async def test_gap_a_planted_grant_is_honoured_and_named(
         make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
-    """Pins two documented gaps (docs/security/threat-model.md, ADR 0087 sections 9-10):
-    reads honour a grant row inserted behind the server (the deep audit names it
-    ``missing_event``), and an op that re-records a record's side row carries a placement
-    changed behind the server into its op record (named ``changed`` only until then)."""
+    """Pins a documented gap (docs/security/threat-model.md, ADR 0087 section 10): reads
+    honour a grant row inserted behind the server; the deep audit names it
+    ``missing_event``."""
     team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""})
-    private, shared = await two_records(team)
+    _, shared = await two_records(team)
     planted = "00000000-0000-0000-0000-00000000beef"
     with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
         conn.execute("DELETE FROM memory_grants WHERE principal_id = 'bob'")
@@ -152,10 +156,117 @@ async def test_gaps_a_planted_grant_is_honoured_and_a_later_op_carries_a_changed
     named = {(m["kind"], m["id"], m["problem"]) for m in (await deep(team))["mismatches"]}
     assert ("grant", planted, "missing_event") in named, named
 
-    moved_to_shared(migrated_pg15_dsn, private)
-    assert (private, "changed") in {(m["id"], m["problem"])
-                                    for m in (await deep(team))["mismatches"]}
-    await ok(team, "owner", "memory.records.update", {
-        "space_id": "kb", "record_id": private, "expected_revision": 1,
+
+#: A column of a recorded row changed behind the server (each undoes what an op recorded:
+#: a placement made shared, a grant widened, a fence lifted, a freeze lifted), and the ops
+#: that would re-record the row as they find it.
+FORGED = [
+    ("record", "UPDATE memory_records SET context_id = NULL WHERE context_id = 'c1'",
+     ["context_id"]),
+    ("grant", "UPDATE memory_grants SET context_ids = NULL WHERE principal_id = 'bob'",
+     ["context_ids"]),
+    ("subject", "UPDATE memory_subjects SET fenced_context_ids = '{}'",
+     ["fenced_context_ids"]),
+    ("space", "UPDATE memory_spaces SET frozen = false", ["frozen"]),
+]
+
+
+async def test_an_op_refuses_to_re_record_a_row_changed_behind_the_server(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """Issue 37 item 12's class (ADR 0087 section 9): an op that re-records a side row it
+    read (records update/promote/delete, grants revoke, subjects fence/ensure, spaces
+    freeze) answers 409 ``row_unrecorded`` and writes nothing when the row is not what its
+    latest keyed op record left (a matching record forged without the key is none), so the
+    deep audit keeps naming the change."""
+    team = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""},
+                        master_key={"file": key_file(tmp_path)}, encryption={"at_rest": False})
+    private, shared = await two_records(team)
+    fence = {**SUBJECT, "action": "fence_context", "context_id": "c7"}
+    await ok(team, "owner", "memory.subjects.fence", fence)
+    await ok(team, "owner", "memory.spaces.freeze", {"space_id": "kb"})
+    await ok(team, "owner", "memory.spaces.unfreeze", {"space_id": "kb"})
+    await ok(team, "owner", "memory.spaces.freeze", {"space_id": "kb"})
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        (grant,) = conn.execute("SELECT grant_id::text FROM memory_grants").fetchone() or ()
+    assert (await deep(team))["ok"]
+    record = {"space_id": "kb", "record_id": private, "expected_revision": 1}
+    ops = {"record": [("memory.records.update", {**record, "content": {"text": "edited"}}),
+                      ("memory.records.promote", {**record, "placement": {"context_id": "c2"}}),
+                      ("memory.records.delete", record)],
+           "grant": [("memory.grants.revoke", {"space_id": "kb", "grant_id": grant})],
+           "subject": [("memory.subjects.fence", {**fence, "context_id": "c8"}),
+                       ("memory.subjects.ensure", SUBJECT)],
+           "space": [("memory.spaces.freeze", {"space_id": "kb"})]}
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
+        for _, forgery, _ in FORGED:
+            conn.execute(forgery)
+        forge_record(conn, private)
+    head = chain_head(migrated_pg15_dsn)
+    for kind, _, fields in FORGED:
+        for name, request in ops[kind]:
+            error = refused(await op(team, "owner", name, request), 409, "row_unrecorded")
+            details = error["details"]  # the record row's forged record is none: no fields
+            assert (details["kind"], details["fields"]) == (
+                kind, [] if kind == "record" else fields), (name, error)
+    assert chain_head(migrated_pg15_dsn) == head  # nothing written
+    found = {(m["kind"], m["problem"], tuple(m["fields"]))
+             for m in (await deep(team))["mismatches"]}
+    assert found == {(kind, "changed", tuple(fields)) for kind, _, fields in FORGED}, found
+
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # as before migration 0037's first start
+        conn.execute("DELETE FROM spoke_row_records")
+    again = await agents(make_cortex, migrated_pg15_dsn, tmp_path, {"owner": OWNER, "bob": ""},
+                         master_key={"file": key_file(tmp_path)}, encryption={"at_rest": False})
+    await ok(again, "owner", "memory.records.update", {  # its record found again
+        "space_id": "kb", "record_id": shared, "expected_revision": 1,
         "content": {"text": "edited"}})
-    assert private not in str((await deep(team))["mismatches"])  # carried into the record
+
+
+def forge_record(conn: psycopg.Connection[Any], record_id: str) -> None:
+    """As the database owner, without the key: append an op record matching the changed
+    record row (no MAC) and point migration 0037's index at it."""
+    row = conn.cursor(row_factory=dict_row).execute(
+        "SELECT * FROM memory_records WHERE memory_id = %s", (record_id,)).fetchone()
+    assert row is not None
+    payload = {"op": "memory.records.update", "space_id": "kb", "principal": "owner",
+               "rows": {"record": [record_record(row)]}}
+    (sequence,) = conn.execute(
+        "INSERT INTO signed_events (agent_id, event_type, payload) VALUES ('owner',"
+        " 'spoke.memory.records.update', %s) RETURNING sequence",
+        (cbor.encode(payload),)).fetchone() or ()
+    conn.execute("UPDATE spoke_row_records SET sequence = %s WHERE kind = 'record' AND"
+                 " key = %s", (sequence, record_id))
+
+
+def chain_head(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        (head,) = conn.execute("SELECT max(sequence) FROM signed_events").fetchone() or (0,)
+    return int(head)
+
+
+async def test_a_grant_changed_behind_the_server_neither_delegates_nor_is_carried(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """A derived grant widened behind the server stops its parent's revocation (the revoke
+    would re-record it), and a parent widened behind the server authorizes no delegation
+    (409 ``row_unrecorded`` both; ADR 0087 section 9)."""
+    crew = await agents(make_cortex, migrated_pg15_dsn, tmp_path,
+                        {"owner": OWNER, "alice": "", "bob": "", "carol": ""})
+    await ok(crew, "owner", "memory.subjects.ensure", SUBJECT)
+    copy = {"space_id": "kb", "principal_id": "alice", "subject_ids": ["u1"],
+            "context_ids": ["c1"], "capabilities": ["records_read", "grants"]}
+    original = (await ok(crew, "owner", "memory.grants.grant", copy))["refs"][0]
+    to_bob = (await ok(crew, "alice", "memory.grants.grant", {
+        **copy, "principal_id": "bob"}))["refs"][0]
+    widen = "UPDATE memory_grants SET context_ids = NULL WHERE grant_id = %s"
+    with psycopg.connect(migrated_pg15_dsn) as conn:  # the database owner, behind the server
+        conn.execute(widen, (to_bob,))
+    error = refused(await op(crew, "owner", "memory.grants.revoke", {
+        "space_id": "kb", "grant_id": original}), 409, "row_unrecorded")
+    assert (error["details"]["id"], error["details"]["fields"]) == (to_bob, ["context_ids"])
+    with psycopg.connect(migrated_pg15_dsn) as conn:
+        conn.execute(widen, (original,))
+    error = refused(await op(crew, "alice", "memory.grants.grant", {
+        **copy, "principal_id": "carol", "context_ids": ["c2"]}), 409, "row_unrecorded")
+    assert error["details"]["id"] == original
+    named = {(m["id"], m["problem"]) for m in (await deep(crew))["mismatches"]}
+    assert named == {(original, "changed"), (to_bob, "changed")}, named

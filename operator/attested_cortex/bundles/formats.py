@@ -134,6 +134,8 @@ NOT_CARRIED: Final[dict[str, str]] = {
                          "records those of its own key (ADR 0088)",
     "spoke_records_to_adopt": "the source's upgrade work list, emptied at its first start "
                               "(migration 0034)",
+    "spoke_row_records": "derived: the import rebuilds it from the carried chain "
+                         "(migration 0037)",
     "audit_tree_nodes": "derived: the target builds the Merkle tree from the carried chain",
     "audit_checkpoints": "the source's signed checkpoints stay with the source and its "
                          "witnesses; the target signs its own over the carried chain",

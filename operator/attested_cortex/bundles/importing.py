@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attested_cortex.attest import spoke_index
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.sweeping import SweepReport, sweep
 from attested_cortex.bundles import bundlefiles, checking, manifests, signatures
@@ -118,6 +119,7 @@ async def import_bundle(dsn: str, root: Path, *, trusted: Keyring | None = None,
         await _signatures(conn, keyring)
         clock.lap("link_and_memory_signatures")
         await _sweep(conn)
+        await spoke_index.rebuild(conn)  # derived, not carried (migration 0037)
         clock.lap("deep_sweep")
         if omitted:
             await dumping.mark_incomplete(conn, omitted)

@@ -144,6 +144,9 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     if adopted:  # once, after the upgrade to migration 0034 (ADR 0087)
         log.info("spoke-memory records written before their placement was recorded are "
                  "now covered by the audit chain", extra={"records": adopted})
+    noted = await spoke_audit.index_rows(db)
+    if noted:  # once, after the upgrade to migration 0037 or a bundle import (ADR 0087)
+        log.info("spoke-memory rows indexed by their latest op record", extra={"rows": noted})
     await _start_sweepers(services, settings, stack)
     return services
 

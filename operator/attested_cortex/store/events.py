@@ -285,6 +285,19 @@ async def recorded_since(
         after = int(rows[-1]["sequence"])
 
 
+async def vouched_payload(conn: psycopg.AsyncConnection[Any], sequence: int) -> bytes | None:
+    """The payload of the event at ``sequence``, or None when there is none or (on a sealed
+    connection) the key does not vouch for it, as :func:`recorded_statements`."""
+    seal = _SEALS.get(conn)
+    with translating():
+        cur = await conn.execute(_KEYED_EVENTS.format(more=", e.payload")
+                                 + "WHERE e.sequence = %s", (sequence,))
+        row = await cur.fetchone()
+    if row is None or (seal is not None and not _vouched(seal, row)):
+        return None
+    return bytes(row["payload"])
+
+
 def _vouched(seal: ChainSeal, row: dict[str, Any]) -> bool:
     """Whether the key vouches for this event: its MAC row verifies under the key, or it
     was appended before the first MAC row (a chain older than the key)."""

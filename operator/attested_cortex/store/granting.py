@@ -63,6 +63,8 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT", "master_key_checks"),
     # migration 0034: emptied once by the first start that covers the rows it lists
     ("SELECT, DELETE", "spoke_records_to_adopt"),
+    # migration 0037: the latest op record of each spoke row, upserted with each op record
+    ("SELECT, INSERT, UPDATE", "spoke_row_records"),
     # migration 0040: the audit tree's nodes and signed checkpoints, appended only
     ("SELECT, INSERT", "audit_tree_nodes"),
     ("SELECT, INSERT", "audit_checkpoints"),

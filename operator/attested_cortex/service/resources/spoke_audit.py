@@ -16,6 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Final
 
+from attested_cortex.attest import spoke_index
 from attested_cortex.attest.auditing import record_event
 from attested_cortex.attest.cbor import CborValue
 from attested_cortex.attest.decoding import decode
@@ -23,6 +24,8 @@ from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.records import differing
 from attested_cortex.attest.spoke_records import (
     ADOPT_OP,
+    BUILDERS,
+    DEFAULTS,
     EVENT_PREFIX,
     SpokeKind,
     adopt_record,
@@ -36,12 +39,13 @@ from attested_cortex.attest.spoke_records import (
     space_record,
     subject_record,
 )
-from attested_cortex.errors import InvalidInputError
+from attested_cortex.errors import ConflictError, InvalidInputError
 from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.store import events, scanning
 from attested_cortex.store import spoke_candidates as candidates
 from attested_cortex.store import spoke_memory as rows
+from attested_cortex.store import spoke_row_records as row_records
 from attested_cortex.store.database import Conn, Database
 
 Row = dict[str, Any]
@@ -62,9 +66,69 @@ async def record_op(svc: Services, conn: Conn, caller: Caller, receipt: Row) -> 
     written = await _records(conn, receipt)
     if written:
         touched["record"] = [record_record(row) for row in written]
-    await record_event(conn, agent_id=caller.agent_id, event_type=event_type(receipt["op"]),
-                       payload=op_record(receipt, touched),
-                       signer=write_records.signer(svc, caller))
+    payload = op_record(receipt, touched)
+    event = await record_event(conn, agent_id=caller.agent_id,
+                               event_type=event_type(receipt["op"]), payload=payload,
+                               signer=write_records.signer(svc, caller))
+    await _note(conn, event.sequence, payload)
+
+
+async def _note(conn: Conn, sequence: int, payload: dict[str, CborValue]) -> None:
+    """Note the op record at ``sequence`` as the latest of every row it names (migration
+    0037), in its transaction."""
+    await row_records.note(conn, [(kind, key_of(kind, record), sequence)
+                                  for kind, record in recorded_rows(payload) or ()])
+
+
+async def require_recorded(conn: Conn, kind: SpokeKind, row: Row) -> None:
+    """Refuse (409 ``row_unrecorded``, the caller's transaction rolls back) unless ``row``,
+    as an op read it before changing it, is what its latest op record left (issue 37 item
+    12's class, ADR 0087 section 9): a row without one must hold the defaults of its kind
+    (a space or subject made on first use). Called by every op that re-records a row it
+    did not write in full, before it changes it, so a column changed behind the server is
+    never carried into a new op record with a good MAC; the op refuses exactly when the
+    deep audit names the row. The latest record is found through migration 0037's table
+    and believed only when the key vouches for it (on a sealed chain)."""
+    expected = BUILDERS[kind](row)
+    key = key_of(kind, expected)
+    sequence = await row_records.latest(conn, kind, key)
+    if sequence is None:
+        if kind in DEFAULTS and not differing({**expected, **DEFAULTS[kind]}, expected):
+            return
+        fields: list[str] | None = None
+    else:
+        fields = _differing_from(kind, key, expected,
+                                 await events.vouched_payload(conn, sequence))
+        if fields == []:
+            return
+    found = ("has no audit record the key vouches for" if fields is None
+             else "is not what its latest audit record left")
+    raise ConflictError(
+        f"the {kind} {key} {found} (changed behind the server; the deep audit names it); "
+        "nothing was written", code="row_unrecorded", kind=kind, id=key, fields=fields or [])
+
+
+def _differing_from(kind: SpokeKind, key: str, expected: dict[str, CborValue],
+                    payload: bytes | None) -> list[str] | None:
+    """The fields in which ``expected`` differs from the record of the row in the op record
+    ``payload``; None when there is no such record (or the key does not vouch for it)."""
+    try:
+        found = [] if payload is None else recorded_rows(decode(payload)) or []
+    except InvalidInputError:
+        found = []
+    for each_kind, record in found:
+        if each_kind == kind and key_of(kind, record) == key:
+            return differing(expected, record)
+    return None
+
+
+async def index_rows(db: Database) -> int:
+    """Fill migration 0037's table from the chain when it is empty (the first start after
+    the upgrade): the latest op record of each row. How many rows it noted."""
+    async with db.transaction() as conn:
+        if not await row_records.empty(conn):
+            return 0
+        return await spoke_index.rebuild(conn)
 
 
 async def _records(conn: Conn, receipt: Row) -> list[Row]:
@@ -97,8 +161,10 @@ async def adopt_records(db: Database, signer: AgentKey | None) -> int:
                 by_space.setdefault(row["space_id"], []).append(record_record(row))
         agent = signer.agent_id if signer is not None else ADOPTER
         for space_id, records in sorted(by_space.items()):
-            await record_event(conn, agent_id=agent, event_type=event_type(ADOPT_OP),
-                               payload=adopt_record(agent, space_id, records), signer=signer)
+            payload = adopt_record(agent, space_id, records)
+            event = await record_event(conn, agent_id=agent, event_type=event_type(ADOPT_OP),
+                                       payload=payload, signer=signer)
+            await _note(conn, event.sequence, payload)
     return sum(len(r) for r in by_space.values())
 
 

@@ -21,6 +21,7 @@ from attested_cortex.service.pipeline import settling, write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deciding import require_scope
 from attested_cortex.service.resources import spoke_access as gate
+from attested_cortex.service.resources import spoke_audit
 from attested_cortex.service.resources.spoke_receipts import Effect, EffectFn, mutate
 from attested_cortex.service.resources.spoke_views import (
     grant_view,
@@ -84,6 +85,7 @@ def _freezing(frozen: bool) -> Handler:
                 raise ConflictError(f"space {req.space_id!r} is already "
                                     f"{'frozen' if frozen else 'open'}",
                                     code="space_frozen" if frozen else "space_not_frozen")
+            await spoke_audit.require_recorded(conn, "space", space)
             done = await rows.set_frozen(conn, req.space_id, frozen)
             return Effect([req.space_id], done["revision"])
         return await mutate_in(svc, caller, "memory.spaces." + ("freeze" if frozen else
@@ -109,7 +111,9 @@ async def subjects_ensure(svc: Services, caller: Caller, req: rq.SubjectEnsure,
         (await gate.access(conn, caller, req.space_id)).require(
             Want("records_write", req.subject_id))
         await gate.writable_space(conn, caller, req.space_id)
-        row, _ = await rows.ensure_subject(conn, req.space_id, req.subject_id, req.kind)
+        row, created = await rows.ensure_subject(conn, req.space_id, req.subject_id, req.kind)
+        if not created:  # re-recorded as found
+            await spoke_audit.require_recorded(conn, "subject", row)
         if req.kind is not None and row["kind"] not in (None, req.kind):
             raise ConflictError(f"subject {req.subject_id!r} exists with kind {row['kind']!r}",
                                 code="subject_kind_mismatch", kind=row["kind"])
@@ -134,6 +138,7 @@ async def subjects_fence(svc: Services, caller: Caller, req: rq.SubjectFence,
         await gate.writable_space(conn, caller, req.space_id)
         row = await gate.existing_subject(conn, req.space_id, req.subject_id, lock=True)
         state, fenced = _fenced(row, req)
+        await spoke_audit.require_recorded(conn, "subject", row)
         done = await rows.set_subject(conn, req.space_id, req.subject_id, state=state,
                                       fenced=fenced)
         return Effect([req.subject_id], done["revision"])
@@ -183,6 +188,10 @@ async def grants_grant(svc: Services, caller: Caller, req: rq.GrantIssue,
         parent = None if standing.authority else parent_of(standing.grants, new, now)
         if not standing.authority and parent is None:
             raise gate.amplification(caller.agent_id)
+        if parent is not None:  # it authorizes the new grant: as its record left it
+            found = await rows.grant(conn, req.space_id, parent.grant_id)
+            if found is not None:
+                await spoke_audit.require_recorded(conn, "grant", found)
         row = await rows.insert_grant(conn, {**new.model_dump(exclude={
             "created_at", "revoked_at", "schema_version", "extensions"}),
             "derived_from": None if parent is None else parent.grant_id})
@@ -205,7 +214,12 @@ async def grants_revoke(svc: Services, caller: Caller, req: rq.GrantRevoke,
         if row["revoked_at"] is not None:
             raise ConflictError(f"grant {req.grant_id} is already revoked (terminal)",
                                 code="grant_revoked")
+        await spoke_audit.require_recorded(conn, "grant", row)
         revoked = await rows.revoke(conn, req.grant_id)  # with its derived grants (ADR 0082)
+        for derived in revoked[1:]:  # each was live (the revocation's only change) before
+            found = await rows.grant(conn, req.space_id, derived)
+            if found is not None:
+                await spoke_audit.require_recorded(conn, "grant", {**found, "revoked_at": None})
         await rows.bump_space(conn, req.space_id)
         return Effect([str(g) for g in revoked])
     return await mutate_in(svc, caller, "memory.grants.revoke", req, key, effect)
@@ -336,6 +350,7 @@ async def writable_record(conn: Conn, caller: Caller, req: rq.RecordRef,
                             code="record_deleted")
     if row["revision"] != expected:
         raise _stale("record", req.record_id, row["revision"], expected)
+    await spoke_audit.require_recorded(conn, "record", row)  # its op re-records the row
     return row
 
 
