@@ -445,6 +445,10 @@ SETTINGS_CASES = [
     Case("settings-onnx-unpinned",
          cortex("c-onnx-pin", embedding={"mode": "Onnx", "onnx": {
              "claimName": "models", "modelSha256": "abc", "tokenizerSha256": "b" * 64}}),
+         "spec.embedding.onnx.modelSha256 in body should be at least 64 chars long"),
+    Case("settings-onnx-not-hex",
+         cortex("c-onnx-hex", embedding={"mode": "Onnx", "onnx": {
+             "claimName": "models", "modelSha256": "z" * 64, "tokenizerSha256": "b" * 64}}),
          "spec.embedding.onnx.modelSha256 in body should match"),
     Case("settings-unknown-embedding-mode",
          cortex("c-small", embedding={"mode": "Huge"}),

@@ -67,7 +67,8 @@ def test_defaults_are_filled_in(crds: Kube, namespace: str) -> None:
     assert spec["permissions"] == {"mode": "Advisory", "writeDefault": "Allow"}
     assert spec["embedding"] == {"mode": "MiniLM", "timeoutMs": 1000}  # docs/adr/0097
     assert spec["audit"] == {"signer": {"mode": "Operator"}, "recordReads": True}
-    assert spec["database"]["timeouts"] == {"lockMs": 5000, "statementMs": 30000}
+    assert spec["database"]["timeouts"] == {"lockMs": 5000, "statementMs": 30000,
+                                            "writeMs": 10000}
     assert spec["limits"]["maxAnswerBytes"] == 4194304
     assert spec["limits"]["maxImportBytes"] == 64 * 1024 * 1024
     assert spec["limits"]["maxStagedBytesPerAgent"] == 256 * 1024 * 1024
