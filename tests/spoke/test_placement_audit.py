@@ -6,7 +6,7 @@ record ``changed`` on ``context_id``. A whole space deleted behind the server (i
 subject, grant, receipt, candidate and record side rows) is named ``missing_row`` row by row:
 bundles carry every spoke table (ADR 0085), so a vanished space is a deletion. Records
 written before op records covered their side rows (simulated: op records without them, and
-migration 0034's list naming them) are covered once at the next start, and their placement
+migration 0032's list naming them) are covered once at the next start, and their placement
 is checked from then on. An op refuses to re-record a row changed behind the server
 (ADR 0087 section 9); a planted grant is a documented gap (threat model gap 12).
 """
@@ -116,7 +116,7 @@ async def test_records_from_before_are_covered_once_at_the_next_start(
     report = await deep(team)
     assert {(m["problem"], m["kind"]) for m in report["mismatches"]} == {
         ("missing_event", "record")} and report["mismatch_count"] == 2, report
-    with psycopg.connect(dsn) as conn:  # what migration 0034 lists at the upgrade
+    with psycopg.connect(dsn) as conn:  # what migration 0032 lists at the upgrade
         conn.execute("INSERT INTO spoke_records_to_adopt SELECT memory_id FROM memory_records")
 
     again = await agents(make_cortex, dsn, tmp_path, {"owner": OWNER, "bob": ""})

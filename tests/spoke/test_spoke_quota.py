@@ -1,5 +1,5 @@
 """Every spoke-memory byte counts against its writer's storage quota, and staged imports
-and exports expire (issue 37 item 16, migration 0034, ADR 0087).
+and exports expire (issue 37 item 16, migration 0032, ADR 0087).
 
 Profiles, captured candidates and a record's structured fields, which counted nothing
 before, count as ``spoke`` bytes (capabilities ``quotas.you.stored_bytes_by_kind``); an op

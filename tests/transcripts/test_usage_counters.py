@@ -40,7 +40,7 @@ RECOUNT = (
 def recounted(dsn: str) -> dict[str, dict[str, int]]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(RECOUNT, (list(AGENTS),)).fetchall()
-    # no spoke-memory rows here: their counter (migration 0034) stays 0
+    # no spoke-memory rows here: their counter (migration 0032) stays 0
     return {agent: {"memories": int(m), "transcripts": int(t), "spoke": 0}
             for agent, m, t in rows}
 

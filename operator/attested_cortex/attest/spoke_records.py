@@ -35,7 +35,7 @@ kind          row (key)                    covered
 
 Every op names the records it wrote in its refs (``memory.imports.activate`` writes the
 whole space: every record of it). Records written before the ``record`` kind existed are
-covered once by ``spoke.memory.records.adopt`` records (migration 0034's list, ADR 0087).
+covered once by ``spoke.memory.records.adopt`` records (migration 0032's list, ADR 0087).
 """
 
 from __future__ import annotations

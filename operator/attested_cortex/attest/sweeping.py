@@ -18,7 +18,7 @@ the rows still hold what those writes left. A mismatch is reported by id:
 ``miscounted``     (kind ``usage``, id the agent) an agent's stored-bytes counter differs from
                    the recomputed sum of its rows (``fields``: ``memories``, ``transcripts``):
                    the counter table or a row was edited behind the server's triggers
-                   (``spoke``: the spoke-memory tables' bytes, migration 0034)
+                   (``spoke``: the spoke-memory tables' bytes, migration 0032)
 
 The spoke-memory family's grants, receipts, spaces, subjects, candidates and record side
 rows (placement: who may read a record) are compared with the rows its op records left

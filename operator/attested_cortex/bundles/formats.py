@@ -133,7 +133,7 @@ NOT_CARRIED: Final[dict[str, str]] = {
     "master_key_checks": "fingerprints of the source's master key versions; the target "
                          "records those of its own key (ADR 0088)",
     "spoke_records_to_adopt": "the source's upgrade work list, emptied at its first start "
-                              "(migration 0034)",
+                              "(migration 0032)",
     "spoke_row_records": "derived: the import rebuilds it from the carried chain "
                          "(migration 0037)",
     "audit_tree_nodes": "derived: the target builds the Merkle tree from the carried chain",

@@ -240,7 +240,7 @@ async def _signatures(conn: dumping.AnyConn, keyring: Keyring) -> None:
 def _from_before(report: SweepReport) -> bool:
     """Whether the only mismatches are record side rows without any record, every one of
     them: the chain of a build before ADR 0087's ``record`` kind, whose rows the target's
-    first start adopts (as migration 0034 lists a cortex's own at its upgrade). A newer
+    first start adopts (as migration 0032 lists a cortex's own at its upgrade). A newer
     chain covers every record, so one uncovered row among covered ones is refused."""
     return 0 < report.mismatch_count == report.unrecorded_records == report.spoke.get(
         "record", 0)

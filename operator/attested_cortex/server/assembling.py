@@ -141,7 +141,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
     )
     signer = _signer_key(settings, keys)
     adopted = await spoke_audit.adopt_records(db, signer() if signer is not None else None)
-    if adopted:  # once, after the upgrade to migration 0034 (ADR 0087)
+    if adopted:  # once, after the upgrade to migration 0032 (ADR 0087)
         log.info("spoke-memory records written before their placement was recorded are "
                  "now covered by the audit chain", extra={"records": adopted})
     noted = await spoke_audit.index_rows(db)

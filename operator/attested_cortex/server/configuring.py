@@ -156,7 +156,7 @@ def check_master_key(ring: KeyRing | None, recorded: Mapping[int, str] | None, *
     """Refuse to start with a master key that is not the cortex's own, or without one where
     the cortex has one (ADR 0088, issue 37 item 14). ``recorded``: the fingerprint of each
     key version the cortex was sealed with (:mod:`attested_cortex.store.key_checks`; None
-    before migration 0033); ``keyed``: the database holds something only a key makes (a
+    before migration 0031); ``keyed``: the database holds something only a key makes (a
     recorded version, a MAC of the keyed chain, a row sealed at rest). Fingerprints are
     public (capabilities show them); the key never enters a message."""
     if ring is None:

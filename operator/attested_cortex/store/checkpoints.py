@@ -1,4 +1,4 @@
-"""SQL for the audit tree's nodes and signed checkpoints (migration 0040). No crypto here
+"""SQL for the audit tree's nodes and signed checkpoints (migration 0035). No crypto here
 beyond the database's own ``sha256`` for the leaf hashes.
 
 Called only by :mod:`attested_cortex.attest.checkpointing`, which computes the tree and

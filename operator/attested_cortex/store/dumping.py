@@ -104,9 +104,9 @@ async def mark_incomplete(conn: AnyConn, omitted: dict[str, list[str]]) -> None:
 
 
 async def list_to_adopt(conn: AnyConn) -> None:
-    """List every record side row in migration 0034's ``spoke_records_to_adopt``, so the
+    """List every record side row in migration 0032's ``spoke_records_to_adopt``, so the
     target's first start covers them (a bundle of a build before the ``record`` kind, ADR
-    0087); before migration 0034 nothing (the migration lists them when it runs)."""
+    0087); before migration 0032 nothing (the migration lists them when it runs)."""
     with translating():
         cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
             "SELECT to_regclass('spoke_records_to_adopt') IS NOT NULL")

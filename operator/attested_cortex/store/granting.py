@@ -59,16 +59,16 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE, DELETE", "memory_pending_work"),
     # migration 0028: a decision is recorded once by the first server that asks, never changed
     ("SELECT, INSERT", "cortex_decisions"),
-    # migration 0033: a key version's fingerprint is recorded once, never changed
+    # migration 0031: a key version's fingerprint is recorded once, never changed
     ("SELECT, INSERT", "master_key_checks"),
-    # migration 0034: emptied once by the first start that covers the rows it lists
+    # migration 0032: emptied once by the first start that covers the rows it lists
     ("SELECT, DELETE", "spoke_records_to_adopt"),
     # migration 0037: the latest op record of each spoke row, upserted with each op record
     ("SELECT, INSERT, UPDATE", "spoke_row_records"),
-    # migration 0040: the audit tree's nodes and signed checkpoints, appended only
+    # migration 0035: the audit tree's nodes and signed checkpoints, appended only
     ("SELECT, INSERT", "audit_tree_nodes"),
     ("SELECT, INSERT", "audit_checkpoints"),
-    ("SELECT, INSERT", "audit_cosignatures"),  # migration 0041
+    ("SELECT, INSERT", "audit_cosignatures"),  # migration 0036
 )
 
 

@@ -1,4 +1,4 @@
-"""The master key versions a cortex was sealed with (migration 0033, ADR 0088): each
+"""The master key versions a cortex was sealed with (migration 0031, ADR 0088): each
 version's public fingerprint, recorded by the first server that starts with it.
 
 Called by :func:`attested_cortex.server.assembling.open_services` at start-up (through
@@ -24,7 +24,7 @@ _RECORD = ("INSERT INTO master_key_checks (key_version, fingerprint) SELECT v, f
 
 
 async def recorded(conn: AnyConn) -> dict[int, str] | None:
-    """The recorded fingerprint of every key version (None: not migrated to 0033)."""
+    """The recorded fingerprint of every key version (None: not migrated to 0031)."""
     try:
         cur = await conn.execute(_READ)
         rows = await cur.fetchall()
@@ -35,7 +35,7 @@ async def recorded(conn: AnyConn) -> dict[int, str] | None:
 
 async def record(conn: AnyConn, fingerprints: Mapping[int, str]) -> dict[int, str] | None:
     """Record the versions of ``fingerprints`` not recorded yet; every recorded one after
-    (None: not migrated to 0033)."""
+    (None: not migrated to 0031)."""
     try:
         versions = sorted(fingerprints)
         await conn.execute(_RECORD, (versions, [fingerprints[v] for v in versions]))
@@ -57,7 +57,7 @@ SELECT EXISTS (SELECT 1 FROM master_key_checks)
 
 async def keyed(conn: AnyConn) -> bool:
     """Whether a master key is required to serve this cortex (False before migration
-    0033: nothing to go by)."""
+    0031: nothing to go by)."""
     try:
         row = await (await conn.execute(_KEYED)).fetchone()
     except (SchemaMissingError, psycopg.errors.UndefinedTable):

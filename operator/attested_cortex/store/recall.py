@@ -116,7 +116,7 @@ MATCH_FLOOR = 0.3
 _CANDIDATE = "m.id, m.search, m.updated_at, m.ns_depth, m.key_version, m.token_format"
 
 #: BM25 (docs/adr/0093): term saturation ``K1``, length normalisation ``B`` (a memory's
-#: length is its number of lexemes against the average ANALYZE estimates, migration 0036: a
+#: length is its number of lexemes against the average ANALYZE estimates, migration 0033: a
 #: keyed vector has as many), and an occurrence in the title counted ``TITLE_WEIGHT`` times
 #: (BM25F).
 K1 = 1.2
@@ -434,7 +434,7 @@ _AVGDL: WeakKeyDictionary[Conn, tuple[float, float | None]] = WeakKeyDictionary(
 async def search_length(conn: Conn) -> float | None:
     """The average number of lexemes of a search vector (BM25's ``avgdl``; None before
     ANALYZE saw the table), asked at most every :data:`AVGDL_RECHECK_S` seconds per
-    connection: reading the expression statistics costs milliseconds (migration 0036)."""
+    connection: reading the expression statistics costs milliseconds (migration 0033)."""
     now = time.monotonic()
     known = _AVGDL.get(conn)
     if known is not None and now < known[0]:

@@ -213,9 +213,9 @@ async def record_rows(conn: Conn, space_id: str,
 
 
 async def take_to_adopt(conn: Conn) -> list[Row]:
-    """Empty migration 0034's list of record rows written before op records covered them;
+    """Empty migration 0032's list of record rows written before op records covered them;
     the side rows it named (locked by the DELETE until the caller's transaction ends: a
-    second server waits, then finds the list empty). None before migration 0034."""
+    second server waits, then finds the list empty). None before migration 0032."""
     cur = await conn.execute("SELECT to_regclass('spoke_records_to_adopt') IS NOT NULL AS p")
     present = await cur.fetchone()
     if present is None or not present["p"]:

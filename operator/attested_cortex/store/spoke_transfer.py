@@ -156,7 +156,7 @@ async def expire(conn: Conn, *, staged_before: datetime, exported_before: dateti
                              " FOR UPDATE", (exported_before,))
     exports = [row["export_id"] for row in await cur.fetchall()]
     if exports:
-        # chunks first, in a statement of their own: the usage trigger (migration 0034)
+        # chunks first, in a statement of their own: the usage trigger (migration 0032)
         # finds each chunk's creator through its export row when that statement ends
         await conn.execute("DELETE FROM memory_export_chunks WHERE export_id = ANY(%s)",
                            (exports,))

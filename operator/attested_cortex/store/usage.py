@@ -2,7 +2,7 @@
 memories' text, title and metadata, its transcripts' frames and metadata until they are
 pruned, and what it holds in the spoke-memory tables beside its records (profiles,
 candidates, reflections, structured fields, staged import and export chunks: migration
-0034, ``spoke``).
+0032, ``spoke``).
 
 :func:`stored` reads the agent's row of ``agent_usage``, which triggers on memories and
 transcripts keep in step in every write's transaction (migration 0009): the quota step of a
@@ -58,7 +58,7 @@ async def stored(conn: Conn, *, agent: str) -> Usage:
     row = await cur.fetchone()
     if row is None:  # never wrote anything that counts
         return Usage(0, 0)
-    # ``spoke``: from migration 0034 (a server may run on an older schema)
+    # ``spoke``: from migration 0032 (a server may run on an older schema)
     return Usage(int(row["memories"]), int(row["transcripts"]), int(row.get("spoke", 0)))
 
 
@@ -84,7 +84,7 @@ async def recounted(conn: psycopg.AsyncConnection[Any]) -> tuple[int, list[Misco
             return 0, []
         await cur.execute("SELECT to_regprocedure('cortex_spoke_usage()') IS NOT NULL AS p")
         spoke = await cur.fetchone()
-        await cur.execute(query.format(  # before migration 0034: no spoke bytes, no column
+        await cur.execute(query.format(  # before migration 0032: no spoke bytes, no column
             spoke="cortex_spoke_usage()" if spoke is not None and spoke["p"]
             else "(SELECT NULL::text, 0::bigint WHERE false) AS nothing(agent, bytes)",
             counted="u.spoke" if spoke is not None and spoke["p"] else "0"))

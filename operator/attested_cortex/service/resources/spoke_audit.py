@@ -146,7 +146,7 @@ async def _records(conn: Conn, receipt: Row) -> list[Row]:
 
 
 async def adopt_records(db: Database, signer: AgentKey | None) -> int:
-    """Cover the record rows written before op records covered them (migration 0034's
+    """Cover the record rows written before op records covered them (migration 0032's
     list, ADR 0087), once: one ``spoke.memory.records.adopt`` record per space, in the
     transaction that empties the list; a row some record already covers is left as it is
     (the deep audit compares it with that record). How many rows it covered."""

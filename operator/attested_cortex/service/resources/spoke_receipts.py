@@ -103,7 +103,7 @@ async def _once(svc: Services, caller: Caller, *, op: str, space_id: str, key: s
 
 async def _within_cap(svc: Services, conn: Conn, caller: Caller, before: int) -> None:
     """Refuse (413, rolling the op back) an op that grew its principal's stored bytes past
-    the cap: every spoke byte counts (migration 0034's triggers updated the usage row in
+    the cap: every spoke byte counts (migration 0032's triggers updated the usage row in
     this transaction), whatever the op wrote: profiles, candidates, reflections, staged
     chunks, exports, records. An op that stores nothing new, or frees bytes, always runs."""
     after = (await usage.stored(conn, agent=caller.agent_id)).total

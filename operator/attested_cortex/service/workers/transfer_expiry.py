@@ -7,7 +7,7 @@ verified :data:`STAGED_RETENTION` after they were begun (their chunks dropped, a
 ``memory.imports.discard`` does) and drops exports with their chunks
 :data:`EXPORT_RETENTION` after they were made, in one transaction
 (:func:`attested_cortex.store.spoke_transfer.expire`). Their bytes counted against their
-creator's storage quota until then (migration 0034), so an abandoned transfer costs its
+creator's storage quota until then (migration 0032), so an abandoned transfer costs its
 creator a day at most. Replicas may sweep at once: the statements are idempotent. The
 first sweep waits ``first_delay_s`` after start, so it never races a starting server's
 first requests (nor those of replicas a rollout starts together).

@@ -1,4 +1,4 @@
--- 0036: what BM25 recall needs of the statistics (issue 39; docs/adr/0093).
+-- 0033: what BM25 recall needs of the statistics (issue 39; docs/adr/0093).
 --
 -- Recall scores full-text candidates by BM25 and reads every memory that holds one of the
 -- query's rarer lexemes (store/recall.py). Both need two more figures, from ANALYZE like the

@@ -1,4 +1,4 @@
--- 0033: which master key sealed this cortex (issue 37 item 14, docs/adr/0088).
+-- 0031: which master key sealed this cortex (issue 37 item 14, docs/adr/0088).
 --
 -- One row per master key version: the key's public fingerprint (masterkeys.fingerprint:
 -- 16 hex characters of SHA-256 over a fixed label and the key; what capabilities show, and

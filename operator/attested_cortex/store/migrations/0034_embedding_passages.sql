@@ -1,4 +1,4 @@
--- 0038: a memory's vectors by passage (docs/adr/0096). A memory longer than the embedding
+-- 0034: a memory's vectors by passage (docs/adr/0096). A memory longer than the embedding
 -- model's window (MiniLM: 128 word pieces) is embedded in overlapping passages, one row each,
 -- and recall scores it by its best passage; until now only its first 128 pieces had a vector.
 --

@@ -1,4 +1,4 @@
--- 0034: spoke-memory rows the deep audit and the storage quota missed (issue 37 items 13, 16).
+-- 0032: spoke-memory rows the deep audit and the storage quota missed (issue 37 items 13, 16).
 --
 -- The record rows written before the deep audit covered them (issue 37
 -- item 13, docs/adr/0087).

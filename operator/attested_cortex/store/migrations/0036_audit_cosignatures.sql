@@ -1,4 +1,4 @@
--- 0041: cosignatures of the audit checkpoints by the witnesses the server offers them to
+-- 0036: cosignatures of the audit checkpoints by the witnesses the server offers them to
 -- (issue 40, docs/adr/0101): one C2SP tlog-cosignature line per witness and tree size, kept
 -- so that GET /v1/audit/checkpoint serves the checkpoint with every cosignature it got.
 CREATE TABLE audit_cosignatures (

@@ -1,4 +1,4 @@
--- 0040: the audit chain as an RFC 9162 Merkle tree, and its signed checkpoints (issue 40,
+-- 0035: the audit chain as an RFC 9162 Merkle tree, and its signed checkpoints (issue 40,
 -- docs/adr/0099). Leaf i of the tree is event i+1's hash (attest/merkle.py).
 --
 -- audit_tree_nodes keeps every *perfect* subtree of two or more leaves (level >= 1: 2^level
