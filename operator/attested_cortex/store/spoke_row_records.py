@@ -42,6 +42,14 @@ async def latest(conn: Conn, kind: str, key: str) -> int | None:
     return None if row is None else int(row["sequence"])
 
 
+async def present(conn: Conn) -> bool:
+    """Whether the table exists (a server may start on a schema before migration 0037)."""
+    with translating():
+        cur = await conn.execute("SELECT to_regclass('spoke_row_records') IS NOT NULL AS t")
+        row = await cur.fetchone()
+    return bool(row is not None and row["t"])
+
+
 async def empty(conn: Conn) -> bool:
     """Whether no row is noted (before the first start after migration 0037, or after a
     bundle import, which does not carry the table)."""

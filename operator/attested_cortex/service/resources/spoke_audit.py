@@ -124,9 +124,10 @@ def _differing_from(kind: SpokeKind, key: str, expected: dict[str, CborValue],
 
 async def index_rows(db: Database) -> int:
     """Fill migration 0037's table from the chain when it is empty (the first start after
-    the upgrade): the latest op record of each row. How many rows it noted."""
+    the upgrade): the latest op record of each row. How many rows it noted (none on a
+    schema before 0037: the next start after the migration fills it)."""
     async with db.transaction() as conn:
-        if not await row_records.empty(conn):
+        if not await row_records.present(conn) or not await row_records.empty(conn):
             return 0
         return await spoke_index.rebuild(conn)
 
