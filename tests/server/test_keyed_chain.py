@@ -91,7 +91,7 @@ async def test_a_forged_record_is_named_only_with_the_key(
     sequence = forged["sequence"]
 
     # Without the key: what every verification said before the keyed chain (the gap).
-    unkeyed, swept = await audit_cli._verify(migrated_pg15_dsn, None, None, wait_seconds=5,
+    unkeyed, swept, _ = await audit_cli._verify(migrated_pg15_dsn, None, None, wait_seconds=5,
                                              deep=True)
     assert unkeyed.ok and swept is not None and swept["ok"], (unkeyed, swept)
     assert unkeyed.keyed["checked"] is False and "no master key" in unkeyed.keyed["reason"]
@@ -111,7 +111,7 @@ async def test_a_forged_record_is_named_only_with_the_key(
     with psycopg.connect(app_dsn(cortex)) as conn:
         conn.execute("INSERT INTO signed_event_macs (sequence, key_version, mac) "
                      "VALUES (%s, 1, %s)", (sequence, secrets.token_bytes(32)))
-    offline, swept = await audit_cli._verify(migrated_pg15_dsn, None,
+    offline, swept, _ = await audit_cli._verify(migrated_pg15_dsn, None,
                                              mk.load_key_file(key_file(tmp_path)),
                                              wait_seconds=5, deep=True)
     assert offline.keyed["faults"] == [{"sequence": sequence, "problem": "bad_mac"}]

@@ -107,7 +107,7 @@ async def test_no_memory_text_at_rest_with_encryption_on(
         assert listed and all(m.get("unreadable") is True for m in listed), listed
         readable = (await client.call("GET", f"/v1/memories/{one['id']}")).body
         assert "unreadable" not in readable, readable  # absent when it opens
-        keyless, swept = await audit_cli._verify(dsn, None, None, wait_seconds=5, deep=True)
+        keyless, swept, _ = await audit_cli._verify(dsn, None, None, wait_seconds=5, deep=True)
         assert keyless.ok and swept is not None and swept["mismatch_count"] == 0, swept
 
 QUERIES = 40
