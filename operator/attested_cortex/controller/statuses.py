@@ -98,9 +98,12 @@ MOVING: Final = PROGRESSING | frozenset({
 
 #: Reasons of a False condition that are a transition, not a fault: an event about them is
 #: Normal (issue 38: a clean install and every spec change posted Warnings). A satellite is
-#: NotRunning until its cortex's serving pods load it, which a rollout always passes through.
+#: NotRunning until its cortex's serving pods load it, which a rollout always passes through,
+#: and CortexNotFound while an apply of a folder (or a GitOps sync) creates it before its
+#: cortex; one whose cortex never comes stays Ready=False with that reason in its status.
 TRANSITIONS: Final = PROGRESSING | frozenset({
-    "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "NotRunning"})
+    "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "NotRunning",
+    "CortexNotFound"})
 
 
 def summarise(changed: Sequence[Object]) -> dict[str, str]:

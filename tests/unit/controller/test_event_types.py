@@ -17,7 +17,10 @@ def test_a_satellite_waiting_for_the_rollout_is_normal() -> None:
     for changed in ([_c("InForce", "False", "NotRunning"), _c("Ready", "False", "NotRunning")],
                     [_c("ServerReady", "False", "ChangesPending"),
                      _c("Ready", "False", "ChangesPending")],
-                    [_c("DatabaseReady", "False", "PrimaryChanging")]):
+                    [_c("DatabaseReady", "False", "PrimaryChanging")],
+                    # a folder's apply (or a GitOps sync) makes satellites before their cortex
+                    [_c("CortexFound", "False", "CortexNotFound"),
+                     _c("Ready", "False", "CortexNotFound")]):
         assert summarise(changed)["type_"] == "Normal", changed
 
 
