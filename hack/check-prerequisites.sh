@@ -33,7 +33,7 @@ if [[ "$target" != fast && "$(id -u)" != 0 ]]; then
 fi
 
 memory_gib=$(( $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024 / 1024 ))
-case "$target" in run) need_memory=6 ;; test) need_memory=6 ;; *) need_memory=2 ;; esac
+case "$target" in run|test) need_memory=6 ;; *) need_memory=2 ;; esac
 if (( memory_gib + 1 < need_memory )); then
   problems+=("at least ${need_memory} GiB of memory is needed for make $target (this machine: ${memory_gib} GiB)")
 fi
