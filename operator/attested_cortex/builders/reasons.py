@@ -61,6 +61,8 @@ REASONS: Final[Mapping[str, Meaning]] = {
         "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection",
         "BackupScheduled", "ClusterCreating", "BackupPending", "Verifying",
         "ChangesPending", "PrimaryChanging",
+        # a logical restore's import Job runs (then Verifying)
+        "Importing",
         # a satellite applied (a folder, a GitOps sync) before its cortex
         "CortexNotFound"], _PROGRESS),
     # -- waiting, with a Warning ---------------------------------------------------------
@@ -77,7 +79,7 @@ REASONS: Final[Mapping[str, Meaning]] = {
         "ApplyRefused", "ArchivingFailing", "BackupFailed", "CertManagerMissing",
         "CloudNativePGMissing", "ClusterFailed", "DatabaseNewerThanBuild", "DowngradeRefused",
         "DuplicateAgentId", "DuplicateKey", "DuplicateServiceAccount", "ImportFailed",
-        "Importing", "Invalid", "InvalidHook", "InvalidSchedule", "InvalidSpec", "KeyLost",
+        "Invalid", "InvalidHook", "InvalidSchedule", "InvalidSpec", "KeyLost",
         "KeyMismatch", "MasterKeyRefused", "MigrationFailed", "NameCollision",
         "PrimaryNotReady", "ReconcileError", "ResizeRefused", "RestoreNotVerified",
         "RolloutStuck", "ServerPodsFailing", "ShrinkRefused", "StorageClassImmutable",
