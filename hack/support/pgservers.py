@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Literal
 
 import psycopg
-from hack.support.waiting import WaitTimeout, wait_until
 from psycopg import sql
+
+from hack.support.waiting import WaitTimeout, wait_until
 
 __all__ = [
     "APP_ROLE",

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
+
 from hack.support.pgservers import (
     HOST,
     SUPERUSER,
