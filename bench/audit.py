@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from tests.support.served import serve
+from hack.support.served import serve
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.attest.auditing import verify_chain

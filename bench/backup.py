@@ -289,7 +289,7 @@ async def _object_store(server: Any, source: str, count: int, keyring: Any,
                         key: AgentKey) -> dict[str, Any]:
     """Export to a real S3 server (MinIO as a local process, when built) and import back:
     what ``cortexctl export --to`` and ``import --from`` cost over the directory path."""
-    from tests.support import objectstore  # MinIO, as the tests start it
+    from hack.support import objectstore  # MinIO, as the tests start it
 
     with tempfile.TemporaryDirectory(prefix="cortex-s3-") as tmp:
         try:
@@ -336,7 +336,7 @@ def _ids(dsn: str) -> list[str]:
 
 def compare(server: Any, source: str, target: str, cited: list[str]) -> dict[str, Any]:
     """Serve both cortexes; the fixed query set's answers, byte for byte."""
-    from tests.support.served import serve
+    from hack.support.served import serve
 
     ids, link = _ids(source), _first_signed_link(source)
     asked = query_set(ids, cited)
@@ -385,7 +385,7 @@ def _unclocked(raw: bytes) -> Any:
 
 
 async def run(server: Any, count: int) -> dict[str, Any]:
-    from tests.support.served import serve
+    from hack.support.served import serve
 
     key = generate_key(AGENT)
     keyring = build_keyring([KeyRevision(AGENT, key.public.public_key)])

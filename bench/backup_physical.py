@@ -42,9 +42,9 @@ from hack.forwarding import Forward
 from hack.k8s.localkube import binaries
 from hack.k8s.localkube.realnode import RealNode
 from hack.k8s.localkube.realnode_cli import images_dir
+from hack.support.realnode import missing_pieces
+from hack.support.waiting import wait_until
 from minio import Minio
-from tests.support.realnode import missing_pieces
-from tests.support.waiting import wait_until
 
 from bench.common import RESULTS, ROOT
 from bench.ha import Kube, call, sentence

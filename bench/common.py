@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Extra settings for the benchmark server, on top of tests/support/pgservers.py's defaults.
+#: Extra settings for the benchmark server, on top of hack/support/pgservers.py's defaults.
 #: 64MB of shared buffers cannot hold a 400k-link graph, so the bench gives it 512MB. Commits stay
 #: as on the test servers (synchronous_commit=off, fsync=off): write figures exclude the WAL flush a
 #: durable production commit pays (measured: signed link writes p95 2.9 ms off, 5.8-6.5 ms with
@@ -54,7 +54,7 @@ def write_result(area: str, data: dict[str, Any]) -> Path:
 @contextmanager
 def age_server() -> Iterator[Any]:
     """PostgreSQL 17 + AGE (the production database) in a temp dir for the run."""
-    from tests.support.pgservers import start_pg_age
+    from hack.support.pgservers import start_pg_age
 
     with tempfile.TemporaryDirectory(prefix="cortex-bench-") as tmp:
         server = start_pg_age(Path(tmp), settings=SERVER_SETTINGS)

@@ -42,8 +42,8 @@ import aiohttp
 import psycopg
 import yaml
 import zstandard
+from hack.support.served import serve
 from psycopg.rows import dict_row
-from tests.support.served import serve
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.attest.blinding import key_tsvector

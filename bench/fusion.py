@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from hack.support.served import serve
 from psycopg.rows import dict_row
-from tests.support.served import serve
 
 from attested_cortex.embedding.choosing import build_embedder
 from attested_cortex.store import recall as store_recall

@@ -9,7 +9,7 @@ synchronous replica). Measured, through a port-forward of each cortex's Service,
 same 2 cores:
 
 - **write unavailability on primary deletion**, ``--rounds`` times (default 5): a steady writer
-  (tests/support/writing.py, one write at a time at 5 writes/s, each retried with its
+  (hack/support/writing.py, one write at a time at 5 writes/s, each retried with its
   Idempotency-Key after the answer's Retry-After until acknowledged) runs while the primary
   pod is deleted; the gap is the last acknowledgement before to the first after. Beside it,
   when CNPG moved the primary (its Cluster's ``currentPrimary``), so the gap splits into
@@ -47,9 +47,9 @@ from hack.forwarding import Forward
 from hack.k8s.localkube import binaries
 from hack.k8s.localkube.realnode import RealNode
 from hack.k8s.localkube.realnode_cli import IMAGES_SCRIPT, images_dir
-from tests.support.realnode import missing_pieces
-from tests.support.waiting import wait_until
-from tests.support.writing import (
+from hack.support.realnode import missing_pieces
+from hack.support.waiting import wait_until
+from hack.support.writing import (
     SteadyWriter,
     gap_around,
     http_post,

@@ -2,7 +2,7 @@
 
 Run by ``make bench`` (through ``python -m bench``) or alone: ``python -m bench.kg [--dsn URL]
 [--quick] [--out docs/benchmarks/kg.json]``. Without ``--dsn`` it starts a private PostgreSQL 17
-+ AGE server (tests/support/pgservers.py). Each scale gets a fresh database, bulk-generated in
++ AGE server (hack/support/pgservers.py). Each scale gets a fresh database, bulk-generated in
 SQL (never row by row) and mirrored into AGE with the set-based rebuild; the figures feed
 docs/adr/0003-graph-backend-auto.md.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 import aiohttp
 import psycopg
-from tests.support.served import serve
+from hack.support.served import serve
 
 from attested_cortex.server.serving import freeze_startup_heap
 from attested_cortex.store import links

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from tests.support.served import serve
+from hack.support.served import serve
 
 from attested_cortex.store.migrating import migrate
 from bench.common import age_server, create_database, percentiles, unthrottled_config, write_result

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from tests.support.served import free_port, serve, stop, wait_until_up
+from hack.support.served import free_port, serve, stop, wait_until_up
 
 from attested_cortex.store.migrating import migrate
 from bench.common import (

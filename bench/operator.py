@@ -33,9 +33,9 @@ from typing import Any
 
 import aiohttp
 from hack.k8s.localkube import ControlPlane, binaries
-from tests.chart.conftest import install
-from tests.support.kube import Kube
-from tests.support.served import CORTEXCTL, free_port, stop
+from hack.support.chart import install
+from hack.support.kube import Kube
+from hack.support.served import CORTEXCTL, free_port, stop
 
 from attested_cortex.builders import names as n
 from attested_cortex.controller.registry import WORKERS

@@ -32,7 +32,7 @@ from typing import Any
 
 import aiohttp
 import psycopg
-from tests.support.served import free_port, serve, stop, wait_until_up
+from hack.support.served import free_port, serve, stop, wait_until_up
 
 from attested_cortex.store.migrating import migrate
 from bench.common import age_server, create_database, percentiles, unthrottled_config, write_result

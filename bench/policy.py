@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 import yaml
-from tests.support.served import serve
+from hack.support.served import serve
 
 from attested_cortex.server.tokens import generate
 from attested_cortex.store.migrating import migrate

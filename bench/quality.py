@@ -30,8 +30,8 @@ from typing import Any
 import aiohttp
 import psycopg
 import yaml
-from tests.support.served import Served, serve
-from tests.support.waiting import wait_until
+from hack.support.served import Served, serve
+from hack.support.waiting import wait_until
 
 from attested_cortex.embedding.choosing import build_embedder
 from attested_cortex.store.embeddings import vector_literal

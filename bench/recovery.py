@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from tests.support.pgservers import PgServer, fast_tmpdir, pause, resume, start_pg15
-from tests.support.served import serve
+from hack.support.pgservers import PgServer, fast_tmpdir, pause, resume, start_pg15
+from hack.support.served import serve
 
 from attested_cortex.store.migrating import migrate
 from bench.common import write_result

@@ -24,9 +24,9 @@ from typing import Any
 
 import aiohttp
 import psycopg
-from tests.support.pgservers import fast_tmpdir, start_pg15
-from tests.support.replication import DURABLE, make_synchronous, start_standby
-from tests.support.served import serve
+from hack.support.pgservers import fast_tmpdir, start_pg15
+from hack.support.replication import DURABLE, make_synchronous, start_standby
+from hack.support.served import serve
 
 from attested_cortex.store.migrating import migrate
 from bench.common import write_result

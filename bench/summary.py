@@ -3,8 +3,11 @@ figures next to their goals, with the command that produced them."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import json
 import re
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -793,10 +796,21 @@ def physical_lines() -> list[str]:
     return lines
 
 
-def fuzz_lines() -> list[str]:
-    """The fuzzing budget of ``make test``, read from the suites' own constants."""
-    from tests.server import test_fuzz
+def _module_constants(path: Path) -> types.SimpleNamespace:
+    """The module's top-level ``NAME = <literal>`` assignments, without importing it."""
+    constants = {}
+    for node in ast.parse(path.read_text()).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
+            with contextlib.suppress(ValueError):
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+    return types.SimpleNamespace(**constants)
 
+
+def fuzz_lines() -> list[str]:
+    """The fuzzing budget of ``make test``, read from the suites' own constants (from the
+    file's text: the benchmarks never import tests, ADR 0117)."""
+    test_fuzz = _module_constants(ROOT / "tests" / "server" / "test_fuzz.py")
     per_property = test_fuzz.EXAMPLES
     return [
         "",

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from hack.support.served import serve
 from psycopg.rows import dict_row
-from tests.support.served import serve
 
 import attested_cortex
 from attested_cortex.store import usage as rows

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from tests.support.served import serve
+from hack.support.served import serve
 
 from attested_cortex.store.migrating import migrate
 from bench.common import (

@@ -45,9 +45,9 @@ from typing import Any
 
 import pytest
 from hack import objectstore
+from hack.support.waiting import wait_until
 from minio import Minio
 from tests.support.cnpg import CloudNativePG
-from tests.support.waiting import wait_until
 
 from attested_cortex.attest.keys import key_from_seed, seed_from_pem
 from attested_cortex.attest.payloads import link_payload

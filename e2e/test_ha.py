@@ -3,7 +3,7 @@
 The chart's operator (a real pod) turns ``spec.database.cloudNativePG`` (3 instances, one
 synchronous replica) into a CNPG Cluster (CNPG built here and installed by tests/support/cnpg.py),
 runs the migration against it and points the server at the read-write Service. Then, with a
-writer (tests/support/writing.py) storing memories (with links and transcripts among them) at
+writer (hack/support/writing.py) storing memories (with links and transcripts among them) at
 a steady rate and retrying each write with its Idempotency-Key until acknowledged, the primary
 is (1) deleted, (2) its postgres SIGKILLed; a replica is deleted; a switchover is asked for as
 ``kubectl cnpg promote`` does. After each, every acknowledged id is present exactly once (the
@@ -27,9 +27,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.support.cnpg import CloudNativePG
-from tests.support.waiting import wait_until
-from tests.support.writing import (
+from hack.support.waiting import wait_until
+from hack.support.writing import (
     SteadyWriter,
     gap_around,
     http_post,
@@ -37,6 +36,7 @@ from tests.support.writing import (
     longest_gap,
     tally,
 )
+from tests.support.cnpg import CloudNativePG
 
 from e2e import hacluster
 from e2e.conftest import kubectl, kubectl_json

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hack.support.waiting import wait_until
 from tests.support.cnpg import CloudNativePG
-from tests.support.waiting import wait_until
 
 from e2e import hacluster
 from e2e.conftest import kubectl, kubectl_json

@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from hack.support.waiting import wait_until
 from nacl.signing import VerifyKey
-from tests.support.waiting import wait_until
 
 from attested_cortex.attest.keys import key_from_seed, seed_from_pem
 from attested_cortex.attest.payloads import link_payload

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.waiting import wait_until
+from hack.support.waiting import wait_until
 
 from attested_cortex import pki
 from attested_cortex.server.tokens import generate

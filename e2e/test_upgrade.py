@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.waiting import wait_until
+from hack.support.waiting import wait_until
 
 from attested_cortex.attest.keys import key_from_seed, seed_from_pem
 from attested_cortex.attest.payloads import link_payload

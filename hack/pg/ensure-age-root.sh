@@ -2,7 +2,7 @@
 # Builds, once, a minimal Debian trixie root holding PostgreSQL 17, Apache AGE (postgresql-17-age) and
 # pgvector (postgresql-17-pgvector).
 #
-# Callers: `make deps` (so `make test`, `make run`, `make bench`), tests/support/pgservers.py (which
+# Callers: `make deps` (so `make test`, `make run`, `make bench`), hack/support/pgservers.py (which
 # tells the user to run this when the root is missing) and tests/infra (concurrency check).
 #
 # The root lives outside the repository, in ${ATTESTED_CORTEX_CACHE:-$HOME/.cache/attested-cortex}/

@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.pgservers import APP_ROLE, PgServer
 from psycopg import sql
 
 from attested_cortex.attest.keyfiles import PRIVATE_FILE, write_identity
@@ -20,7 +21,6 @@ from attested_cortex.store.dumping import owner_connection
 from attested_cortex.store.migrating import migrate
 from attested_cortex.types import AgentId
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import APP_ROLE, PgServer
 
 WRITER = "dev:tester"
 PEER = "dev:agent-b"

@@ -15,6 +15,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.pgservers import APP_ROLE
+from hack.support.served import CORTEXCTL
 
 from attested_cortex.bundles import DirectorySink, export_bundle, import_bundle
 from attested_cortex.bundles.errors import BundleError
@@ -25,8 +27,6 @@ from attested_cortex.store.migrating import migrate
 from tests.server.test_permissions_api import Agents, agents
 from tests.spoke.test_dispatch_api import OWNER
 from tests.support.cortex import MakeCortex
-from tests.support.pgservers import APP_ROLE
-from tests.support.served import CORTEXCTL
 
 FLAGS = {"X-Spoke-Capabilities":
          "spoke-memory, spoke-memory-reflection, spoke-memory-transfer"}

@@ -22,6 +22,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support import objectstore
+from hack.support.served import CORTEXCTL
 
 from attested_cortex.attest import masterkeys
 from attested_cortex.builders import restores, verification
@@ -29,9 +31,7 @@ from attested_cortex.builders.settings import MASTER_KEY_DIR
 from tests.builders.specs import DEFAULTS, cortex
 from tests.bundles.conftest import WRITER, serve
 from tests.bundles.test_round_trip import answers
-from tests.support import objectstore
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.served import CORTEXCTL
 
 BUCKET = "backups"
 

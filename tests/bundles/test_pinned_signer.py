@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hack.support.served import CORTEXCTL
 
 from attested_cortex.attest.keyfiles import PUBLIC_FILE, key_id, write_identity
 from attested_cortex.attest.keyring import render_keyring_file, revision_of
@@ -19,7 +20,6 @@ from attested_cortex.bundles import BundleError, import_bundle, manifests
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.types import AgentId
 from tests.bundles.test_refusals import _rows
-from tests.support.served import CORTEXCTL
 
 MALLORY = generate_key(AgentId("dev:mallory"))
 

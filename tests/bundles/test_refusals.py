@@ -10,12 +10,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hack.support.served import CORTEXCTL
 
 from attested_cortex.attest.loading import load_snapshot
 from attested_cortex.bundles import BundleError, import_bundle, manifests
 from attested_cortex.types import AgentId
 from tests.bundles.conftest import WRITER
-from tests.support.served import CORTEXCTL
 
 EVENTS0 = "chunks/signed_events-000000.copy"
 MEMORIES0 = "chunks/memories-000000.copy"

@@ -11,12 +11,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.served import CORTEXCTL
 
 from attested_cortex.bundles import import_bundle
 from attested_cortex.store.migrating import migrate
 from tests.bundles.conftest import SERVER, serve
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.served import CORTEXCTL
 
 
 async def answers(client: CortexClient, ids: list[str]) -> list[Any]:

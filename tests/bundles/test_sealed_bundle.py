@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hack.support.pgservers import APP_ROLE
+
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.attest.loading import load_snapshot
 from attested_cortex.bundles import DirectorySink, export_bundle, import_bundle
@@ -19,7 +21,6 @@ from attested_cortex.store.migrating import migrate
 from attested_cortex.types import AgentId
 from tests.bundles.conftest import SERVER, WRITER
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import APP_ROLE
 
 
 async def sealed_cortex(make_cortex: MakeCortex, dsn: str, keys: Path, key: Path,

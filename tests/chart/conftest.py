@@ -10,18 +10,17 @@ from __future__ import annotations
 import subprocess
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from hack.k8s.localkube import binaries
+from hack.support.chart import CHART
+from hack.support.kube import Kube
 
 from attested_cortex.crd import KINDS
-from tests.support.kube import Kube
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "attested-cortex"
 PERMISSIONS = CHART / "files" / "operator-permissions.yaml"
 
 
@@ -72,39 +71,6 @@ def permissions() -> dict[str, list[dict[str, list[str]]]]:
 def _own_kinds(resource: str, plurals: list[str]) -> list[str]:
     name, slash, sub = resource.partition("/")
     return [f"{plural}{slash}{sub}" for plural in plurals] if name == "OWN_KINDS" else [resource]
-
-
-@dataclass(frozen=True)
-class Release:
-    """An installed release: its namespace, name and the operator's ServiceAccount user."""
-
-    kube: Kube
-    namespace: str
-    name: str
-
-    @property
-    def service_account(self) -> str:
-        return f"{self.name}-attested-cortex"
-
-    @property
-    def user(self) -> str:
-        return f"system:serviceaccount:{self.namespace}:{self.service_account}"
-
-
-def install(kube: Kube, name: str, namespace: str, *sets: str) -> Release:
-    flags = [arg for value in sets for arg in ("--set", value)]
-    kube.helm(
-        "install",
-        name,
-        str(CHART),
-        "--namespace",
-        namespace,
-        "--take-ownership",
-        "--wait",
-        "--timeout=120s",
-        *flags,
-    )
-    return Release(kube=kube, namespace=namespace, name=name)
 
 
 @pytest.fixture

@@ -8,10 +8,11 @@ import uuid
 
 import pytest
 import yaml
+from hack.support.chart import CHART, install
+from hack.support.kube import Kube
 
 from attested_cortex.crd import KINDS
-from tests.chart.conftest import CHART, by_kind, install, render
-from tests.support.kube import Kube
+from tests.chart.conftest import by_kind, render
 
 pytestmark = pytest.mark.kube
 

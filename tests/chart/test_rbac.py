@@ -10,10 +10,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hack.support.chart import Release, install
+from hack.support.kube import Kube
 
-from tests.chart.conftest import Release, install, permissions
+from tests.chart.conftest import permissions
 from tests.support import certmanagercrd, cnpgcrd
-from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
 

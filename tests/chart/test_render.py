@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hack.support.chart import CHART
 
 from attested_cortex.crd import GROUP, KINDS, build_crd
-from tests.chart.conftest import CHART, by_kind, helm, permissions, render
+from tests.chart.conftest import by_kind, helm, permissions, render
 
 #: helm, kstatus and promtool are binaries built by `make deps`: not in `make test-fast`.
 pytestmark = pytest.mark.tools

@@ -15,12 +15,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.pgservers import PgServer
+from hack.support.served import CORTEXCTL, serve
 from psycopg import sql
 
 from attested_cortex.builders.clusters import BOOTSTRAP_SQL
 from attested_cortex.builders.secrets import DB_USER
-from tests.support.pgservers import PgServer
-from tests.support.served import CORTEXCTL, serve
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hack.support.served import CORTEXCTL, serve
 
 from attested_cortex.cli.doctor import transcript_lines
-from tests.support.served import CORTEXCTL, serve
 
 
 def cortexctl(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 from hack import run
-
-from tests.support.kube import Kube
+from hack.support.kube import Kube
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ import subprocess
 
 import psycopg
 import pytest
+from hack.support.served import CORTEXCTL
 
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
 from tests.support.postgres import Database
-from tests.support.served import CORTEXCTL
 
 
 def cortexctl(*args: str) -> subprocess.CompletedProcess[str]:

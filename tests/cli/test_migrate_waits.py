@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
+from hack.support.served import CORTEXCTL
+
 from tests.support.forwarder import Forwarder
-from tests.support.served import CORTEXCTL
 
 
 async def _migrate(port: int, wait: str, dsn: str) -> asyncio.subprocess.Process:

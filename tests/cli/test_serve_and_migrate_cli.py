@@ -6,10 +6,10 @@ import urllib.request
 from pathlib import Path
 
 import psycopg
+from hack.support.served import CORTEXCTL, serve
 
 from attested_cortex.server.tokens import generate
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
-from tests.support.served import CORTEXCTL, serve
 
 
 def cortexctl(*args: str) -> subprocess.CompletedProcess[str]:

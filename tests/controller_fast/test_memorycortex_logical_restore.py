@@ -121,3 +121,14 @@ async def test_a_store_out_of_reach_is_not_a_verdict(op: Operated) -> None:
     op.cluster.delete("batch/v1", "Job", "ns", "dst-import-restore")  # a person retries
     await op.reconcile(KIND, "dst")
     assert op.get("Job", "dst-import-restore", "batch/v1") is not None
+
+
+async def test_an_import_under_way_reads_in_progress_with_normal_events(op: Operated) -> None:
+    """Importing is progress, like Verifying (builders/reasons.py): not Stalled, no Warning."""
+    await up_to_the_import(op)
+    reasons = op.reasons(KIND, "dst")
+    assert reasons["Ready"] == ("False", "Importing")
+    assert reasons["Reconciling"] == ("True", "Importing")
+    assert reasons["Stalled"] == ("False", "Importing")
+    assert ("Warning", "Importing") not in op.events(KIND, "dst")
+    assert ("Normal", "Importing") in op.events(KIND, "dst")

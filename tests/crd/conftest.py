@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hack.support.kube import Kube
 
 from attested_cortex.crd import KINDS
-from tests.support.kube import Kube
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "crds"
 

@@ -10,9 +10,9 @@ import json
 from typing import Any
 
 import pytest
+from hack.support.kube import Kube
 
 from tests.crd.cases import CREATE_CASES, UPDATE_CASES, Case, Manifest, cortex
-from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
 

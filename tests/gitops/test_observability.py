@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hack.support.kube import Kube
+from hack.support.served import CORTEXCTL, free_port, wait_until_up
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.chart.conftest import render
 from tests.gitops.conftest import DASHBOARD, ROOT, RULES
 from tests.support.cortex import CortexClient
-from tests.support.kube import Kube
-from tests.support.served import CORTEXCTL, free_port, wait_until_up
 
 #: helm, kstatus and promtool are binaries built by `make deps`: not in `make test-fast`.
 pytestmark = pytest.mark.tools

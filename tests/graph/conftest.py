@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.pgservers import PgServer
 
 from attested_cortex.store.graph.age import AgeBackend
 from attested_cortex.store.graph.age_setup import configure_age_connection
@@ -20,7 +21,6 @@ from attested_cortex.store.graph.base import GraphBackend
 from attested_cortex.store.graph.cte import CteBackend
 from attested_cortex.store.migrating import migrate
 from tests.graph.corpus import Corpus, build_corpus
-from tests.support.pgservers import PgServer
 from tests.support.postgres import fresh_database
 
 BACKENDS: dict[str, type[AgeBackend] | type[CteBackend]] = {"age": AgeBackend, "cte": CteBackend}

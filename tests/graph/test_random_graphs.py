@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.pgservers import PgServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,6 @@ from attested_cortex.store.migrating import migrate
 from tests.graph import reference
 from tests.graph.conftest import open_conn
 from tests.graph.corpus import RELATIONS, T0, add_memories, link, ref, tombstone
-from tests.support.pgservers import PgServer
 from tests.support.postgres import fresh_database
 
 pytestmark = pytest.mark.age

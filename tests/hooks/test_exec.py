@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from hack.support.waiting import await_until
 
 from tests.hooks.conftest import PipelineFactory, alive, hook, metric
-from tests.support.waiting import await_until
 
 
 async def test_no_hooks_allows_unchanged(make_pipeline: PipelineFactory) -> None:

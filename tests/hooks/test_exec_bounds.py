@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hack.support.waiting import await_until
 
 from attested_cortex.hooks import HookPipeline
 from attested_cortex.hooks.events import deadline_ms
 from tests.hooks.conftest import PipelineFactory, alive, hook
-from tests.support.waiting import await_until
 
 #: The issue's reproduction: drain stdin, then print 3 MB.
 FLOOD = ["sh", "-c", "cat >/dev/null; head -c 3000000 /dev/zero"]

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hack.support.waiting import await_until
 
 from tests.hooks.conftest import BEHAVE, PipelineFactory
-from tests.support.waiting import await_until
 
 CORTEXCTL = [sys.executable, "-m", "attested_cortex"]
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from hack.support.waiting import await_until
 
 from attested_cortex.hooks.reference.autolink import CortexClient, cosine, propose, terms
 from attested_cortex.hooks.reference.redact import redact
 from tests.hooks.conftest import PipelineFactory
-from tests.support.waiting import await_until
 
 REDACT = [sys.executable, "-m", "attested_cortex.hooks.reference.redact"]
 AUTOLINK = [sys.executable, "-m", "attested_cortex.hooks.reference.autolink"]

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hack.support.waiting import await_until
 from prometheus_client import CollectorRegistry
 
 from attested_cortex.hooks import HookConfigError, HookPipeline, open_pipeline
 from tests.hooks.conftest import alive, hook, metric
 from tests.hooks.test_remote_connect import unaccepting  # noqa: F401 - a fixture
-from tests.support.waiting import await_until
 
 DENY = {"answer": {"decision": "deny", "reason": "v2"}}
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
+from hack.support.waiting import await_until
 
 from attested_cortex.hooks.transports.remote import RemoteTransport
 from attested_cortex.hooks.wire import HookFailure
-from tests.support.waiting import await_until
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from tests.support.pgservers import AGE_ROOT_STAMP, age_root
+from hack.support.pgservers import AGE_ROOT_STAMP, age_root
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "hack/pg/ensure-age-root.sh"

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 from hack.forwarding import Forward
-
-from tests.support.waiting import wait_until
+from hack.support.waiting import wait_until
 
 
 def _server(directory: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""tests/support/pgservers.py as a library and as ``python -m tests.support.pgservers``.
+"""hack/support/pgservers.py as a library and as ``python -m hack.support.pgservers``.
 
 Covers what the fixtures do not: the command that ``make run`` and the benchmarks use, clean
 shutdown on SIGINT/SIGTERM, no postmaster outliving a killed parent, and each refusal.
@@ -17,8 +17,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
-from tests.support.pgservers import (
+from hack.support.pgservers import (
     PgServer,
     PgSetupError,
     age_root,
@@ -40,7 +39,7 @@ def workdir() -> Iterator[Path]:
 
 
 def _start_cli(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "tests.support.pgservers", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "hack.support.pgservers", *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -1,6 +1,6 @@
 """The PostgreSQL test servers and per-test databases behave as the rest of the suite relies on.
 
-Exercises tests/support/postgres.py (fixtures) and tests/support/pgservers.py (servers) against the
+Exercises tests/support/postgres.py (fixtures) and hack/support/pgservers.py (servers) against the
 real PostgreSQL 15 and PostgreSQL 17 + AGE servers.
 """
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hack.support.pgservers import APP_ROLE, PgServer
 
-from tests.support.pgservers import APP_ROLE, PgServer
 from tests.support.postgres import Database, fresh_database
 
 

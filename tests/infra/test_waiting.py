@@ -1,4 +1,4 @@
-"""The suite's one bounded wait (tests/support/waiting.py), and that it stays the only one.
+"""The suite's one bounded wait (hack/support/waiting.py), and that it stays the only one.
 
 Issue 22 (item 7) found seven poll helpers and a dozen hand-written deadline loops, each with
 its own bound, interval and failure message (some said only "condition not reached"). They
@@ -13,8 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from tests.support.waiting import Pending, WaitTimeout, await_until, wait_until
+from hack.support.waiting import Pending, WaitTimeout, await_until, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +24,7 @@ HAND_WRITTEN = re.compile(r"(monotonic|\.time)\(\)\s*\+"
 
 #: Deadline loops that are not waits on a condition, and why.
 NOT_A_WAIT = {
-    "tests/support/waiting.py": "the one bounded wait itself",
+    "hack/support/waiting.py": "the one bounded wait itself",
     "tests/operator/test_manners.py": "a measurement window in which nothing may happen",
     "tests/cli/test_make_serve.py": "reads a process's output line by line up to a marker",
     "tests/kube/test_lifecycle.py": "reads a process's output from a queue up to a marker",
@@ -86,11 +85,12 @@ async def test_the_async_form_awaits_coroutine_probes_and_accepts_plain_ones() -
 
 def test_no_hand_written_deadline_loop_is_left_in_the_suite() -> None:
     found = []
-    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "e2e").rglob("*.py")]):
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "e2e").rglob("*.py"),
+                         *(ROOT / "hack" / "support").rglob("*.py")]):
         relative = path.relative_to(ROOT).as_posix()
         if relative in NOT_A_WAIT:
             continue
         for match in HAND_WRITTEN.finditer(path.read_text()):
             line = path.read_text().count("\n", 0, match.start()) + 1
             found.append(f"{relative}:{line}")
-    assert found == [], "use tests.support.waiting.wait_until/await_until instead"
+    assert found == [], "use hack.support.waiting.wait_until/await_until instead"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from tests.support.kube import FAIL_ANNOTATION, FAIL_MESSAGE_ANNOTATION
+from hack.support.kube import FAIL_ANNOTATION, FAIL_MESSAGE_ANNOTATION
 
 IMAGE = "registry.k8s.io/pause:3.10"
 

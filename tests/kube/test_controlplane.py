@@ -9,8 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.support.kube import Kube, service_account_user
+from hack.support.kube import Kube, service_account_user
 
 pytestmark = pytest.mark.kube
 VERSIONS_ENV = Path(__file__).resolve().parents[2] / "hack" / "k8s" / "versions.env"

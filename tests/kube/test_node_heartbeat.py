@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from hack.support.kube import Kube
+from hack.support.waiting import wait_until
 
 from tests.kube import manifests
-from tests.support.kube import Kube
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 WAIT = "--timeout=120s"

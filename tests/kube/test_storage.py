@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from hack.support.kube import Kube
 
 from tests.kube import manifests
-from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
 WAIT = "--timeout=120s"

@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 import pytest
+from hack.support.kube import Kube
 
 from tests.kube import manifests
-from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
 WAIT = "--timeout=120s"

@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from hack.support.waiting import await_until
 from mcp.shared.exceptions import MCPError
 from multidict import CIMultiDict
 
@@ -30,7 +31,6 @@ from tests.server.test_attestation_api import SELF_SIGNER, client_signature
 from tests.server.test_hooks_api import count_memories, hooks_file, recorded, recorder
 from tests.server.test_permissions_api import deny_rule
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.waiting import await_until
 from tests.transcripts.common import DIALOGUE
 
 EXPECTED_TOOLS = {

@@ -3,6 +3,7 @@ an in-cluster agent sends) is reviewed and becomes the tool caller, its scopes h
 forged token never reaches a tool."""
 
 import pytest
+from hack.support.kube import Kube
 
 from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
 from attested_cortex.server.configuring import agent_map
@@ -10,7 +11,6 @@ from attested_cortex.server.settings import ServerSettings
 from tests.mcp.conftest import mcp_client
 from tests.mcp.test_mcp_http import error, ok
 from tests.support.cortex import MakeCortex
-from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
 

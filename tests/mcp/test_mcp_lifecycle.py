@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import aiohttp
-
-from tests.support.served import serve
+from hack.support.served import serve
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "X-Agent-Id": "dev:t"}
 

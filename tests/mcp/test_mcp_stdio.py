@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from hack.support.served import CORTEXCTL, free_port, serve, stop
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -21,7 +22,6 @@ from attested_cortex.server.tokens import generate
 from tests.mcp.test_mcp_http import EXPECTED_TOOLS, error, ok
 from tests.server.test_permissions_api import deny_rule
 from tests.support.cortex import MakeCortex
-from tests.support.served import CORTEXCTL, free_port, serve, stop
 
 
 @asynccontextmanager

@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
+from hack.support.chart import install
+from hack.support.kube import Kube
+from hack.support.served import CORTEXCTL, free_port, stop, wait_until_up
+from hack.support.waiting import wait_until
 
 from attested_cortex import crd
-from tests.chart.conftest import install
-from tests.support.kube import Kube
-from tests.support.served import CORTEXCTL, free_port, stop, wait_until_up
-from tests.support.waiting import wait_until
 
 T = TypeVar("T")
 #: Managed databases one module may bind (the most a module makes is 8 cortexes).

@@ -8,10 +8,10 @@ import json
 
 import pytest
 import yaml
+from hack.support.waiting import wait_until
 
 from attested_cortex.attest.keyring import parse_keyring_file
 from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 import yaml
+from hack.support.kube import Kube
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Object, Operated, OperatorProcess, cortex
 from tests.support.cnpgcrd import CRD_NAME, cluster_crd, install
-from tests.support.kube import Kube
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

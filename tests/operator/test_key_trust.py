@@ -8,9 +8,9 @@ import json
 
 import pytest
 import yaml
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Object, Operated, OperatorProcess, cortex, satellite
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 EXTERNAL = {"external": {"secretRef": {"name": "no-such-secret", "key": "uri"}}}

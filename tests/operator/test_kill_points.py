@@ -9,9 +9,9 @@ import random
 import time
 
 import pytest
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Operated, cortex, satellite
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hack.support.kube import Kube
 
 from attested_cortex.server.auth_kubernetes import KubernetesAuth, client_review
 from attested_cortex.server.configuring import agent_map, agent_tiers
 from attested_cortex.server.settings import ServerSettings
 from tests.support.cortex import MakeCortex
-from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
 

@@ -8,10 +8,10 @@ with the real commands, tests/bundles/test_objectstore.py's."""
 from __future__ import annotations
 
 import pytest
+from hack.support.waiting import wait_until
 
 from attested_cortex.controller.versions import newest_schema_version
 from tests.operator.conftest import Operated, OperatorProcess, cortex
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

@@ -7,6 +7,8 @@ import json
 import time
 
 import pytest
+from hack.support.kube import Kube
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import (
     Operated,
@@ -15,8 +17,6 @@ from tests.operator.conftest import (
     satellite,
     start_operator,
 )
-from tests.support.kube import Kube
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

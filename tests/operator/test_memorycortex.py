@@ -9,9 +9,9 @@ import time
 
 import pytest
 import yaml
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Operated, OperatorProcess, cortex
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

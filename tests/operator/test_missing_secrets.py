@@ -13,9 +13,9 @@ import json
 from typing import Any
 
 import pytest
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

@@ -5,9 +5,9 @@ says so in Ready, and takes the name when it frees (issue 21, item 1)."""
 from __future__ import annotations
 
 import pytest
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Object, Operated, OperatorProcess, cortex
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

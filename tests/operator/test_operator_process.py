@@ -7,9 +7,8 @@ import subprocess
 import urllib.request
 
 import pytest
-
-from tests.support.kube import Kube
-from tests.support.served import CORTEXCTL, free_port, wait_until_up
+from hack.support.kube import Kube
+from hack.support.served import CORTEXCTL, free_port, wait_until_up
 
 pytestmark = pytest.mark.kube
 

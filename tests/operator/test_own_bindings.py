@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Operated, satellite
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

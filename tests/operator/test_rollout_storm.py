@@ -8,9 +8,9 @@ satellites' changes (controller/queueing.py) before it rolls.
 from __future__ import annotations
 
 import pytest
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 RULES = 150

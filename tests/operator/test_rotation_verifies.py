@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hack.support.waiting import wait_until
 
 from attested_cortex.attest.keyfiles import read_identity
 from attested_cortex.attest.keys import AgentKey
 from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
 from tests.server.test_attestation_api import client_signature
 from tests.support.cortex import MakeCortex
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

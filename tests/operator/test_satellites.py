@@ -7,9 +7,9 @@ import json
 
 import pytest
 import yaml
+from hack.support.waiting import wait_until
 
 from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hack.support.kube import FAIL_ANNOTATION, FAIL_MESSAGE_ANNOTATION
+from hack.support.waiting import wait_until
 
 from attested_cortex.builders.names import labels
 from attested_cortex.controller.versions import newest_schema_version
 from tests.operator.conftest import Operated, OperatorProcess, cortex
-from tests.support.kube import FAIL_ANNOTATION, FAIL_MESSAGE_ANNOTATION
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

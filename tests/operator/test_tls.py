@@ -20,13 +20,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
+from hack.support.kube import Kube
+from hack.support.waiting import wait_until
 
 from attested_cortex import pki
 from tests.operator.conftest import Object, Operated, OperatorProcess, cortex
 from tests.support import cnpgcrd
 from tests.support.certmanagercrd import CRD_NAME, certificate_crd
-from tests.support.kube import Kube
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kube
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hack.support.kube import Kube
 
 from attested_cortex.builders import verification
 from tests.builders.specs import DEFAULTS, cortex
-from tests.support.kube import Kube
 
 pytestmark = pytest.mark.kube
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hack.support.kube import Kube
 
 from attested_cortex.builders.inputs import Meta
 from attested_cortex.builders.logicalbackups import build_logical_backup_cronjob
@@ -25,7 +26,6 @@ from attested_cortex.kubeclient import ApiConflictError, ApiNotFoundError, KubeA
 from tests.builders.specs import DEFAULTS
 from tests.builders.specs import cortex as cortex_spec
 from tests.crd.conftest import install_crds
-from tests.support.kube import Kube
 from tests.support.memorycluster import MemoryCluster, MemoryWriter
 
 Object = dict[str, Any]

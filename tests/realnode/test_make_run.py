@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 from hack.k8s.localkube import nodehost
+from hack.support.kube import POLL_INTERVAL_S
+from hack.support.waiting import wait_until
 
 from tests.cli.test_make_serve import read_until
-from tests.support.kube import POLL_INTERVAL_S
 from tests.support.realnode import RealCluster, repository_root
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""The test object store (tests/support/objectstore.py, ADR 0037): MinIO built from its Go
+"""The test object store (hack/support/objectstore.py, ADR 0037): MinIO built from its Go
 module answers S3 as a real server does: a bucket, a multipart-sized object written, listed,
 read back byte for byte, and the server stopped."""
 
@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from tests.support import objectstore
+from hack.support import objectstore
 
 pytestmark = pytest.mark.realnode
 

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from hack.support.kube import POLL_INTERVAL_S
+from hack.support.waiting import wait_until
 
 from attested_cortex.server import tokens
 from tests.realnode import manifests
-from tests.support.kube import POLL_INTERVAL_S
 from tests.support.realnode import RealCluster, repository_root
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
 READY_TIMEOUT = "110s"  # under the 120 s bound of every kubectl call

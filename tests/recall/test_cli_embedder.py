@@ -8,10 +8,11 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+from hack.support.served import CORTEXCTL, free_port, serve
+
 from attested_cortex.embedding import default, minilm
 from attested_cortex.store.migrating import migrate
 from tests.support.postgres import Database
-from tests.support.served import CORTEXCTL, free_port, serve
 
 
 def recall_caps(base: str) -> dict[str, object]:

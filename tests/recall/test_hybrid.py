@@ -9,6 +9,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.pgservers import APP_ROLE
+from hack.support.waiting import await_until
 from psycopg import sql
 
 from attested_cortex.embedding import default, minilm
@@ -20,9 +22,7 @@ from attested_cortex.store.migrating import migrate
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
 from tests.recall.embedserver import embed_server
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import APP_ROLE
 from tests.support.postgres import Database
-from tests.support.waiting import await_until
 
 DEPLOY = "Deploys freeze on Fridays after 3pm"
 OTHERS = ("The cafeteria serves lunch at noon",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from hack.support.waiting import await_until
 
 from attested_cortex.embedding import default, minilm
 from attested_cortex.store.embeddings import vector_literal
@@ -15,7 +16,6 @@ from attested_cortex.store.schema import MIGRATIONS
 from tests.recall.test_hybrid import metric, recall
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
-from tests.support.waiting import await_until
 
 #: About 1,500 word pieces on gardening: far past MiniLM's window of 128.
 GARDEN = " ".join(

@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from hack.support.waiting import await_until
 
 from tests.recall.embedserver import embed_server
 from tests.recall.test_hybrid import capabilities
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
-from tests.support.waiting import await_until
 
 GOOD = 60
 BAD = {"refused-word": "413", "nan-word": "nan", "inf-word": "inf", "zero-word": "zero"}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from hack.support.waiting import Pending, await_until
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.embedding import default
@@ -23,7 +24,6 @@ from tests.server.test_permissions_api import agents
 from tests.spoke.test_dispatch_api import OWNER, ok
 from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.postgres import Database
-from tests.support.waiting import Pending, await_until
 
 OPEN = "Deploys freeze on Fridays after 3pm"
 VAULT = "The harbour pilot boards the tanker at dawn"

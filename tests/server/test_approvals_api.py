@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import cbor2
 import psycopg
+from hack.support.waiting import await_until
 
 from attested_cortex.attest.keyfiles import write_identity
 from attested_cortex.attest.keys import generate_key
@@ -20,7 +21,6 @@ from attested_cortex.types import AgentId
 from tests.server.test_hooks_api import count_memories
 from tests.server.test_pipeline import HELD, SECRET, approval_settings, signed
 from tests.support.cortex import CortexClient, MakeCortex, Reply
-from tests.support.waiting import await_until
 
 BODY = {"namespace": "held/x", "content": "needs a yes"}
 

@@ -91,7 +91,7 @@ async def test_proofs_hold_against_the_signed_checkpoints(
 
 async def test_the_checkpointer_cuts_every_n_events(
         make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
-    from tests.support.waiting import await_until
+    from hack.support.waiting import await_until
 
     cortex = await audited(make_cortex, migrated_pg15_dsn, tmp_path,
                            audit={"checkpoints": {"every_events": 3, "every_seconds": 3600}})

@@ -13,9 +13,9 @@ import asyncio
 from typing import Any
 
 import psycopg
+from hack.support.waiting import await_until
 
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.waiting import await_until
 
 REQUESTS = 40
 SETTINGS = {"pool_max_size": 4, "db_lock_timeout_ms": 60_000}

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hack.support.pgservers import PG15_BIN, PgServer
 from psycopg import sql
 
 from attested_cortex.attest import notes
 from attested_cortex.cli.main import main
 from tests.server.test_audit_checkpoints import SIGNER, audited
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import PG15_BIN, PgServer
 
 
 async def witness(cortex: CortexClient, state: Path, capsys: pytest.CaptureFixture[str]

@@ -25,11 +25,11 @@ from typing import Any
 
 import psycopg
 import requests
+from hack.support.served import CORTEXCTL, serve
 
 from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import approval_settings, signed
 from tests.support.cortex import MakeCortex, Reply
-from tests.support.served import CORTEXCTL, serve
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 

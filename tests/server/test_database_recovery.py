@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from hack.support.pgservers import PgServer, fast_tmpdir, pause, resume, start_pg15
+from hack.support.waiting import await_until
 
 from attested_cortex.store.migrating import migrate
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import PgServer, fast_tmpdir, pause, resume, start_pg15
-from tests.support.waiting import await_until
 
 #: Generous bounds for "eventually": the behaviour, not the speed, is under test.
 SETTLE_S = 10.0

@@ -18,12 +18,12 @@ from pathlib import Path
 import psycopg
 import pytest
 import zstandard
+from hack.support.pgservers import PG15_BIN, PgServer
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.attest.sealing import OVERHEAD
 from tests.server.test_key_rotation import ring_dir
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import PG15_BIN, PgServer
 
 TRANSCRIPTS = {"enabled": True, "namespaces": [{"namespace": "chat/**"}]}
 

@@ -25,12 +25,8 @@ from typing import Any
 
 import psycopg
 import pytest
-
-from attested_cortex.store.migrating import migrate
-from tests.support.cortex import CortexClient, MakeCortex, Reply
-from tests.support.forwarder import Forwarder
-from tests.support.pgservers import PgServer, fast_tmpdir, resume, start_pg15
-from tests.support.replication import (
+from hack.support.pgservers import PgServer, fast_tmpdir, resume, start_pg15
+from hack.support.replication import (
     DURABLE,
     crash,
     kill_backends,
@@ -38,7 +34,11 @@ from tests.support.replication import (
     promote,
     start_standby,
 )
-from tests.support.waiting import Pending, await_until
+from hack.support.waiting import Pending, await_until
+
+from attested_cortex.store.migrating import migrate
+from tests.support.cortex import CortexClient, MakeCortex, Reply
+from tests.support.forwarder import Forwarder
 from tests.support.writers import TRANSCRIPTS, Writer
 
 #: Writes acknowledged before the database is disturbed, and again after it is back.

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
+from hack.support.pgservers import APP_ROLE
 from psycopg.rows import dict_row
 
 from attested_cortex.attest import cbor
@@ -22,7 +23,6 @@ from attested_cortex.store.memories import COLUMNS, memory_from_row
 from attested_cortex.store.migrating import migrate
 from tests.server.test_keyed_chain import AGENT, app_dsn, deep, keyed
 from tests.support.cortex import MakeCortex
-from tests.support.pgservers import APP_ROLE
 
 
 async def test_the_resealer_does_not_launder_a_consistent_forgery(

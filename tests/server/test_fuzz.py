@@ -24,12 +24,11 @@ import hypothesis.strategies as st
 import pytest
 import requests
 import zstandard
+from hack.support.pgservers import PgServer
+from hack.support.served import serve
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 from psycopg import sql
-
-from tests.support.pgservers import PgServer
-from tests.support.served import serve
 
 #: Example counts: the fixed budget of this suite.
 EXAMPLES = 150

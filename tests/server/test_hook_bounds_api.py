@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 
 import yaml
+from hack.support.waiting import await_until
 
 from attested_cortex.hooks.events import deadline_ms
 from tests.support.cortex import MakeCortex
-from tests.support.waiting import await_until
 
 FLOOD = ["sh", "-c", "cat >/dev/null; head -c 3000000 /dev/zero"]
 

@@ -15,10 +15,10 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
+from hack.support.waiting import await_until
 
 from attested_cortex.hooks.events import EVENTS
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.waiting import await_until
 
 RECORDER = str(Path(__file__).parent / "programs" / "recorder.py")
 NOT_YET_WIRED = {"pre_approval", "post_approval"}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hack.support.served import CORTEXCTL, free_port
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.errors import InvalidInputError
@@ -26,7 +27,6 @@ from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.workers.ringreloading import RingReloader
 from tests.server.test_key_rotation import ring_dir
 from tests.support.cortex import MakeCortex
-from tests.support.served import CORTEXCTL, free_port
 
 
 async def refused(dsn: str, **settings: object) -> str:

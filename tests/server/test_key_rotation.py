@@ -12,9 +12,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from hack.support.waiting import Pending, await_until
+
 from attested_cortex.attest import masterkeys as mk
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.waiting import Pending, await_until
 
 TRANSCRIPTS = {"enabled": True, "namespaces": [{"namespace": "chat/**"}]}
 

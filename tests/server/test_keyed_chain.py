@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.pgservers import APP_ROLE, SUPERUSER
 from psycopg.rows import dict_row
 
 from attested_cortex.attest import cbor
@@ -34,7 +35,6 @@ from attested_cortex.store.memories import COLUMNS, memory_from_row
 from attested_cortex.store.migrating import migrate
 from attested_cortex.types import AgentId
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import APP_ROLE, SUPERUSER
 from tests.transcripts.common import store_transcript
 
 AGENT = "dev:tester"

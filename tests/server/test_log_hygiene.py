@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hack.support.served import Served, serve
 
 from attested_cortex.server.tokens import generate
-from tests.support.served import Served, serve
 
 #: A generated token: since issue 12 the tokens file refuses hashes of hand-chosen ones.
 TOKEN, TOKEN_HASH = generate()
@@ -56,7 +56,7 @@ MALFORMED = {
 
 @pytest.fixture(scope="module")
 def served(pg15_server: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    from tests.support.pgservers import PgServer
+    from hack.support.pgservers import PgServer
 
     assert isinstance(pg15_server, PgServer)
     import asyncio

@@ -11,6 +11,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
+from hack.support.pgservers import PgServer
+from hack.support.served import serve
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.cli import serve as serve_cli
@@ -19,8 +21,6 @@ from attested_cortex.server.assembling import open_services
 from attested_cortex.server.configuring import key_ring_from
 from attested_cortex.server.settings import load_settings
 from tests.support.cortex import MakeCortex
-from tests.support.pgservers import PgServer
-from tests.support.served import serve
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "keys.md"
 

@@ -24,14 +24,14 @@ from typing import Any
 import psycopg
 import pytest
 from bench.qualityset import build
+from hack.support.pgservers import PgServer
+from hack.support.waiting import Pending, await_until
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.cli import audit as audit_cli
 from tests.server.test_encryption_at_rest import at_rest, marker
 from tests.server.test_key_rotation import ring_dir
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import PgServer
-from tests.support.waiting import Pending, await_until
 
 
 async def texts_of(client: CortexClient, memory_id: str) -> tuple[str, str, Any]:

@@ -3,10 +3,11 @@ global stored-bytes cap (shared by two servers on one database)."""
 
 from __future__ import annotations
 
+from hack.support.waiting import await_until
+
 from attested_cortex.policy.quotas import Buckets
 from tests.server.test_hooks_api import count_memories
 from tests.support.cortex import MakeCortex
-from tests.support.waiting import await_until
 
 
 def test_bucket_spends_refills_and_names_the_wait() -> None:

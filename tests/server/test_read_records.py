@@ -9,10 +9,11 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from hack.support.waiting import await_until
+
 from attested_cortex.attest import decoding as cbor
 from tests.server.test_audit_checkpoints import SIGNER, audited
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.waiting import await_until
 
 MEMORY_CANARY = "zebracanary4471 the launch code"
 QUERY_CANARY = "quaggacanary9902"

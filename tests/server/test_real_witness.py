@@ -14,14 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hack.support.pgservers import PgServer
+from hack.support.waiting import wait_until
 
 from attested_cortex.attest import notes
 from attested_cortex.cli.main import main
 from tests.server.test_audit_checkpoints import audited
 from tests.server.test_audit_witness import cut_back, grow, pg_dump, restored
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import PgServer
-from tests.support.waiting import wait_until
 
 ENSURE = Path(__file__).resolve().parents[2] / "hack" / "witness" / "ensure-witness.sh"
 NAME = "witness.test/litewitness"

@@ -15,10 +15,10 @@ from typing import Any
 
 import psycopg
 import yaml
+from hack.support.served import serve
+from hack.support.waiting import wait_until
 
 from attested_cortex.attest import masterkeys as mk
-from tests.support.served import serve
-from tests.support.waiting import wait_until
 
 HEADERS = {"X-Agent-Id": "agent:rotator", "Content-Type": "application/json"}
 

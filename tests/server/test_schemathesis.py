@@ -14,6 +14,8 @@ import psycopg
 import pytest
 import requests
 import schemathesis
+from hack.support.pgservers import PgServer
+from hack.support.served import serve
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from psycopg import sql
@@ -24,9 +26,6 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-
-from tests.support.pgservers import PgServer
-from tests.support.served import serve
 
 
 @pytest.fixture(scope="module")

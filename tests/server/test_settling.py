@@ -17,6 +17,8 @@ from typing import Any
 import aiohttp
 import psycopg
 from aiohttp import web
+from hack.support.served import serve
+from hack.support.waiting import Pending, await_until
 
 from attested_cortex.store.database import Database
 from tests.recall.embedserver import EmbedServer
@@ -24,8 +26,6 @@ from tests.server.test_approvals_api import BODY, decide, hold, server
 from tests.server.test_hooks_api import count_memories
 from tests.server.test_pipeline import approval_settings
 from tests.support.cortex import CortexClient, MakeCortex, Reply
-from tests.support.served import serve
-from tests.support.waiting import Pending, await_until
 
 
 def usage_of(dsn: str, agent: str) -> int:

@@ -16,14 +16,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.pgservers import APP_ROLE, SUPERUSER
+from hack.support.served import CORTEXCTL
 
 from attested_cortex.attest.keyfiles import PRIVATE_FILE, write_identity
 from attested_cortex.attest.keys import generate_key
 from attested_cortex.store.migrating import migrate
 from attested_cortex.types import AgentId
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import APP_ROLE, SUPERUSER
-from tests.support.served import CORTEXCTL
 
 CORTEX_AGENT = "dev:tester"
 OTHER = "dev:agent-b"

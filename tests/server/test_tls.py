@@ -28,6 +28,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
+from hack.support.pgservers import PgServer
+from hack.support.served import CORTEXCTL, Served, serve
+from hack.support.waiting import wait_until
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -38,10 +41,7 @@ from attested_cortex.hooks.reference.autolink import CortexClient
 from attested_cortex.server.settings import TlsSettings
 from attested_cortex.server.tls import ReloadingTls
 from attested_cortex.store.migrating import migrate
-from tests.support.pgservers import PgServer
 from tests.support.postgres import fresh_database
-from tests.support.served import CORTEXCTL, Served, serve
-from tests.support.waiting import wait_until
 
 NAMES = ["localhost"]
 IPS = ["127.0.0.1"]

@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from hack.support.waiting import Pending, await_until
 
 from attested_cortex.bundles import manifests
 from attested_cortex.bundles.errors import BundleError
@@ -28,7 +29,6 @@ from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import runs, tracing
 from tests.support.cortex import MakeCortex, Reply
 from tests.support.forwarder import Forwarder
-from tests.support.waiting import Pending, await_until
 
 OWNER = "memory.override,memory.write,memory.read,memory.forget,audit.read"
 PATH = "/v1/spoke/memory"

@@ -25,14 +25,14 @@ from typing import Any, ClassVar
 import hypothesis.strategies as st
 import pytest
 import requests
+from hack.support.pgservers import PgServer
+from hack.support.served import serve
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from psycopg import sql
 
 from attested_cortex.server.tokens import generate
 from tests.spoke.test_dispatch_api import OWNER
-from tests.support.pgservers import PgServer
-from tests.support.served import serve
 
 RUNS = 20
 STEPS = 25

@@ -21,6 +21,8 @@ import psycopg
 import pytest
 import yaml
 from aiohttp import web
+from hack.support.served import serve
+from hack.support.waiting import await_until
 
 from attested_cortex.embedding.chat import ChatClient
 from attested_cortex.server.tokens import generate
@@ -31,8 +33,6 @@ from tests.server.test_permissions_api import Agents, agents
 from tests.spoke.test_dispatch_api import OWNER, REFLECTING, ok, seeded, space_bundle
 from tests.support.cortex import MakeCortex
 from tests.support.postgres import Database
-from tests.support.served import serve
-from tests.support.waiting import await_until
 
 TRANSFER = "spoke-memory, spoke-memory-transfer"
 API_KEY = "sk-test-never-logged-7f3a"

@@ -16,12 +16,13 @@ import re
 import subprocess
 from pathlib import Path
 
+from hack.support.pgservers import PG15_BIN
+
 from attested_cortex.attest import masterkeys as mk
 from tests.server.test_encryption_at_rest import marker
 from tests.server.test_permissions_api import agents
 from tests.spoke.test_dispatch_api import OWNER, REFLECTING, ok
 from tests.support.cortex import MakeCortex
-from tests.support.pgservers import PG15_BIN
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "keys.md"
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
+from hack.support.pgservers import APP_ROLE, SUPERUSER
 from psycopg.rows import dict_row
 
 from attested_cortex.attest import cbor
@@ -20,7 +21,6 @@ from tests.server.test_keyed_chain import key_file
 from tests.server.test_permissions_api import agents
 from tests.spoke.test_dispatch_api import OWNER, ok, op, refused
 from tests.support.cortex import MakeCortex
-from tests.support.pgservers import APP_ROLE, SUPERUSER
 
 SUBJECT = {"space_id": "kb", "subject_id": "u1"}
 

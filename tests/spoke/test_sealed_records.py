@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from hack.support.pgservers import PgServer
 
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.store.migrating import migrate
@@ -15,7 +16,6 @@ from tests.server.test_encryption_at_rest import at_rest, marker
 from tests.server.test_permissions_api import agents
 from tests.spoke.test_dispatch_api import OWNER, ok, space_bundle
 from tests.support.cortex import MakeCortex
-from tests.support.pgservers import PgServer
 from tests.support.postgres import Database
 
 

@@ -22,9 +22,9 @@ import pytest
 from hack import cnpg as cnpg_install
 from hack.k8s.localkube import binaries
 from hack.k8s.localkube.realnode_cli import images_dir
+from hack.support.waiting import wait_until
 
 from tests.support.realnode import RealCluster
-from tests.support.waiting import wait_until
 
 #: Cold on the 2-core machine: the manager's pod starts and writes its webhook certificates.
 INSTALL_S = 240.0

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Final
 
 import yaml
+from hack.support.kube import Kube
+from hack.support.waiting import wait_until
 
 from attested_cortex.controller.memorycortex.cloudnativepg import RELEASE
-from tests.support.kube import Kube
-from tests.support.waiting import wait_until
 
 MODULE: Final = "github.com/cloudnative-pg/cloudnative-pg"
 CRD_NAME: Final = "clusters.postgresql.cnpg.io"

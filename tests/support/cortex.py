@@ -20,6 +20,8 @@ import aiohttp
 import psycopg
 import pytest
 from aiohttp import web
+from hack.support.pgservers import PgServer
+from hack.support.waiting import Pending, await_until
 from psycopg import sql
 
 from attested_cortex.server.app import build_app
@@ -30,8 +32,6 @@ from attested_cortex.server.settings import ServerSettings
 from attested_cortex.server.state import STATE_KEY
 from attested_cortex.service.pipeline.context import Services
 from attested_cortex.store.migrating import migrate
-from tests.support.pgservers import PgServer
-from tests.support.waiting import Pending, await_until
 
 
 @dataclass

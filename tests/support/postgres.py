@@ -1,6 +1,6 @@
 """pytest plugin: real PostgreSQL servers and one fresh, empty database per test.
 
-Registered by tests/conftest.py; the servers themselves come from tests/support/pgservers.py.
+Registered by tests/conftest.py; the servers themselves come from hack/support/pgservers.py.
 
 * ``pg15_server`` / ``age_server`` (session): PostgreSQL 15 from the host and PostgreSQL 17 +
   Apache AGE from the cached trixie root, each started the first time a test asks for it and
@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from tests.support.pgservers import PgServer, PgSetupError, fast_tmpdir, start_pg15, start_pg_age
+from hack.support.pgservers import PgServer, PgSetupError, fast_tmpdir, start_pg15, start_pg_age
 
 ANY_SERVER_PARAMS = [
     pytest.param("pg15", id="pg15"),

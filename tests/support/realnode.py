@@ -13,7 +13,6 @@ start is a failure.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,38 +21,12 @@ from pathlib import Path
 import pytest
 from hack.k8s.localkube import binaries
 from hack.k8s.localkube.nodeconfig import NODE_NAME
-from hack.k8s.localkube.realnode import (
-    RealNode,
-    RealNodeError,
-    missing_binaries,
-    missing_host_commands,
-    missing_images,
-)
+from hack.k8s.localkube.realnode import RealNode, RealNodeError
 from hack.k8s.localkube.realnode_cli import IMAGES_SCRIPT, images_dir
-
-from tests.support.kube import Kube
+from hack.support.kube import Kube
+from hack.support.realnode import missing_pieces
 
 _SKIPPED: list[str] = []
-
-
-def missing_pieces() -> list[str]:
-    """Why the real node cannot run here (empty: it can)."""
-    reasons = []
-    if os.geteuid() != 0:
-        reasons.append("not root")
-    if missing := missing_host_commands():
-        reasons.append(f"packages {missing} (hack/k8s/ensure-node-packages.sh)")
-    bin_dir = binaries.bin_dir()
-    if missing := binaries.missing(bin_dir) + missing_binaries(bin_dir):
-        reasons.append(f"binaries {missing} (hack/k8s/ensure-binaries.sh node)")
-    try:
-        images = images_dir()
-    except (OSError, subprocess.CalledProcessError):
-        reasons.append("images (hack/images/build.sh)")
-    else:
-        if missing := missing_images(images):
-            reasons.append(f"images {missing} (hack/images/build.sh)")
-    return reasons
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from hack.support.waiting import await_until
 
 from tests.support.cortex import CortexClient, Reply
-from tests.support.waiting import await_until
 
 #: The client's own pause before a retry (it could honour Retry-After: 1; the tests keep the
 #: gap measured by the server's recovery, not by the client's patience).

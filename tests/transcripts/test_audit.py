@@ -15,6 +15,9 @@ from typing import Any
 import psycopg
 import pytest
 import zstandard
+from hack.support.pgservers import APP_ROLE, SUPERUSER
+from hack.support.served import CORTEXCTL
+from hack.support.waiting import await_until
 
 from attested_cortex.attest.decoding import decode
 from attested_cortex.attest.keyfiles import write_identity
@@ -24,9 +27,6 @@ from attested_cortex.store.events import CHAIN_LOCK_KEY
 from attested_cortex.store.migrating import migrate
 from attested_cortex.types import AgentId
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.pgservers import APP_ROLE, SUPERUSER
-from tests.support.served import CORTEXCTL
-from tests.support.waiting import await_until
 from tests.transcripts.common import row, store_transcript
 
 POLICY = {"enabled": True, "retention_days": 30, "prune_after_days": 7,

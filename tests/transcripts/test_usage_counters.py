@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from hack.support.served import CORTEXCTL
 from psycopg.types.json import Jsonb
 
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.served import CORTEXCTL
 from tests.transcripts.common import DIALOGUE, row, store_transcript
 
 POLICY = {"enabled": True, "prune_after_days": 7, "sweep_interval_seconds": 86400,

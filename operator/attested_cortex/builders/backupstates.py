@@ -32,7 +32,7 @@ from attested_cortex.builders.conditions import Observation
 Object = Mapping[str, Any]
 TYPE: Final = "BackupHealthy"
 ARCHIVING: Final = "ContinuousArchiving"
-#: Reasons of BackupHealthy; BackupPending is progress, not a fault (controller/statuses.py).
+#: Reasons of BackupHealthy; BackupPending is progress, not a fault (builders/reasons.py).
 FAILING: Final = "ArchivingFailing"
 FAILED: Final = "BackupFailed"
 PENDING: Final = "BackupPending"

@@ -5,8 +5,8 @@ a change to it rolls the server through the config hash); ``hooks.yaml`` and the
 ``keyring-*.json`` files are hot-reloaded by the server, so changing them rolls nothing.
 The database URI is never here: it reaches the server from its Secret as an environment
 variable; nor is any other secret (the embedding endpoint's key, the audit signer's key):
-the settings name the files their Secrets are mounted as. The spec sections that only tune
-the server are translated in :mod:`.settings`. Pure.
+the settings name the files their Secrets are mounted as. Each spec section is translated
+by one function of :mod:`.settings`; :func:`server_settings` only puts them together. Pure.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from typing import Any, Final
 
 import yaml
 
-from attested_cortex.builders import certificates, hookfiles, keyrings, names, rules
+from attested_cortex.builders import hookfiles, keyrings, names
 from attested_cortex.builders import settings as sections
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.services import SERVER_PORT
 from attested_cortex.crd.hookchain import Hook
-from attested_cortex.crd.memorycortex import EncryptionSpec, TranscriptsSpec
 
 Object = dict[str, Any]
 
@@ -32,10 +31,6 @@ CONFIG_DIR: Final = "/etc/cortex"
 CONFIG_FILE: Final = "config.yaml"
 HOOKS_FILE: Final = "hooks.yaml"
 KEYS_DIR: Final = "/var/run/cortex/keys"
-TOKENS_DIR: Final = "/etc/cortex-tokens"
-APPROVAL_DIR: Final = "/var/run/cortex/approval"
-MODES: Final = {"Advisory": "advisory", "Enforce": "enforce", "Off": "off"}
-WRITE_DEFAULTS: Final = {"Allow": "allow", "Deny": "deny", "AskUser": "ask_user"}
 
 
 @dataclass(frozen=True)
@@ -58,69 +53,29 @@ def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
     return sorted(mapping, key=lambda m: m["service_account"])
 
 
-def transcripts_settings(spec: TranscriptsSpec) -> Object:
-    """``spec.transcripts`` as the server's ``transcripts`` settings."""
-    return {"enabled": spec.enabled, "retention_days": spec.retention_days,
-            "prune_after_days": spec.prune_after_days, "max_bytes": spec.max_bytes,
-            "namespaces": [{"namespace": n.namespace, "retention_days": n.retention_days}
-                           for n in spec.namespaces]}
-
-
-def encryption_settings(spec: EncryptionSpec) -> Object:
-    """``spec.encryption`` as the server's ``encryption`` settings: ``at_rest`` only when set
-    (unset, the server takes the cortex's own default, kept in its database: ADR 0079);
-    sealed namespaces only when some are listed (an existing cortex's configuration, and so
-    its pods, stay as they were)."""
-    settings: Object = {} if spec.at_rest is None else {"at_rest": spec.at_rest}
-    if spec.sealed_namespaces:
-        settings["sealed_namespaces"] = list(spec.sealed_namespaces)
-    return settings
-
-
 def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
-    """The content of ``config.yaml``."""
+    """The content of ``config.yaml``: the pod's own paths, then one section per spec section
+    (each whole in :mod:`.settings`)."""
     spec = cortex.spec
-    auth = "kubernetes" if spec.server.auth.mode == "Kubernetes" else "tokens"
-    settings: Object = {
-        "listen": [f"0.0.0.0:{SERVER_PORT}"], "auth": auth,
-        "graph_backend": spec.graph.backend,
-        "hooks_file": f"{CONFIG_DIR}/{HOOKS_FILE}", "keys_dir": KEYS_DIR,
-        "permissions": {"mode": MODES[spec.permissions.mode],
-                        "write_default": WRITE_DEFAULTS[spec.permissions.write_default],
-                        "rules": [rules.compile_rule(r) for r in rules.ordered(satellites.rules)]},
-        "agents": agent_mapping(satellites.identities),
-        "trust": {"default_tier": spec.trust.default_tier,
-                  "ceilings": {tier: dict(sorted(marks.items()))
-                               for tier, marks in sorted(spec.trust.ceilings.items())}},
-        "approval": sections.approval_settings(spec.approval),
-        "transcripts": transcripts_settings(spec.transcripts),
-        "quotas": sections.quotas_settings(cortex, satellites.identities),
-        "limits": sections.limits_settings(cortex),
-        "embedder": sections.embedder(cortex),
-        "embedding": sections.embedding_settings(cortex),
+    return {
+        "listen": [f"0.0.0.0:{SERVER_PORT}"], "hooks_file": f"{CONFIG_DIR}/{HOOKS_FILE}",
+        "keys_dir": KEYS_DIR, "graph_backend": spec.graph.backend,
         "log_level": spec.server.log_level.upper(),
-        "master_key": {"dir": sections.MASTER_KEY_DIR},
-        "encryption": encryption_settings(spec.encryption),
+        "agents": agent_mapping(satellites.identities),
+        **sections.auth_settings(cortex),
+        **sections.permissions_settings(cortex, satellites.rules),
+        **sections.trust_settings(cortex),
+        **sections.approval_settings(cortex),
+        **sections.transcripts_settings(cortex),
+        **sections.quotas_settings(cortex, satellites.identities),
+        **sections.limits_settings(cortex),
+        **sections.embedding_settings(cortex),
+        **sections.encryption_settings(cortex),
         **sections.database_settings(cortex),
+        **sections.audit_settings(cortex),
+        **sections.spoke_memory_settings(cortex),
+        **sections.tls_settings(cortex),
     }
-    if auth == "tokens":
-        settings["tokens_file"] = f"{TOKENS_DIR}/tokens"
-    if spec.approval.enabled:
-        settings["approval"]["hmac_secret_file"] = f"{APPROVAL_DIR}/hmac"
-    signer = sections.audit_signer(cortex)
-    if signer is not None:
-        settings["audit_signer"] = signer
-        settings["audit"] = {"record_reads": spec.audit.record_reads}
-        if spec.audit.witnesses:
-            settings["audit"]["witnesses"] = [{"name": w.name, "url": w.url}
-                                              for w in spec.audit.witnesses]
-    spoke = sections.spoke_memory_settings(cortex)
-    if spoke is not None:
-        settings["spoke_memory"] = spoke
-    tls = certificates.server_tls_settings(cortex)
-    if tls is not None:
-        settings["tls"] = tls
-    return settings
 
 
 def _dump(document: Mapping[str, Any]) -> str:

@@ -129,14 +129,14 @@ def _auth_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object]) -
         volumes.append({"name": "tokens", "secret": {
             "secretName": tokens.name, "defaultMode": 0o440,
             "items": [{"key": tokens.key, "path": "tokens"}]}})
-        mounts.append({"name": "tokens", "mountPath": configmaps.TOKENS_DIR, "readOnly": True})
+        mounts.append({"name": "tokens", "mountPath": settings.TOKENS_DIR, "readOnly": True})
     if cortex.spec.approval.enabled:
         ref = cortex.spec.approval.hmac_secret_ref
         name, key = (ref.name, ref.key) if ref else (names.approval_secret_name(cortex.meta.name),
                                                      "hmac")
         volumes.append({"name": "approval", "secret": {
             "secretName": name, "defaultMode": 0o440, "items": [{"key": key, "path": "hmac"}]}})
-        mounts.append({"name": "approval", "mountPath": configmaps.APPROVAL_DIR,
+        mounts.append({"name": "approval", "mountPath": settings.APPROVAL_DIR,
                        "readOnly": True})
 
 

@@ -12,7 +12,7 @@ carry secrets: callers put names, reasons and counts in them, not data.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from attested_cortex.builders.conditions import (
     KSTATUS_TYPES,
@@ -24,6 +24,7 @@ from attested_cortex.builders.conditions import (
     transitions,
 )
 from attested_cortex.builders.inputs import Meta, parse_meta
+from attested_cortex.builders.reasons import MOVING, TRANSITIONS
 from attested_cortex.controller.applying import Writer
 from attested_cortex.controller.eventing import now, post_event
 from attested_cortex.crd import GROUP, VERSION
@@ -81,35 +82,11 @@ async def report_unparsable(writer: Writer, *, kind: str, body: Mapping[str, Any
                        current=body.get("status") or {}, observed=[bad, ready([bad])])
 
 
-#: Reasons that mean "still on its way", not "something is wrong".
-PROGRESSING: Final = frozenset({
-    "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
-    "ServerRollingOut", "Reconciling", "Resizing", "WaitingForGarbageCollection",
-    "BackupScheduled", "ClusterCreating", "BackupPending", "Verifying"})
-#: What kstatus must read as InProgress (Reconciling=True) rather than Failed (Stalled=True):
-#: the progressing reasons and the transient ones that are still events' Warnings.
-MOVING: Final = PROGRESSING | frozenset({
-    "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "CortexNotFound",
-    # a Secret Git applies beside the cortex (a sealed or external secret) comes a little later
-    "ConnectionSecretMissing", "SecretMissing",
-    # a restore's verifier that could not run: retried with backoff (ADR 0054)
-    "VerificationError"})
-
-
-#: Reasons of a False condition that are a transition, not a fault: an event about them is
-#: Normal (issue 38: a clean install and every spec change posted Warnings). A satellite is
-#: NotRunning until its cortex's serving pods load it, which a rollout always passes through,
-#: and CortexNotFound while an apply of a folder (or a GitOps sync) creates it before its
-#: cortex; one whose cortex never comes stays Ready=False with that reason in its status.
-TRANSITIONS: Final = PROGRESSING | frozenset({
-    "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "NotRunning",
-    "CortexNotFound"})
-
-
 def summarise(changed: Sequence[Object]) -> dict[str, str]:
     """One event for one status write. Warning when a changed condition is wrong rather
     than in transition, with that condition's reason; otherwise Normal with the Ready
-    transition's reason (else the first change's)."""
+    transition's reason (else the first change's). Which reasons are transitions:
+    builders/reasons.py."""
     bad = [c for c in changed if c["status"] != "True" and c["reason"] not in TRANSITIONS]
     if bad:  # the condition itself, not the Ready that restates it
         lead = next((c for c in bad if c["type"] != "Ready"), bad[0])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from hack.support.waiting import await_until
+
 from attested_cortex.controller.queueing import Key, WorkQueue, backoff
-from tests.support.waiting import await_until
 
 A, B = Key("MemoryCortex", "ns", "a"), Key("MemoryCortex", "ns", "b")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -138,7 +139,9 @@ class Approvals:
     pending_gauge: Gauge | None = None
     _subscribers: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)
     _remembered: set[str] = field(default_factory=set)
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _loops: list[tasks.Loop] = field(default_factory=list)
+    #: The listener's wait before it reconnects (doubles to 10 s, back to 0.1 s once in).
+    _listen_delay_s: float = 0.1
     #: Set while the NOTIFY listener is LISTENing: events are only delivered through it.
     _listening: asyncio.Event = field(default_factory=asyncio.Event)
     #: Seals held requests at rest with ``encryption.at_rest`` on, opens them for the
@@ -303,12 +306,19 @@ class Approvals:
             await self.refresh_rules()
         except CortexError as exc:
             log.warning("remembered rules not loaded yet: %s", type(exc).__name__)
-        self._tasks = [asyncio.create_task(self._sweep_forever(), name="approvals-sweeper"),
-                       asyncio.create_task(self._listen_forever(dsn), name="approvals-listen")]
+        if not self._loops:
+            self._loops = [
+                tasks.Loop("approvals-sweeper", self._sweep_pass, retry_s=self.sweep_interval_s,
+                           expected=(CortexError, OSError)),
+                tasks.Loop("approvals-listen", functools.partial(self._listen_pass, dsn),
+                           retry_s=self._listen_delay_s)]
+        for loop in self._loops:
+            loop.start()
 
     async def aclose(self) -> None:
         """Stop the background tasks."""
-        await tasks.stop(self._tasks)
+        for loop in self._loops:
+            await loop.stop()
 
     async def sweep(self) -> list[Action]:
         """Expire overdue actions (denied), refresh remembered rules, prune signatures,
@@ -338,13 +348,9 @@ class Approvals:
         if new:
             self.rules.add(new)
 
-    async def _sweep_forever(self) -> None:
-        while True:
-            try:
-                await self.sweep()
-            except (CortexError, OSError) as exc:  # the database comes back
-                log.warning("approval sweep failed: %s", type(exc).__name__)
-            await asyncio.sleep(self.sweep_interval_s)
+    async def _sweep_pass(self) -> float:
+        await self.sweep()
+        return self.sweep_interval_s
 
     # -- events --------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -392,20 +398,20 @@ class Approvals:
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(event)
 
-    async def _listen_forever(self, dsn: str) -> None:
-        delay = 0.1
-        while True:
-            try:
-                async with notifications.listening(dsn, CHANNEL) as payloads:
-                    self._listening.set()
-                    delay = 0.1
-                    async for payload in payloads:
-                        self._deliver(payload)
-            except (CortexError, OSError) as exc:
-                log.warning("approval event listener reconnecting: %s", type(exc).__name__)
+    async def _listen_pass(self, dsn: str) -> float:
+        """LISTEN until the connection ends; returns the wait before reconnecting."""
+        try:
+            async with notifications.listening(dsn, CHANNEL) as payloads:
+                self._listening.set()
+                self._listen_delay_s = 0.1
+                async for payload in payloads:
+                    self._deliver(payload)
+        except (CortexError, OSError) as exc:
+            log.warning("approval event listener reconnecting: %s", type(exc).__name__)
+        finally:
             self._listening.clear()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
+        delay, self._listen_delay_s = self._listen_delay_s, min(self._listen_delay_s * 2, 10.0)
+        return delay
 
 
 def _loaded(row: dict[str, Any]) -> Rule | None:

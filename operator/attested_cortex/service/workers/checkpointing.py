@@ -22,7 +22,6 @@ witness counts in ``..._errors_total`` and is offered the checkpoint again at th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -65,7 +64,7 @@ class Checkpointer:
         self._key = key
         self.every_events = every_events
         self.every_seconds = every_seconds
-        self._task: asyncio.Task[None] | None = None
+        self._loop: tasks.Loop | None = None
         self._lock = asyncio.Lock()
         self._last_cut = time.monotonic()
 
@@ -99,25 +98,23 @@ class Checkpointer:
 
     def start(self) -> None:
         """Start the background task."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="audit-checkpointer")
+        if self._loop is None:  # looks every second at most; the first look a poll after start
+            poll = min(self.every_seconds, 1.0)
+            self._loop = tasks.Loop("audit-checkpointer", self._run_pass, retry_s=poll,
+                                    first_delay_s=poll)
+        self._loop.start()
 
     async def aclose(self) -> None:
         """Stop the background task."""
-        await tasks.stop([self._task])
-        self._task = None
+        if self._loop is not None:
+            await self._loop.stop()
 
-    async def _run(self) -> None:
-        poll = min(self.every_seconds, 1.0)
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(poll):
-                    await asyncio.Event().wait()
-            try:
-                await self._pass()
-            except CortexError as exc:
-                log.error("audit checkpoint not cut: %s", exc.message,
-                          extra={"code": exc.code})
+    async def _run_pass(self) -> float:
+        try:
+            await self._pass()
+        except CortexError as exc:
+            log.error("audit checkpoint not cut: %s", exc.message, extra={"code": exc.code})
+        return min(self.every_seconds, 1.0)
 
     async def _pass(self) -> None:
         async with self.db.connection() as conn:

@@ -22,8 +22,6 @@ look at once.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,8 +83,7 @@ class PendingReceipts:
     idle_s: float = 1.0
     committed: int = 0
     failed: int = 0
-    _wake: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
-    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+    _loop: tasks.Loop | None = field(default=None, repr=False)
 
     async def run_once(self) -> bool:
         """Resolve the oldest job no other server holds; False when none was free."""
@@ -111,7 +108,8 @@ class PendingReceipts:
 
     def wake(self) -> None:
         """Look for work now (a pending op just committed on this server)."""
-        self._wake.set()
+        if self._loop is not None:
+            self._loop.wake()
 
     def as_json(self) -> dict[str, object]:
         """Progress for capabilities."""
@@ -121,28 +119,22 @@ class PendingReceipts:
                 "committed": self.committed, "failed": self.failed}
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._forever(), name="spoke-pending-receipts")
+        if self._loop is None:
+            self._loop = tasks.Loop("spoke-pending-receipts", self._pass, retry_s=self.idle_s,
+                                    expected=(CortexError, OSError))
+        self._loop.start()
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._loop is not None and self._loop.running
 
     async def aclose(self) -> None:
-        await tasks.stop((self._task,))
-        self._task = None
+        if self._loop is not None:
+            await self._loop.stop()
         if self.reflector is not None:
             await self.reflector.client.aclose()
 
-    async def _forever(self) -> None:
-        while True:
-            try:
-                worked = await self.run_once()
-            except (CortexError, OSError) as exc:  # the database comes back
-                log.warning("pending receipt work failed: %s", type(exc).__name__)
-                worked = False
-            if worked:
-                continue
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.idle_s)
+    async def _pass(self) -> float:
+        """One piece of work; at once again while there is work, else wait for a wake or
+        ``idle_s`` (also after a database error: the database comes back)."""
+        return 0.0 if await self.run_once() else self.idle_s

@@ -47,7 +47,7 @@ class ReadRecorder:
         self.batch = batch
         self.interval_s = interval_s
         self._queue: asyncio.Queue[PendingEvent] = asyncio.Queue(bound)
-        self._task: asyncio.Task[None] | None = None
+        self._loop = tasks.Loop("audit-read-records", self._pass, retry_s=interval_s)
 
     async def record(self, caller: Caller, spec: OperationSpec, record: dict[str, Any]) -> None:
         """Sign the statement now and queue it (the pipeline's access sink)."""
@@ -63,26 +63,24 @@ class ReadRecorder:
 
     def start(self) -> None:
         """Start the appending task."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="audit-read-records")
+        self._loop.start()
 
     async def aclose(self) -> None:
         """Stop the task, then append what is still queued."""
-        await tasks.stop([self._task])
-        self._task = None
+        await self._loop.stop()
         with contextlib.suppress(CortexError):
             while not self._queue.empty():
                 await self._flush()
 
-    async def _run(self) -> None:
-        while True:
-            first = await self._queue.get()
-            await asyncio.sleep(self.interval_s)  # let a burst gather into one append
-            try:
-                await self._flush(first)
-            except CortexError as exc:
-                log.error("read records not chained: %s", exc.message,
-                          extra={"code": exc.code})
+    async def _pass(self) -> float:
+        """Wait for a statement, then append it with those a burst queued meanwhile."""
+        first = await self._queue.get()
+        await asyncio.sleep(self.interval_s)  # let a burst gather into one append
+        try:
+            await self._flush(first)
+        except CortexError as exc:
+            log.error("read records not chained: %s", exc.message, extra={"code": exc.code})
+        return 0.0
 
     async def _flush(self, first: PendingEvent | None = None) -> None:
         pending = [] if first is None else [first]

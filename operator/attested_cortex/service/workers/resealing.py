@@ -29,7 +29,6 @@ list it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Callable
@@ -70,7 +69,7 @@ class Resealer:
     memories_resealed: int = 0
     #: Memories never re-sealed: not opening under their version.
     memories_refused: set[uuid.UUID] = field(default_factory=set)
-    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+    _loop: tasks.Loop | None = field(default=None, repr=False)
 
     async def reseal_once(self) -> int:
         """One batch of frames and one of memories; how many rows it handled."""
@@ -137,23 +136,21 @@ class Resealer:
                 "memories_refused": len(self.memories_refused)}
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._forever(), name="transcripts-resealer")
+        if self._loop is None:
+            self._loop = tasks.Loop("transcripts-resealer", self._pass, retry_s=self.idle_s,
+                                    expected=(CortexError, OSError))
+        self._loop.start()
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._loop is not None and self._loop.running
 
     async def aclose(self) -> None:
-        await tasks.stop((self._task,))
-        self._task = None
+        if self._loop is not None:
+            await self._loop.stop()
 
-    async def _forever(self) -> None:
-        while True:
-            try:
-                worked = await self.reseal_once()
-            except (CortexError, OSError) as exc:  # the database comes back
-                log.warning("transcript re-sealing failed: %s", type(exc).__name__)
-                worked = 0
-            await asyncio.sleep(self.pause_s if worked else self.idle_s)
+    async def _pass(self) -> float:
+        """One batch; a database error waits ``idle_s`` (the database comes back)."""
+        worked = await self.reseal_once()
+        return self.pause_s if worked else self.idle_s
 

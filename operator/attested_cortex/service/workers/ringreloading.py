@@ -39,7 +39,7 @@ class RingReloader:
     interval_s: float = 5.0
     #: Where the cortex's key versions are recorded (None: nothing compared or recorded).
     db: Database | None = None
-    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+    _loop: tasks.Loop | None = field(default=None, repr=False)
 
     async def reload_once(self) -> bool:
         """One poll; whether a new ring was adopted."""
@@ -59,17 +59,18 @@ class RingReloader:
         return True
 
     def start(self) -> None:
-        if self._task is None and self.source.watching:
-            self._task = asyncio.create_task(self._forever(), name="master-key-reloader")
+        if not self.source.watching:
+            return
+        if self._loop is None:  # the first poll one interval after start, as every other
+            self._loop = tasks.Loop("master-key-reloader", self._pass, retry_s=self.interval_s,
+                                    expected=(OSError,), first_delay_s=self.interval_s)
+        self._loop.start()
 
     async def aclose(self) -> None:
-        await tasks.stop((self._task,))
-        self._task = None
+        if self._loop is not None:
+            await self._loop.stop()
 
-    async def _forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                await self.reload_once()
-            except OSError as exc:  # the volume briefly unreadable: the next poll retries
-                log.warning("master key ring poll failed: %s", type(exc).__name__)
+    async def _pass(self) -> float:
+        """One poll; an OSError (the volume briefly unreadable) is retried at the next."""
+        await self.reload_once()
+        return self.interval_s

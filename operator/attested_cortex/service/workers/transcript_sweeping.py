@@ -18,7 +18,6 @@ keeps naming it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Callable
@@ -75,7 +74,7 @@ class Transcripts:
     last_sweep: SweepReport | None = None
     #: Transcripts changed behind the server: never archived or pruned by this sweeper.
     refused: set[uuid.UUID] = field(default_factory=set)
-    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+    _loop: tasks.Loop | None = field(default=None, repr=False)
 
     async def sweep(self) -> SweepReport:
         """Archive what outlived its retention, then prune what was archived long enough."""
@@ -127,23 +126,24 @@ class Transcripts:
         """Run the sweeper in the background (where anything can expire: transcripts on, or a
         cortex-wide retention left for those stored before they were turned off)."""
         keeps = self.retention.enabled or self.retention.default_retention_days is not None
-        if keeps and self._task is None:
-            self._task = asyncio.create_task(self._sweep_forever(), name="transcripts-sweeper")
+        if not keeps:
+            return
+        if self._loop is None:
+            self._loop = tasks.Loop("transcripts-sweeper", self._pass,
+                                    retry_s=self.retention.sweep_interval_s,
+                                    expected=(CortexError, OSError))
+        self._loop.start()
 
     @property
     def running(self) -> bool:
         """Whether the background sweeper runs."""
-        return self._task is not None and not self._task.done()
+        return self._loop is not None and self._loop.running
 
     async def aclose(self) -> None:
         """Stop the sweeper."""
-        await tasks.stop((self._task,))
-        self._task = None
+        if self._loop is not None:
+            await self._loop.stop()
 
-    async def _sweep_forever(self) -> None:
-        while True:
-            try:
-                await self.sweep()
-            except (CortexError, OSError) as exc:  # the database comes back
-                log.warning("transcript sweep failed: %s", type(exc).__name__)
-            await asyncio.sleep(self.retention.sweep_interval_s)
+    async def _pass(self) -> float:
+        await self.sweep()
+        return self.retention.sweep_interval_s

@@ -15,7 +15,6 @@ first requests (nor those of replicas a rollout starts together).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ class TransferExpiry:
     imports_expired: int = 0
     exports_expired: int = 0
     last_swept_at: datetime | None = None
-    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+    _loop: tasks.Loop | None = field(default=None, repr=False)
 
     async def sweep(self) -> tuple[int, int]:
         """One sweep: how many imports and exports expired."""
@@ -74,22 +73,20 @@ class TransferExpiry:
                 else self.last_swept_at.isoformat().replace("+00:00", "Z")}
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._forever(), name="spoke-transfer-expiry")
+        if self._loop is None:
+            self._loop = tasks.Loop("spoke-transfer-expiry", self._pass, retry_s=self.interval_s,
+                                    expected=(CortexError, OSError),
+                                    first_delay_s=min(self.first_delay_s, self.interval_s))
+        self._loop.start()
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._loop is not None and self._loop.running
 
     async def aclose(self) -> None:
-        await tasks.stop((self._task,))
-        self._task = None
+        if self._loop is not None:
+            await self._loop.stop()
 
-    async def _forever(self) -> None:
-        await asyncio.sleep(min(self.first_delay_s, self.interval_s))
-        while True:
-            try:
-                await self.sweep()
-            except (CortexError, OSError) as exc:  # the database comes back
-                log.warning("transfer expiry sweep failed: %s", type(exc).__name__)
-            await asyncio.sleep(self.interval_s)
+    async def _pass(self) -> float:
+        await self.sweep()
+        return self.interval_s

@@ -1,7 +1,7 @@
 """Private, throw-away PostgreSQL servers: 15 from the host, 17 + Apache AGE from a cached root.
 
 Callers: tests/support/postgres.py (the pytest fixtures), and ``make run`` / the benchmarks through
-``python -m tests.support.pgservers start-age --dir DIR [--port N]`` (see ``main``).
+``python -m hack.support.pgservers start-age --dir DIR [--port N]`` (see ``main``).
 
 Each server is a fresh cluster (initdb, trust auth on loopback, fsync off) whose postmaster runs in
 the foreground as a child of this process, as the unprivileged ``postgres`` user, on 127.0.0.1
@@ -33,7 +33,7 @@ from typing import Literal
 import psycopg
 from psycopg import sql
 
-from tests.support.waiting import WaitTimeout, wait_until
+from hack.support.waiting import WaitTimeout, wait_until
 
 __all__ = [
     "APP_ROLE",
@@ -434,7 +434,7 @@ def _check_reachable(tmpdir: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``start-age|start-pg15 --dir DIR [--port N]``: prints the DSN, serves until SIGINT/TERM."""
-    parser = argparse.ArgumentParser(prog="python -m tests.support.pgservers")
+    parser = argparse.ArgumentParser(prog="python -m hack.support.pgservers")
     parser.add_argument("command", choices=["start-age", "start-pg15"])
     parser.add_argument("--dir", type=Path, required=True, help="work directory (log, DSN file)")
     parser.add_argument("--port", type=int, default=None, help="TCP port (default: a free one)")

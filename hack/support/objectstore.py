@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from hack.k8s.localkube import binaries
 from minio import Minio
 
-from tests.support.waiting import WaitTimeout, wait_until
+from hack.k8s.localkube import binaries
+from hack.support.waiting import WaitTimeout, wait_until
 
 HOST: Final = "127.0.0.1"
 #: A cold start of MinIO on a busy two-core machine takes a couple of seconds.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support.pgservers import (
+from hack.support.pgservers import (
     HOST,
     SUPERUSER,
     Layout,
@@ -28,7 +28,7 @@ from tests.support.pgservers import (
     _wait_ready,
     host_runner,
 )
-from tests.support.waiting import wait_until
+from hack.support.waiting import wait_until
 
 #: Acknowledged commits must survive a crash of the server that acknowledged them: the
 #: test servers' defaults (synchronous_commit off) trade that for speed.

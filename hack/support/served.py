@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.waiting import wait_until
+from hack.support.waiting import wait_until
 
 CORTEXCTL = [sys.executable, "-m", "attested_cortex"]
 

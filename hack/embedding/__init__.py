@@ -1,0 +1,1 @@
+"""Checks of the embedded default embedding model (run as scripts)."""

@@ -1,0 +1,1 @@
+"""The local Kubernetes control plane and real node (localkube/) and their launchers."""
