@@ -72,7 +72,8 @@ async def test_every_refusal_is_chained_over_http_and_mcp(
         assert error(await client.call_tool("memory_store", secret))["status"] == 403
         held = {"namespace": "held/x", "content": "x"}
         assert error(await client.call_tool("memory_store", held))["status"] == 202
-    for header in ({"X-Cortex-Trust-Tier": "Kernel"}, {"X-Cortex-Scopes": "memory.read memory.override"}):
+    for header in ({"X-Cortex-Trust-Tier": "Kernel"},
+                   {"X-Cortex-Scopes": "memory.read memory.override"}):
         opened = await cortex.call("POST", "/mcp", HELLO, agent="dev:mcp",
                                    headers={**ACCEPT, **header})
         assert opened.status == 403, opened.text
