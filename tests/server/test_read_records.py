@@ -121,3 +121,29 @@ async def test_no_canary_anywhere_in_the_chain_with_encryption_at_rest(
                 assert needle not in blob, (table, needle)
     report = await cortex.call("GET", "/v1/audit/verify?deep=true")
     assert report.status == 200 and report.body["ok"], report.body
+
+
+async def test_a_rules_allow_is_summarized_in_the_reads_own_record(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """Issue 40: Allow decisions are not events of their own; the read's ``memory.access``
+    names the rule that let it through (its source) and the verdict, nothing more."""
+    rule = {"source": "team/kb-readers", "namespace": "kb/**", "agents": ["dev:tester"],
+            "operations": ["recall", "search"], "decision": "allow",
+            "reason": "the team reads its knowledge base"}
+    cortex = await audited(make_cortex, migrated_pg15_dsn, tmp_path,
+                           permissions={"mode": "enforce", "rules": [rule]})
+    await cortex.store("kb/team", "shared fact")
+    hits = await cortex.call("POST", "/v1/recall", {"query": "shared", "namespace": "kb/team"})
+    assert hits.status == 200 and hits.body["results"], hits.text
+    listed = await cortex.call("GET", "/v1/memories?namespace=kb/team")
+    assert listed.status == 200, listed.text
+
+    async def recorded() -> list[dict[str, Any]] | None:
+        found = [cbor.decode(bytes(e["payload"])) for e in await events(cortex)
+                 if e["event_type"] == "memory.access"]
+        return found if len(found) >= 2 else None
+
+    recall, listing = await await_until(recorded, seconds=10, what="two read records")
+    assert recall["decisions"] == ["allow:rule:team/kb-readers"], recall
+    assert listing["decisions"] == ["allow:rule:team/kb-readers"], listing
+    assert not [e for e in await events(cortex) if e["event_type"].startswith("policy.")]
