@@ -91,3 +91,18 @@ async def test_every_refusal_is_chained_over_http_and_mcp(
     assert all(r["event_type"] == "policy.enforced" and r["trust_tier"] for r in entry_records)
     report = await cortex.call("GET", "/v1/audit/verify")
     assert report.status == 200 and report.body["ok"], report.body
+
+
+async def test_refusals_at_the_door_take_the_rate_quota(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """Each recorded refusal appends a signed event: a caller over its rate gets 429 and
+    appends nothing, so bad headers cannot grow the chain faster than the caller's rate."""
+    settings = signer_settings(tmp_path)
+    cortex = await make_cortex(migrated_pg15_dsn, migrated=False,
+                               quotas={"requests_per_second": 3}, **settings)
+    statuses = [(await cortex.call("GET", "/v1/memories", agent="dev:loud",
+                                   headers={"X-Cortex-Trust-Tier": "Kernel"})).status
+                for _ in range(12)]
+    assert 429 in statuses and 403 in statuses, statuses
+    records = [r for r in await policy_records(cortex) if r["actor"] == "dev:loud"]
+    assert len(records) == statuses.count(403), (records, statuses)

@@ -89,6 +89,7 @@ async def _confined(request: web.Request) -> Caller:
     try:
         return confine(caller, services.policy.ceilings, request.headers)
     except DeniedError as exc:
+        take_rate(services, caller)  # a refusal appends an event: bounded as any request
         resource = getattr(request.match_info.route, "resource", None)
         where = f"{request.method} {resource.canonical if resource is not None else request.path}"
         try:
