@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ EVENTS = int(os.environ.get("BENCH_AUDIT_EVENTS", "1000000"))
 PARTS = os.environ.get("BENCH_AUDIT_PARTS", "reads,checkpoints,proofs").split(",")
 RECALLS, WARMUP = 600, 60
 PROOFS = 2000
-STORE_ROUNDS, STORES_PER_ROUND, CLIENTS = 3, 400, 8
+STORE_ROUNDS, STORES_PER_ROUND, CLIENTS = 6, 500, 8
 
 
 def config(tmp: Path, name: str, *, reads: bool, every_events: int) -> str:
@@ -129,9 +130,11 @@ def checkpoint_cost(server: Any, tmp: Path) -> dict[str, Any]:
             for side, base in order if r % 2 == 0 else order[::-1]:
                 rates[side].append(asyncio.run(store_round(base, STORES_PER_ROUND, f"r{r}")))
     best = {side: max(values) for side, values in rates.items()}
+    median = {side: statistics.median(values) for side, values in rates.items()}
     return {"stores_per_s_with_checkpoints": round(best["with"], 1),
             "stores_per_s_without": round(best["without"], 1),
             "ratio": round(best["with"] / best["without"], 3),
+            "median_ratio": round(median["with"] / median["without"], 3),
             "rounds": {k: [round(v, 1) for v in vs] for k, vs in rates.items()},
             "clients": CLIENTS, "stores_per_round": STORES_PER_ROUND,
             "every_events": 1000, "load_average": load_average()}
