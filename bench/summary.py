@@ -610,6 +610,38 @@ def audit_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def audit_tree_rows(d: dict[str, Any]) -> list[Row]:
+    reads, cuts, proofs = (d.get("read_records_recall_10k") or {},
+                           d.get("checkpoint_store_cost") or {}, d.get("proofs") or {})
+    return [
+        ("recall at 10k (full text), read records on vs off, paired and alternated: "
+         "p50 / p95; p95 added; load average (1 min)",
+         f"{_fmt(_get(reads, 'reads_recorded', 'p50'))} / "
+         f"{_fmt(_get(reads, 'reads_recorded', 'p95'), ' ms')} vs "
+         f"{_fmt(_get(reads, 'reads_not_recorded', 'p50'))} / "
+         f"{_fmt(_get(reads, 'reads_not_recorded', 'p95'), ' ms')}; "
+         f"{_fmt(reads.get('p95_delta_ms'), ' ms')}; {_load(reads)}", "<= +1 ms at p95"),
+        (f"stores by {_fmt(cuts.get('clients'))} clients with a checkpoint every "
+         f"{_fmt(cuts.get('every_events'))} events vs none, alternating rounds (best): "
+         "stores/s; ratio (of the medians); load average (1 min)",
+         f"{_fmt(cuts.get('stores_per_s_with_checkpoints'), ' /s')} vs "
+         f"{_fmt(cuts.get('stores_per_s_without'), ' /s')}; {_fmt(cuts.get('ratio'))} "
+         f"({_fmt(cuts.get('median_ratio'))}); {_load(cuts)}", "ratio >= 0.95"),
+        (f"inclusion proof at {_fmt(proofs.get('events'))} events (chain grown by SQL in "
+         f"{_fmt(proofs.get('grown_by_sql_s'), ' s')}, tree built in "
+         f"{_fmt(proofs.get('tree_built_s'), ' s')}): in process p50 / p95; over HTTP "
+         "p50 / p95; load average (1 min)",
+         f"{_fmt(_get(proofs, 'in_process', 'p50'))} / "
+         f"{_fmt(_get(proofs, 'in_process', 'p95'), ' ms')}; "
+         f"{_fmt(_get(proofs, 'http', 'p50'))} / {_fmt(_get(proofs, 'http', 'p95'), ' ms')};"
+         f" {_load(proofs)}", "<= 5 ms at p95"),
+        ("a witness's check of a checkpoint (log signature + consistency proof of "
+         f"{_fmt(_get(proofs, 'witness', 'proof_hashes'))} hashes), in process",
+         f"{_fmt(_get(proofs, 'witness', 'checkpoints_verified_per_s'), ' /s')} "
+         f"({_fmt(_get(proofs, 'witness', 'us_each'), ' us')} each)", "recorded"),
+    ]
+
+
 def spoke_memory_rows(d: dict[str, Any]) -> list[Row]:
     review = d.get("capture_review") or {}
     return [
@@ -701,7 +733,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "operator": operator_rows, "transcripts": transcripts_rows, "mcp": mcp_rows,
     "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
     "encryption": encryption_rows, "audit": audit_rows, "spoke_memory": spoke_memory_rows,
-    "peer": peer_rows, "longmemeval": longmemeval_rows,
+    "peer": peer_rows, "longmemeval": longmemeval_rows, "audit_tree": audit_tree_rows,
 }
 
 

@@ -36,6 +36,7 @@ from attested_cortex.service.resources import (
     links,
     memories,
     recall,
+    receipts,
     spoke_dispatch,
     transcripts,
 )
@@ -54,6 +55,7 @@ from attested_cortex.service.resources.queries import (
     ConsistencyQuery,
     LinkRef,
     ListMemories,
+    MemoryRead,
     MemoryRef,
     ProofQuery,
     TimelineQuery,
@@ -112,8 +114,12 @@ async def _replay(svc: Services, caller: Caller, a: ReplayMemory) -> Answer:
     return await transcripts.replay(svc, caller, a)
 
 
-async def _get(svc: Services, caller: Caller, a: MemoryRef) -> Answer:
-    return memory_view(await memories.get(svc, caller, a.id))
+async def _get(svc: Services, caller: Caller, a: MemoryRead) -> Answer:
+    memory = await memories.get(svc, caller, a.id)
+    view = memory_view(memory)
+    if a.receipts:
+        view["receipts"] = await receipts.receipts(svc, (memory,))
+    return view
 
 
 async def _update(svc: Services, caller: Caller, a: UpdateMemoryById) -> Answer:
@@ -128,11 +134,18 @@ async def _list(svc: Services, caller: Caller, a: ListMemories) -> Answer:
     namespace = parse_namespace(a.namespace) if a.namespace is not None else None
     page = await memories.search(svc, caller, namespace=namespace, limit=a.limit,
                                  cursor=a.cursor)
-    return page.view()
+    view = page.view()
+    if a.receipts:
+        view["receipts"] = await receipts.receipts(svc, page.memories)
+    return view
 
 
 async def _recall(svc: Services, caller: Caller, a: RecallQuery) -> Answer:
-    return recall.result_view(await recall.recall(svc, caller, a))
+    result = await recall.recall(svc, caller, a)
+    view = recall.result_view(result)
+    if a.receipts:
+        view["receipts"] = await receipts.receipts(svc, [h.memory for h in result.hits])
+    return view
 
 
 async def _link(svc: Services, caller: Caller, a: CreateLink) -> Answer:
@@ -210,7 +223,7 @@ TOOLS: tuple[Tool[Any], ...] = (
          "best first; `budget_tokens` fills results greedily up to that many tokens "
          "(about 4 characters each), `namespace` searches it and its ancestors.",
          RecallQuery, _recall, read_only=True),
-    Tool("memory_get", "Read one memory by id.", MemoryRef, _get, read_only=True),
+    Tool("memory_get", "Read one memory by id.", MemoryRead, _get, read_only=True),
     Tool("memory_update", "Change a memory's content, title, tags or metadata (only its "
          "author may); omitted fields stay. `expected_revision` refuses a concurrent change.",
          UpdateMemoryById, _update, keyed=("memory", lambda a: a.id)),

@@ -39,9 +39,10 @@ ALLOW: Final = Decision("allow", "default")
 
 
 def strictest(*decisions: Decision) -> Decision:
-    """Deny > AskUser > Allow; the earliest of the strictest kind wins."""
-    best = ALLOW
+    """Deny > AskUser > Allow; the earliest of the strictest kind wins (an Allow too: the
+    rule that allowed is what a read's audit record names, issue 40); none: the default."""
+    best: Decision | None = None
     for decision in decisions:
-        if _RANK[decision.verdict] > _RANK[best.verdict]:
+        if best is None or _RANK[decision.verdict] > _RANK[best.verdict]:
             best = decision
-    return best
+    return ALLOW if best is None else best

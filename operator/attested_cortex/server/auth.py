@@ -81,8 +81,7 @@ class DevAuth:
         value = headers.get("X-Agent-Id")
         if not value:
             raise UnauthenticatedError("send the X-Agent-Id header (dev authentication)")
-        return Caller(parse_agent_id(value), self.mode, narrowed(DEFAULT, headers),
-                      tier=self.tier)
+        return Caller(parse_agent_id(value), self.mode, DEFAULT, tier=self.tier)
 
 
 SCOPES_HEADER = "X-Cortex-Scopes"
@@ -90,10 +89,14 @@ TIER_HEADER = "X-Cortex-Trust-Tier"
 
 
 def confine(caller: Caller, ceilings: Ceilings, headers: Mapping[str, str]) -> Caller:
-    """The caller with its effective scopes (held ∩ its tier's ceiling): computed once per
-    request, before anything else reads it. Kernel is refused; ``X-Cortex-Trust-Tier`` may
-    only lower the credential's tier (403 above it)."""
+    """The caller with its effective scopes (the credential's, narrowed by
+    ``X-Cortex-Scopes``, ∩ its tier's ceiling): computed once per request, before anything
+    else reads it. Kernel is refused; ``X-Cortex-Trust-Tier`` may only lower the
+    credential's tier (403 above it). Done here, after authentication, rather than in each
+    authenticator: a refusal then knows whom it refuses, and the middleware records it in
+    the audit chain (issue 40)."""
     refuse_kernel(caller.tier, caller.agent_id)
+    caller = dataclasses.replace(caller, scopes=narrowed(caller.scopes, headers))
     requested = headers.get(TIER_HEADER)
     tier = caller.tier if requested is None else lower(caller.tier, requested.strip())
     ceiling = ceilings[tier]
@@ -162,7 +165,7 @@ class TokenAuth:
                 found = (agent, scopes, tier)
         if found is None or not tokens.well_formed(token):
             raise UnauthenticatedError("the bearer token is not recognised")
-        return Caller(found[0], self.mode, narrowed(found[1], headers), tier=found[2])
+        return Caller(found[0], self.mode, found[1], tier=found[2])
 
 
 def is_loopback(host: str) -> bool:

@@ -13,7 +13,6 @@ one review per minute, not one per request.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import ssl
 import time
@@ -32,7 +31,7 @@ from attested_cortex.kubeclient import (
 )
 from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.policy.tiers import DEFAULT_TIER, TrustTier
-from attested_cortex.server.auth import bearer_token, narrowed, parse_agent_id
+from attested_cortex.server.auth import bearer_token, parse_agent_id
 from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.types import AgentId
 
@@ -86,7 +85,7 @@ class KubernetesAuth:
         cached = self._cache.get(digest)
         now = time.monotonic()
         if cached is not None and cached[0] > now:
-            return dataclasses.replace(cached[1], scopes=narrowed(cached[1].scopes, headers))
+            return cached[1]
         authenticated, username = await self.review(token)
         if not authenticated:
             raise UnauthenticatedError("the API server did not accept this token")
@@ -96,7 +95,7 @@ class KubernetesAuth:
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
         self._cache[digest] = (now + self.ttl_s, caller)
-        return dataclasses.replace(caller, scopes=narrowed(caller.scopes, headers))
+        return caller
 
 
 def client_review(*, kubeconfig: Path | None, audiences: Sequence[str] = ()) -> Review:

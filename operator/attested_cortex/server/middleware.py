@@ -16,11 +16,14 @@ from typing import Any
 
 from aiohttp import web
 
+from attested_cortex.errors import DeniedError
 from attested_cortex.mcp.serving import PATH as MCP_PATH
 from attested_cortex.server.auth import confine
 from attested_cortex.server.logs import request_id
 from attested_cortex.server.replaying import key_of
 from attested_cortex.server.state import CALLER_KEY, state
+from attested_cortex.service.pipeline import recording
+from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.service.pipeline.running import take_rate
 
 log = logging.getLogger("attested_cortex.access")
@@ -66,8 +69,7 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     its quota gets a tool error, as MCP clients expect (an HTTP 429 ends the SDK's session),
     and the transport's own requests (handshake, event stream) cost none."""
     if request.path not in PUBLIC_PATHS:
-        caller = confine(await state(request).auth.authenticate(request.headers),
-                         state(request).services.policy.ceilings, request.headers)
+        caller = await _confined(request)
         approval = request.headers.get(APPROVAL_HEADER)
         rated = request.path != MCP_PATH
         if rated:
@@ -77,3 +79,21 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
         request[CALLER_KEY] = caller
     response: web.StreamResponse = await handler(request)
     return response
+
+
+async def _confined(request: web.Request) -> Caller:
+    """The authenticated caller with its effective scopes; a refusal of its tier or of the
+    scopes it asked for is recorded in the audit chain (as the pipeline records its own)."""
+    services = state(request).services
+    caller = await state(request).auth.authenticate(request.headers)
+    try:
+        return confine(caller, services.policy.ceilings, request.headers)
+    except DeniedError as exc:
+        take_rate(services, caller)  # a refusal appends an event: bounded as any request
+        resource = getattr(request.match_info.route, "resource", None)
+        where = f"{request.method} {resource.canonical if resource is not None else request.path}"
+        try:
+            await recording.refused_at_entry(services, caller, where[:200], exc)
+        except Exception:  # the refusal stands; a lost record is logged loudly
+            log.exception("the audit of a refusal failed", extra={"code": exc.code})
+        raise

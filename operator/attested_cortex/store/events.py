@@ -391,3 +391,34 @@ def _row(r: tuple[Any, ...]) -> EventRow:
         None if signature is None else bytes(signature), fpr, bytes(prev), bytes(digest), at,
         None if mac is None else bytes(mac), version,
     )
+
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRecord:
+    """An event holding a write record: where it is, its type, its chain hash, its payload."""
+
+    sequence: int
+    event_type: str
+    hash: bytes
+    payload: bytes
+
+
+async def held_records(
+    conn: psycopg.AsyncConnection[Any], *, event_types: Sequence[str],
+    payload_hashes: Sequence[bytes],
+) -> dict[bytes, HeldRecord]:
+    """The event of ``event_types`` holding each of ``payload_hashes`` (a statement is held
+    once per type: the latest when several types hold it). Read by a read's receipts
+    (ADR 0104), which prove the event that last wrote each memory."""
+    if not payload_hashes:
+        return {}
+    with translating():
+        cur = await conn.execute(
+            "SELECT DISTINCT ON (payload_hash) payload_hash, sequence, event_type, hash, "
+            "payload FROM signed_events WHERE event_type = ANY(%s) AND payload_hash = ANY(%s) "
+            "ORDER BY payload_hash, sequence DESC",
+            (list(event_types), list(payload_hashes)))
+        return {bytes(row["payload_hash"]): HeldRecord(
+            int(row["sequence"]), str(row["event_type"]), bytes(row["hash"]),
+            bytes(row["payload"])) for row in await cur.fetchall()}

@@ -16,13 +16,14 @@ from attested_cortex.server.responses import (
     MemoryBatchOut,
     MemoryListOut,
     MemoryOut,
+    MemoryReadOut,
     MemoryVerifyOut,
 )
 from attested_cortex.server.state import caller, state
 from attested_cortex.service.pipeline.context import Caller
-from attested_cortex.service.resources import batches, memories
+from attested_cortex.service.resources import batches, memories, receipts
 from attested_cortex.service.resources.commands import StoreMemories, StoreMemory, UpdateMemory
-from attested_cortex.service.resources.queries import ListMemories, MemoryRef
+from attested_cortex.service.resources.queries import ListMemories, MemoryRef, ReadOptions
 from attested_cortex.service.resources.views import memory_view
 
 routes = web.RouteTableDef()
@@ -69,14 +70,22 @@ async def list_memories(request: web.Request) -> web.Response:
     namespace = parse_namespace(query.namespace) if query.namespace is not None else None
     page = await memories.search(svc, caller(request), namespace=namespace, limit=query.limit,
                                  cursor=query.cursor)
-    return web.json_response(page.view())
+    view = page.view()
+    if query.receipts:
+        view["receipts"] = await receipts.receipts(svc, page.memories)
+    return web.json_response(view)
 
 
 @routes.get("/v1/memories/{id}")
 async def get_memory(request: web.Request) -> web.Response:
-    """One memory."""
-    memory = await memories.get(state(request).services, caller(request), path_uuid(request))
-    return web.json_response(memory_view(memory))
+    """One memory (with its receipt on ``?receipts=true``)."""
+    svc = state(request).services
+    options = read_query(request, ReadOptions)
+    memory = await memories.get(svc, caller(request), path_uuid(request))
+    view = memory_view(memory)
+    if options.receipts:
+        view["receipts"] = await receipts.receipts(svc, (memory,))
+    return web.json_response(view)
 
 
 @routes.patch("/v1/memories/{id}")
@@ -121,9 +130,10 @@ operations = [
     Operation(
         "GET", "/v1/memories", "List live memories of a namespace subtree", 200, MemoryListOut,
         params=params_of(ListMemories, "query"),
+        errors=(*COMMON_ERRORS, 404),  # receipts asked of a cortex without checkpoints
     ),
-    Operation("GET", "/v1/memories/{id}", "Read a memory", 200, MemoryOut, params=[_ID],
-              errors=(*COMMON_ERRORS, 404)),
+    Operation("GET", "/v1/memories/{id}", "Read a memory", 200, MemoryReadOut,
+              params=[_ID, *params_of(ReadOptions, "query")], errors=(*COMMON_ERRORS, 404)),
     Operation("PATCH", "/v1/memories/{id}", "Update a memory", 200, MemoryOut, UpdateMemory,
               params=[_ID, IDEMPOTENCY_KEY], errors=(*COMMON_ERRORS, 404, 409)),
     Operation("DELETE", "/v1/memories/{id}", "Delete a memory (tombstone)", 200, MemoryOut,

@@ -6,10 +6,10 @@ from aiohttp import web
 
 from attested_cortex.server.body import read_model
 from attested_cortex.server.encoding import json_answer
-from attested_cortex.server.openapi import Operation
+from attested_cortex.server.openapi import COMMON_ERRORS, Operation
 from attested_cortex.server.responses import RecallOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service.resources import recall
+from attested_cortex.service.resources import recall, receipts
 from attested_cortex.service.resources.commands import RecallQuery
 
 routes = web.RouteTableDef()
@@ -21,9 +21,14 @@ async def recall_memories(request: web.Request) -> web.Response:
     svc = state(request).services
     query = await read_model(request, RecallQuery, max_bytes=svc.limits.max_body_bytes)
     result = await recall.recall(svc, caller(request), query)
-    return json_answer(recall.result_view(result))
+    view = recall.result_view(result)
+    if query.receipts:
+        view["receipts"] = await receipts.receipts(svc, [h.memory for h in result.hits])
+    return json_answer(view)
 
 
 operations = [
-    Operation("POST", "/v1/recall", "Recall memories for a query", 200, RecallOut, RecallQuery),
+    # 404: receipts asked of a cortex that signs no checkpoints (no audit signer)
+    Operation("POST", "/v1/recall", "Recall memories for a query", 200, RecallOut, RecallQuery,
+              errors=(*COMMON_ERRORS, 404)),
 ]

@@ -53,6 +53,8 @@ def access_record(spec: OperationSpec, outcome: Outcome, call: Any, result: Any,
         "request_sha256": _request_digest(call)}
     decided = sorted({f"{d.verdict}:{d.source}" for d in (*outcome.allowed,
                                                           *outcome.decisions)})
+    if len(decided) > 1:  # the default Allow says nothing beside a rule that decided
+        decided = [d for d in decided if d != "allow:default"]
     if decided:
         record["decisions"] = decided[:16]
     return record

@@ -126,7 +126,9 @@ class Policy:
 #: Called at each pipeline step with (operation name, step name); tests trace with it.
 StepObserver = Callable[[str, str], None]
 #: Writes one policy record to the audit chain: (caller, operation, record).
-AuditSink = Callable[[Caller, OperationSpec, dict[str, Any]], Awaitable[None]]
+#: Where an audit record goes: the acting caller, the operation (None: a refusal made
+#: before any operation ran) and the record.
+AuditSink = Callable[[Caller, OperationSpec | None, dict[str, Any]], Awaitable[None]]
 #: Describes a mounted endpoint for ``/v1/capabilities`` (the MCP endpoint's ``describe``).
 Describer = Callable[[], dict[str, Any]]
 

@@ -86,6 +86,24 @@ async def audit(svc: Services, caller: Caller, spec: OperationSpec, outcome: Out
             await sink(caller, spec, record)
 
 
+async def refused_at_entry(svc: Services, caller: Caller, where: str,
+                           error: DeniedError) -> None:
+    """Record a refusal made when the request was authenticated, before any operation ran
+    (a Kernel tier presented, a tier above the credential's, ``X-Cortex-Scopes`` wider than
+    held): no pipeline runs for it, so its audit step is this one. ``where``: the route (or
+    ``/mcp``) it was sent to. Called by the HTTP middleware."""
+    metric = counter(svc.metrics_registry)
+    if metric is not None:
+        metric.labels(where, "deny", error.code, "enforced").inc()
+    record = {"operation": where, "agent_id": caller.agent_id, "verdict": "deny",
+              "source": error.code, "reason": error.message, "effect": "enforced",
+              "mode": svc.permission_mode, "trust_tier": caller.tier,
+              "effective_scopes": str(caller.scopes)}
+    log.info("policy decision", extra=record)
+    if svc.audit_sink is not None:
+        await svc.audit_sink(caller, None, record)
+
+
 def approval_recorder(
     *, permission_mode: str, registry: CollectorRegistry | None, sink: AuditSink | None,
 ) -> Callable[[str, Any], Awaitable[None]]:
@@ -114,7 +132,8 @@ def chain_sink(db: Database, keys: KeySource, signer_id: str) -> AuditSink:
     """Append each record to the signed audit chain, signed by ``signer_id``'s key (looked up
     in the current key snapshot at each record: keys rotate)."""
 
-    async def sink(caller: Caller, spec: OperationSpec, record: dict[str, Any]) -> None:
+    async def sink(caller: Caller, spec: OperationSpec | None,
+                   record: dict[str, Any]) -> None:
         signer = snapshot(keys).signing_keys.get(AgentId(signer_id))
         if signer is None:  # the key was unmounted: say so loudly, never drop silently
             log.error("audit_signer %s has no mounted private key; policy record not chained",

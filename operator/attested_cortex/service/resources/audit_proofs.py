@@ -38,7 +38,7 @@ def checkpoint_view(row: CheckpointRow, log_key: str | None) -> dict[str, Any]:
             "note": row.note, "created_at": row.created_at.isoformat(), "log_key": log_key}
 
 
-async def _latest(svc: Services, *, covering: int = 0) -> CheckpointRow:
+async def latest_checkpoint(svc: Services, *, covering: int = 0) -> CheckpointRow:
     """The latest checkpoint; one is cut now when none exists or it does not reach
     ``covering`` (an event already appended)."""
     checkpointer = _checkpointer(svc)
@@ -56,7 +56,7 @@ async def _latest(svc: Services, *, covering: int = 0) -> CheckpointRow:
     return row
 
 
-def _log_key(svc: Services) -> str | None:
+def log_key(svc: Services) -> str | None:
     verifier = _checkpointer(svc).verifier()
     return None if verifier is None else verifier.vkey()
 
@@ -68,10 +68,10 @@ class CheckpointCall(Call[dict[str, Any]]):
     spec = ops.AUDIT_CHECKPOINT
 
     async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
-        row = await _latest(svc)
+        row = await latest_checkpoint(svc)
         async with svc.db.connection() as conn:
             lines = await store.cosignatures(conn, row.size)
-        view = checkpoint_view(row, _log_key(svc))
+        view = checkpoint_view(row, log_key(svc))
         view["note"] = row.note + "".join(f"{line}\n" for line in lines)
         view["cosignatures"] = len(lines)
         return view
@@ -85,7 +85,7 @@ class ProofCall(Call[dict[str, Any]]):
     query: ProofQuery
 
     async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
-        latest = await _latest(svc, covering=self.query.seq)
+        latest = await latest_checkpoint(svc, covering=self.query.seq)
         size = self.query.size or latest.size
         async with svc.db.connection() as conn:
             found = await checkpointing.inclusion(conn, sequence=self.query.seq, size=size,
@@ -105,7 +105,7 @@ class ConsistencyCall(Call[dict[str, Any]]):
     query: ConsistencyQuery
 
     async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
-        new = self.query.to or (await _latest(svc)).size
+        new = self.query.to or (await latest_checkpoint(svc)).size
         old = self.query.from_
         async with svc.db.connection() as conn:
             proof = await checkpointing.consistency(conn, old=old, new=new)

@@ -163,6 +163,9 @@ class RecallQuery(BaseModel):
         description="Fill results greedily up to this many tokens (about 4 characters each)",
     )
     explain: bool = Field(False, description="Add each result's score parts (`explain`)")
+    receipts: bool = Field(False, description="Add `receipts`: for each returned memory the "
+                           "inclusion proof of the audit event that last wrote it, against "
+                           "one signed checkpoint (ADR 0104)")
     embedding: Vector | None = Field(
         None, description="The query's vector, only with --embedder client"
     )

@@ -65,6 +65,10 @@ def attestation(svc: Services) -> dict[str, Any]:
         "cortex_custody_agents": sorted(keys.signing_keys)[:100],
         "levels": ["unsigned", "self_signed", "peer_attested"],
         "keyed_chain": keyed_chain(svc),
+        # issue 40: reads recorded as memory.access; receipts (`receipts: true` on a get,
+        # a listing or a recall) need signed checkpoints, so an audit signer (ADR 0104)
+        "read_records": svc.access_sink is not None,
+        "receipts": svc.checkpointer is not None,
     }
 
 

@@ -26,6 +26,26 @@ class MemoryRef(BaseModel):
     id: Id = Field(description="Memory id (UUID)")
 
 
+#: The ``receipts`` flag of a read (one definition: gets, listings and recalls take it).
+RECEIPTS_DESCRIPTION = ("Add `receipts`: for each returned memory the inclusion proof of the "
+                        "audit event that last wrote it, against one signed checkpoint "
+                        "(ADR 0104)")
+
+
+class ReadOptions(BaseModel):
+    """What ``GET /v1/memories/{id}`` takes in its query string."""
+
+    model_config = _STRICT
+
+    receipts: bool = Field(False, description=RECEIPTS_DESCRIPTION)
+
+
+class MemoryRead(MemoryRef):
+    """One memory by id, to read (``memory_get``), with its receipt on request."""
+
+    receipts: bool = Field(False, description=RECEIPTS_DESCRIPTION)
+
+
 class LinkRef(BaseModel):
     """One link by id (verify)."""
 
@@ -46,6 +66,7 @@ class ListMemories(BaseModel):
     cursor: str | None = Field(None, max_length=200,
                                description="The `next` of the previous page (absent: the "
                                "newest memories)")
+    receipts: bool = Field(False, description=RECEIPTS_DESCRIPTION)
 
     @field_validator("namespace")
     @classmethod

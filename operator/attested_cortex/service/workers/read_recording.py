@@ -49,12 +49,13 @@ class ReadRecorder:
         self._queue: asyncio.Queue[PendingEvent] = asyncio.Queue(bound)
         self._loop = tasks.Loop("audit-read-records", self._pass, retry_s=interval_s)
 
-    async def record(self, caller: Caller, spec: OperationSpec, record: dict[str, Any]) -> None:
+    async def record(self, caller: Caller, spec: OperationSpec | None,
+                     record: dict[str, Any]) -> None:
         """Sign the statement now and queue it (the pipeline's access sink)."""
         signer = snapshot(self.keys).signing_keys.get(AgentId(self.signer_id))
         if signer is None:
             log.error("audit_signer %s has no mounted private key; read record not chained",
-                      self.signer_id, extra={"operation": spec.name})
+                      self.signer_id, extra={"operation": record.get("operation")})
             return
         kind, body = statement(caller, record)
         payload = cbor.encode(body)
