@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from tests.support.served import serve
+from hack.support.served import serve
 
 from attested_cortex.attest import checkpointing, merkle, notes
 from attested_cortex.attest.keyfiles import read_identity, write_identity
