@@ -9,13 +9,14 @@ export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
 export PATH := $(PATH):/usr/local/go/bin
 PYTEST_ARGS ?=
 # make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
-CORTEX ?= managed
+export CORTEX ?= managed
 
-.PHONY: help venv deps node-deps tools images node-up node-down test test-fast run serve lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps node-deps tools images node-up node-down test test-fast run run-plan serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
 	@echo "make run CORTEX=ha - the same with CloudNativePG and a 3-instance cortex, and how to watch a failover"
+	@echo "make run-plan [CORTEX=ha] - what make run would build for that cortex (builds nothing)"
 	@echo "make serve - the cortex server alone (PostgreSQL + AGE, no Kubernetes; Ctrl-C stops it)"
 	@echo "make test  - install everything the tests need and run the whole suite"
 	@echo "make test-fast - the tests that need no service (no PostgreSQL, Kubernetes or node): seconds"
@@ -87,12 +88,17 @@ FAST_TIER := not pg and not age and not kube and not realnode and not tools
 test-fast: check-fast venv
 	$(BIN)/python -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)
 
-# The whole system on the real one-node cluster; builds what is missing (saying how long it
-# took last time), then prints the kubeconfig, `kubectl get mcx`, the API URL and curl lines.
+# The whole system on the real one-node cluster; builds what is missing of what the chosen
+# example needs, and nothing else (hack/runplan.py: no kwok, no previous release; CloudNativePG
+# and MinIO only for CORTEX=ha), each group saying what it is for and how long it took last
+# time; then prints the kubeconfig, `kubectl get mcx`, the API URL and curl lines.
 run: check-run venv
 	hack/ensure-system-packages.sh
 	hack/k8s/ensure-node-packages.sh
 	$(BIN)/python hack/run.py --cortex $(CORTEX)
+
+run-plan: venv
+	$(BIN)/python hack/run.py --cortex $(CORTEX) --plan
 
 # The cortex server alone on 127.0.0.1 (PostgreSQL 17 + AGE, dev auth), no Kubernetes.
 serve: check-serve venv
