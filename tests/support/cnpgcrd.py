@@ -18,6 +18,7 @@ from typing import Any, Final
 import yaml
 
 from attested_cortex.controller.memorycortex.cloudnativepg import RELEASE
+from tests.support.gomodules import cached_module_dir
 from tests.support.kube import Kube
 from tests.support.waiting import wait_until
 
@@ -27,6 +28,9 @@ Object = dict[str, Any]
 
 
 def _module_dir() -> Path:
+    found = cached_module_dir(MODULE, f"v{RELEASE}")
+    if found is not None:
+        return found
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
                            check=True).stdout.strip()
     here = Path(cache) / f"{MODULE}@v{RELEASE}"
