@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
 export CORTEX ?= managed
 
-.PHONY: help venv deps node-deps tools images node-up node-down test test-fast run run-plan serve lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps node-deps tools images node-up node-down test test-fast test-local run run-plan serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
@@ -19,7 +19,8 @@ help:
 	@echo "make run-plan [CORTEX=ha] - what make run would build for that cortex (builds nothing)"
 	@echo "make serve - the cortex server alone (PostgreSQL + AGE, no Kubernetes; Ctrl-C stops it)"
 	@echo "make test  - install everything the tests need and run the whole suite"
-	@echo "make test-fast - the tests that need no service (no PostgreSQL, Kubernetes or node): seconds"
+	@echo "make test-fast - the tests that need no service and start no process (no PostgreSQL, Kubernetes or node): < 60 s"
+	@echo "make test-local - test-fast and the tests that start processes of their own (cortexctl, pytest, daemons): minutes"
 	@echo "make lint  - ruff, mypy (strict), import-linter, helm lint, CRD drift check"
 	@echo "make bench - benchmarks; writes docs/benchmarks/*.json and docs/PERFORMANCE.md"
 	@echo "make node-up - the real one-node cluster in the foreground (Ctrl-C stops and cleans up)"
@@ -82,11 +83,17 @@ check-%:
 test: check-test deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The fast tier: every test that needs no service. tests/support/tiers.py marks a test pg, kube or
-# realnode from the fixtures it asks for, so the tier is a selection, not a folder.
-FAST_TIER := not pg and not age and not kube and not realnode and not tools
+# The fast tier: every test that needs no service and starts no process of its own (< 60 s).
+# tests/support/tiers.py marks a test pg, kube or realnode from the fixtures it asks for; a test
+# that starts PostgreSQL, cortexctl or a daemon itself says so (pg, spawns), so the tiers are
+# selections, not folders. The local tier adds the spawning ones: still no service (minutes).
+LOCAL_TIER := not pg and not age and not kube and not realnode and not tools
+FAST_TIER := $(LOCAL_TIER) and not spawns
 test-fast: check-fast venv
 	$(BIN)/python -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)
+
+test-local: check-fast venv
+	$(BIN)/python -m pytest -q -m "$(LOCAL_TIER)" $(PYTEST_ARGS)
 
 # The whole system on the real one-node cluster; builds what is missing of what the chosen
 # example needs, and nothing else (hack/runplan.py: no kwok, no previous release; CloudNativePG

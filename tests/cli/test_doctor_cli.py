@@ -7,10 +7,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from attested_cortex.cli.doctor import transcript_lines
 from tests.support.served import CORTEXCTL, serve
+
+pytestmark = pytest.mark.spawns  # cortexctl as subprocesses
 
 
 def cortexctl(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,6 +15,8 @@ import pytest
 from tests.hooks.conftest import BEHAVE, PipelineFactory
 from tests.support.waiting import await_until
 
+pytestmark = pytest.mark.spawns  # starts cortexctl hookd as a subprocess
+
 CORTEXCTL = [sys.executable, "-m", "attested_cortex"]
 
 

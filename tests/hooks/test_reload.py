@@ -16,6 +16,8 @@ from tests.hooks.conftest import alive, hook, metric
 from tests.hooks.test_remote_connect import unaccepting  # noqa: F401 - a fixture
 from tests.support.waiting import await_until
 
+pytestmark = pytest.mark.spawns  # the watched configurations start daemon hooks
+
 DENY = {"answer": {"decision": "deny", "reason": "v2"}}
 
 

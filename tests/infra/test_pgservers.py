@@ -27,6 +27,8 @@ from tests.support.pgservers import (
     start_pg_age,
 )
 
+pytestmark = pytest.mark.pg  # starts PostgreSQL servers itself
+
 REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 120.0
 

@@ -77,6 +77,7 @@ def to_build(text: str) -> set[str]:
             for c in line.split(":", 1)[1].split()}
 
 
+@pytest.mark.spawns
 def test_a_cold_make_run_builds_no_cloudnativepg_minio_or_kwok(tmp_path: Path) -> None:
     """Before: the control plane's default list (kwok too) and `ensure-binaries.sh node`
     (CloudNativePG and MinIO too) on every make run."""
@@ -91,6 +92,7 @@ def test_a_cold_make_run_builds_no_cloudnativepg_minio_or_kwok(tmp_path: Path) -
     assert not list(tmp_path.iterdir())  # a plan builds (and writes) nothing
 
 
+@pytest.mark.spawns
 def test_make_run_builds_through_the_plan_only(tmp_path: Path) -> None:
     """The Makefile's run recipe adds no build of its own (node-deps, the previous release)."""
     dry = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True,

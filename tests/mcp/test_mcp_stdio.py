@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -22,6 +23,9 @@ from tests.mcp.test_mcp_http import EXPECTED_TOOLS, error, ok
 from tests.server.test_permissions_api import deny_rule
 from tests.support.cortex import MakeCortex
 from tests.support.served import CORTEXCTL, free_port, serve, stop
+
+# cortexctl mcp as a subprocess; one test waits out its 15 s start-up bound
+pytestmark = pytest.mark.spawns
 
 
 @asynccontextmanager

@@ -19,6 +19,8 @@ from tests.support.cortex import CortexClient, MakeCortex
 from tests.support.pgservers import PgServer, fast_tmpdir, pause, resume, start_pg15
 from tests.support.waiting import await_until
 
+pytestmark = pytest.mark.pg  # runs a PostgreSQL 15 of its own (tests.support.pgservers)
+
 #: Generous bounds for "eventually": the behaviour, not the speed, is under test.
 SETTLE_S = 10.0
 
