@@ -6,6 +6,7 @@ prints with an empty cache is what the build scripts would make, read without bu
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -102,3 +103,20 @@ def test_make_run_builds_through_the_plan_only(tmp_path: Path) -> None:
     assert "hack/run.py --cortex managed" in dry.stdout
     for build in ("ensure-binaries.sh", "build-previous.sh", "images/build.sh"):
         assert build not in dry.stdout, dry.stdout
+
+
+def test_the_last_times_of_an_older_make_run_carry_over_to_the_groups(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache from before the groups keeps saying what the builds cost (the step names
+    changed, not what was built)."""
+    from hack import run
+
+    timings = tmp_path / "run-timings.json"
+    timings.write_text(json.dumps({
+        "control-plane binaries (hack/k8s/ensure-binaries.sh)": {"last_s": 0.1, "cold_s": 1260},
+        "images (hack/images/build.sh)": 232.0}))
+    monkeypatch.setattr(run, "TIMINGS", timings)
+    seen = run._timings()
+    assert seen["control plane"] == {"last_s": 0.1, "cold_s": 1260.0}
+    assert seen["images"] == {"last_s": 232.0, "cold_s": 232.0}
+    assert run._hint({}, runplan.NODE.cold_s) == "first time: about 7 min on 2 cores"
