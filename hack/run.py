@@ -40,10 +40,11 @@ import threading
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
 from hack import cnpg, objectstore, runplan  # noqa: E402
 from hack.forwarding import Forward  # noqa: E402
 from hack.k8s.localkube import binaries  # noqa: E402

@@ -13,8 +13,6 @@ import yaml
 from attested_cortex.cli.doctor import transcript_lines
 from tests.support.served import CORTEXCTL, serve
 
-pytestmark = pytest.mark.spawns  # cortexctl as subprocesses
-
 
 def cortexctl(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CORTEXCTL, *args], capture_output=True, text=True, timeout=120)
@@ -41,6 +39,7 @@ def test_doctor_remote_reads_capabilities(migrated_pg15_dsn: str, tmp_path: Path
     assert json.loads(result.stdout)["auth"]["mode"] == "dev"
 
 
+@pytest.mark.spawns  # cortexctl as a subprocess
 def test_doctor_errors_are_clear() -> None:
     nothing = cortexctl("doctor")
     assert nothing.returncode == 1 and "give --server URL" in nothing.stderr
