@@ -9,16 +9,18 @@ export ATTESTED_CORTEX_CACHE ?= $(HOME)/.cache/attested-cortex
 export PATH := $(PATH):/usr/local/go/bin
 PYTEST_ARGS ?=
 # make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
-CORTEX ?= managed
+export CORTEX ?= managed
 
-.PHONY: help venv deps node-deps tools images node-up node-down test test-fast run serve lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps node-deps tools images node-up node-down test test-fast test-local run run-plan serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
 	@echo "make run CORTEX=ha - the same with CloudNativePG and a 3-instance cortex, and how to watch a failover"
+	@echo "make run-plan [CORTEX=ha] - what make run would build for that cortex (builds nothing)"
 	@echo "make serve - the cortex server alone (PostgreSQL + AGE, no Kubernetes; Ctrl-C stops it)"
 	@echo "make test  - install everything the tests need and run the whole suite"
-	@echo "make test-fast - the tests that need no service (no PostgreSQL, Kubernetes or node): seconds"
+	@echo "make test-fast - the tests that need no service and start no process (no PostgreSQL, Kubernetes or node): < 60 s"
+	@echo "make test-local - test-fast and the tests that start processes of their own (cortexctl, pytest, daemons): minutes"
 	@echo "make lint  - ruff, mypy (strict), import-linter, helm lint, CRD drift check"
 	@echo "make bench - benchmarks; writes docs/benchmarks/*.json and docs/PERFORMANCE.md"
 	@echo "make node-up - the real one-node cluster in the foreground (Ctrl-C stops and cleans up)"
@@ -81,18 +83,29 @@ check-%:
 test: check-test deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The fast tier: every test that needs no service. tests/support/tiers.py marks a test pg, kube or
-# realnode from the fixtures it asks for, so the tier is a selection, not a folder.
-FAST_TIER := not pg and not age and not kube and not realnode and not tools
+# The fast tier: every test that needs no service and starts no process of its own (< 60 s).
+# tests/support/tiers.py marks a test pg, kube or realnode from the fixtures it asks for; a test
+# that starts PostgreSQL, cortexctl or a daemon itself says so (pg, spawns), so the tiers are
+# selections, not folders. The local tier adds the spawning ones: still no service (minutes).
+LOCAL_TIER := not pg and not age and not kube and not realnode and not tools
+FAST_TIER := $(LOCAL_TIER) and not spawns
 test-fast: check-fast venv
 	$(BIN)/python -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)
 
-# The whole system on the real one-node cluster; builds what is missing (saying how long it
-# took last time), then prints the kubeconfig, `kubectl get mcx`, the API URL and curl lines.
+test-local: check-fast venv
+	$(BIN)/python -m pytest -q -m "$(LOCAL_TIER)" $(PYTEST_ARGS)
+
+# The whole system on the real one-node cluster; builds what is missing of what the chosen
+# example needs, and nothing else (hack/runplan.py: no kwok, no previous release; CloudNativePG
+# and MinIO only for CORTEX=ha), each group saying what it is for and how long it took last
+# time; then prints the kubeconfig, `kubectl get mcx`, the API URL and curl lines.
 run: check-run venv
 	hack/ensure-system-packages.sh
 	hack/k8s/ensure-node-packages.sh
 	$(BIN)/python hack/run.py --cortex $(CORTEX)
+
+run-plan: venv
+	$(BIN)/python hack/run.py --cortex $(CORTEX) --plan
 
 # The cortex server alone on 127.0.0.1 (PostgreSQL 17 + AGE, dev auth), no Kubernetes.
 serve: check-serve venv

@@ -726,6 +726,15 @@ def _load(run: dict[str, Any]) -> str:
     return "n/a" if load is None else f"{load:.1f}"
 
 
+def tiers_rows(d: dict[str, Any]) -> list[Row]:
+    """``make test-fast`` (bench/tiers.py): wall time beside the CPU it used and the load."""
+    fast = d.get("fast") or {}
+    return [("make test-fast: wall (CPU user+sys; load average before)",
+             f"{_fmt(fast.get('wall_seconds'), ' s')} ({_fmt(fast.get('cpu_seconds'), ' s')}; "
+             f"{_fmt(fast.get('load_average_before'))}), {_fmt(fast.get('passed'))} passed",
+             "< 60 s on the 2-core machine")]
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "embedders": embedders_rows, "quality": quality_rows,
     "policy": policy_rows, "kg": kg_rows,
@@ -734,6 +743,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
     "encryption": encryption_rows, "audit": audit_rows, "spoke_memory": spoke_memory_rows,
     "peer": peer_rows, "longmemeval": longmemeval_rows, "audit_tree": audit_tree_rows,
+    "tiers": tiers_rows,
 }
 
 

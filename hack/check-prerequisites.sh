@@ -40,11 +40,14 @@ fi
 
 # What is still to be built from source decides whether Go is needed and how much disk.
 missing=()
-if [[ "$target" == test || "$target" == run ]]; then
+# make run builds only its example's groups (hack/runplan.py): CORTEX=ha adds CloudNativePG and
+# the MinIO of its backups.
+if [[ "$target" == test ]]; then
   mapfile -t missing < <("$here/k8s/ensure-binaries.sh" --missing)
-fi
-if [[ "$target" == run ]]; then
-  mapfile -t -O "${#missing[@]}" missing < <("$here/k8s/ensure-binaries.sh" --missing kubelet kube-proxy coredns crictl)
+elif [[ "$target" == run ]]; then
+  run_groups=(control-plane node-base)
+  [[ "${CORTEX:-managed}" == ha ]] && run_groups+=(cnpg minio)
+  mapfile -t missing < <("$here/k8s/ensure-binaries.sh" --missing "${run_groups[@]}")
 fi
 if (( ${#missing[@]} > 0 )); then
   go_bin="$(command -v go || echo /usr/local/go/bin/go)"

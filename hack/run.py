@@ -1,11 +1,13 @@
 """``make run``: the whole system on this host, the way a platform engineer runs it; Ctrl-C
 stops everything it started.
 
-Builds what is missing (the real node's binaries and the images; seconds when current, and
-each step says how long it took last time), starts the one-node cluster (hack/k8s/localkube/
-realnode.py), installs charts/attested-cortex with Helm into a namespace enforcing the
-restricted Pod Security Standard, applies examples/cortex/ (a MemoryCortex with a managed
-database, two AgentIdentities and their ServiceAccounts, a HookChain, PermissionRules),
+Builds what is missing, and only what the chosen example needs (hack/runplan.py: the control
+plane without kwok, the node, the images; CloudNativePG for ``CORTEX=ha``, MinIO for an example
+with an object store; seconds when current, and each step says what it is for and how long it
+took last time; ``--plan`` lists them and builds nothing), starts the one-node cluster
+(hack/k8s/localkube/realnode.py), installs charts/attested-cortex with Helm into a namespace
+enforcing the restricted Pod Security Standard, applies examples/cortex/ (a MemoryCortex with
+a managed database, two AgentIdentities and their ServiceAccounts, a HookChain, PermissionRules),
 waits for the cortex to be Ready, port-forwards its Service to 127.0.0.1 (hack/forwarding.py:
 restarted on the same port whenever a pod deletion or a rollout ends it, so the printed URL
 outlives pod churn, and a lost forward never stops the node) and prints how to reach it:
@@ -16,10 +18,10 @@ port-forward and the node (which removes every process, mount and network piece 
 and deletes the working directory. ``make serve`` (hack/serve.py) is the server alone.
 
 ``make run CORTEX=ha`` (``--cortex ha``) starts the same system with the cortex's database on
-CloudNativePG: the node's CloudNativePG (built by ``hack/k8s/ensure-binaries.sh node`` and
-hack/images/build.sh, once) installed from its release manifest (hack/cnpg.py), and
-examples/cortex-ha/memorycortex.yaml (3 instances, one synchronous replica) in place of
-examples/cortex/memorycortex.yaml; the walkthrough adds how to watch a failover.
+CloudNativePG: the node's CloudNativePG (built by ``hack/k8s/ensure-binaries.sh cnpg`` and
+hack/images/build.sh, once, on the first HA run) installed from its release manifest
+(hack/cnpg.py), and examples/cortex-ha/memorycortex.yaml (3 instances, one synchronous replica)
+in place of examples/cortex/memorycortex.yaml; the walkthrough adds how to watch a failover.
 """
 
 from __future__ import annotations
@@ -38,14 +40,16 @@ import threading
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hack import cnpg, objectstore  # noqa: E402
+from hack import cnpg, objectstore, runplan  # noqa: E402
 from hack.forwarding import Forward  # noqa: E402
 from hack.k8s.localkube import binaries  # noqa: E402
 from hack.k8s.localkube.realnode import RealNode  # noqa: E402
-from hack.k8s.localkube.realnode_cli import IMAGES_SCRIPT, images_dir  # noqa: E402
+from hack.k8s.localkube.realnode_cli import images_dir  # noqa: E402
 from hack.k8s.localkube.waiting import ControlPlaneError  # noqa: E402
 
 NAMESPACE = os.environ.get("CORTEX_RUN_NAMESPACE", "attested-cortex")
@@ -64,10 +68,16 @@ TIMINGS = CACHE / "run-timings.json"
 CACHED_S = 5.0
 
 
+#: The step names of an older make run (before hack/runplan.py's groups) -> the group's name.
+RENAMED = {"control-plane binaries (hack/k8s/ensure-binaries.sh)": "control plane",
+           "node binaries (hack/k8s/ensure-binaries.sh node)": "node",
+           "images (hack/images/build.sh)": "images"}
+
+
 def _timings() -> dict[str, dict[str, float]]:
     """Per step: ``cold_s`` (the longest run that built something) and ``last_s``. A file of
     an older make run (one float per step) is read as the last time, and as the cold one
-    when it was not a cached run."""
+    when it was not a cached run; its step names are read as the groups' (RENAMED)."""
     try:
         loaded = json.loads(TIMINGS.read_text())
     except (OSError, ValueError):
@@ -77,28 +87,34 @@ def _timings() -> dict[str, dict[str, float]]:
         if isinstance(value, int | float):
             value = {"last_s": value, **({"cold_s": value} if value >= CACHED_S else {})}
         if isinstance(value, dict):
-            out[str(name)] = {k: float(v) for k, v in value.items()
+            out[RENAMED.get(str(name), str(name))] = {k: float(v) for k, v in value.items()
                               if k in ("cold_s", "last_s") and isinstance(v, int | float)}
     return out
 
 
-def _hint(seen: dict[str, float]) -> str:
-    """What the step costs, said before it runs."""
+def _hint(seen: dict[str, float], typical_s: int | None = None) -> str:
+    """What the step costs, said before it runs (never run here: its cold time on the
+    reference machine, when known)."""
     cold = seen.get("cold_s")
     if "last_s" not in seen:
-        return "first time: minutes"
+        return (f"first time: about {typical_s // 60} min on 2 cores" if typical_s
+                else "first time: minutes")
     if seen["last_s"] < CACHED_S:
         return (f"cached last time ({seen['last_s']:.1f}s)"
-                + (f"; cold {cold:.0f}s" if cold is not None else ""))
+                + (f"; cold {cold:.0f}s" if cold is not None else
+                   f"; cold about {typical_s // 60} min on 2 cores" if typical_s else ""))
     return f"last time {seen['last_s']:.0f}s"
 
 
-def build_step(name: str, command: list[str]) -> None:
-    """Run one build step in the foreground, saying what it cost before: the cold time is
-    kept across warm runs, so the first build's minutes stay visible."""
+def build_step(name: str, command: list[str], purpose: str = "",
+               typical_s: int | None = None) -> None:
+    """Run one build step in the foreground, saying what it is for and what it cost before:
+    the cold time is kept across warm runs, so the first build's minutes stay visible."""
     timings = _timings()
     seen = timings.get(name, {})
-    print(f"make run: {name} ({_hint(seen)}) ...", flush=True)
+    print(f"make run: {name}{f' - {purpose}' if purpose else ''} ({_hint(seen, typical_s)})"
+          " ...",
+          flush=True)
     began = time.monotonic()
     subprocess.run(command, check=True)
     took = round(time.monotonic() - began, 1)
@@ -180,6 +196,28 @@ def examples(ha: bool) -> list[Path]:
         return files
     return [f for f in files if f.name != "memorycortex.yaml"] + [
         ROOT / "examples" / "cortex-ha" / "memorycortex.yaml"]
+
+
+def build_plan(ha: bool) -> tuple[runplan.Group, ...]:
+    """The build groups of the MemoryCortex this run applies (hack/runplan.py)."""
+    manifest = next(path for path in examples(ha) if path.name == "memorycortex.yaml")
+    return runplan.groups_for(yaml.safe_load(manifest.read_text()))
+
+
+def print_plan(groups: tuple[runplan.Group, ...]) -> None:
+    """``--plan``: each group, what it is for, its last time and what is still to build;
+    builds nothing (ensure-binaries.sh --missing only reads stamps)."""
+    timings = _timings()
+    for group in groups:
+        print(f"{group.name}: {group.purpose} "
+              f"({_hint(timings.get(group.name, {}), group.cold_s)})")
+        if group.components:
+            missing = subprocess.run([str(ROOT / group.command[0]), "--missing",
+                                      *group.components], capture_output=True, text=True,
+                                     check=True).stdout.split()
+            print(f"  to build: {' '.join(missing)}" if missing else "  built")
+        else:
+            print(f"  {group.command[0]} rebuilds what changed (its inputs' hashes)")
 
 
 def create_namespace(cluster: Cluster) -> None:
@@ -294,14 +332,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cortex", choices=("managed", "ha"),
                         default=os.environ.get("CORTEX") or "managed",
                         help="managed: one PostgreSQL pod; ha: CloudNativePG, 3 instances")
-    ha = parser.parse_args(argv).cortex == "ha"
+    parser.add_argument("--plan", action="store_true",
+                        help="print what would be built for this cortex, build nothing")
+    args = parser.parse_args(argv)
+    ha = args.cortex == "ha"
+    groups = build_plan(ha)
+    if args.plan:
+        print_plan(groups)
+        return 0
     interrupted = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: interrupted.set())
-    build_step("control-plane binaries (hack/k8s/ensure-binaries.sh)", [str(binaries.SCRIPT)])
-    build_step("node binaries (hack/k8s/ensure-binaries.sh node)",
-               [str(binaries.SCRIPT), "node"])
-    build_step("images (hack/images/build.sh)", [str(IMAGES_SCRIPT)])
+    for group in groups:  # only what this cortex needs: no kwok, no previous release
+        build_step(group.name, [str(ROOT / group.command[0]), *group.command[1:]],
+                   group.purpose, group.cold_s)
     workdir = Path(tempfile.mkdtemp(prefix="cortex-run-"))
     bin_dir = binaries.bin_dir()
     node = RealNode(bin_dir=bin_dir, images_dir=images_dir())

@@ -23,10 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from attested_cortex.store.migrating import migrate  # noqa: E402
 from hack.support.pgservers import start_pg_age  # noqa: E402
 from hack.support.served import CORTEXCTL, stop, wait_until_up  # noqa: E402
-
-from attested_cortex.store.migrating import migrate  # noqa: E402
 
 
 def pick_port(preferred: int) -> int:

@@ -15,7 +15,10 @@
 #   tools promtool (cmd/promtool of github.com/prometheus/prometheus) and kstatus
 #   (hack/kstatus: sigs.k8s.io/cli-utils' pkg/kstatus behind a stdin/stdout main), built only
 #   when named (`tools` names both; they take a lock of their own, so they build while the
-#   control plane does). Each build records its seconds and prints "last time N s". Idempotent and
+#   control plane does). Groups, named as components are (make run builds only the groups its
+#   example needs: hack/runplan.py): `control-plane` (etcd, the kube-* servers, kubectl, helm;
+#   no kwok), `node-base` (kubelet kube-proxy coredns crictl), `node` (node-base, cnpg, minio),
+#   `tools`. Each build records its seconds and prints "last time N s". Idempotent and
 #   flock-protected; a component whose stamp matches its version is skipped. Everything is built from source with the local Go toolchain through
 #   generated wrapper modules under $ATTESTED_CORTEX_CACHE/k8s/<version>/src; nothing in the
 #   repository is written.
@@ -33,7 +36,10 @@ export GOTOOLCHAIN=local
 kube_components=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 all_components=(etcd "${kube_components[@]}" kwok helm)
 # The real one-node cluster (hack/k8s/localkube/realnode.py); `make test` does not build these.
-node_components=(kubelet kube-proxy coredns crictl cnpg minio)
+node_base=(kubelet kube-proxy coredns crictl)
+node_components=("${node_base[@]}" cnpg minio)
+# What the real node's own control plane runs (it needs no kwok: that is the simulated node's).
+control_plane=(etcd "${kube_components[@]}" helm)
 # Test tools, opt-in: tests that need them skip with the command that builds them.
 tool_components=(promtool kstatus)
 
@@ -232,6 +238,8 @@ main() {
       -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "${BASH_SOURCE[0]}"; return 0 ;;
       -*) die "unknown option '$arg'" ;;
       node) components+=("${node_components[@]}") ;;
+      node-base) components+=("${node_base[@]}") ;;
+      control-plane) components+=("${control_plane[@]}") ;;
       tools) components+=("${tool_components[@]}") ;;
       *) components+=("$arg") ;;
     esac

@@ -58,6 +58,7 @@ def test_malformed_input_is_invalid_not_an_error(bad: tuple[bytes, bytes, bytes]
     assert first_invalid([*triples(2), bad]) == 2
 
 
+@pytest.mark.spawns
 def test_slices_on_worker_processes_agree_with_one_thread() -> None:
     checks = triples(90)
     checks[70] = (checks[70][0], b"changed", PUBLIC)
@@ -68,6 +69,7 @@ def test_slices_on_worker_processes_agree_with_one_thread() -> None:
         assert verifier.submit(checks[:20]).result() is None
 
 
+@pytest.mark.spawns
 def test_killed_workers_leave_the_answer_to_the_calling_thread() -> None:
     checks = triples(40)
     checks[33] = (checks[33][0], b"changed", PUBLIC)

@@ -9,11 +9,15 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from attested_cortex.attest import cbor
 from attested_cortex.attest.keyfiles import read_identity
 from attested_cortex.builders import verification
 from tests.attest.chainhelp import append_many, tamper
 from tests.support.postgres import Database
+
+pytestmark = pytest.mark.spawns  # cortexctl as subprocesses
 
 
 def cortexctl(*args: str) -> subprocess.CompletedProcess[str]:

@@ -36,6 +36,7 @@ def test_pem_round_trip() -> None:
     assert public_from_b64(key.public.public_b64) == raw
 
 
+@pytest.mark.spawns
 def test_openssl_reads_our_private_key_and_derives_our_public_key(tmp_path: Path) -> None:
     key = generate_key(AgentId("a"))
     keyfiles.write_identity(tmp_path / "id", key)

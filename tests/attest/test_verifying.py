@@ -64,19 +64,19 @@ def check(events: list[EventRow], workers: int) -> tuple[int, str | None, int, i
     return v.good, v.fault, v.examined, v.checked
 
 
-@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("workers", [1, pytest.param(3, marks=pytest.mark.spawns)])
 def test_a_whole_chain_verifies_and_counts_the_known_signatures(workers: int) -> None:
     assert check(chain(30), workers) == (30, None, 30, 20)
 
 
-@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("workers", [1, pytest.param(3, marks=pytest.mark.spawns)])
 def test_a_bad_signature_before_the_first_chain_fault_is_the_fault(workers: int) -> None:
     events = chain(30)
     events[10] = forged(events[10])  # its hash changed: the next event's link breaks
     assert check(events, workers) == (10, "bad_signature", 11, 8)
 
 
-@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("workers", [1, pytest.param(3, marks=pytest.mark.spawns)])
 def test_a_bad_signature_after_a_chain_fault_is_not_reported(workers: int) -> None:
     events = chain(30)
     events[22] = forged(events[22])

@@ -7,6 +7,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hack.support.served import CORTEXCTL, serve
 
@@ -38,6 +39,7 @@ def test_doctor_remote_reads_capabilities(migrated_pg15_dsn: str, tmp_path: Path
     assert json.loads(result.stdout)["auth"]["mode"] == "dev"
 
 
+@pytest.mark.spawns  # cortexctl as a subprocess
 def test_doctor_errors_are_clear() -> None:
     nothing = cortexctl("doctor")
     assert nothing.returncode == 1 and "give --server URL" in nothing.stderr

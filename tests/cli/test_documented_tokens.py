@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from attested_cortex.server.auth import TokenAuth
 
 DOC = Path(__file__).parents[2] / "docs" / "authentication.md"
@@ -24,6 +26,7 @@ def documented_example() -> str:
     return "\n".join(line for line in block.splitlines() if not line.startswith("curl"))
 
 
+@pytest.mark.spawns  # bash runs the documented cortexctl lines
 def test_the_documented_token_is_accepted_with_its_scopes(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     script = documented_example() + '\nprintf "%s" "$token" > token.txt\n'

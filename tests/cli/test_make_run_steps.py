@@ -68,6 +68,7 @@ def test_the_walkthrough_puts_the_nodes_kubectl_and_the_plugin_on_path(tmp_path:
     assert "kubectl cortex -n" in text and " status team-memory" in text
 
 
+@pytest.mark.spawns
 def test_a_cached_build_keeps_the_cold_time_and_says_cached(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ import urllib.request
 from pathlib import Path
 
 import psycopg
+import pytest
 from hack.support.served import CORTEXCTL, serve
 
 from attested_cortex.server.tokens import generate
@@ -42,6 +43,7 @@ def test_dev_auth_refused_off_loopback(migrated_pg15_dsn: str) -> None:
     assert result.returncode == 1 and "only allowed on loopback" in result.stderr
 
 
+@pytest.mark.spawns
 def test_unreachable_database_is_a_clear_error() -> None:
     result = cortexctl("migrate", "--database-url", "postgresql://nobody@127.0.0.1:1/none")
     assert result.returncode == 1 and "cortexctl migrate:" in result.stderr

@@ -137,6 +137,7 @@ def test_unions_without_a_structural_form_are_refused() -> None:
         structural_schema(Bad)
 
 
+@pytest.mark.spawns
 def test_cli_prints_all_crds_as_one_stream() -> None:
     command = [sys.executable, "-m", "attested_cortex", "crds"]
     result = subprocess.run(command, capture_output=True, text=True, check=True)
@@ -145,6 +146,7 @@ def test_cli_prints_all_crds_as_one_stream() -> None:
     assert result.stdout == render_all()
 
 
+@pytest.mark.spawns
 def test_cli_writes_one_file_per_crd(tmp_path: Path) -> None:
     out = tmp_path / "out"
     subprocess.run(

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from attested_cortex.hooks.events import EVENTS
 from attested_cortex.hooks.payload_schemas import PAYLOAD_SCHEMAS, render_markdown, schema_for
 
@@ -38,6 +40,7 @@ def test_transports_do_not_import_each_other() -> None:
         assert not imported & siblings, path.name
 
 
+@pytest.mark.spawns
 def test_hook_programs_do_not_load_the_pipeline() -> None:
     code = ("import sys, attested_cortex.hooks.reference.redact, "
             "attested_cortex.hooks.reference.autolink, attested_cortex.hooks.reference.rerank, "

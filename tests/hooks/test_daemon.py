@@ -9,12 +9,15 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 from hack.support.waiting import await_until
 from prometheus_client import CollectorRegistry
 
 from attested_cortex.hooks import HookPipeline
 from attested_cortex.hooks.reporting import render_hooks
 from tests.hooks.conftest import PipelineFactory, alive, hook, metric
+
+pytestmark = pytest.mark.spawns  # daemon hooks: long-lived child processes
 
 
 def daemon(name: str, events: list[str], **fields: object) -> dict[str, object]:

@@ -12,6 +12,8 @@ from hack.support.waiting import await_until
 
 from tests.hooks.conftest import PipelineFactory, alive, hook, metric
 
+pytestmark = pytest.mark.spawns  # hook executables run as child processes
+
 
 async def test_no_hooks_allows_unchanged(make_pipeline: PipelineFactory) -> None:
     pipeline = await make_pipeline()

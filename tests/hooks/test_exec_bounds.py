@@ -19,6 +19,8 @@ from attested_cortex.hooks import HookPipeline
 from attested_cortex.hooks.events import deadline_ms
 from tests.hooks.conftest import PipelineFactory, alive, hook
 
+pytestmark = pytest.mark.spawns  # hook executables (and their grandchildren) as processes
+
 #: The issue's reproduction: drain stdin, then print 3 MB.
 FLOOD = ["sh", "-c", "cat >/dev/null; head -c 3000000 /dev/zero"]
 #: Slack over the class deadline for the event loop to hand the answer back under load.

@@ -15,6 +15,8 @@ from hack.support.waiting import await_until
 
 from tests.hooks.conftest import BEHAVE, PipelineFactory
 
+pytestmark = pytest.mark.spawns  # starts cortexctl hookd as a subprocess
+
 CORTEXCTL = [sys.executable, "-m", "attested_cortex"]
 
 

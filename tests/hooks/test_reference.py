@@ -17,6 +17,8 @@ from attested_cortex.hooks.reference.autolink import CortexClient, cosine, propo
 from attested_cortex.hooks.reference.redact import redact
 from tests.hooks.conftest import PipelineFactory
 
+pytestmark = pytest.mark.spawns  # the reference hooks run as child processes
+
 REDACT = [sys.executable, "-m", "attested_cortex.hooks.reference.redact"]
 AUTOLINK = [sys.executable, "-m", "attested_cortex.hooks.reference.autolink"]
 PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"

@@ -16,6 +16,8 @@ from attested_cortex.hooks import HookConfigError, HookPipeline, open_pipeline
 from tests.hooks.conftest import alive, hook, metric
 from tests.hooks.test_remote_connect import unaccepting  # noqa: F401 - a fixture
 
+pytestmark = pytest.mark.spawns  # the watched configurations start daemon hooks
+
 DENY = {"answer": {"decision": "deny", "reason": "v2"}}
 
 

@@ -20,6 +20,8 @@ import pytest
 from hack.forwarding import Forward
 from hack.support.waiting import wait_until
 
+pytestmark = pytest.mark.spawns  # real server processes stand in for kubectl
+
 
 def _server(directory: Path) -> list[str]:
     return [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",

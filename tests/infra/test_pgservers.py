@@ -26,6 +26,8 @@ from hack.support.pgservers import (
     start_pg_age,
 )
 
+pytestmark = pytest.mark.pg  # starts PostgreSQL servers itself
+
 REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 120.0
 

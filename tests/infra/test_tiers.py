@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.spawns  # a pytest collection in a subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = (
     "tests/store/test_recall_halves.py",      # pg15_dsn, asked for directly

@@ -23,6 +23,8 @@ from hack.k8s.localkube import ControlPlane, ControlPlaneError, binaries
 
 from tests.support import kube as kube_plugin
 
+pytestmark = pytest.mark.spawns  # the control plane's scripts as processes
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "hack" / "k8s" / "ensure-binaries.sh"
 UP_TIMEOUT_S = 180.0

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from hack.support.served import CORTEXCTL, free_port, serve, stop
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
@@ -22,6 +23,9 @@ from attested_cortex.server.tokens import generate
 from tests.mcp.test_mcp_http import EXPECTED_TOOLS, error, ok
 from tests.server.test_permissions_api import deny_rule
 from tests.support.cortex import MakeCortex
+
+# cortexctl mcp as a subprocess; one test waits out its 15 s start-up bound
+pytestmark = pytest.mark.spawns
 
 
 @asynccontextmanager

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.spawns  # each test runs pytest itself, in a subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

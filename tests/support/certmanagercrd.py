@@ -18,6 +18,7 @@ from typing import Any, Final
 import yaml
 
 from attested_cortex.controller.memorycortex.tls import CERT_MANAGER_RELEASE
+from tests.support.gomodules import cached_module_dir
 
 MODULE: Final = "github.com/cert-manager/cert-manager"
 CRD_NAME: Final = "certificates.cert-manager.io"
@@ -25,6 +26,9 @@ Object = dict[str, Any]
 
 
 def _module_dir() -> Path:
+    found = cached_module_dir(MODULE, f"v{CERT_MANAGER_RELEASE}")
+    if found is not None:
+        return found
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
                            check=True).stdout.strip()
     here = Path(cache) / f"{MODULE}@v{CERT_MANAGER_RELEASE}"

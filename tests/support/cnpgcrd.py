@@ -20,6 +20,7 @@ from hack.support.kube import Kube
 from hack.support.waiting import wait_until
 
 from attested_cortex.controller.memorycortex.cloudnativepg import RELEASE
+from tests.support.gomodules import cached_module_dir
 
 MODULE: Final = "github.com/cloudnative-pg/cloudnative-pg"
 CRD_NAME: Final = "clusters.postgresql.cnpg.io"
@@ -27,6 +28,9 @@ Object = dict[str, Any]
 
 
 def _module_dir() -> Path:
+    found = cached_module_dir(MODULE, f"v{RELEASE}")
+    if found is not None:
+        return found
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
                            check=True).stdout.strip()
     here = Path(cache) / f"{MODULE}@v{RELEASE}"

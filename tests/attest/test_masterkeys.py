@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.errors import InvalidInputError
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "keys.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "keys.md"
 
 
 def vector(name: str) -> dict[str, str]:

@@ -1,1 +1,0 @@
-"""Unit tests of attested_cortex.server: no database, no server, no cluster."""
