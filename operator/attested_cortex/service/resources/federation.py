@@ -1,0 +1,247 @@
+"""Inbound federation: a peer's batch of changes, each checked, then stored through the
+pipeline or quarantined; the per-change answers are the ACKs (docs/federation.md). Called by
+the ``/v1/federation`` routes and the ``federation_quarantine`` MCP tool.
+
+Each change, in the sender's order (ADR 0121):
+
+1. past ``expires_at``: ``expired`` (dropped; the sender sends a fresh copy);
+2. correlation id in the replay cache, or ``seq`` at or below the peer's durable high-water
+   mark: ``duplicate`` (a replay, or a retry of what was already handled);
+3. ``origin`` is this cortex: ``own`` (a loop: acknowledged, never imported);
+4. namespace not in the peer's ``accept``: ``refused``;
+5. signature checked against the peer's published keyring (ADR 0122): unsigned or failing
+   -> ``quarantined`` (kept apart, never recalled);
+6. (revision, origin) not above what the object holds, or the object was deleted:
+   ``superseded`` (ADR 0123);
+7. stored, updated or deleted through the pipeline as agent ``peer:<name>`` (scopes, trust
+   tier, rules, hooks with ``origin``, quotas, audit), keyed by the correlation id so a retry
+   after a crash writes once; then the object's provenance and the mark, in one transaction.
+
+A refusal that may pass later (a quota, a busy database) answers ``retry`` and stops the
+batch there, so the mark never passes a change that was not handled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+from attested_cortex.attest.peer_changes import (
+    SignedChange,
+    Verified,
+    check_change,
+    keyring_document,
+)
+from attested_cortex.errors import ConflictError, CortexError, InvalidInputError
+from attested_cortex.service.pipeline import attesting
+from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline.context import Caller, Services
+from attested_cortex.service.pipeline.running import Call, run
+from attested_cortex.service.resources import idempotency
+from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory
+from attested_cortex.service.resources.federation_calls import (
+    FederatedDelete,
+    FederatedStore,
+    FederatedUpdate,
+)
+from attested_cortex.service.resources.federation_state import Federation, Peer
+from attested_cortex.service.resources.federation_wire import (
+    BatchResult,
+    ChangeBatch,
+    ChangeResult,
+    FederatedChange,
+    Status,
+)
+from attested_cortex.service.resources.views import memory_view
+from attested_cortex.store import federation as rows
+from attested_cortex.store.federation import FederatedObject
+
+#: Refusals a later attempt may pass: the sender retries them.
+TRANSIENT = frozenset({408, 429, 500, 503})
+
+
+def _result(change: FederatedChange, status: Status, *, accepted: bool = True,
+            **fields: Any) -> ChangeResult:
+    return ChangeResult(correlation_id=change.correlation_id, seq=change.seq,
+                        accepted=accepted, status=status, **fields)
+
+
+async def receive(svc: Services, fed: Federation, peer: Peer,
+                  batch: ChangeBatch) -> BatchResult:
+    """Handle ``batch`` from ``peer`` (already authenticated by its client certificate)."""
+    if len(batch.changes) > fed.max_changes:
+        raise InvalidInputError(f"at most {fed.max_changes} changes per batch",
+                                field="changes")
+    results: list[ChangeResult] = []
+    for index, change in enumerate(batch.changes):
+        result = await _one(svc, fed, peer, change)
+        results.append(result)
+        if result.status == "retry":
+            results.extend(_result(c, "retry", accepted=False, reason="not_reached")
+                           for c in batch.changes[index + 1:])
+            break
+    return BatchResult(cortex=fed.cortex_id, results=results)
+
+
+async def _one(svc: Services, fed: Federation, peer: Peer,
+               change: FederatedChange) -> ChangeResult:
+    now = fed.clock()
+    if change.expires_at < now * 1000:
+        return _result(change, "expired", accepted=False, reason="expired")
+    if fed.replay.seen(change.correlation_id, now):
+        return _result(change, "duplicate", reason="duplicate")
+    async with svc.db.connection() as conn:
+        if change.seq <= await rows.high_water(conn, peer.name):
+            fed.replay.add(change.correlation_id, now)
+            return _result(change, "duplicate", reason="duplicate")
+    fed.replay.add(change.correlation_id, now)
+    try:
+        return await _handle(svc, fed, peer, change)
+    except CortexError as exc:
+        if exc.http_status in TRANSIENT or (isinstance(exc, ConflictError)
+                                            and exc.code == idempotency.IN_USE):
+            fed.replay.forget(change.correlation_id)
+            return _result(change, "retry", accepted=False, reason=exc.code)
+        await _advance(svc, peer, change)
+        return _result(change, "refused", reason=exc.code)
+
+
+async def _advance(svc: Services, peer: Peer, change: FederatedChange) -> None:
+    async with svc.db.transaction() as conn:
+        await rows.advance(conn, peer.name, change.seq)
+
+
+def _signed(change: FederatedChange) -> SignedChange:
+    memory = change.memory
+    return SignedChange(kind=change.kind, home=change.home, object_id=str(change.object_id),
+                        author=change.author, signed_at=change.signed_at,
+                        namespace=memory.namespace if memory else "",
+                        title=memory.title if memory else "",
+                        content=memory.content if memory else "")
+
+
+async def _verify(fed: Federation, peer: Peer, change: FederatedChange) -> Verified | str:
+    """The key that verifies the change; a key the cached keyring does not know (or one it
+    knows that fails: the peer may have rotated) fetches the keyring again once."""
+    outcome = check_change(_signed(change), change.signature, await fed.keyrings.get(peer))
+    if outcome in ("unknown_key", "bad_signature"):
+        outcome = check_change(_signed(change), change.signature,
+                               await fed.keyrings.get(peer, fresh=True))
+    return outcome
+
+
+async def _handle(svc: Services, fed: Federation, peer: Peer,
+                  change: FederatedChange) -> ChangeResult:
+    if change.origin == fed.cortex_id:
+        await _advance(svc, peer, change)
+        return _result(change, "own", reason="own_change")
+    if change.kind != "memory.delete" and (change.memory is None
+                                           or not peer.accepts(change.memory.namespace)):
+        await _advance(svc, peer, change)
+        return _result(change, "refused", reason="namespace_not_accepted")
+    verified = await _verify(fed, peer, change)
+    if not isinstance(verified, Verified):
+        return await _quarantine(svc, peer, change, verified)
+    async with svc.db.connection() as conn:
+        held = await rows.find(conn, change.home, change.object_id)
+    if held is not None and (held.deleted or (change.revision, change.origin)
+                             <= (held.applied_revision, held.applied_origin)):
+        await _advance(svc, peer, change)
+        return _result(change, "superseded", reason="superseded",
+                       memory_id=str(held.local_id))
+    origin = {"cortex": change.origin, "revision": change.revision, "home": change.home,
+              "object_id": str(change.object_id), "author": change.author, "peer": peer.name}
+    caller = dataclasses.replace(peer.caller,
+                                 idempotency_key=f"federation:{change.correlation_id}")
+    status, local_id = await _write(svc, peer, caller, change, held, origin)
+    obj = FederatedObject(home=change.home, object_id=change.object_id, local_id=local_id,
+                          applied_revision=change.revision, applied_origin=change.origin,
+                          deleted=change.kind == "memory.delete", peer=peer.name,
+                          signed_by=change.author,
+                          key_fingerprint=verified.key.fingerprint)
+    async with svc.db.transaction() as conn:
+        await rows.applied(conn, obj, signature=change.signature or "",
+                           correlation_id=change.correlation_id)
+        await rows.advance(conn, peer.name, change.seq)
+    return _result(change, status, memory_id=str(local_id), provenance={
+        "attest_level": "peer_attested", "origin": change.origin, "signed_by": change.author,
+        "key_fingerprint": verified.key.fingerprint, "peer": peer.name})
+
+
+async def _write(svc: Services, peer: Peer, caller: Caller, change: FederatedChange,
+                 held: FederatedObject | None,
+                 origin: dict[str, Any]) -> tuple[Status, uuid.UUID]:
+    """The pipeline write of one verified change: (status, local memory id)."""
+    memory = change.memory
+    if change.kind == "memory.delete":
+        if held is None:  # nothing here to delete: remember the tombstone only
+            return "deleted", uuid.uuid5(uuid.NAMESPACE_URL, f"{change.home}/{change.object_id}")
+        local = held.local_id
+        await _once(svc, caller, FederatedDelete(local, origin=origin), "memory.delete",
+                    {"id": str(local)}, local)
+        return "deleted", local
+    assert memory is not None
+    fields = {"title": memory.title, "content": memory.content, "tags": list(memory.tags),
+              "metadata": dict(memory.metadata)}
+    if held is None:
+        cmd = StoreMemory(namespace=peer.local(memory.namespace), **fields)
+        view = await _once(svc, caller, FederatedStore(cmd, origin=origin), "memory.store",
+                           cmd.model_dump(mode="json"), None)
+        return "stored", uuid.UUID(view["id"])
+    update = UpdateMemory(**fields)
+    await _once(svc, caller, FederatedUpdate(held.local_id, update, origin=origin),
+                "memory.update", update.model_dump(mode="json"), held.local_id)
+    return "updated", held.local_id
+
+
+async def _once(svc: Services, caller: Caller, call: Call[Any], operation: str,
+                request: dict[str, Any], resource_id: uuid.UUID | None) -> dict[str, Any]:
+    async def write(who: Caller) -> dict[str, Any]:
+        return memory_view(await run(svc, who, call))
+
+    written = await idempotency.once(svc, caller, write, operation=operation, request=request,
+                                     kind="memory", status=201, resource_id=resource_id)
+    return written.answer
+
+
+async def _quarantine(svc: Services, peer: Peer, change: FederatedChange,
+                      reason: str) -> ChangeResult:
+    async with svc.db.transaction() as conn:
+        held = await rows.quarantine(
+            conn, peer=peer.name, correlation_id=change.correlation_id, origin=change.origin,
+            kind=change.kind, object_id=change.object_id, revision=change.revision,
+            reason=reason, change=change.model_dump(mode="json"))
+        await rows.advance(conn, peer.name, change.seq)
+    return _result(change, "quarantined", reason=reason, quarantine_id=held)
+
+
+@dataclasses.dataclass
+class QuarantineCall(Call[list[dict[str, Any]]]):
+    """``GET /v1/federation/quarantine``: the held changes (``audit.read``)."""
+
+    spec = ops.FEDERATION_QUARANTINE
+    after: int = 0
+    limit: int = 100
+
+    async def execute(self, svc: Services, caller: Caller) -> list[dict[str, Any]]:
+        async with svc.db.connection() as conn:
+            held = await rows.quarantined(conn, after=self.after, limit=self.limit)
+        return [{"id": q.id, "peer": q.peer, "correlation_id": str(q.correlation_id),
+                 "origin": q.origin, "kind": q.kind, "object_id": str(q.object_id),
+                 "revision": q.revision, "reason": q.reason, "change": q.change,
+                 "received_at": q.received_at.isoformat()} for q in held]
+
+
+async def quarantine(svc: Services, caller: Caller, *, after: int = 0,
+                     limit: int = 100) -> dict[str, Any]:
+    """The quarantine, oldest first, from id ``after``; ``next`` for the following page."""
+    items = await run(svc, caller, QuarantineCall(after, limit))
+    return {"items": items, "next": items[-1]["id"] if len(items) == limit else None}
+
+
+def published_keyring(svc: Services, fed: Federation) -> dict[str, Any]:
+    """The keyring peers verify this cortex's agents' changes with, signed by its identity
+    (every agent key the server trusts, with its rotation windows)."""
+    return keyring_document(fed.identity, attesting.snapshot(svc.keys).keyring,
+                            issued_at=int(fed.clock() * 1000))

@@ -1,0 +1,312 @@
+"""Inbound federation (issue 42, docs/federation.md): three real ``cortexctl serve`` processes
+on one PostgreSQL (a database each), over real mTLS on loopback with certificates from our
+pki code. Cortexes ``b`` and ``c`` publish their signed keyrings; cortex ``a`` receives their
+changes and stores, refuses or quarantines each.
+
+Seconds: three server starts for the module and two for the restart test (each about a
+second); every request is a real HTTPS round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import ssl
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+from attested_cortex import pki
+from attested_cortex.attest.keyfiles import write_identity
+from attested_cortex.attest.keyring import KeyRevision, render_keyring_file
+from attested_cortex.attest.keys import AgentKey, generate_key
+from attested_cortex.attest.peer_changes import SignedChange, sign_change
+from attested_cortex.store.migrating import migrate
+from tests.support.pgservers import PgServer
+from tests.support.postgres import fresh_database
+from tests.support.served import Served, serve
+
+NOW = datetime.now(UTC)
+AGENT = "team-b/planner"
+
+
+@dataclass
+class Cortex:
+    """One cortex's identity, certificates and files."""
+
+    name: str
+    workdir: Path
+    ca: pki.Issued
+    identity: AgentKey
+
+    @property
+    def ca_file(self) -> Path:
+        return self.workdir / "ca.crt"
+
+    def client_context(self, server: Cortex) -> ssl.SSLContext:
+        """Verifies ``server``'s certificate and presents this cortex's client certificate."""
+        context = pki.client_context(server.ca_file)
+        context.load_cert_chain(self.workdir / "client.crt", self.workdir / "client.key")
+        return context
+
+
+def make_cortex(root: Path, name: str) -> Cortex:
+    workdir = root / name
+    workdir.mkdir()
+    ca = pki.issue_ca(f"{name} CA", now=NOW)
+    (workdir / "ca.crt").write_text(ca.cert_pem)
+    server = pki.issue_leaf(ca, dns_names=["localhost"], ip_addresses=["127.0.0.1"], now=NOW)
+    client = pki.issue_leaf(ca, dns_names=[name], now=NOW, client=True)
+    for stem, issued in (("server", server), ("client", client)):
+        (workdir / f"{stem}.crt").write_text(issued.cert_pem)
+        (workdir / f"{stem}.key").write_text(issued.key_pem)
+    identity = generate_key(name)  # type: ignore[arg-type]
+    write_identity(workdir / "identity", identity)
+    (workdir / "keys").mkdir()
+    return Cortex(name, workdir, ca, identity)
+
+
+def config(cortex: Cortex, peers: list[dict[str, Any]]) -> Path:
+    path = cortex.workdir / f"cortex-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(yaml.safe_dump({
+        "embedder": "none", "keys_dir": str(cortex.workdir / "keys"),
+        "tls": {"cert_file": str(cortex.workdir / "server.crt"),
+                "key_file": str(cortex.workdir / "server.key")},
+        "federation": {"identity_dir": str(cortex.workdir / "identity"),
+                       "client_cert_file": str(cortex.workdir / "client.crt"),
+                       "client_key_file": str(cortex.workdir / "client.key"),
+                       "peers": peers}}))
+    return path
+
+
+def peer_entry(peer: Cortex, url: str, **extra: Any) -> dict[str, Any]:
+    return {"name": peer.name, "url": url, "ca_file": str(peer.ca_file),
+            "public_key": peer.identity.public.public_b64, "accept": ["team/**"],
+            "into": f"fed/{peer.name}", **extra}
+
+
+@dataclass
+class World:
+    b: Cortex
+    c: Cortex
+    a: Cortex
+    agent_b: AgentKey
+    agent_c: AgentKey
+    urls: dict[str, str]
+    a_config: Path
+    a_served: Served
+
+
+@pytest.fixture(scope="module")
+def world(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("federation")
+    b, c, a = (make_cortex(root, n) for n in ("b", "c", "a"))
+    agent_b, agent_c = generate_key(AGENT), generate_key("team-c/writer")  # type: ignore[arg-type]
+    for cortex, agent in ((b, agent_b), (c, agent_c)):
+        keyring = render_keyring_file([KeyRevision(agent.agent_id, agent.public.public_key)])
+        (cortex.workdir / "keys" / "agent.json").write_text(json.dumps(keyring))
+    with fresh_database(pg15_server, label="fed_b") as db_b, \
+            fresh_database(pg15_server, label="fed_c") as db_c, \
+            fresh_database(pg15_server, label="fed_a") as db_a:
+        for db in (db_b, db_c, db_a):
+            asyncio.run(migrate(db.dsn))
+        with serve(db_b.dsn, b.workdir, "--config", str(config(b, [])),
+                   tls=pki.client_context(b.ca_file)) as served_b, \
+                serve(db_c.dsn, c.workdir, "--config", str(config(c, [])),
+                      tls=pki.client_context(c.ca_file)) as served_c:
+            urls = {"b": served_b.base, "c": served_c.base}
+            a_config = config(a, [peer_entry(b, urls["b"]), peer_entry(
+                c, urls["c"], scopes=["memory.write", "memory.read", "memory.override"],
+                trust_tier="Trusted")])
+            with serve(db_a.dsn, a.workdir, "--config", str(a_config),
+                       tls=pki.client_context(a.ca_file)) as served_a:
+                urls["a"] = served_a.base
+                yield World(b, c, a, agent_b, agent_c, urls, a_config, served_a)
+
+
+_SEQ = {"b": 0, "c": 0}
+
+
+def change(agent: AgentKey | None, *, origin: str, kind: str = "memory.store",
+           content: str = "the deploy window is Tuesday", namespace: str = "team/ops",
+           object_id: uuid.UUID | None = None, revision: int = 1, home: str | None = None,
+           sender: str | None = None, signer: AgentKey | None = None,
+           signed_at: int | None = None) -> dict[str, Any]:
+    """One change as a peer sends it; ``signer``: a key other than the author's (forgery)."""
+    sender = sender or origin
+    _SEQ[sender] += 1
+    author = agent.agent_id if agent is not None else AGENT
+    at = signed_at if signed_at is not None else int(time.time() * 1000)
+    object_id = object_id or uuid.uuid4()
+    home = home or origin
+    signed = SignedChange(kind=kind, home=home, object_id=str(object_id), author=author,
+                          signed_at=at, namespace=namespace, title="", content=content)
+    key = signer or agent
+    return {
+        "correlation_id": str(uuid.uuid4()), "seq": _SEQ[sender], "origin": origin,
+        "revision": revision, "kind": kind, "home": home, "object_id": str(object_id),
+        "author": author, "signed_at": at,
+        "signature": sign_change(key, signed) if key is not None else None,
+        "expires_at": int(time.time() * 1000) + 30_000,
+        "memory": {"namespace": namespace, "content": content},
+    }
+
+
+async def send(world: World, sender: Cortex, changes: list[dict[str, Any]], *,
+               as_peer: str | None = None, url: str | None = None) -> tuple[int, Any]:
+    """POST a batch to cortex a over mTLS with ``sender``'s client certificate."""
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{url or world.urls['a']}/v1/federation/changes", json={"changes": changes},
+            headers={"X-Cortex-Peer": as_peer or sender.name},
+            ssl=sender.client_context(world.a)) as answer:
+        return answer.status, await answer.json()
+
+
+async def on_a(world: World, method: str, path: str, body: Any = None) -> Any:
+    async with aiohttp.ClientSession(headers={"X-Agent-Id": "dev:admin"}) as session, \
+            session.request(method, f"{world.urls['a']}{path}", json=body,
+                            ssl=pki.client_context(world.a.ca_file)) as answer:
+        assert answer.status == 200, await answer.text()
+        return await answer.json()
+
+
+async def recall(world: World, query: str) -> list[str]:
+    found = await on_a(world, "POST", "/v1/recall", {"query": query, "limit": 50})
+    return [r["content"] for r in found["results"]]
+
+
+async def test_signed_change_stored_with_peer_attested_provenance(world: World) -> None:
+    sent = change(world.agent_b, origin="b", content="signed orchid memo")
+    status, answer = await send(world, world.b, [sent])
+    assert status == 200, answer
+    [result] = answer["results"]
+    assert (result["status"], result["accepted"]) == ("stored", True)
+    assert result["provenance"] == {
+        "attest_level": "peer_attested", "origin": "b", "signed_by": AGENT, "peer": "b",
+        "key_fingerprint": world.agent_b.public.fingerprint}
+    stored = await on_a(world, "GET", f"/v1/memories/{result['memory_id']}")
+    assert (stored["namespace"], stored["author"]) == ("fed/b/team/ops", "peer:b")
+    assert await recall(world, "orchid") == ["signed orchid memo"]
+
+
+async def test_replayed_message_refused(world: World) -> None:
+    sent = change(world.agent_b, origin="b", content="replayed marigold memo")
+    first = (await send(world, world.b, [sent]))[1]["results"][0]
+    again = (await send(world, world.b, [sent]))[1]["results"][0]
+    fresh_id = {**sent, "correlation_id": str(uuid.uuid4())}  # same seq, new id
+    later = (await send(world, world.b, [fresh_id]))[1]["results"][0]
+    assert first["status"] == "stored"
+    assert (again["status"], again["reason"]) == ("duplicate", "duplicate")
+    assert later["status"] == "duplicate"
+    assert await recall(world, "marigold") == ["replayed marigold memo"]
+
+
+async def test_forged_and_unsigned_quarantined_never_recalled(world: World) -> None:
+    forger = generate_key(AGENT)  # type: ignore[arg-type]
+    forged = change(world.agent_b, origin="b", content="forged tamarind memo", signer=forger)
+    unsigned = change(None, origin="b", content="unsigned tamarind memo")
+    _, answer = await send(world, world.b, [forged, unsigned])
+    assert [(r["status"], r["reason"]) for r in answer["results"]] == [
+        ("quarantined", "bad_signature"), ("quarantined", "unsigned")]
+    assert await recall(world, "tamarind") == []
+    held = await on_a(world, "GET", "/v1/federation/quarantine?limit=1000")
+    by_id = {q["correlation_id"]: q for q in held["items"]}
+    assert by_id[forged["correlation_id"]]["reason"] == "bad_signature"
+    assert by_id[unsigned["correlation_id"]]["change"]["memory"]["content"] == \
+        "unsigned tamarind memo"
+
+
+async def test_another_peers_certificate_refused(world: World) -> None:
+    sent = change(world.agent_b, origin="b", content="impostor quince memo")
+    status, answer = await send(world, world.c, [sent], as_peer="b")  # c's cert as b
+    assert (status, answer["error"]["code"]) == (403, "wrong_peer")
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{world.urls['a']}/v1/federation/changes", json={"changes": [sent]},
+            headers={"X-Cortex-Peer": "b"},
+            ssl=pki.client_context(world.a.ca_file)) as bare:  # no client certificate
+        assert bare.status == 401
+    stranger = make_cortex(world.a.workdir, "d")  # a CA a does not know: no handshake
+    context = pki.client_context(world.a.ca_file)
+    context.load_cert_chain(stranger.workdir / "client.crt", stranger.workdir / "client.key")
+    with pytest.raises(aiohttp.ClientError):
+        async with aiohttp.ClientSession() as session, session.post(
+                f"{world.urls['a']}/v1/federation/changes", json={"changes": [sent]},
+                headers={"X-Cortex-Peer": "b"}, ssl=context) as answer:
+            await answer.read()
+    assert await recall(world, "quince") == []
+
+
+async def test_conflicts_resolve_by_revision_then_origin(world: World) -> None:
+    """Two objects get the same two conflicting revision-2 updates in opposite orders; both
+    end with the one whose (revision, origin) is greater: origin c's."""
+    for order in (("b", "c"), ("c", "b")):
+        object_id = uuid.uuid4()
+        store = change(world.agent_b, origin="b", object_id=object_id,
+                       content="conflict base papaya")
+        assert (await send(world, world.b, [store]))[1]["results"][0]["status"] == "stored"
+        updates = {
+            "b": change(world.agent_b, origin="b", kind="memory.update", revision=2,
+                        object_id=object_id, home="b", content=f"papaya from b {order}"),
+            "c": change(world.agent_c, origin="c", kind="memory.update", revision=2,
+                        object_id=object_id, home="b", content=f"papaya from c {order}")}
+        statuses = []
+        for sender in order:
+            _, answer = await send(world, getattr(world, sender), [updates[sender]])
+            statuses.append(answer["results"][0]["status"])
+        assert statuses == (["updated", "updated"] if order == ("b", "c")
+                            else ["updated", "superseded"])
+        found = await recall(world, f"papaya from {order[0]}") + \
+            await recall(world, f"papaya from {order[1]}")
+        assert f"papaya from c {order}" in found
+        assert f"papaya from b {order}" not in found
+
+
+async def test_own_changes_not_reimported(world: World) -> None:
+    """A -> B -> A: b sends a back a change whose origin is a; acknowledged, not stored."""
+    agent_a = generate_key("team-a/own")  # type: ignore[arg-type]
+    looped = change(agent_a, origin="a", sender="b", content="looped persimmon memo")
+    _, answer = await send(world, world.b, [looped])
+    assert [(r["status"], r["accepted"]) for r in answer["results"]] == [("own", True)]
+    assert await recall(world, "persimmon") == []
+
+
+async def test_replay_refused_after_restart(world: World, pg15_server: PgServer) -> None:
+    """The high-water mark is durable: a second server process (empty replay cache) on the
+    same database refuses what the first one handled."""
+    sent = change(world.agent_b, origin="b", content="restart kumquat memo")
+    with fresh_database(pg15_server, label="fed_restart") as database:
+        await asyncio.to_thread(lambda: asyncio.run(migrate(database.dsn)))
+        answers = []
+        for _ in range(2):
+            with serve(database.dsn, world.a.workdir, "--config", str(world.a_config),
+                       tls=pki.client_context(world.a.ca_file)) as served:
+                _, answer = await send(world, world.b, [sent], url=served.base)
+                answers.append(answer["results"][0]["status"])
+        assert answers == ["stored", "duplicate"]
+
+
+def test_keyring_signed_by_identity(world: World) -> None:
+    """b's published keyring verifies under b's identity key and names its agent's key."""
+    import urllib.request
+
+    from attested_cortex.attest.peer_changes import parse_keyring_document
+
+    with urllib.request.urlopen(f"{world.urls['b']}/v1/federation/keyring",
+                                context=pki.client_context(world.b.ca_file)) as answer:
+        document = json.load(answer)
+    keyring = parse_keyring_document(document, cortex="b",
+                                     public_key=world.b.identity.public.public_key)
+    assert keyring.knows(AGENT)
+    document["agents"][0]["keys"][0]["public_key"] = base64.b64encode(bytes(32)).decode()
+    with pytest.raises(Exception, match="does not verify"):
+        parse_keyring_document(document, cortex="b",
+                               public_key=world.b.identity.public.public_key)
