@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import yaml
 
-from attested_cortex.builders import certificates, hookfiles, keyrings, names, rules
+from attested_cortex.builders import certificates, federation, hookfiles, keyrings, names, rules
 from attested_cortex.builders import settings as sections
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.services import SERVER_PORT
@@ -120,6 +120,9 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
     tls = certificates.server_tls_settings(cortex)
     if tls is not None:
         settings["tls"] = tls
+    federated = federation.federation_settings(cortex)
+    if federated is not None:
+        settings["federation"] = federated
     return settings
 
 
