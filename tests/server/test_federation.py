@@ -32,11 +32,15 @@ from attested_cortex.attest.keys import AgentKey, generate_key
 from attested_cortex.attest.peer_changes import SignedChange, sign_change
 from attested_cortex.store.migrating import migrate
 from tests.support.pgservers import PgServer
+from tests.server.test_hooks_api import hooks_file, recorded, recorder
 from tests.support.postgres import fresh_database
 from tests.support.served import Served, serve
 
 NOW = datetime.now(UTC)
 AGENT = "team-b/planner"
+ROTATED = "team-b/rotated"
+OLD_KEY, NEW_KEY = generate_key(ROTATED), generate_key(ROTATED)  # type: ignore[arg-type]
+ROTATED_AT = int(time.time() * 1000) - 3_600_000  # an hour ago
 
 
 @dataclass
@@ -75,9 +79,9 @@ def make_cortex(root: Path, name: str) -> Cortex:
     return Cortex(name, workdir, ca, identity)
 
 
-def config(cortex: Cortex, peers: list[dict[str, Any]]) -> Path:
+def config(cortex: Cortex, peers: list[dict[str, Any]], **extra: Any) -> Path:
     path = cortex.workdir / f"cortex-{uuid.uuid4().hex[:6]}.yaml"
-    path.write_text(yaml.safe_dump({
+    path.write_text(yaml.safe_dump({**extra,
         "embedder": "none", "keys_dir": str(cortex.workdir / "keys"),
         "tls": {"cert_file": str(cortex.workdir / "server.crt"),
                 "key_file": str(cortex.workdir / "server.key")},
@@ -114,6 +118,11 @@ def world(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> It
     for cortex, agent in ((b, agent_b), (c, agent_c)):
         keyring = render_keyring_file([KeyRevision(agent.agent_id, agent.public.public_key)])
         (cortex.workdir / "keys" / "agent.json").write_text(json.dumps(keyring))
+    # b's agent team-b/rotated: OLD_KEY until ROTATED_AT, NEW_KEY from then on
+    (b.workdir / "keys" / "rotated.json").write_text(json.dumps(render_keyring_file([
+        KeyRevision(ROTATED, NEW_KEY.public.public_key, 2, ROTATED_AT, None),
+        KeyRevision(ROTATED, OLD_KEY.public.public_key, 1, None, ROTATED_AT)])))
+    hooks = hooks_file(a.workdir, recorder(a.workdir, events=["pre_store", "post_store"]))
     with fresh_database(pg15_server, label="fed_b") as db_b, \
             fresh_database(pg15_server, label="fed_c") as db_c, \
             fresh_database(pg15_server, label="fed_a") as db_a:
@@ -126,7 +135,7 @@ def world(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> It
             urls = {"b": served_b.base, "c": served_c.base}
             a_config = config(a, [peer_entry(b, urls["b"]), peer_entry(
                 c, urls["c"], scopes=["memory.write", "memory.read", "memory.override"],
-                trust_tier="Trusted")])
+                trust_tier="Trusted")], hooks_file=str(hooks))
             with serve(db_a.dsn, a.workdir, "--config", str(a_config),
                        tls=pki.client_context(a.ca_file)) as served_a:
                 urls["a"] = served_a.base
@@ -196,6 +205,13 @@ async def test_signed_change_stored_with_peer_attested_provenance(world: World) 
     stored = await on_a(world, "GET", f"/v1/memories/{result['memory_id']}")
     assert (stored["namespace"], stored["author"]) == ("fed/b/team/ops", "peer:b")
     assert await recall(world, "orchid") == ["signed orchid memo"]
+    fired = [r for r in recorded(world.a.workdir)
+             if r["payload"].get("origin", {}).get("object_id") == sent["object_id"]]
+    assert [(r["event"], r["agent_id"]) for r in fired] == [
+        ("pre_store", "peer:b"), ("post_store", "peer:b")]
+    assert fired[0]["payload"]["origin"] == {
+        "cortex": "b", "revision": 1, "home": "b", "object_id": sent["object_id"],
+        "author": AGENT, "peer": "b"}
 
 
 async def test_replayed_message_refused(world: World) -> None:
@@ -310,3 +326,47 @@ def test_keyring_signed_by_identity(world: World) -> None:
     with pytest.raises(Exception, match="does not verify"):
         parse_keyring_document(document, cortex="b",
                                public_key=world.b.identity.public.public_key)
+
+
+async def test_rotation_windows_respected(world: World) -> None:
+    """The retired key verifies what it signed inside its window, not after; the new key
+    verifies from the rotation on."""
+    before = ROTATED_AT - 60_000
+    old_inside = change(OLD_KEY, origin="b", content="rotation fig inside", signed_at=before)
+    old_after = change(OLD_KEY, origin="b", content="rotation fig after")
+    new_after = change(NEW_KEY, origin="b", content="rotation fig new")
+    _, answer = await send(world, world.b, [old_inside, old_after, new_after])
+    assert [(r["status"], r["reason"]) for r in answer["results"]] == [
+        ("stored", None), ("quarantined", "bad_signature"), ("stored", None)]
+    assert answer["results"][0]["provenance"]["key_fingerprint"] == OLD_KEY.public.fingerprint
+    assert sorted(await recall(world, "rotation fig")) == [
+        "rotation fig inside", "rotation fig new"]
+
+
+async def test_quarantine_listed_by_the_mcp_tool(world: World) -> None:
+    """``federation_quarantine`` over the real /mcp endpoint lists what was held."""
+    unsigned = change(None, origin="b", content="mcp listed lychee memo")
+    await send(world, world.b, [unsigned])
+    accept = {"Accept": "application/json, text/event-stream", "X-Agent-Id": "dev:admin"}
+    context = pki.client_context(world.a.ca_file)
+    async with aiohttp.ClientSession() as session:
+        async def rpc(body: dict[str, Any], headers: dict[str, str]) -> Any:
+            async with session.post(f"{world.urls['a']}/mcp", json=body, headers=headers,
+                                    ssl=context) as answer:
+                text = await answer.text()
+                if "id" not in body:
+                    return answer.headers, None
+                data = text if not answer.content_type.startswith("text/event-stream") else \
+                    next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+                return answer.headers, json.loads(data)
+
+        opened, _ = await rpc({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}, accept)
+        headers = {**accept, "Mcp-Session-Id": opened["Mcp-Session-Id"],
+                   "MCP-Protocol-Version": "2025-11-25"}
+        await rpc({"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+        _, called = await rpc({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "federation_quarantine", "arguments": {"limit": 1000}}}, headers)
+    items = called["result"]["structuredContent"]["items"]
+    assert unsigned["correlation_id"] in {q["correlation_id"] for q in items}

@@ -31,6 +31,7 @@ from attested_cortex.service.resources import (
     audit_proofs,
     auditing,
     batches,
+    federation,
     introspection,
     kg,
     links,
@@ -47,6 +48,7 @@ from attested_cortex.service.resources.graph_commands import (
     KgPaths,
     KgQuery,
 )
+from attested_cortex.service.resources.federation_wire import QuarantineQuery
 from attested_cortex.service.resources.graph_views import link_view
 from attested_cortex.service.resources.idempotency import Kind
 from attested_cortex.service.resources.queries import (
@@ -191,6 +193,10 @@ async def _approval_decide(svc: Services, caller: Caller, a: SignedDecision) -> 
     return await approvals_api.decide_signed(svc, caller, a)
 
 
+async def _federation_quarantine(svc: Services, caller: Caller, a: QuarantineQuery) -> Answer:
+    return await federation.quarantine(svc, caller, after=a.after, limit=a.limit)
+
+
 async def _spoke_memory(svc: Services, caller: Caller, a: DispatchTool) -> Answer:
     # The flags are negotiated per call, as per request over HTTP (ADR 0061, ADR 0067).
     return await spoke_dispatch.dispatch(
@@ -272,6 +278,9 @@ TOOLS: tuple[Tool[Any], ...] = (
          "spoke-memory-reflection or spoke-memory-transfer for those ops). A read answers its "
          "payload, a write its MemoryReceipt; `idempotency_key` makes a write happen once.",
          DispatchTool, _spoke_memory),
+    Tool("federation_quarantine", "Changes federation peers sent that were unsigned or did "
+         "not verify, held apart and never recalled, oldest first (`next`: pass as `after`; "
+         "needs audit.read).", QuarantineQuery, _federation_quarantine, read_only=True),
 )
 
 #: The tools by name.
