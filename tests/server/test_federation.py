@@ -31,8 +31,8 @@ from attested_cortex.attest.keyring import KeyRevision, render_keyring_file
 from attested_cortex.attest.keys import AgentKey, generate_key
 from attested_cortex.attest.peer_changes import SignedChange, sign_change
 from attested_cortex.store.migrating import migrate
-from tests.support.pgservers import PgServer
 from tests.server.test_hooks_api import hooks_file, recorded, recorder
+from tests.support.pgservers import PgServer
 from tests.support.postgres import fresh_database
 from tests.support.served import Served, serve
 

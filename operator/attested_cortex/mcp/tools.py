@@ -42,13 +42,13 @@ from attested_cortex.service.resources import (
 )
 from attested_cortex.service.resources.approvals_api import ListApprovals, SignedDecision
 from attested_cortex.service.resources.commands import RecallQuery, StoreMemories, StoreMemory
+from attested_cortex.service.resources.federation_wire import QuarantineQuery
 from attested_cortex.service.resources.graph_commands import (
     CreateLink,
     InvalidateLink,
     KgPaths,
     KgQuery,
 )
-from attested_cortex.service.resources.federation_wire import QuarantineQuery
 from attested_cortex.service.resources.graph_views import link_view
 from attested_cortex.service.resources.idempotency import Kind
 from attested_cortex.service.resources.queries import (
