@@ -34,7 +34,7 @@ from attested_cortex.store.migrating import migrate
 from tests.server.test_hooks_api import hooks_file, recorded, recorder
 from tests.support.pgservers import PgServer
 from tests.support.postgres import fresh_database
-from tests.support.served import Served, serve
+from tests.support.served import Served, free_port, serve
 
 NOW = datetime.now(UTC)
 AGENT = "team-b/planner"
@@ -103,6 +103,7 @@ class World:
     b: Cortex
     c: Cortex
     a: Cortex
+    e: Cortex
     agent_b: AgentKey
     agent_c: AgentKey
     urls: dict[str, str]
@@ -113,7 +114,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("federation")
-    b, c, a = (make_cortex(root, n) for n in ("b", "c", "a"))
+    b, c, a, e = (make_cortex(root, n) for n in ("b", "c", "a", "e"))
     agent_b, agent_c = generate_key(AGENT), generate_key("team-c/writer")  # type: ignore[arg-type]
     for cortex, agent in ((b, agent_b), (c, agent_c)):
         keyring = render_keyring_file([KeyRevision(agent.agent_id, agent.public.public_key)])
@@ -135,14 +136,15 @@ def world(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> It
             urls = {"b": served_b.base, "c": served_c.base}
             a_config = config(a, [peer_entry(b, urls["b"]), peer_entry(
                 c, urls["c"], scopes=["memory.write", "memory.read", "memory.override"],
-                trust_tier="Trusted")], hooks_file=str(hooks))
+                trust_tier="Trusted"), peer_entry(e, f"https://127.0.0.1:{free_port()}")],
+                hooks_file=str(hooks))  # e never answers: its keyring cannot be fetched
             with serve(db_a.dsn, a.workdir, "--config", str(a_config),
                        tls=pki.client_context(a.ca_file)) as served_a:
                 urls["a"] = served_a.base
-                yield World(b, c, a, agent_b, agent_c, urls, a_config, served_a)
+                yield World(b, c, a, e, agent_b, agent_c, urls, a_config, served_a)
 
 
-_SEQ = {"b": 0, "c": 0}
+_SEQ = {"b": 0, "c": 0, "e": 0}
 
 
 def change(agent: AgentKey | None, *, origin: str, kind: str = "memory.store",
@@ -370,3 +372,19 @@ async def test_quarantine_listed_by_the_mcp_tool(world: World) -> None:
             "name": "federation_quarantine", "arguments": {"limit": 1000}}}, headers)
     items = called["result"]["structuredContent"]["items"]
     assert unsigned["correlation_id"] in {q["correlation_id"] for q in items}
+
+
+async def test_unreachable_peer_keyring_answers_retry(world: World) -> None:
+    """e's keyring cannot be fetched: its changes are answered retry (not accepted), neither
+    stored nor quarantined, and the mark does not move (the same seq is not a duplicate)."""
+    agent_e = generate_key("team-e/agent")  # type: ignore[arg-type]
+    first = change(agent_e, origin="e", content="waiting guava memo")
+    second = change(agent_e, origin="e", content="waiting guava later")
+    _, answer = await send(world, world.e, [first, second])
+    assert [(r["status"], r["accepted"], r["reason"]) for r in answer["results"]] == [
+        ("retry", False, "peer_keyring_unavailable"), ("retry", False, "not_reached")]
+    _, again = await send(world, world.e, [first])
+    assert again["results"][0]["status"] == "retry"  # not "duplicate": nothing was handled
+    held = await on_a(world, "GET", "/v1/federation/quarantine?limit=1000")
+    assert first["correlation_id"] not in {q["correlation_id"] for q in held["items"]}
+    assert await recall(world, "guava") == []

@@ -20,7 +20,7 @@ import aiohttp
 from attested_cortex import pki
 from attested_cortex.attest.keyfiles import read_identity
 from attested_cortex.attest.keys import public_from_b64
-from attested_cortex.errors import DeniedError, UnauthenticatedError
+from attested_cortex.errors import DeniedError, NotReadyError, UnauthenticatedError
 from attested_cortex.policy.scopes import ScopeSet
 from attested_cortex.server.auth import confine
 from attested_cortex.server.settings import FederationSettings, PeerSettings
@@ -53,12 +53,16 @@ def federation_from(settings: FederationSettings, svc: Services) -> Federation:
 
     async def fetch(peer: Peer) -> Mapping[str, Any]:
         timeout = aiohttp.ClientTimeout(total=10)
-        async with aiohttp.ClientSession(timeout=timeout) as session, session.get(
-                f"{peer.url.rstrip('/')}/v1/federation/keyring",
-                ssl=contexts[peer.name]) as answer:
-            answer.raise_for_status()
-            document: Mapping[str, Any] = await answer.json()
-            return document
+        try:
+            async with aiohttp.ClientSession(timeout=timeout) as session, session.get(
+                    f"{peer.url.rstrip('/')}/v1/federation/keyring",
+                    ssl=contexts[peer.name]) as answer:
+                answer.raise_for_status()
+                document: Mapping[str, Any] = await answer.json()
+                return document
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            raise NotReadyError(f"the keyring of peer {peer.name} cannot be fetched: {exc}",
+                                code="peer_keyring_unavailable") from exc
 
     peers = {p.name: _peer(p, svc) for p in by_name.values()}
     return Federation(

@@ -8,7 +8,9 @@ the durable per-peer high-water mark (``federation_peers``) covers a restart. A 
 is fetched with the injected :data:`KeyringFetch` (the HTTP client lives in the server layer),
 trusted only once the peer's identity key signed it, and kept ``keyring_ttl_s``; a change
 signed by a key the cached copy does not know fetches it again at once, at most once per
-``refetch_s``, so a rotation at the peer is seen without waiting out the TTL.
+``refetch_s``, so a rotation at the peer is seen without waiting out the TTL. A keyring
+that cannot be fetched or does not verify is :class:`NotReadyError` (503): the changes that
+needed it are answered ``retry``, never refused or quarantined for the peer's outage.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from attested_cortex.attest.keyring import Keyring
 from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.peer_changes import parse_keyring_document
+from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.service.pipeline.context import Caller
 
@@ -103,7 +106,11 @@ class PeerKeyrings:
             if cached is not None and now - cached.fetched_at < wait:
                 return cached.keyring
             raw = await self._fetch(peer)
-            keyring = parse_keyring_document(raw, cortex=peer.name, public_key=peer.public_key)
+            try:
+                keyring = parse_keyring_document(raw, cortex=peer.name,
+                                                 public_key=peer.public_key)
+            except InvalidInputError as exc:  # the peer must fix it; its changes wait
+                raise NotReadyError(exc.message, code="bad_peer_keyring") from exc
             self._cache[peer.name] = _Cached(keyring, now)
             return keyring
 
