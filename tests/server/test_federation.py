@@ -135,7 +135,8 @@ def world(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> It
                       tls=pki.client_context(c.ca_file)) as served_c:
             urls = {"b": served_b.base, "c": served_c.base}
             a_config = config(a, [peer_entry(b, urls["b"]), peer_entry(
-                c, urls["c"], scopes=["memory.write", "memory.read", "memory.override"],
+                c, urls["c"], scopes=["memory.write", "memory.read", "memory.override",
+                                      "graph.write", "graph.read"],
                 trust_tier="Trusted"), peer_entry(e, f"https://127.0.0.1:{free_port()}")],
                 hooks_file=str(hooks))  # e never answers: its keyring cannot be fetched
             with serve(db_a.dsn, a.workdir, "--config", str(a_config),
@@ -388,3 +389,54 @@ async def test_unreachable_peer_keyring_answers_retry(world: World) -> None:
     held = await on_a(world, "GET", "/v1/federation/quarantine?limit=1000")
     assert first["correlation_id"] not in {q["correlation_id"] for q in held["items"]}
     assert await recall(world, "guava") == []
+
+
+def link_change(agent: AgentKey, *, sender: str, src: uuid.UUID, dst: uuid.UUID,
+                kind: str = "link.create", object_id: uuid.UUID | None = None,
+                revision: int = 1, valid_until: int | None = None,
+                signer: AgentKey | None = None) -> dict[str, Any]:
+    """A link between two memories homed at ``sender`` (its agent signs the LinkPayload)."""
+    _SEQ[sender] += 1
+    now = int(time.time() * 1000)
+    object_id = object_id or uuid.uuid4()
+    signed = SignedChange(kind=kind, home=sender, object_id=str(object_id),
+                          author=agent.agent_id, signed_at=now, src_id=str(src),
+                          dst_id=str(dst), relation="supersedes", valid_from=now - 1000,
+                          valid_until=valid_until)
+    return {
+        "correlation_id": str(uuid.uuid4()), "seq": _SEQ[sender], "origin": sender,
+        "revision": revision, "kind": kind, "home": sender, "object_id": str(object_id),
+        "author": agent.agent_id, "signed_at": now,
+        "signature": sign_change(signer or agent, signed), "expires_at": now + 30_000,
+        "link": {"src_home": sender, "src_id": str(src), "dst_home": sender,
+                 "dst_id": str(dst), "relation": "supersedes", "valid_from": now - 1000,
+                 "valid_until": valid_until}}
+
+
+async def test_links_created_and_invalidated(world: World) -> None:
+    """c's agent links two of c's memories, then closes the link; a forged link is
+    quarantined and a link to a memory not held here is refused."""
+    first = change(world.agent_c, origin="c", content="link end one starfruit")
+    second = change(world.agent_c, origin="c", content="link end two starfruit")
+    _, stored = await send(world, world.c, [first, second])
+    src, dst = (uuid.UUID(first["object_id"]), uuid.UUID(second["object_id"]))
+    local_src = stored["results"][0]["memory_id"]
+    created = link_change(world.agent_c, sender="c", src=src, dst=dst)
+    forged = link_change(world.agent_c, sender="c", src=src, dst=dst,
+                         signer=generate_key("team-c/writer"))  # type: ignore[arg-type]
+    stranger = link_change(world.agent_c, sender="c", src=src, dst=uuid.uuid4())
+    _, answer = await send(world, world.c, [created, forged, stranger])
+    assert [(r["status"], r["reason"]) for r in answer["results"]] == [
+        ("linked", None), ("quarantined", "bad_signature"), ("refused", "link_end_not_here")]
+    link_id = answer["results"][0]["link_id"]
+    links = await on_a(world, "GET", f"/v1/memories/{local_src}/links")
+    [link] = [x for x in links["links"] if x["id"] == link_id]
+    assert (link["observed_by"], link["valid_until"]) == ("peer:c", None)
+    closed = link_change(world.agent_c, sender="c", src=src, dst=dst, kind="link.invalidate",
+                         object_id=uuid.UUID(created["object_id"]), revision=2,
+                         valid_until=int(time.time() * 1000) + 60_000)
+    _, answer = await send(world, world.c, [closed])
+    assert answer["results"][0]["status"] == "invalidated"
+    links = await on_a(world, "GET", f"/v1/memories/{local_src}/links")
+    [link] = [x for x in links["links"] if x["id"] == link_id]
+    assert link["valid_until"] is not None

@@ -32,7 +32,7 @@ from attested_cortex.attest.keyring import (
     render_keyring_file,
 )
 from attested_cortex.attest.keys import AgentKey
-from attested_cortex.attest.payloads import memory_payload
+from attested_cortex.attest.payloads import link_payload, memory_payload
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign, verify
 from attested_cortex.errors import InvalidInputError
 
@@ -57,8 +57,27 @@ class DeletePayload:
 
 
 @dataclass(frozen=True, slots=True)
+class InvalidatePayload:
+    """What an agent signs to close a federated link's window (``None``: at once)."""
+
+    home: str
+    object_id: str
+    author: str
+    signed_at: int
+    valid_until: int | None
+
+    def encode(self) -> bytes:
+        """The canonical CBOR bytes that are signed and verified."""
+        return cbor.encode({"op": "link.invalidate", "home": self.home,
+                            "object_id": self.object_id, "author": self.author,
+                            "signed_at": self.signed_at, "valid_until": self.valid_until})
+
+
+@dataclass(frozen=True, slots=True)
 class SignedChange:
-    """The fields of one change a signature covers, whichever its kind."""
+    """The fields of one change a signature covers, whichever its kind. A link's ends are
+    the memories' ids at their home cortexes; its signature is the ordinary
+    :class:`~.payloads.LinkPayload` with ``observed_by`` = ``author``."""
 
     kind: str
     home: str
@@ -68,12 +87,24 @@ class SignedChange:
     namespace: str = ""
     title: str = ""
     content: str = ""
+    src_id: str = ""
+    dst_id: str = ""
+    relation: str = ""
+    valid_from: int = 0
+    valid_until: int | None = None
 
     def message(self) -> bytes:
         """The bytes the author signed for this change."""
         if self.kind == "memory.delete":
             return DeletePayload(self.home, self.object_id, self.author,
                                  self.signed_at).encode()
+        if self.kind == "link.invalidate":
+            return InvalidatePayload(self.home, self.object_id, self.author, self.signed_at,
+                                     self.valid_until).encode()
+        if self.kind == "link.create":
+            return link_payload(src_id=self.src_id, dst_id=self.dst_id, relation=self.relation,
+                                observed_by=self.author, valid_from=self.valid_from,
+                                valid_until=self.valid_until).encode()
         return memory_payload(namespace=self.namespace, title=self.title, content=self.content,
                               author=self.author, signed_at=self.signed_at).encode()
 

@@ -8,7 +8,7 @@ Each change, in the sender's order (ADR 0121):
 2. correlation id in the replay cache, or ``seq`` at or below the peer's durable high-water
    mark: ``duplicate`` (a replay, or a retry of what was already handled);
 3. ``origin`` is this cortex: ``own`` (a loop: acknowledged, never imported);
-4. namespace not in the peer's ``accept``: ``refused``;
+4. namespace not in the peer's ``accept`` (a link: either end not held here): ``refused``;
 5. signature checked against the peer's published keyring (ADR 0122): unsigned or failing
    -> ``quarantined`` (kept apart, never recalled);
 6. (revision, origin) not above what the object holds, or the object was deleted:
@@ -27,13 +27,14 @@ import dataclasses
 import uuid
 from typing import Any
 
+from attested_cortex.attest.payloads import from_unix_ms
 from attested_cortex.attest.peer_changes import (
     SignedChange,
     Verified,
     check_change,
     keyring_document,
 )
-from attested_cortex.errors import ConflictError, CortexError, InvalidInputError
+from attested_cortex.errors import ConflictError, CortexError, InvalidInputError, NotFoundError
 from attested_cortex.service.pipeline import attesting
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
@@ -42,6 +43,8 @@ from attested_cortex.service.resources import idempotency
 from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory
 from attested_cortex.service.resources.federation_calls import (
     FederatedDelete,
+    FederatedLinkCreate,
+    FederatedLinkInvalidate,
     FederatedStore,
     FederatedUpdate,
 )
@@ -53,6 +56,8 @@ from attested_cortex.service.resources.federation_wire import (
     FederatedChange,
     Status,
 )
+from attested_cortex.service.resources.graph_commands import CreateLink, InvalidateLink
+from attested_cortex.service.resources.graph_views import link_view
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.store import federation as rows
 from attested_cortex.store.federation import FederatedObject
@@ -112,13 +117,23 @@ async def _advance(svc: Services, peer: Peer, change: FederatedChange) -> None:
         await rows.advance(conn, peer.name, change.seq)
 
 
+def _local(change: FederatedChange, local_id: uuid.UUID) -> dict[str, Any]:
+    """The local object in the answer: ``link_id`` for a link, else ``memory_id``."""
+    return {"link_id" if change.kind.startswith("link.") else "memory_id": str(local_id)}
+
+
 def _signed(change: FederatedChange) -> SignedChange:
-    memory = change.memory
+    memory, link = change.memory, change.link
     return SignedChange(kind=change.kind, home=change.home, object_id=str(change.object_id),
                         author=change.author, signed_at=change.signed_at,
                         namespace=memory.namespace if memory else "",
                         title=memory.title if memory else "",
-                        content=memory.content if memory else "")
+                        content=memory.content if memory else "",
+                        src_id=str(link.src_id) if link else "",
+                        dst_id=str(link.dst_id) if link else "",
+                        relation=link.relation if link else "",
+                        valid_from=link.valid_from if link else 0,
+                        valid_until=link.valid_until if link else None)
 
 
 async def _verify(fed: Federation, peer: Peer, change: FederatedChange) -> Verified | str:
@@ -136,10 +151,10 @@ async def _handle(svc: Services, fed: Federation, peer: Peer,
     if change.origin == fed.cortex_id:
         await _advance(svc, peer, change)
         return _result(change, "own", reason="own_change")
-    if change.kind != "memory.delete" and (change.memory is None
-                                           or not peer.accepts(change.memory.namespace)):
+    refusal, ends = await _refusal(svc, peer, change)
+    if refusal is not None:
         await _advance(svc, peer, change)
-        return _result(change, "refused", reason="namespace_not_accepted")
+        return _result(change, "refused", reason=refusal)
     verified = await _verify(fed, peer, change)
     if not isinstance(verified, Verified):
         return await _quarantine(svc, peer, change, verified)
@@ -149,24 +164,80 @@ async def _handle(svc: Services, fed: Federation, peer: Peer,
                              <= (held.applied_revision, held.applied_origin)):
         await _advance(svc, peer, change)
         return _result(change, "superseded", reason="superseded",
-                       memory_id=str(held.local_id))
+                       **_local(change, held.local_id))
     origin = {"cortex": change.origin, "revision": change.revision, "home": change.home,
               "object_id": str(change.object_id), "author": change.author, "peer": peer.name}
     caller = dataclasses.replace(peer.caller,
                                  idempotency_key=f"federation:{change.correlation_id}")
-    status, local_id = await _write(svc, peer, caller, change, held, origin)
+    if change.kind.startswith("link."):
+        status, local_id = await _write_link(svc, caller, change, held, ends, origin)
+    else:
+        status, local_id = await _write(svc, peer, caller, change, held, origin)
     obj = FederatedObject(home=change.home, object_id=change.object_id, local_id=local_id,
                           applied_revision=change.revision, applied_origin=change.origin,
-                          deleted=change.kind == "memory.delete", peer=peer.name,
+                          deleted=change.kind in ("memory.delete", "link.invalidate"),
+                          peer=peer.name,
                           signed_by=change.author,
                           key_fingerprint=verified.key.fingerprint)
     async with svc.db.transaction() as conn:
         await rows.applied(conn, obj, signature=change.signature or "",
                            correlation_id=change.correlation_id)
         await rows.advance(conn, peer.name, change.seq)
-    return _result(change, status, memory_id=str(local_id), provenance={
+    return _result(change, status, **_local(change, local_id), provenance={
         "attest_level": "peer_attested", "origin": change.origin, "signed_by": change.author,
         "key_fingerprint": verified.key.fingerprint, "peer": peer.name})
+
+
+async def _refusal(svc: Services, peer: Peer, change: FederatedChange,
+                   ) -> tuple[str | None, tuple[uuid.UUID, uuid.UUID] | None]:
+    """Why the change is refused before its signature is even checked (None: it is not),
+    and a link's two ends here."""
+    if change.kind in ("memory.store", "memory.update"):
+        accepted = change.memory is not None and peer.accepts(change.memory.namespace)
+        return (None if accepted else "namespace_not_accepted"), None
+    if change.kind == "link.create":
+        link = change.link
+        if link is None:
+            return "link_missing", None
+        async with svc.db.connection() as conn:
+            src = await rows.find(conn, link.src_home, link.src_id)
+            dst = await rows.find(conn, link.dst_home, link.dst_id)
+        if src is None or dst is None or src.deleted or dst.deleted:
+            return "link_end_not_here", None  # never accepted here, or deleted
+        return None, (src.local_id, dst.local_id)
+    return None, None
+
+
+async def _write_link(svc: Services, caller: Caller, change: FederatedChange,
+                      held: FederatedObject | None, ends: tuple[uuid.UUID, uuid.UUID] | None,
+                      origin: dict[str, Any]) -> tuple[Status, uuid.UUID]:
+    """The pipeline write of a verified link change: (status, local link id)."""
+    link = change.link
+    until = None if link is None or link.valid_until is None else from_unix_ms(
+        link.valid_until)
+    if change.kind == "link.invalidate":
+        if held is None:
+            raise NotFoundError("the link is not here", code="unknown_link")
+        cmd = InvalidateLink(link_id=held.local_id, valid_until=until)
+        await _once_link(svc, caller, FederatedLinkInvalidate(cmd, origin=origin),
+                         "link.invalidate", cmd.model_dump(mode="json"), held.local_id)
+        return "invalidated", held.local_id
+    assert link is not None and ends is not None
+    create = CreateLink(src_id=ends[0], dst_id=ends[1], relation=link.relation,
+                        valid_from=from_unix_ms(link.valid_from), valid_until=until)
+    view = await _once_link(svc, caller, FederatedLinkCreate(create, origin=origin),
+                            "link.create", create.model_dump(mode="json"), None)
+    return "linked", uuid.UUID(view["id"])
+
+
+async def _once_link(svc: Services, caller: Caller, call: Call[Any], operation: str,
+                     request: dict[str, Any], resource_id: uuid.UUID | None) -> dict[str, Any]:
+    async def write(who: Caller) -> dict[str, Any]:
+        return link_view(await run(svc, who, call))
+
+    written = await idempotency.once(svc, caller, write, operation=operation, request=request,
+                                     kind="link", status=201, resource_id=resource_id)
+    return written.answer
 
 
 async def _write(svc: Services, peer: Peer, caller: Caller, change: FederatedChange,

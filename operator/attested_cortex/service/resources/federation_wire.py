@@ -21,9 +21,10 @@ from attested_cortex.service.resources.commands import Json, Tag, Text
 
 _WIRE = ConfigDict(extra="forbid", frozen=True)
 CortexId = str
-ChangeKind = Literal["memory.store", "memory.update", "memory.delete"]
-Status = Literal["stored", "updated", "deleted", "duplicate", "expired", "own", "superseded",
-                 "refused", "quarantined", "retry"]
+ChangeKind = Literal["memory.store", "memory.update", "memory.delete", "link.create",
+                     "link.invalidate"]
+Status = Literal["stored", "updated", "deleted", "linked", "invalidated", "duplicate",
+                 "expired", "own", "superseded", "refused", "quarantined", "retry"]
 _CORTEX = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -36,6 +37,20 @@ class FederatedMemory(BaseModel):
     content: Text
     tags: list[Tag] = Field(default_factory=list, max_length=64)
     metadata: Json = Field(default_factory=dict)
+
+
+class FederatedLink(BaseModel):
+    """A link between two federated memories, each named by its home cortex and its id
+    there (``link.create``); ``link.invalidate`` reads ``valid_until`` only."""
+
+    model_config = _WIRE
+    src_home: CortexId = _CORTEX
+    src_id: uuid.UUID
+    dst_home: CortexId = _CORTEX
+    dst_id: uuid.UUID
+    relation: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9_\-]+$")
+    valid_from: int = Field(0, ge=0)
+    valid_until: int | None = Field(None, ge=0)
 
 
 class FederatedChange(BaseModel):
@@ -56,6 +71,7 @@ class FederatedChange(BaseModel):
     #: Unix ms after which the receiver drops the change (the sender's clock; seed 000 K6).
     expires_at: int = Field(ge=0)
     memory: FederatedMemory | None = None
+    link: FederatedLink | None = None
 
     @field_validator("correlation_id")
     @classmethod
@@ -83,6 +99,7 @@ class ChangeResult(BaseModel):
     status: Status
     reason: str | None = None
     memory_id: str | None = None
+    link_id: str | None = None
     #: ``peer_attested`` and the origin it names, for a change stored here.
     provenance: dict[str, Any] | None = None
     quarantine_id: int | None = None
