@@ -37,8 +37,7 @@ def test_settings_render_peers_and_mounted_files() -> None:
         "peers": [{"name": "team-b", "url": "https://cortex.team-b.example:8080",
                    "ca_file": f"{federation.PEERS_DIR}/team-b.crt", "public_key": PEER_KEY,
                    "send": ["shared/**"], "accept": ["team/**"], "into": "fed/team-b",
-                   "trust_tier": "SemiTrusted",
-                   "scopes": ["memory.write", "memory.read", "memory.forget"]}]}
+                   "trust_tier": "SemiTrusted", "scopes": None}]}
     # what the operator renders is what the server accepts
     ServerSettings.model_validate(yaml.safe_load(yaml.safe_dump(settings)))
 

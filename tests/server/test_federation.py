@@ -440,3 +440,20 @@ async def test_links_created_and_invalidated(world: World) -> None:
     links = await on_a(world, "GET", f"/v1/memories/{local_src}/links")
     [link] = [x for x in links["links"] if x["id"] == link_id]
     assert link["valid_until"] is not None
+
+
+async def test_delete_is_final(world: World) -> None:
+    """b deletes a memory it sent; a later update of it (even of a greater revision) is
+    superseded, and recall no longer finds it."""
+    object_id = uuid.uuid4()
+    store = change(world.agent_b, origin="b", object_id=object_id, content="doomed mango memo")
+    delete = change(world.agent_b, origin="b", kind="memory.delete", object_id=object_id,
+                    revision=2)
+    late = change(world.agent_b, origin="b", kind="memory.update", object_id=object_id,
+                  revision=3, content="revived mango memo")
+    _, answer = await send(world, world.b, [store, delete, late])
+    assert [(r["status"], r["reason"]) for r in answer["results"]] == [
+        ("stored", None), ("deleted", None), ("superseded", "superseded")]
+    memory = await on_a(world, "GET", f"/v1/memories/{answer['results'][0]['memory_id']}")
+    assert memory["deleted"] is True
+    assert await recall(world, "mango") == []

@@ -71,7 +71,8 @@ def federation_settings(cortex: Cortex) -> Object | None:
         "client_key_file": f"{CLIENT_DIR}/{certificates.KEY_KEY}",
         "peers": [{"name": p.name, "url": p.url, "ca_file": f"{PEERS_DIR}/{p.name}.crt",
                    "public_key": p.public_key, "send": list(p.send), "accept": list(p.accept),
-                   "into": p.into, "trust_tier": p.trust_tier, "scopes": list(p.scopes)}
+                   "into": p.into, "trust_tier": p.trust_tier,
+                   "scopes": None if p.scopes is None else list(p.scopes)}
                   for p in spec.peers]}
 
 

@@ -77,9 +77,11 @@ class FederationPeer(CrdModel):
     trust_tier: Literal["Trusted", "SemiTrusted", "Untrusted"] = Field(
         default="SemiTrusted",
         description="The trust tier of the agent peer:<name> the peer's changes run as.")
-    scopes: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
-        default_factory=lambda: ["memory.write", "memory.read", "memory.forget"],
-        max_length=32, description="The scopes of the agent peer:<name>.")
+    scopes: list[Annotated[str, Field(min_length=1, max_length=256)]] | None = Field(
+        default=None, max_length=32,
+        description="The scopes of the agent peer:<name>; default: memory.read, memory.write "
+        "and memory.forget, qualified by <into>/** when into is set (links need graph.write "
+        "and a tier that grants it).")
 
 
 class FederationSpec(CrdModel):

@@ -73,9 +73,17 @@ def federation_from(settings: FederationSettings, svc: Services) -> Federation:
         max_changes=settings.max_changes_per_batch)
 
 
+def default_scopes(into: str | None) -> list[str]:
+    """A peer's scopes when its settings name none: it reads, writes and deletes only under
+    its ``into`` prefix (qualified scopes pass the SemiTrusted ceiling's ``memory.forget``)."""
+    bases = ("memory.read", "memory.write", "memory.forget")
+    return [f"{b}:{into}/**" for b in bases] if into is not None else list(bases)
+
+
 def _peer(settings: PeerSettings, svc: Services) -> Peer:
-    caller = Caller(AgentId(f"peer:{settings.name}"), "federation",
-                    ScopeSet.parse(settings.scopes), tier=settings.trust_tier)
+    scopes = settings.scopes if settings.scopes is not None else default_scopes(settings.into)
+    caller = Caller(AgentId(f"peer:{settings.name}"), "federation", ScopeSet.parse(scopes),
+                    tier=settings.trust_tier)
     return Peer(name=settings.name, url=settings.url,
                 public_key=public_from_b64(settings.public_key),
                 accept=accept_patterns(settings.accept), into=settings.into,

@@ -360,9 +360,10 @@ class PeerSettings(BaseModel):
     accept: list[str] = Field(default_factory=list, max_length=64)
     #: Accepted changes land under ``<into>/<their namespace>``; None: their namespace as is.
     into: str | None = Field(None, min_length=1, max_length=256)
-    #: The peer acts as agent ``peer:<name>`` with these scopes and this trust tier.
-    scopes: list[str] = Field(default_factory=lambda: ["memory.write", "memory.read",
-                                                       "memory.forget"], max_length=64)
+    #: The peer acts as agent ``peer:<name>`` with these scopes and this trust tier; None:
+    #: ``memory.read``, ``memory.write`` and ``memory.forget``, each qualified by
+    #: ``<into>/**`` when ``into`` is set (so a SemiTrusted peer may delete what it sent).
+    scopes: list[str] | None = Field(None, max_length=64)
     trust_tier: Literal["Trusted", "SemiTrusted", "Untrusted"] = "SemiTrusted"
 
     @field_validator("send", "accept")
