@@ -3,8 +3,15 @@ on one PostgreSQL (a database each), over real mTLS on loopback with certificate
 pki code. Cortexes ``b`` and ``c`` publish their signed keyrings; cortex ``a`` receives their
 changes and stores, refuses or quarantines each.
 
-Seconds: three server starts for the module and two for the restart test (each about a
-second); every request is a real HTTPS round trip.
+Covered: a signed change stored with peer_attested provenance (hooks see ``origin``);
+replays refused, also by a second server process (durable high-water mark); forged and
+unsigned changes quarantined, listed (HTTP and MCP), never recalled; another peer's
+certificate, no certificate and an unknown CA refused; conflicts resolved by (revision,
+origin) whatever the order; own-origin changes not re-imported; rotation windows; deletes
+final; links; a peer whose keyring is unreachable answered retry.
+
+Seconds (about 25 here): three server starts for the module and two for the restart test;
+every request is a real HTTPS round trip.
 """
 
 from __future__ import annotations
