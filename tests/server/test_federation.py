@@ -10,7 +10,7 @@ certificate, no certificate and an unknown CA refused; conflicts resolved by (re
 origin) whatever the order; own-origin changes not re-imported; rotation windows; deletes
 final; links; a peer whose keyring is unreachable answered retry.
 
-Seconds (about 25 here): three server starts for the module and two for the restart test;
+Seconds (about 30 here): three server starts for the module and two for the restart test;
 every request is a real HTTPS round trip.
 """
 
@@ -464,3 +464,25 @@ async def test_delete_is_final(world: World) -> None:
     memory = await on_a(world, "GET", f"/v1/memories/{answer['results'][0]['memory_id']}")
     assert memory["deleted"] is True
     assert await recall(world, "mango") == []
+
+
+def test_settings_refuse_what_cannot_work(tmp_path: Path) -> None:
+    """Federation without tls stops start-up before anything opens; a bad accept pattern
+    or a peer named twice is refused when the config is read."""
+    from attested_cortex.errors import InvalidInputError
+    from attested_cortex.server.serving import run_server
+    from attested_cortex.server.settings import load_settings
+
+    peer = {"name": "b", "url": "https://127.0.0.1:1", "ca_file": str(tmp_path / "ca"),
+            "public_key": base64.b64encode(bytes(32)).decode(), "accept": ["team/**"]}
+    federation = {"identity_dir": str(tmp_path), "client_cert_file": str(tmp_path / "c"),
+                  "client_key_file": str(tmp_path / "k"), "peers": [peer]}
+    path = tmp_path / "cortex.yaml"
+    path.write_text(yaml.safe_dump({"federation": federation}))
+    with pytest.raises(InvalidInputError, match="federation needs tls"):
+        asyncio.run(run_server(load_settings(path, {})))
+    for bad in ({**federation, "peers": [{**peer, "accept": ["team/***"]}]},
+                {**federation, "peers": [peer, peer]}):
+        path.write_text(yaml.safe_dump({"federation": bad}))
+        with pytest.raises(InvalidInputError, match=r"federation\.peers"):
+            load_settings(path, {})
