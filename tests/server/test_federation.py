@@ -214,6 +214,12 @@ async def test_signed_change_stored_with_peer_attested_provenance(world: World) 
         "key_fingerprint": world.agent_b.public.fingerprint}
     stored = await on_a(world, "GET", f"/v1/memories/{result['memory_id']}")
     assert (stored["namespace"], stored["author"]) == ("fed/b/team/ops", "peer:b")
+    provenance = await on_a(world, "GET", f"/v1/memories/{result['memory_id']}/provenance")
+    assert provenance == {
+        "memory_id": result["memory_id"], "federated": True, "attest_level": "peer_attested",
+        "origin": "b", "revision": 1, "home": "b", "object_id": sent["object_id"],
+        "signed_by": AGENT, "key_fingerprint": world.agent_b.public.fingerprint, "peer": "b",
+        "deleted": False}
     assert await recall(world, "orchid") == ["signed orchid memo"]
     fired = [r for r in recorded(world.a.workdir)
              if r["payload"].get("origin", {}).get("object_id") == sent["object_id"]]

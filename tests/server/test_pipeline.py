@@ -112,6 +112,7 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
         ("GET", "/v1/export", "/v1/export", None),
         ("GET", "/v1/capabilities", "/v1/capabilities", None),
         ("GET", "/v1/federation/quarantine", "/v1/federation/quarantine", None),
+        ("GET", "/v1/memories/{id}/provenance", f"/v1/memories/{a['id']}/provenance", None),
         ("POST", "/v1/spoke/memory", "/v1/spoke/memory", {"op": "memory.describe"}),
     ]
     answers: dict[tuple[str, str], Any] = {}

@@ -6,6 +6,7 @@
 * ``GET /v1/federation/keyring``: this cortex's agent keys and their windows, signed by its
   identity key (public: peers verify with the identity key they were configured with).
 * ``GET /v1/federation/quarantine``: the changes held apart (``audit.read``).
+* ``GET /v1/memories/{id}/provenance``: a federated memory's ``peer_attested`` provenance.
 
 Without ``federation`` configured the first two answer 404.
 """
@@ -22,16 +23,19 @@ from attested_cortex.errors import NotFoundError
 from attested_cortex.server.body import read_model, read_query
 from attested_cortex.server.federating import PEER_HEADER, authenticate_peer
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param, params_of
+from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.state import caller, state
 from attested_cortex.service.resources import federation
 from attested_cortex.service.resources.federation_state import Federation
 from attested_cortex.service.resources.federation_wire import (
     BatchResult,
     ChangeBatch,
+    ProvenanceOut,
     PublishedKeyring,
     QuarantineOut,
     QuarantineQuery,
 )
+from attested_cortex.service.resources.queries import MemoryRef
 
 routes = web.RouteTableDef()
 CHANGES_PATH = "/v1/federation/changes"
@@ -92,6 +96,13 @@ async def list_quarantine(request: web.Request) -> web.Response:
         state(request).services, caller(request), after=query.after, limit=query.limit))
 
 
+@routes.get("/v1/memories/{id}/provenance")
+async def memory_provenance(request: web.Request) -> web.Response:
+    """Whether the memory came from a federation peer, and on whose signature."""
+    return web.json_response(await federation.provenance(
+        state(request).services, caller(request), path_uuid(request)))
+
+
 operations = [
     Operation("POST", CHANGES_PATH, "A federation peer's changes (mTLS client certificate of "
               "the peer named in X-Cortex-Peer); one ACK per change", 200, BatchResult,
@@ -103,4 +114,8 @@ operations = [
     Operation("GET", "/v1/federation/quarantine", "Federated changes held apart (unsigned "
               "or failing verification); never recalled", 200, QuarantineOut,
               params=params_of(QuarantineQuery, "query"), errors=(*COMMON_ERRORS,)),
+    Operation("GET", "/v1/memories/{id}/provenance", "Where a memory came from: a federation "
+              "peer (peer_attested: origin cortex, revision, signing agent and key) or here",
+              200, ProvenanceOut,
+              params=params_of(MemoryRef, "path"), errors=(*COMMON_ERRORS, 404)),
 ]

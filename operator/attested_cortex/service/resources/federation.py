@@ -38,7 +38,7 @@ from attested_cortex.errors import ConflictError, CortexError, InvalidInputError
 from attested_cortex.service.pipeline import attesting
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
-from attested_cortex.service.pipeline.running import Call, run
+from attested_cortex.service.pipeline.running import Call, Target, run
 from attested_cortex.service.resources import idempotency
 from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory
 from attested_cortex.service.resources.federation_calls import (
@@ -60,7 +60,9 @@ from attested_cortex.service.resources.graph_commands import CreateLink, Invalid
 from attested_cortex.service.resources.graph_views import link_view
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.store import federation as rows
+from attested_cortex.store import memories as memory_rows
 from attested_cortex.store.federation import FederatedObject
+from attested_cortex.store.memories import Memory
 
 #: Refusals a later attempt may pass: the sender retries them.
 TRANSIENT = frozenset({408, 429, 500, 503})
@@ -316,3 +318,35 @@ def published_keyring(svc: Services, fed: Federation) -> dict[str, Any]:
     (every agent key the server trusts, with its rotation windows)."""
     return keyring_document(fed.identity, attesting.snapshot(svc.keys).keyring,
                             issued_at=int(fed.clock() * 1000))
+
+
+@dataclasses.dataclass
+class ProvenanceCall(Call[dict[str, Any]]):
+    """``GET /v1/memories/{id}/provenance``: whether a memory came from a peer, and whose
+    signature it was stored on (``memory.read`` on its namespace)."""
+
+    spec = ops.MEMORY_PROVENANCE
+    memory_id: uuid.UUID
+    found: Memory | None = None
+
+    async def target(self, svc: Services, caller: Caller) -> Target:
+        async with svc.db.connection() as conn:
+            self.found = await memory_rows.get(conn, self.memory_id)
+        return Target((self.found.namespace,), self.found.author)
+
+    async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
+        async with svc.db.connection() as conn:
+            held = await rows.provenance(conn, self.memory_id)
+        if held is None:
+            return {"memory_id": str(self.memory_id), "federated": False}
+        return {"memory_id": str(self.memory_id), "federated": True,
+                "attest_level": "peer_attested", "origin": held.applied_origin,
+                "revision": held.applied_revision, "home": held.home,
+                "object_id": str(held.object_id), "signed_by": held.signed_by,
+                "key_fingerprint": held.key_fingerprint, "peer": held.peer,
+                "deleted": held.deleted}
+
+
+async def provenance(svc: Services, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
+    """Where a memory came from (a federated memory's peer_attested provenance)."""
+    return await run(svc, caller, ProvenanceCall(memory_id))

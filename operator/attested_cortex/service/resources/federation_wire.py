@@ -153,3 +153,20 @@ class PublishedKeyring(BaseModel):
     issued_at: int
     agents: list[dict[str, Any]]
     signature: str
+
+
+class ProvenanceOut(BaseModel):
+    """``GET /v1/memories/{id}/provenance``."""
+
+    model_config = _WIRE
+    memory_id: str
+    federated: bool
+    attest_level: Literal["peer_attested"] | None = None
+    origin: CortexId | None = None
+    revision: int | None = None
+    home: CortexId | None = None
+    object_id: str | None = None
+    signed_by: str | None = None
+    key_fingerprint: str | None = None
+    peer: CortexId | None = None
+    deleted: bool | None = None
