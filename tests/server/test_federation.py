@@ -492,3 +492,17 @@ def test_settings_refuse_what_cannot_work(tmp_path: Path) -> None:
         path.write_text(yaml.safe_dump({"federation": bad}))
         with pytest.raises(InvalidInputError, match=r"federation\.peers"):
             load_settings(path, {})
+
+
+async def test_relayed_change_verified_with_the_origins_keyring(world: World) -> None:
+    """b relays a change c's agent made: verified against c's published keyring (b's does
+    not know c's agent); an unsigned change from e, whose keyring is unreachable, is still
+    quarantined (no keyring is needed to see it is unsigned)."""
+    relayed = change(world.agent_c, origin="c", sender="b", content="relayed pomelo memo")
+    _, answer = await send(world, world.b, [relayed])
+    [result] = answer["results"]
+    assert (result["status"], result["provenance"]["origin"], result["provenance"]["peer"]) \
+        == ("stored", "c", "b")
+    unsigned = change(None, origin="e", content="unsigned from e")
+    _, answer = await send(world, world.e, [unsigned])
+    assert answer["results"][0]["status"] == "quarantined"

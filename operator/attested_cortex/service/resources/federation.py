@@ -139,12 +139,18 @@ def _signed(change: FederatedChange) -> SignedChange:
 
 
 async def _verify(fed: Federation, peer: Peer, change: FederatedChange) -> Verified | str:
-    """The key that verifies the change; a key the cached keyring does not know (or one it
-    knows that fails: the peer may have rotated) fetches the keyring again once."""
-    outcome = check_change(_signed(change), change.signature, await fed.keyrings.get(peer))
+    """The key that verifies the change, from the keyring of its origin when the origin is
+    a configured peer (a change relayed by another peer), else the sender's; a key the
+    cached keyring does not know (or one that fails: the peer may have rotated) fetches the
+    keyring again once. Unsigned needs no keyring (so a peer's outage cannot hold it)."""
+    if change.signature is None:
+        return "unsigned"
+    publisher = fed.peers.get(change.origin, peer)
+    outcome = check_change(_signed(change), change.signature,
+                           await fed.keyrings.get(publisher))
     if outcome in ("unknown_key", "bad_signature"):
         outcome = check_change(_signed(change), change.signature,
-                               await fed.keyrings.get(peer, fresh=True))
+                               await fed.keyrings.get(publisher, fresh=True))
     return outcome
 
 
