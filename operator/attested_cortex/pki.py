@@ -87,9 +87,10 @@ def _alt_names(dns_names: Sequence[str],
 
 
 def issue_leaf(ca: Issued, *, dns_names: Sequence[str], ip_addresses: Sequence[str] = (),
-               now: datetime, days: int = LEAF_DAYS) -> Issued:
+               now: datetime, days: int = LEAF_DAYS, client: bool = False) -> Issued:
     """A server certificate for ``dns_names`` (the first is its common name) signed by
-    ``ca``."""
+    ``ca``; ``client``: a TLS client certificate instead (federation's peer identity, its
+    common name the cortex id, docs/adr/0121)."""
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem.encode())
     # A leaf never outlives its CA (a CA near its end issues short leaves, renewed early).
     not_after = min(now + timedelta(days=days), ca_cert.not_valid_after_utc)
@@ -108,7 +109,8 @@ def issue_leaf(ca: Issued, *, dns_names: Sequence[str], ip_addresses: Sequence[s
                                          content_commitment=False, data_encipherment=False,
                                          key_agreement=False, encipher_only=False,
                                          decipher_only=False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client
+                                                  else ExtendedKeyUsageOID.SERVER_AUTH]),
                            critical=False)
             .add_extension(_alt_names(dns_names, ip_addresses), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(
@@ -210,3 +212,25 @@ def client_context(ca_file: Path | None) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=str(ca_file) if ca_file is not None else None)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     return context
+
+
+def client_name(cert_der: bytes, bundle_pem: str) -> str | None:
+    """The common name of a TLS client certificate that one of the CAs of ``bundle_pem``
+    issued directly and that is meant for client authentication; None otherwise (another
+    CA's certificate, a server certificate, anything unreadable)."""
+    try:
+        cert = x509.load_der_x509_certificate(cert_der)
+        cas = x509.load_pem_x509_certificates(bundle_pem.encode())
+        usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except (ValueError, x509.ExtensionNotFound):
+        return None
+    if ExtendedKeyUsageOID.CLIENT_AUTH not in usage:
+        return None
+    for ca in cas:
+        try:
+            cert.verify_directly_issued_by(ca)
+        except (ValueError, TypeError, InvalidSignature):
+            continue
+        names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+        return str(names[0].value) if names else None
+    return None

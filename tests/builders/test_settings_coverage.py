@@ -71,6 +71,7 @@ FROM_RESOURCES: dict[str, str] = {
     "db_lock_timeout_ms": "MemoryCortex spec.database.timeouts.lockMs",
     "db_statement_timeout_ms": "MemoryCortex spec.database.timeouts.statementMs",
     "db_write_timeout_ms": "MemoryCortex spec.database.timeouts.writeMs",
+    "federation": "MemoryCortex spec.federation",
 }
 
 #: Setting -> why no custom resource sets it (ADR 0036).

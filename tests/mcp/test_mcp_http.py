@@ -39,6 +39,7 @@ EXPECTED_TOOLS = {
     "kg_query", "kg_paths", "kg_timeline", "audit_verify", "capabilities", "approvals_list",
     "approval_decide", "transcript_store", "memory_replay", "memory_store_batch",
     "spoke_memory", "audit_checkpoint", "audit_proof", "audit_consistency",
+    "federation_quarantine",
 }
 
 

@@ -55,6 +55,9 @@ CLASSIFIED: dict[tuple[str, str], str] = {
     ("POST", "/mcp"): "victim",
     # ends an MCP session: the agent's that opened it alone
     ("DELETE", "/mcp"): "victim",
+    # a federation peer's changes: its TLS client certificate, never an agent's token
+    # (tests/server/test_federation.py: no certificate 401, another peer's 403)
+    ("POST", "/v1/federation/changes"): "peer",
 }
 
 #: The scopes of a token that may read everything but write nothing.
@@ -194,6 +197,14 @@ async def _attack_transcript(w: World, who: str) -> list[tuple[Reply, int, set[s
     return [(reply, 400, {"invalid_input"})]
 
 
+async def _attack_federation(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
+    # an agent's token posing as a peer: this cortex federates with no one, so nothing is
+    # there to reach (with peers, no client certificate is 401: tests/server/test_federation)
+    reply = await w.team.call(who, "POST", "/v1/federation/changes", {"changes": []},
+                              **{"X-Cortex-Peer": "alice"})
+    return [(reply, 404, {"federation_off"})]
+
+
 async def _attack_spoke(w: World, who: str) -> list[tuple[Reply, int, set[str]]]:
     # alice's memory addressed as a family record, and grants or a freeze of her namespace
     # taken as a space: without a grant or memory.override on it, nothing is found or done
@@ -298,6 +309,7 @@ ATTACKS: dict[tuple[str, str], Attack] = {
     ("POST", "/v1/approvals/{id}"): _attack_decide,
     ("POST", "/v1/transcripts"): _attack_transcript,
     ("POST", "/v1/spoke/memory"): _attack_spoke,
+    ("POST", "/v1/federation/changes"): _attack_federation,
 }
 
 
@@ -380,7 +392,7 @@ async def test_a_token_without_write_scopes_mutates_nothing(
             f"/v1/approvals/{w.approval}", None,
             signed("POST", f"/v1/approvals/{w.approval}", body)),
     }
-    live = {r for r in await mutating_operations(w) if CLASSIFIED[r] != "read"}
+    live = {r for r in await mutating_operations(w) if CLASSIFIED[r] not in ("read", "peer")}
     assert set(attempts) | {("POST", "/mcp"), ("DELETE", "/mcp")} == live, \
         "a mutating route was added: attempt it here"
     # the same writes as MCP tools

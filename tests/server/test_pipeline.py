@@ -31,7 +31,10 @@ from tests.support.cortex import CortexClient, MakeCortex, Reply
 SECRET = b"0123456789abcdef0123456789abcdef"
 HELD = {"source": "t/held", "namespace": "held/**", "agents": ["*"], "operations": ["store"],
         "decision": "ask_user", "reason": "a human looks at held/ first"}
-PUBLIC = {"/healthz", "/readyz", "/metrics", "/v1/openapi.json"}
+# The federation keyring is public; a peer's changes need its mTLS client certificate and
+# are exercised (through the pipeline's memory ops) by tests/server/test_federation.py.
+PUBLIC = {"/healthz", "/readyz", "/metrics", "/v1/openapi.json", "/v1/federation/keyring",
+          "/v1/federation/changes"}
 
 
 def approval_settings(tmp_path: Path) -> dict[str, Any]:
@@ -108,6 +111,8 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
         ("GET", "/v1/audit/consistency", "/v1/audit/consistency?from=1", None),
         ("GET", "/v1/export", "/v1/export", None),
         ("GET", "/v1/capabilities", "/v1/capabilities", None),
+        ("GET", "/v1/federation/quarantine", "/v1/federation/quarantine", None),
+        ("GET", "/v1/memories/{id}/provenance", f"/v1/memories/{a['id']}/provenance", None),
         ("POST", "/v1/spoke/memory", "/v1/spoke/memory", {"op": "memory.describe"}),
     ]
     answers: dict[tuple[str, str], Any] = {}

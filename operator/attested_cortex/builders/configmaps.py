@@ -75,6 +75,7 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         **sections.audit_settings(cortex),
         **sections.spoke_memory_settings(cortex),
         **sections.tls_settings(cortex),
+        **sections.federation_settings(cortex),
     }
 
 

@@ -18,6 +18,7 @@ from typing import Any, Final
 from attested_cortex.builders import (
     certificates,
     configmaps,
+    federation,
     hookfiles,
     names,
     podparts,
@@ -77,6 +78,9 @@ def _volumes(cortex: Cortex, satellites: Satellites,
     tls_volumes, tls_mounts, _ = certificates.volumes(cortex)
     volumes.extend(tls_volumes)
     mounts.extend(tls_mounts)
+    federated_volumes, federated_mounts = federation.volumes(cortex)
+    volumes.extend(federated_volumes)
+    mounts.extend(federated_mounts)
     return volumes, mounts
 
 

@@ -180,3 +180,18 @@ def claimants(kind: str, name: str) -> set[str]:
     cortexes that must look again when that object changes (one may be waiting for it)."""
     return {name[: len(name) - len(suffix)] for suffix in FAMILIES.get(kind, ())
             if name.endswith(suffix) and len(name) > len(suffix)}
+
+
+def federation_identity_secret_name(cortex: str) -> str:
+    """The cortex's generated Ed25519 federation identity (issue 42)."""
+    return f"{cortex}-federation-identity"
+
+
+def federation_tls_secret_name(cortex: str) -> str:
+    """The cortex's federation client certificate (selfSigned and certManager)."""
+    return f"{cortex}-federation-tls"
+
+
+def federation_peers_name(cortex: str) -> str:
+    """The ConfigMap of the peers' CA bundles."""
+    return f"{cortex}-federation-peers"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from attested_cortex.builders import certificates, keyrings, names, rules
+from attested_cortex.builders import certificates, federation, keyrings, names, rules
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.quantities import quantity_bytes
 
@@ -215,3 +215,9 @@ def tls_settings(cortex: Cortex) -> Object:
     """``spec.server.tls``: the mounted certificate's files; nothing without TLS."""
     tls = certificates.server_tls_settings(cortex)
     return {} if tls is None else {"tls": tls}
+
+
+def federation_settings(cortex: Cortex) -> Object:
+    """``spec.federation``: this cortex's peer identity and its peers; nothing without it."""
+    federated = federation.federation_settings(cortex)
+    return {} if federated is None else {"federation": federated}

@@ -140,6 +140,12 @@ NOT_CARRIED: Final[dict[str, str]] = {
     "audit_checkpoints": "the source's signed checkpoints stay with the source and its "
                          "witnesses; the target signs its own over the carried chain",
     "audit_cosignatures": "witnesses' cosignatures of the source's checkpoints",
+    "federation_peers": "per-peer transport state (high-water marks) of the source's own "
+                        "federation links; the target keeps its own (migration 0046)",
+    "federation_objects": "the source's map of its peers' objects to its rows and the change "
+                          "applied last; the target federates with its own peers (ADR 0121)",
+    "federation_quarantine": "unverified changes held by the source for its administrator; "
+                             "never part of the memory (migration 0046)",
 }
 
 #: Columns of carried tables a bundle leaves out, and why: the target derives them.

@@ -21,6 +21,7 @@ from attested_cortex.crd.common import (
     StorageSpec,
     section,
 )
+from attested_cortex.crd.federation import FEDERATION_RULES, FederationSpec
 from attested_cortex.crd.logicalbackups import (
     RESTORE_ALONE,
     RESTORE_IMMUTABLE,
@@ -351,7 +352,7 @@ class MemoryCortexSpec(CrdModel):
                 "!has(self.approval.enabled) || self.approval.enabled",
         "message": "permissions.writeDefault AskUser needs approval.enabled: without the "
                    "approval API every write no rule matches would be refused",
-    }, RESTORE_IMMUTABLE, RESTORE_ALONE]})
+    }, RESTORE_IMMUTABLE, RESTORE_ALONE, *FEDERATION_RULES]})
 
     database: DatabaseSpec = Field(
         description="The database: exactly one of managed, external or cloudNativePG.",
@@ -390,6 +391,10 @@ class MemoryCortexSpec(CrdModel):
         description="The database schema version.",
         json_schema_extra={"default": {}},
     )
+    federation: FederationSpec | None = Field(
+        default=None, description="Federation with peer cortexes over mTLS (issue 42): "
+        "inbound changes verified against each peer's published keyring, stored with "
+        "peer_attested provenance or quarantined.")
     paused: bool = Field(
         default=False, description="Stop reconciling; running pods are left as they are."
     )

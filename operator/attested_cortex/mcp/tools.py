@@ -31,6 +31,7 @@ from attested_cortex.service.resources import (
     audit_proofs,
     auditing,
     batches,
+    federation,
     introspection,
     kg,
     links,
@@ -42,6 +43,7 @@ from attested_cortex.service.resources import (
 )
 from attested_cortex.service.resources.approvals_api import ListApprovals, SignedDecision
 from attested_cortex.service.resources.commands import RecallQuery, StoreMemories, StoreMemory
+from attested_cortex.service.resources.federation_wire import QuarantineQuery
 from attested_cortex.service.resources.graph_commands import (
     CreateLink,
     InvalidateLink,
@@ -204,6 +206,10 @@ async def _approval_decide(svc: Services, caller: Caller, a: SignedDecision) -> 
     return await approvals_api.decide_signed(svc, caller, a)
 
 
+async def _federation_quarantine(svc: Services, caller: Caller, a: QuarantineQuery) -> Answer:
+    return await federation.quarantine(svc, caller, after=a.after, limit=a.limit)
+
+
 async def _spoke_memory(svc: Services, caller: Caller, a: DispatchTool) -> Answer:
     # The flags are negotiated per call, as per request over HTTP (ADR 0061, ADR 0067).
     return await spoke_dispatch.dispatch(
@@ -285,6 +291,9 @@ TOOLS: tuple[Tool[Any], ...] = (
          "spoke-memory-reflection or spoke-memory-transfer for those ops). A read answers its "
          "payload, a write its MemoryReceipt; `idempotency_key` makes a write happen once.",
          DispatchTool, _spoke_memory),
+    Tool("federation_quarantine", "Changes federation peers sent that were unsigned or did "
+         "not verify, held apart and never recalled, oldest first (`next`: pass as `after`; "
+         "needs audit.read).", QuarantineQuery, _federation_quarantine, read_only=True),
 )
 
 #: The tools by name.

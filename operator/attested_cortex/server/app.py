@@ -18,6 +18,7 @@ from attested_cortex.server.routes import (
     approvals,
     audit,
     exporting,
+    federation,
     graph,
     memories,
     recall,
@@ -29,16 +30,18 @@ from attested_cortex.server.state import STATE_KEY, AppState
 from attested_cortex.service.pipeline.context import Services
 
 ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals,
-                                         transcripts, exporting, spoke)
+                                         transcripts, exporting, spoke, federation)
 OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
 
 
 def build_app(
     services: Services, *, auth: Authenticator, metrics: HttpMetrics | None = None,
     route_modules: Sequence[ModuleType] = ROUTE_MODULES, mcp: bool = True,
+    federated: federation.Served | None = None,
 ) -> web.Application:
     """The application: middleware, routes, the MCP endpoint and the OpenAPI document.
 
+    ``federated``: the federation this server runs (issue 42), if any.
     With ``mcp``, the application holds the endpoint's ``services`` (``services`` plus the
     endpoint's self-description, which capabilities report) rather than ``services``.
     """
@@ -50,6 +53,8 @@ def build_app(
                      middleware.auth_middleware],
         client_max_size=services.limits.max_body_bytes,
     )
+    if federated is not None:
+        app[federation.FEDERATION_KEY] = federated
     app[STATE_KEY] = AppState(
         services, auth, metrics or HttpMetrics.create(services.metrics_registry)
     )

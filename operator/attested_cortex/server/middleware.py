@@ -30,7 +30,10 @@ log = logging.getLogger("attested_cortex.access")
 
 #: Completing an approved request: the approval id it spends.
 APPROVAL_HEADER = "X-Cortex-Approval"
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/v1/openapi.json"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/v1/openapi.json",
+                          "/v1/federation/keyring"})
+#: Authenticated by the route itself (a federation peer's TLS client certificate).
+PEER_PATHS = frozenset({"/v1/federation/changes"})
 _GOOD_ID = re.compile(r"[A-Za-z0-9._\-]{1,64}")
 
 
@@ -68,7 +71,7 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     ``/mcp`` is the exception: its tool calls take theirs in the pipeline, so a client over
     its quota gets a tool error, as MCP clients expect (an HTTP 429 ends the SDK's session),
     and the transport's own requests (handshake, event stream) cost none."""
-    if request.path not in PUBLIC_PATHS:
+    if request.path not in PUBLIC_PATHS and request.path not in PEER_PATHS:
         caller = await _confined(request)
         approval = request.headers.get(APPROVAL_HEADER)
         rated = request.path != MCP_PATH

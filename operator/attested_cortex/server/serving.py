@@ -17,10 +17,13 @@ from contextlib import AsyncExitStack
 
 from aiohttp import web
 
+from attested_cortex.errors import InvalidInputError
 from attested_cortex.server.app import build_app
 from attested_cortex.server.assembling import open_services
 from attested_cortex.server.configuring import build_auth
 from attested_cortex.server.connections import CortexRunner
+from attested_cortex.server.federating import bundles_of, federation_from
+from attested_cortex.server.routes import federation
 from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.server.tls import ReloadingTls
 
@@ -46,10 +49,17 @@ async def _cancel(task: asyncio.Task[None]) -> None:
 async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGINT/SIGTERM."""
     auth = build_auth(settings)
-    tls = ReloadingTls(settings.tls) if settings.tls is not None else None
+    peers = settings.federation.peers if settings.federation is not None else []
+    if settings.federation is not None and settings.tls is None:
+        raise InvalidInputError("federation needs tls: peers authenticate by client "
+                                "certificate (mTLS)", field="federation")
+    tls = (ReloadingTls(settings.tls, [p.ca_file for p in peers])
+           if settings.tls is not None else None)
     async with AsyncExitStack() as stack:
         services = await open_services(settings, stack)
-        app = build_app(services, auth=auth)
+        federated = None if settings.federation is None else federation.Served(
+            federation_from(settings.federation, services), bundles_of(settings.federation))
+        app = build_app(services, auth=auth, federated=federated)
         runner = CortexRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)

@@ -343,6 +343,65 @@ class EncryptionSettings(BaseModel):
         return value
 
 
+class PeerSettings(BaseModel):
+    """One federation peer (issue 42, docs/federation.md): who it is, how it is reached and
+    trusted, what we send it and what we accept from it, and into which namespace prefix."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: The peer's cortex id: its certificate's common name and the ``origin`` of its changes.
+    name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    url: str = Field(min_length=8, max_length=2048, pattern=r"^https://")
+    #: The CA bundle (PEM file) that issued the peer's server and client certificates.
+    ca_file: Path
+    #: The peer's Ed25519 identity key (standard base64 of the raw 32 bytes): it signs the
+    #: keyring the peer publishes.
+    public_key: str = Field(min_length=44, max_length=44)
+    send: list[str] = Field(default_factory=list, max_length=64)
+    accept: list[str] = Field(default_factory=list, max_length=64)
+    #: Accepted changes land under ``<into>/<their namespace>``; None: their namespace as is.
+    into: str | None = Field(None, min_length=1, max_length=256)
+    #: The peer acts as agent ``peer:<name>`` with these scopes and this trust tier; None:
+    #: ``memory.read``, ``memory.write`` and ``memory.forget``, each qualified by
+    #: ``<into>/**`` when ``into`` is set (so a SemiTrusted peer may delete what it sent).
+    scopes: list[str] | None = Field(None, max_length=64)
+    trust_tier: Literal["Trusted", "SemiTrusted", "Untrusted"] = "SemiTrusted"
+
+    @field_validator("send", "accept")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                parse_pattern(pattern)
+            except InvalidInputError as exc:
+                raise ValueError(exc.message) from None
+        return value
+
+
+class FederationSettings(BaseModel):
+    """Federation between cortexes (issue 42, docs/adr/0121): this cortex's identity (an
+    Ed25519 identity directory whose agent id is the cortex id, and a TLS client certificate)
+    and its peers. Inbound changes are verified, replay-checked and stored or quarantined."""
+
+    model_config = ConfigDict(extra="forbid")
+    identity_dir: Path
+    client_cert_file: Path
+    client_key_file: Path
+    peers: list[PeerSettings] = Field(default_factory=list, max_length=64)
+    #: The replay cache of correlation ids (seed 000 K6: 10k entries, 30 s).
+    replay_entries: int = Field(10_000, ge=16, le=1_000_000)
+    replay_ttl_seconds: float = Field(30.0, ge=1, le=3600)
+    #: How long a fetched peer keyring is trusted before it is fetched again.
+    keyring_ttl_seconds: float = Field(60.0, ge=1, le=86_400)
+    max_changes_per_batch: int = Field(500, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _unique_peers(self) -> FederationSettings:
+        names = [p.name for p in self.peers]
+        if len(set(names)) != len(names):
+            raise ValueError("federation.peers: each name at most once")
+        return self
+
+
 class ServerSettings(BaseModel):
     """The server's configuration."""
 
@@ -379,6 +438,8 @@ class ServerSettings(BaseModel):
                           "none | client | an http(s) URL")
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     spoke_memory: SpokeMemorySettings = Field(default_factory=SpokeMemorySettings)
+    #: None: no federation (issue 42).
+    federation: FederationSettings | None = None
     log_level: str = "INFO"
     pool_max_size: int = Field(10, ge=1, le=200)
     # Every wait in the database is bounded: on a lock (409), on a statement (503) and on a

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import os
 import ssl
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -39,12 +40,18 @@ def _stamp(*paths: Path) -> Stamp:
     return tuple((s.st_mtime_ns, s.st_ino, s.st_size) for s in stats)
 
 
-def server_context(settings: TlsSettings) -> ssl.SSLContext:
+def server_context(settings: TlsSettings, client_cas: Sequence[Path] = ()) -> ssl.SSLContext:
     """A server context with the certificate pair loaded; ``ssl.SSLError``/``OSError`` when
-    the files do not load."""
+    the files do not load. With ``client_cas`` (the federation peers' bundles) a client may
+    present a certificate, which must chain to one of them (docs/adr/0121); clients with
+    none (agents with tokens) are served as before."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = VERSIONS[settings.min_version]
     context.load_cert_chain(settings.cert_file, settings.key_file)
+    for bundle in client_cas:
+        context.load_verify_locations(cafile=str(bundle))
+    if client_cas:
+        context.verify_mode = ssl.CERT_OPTIONAL
     context.set_alpn_protocols(["http/1.1"])
     return context
 
@@ -52,16 +59,18 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
 class ReloadingTls:
     """The listening context and the current one behind it."""
 
-    def __init__(self, settings: TlsSettings) -> None:
+    def __init__(self, settings: TlsSettings, client_cas: Sequence[Path] = ()) -> None:
         self._settings = settings
+        self._client_cas = tuple(client_cas)
         try:
             self._stamp = _stamp(settings.cert_file, settings.key_file)
-            self._current = server_context(settings)
+            self._current = server_context(settings, self._client_cas)
         except (OSError, ssl.SSLError) as exc:
             raise InvalidInputError(f"cannot load tls.cert_file/tls.key_file: {exc}",
                                     field="tls") from exc
         self.fingerprint = self._fingerprint()
-        self.context = server_context(settings)  # answers a client that never reaches SNI
+        # answers a client that never reaches SNI
+        self.context = server_context(settings, self._client_cas)
         self.context.sni_callback = self._choose
 
     def _fingerprint(self) -> str:
@@ -78,7 +87,7 @@ class ReloadingTls:
             if stamp == self._stamp:
                 return False
             self._stamp = stamp
-            self._current = server_context(self._settings)
+            self._current = server_context(self._settings, self._client_cas)
             self.fingerprint = self._fingerprint()
         except (OSError, ssl.SSLError, ValueError) as exc:
             log.warning("tls certificate not reloaded; still serving the previous one",

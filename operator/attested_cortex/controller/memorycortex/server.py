@@ -41,6 +41,7 @@ from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex, Identity
 from attested_cortex.builders.podstates import required_secrets, template_hash
 from attested_cortex.controller.applying import together
+from attested_cortex.controller.memorycortex import federation
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.types import AgentId
 
@@ -111,6 +112,7 @@ async def prepare(rt: Runtime, cortex: Cortex, satellites: Satellites) -> None:
         _approval_secret(rt, cortex),
         _audit_signer_secret(rt, cortex),
         _master_key_secret(rt, cortex),
+        federation.prepare(rt, cortex),
         rt.writer.apply(access.build_service_account(cortex)),
         _tokenreview_binding(rt, cortex),
         rt.writer.apply(services.build_server_service(cortex)))

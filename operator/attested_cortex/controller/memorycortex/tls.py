@@ -33,7 +33,7 @@ from attested_cortex.builders import names as n
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.controller.eventing import post_event
-from attested_cortex.controller.memorycortex import tlsca
+from attested_cortex.controller.memorycortex import federation, tlsca
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.kubeclient import ApiConflictError, ApiNotFoundError
 
@@ -111,6 +111,7 @@ async def _self_signed(rt: Runtime, cortex: Cortex) -> TlsOutcome:
             return TlsOutcome(retry_in=1.0)  # someone else wrote it: look again
         leaf_pem = leaf.cert_pem
     await rt.writer.apply(certificates.build_ca_bundle(cortex, ca.bundle))
+    await federation.ensure_client(rt, cortex, ca, now)
     look = min(_next_look(leaf_pem, now), max(1.0, tlsca.next_look(ca, now)))
     return TlsOutcome(retry_in=look)
 
@@ -118,6 +119,7 @@ async def _self_signed(rt: Runtime, cortex: Cortex) -> TlsOutcome:
 async def _cert_manager(rt: Runtime, cortex: Cortex) -> TlsOutcome:
     try:
         await rt.writer.apply(certificates.build_certificate(cortex))
+        await federation.ensure_cert_manager(rt, cortex)
     except ApiNotFoundError:
         return TlsOutcome(Observation.of(
             "ServerReady", False, "CertManagerMissing",

@@ -78,6 +78,10 @@ AUDIT_VERIFY: Final = _op("audit.verify", None, (), (), "audit.read", None)
 AUDIT_CHECKPOINT: Final = _op("audit.checkpoint", None, (), (), "audit.read", None)
 AUDIT_PROOF: Final = _op("audit.proof", None, (), (), "audit.read", None)
 AUDIT_CONSISTENCY: Final = _op("audit.consistency", None, (), (), "audit.read", None)
+# Federation (issue 42): the changes peers sent that did not verify, for the administrator.
+FEDERATION_QUARANTINE: Final = _op("federation.quarantine", None, (), (), "audit.read", None)
+# Where a memory came from: a peer (peer_attested, its origin cortex and signer) or here.
+MEMORY_PROVENANCE: Final = _op("memory.provenance", None, (), (), "memory.read", "search")
 # The whole cortex (ADR 0033): audit.read here, and memory.read unqualified checked by the call.
 EXPORT: Final = _op("cortex.export", None, (), (), "audit.read", None)
 CAPABILITIES: Final = _op("capabilities", None, (), (), None, None)
@@ -131,7 +135,7 @@ OPERATIONS: Final[dict[str, OperationSpec]] = {
         MEMORY_VERIFY, MEMORY_LIST, RECALL,
         LINK_CREATE, LINK_VERIFY, LINK_INVALIDATE, MEMORY_LINKS, KG_QUERY, KG_PATHS,
         KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, AUDIT_CHECKPOINT, AUDIT_PROOF,
-        AUDIT_CONSISTENCY, EXPORT, CAPABILITIES,
+        AUDIT_CONSISTENCY, EXPORT, CAPABILITIES, FEDERATION_QUARANTINE, MEMORY_PROVENANCE,
         APPROVALS_LIST, APPROVALS_STREAM, APPROVAL_DECIDE, *SPOKE_MEMORY.values(),
     )
 }
