@@ -19,7 +19,7 @@ from hack.support.waiting import await_until
 from attested_cortex.store.migrating import migrate
 from tests.support.cortex import CortexClient, MakeCortex
 
-pytestmark = pytest.mark.pg  # runs a PostgreSQL 15 of its own (tests.support.pgservers)
+pytestmark = pytest.mark.pg  # runs a PostgreSQL 15 of its own (hack.support.pgservers)
 
 #: Generous bounds for "eventually": the behaviour, not the speed, is under test.
 SETTLE_S = 10.0

@@ -41,7 +41,7 @@ from tests.support.cortex import CortexClient, MakeCortex, Reply
 from tests.support.forwarder import Forwarder
 from tests.support.writers import TRANSCRIPTS, Writer
 
-pytestmark = pytest.mark.pg  # runs PostgreSQL servers of its own (tests.support.pgservers)
+pytestmark = pytest.mark.pg  # runs PostgreSQL servers of its own (hack.support.pgservers)
 
 #: Writes acknowledged before the database is disturbed, and again after it is back.
 BEFORE, AFTER = 15, 15

@@ -31,6 +31,8 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
+from hack.support.pgservers import PgServer
+from hack.support.served import Served, free_port, serve
 
 from attested_cortex import pki
 from attested_cortex.attest.keyfiles import write_identity
@@ -39,9 +41,7 @@ from attested_cortex.attest.keys import AgentKey, generate_key
 from attested_cortex.attest.peer_changes import SignedChange, sign_change
 from attested_cortex.store.migrating import migrate
 from tests.server.test_hooks_api import hooks_file, recorded, recorder
-from tests.support.pgservers import PgServer
 from tests.support.postgres import fresh_database
-from tests.support.served import Served, free_port, serve
 
 NOW = datetime.now(UTC)
 AGENT = "team-b/planner"
