@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import yaml
 
-from attested_cortex.builders import certificates, hookfiles, keyrings, names, rules
+from attested_cortex.builders import certificates, hookfiles, keyrings, names, rules, witnesses
 from attested_cortex.builders import settings as sections
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.services import SERVER_PORT
@@ -88,7 +88,9 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         "permissions": {"mode": MODES[spec.permissions.mode],
                         "write_default": WRITE_DEFAULTS[spec.permissions.write_default],
                         "rules": [rules.compile_rule(r) for r in rules.ordered(satellites.rules)]},
-        "agents": agent_mapping(satellites.identities),
+        "agents": sorted([*agent_mapping(satellites.identities),
+                          *witnesses.agent_mapping(cortex)],
+                         key=lambda m: m["service_account"]),
         "trust": {"default_tier": spec.trust.default_tier,
                   "ceilings": {tier: dict(sorted(marks.items()))
                                for tier, marks in sorted(spec.trust.ceilings.items())}},
@@ -111,9 +113,10 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
     if signer is not None:
         settings["audit_signer"] = signer
         settings["audit"] = {"record_reads": spec.audit.record_reads}
-        if spec.audit.witnesses:
-            settings["audit"]["witnesses"] = [{"name": w.name, "url": w.url}
-                                              for w in spec.audit.witnesses]
+        external = [{"name": w.name, "url": w.url} for w in spec.audit.witnesses
+                    if w.url is not None]  # the operator-run ones pull (ADR 0102)
+        if external:
+            settings["audit"]["witnesses"] = external
     spoke = sections.spoke_memory_settings(cortex)
     if spoke is not None:
         settings["spoke_memory"] = spoke

@@ -103,7 +103,9 @@ MOVING: Final = PROGRESSING | frozenset({
 #: cortex; one whose cortex never comes stays Ready=False with that reason in its status.
 TRANSITIONS: Final = PROGRESSING | frozenset({
     "ChangesPending", "PrimaryChanging", "ContainerCreating", "Progressing", "NotRunning",
-    "CortexNotFound"})
+    "CortexNotFound",
+    # an operator-run witness starting, or its cortex rolling (ADR 0102)
+    "WitnessPending"})
 
 
 def summarise(changed: Sequence[Object]) -> dict[str, str]:
