@@ -85,7 +85,7 @@ async def test_the_witness_runs_and_its_cosignatures_and_refusals_reach_status(
 
     pod_runs(op, report.port)
     report.publish(Outcome(0, Cosigned(25, "BBB=", "2026-12-05T01:00:00Z"), None))
-    assert await op.reconcile(KIND, "mem") == 7.0
+    assert await op.reconcile(KIND, "mem") == 15.0  # the reports are polled, not watched
     assert op.status(KIND, "mem")["audit"] == {"witnesses": [{
         "name": "w1", "cosignedSize": 25, "cosignedAt": "2026-12-05T01:00:00Z"}]}
     assert op.reasons(KIND, "mem")["AuditWitnessed"] == ("True", "Witnessed")

@@ -6,8 +6,10 @@ applied on every pass; the Deployment and ServiceAccount of a witness no longer 
 are deleted (its key and state stay until the cortex goes: a witness named again resumes).
 Each witness's report (``GET /report`` on its pod's IP, :mod:`.witnessreading`) becomes
 ``status.audit.witnesses`` and the condition (builders/witnessstates.py); the pass comes
-back after the shortest interval to read them again: reads only, so an idle cortex with
-idle witnesses writes nothing. An operator-run witness reads the cortex with its
+back after the shortest interval, but not before :data:`POLL_FLOOR_S`, to read them again.
+Like the unwatched CloudNativePG poll, that pass re-applies the cortex's children
+(server-side no-ops that change no object); the status is written only when a report
+changed. An operator-run witness reads the cortex with its
 ServiceAccount's token, so it needs ``server.auth.mode: Kubernetes`` and the audit signer;
 without them nothing is run and the condition says why.
 """
@@ -32,6 +34,8 @@ from attested_cortex.crd.witnesses import RunWitness
 Object = dict[str, Any]
 #: What goes with a witness that leaves the spec (its key and state stay with the cortex).
 KINDS: Final = (("apps/v1", "Deployment"), ("v1", "ServiceAccount"))
+#: The reports are not watched: read again this often at most.
+POLL_FLOOR_S: Final = 15.0
 
 
 @dataclass(frozen=True)
@@ -98,4 +102,5 @@ async def ensure(rt: Runtime, cortex: Cortex, status: Mapping[str, Any]) -> Witn
     items = [witnessstates.entry(w.name, found, before.get(w.name))
              for (w, _), found in zip(running, reports, strict=True)]
     return WitnessOutcome(witnessstates.condition(items), {"witnesses": items},
-                          retry_in=float(min(run.interval_seconds for _, run in running)))
+                          retry_in=max(POLL_FLOOR_S,
+                                       float(min(run.interval_seconds for _, run in running))))
