@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_public_key
+from psycopg import sql
 
 from attested_cortex.attest import notes
 from tests.realnode import manifests
-from tests.server.test_audit_witness import cut_back
 from tests.support.kube import POLL_INTERVAL_S
 from tests.support.realnode import RealCluster, repository_root
 from tests.support.waiting import wait_until
@@ -86,6 +86,32 @@ def _witnessed(cluster: RealCluster, ns: str) -> tuple[int | None, str, str]:
     cond: dict[str, Any] = next((c for c in status.get("conditions") or []
                                  if c["type"] == "AuditWitnessed"), {})
     return items[0].get("cosignedSize"), cond.get("status", ""), cond.get("reason", "")
+
+
+#: Every table of the chain and its tree, whose triggers refuse a deletion.
+CHAIN_TABLES = ["signed_events", "signed_event_macs", "audit_cosignatures",
+                "audit_checkpoints", "audit_tree_nodes"]
+
+
+def _cut_back(dsn: str, keep: int) -> None:
+    """With the cortex's own database role (the tables' owner): every event past ``keep``
+    deleted, with its MAC, and the checkpoints and tree nodes over them (the head too)."""
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        triggers = conn.execute(
+            "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE NOT t.tgisinternal AND c.relname = ANY(%s)", (CHAIN_TABLES,)).fetchall()
+        for table, trigger in triggers:
+            conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(
+                sql.Identifier(table), sql.Identifier(trigger)))
+        conn.execute("DELETE FROM signed_event_macs WHERE sequence > %s", (keep,))
+        conn.execute("DELETE FROM signed_events WHERE sequence > %s", (keep,))
+        conn.execute("DELETE FROM audit_cosignatures WHERE tree_size > %s", (keep,))
+        conn.execute("DELETE FROM audit_checkpoints WHERE tree_size > %s", (keep,))
+        conn.execute("DELETE FROM audit_tree_nodes WHERE (idx + 1) * (1::bigint << level) > %s",
+                     (keep,))
+        for table, trigger in triggers:
+            conn.execute(sql.SQL("ALTER TABLE {} ENABLE ALWAYS TRIGGER {}").format(
+                sql.Identifier(table), sql.Identifier(trigger)))
 
 
 def _described(cluster: RealCluster, ns: str) -> str:
@@ -180,15 +206,15 @@ def test_an_operator_run_witness_cosigns_resumes_and_refuses(
 
     # The newest events and the head deleted with the database's own role: refused.
     held = seen[-1]
-    cut_back(dsn, max(held - 4, 1))
+    _cut_back(dsn, max(held - 4, 1))
     wait_until(lambda: _witnessed(real_node, ns)[1:] == ("False", "WitnessRefused"),
                what="AuditWitnessed False (WitnessRefused)", seconds=120,
                interval_s=POLL_INTERVAL_S)
     size, _, _ = _witnessed(real_node, ns)
-    assert size == held
+    assert size is not None and size >= held  # what it cosigned stands
     message = next(c["message"] for c in _get(real_node, ns, "mcx", CORTEX)["status"][
         "conditions"] if c["type"] == "AuditWitnessed")
-    assert "truncated" in message and f"size {held}" in message, message
+    assert "truncated" in message and f"size {size}" in message, message
     warnings = real_node.kubectl("get", "events", "-n", ns, "--field-selector",
                                  f"involvedObject.name={CORTEX},type=Warning", "-o",
                                  "jsonpath={.items[*].reason}").stdout.split()
