@@ -96,3 +96,17 @@ async def test_the_witness_resumes_after_sigkill_and_keeps_refusing_a_truncation
     said = second.output()
     assert "pinned the log key" not in said  # resumed from its state, not trusting anew
     assert "cosigned: size 30" in said and "cosigned: size 5" not in said
+
+
+async def test_a_state_an_older_witness_wrote_is_reported_from_its_checkpoint(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path,
+        witnesses: list[Witness]) -> None:
+    cortex = await audited(make_cortex, migrated_pg15_dsn, tmp_path)
+    state = tmp_path / "witness"
+    await grow(cortex, 4, "first")
+    witnesses.append(first := Witness(cortex, state))
+    held = await _reports(first, 4)
+    first.output()
+    (state / "cosigned.json").unlink()  # a state from before --every
+    witnesses.append(second := Witness(cortex, state))
+    assert await _reports(second, 4) == held  # its size, root and time, unchanged

@@ -41,8 +41,9 @@ class Outcome:
         """The JSON the operator reads (absent keys: nothing cosigned, no error)."""
         out: dict[str, Any] = {}
         if self.cosigned is not None:
-            out.update({SIZE: self.cosigned.size, ROOT: self.cosigned.root,
-                        AT: self.cosigned.at})
+            out.update({SIZE: self.cosigned.size, ROOT: self.cosigned.root})
+            if self.cosigned.at:
+                out[AT] = self.cosigned.at
         if self.error:
             out[ERROR] = self.error[:1024]
         return out

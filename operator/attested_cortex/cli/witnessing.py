@@ -125,12 +125,26 @@ def attempt(args: argparse.Namespace) -> witness_reports.Outcome:
 
 
 def _cosigned(state: Path) -> witness_reports.Cosigned | None:
-    """What the state says was cosigned last (``cosigned.json``), if it can be read."""
+    """What the state says was cosigned last (``cosigned.json``; for a state an older
+    witness wrote, the held checkpoint and its cosignature's time), if it can be read."""
     try:
         data = json.loads((state / COSIGNED_FILE).read_text(encoding="utf-8"))
         return witness_reports.Cosigned(int(data["size"]), str(data["root"]), str(data["at"]))
+    except FileNotFoundError:
+        return _held(state)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _held(state: Path) -> witness_reports.Cosigned | None:
+    try:
+        text, lines = notes.split((state / CHECKPOINT_FILE).read_text(encoding="utf-8"))
+        held = notes.Checkpoint.parse(text)
+    except (OSError, ValueError):
+        return None
+    stamps = [int.from_bytes(x.signature[:8], "big") for x in lines if len(x.signature) == 72]
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamps[-1])) if stamps else ""
+    return witness_reports.Cosigned(held.size, base64.b64encode(held.root).decode(), at)
 
 
 def round_once(args: argparse.Namespace) -> int:
