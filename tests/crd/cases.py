@@ -505,8 +505,29 @@ TRUST_CASES = [
     Case("identity-kernel", identity("i-kernel", trustTier="Kernel"), "Unsupported value"),
 ]
 
+#: spec.audit.witnesses (ADRs 0101, 0102): external (url) or operator-run (run), one of them.
+WITNESS_CASES = [
+    Case("witness-external", cortex("c-wit1", audit={"witnesses": [
+        {"name": "witness.example/one", "url": "https://witness.example"}]})),
+    Case("witness-run", cortex("c-wit2", audit={"witnesses": [
+        {"name": "w1", "run": {}},
+        {"name": "w2", "run": {"intervalSeconds": 60, "size": "64Mi",
+                               "storageClassName": "local"}}]})),
+    Case("witness-both", cortex("c-wit3", audit={"witnesses": [
+        {"name": "w1", "url": "https://w.example", "run": {}}]}), "exactly one of url"),
+    Case("witness-neither", cortex("c-wit4", audit={"witnesses": [{"name": "w1"}]}),
+         "exactly one of url"),
+    Case("witness-run-name", cortex("c-wit5", audit={"witnesses": [
+        {"name": "witness.example/one", "run": {}}]}), "is a DNS label"),
+    Case("witness-duplicate", cortex("c-wit6", audit={"witnesses": [
+        {"name": "w1", "run": {}}, {"name": "w1", "url": "https://w.example"}]}),
+         "witness names must be unique"),
+    Case("witness-interval", cortex("c-wit7", audit={"witnesses": [
+        {"name": "w1", "run": {"intervalSeconds": 1}}]}), "should be greater than or equal"),
+]
+
 CREATE_CASES = (CORTEX_CASES + CHAIN_CASES + RULE_CASES + IDENTITY_CASES + SETTINGS_CASES
-                + TRUST_CASES)
+                + TRUST_CASES + WITNESS_CASES)
 
 _STORE = {"endpoint": "http://minio.b:9000", "bucket": "bkp",
           "credentialsSecretRef": {"name": "s3"}}

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import yaml
 
-from attested_cortex.builders import hookfiles, keyrings, names
+from attested_cortex.builders import hookfiles, keyrings, names, witnesses
 from attested_cortex.builders import settings as sections
 from attested_cortex.builders.inputs import Cortex, Identity, Rule
 from attested_cortex.builders.services import SERVER_PORT
@@ -61,7 +61,8 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         "listen": [f"0.0.0.0:{SERVER_PORT}"], "hooks_file": f"{CONFIG_DIR}/{HOOKS_FILE}",
         "keys_dir": KEYS_DIR, "graph_backend": spec.graph.backend,
         "log_level": spec.server.log_level.upper(),
-        "agents": agent_mapping(satellites.identities),
+        "agents": sorted([*agent_mapping(satellites.identities), *witnesses.agent_mapping(cortex)],
+                         key=lambda m: m["service_account"]),
         **sections.auth_settings(cortex),
         **sections.permissions_settings(cortex, satellites.rules),
         **sections.trust_settings(cortex),

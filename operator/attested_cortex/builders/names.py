@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 from attested_cortex.builders.inputs import Meta
 from attested_cortex.crd import GROUP, VERSION
 
-Component = Literal["database", "migration", "server", "backup"]
+Component = Literal["database", "migration", "server", "backup", "witness"]
 Object = dict[str, Any]
 
 APP: Final = "attested-cortex"

@@ -54,7 +54,7 @@ REASONS: Final[Mapping[str, Meaning]] = {
         "ClusterHealthy", "Compiled", "CortexFound", "CortexReady", "DatabaseRunning",
         "ExternalDatabase", "HooksInForce", "KeyInSecret", "KeyReady", "Loaded", "Migrated",
         "Paused", "RuleInForce", "Running", "ScaledToZero", "ServerAvailable", "Valid",
-        "Verified"], _READY),
+        "Verified", "Witnessed"], _READY),
     # -- progress ------------------------------------------------------------------------
     **dict.fromkeys([
         "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
@@ -64,7 +64,9 @@ REASONS: Final[Mapping[str, Meaning]] = {
         # a logical restore's import Job runs (then Verifying)
         "Importing",
         # a satellite applied (a folder, a GitOps sync) before its cortex
-        "CortexNotFound"], _PROGRESS),
+        "CortexNotFound",
+        # an operator-run witness starting, or its cortex rolling (ADR 0102)
+        "WitnessPending"], _PROGRESS),
     # -- waiting, with a Warning ---------------------------------------------------------
     **dict.fromkeys([
         # a Secret Git applies beside the cortex (a sealed or external secret) comes later
@@ -83,7 +85,8 @@ REASONS: Final[Mapping[str, Meaning]] = {
         "KeyMismatch", "MasterKeyRefused", "MigrationFailed", "NameCollision",
         "PrimaryNotReady", "ReconcileError", "ResizeRefused", "RestoreNotVerified",
         "RolloutStuck", "ServerPodsFailing", "ShrinkRefused", "StorageClassImmutable",
-        "TargetVersionUnsupported", "UnreadableKey", "UnreadableSize"], _FAULT),
+        "TargetVersionUnsupported", "UnreadableKey", "UnreadableSize",
+        "WitnessRefused", "WitnessUnsupported"], _FAULT),
 }
 
 #: Reasons kstatus must read as InProgress (Reconciling=True) rather than Failed.

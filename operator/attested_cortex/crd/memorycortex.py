@@ -38,6 +38,7 @@ from attested_cortex.crd.settings import (
     SpokeMemorySpec,
 )
 from attested_cortex.crd.tls import ServerTlsSpec
+from attested_cortex.crd.witnesses import AuditStatus
 from attested_cortex.policy.scopes import BASES
 from attested_cortex.policy.tiers import CALLER_TIERS, MARK_PATTERN
 
@@ -445,6 +446,9 @@ class MemoryCortexStatus(CommonStatus):
     backup: BackupStatus | None = Field(
         default=None, description="Where the cortex's backups stand (spec.database."
         "cloudNativePG.backup).")
+    audit: AuditStatus | None = Field(
+        default=None, description="Where the operator-run witnesses of the audit "
+        "checkpoints stand (spec.audit.witnesses[].run; condition AuditWitnessed).")
     restore: RestoreStatus | None = Field(
         default=None, description="What the verification of this restored cortex checked "
         "(condition DataVerified).")

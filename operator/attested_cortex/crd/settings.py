@@ -13,6 +13,7 @@ from typing import Final, Literal
 from pydantic import ConfigDict, Field, JsonValue
 
 from attested_cortex.crd.common import CrdModel, section
+from attested_cortex.crd.witnesses import AuditWitness
 
 EmbeddingMode = Literal["MiniLM", "Static", "Default", "Onnx", "None", "Client", "Endpoint"]
 SignerMode = Literal["Operator", "Off"]
@@ -261,25 +262,19 @@ class AuditSignerSpec(CrdModel):
     )
 
 
-class AuditWitness(CrdModel):
-    """A c2sp.org/tlog-witness the server offers each new checkpoint to."""
-
-    name: str = Field(
-        min_length=1, max_length=255, pattern=r"^[^\s+]+$",
-        description="The witness's name (its key name; no space, no '+').")
-    url: str = Field(
-        min_length=8, max_length=2048, pattern=r"^https?://",
-        description="Base URL of the witness (POST <url>/add-checkpoint).")
-
-
 class AuditSpec(CrdModel):
     """The signed audit chain."""
 
     witnesses: list[AuditWitness] = Field(
         default_factory=list, max_length=32,
-        description="C2SP witnesses the server offers each signed checkpoint of the audit "
-        "tree to (issue 40, ADR 0101); their cosignatures are served with the checkpoint and "
-        "a refusal counts in cortex_audit_witness_refusals_total. Needs signer.mode Operator.")
+        description="Witnesses of the audit tree's signed checkpoints (issue 40): with url, "
+        "a C2SP witness the server offers each checkpoint to (ADR 0101: its cosignatures are "
+        "served with the checkpoint, a refusal counts in "
+        "cortex_audit_witness_refusals_total); with run, one the operator runs (ADR 0102: "
+        "status.audit.witnesses, condition AuditWitnessed). Needs signer.mode Operator.",
+        json_schema_extra={"x-kubernetes-validations": [{
+            "rule": "self.all(w, self.exists_one(x, x.name == w.name))",
+            "message": "witness names must be unique"}]})
 
     signer: AuditSignerSpec = section(AuditSignerSpec, "The key the server signs its own "
                                       "records with.")

@@ -21,6 +21,7 @@ from attested_cortex.builders.configmaps import Satellites
 from attested_cortex.builders.inputs import Cortex
 from attested_cortex.builders.rules import summary_line
 from attested_cortex.builders.verification import Verdict
+from attested_cortex.builders.witnessstates import CONDITION as AUDIT_WITNESSED
 from attested_cortex.controller.memorycortex.backup import BackupOutcome
 from attested_cortex.controller.memorycortex.database import DatabaseOutcome
 from attested_cortex.controller.memorycortex.logicalbackup import (
@@ -28,6 +29,7 @@ from attested_cortex.controller.memorycortex.logicalbackup import (
 )
 from attested_cortex.controller.memorycortex.logicalbackup import LogicalBackupOutcome
 from attested_cortex.controller.memorycortex.schema import SchemaOutcome
+from attested_cortex.controller.memorycortex.witnesses import WitnessOutcome
 from attested_cortex.controller.runtime import Runtime
 from attested_cortex.controller.statuses import write_status
 
@@ -87,7 +89,8 @@ async def report(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
                  satellites: Satellites, *, db: DatabaseOutcome, schema: SchemaOutcome,
                  server: Observation, backup: BackupOutcome | None = None,
                  verdict: Verdict | None = None,
-                 logical_backup: LogicalBackupOutcome | None = None) -> None:
+                 logical_backup: LogicalBackupOutcome | None = None,
+                 witnessed: WitnessOutcome | None = None) -> None:
     """Write the conditions and fields (only if they changed)."""
     verified = [verdict.condition] if verdict is not None else []
     parts = [db.condition, schema.condition, *verified, server]
@@ -99,10 +102,16 @@ async def report(rt: Runtime, cortex: Cortex, status: Mapping[str, Any],
         observed.append(backup.condition)
     if logical_backup is not None and logical_backup.condition is not None:
         observed.append(logical_backup.condition)  # nor a failing backup
+    if witnessed is not None and witnessed.condition is not None:
+        observed.append(witnessed.condition)  # nor a refusing witness (ADR 0102)
     if any(c.get("type") == "Paused" for c in status.get("conditions") or []):
         observed.append(Observation.of("Paused", False, "Reconciling", "spec.paused is false"))
     extra = {"logicalBackup": logical_backup.status} if logical_backup is not None else {}
     dropped, gone = unasked(cortex)
+    if witnessed is not None and witnessed.condition is None:
+        dropped.append(AUDIT_WITNESSED)
+    if witnessed is not None:
+        extra["audit"] = witnessed.status  # None removes it
     await write_status(rt.writer, kind=KIND, meta=cortex.meta, current=status,
                        observed=observed, dropped=dropped,
                        fields={**fields(cortex, satellites, db, schema, backup, verdict),

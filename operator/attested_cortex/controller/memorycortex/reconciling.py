@@ -1,6 +1,6 @@
 """The MemoryCortex pass: parse, pause, gather, database (with the server's configuration
 and its TLS certificate), backup, schema, import of a logical restore, verification of a
-restore, server, logical backup, status.
+restore, server, logical backup, the operator-run witnesses, status.
 
 Also the clean-up of what owner references cannot remove: the cluster-scoped TokenReview
 binding of a deleted cortex (deleted right away when the operator sees the cortex go, and
@@ -29,6 +29,7 @@ from attested_cortex.controller.memorycortex import (
     server,
     tls,
     verification,
+    witnesses,
 )
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
@@ -109,9 +110,11 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     served = await server.ensure(rt, cortex, satellites, schema_ready=schema_ready and (
         verdict is None or verdict.verified), blocked=certificate.problem)
     backed_up = await logicalbackup.ensure(rt, cortex, status)
+    witnessed = await witnesses.ensure(rt, cortex, status)
     await readiness.report(rt, cortex, status, satellites, db=db, schema=migrated,
                            server=served.condition, backup=backed, verdict=verdict,
-                           logical_backup=backed_up)
+                           logical_backup=backed_up, witnessed=witnessed)
     delays = [d for d in (db.retry_in, backed.retry_in, migrated.retry_in, verify_in,
-                          served.retry_in, certificate.retry_in) if d is not None]
+                          served.retry_in, certificate.retry_in,
+                          witnessed.retry_in) if d is not None]
     return min(delays, default=None)
