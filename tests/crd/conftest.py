@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hack.support.kube import Kube
+from hack.support.waiting import wait_until
 
 from attested_cortex.crd import KINDS
 
@@ -21,8 +22,17 @@ CRD_DIR = Path(__file__).resolve().parents[2] / "crds"
 def install_crds(kube: Kube) -> None:
     """Apply the checked-in CRDs and wait until the API server serves them."""
     kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
-    names = [f"crd/{kind.crd_name}" for kind in KINDS]
-    kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    names = [kind.crd_name for kind in KINDS]
+    # Not `kubectl wait`: it fails at once ("accessor error") on a CRD whose status has no
+    # conditions yet, which a just-applied CRD can show for a moment.
+    established = ('{range .items[*]}{.status.conditions[?(@.type=="Established")].status}'
+                   ' {end}')
+
+    def all_established() -> bool:
+        out = kube.kubectl("get", "crd", *names, "-o", f"jsonpath={established}").stdout
+        return out.split() == ["True"] * len(names)
+
+    wait_until(all_established, seconds=60, what="the CRDs established")
 
 
 @pytest.fixture(scope="module")

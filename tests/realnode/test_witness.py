@@ -21,13 +21,13 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_public_key
+from hack.support.kube import POLL_INTERVAL_S
+from hack.support.waiting import wait_until
 from psycopg import sql
 
 from attested_cortex.attest import notes
 from tests.realnode import manifests
-from tests.support.kube import POLL_INTERVAL_S
 from tests.support.realnode import RealCluster, repository_root
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
 CORTEX = "wit"

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hack.support.waiting import await_until
 
 from tests.server.test_audit_checkpoints import audited
 from tests.server.test_audit_witness import cut_back, grow
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.waiting import await_until
 
 
 class Witness:
