@@ -140,6 +140,12 @@ NOT_CARRIED: Final[dict[str, str]] = {
     "audit_checkpoints": "the source's signed checkpoints stay with the source and its "
                          "witnesses; the target signs its own over the carried chain",
     "audit_cosignatures": "witnesses' cosignatures of the source's checkpoints",
+    "outbox_events": "events already delivered (or due) to this server's subscribers; the "
+                     "target's subscribers follow its own writes (ADR 0106)",
+    "subscriptions": "delivery targets and their secrets belong to the target's "
+                     "configuration (ADR 0106)",
+    "subscription_states": "this server's delivery progress (ADR 0106)",
+    "subscription_dead_letters": "this server's failed deliveries (ADR 0106)",
 }
 
 #: Columns of carried tables a bundle leaves out, and why: the target derives them.

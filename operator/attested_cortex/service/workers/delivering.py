@@ -1,0 +1,376 @@
+"""The webhook deliverer: the outbox's first consumer (issue 41, ADR 0106/0107).
+
+Built at start-up (:func:`attested_cortex.server.assembling.open_services`) and kept in
+``Services.deliverer``. One lane per enabled subscription, each a task reading the outbox past
+the subscription's cursor in batches: a batch's events for the subscription (its event names
+and namespace patterns; an event without a namespace, a link's, goes to every subscription of
+its name) are grouped by key, each key's events delivered in order by one chain, the chains
+of different keys at once (at most ``max_in_flight`` attempts in flight, the lane's HTTP
+client holds no more connections). A failed attempt is retried after the schedule's delays
+(1 s, 5 s, 25 s, then times the factor up to the cap); one that exhausts its attempts goes to
+the dead-letter queue and the key's chain moves on. When every chain of the batch is done the
+cursor moves past the batch in one transaction with the batch's dead letters: a crash before
+that re-delivers the batch (at least once; every delivery of an event carries the same
+``webhook-id``, ``evt_<seq>``). The cursor moves by compare-and-set, so a replay that moved it
+back meanwhile wins.
+
+Lanes wake on the outbox's NOTIFY (sent at COMMIT) and poll as a fallback. Nothing commits
+during start-up: the supervisor's first pass waits ``first_delay_s``. The outbox keeps events
+``retention_s``; a lane whose cursor falls behind what was dropped says so (status, metric).
+Replicas each run lanes; two may deliver the same event (same id): receivers deduplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from attested_cortex import tasks
+from attested_cortex.errors import CortexError, NotFoundError
+from attested_cortex.policy.patterns import matches, parse_pattern
+from attested_cortex.policy.targets import Network
+from attested_cortex.service.workers.webhooks import Limits, Sender
+from attested_cortex.store import outbox
+from attested_cortex.store import subscriptions as subs
+from attested_cortex.store.database import Database
+from attested_cortex.store.notifications import listening
+from attested_cortex.store.outbox import Stored
+from attested_cortex.store.subscriptions import Subscription
+
+log = logging.getLogger(__name__)
+CHANNEL = "cortex_outbox"
+
+
+@dataclass(frozen=True)
+class DeliverySettings:
+    """How the deliverer retries, bounds and keeps (``subscriptions`` in the settings)."""
+
+    retry_schedule_s: tuple[float, ...] = (1.0, 5.0, 25.0)
+    retry_factor: float = 5.0
+    retry_cap_s: float = 600.0
+    max_attempts: int = 10
+    batch: int = 256
+    retention_s: float = 7 * 86400.0
+    allow_private: bool = False
+    refused: tuple[Network, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    poll_s: float = 1.0
+    sync_s: float = 1.0
+    first_delay_s: float = 0.5
+    sweep_s: float = 300.0
+
+
+def delays(s: DeliverySettings) -> list[float]:
+    """The wait after each failed attempt but the last: the schedule, then each the one
+    before times the factor, all at most the cap."""
+    out: list[float] = []
+    for i in range(s.max_attempts - 1):
+        wait = s.retry_schedule_s[i] if i < len(s.retry_schedule_s) else out[-1] * s.retry_factor
+        out.append(min(wait, s.retry_cap_s))
+    return out
+
+
+def wanted(sub: Subscription, event: Stored) -> bool:
+    """Whether ``event`` is for ``sub`` (its names, its namespace patterns)."""
+    if event.event not in sub.events and "*" not in sub.events:
+        return False
+    return event.namespace is None or any(
+        matches(parse_pattern(p), event.namespace) for p in sub.namespaces)
+
+
+def body(event: Stored) -> str:
+    """The delivered JSON (the Standard Webhooks envelope: type, timestamp, data), the same
+    bytes at every attempt."""
+    return orjson.dumps({
+        "type": event.event, "timestamp": event.created_at.isoformat(),
+        "sequence": event.seq, "key": event.key, "data": event.payload}).decode()
+
+
+def message_id(seq: int) -> str:
+    """The stable delivery id of an event (``webhook-id``)."""
+    return f"evt_{seq}"
+
+
+@dataclass
+class _Tally:
+    delivered: int = 0
+    failed: int = 0
+    dead: list[tuple[Stored, int, str]] = field(default_factory=list)
+    success_at: datetime | None = None
+    failure_at: datetime | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Lane:
+    sub: Subscription
+    sender: Sender
+    slots: asyncio.Semaphore
+    task: asyncio.Task[None] | None = None
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.deliveries = Counter(
+            "cortex_subscription_deliveries_total", "Webhook delivery attempts by outcome",
+            ["subscription", "outcome"], registry=registry)
+        self.lag = Gauge("cortex_subscription_lag_events",
+                         "Outbox sequence numbers past a subscription's cursor",
+                         ["subscription"], registry=registry)
+        self.dead = Gauge("cortex_subscription_dead_letters",
+                          "Events in a subscription's dead-letter queue", ["subscription"],
+                          registry=registry)
+        self.behind = Gauge("cortex_subscription_behind_retention",
+                            "1 when the outbox dropped events a subscription had not had",
+                            ["subscription"], registry=registry)
+
+
+class Deliverer:
+    """Every lane of one server, their supervisor and the outbox's retention sweep."""
+
+    def __init__(self, db: Database, settings: DeliverySettings | None = None, *,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.db, self.settings = db, settings or DeliverySettings()
+        self._delays = delays(self.settings)
+        self._lanes: dict[uuid.UUID, _Lane] = {}
+        self._wake = asyncio.Event()
+        self._resync = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._metrics = _Metrics(registry)
+        self.dropped_before = 0  # the outbox's oldest sequence minus one
+        self.head = 0
+
+    # -- life cycle --------------------------------------------------------------------
+    def start(self, dsn: str) -> None:
+        if not self._tasks:
+            self._tasks = [asyncio.create_task(self._supervise(), name="webhook-supervisor"),
+                           asyncio.create_task(self._listen(dsn), name="webhook-listener")]
+
+    @property
+    def running(self) -> bool:
+        return any(not t.done() for t in self._tasks)
+
+    async def aclose(self) -> None:
+        await tasks.stop([*self._tasks, *(lane.task for lane in self._lanes.values())])
+        for lane in self._lanes.values():
+            await lane.sender.close()
+        self._lanes.clear()
+        self._tasks = []
+
+    def changed(self) -> None:
+        """A subscription was created, changed or deleted here: resync now."""
+        self._resync.set()
+        self.kick()
+
+    def kick(self) -> None:
+        """Wake every lane (new events, a rewound cursor)."""
+        woken, self._wake = self._wake, asyncio.Event()
+        woken.set()
+
+    # -- supervision -------------------------------------------------------------------
+    async def _listen(self, dsn: str) -> None:
+        while True:
+            try:
+                async with listening(dsn, CHANNEL) as notes:
+                    async for _ in notes:
+                        self.kick()
+            except (CortexError, OSError) as exc:
+                log.warning("outbox listener lost (%s); lanes poll until it is back",
+                            type(exc).__name__)
+            await asyncio.sleep(self.settings.poll_s)
+
+    async def _supervise(self) -> None:
+        await asyncio.sleep(self.settings.first_delay_s)
+        swept_at = 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                await self.sync()
+                if loop.time() - swept_at >= self.settings.sweep_s:
+                    await self.sweep()
+                    swept_at = loop.time()
+            except (CortexError, OSError) as exc:
+                log.warning("subscription sync failed: %s", type(exc).__name__)
+            self._resync.clear()
+            try:
+                async with asyncio.timeout(self.settings.sync_s):
+                    await self._resync.wait()
+            except TimeoutError:
+                pass
+
+    async def sync(self) -> None:
+        """Start a lane per enabled subscription, restart those whose target changed, stop
+        the rest."""
+        async with self.db.connection() as conn:
+            found = {s.id: s for s in await subs.listed(conn) if s.enabled}
+            self.dropped_before, self.head = await outbox.bounds(conn)
+        for sub_id in [i for i in self._lanes if i not in found]:
+            await self._stop_lane(sub_id)
+        for sub in found.values():
+            lane = self._lanes.get(sub.id)
+            if lane is not None and lane.sub.updated_at == sub.updated_at:
+                continue
+            if lane is not None:
+                await self._stop_lane(sub.id)
+            self._start_lane(sub)
+
+    def _start_lane(self, sub: Subscription) -> None:
+        s = self.settings
+        sender = Sender(max_in_flight=sub.max_in_flight,
+                        allow_private=sub.allow_private_targets or s.allow_private,
+                        refused=s.refused, limits=s.limits)
+        lane = _Lane(sub, sender, asyncio.Semaphore(sub.max_in_flight))
+        lane.task = asyncio.create_task(self._run(lane), name=f"webhook-{sub.name}")
+        self._lanes[sub.id] = lane
+
+    async def _stop_lane(self, sub_id: uuid.UUID) -> None:
+        lane = self._lanes.pop(sub_id)
+        await tasks.stop([lane.task])
+        await lane.sender.close()
+        for gauge in (self._metrics.lag, self._metrics.dead, self._metrics.behind):
+            with contextlib.suppress(KeyError):
+                gauge.remove(lane.sub.name)
+
+    async def sweep(self) -> int:
+        """Drop the events older than the retention bound; how many."""
+        before = datetime.now(UTC) - timedelta(seconds=self.settings.retention_s)
+        async with self.db.transaction() as conn:
+            dropped = await outbox.drop_before(conn, before)
+        if dropped:
+            log.info("outbox events dropped by retention", extra={"events": dropped})
+        return dropped
+
+    # -- a lane ------------------------------------------------------------------------
+    async def _run(self, lane: _Lane) -> None:
+        while True:
+            wake = self._wake
+            try:
+                moved = await self._batch(lane)
+            except (CortexError, OSError) as exc:
+                log.warning("delivery batch of %s failed: %s", lane.sub.name,
+                            type(exc).__name__)
+                moved = False
+            if moved:
+                continue
+            try:
+                async with asyncio.timeout(self.settings.poll_s):
+                    await wake.wait()
+            except TimeoutError:
+                pass
+
+    async def _batch(self, lane: _Lane) -> bool:
+        """Deliver the next batch; False when there was none."""
+        async with self.db.connection() as conn:
+            state = await subs.get(conn, lane.sub.id)
+            if state is None:
+                return False
+            events = await outbox.after(conn, state.cursor, self.settings.batch)
+            self.dropped_before, self.head = await outbox.bounds(conn)
+        self._gauge(state)
+        if not events:
+            return False
+        tally = _Tally()
+        chains: dict[str, list[Stored]] = {}
+        for event in events:
+            if wanted(lane.sub, event):
+                chains.setdefault(event.key, []).append(event)
+        await asyncio.gather(*(self._chain(lane, chain, tally) for chain in chains.values()))
+        async with self.db.transaction() as conn:
+            for event, attempts, why in tally.dead:
+                await subs.bury(conn, lane.sub.id, seq=event.seq, event=event.event,
+                                key=event.key, payload=event.payload, attempts=attempts,
+                                error=why)
+            await subs.advance(conn, lane.sub.id, read=state.cursor, cursor=events[-1].seq,
+                               delivered=tally.delivered, failed=tally.failed,
+                               success_at=tally.success_at, failure_at=tally.failure_at,
+                               error=tally.error)
+        if tally.dead:
+            log.warning("events dead-lettered", extra={"subscription": lane.sub.name,
+                                                        "events": len(tally.dead)})
+        return True
+
+    def _gauge(self, state: Subscription) -> None:
+        name = state.name
+        self._metrics.lag.labels(name).set(max(0, self.head - state.cursor))
+        self._metrics.dead.labels(name).set(state.dead_letters)
+        self._metrics.behind.labels(name).set(int(state.cursor < self.dropped_before))
+
+    async def _chain(self, lane: _Lane, chain: Sequence[Stored], tally: _Tally) -> None:
+        for event in chain:
+            await self._event(lane, event, tally)
+
+    async def _event(self, lane: _Lane, event: Stored, tally: _Tally) -> None:
+        text, name = body(event), lane.sub.name
+        for attempt, wait in enumerate([*self._delays, None], start=1):
+            async with lane.slots:
+                why = await lane.sender.send(lane.sub.url, secret=lane.sub.secret,
+                                             msg_id=message_id(event.seq), body=text)
+            if why is None:
+                tally.delivered += 1
+                tally.success_at = datetime.now(UTC)
+                self._metrics.deliveries.labels(name, "delivered").inc()
+                return
+            tally.failed += 1
+            tally.failure_at, tally.error = datetime.now(UTC), why
+            self._metrics.deliveries.labels(name, "failed").inc()
+            if wait is None:
+                tally.dead.append((event, attempt, why))
+                self._metrics.deliveries.labels(name, "dead").inc()
+                return
+            await asyncio.sleep(wait)
+
+    # -- the dead-letter queue ---------------------------------------------------------
+    async def replay_dead(self, sub: Subscription, seq: int) -> str | None:
+        """One attempt at a dead letter now: None when delivered (it leaves the queue),
+        else why not (it stays, its attempts counted)."""
+        async with self.db.connection() as conn:
+            dead = await subs.dead_letter(conn, sub.id, seq)
+        if dead is None:
+            raise NotFoundError(f"subscription {sub.name} has no dead letter {seq}",
+                                code="dead_letter_not_found")
+        event = Stored(dead.seq, dead.event, dead.key, None, dead.payload, dead.dead_at)
+        lane = self._lanes.get(sub.id)
+        sender = lane.sender if lane is not None else self._sender(sub)
+        try:
+            why = await sender.send(sub.url, secret=sub.secret, msg_id=message_id(seq),
+                                    body=body(event))
+        finally:
+            if lane is None:
+                await sender.close()
+        async with self.db.transaction() as conn:
+            if why is None:
+                await subs.forget_dead(conn, sub.id, seq)
+            else:
+                await subs.bury(conn, sub.id, seq=seq, event=dead.event, key=dead.key,
+                                payload=dead.payload, attempts=1, error=why)
+        return why
+
+    def _sender(self, sub: Subscription) -> Sender:
+        s = self.settings
+        return Sender(max_in_flight=sub.max_in_flight,
+                      allow_private=sub.allow_private_targets or s.allow_private,
+                      refused=s.refused, limits=s.limits)
+
+    def status(self, sub: Subscription) -> dict[str, Any]:
+        """A subscription's delivery state for the API and capabilities (no secret)."""
+        return {"lag": max(0, self.head - sub.cursor), "cursor": sub.cursor,
+                "head": self.head, "delivered": sub.delivered,
+                "failed_attempts": sub.failed_attempts,
+                "last_success_at": _iso(sub.last_success_at),
+                "last_failure_at": _iso(sub.last_failure_at), "last_error": sub.last_error,
+                "dead_letters": sub.dead_letters,
+                "behind_retention": sub.cursor < self.dropped_before,
+                "running": sub.id in self._lanes}
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
