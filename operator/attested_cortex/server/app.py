@@ -22,6 +22,7 @@ from attested_cortex.server.routes import (
     memories,
     recall,
     spoke,
+    subscriptions,
     system,
     transcripts,
 )
@@ -29,7 +30,7 @@ from attested_cortex.server.state import STATE_KEY, AppState
 from attested_cortex.service.pipeline.context import Services
 
 ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals,
-                                         transcripts, exporting, spoke)
+                                         transcripts, exporting, spoke, subscriptions)
 OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
 
 

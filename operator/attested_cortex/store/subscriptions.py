@@ -136,19 +136,25 @@ async def listed(conn: psycopg.AsyncConnection[Any]) -> list[Subscription]:
 
 
 async def advance(conn: psycopg.AsyncConnection[Any], sub_id: uuid.UUID, *, read: int,
-                  cursor: int, delivered: int, failed: int, success_at: datetime | None,
-                  failure_at: datetime | None, error: str | None) -> None:
+                  cursor: int, delivered: int, success_at: datetime | None) -> None:
     """Record a batch's progress: the new cursor when it is still the ``read`` one (a
-    replay that moved it meanwhile wins), counts and the latest outcomes."""
+    replay that moved it meanwhile wins), the count and the latest success."""
     with translating():
         await conn.execute(
             "UPDATE subscription_states SET cursor = CASE WHEN cursor = %s THEN %s "
-            "ELSE cursor END, "
-            "delivered = delivered + %s, failed_attempts = failed_attempts + %s, "
-            "last_success_at = coalesce(%s, last_success_at), "
-            "last_failure_at = coalesce(%s, last_failure_at), "
-            "last_error = coalesce(%s, last_error) WHERE subscription_id = %s",
-            (read, cursor, delivered, failed, success_at, failure_at, error, sub_id))
+            "ELSE cursor END, delivered = delivered + %s, "
+            "last_success_at = coalesce(%s, last_success_at) WHERE subscription_id = %s",
+            (read, cursor, delivered, success_at, sub_id))
+
+
+async def note_failure(conn: psycopg.AsyncConnection[Any], sub_id: uuid.UUID, *,
+                       at: datetime, error: str) -> None:
+    """Record a failed attempt as it happens (a batch in retries shows it before it ends)."""
+    with translating():
+        await conn.execute(
+            "UPDATE subscription_states SET failed_attempts = failed_attempts + 1, "
+            "last_failure_at = %s, last_error = %s WHERE subscription_id = %s",
+            (at, error, sub_id))
 
 
 async def rewind(conn: psycopg.AsyncConnection[Any], sub_id: uuid.UUID, cursor: int) -> bool:

@@ -103,11 +103,8 @@ def message_id(seq: int) -> str:
 @dataclass
 class _Tally:
     delivered: int = 0
-    failed: int = 0
     dead: list[tuple[Stored, int, str]] = field(default_factory=list)
     success_at: datetime | None = None
-    failure_at: datetime | None = None
-    error: str | None = None
 
 
 @dataclass
@@ -290,9 +287,7 @@ class Deliverer:
                                 key=event.key, payload=event.payload, attempts=attempts,
                                 error=why)
             await subs.advance(conn, lane.sub.id, read=state.cursor, cursor=events[-1].seq,
-                               delivered=tally.delivered, failed=tally.failed,
-                               success_at=tally.success_at, failure_at=tally.failure_at,
-                               error=tally.error)
+                               delivered=tally.delivered, success_at=tally.success_at)
         if tally.dead:
             log.warning("events dead-lettered", extra={"subscription": lane.sub.name,
                                                         "events": len(tally.dead)})
@@ -319,14 +314,20 @@ class Deliverer:
                 tally.success_at = datetime.now(UTC)
                 self._metrics.deliveries.labels(name, "delivered").inc()
                 return
-            tally.failed += 1
-            tally.failure_at, tally.error = datetime.now(UTC), why
             self._metrics.deliveries.labels(name, "failed").inc()
+            await self._note_failure(lane, why)
             if wait is None:
                 tally.dead.append((event, attempt, why))
                 self._metrics.deliveries.labels(name, "dead").inc()
                 return
             await asyncio.sleep(wait)
+
+    async def _note_failure(self, lane: _Lane, why: str) -> None:
+        try:
+            async with self.db.transaction() as conn:
+                await subs.note_failure(conn, lane.sub.id, at=datetime.now(UTC), error=why)
+        except CortexError as exc:  # the state is a report; the retries go on
+            log.warning("could not record a failed delivery: %s", type(exc).__name__)
 
     # -- the dead-letter queue ---------------------------------------------------------
     async def replay_dead(self, sub: Subscription, seq: int) -> str | None:
