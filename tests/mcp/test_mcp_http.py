@@ -39,6 +39,9 @@ EXPECTED_TOOLS = {
     "kg_query", "kg_paths", "kg_timeline", "audit_verify", "capabilities", "approvals_list",
     "approval_decide", "transcript_store", "memory_replay", "memory_store_batch",
     "spoke_memory", "audit_checkpoint", "audit_proof", "audit_consistency",
+    "subscription_create", "subscription_list", "subscription_get", "subscription_update",
+    "subscription_delete", "subscription_replay", "dead_letters_list", "dead_letter_get",
+    "dead_letters_replay", "dead_letters_purge",
 }
 
 

@@ -415,6 +415,13 @@ async def test_a_token_without_write_scopes_mutates_nothing(
         ("transcript_store", {"namespace": "proj", "content": "r"}),
         ("spoke_memory", {"op": "memory.records.delete", "request": {
             "space_id": "proj", "record_id": m, "expected_revision": 1}}),
+        ("subscription_create", {"name": "leak", "url": "http://127.0.0.1:9/h",
+                                 "events": ["*"], "allow_private_targets": True}),
+        ("subscription_update", {"name": "x", "enabled": False}),
+        ("subscription_delete", {"name": "x"}),
+        ("subscription_replay", {"name": "x", "from_sequence": 1}),
+        ("dead_letters_replay", {"name": "x"}),
+        ("dead_letters_purge", {"name": "x"}),
         ("approval_decide", {"id": w.approval, "decision": "approve",
                              "timestamp": stamp["X-Cortex-Timestamp"],
                              "signature": stamp["X-Cortex-Signature"]}),

@@ -108,3 +108,44 @@ def dead_letter_view(dead: DeadLetter, *, payload: bool) -> dict[str, Any]:
     if payload:
         view["payload"] = dead.payload
     return view
+
+
+class SubscriptionRef(BaseModel):
+    """A subscription by name (the MCP tools' argument; the routes' path)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=NAME_PATTERN, max_length=253)
+
+
+class UpdateSubscriptionByName(UpdateSubscription):
+    """``subscription_update``: the name and the fields that change."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=253)
+
+    def changes(self) -> UpdateSubscription:
+        return UpdateSubscription.model_validate(
+            self.model_dump(exclude_unset=True, exclude={"name"}))
+
+
+class ReplayFromByName(ReplayFrom):
+    """``subscription_replay``."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=253)
+
+
+class DeadLettersByName(ListDeadLetters):
+    """``dead_letters_list``."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=253)
+
+
+class DeadLetterRef(SubscriptionRef):
+    """``dead_letter_get``."""
+
+    sequence: int = Field(ge=1, le=2**62)
+
+
+class ReplayDeadByName(ReplayDead):
+    """``dead_letters_replay``: one (``sequence``) or all."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=253)
