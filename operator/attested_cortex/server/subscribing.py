@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from attested_cortex.policy.targets import networks
 from attested_cortex.server.settings import ServerSettings
-from attested_cortex.service.workers.delivering import Deliverer, DeliverySettings
+from attested_cortex.service.workers.delivering import Declared, Deliverer, DeliverySettings
 from attested_cortex.service.workers.webhooks import Limits
 from attested_cortex.store.database import Database
 
@@ -23,7 +23,11 @@ def delivery_settings(settings: ServerSettings) -> DeliverySettings:
         refused=networks(s.refused_cidrs),
         limits=Limits(connect_timeout_s=s.connect_timeout_ms / 1000,
                       total_timeout_s=s.total_timeout_ms / 1000,
-                      max_response_bytes=s.max_response_bytes))
+                      max_response_bytes=s.max_response_bytes),
+        declared=tuple(Declared(
+            d.name, d.url, tuple(d.events), tuple(d.namespaces), d.secret_file,
+            max_in_flight=d.max_in_flight, enabled=d.enabled,
+            allow_private_targets=d.allow_private_targets) for d in s.declared))
 
 
 def deliverer_from(settings: ServerSettings, db: Database,

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -67,6 +68,32 @@ class DeliverySettings:
     sync_s: float = 1.0
     first_delay_s: float = 0.5
     sweep_s: float = 300.0
+    #: Subscriptions declared in the configuration (the operator's CortexSubscriptions,
+    #: ADR 0108), kept in the table as ``managed_by = 'config'``.
+    declared: tuple[Declared, ...] = ()
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A subscription the configuration declares; its secret is read from a file (a
+    mounted Secret) at each sync, so a rotated Secret takes effect without a restart."""
+
+    name: str
+    url: str
+    events: tuple[str, ...]
+    namespaces: tuple[str, ...]
+    secret_file: Path
+    max_in_flight: int = 4
+    enabled: bool = True
+    allow_private_targets: bool = False
+
+    def fields(self) -> dict[str, Any]:
+        """The row's fields (the secret read now)."""
+        return {"name": self.name, "url": self.url, "events": list(self.events),
+                "namespaces": list(self.namespaces),
+                "secret": self.secret_file.read_text(encoding="utf-8").strip(),
+                "max_in_flight": self.max_in_flight, "enabled": self.enabled,
+                "allow_private_targets": self.allow_private_targets, "managed_by": "config"}
 
 
 def delays(s: DeliverySettings) -> list[float]:
@@ -207,6 +234,8 @@ class Deliverer:
     async def sync(self) -> None:
         """Start a lane per enabled subscription, restart those whose target changed, stop
         the rest."""
+        if self.settings.declared:
+            await self.sync_declared()
         async with self.db.connection() as conn:
             found = {s.id: s for s in await subs.listed(conn) if s.enabled}
             self.dropped_before, self.head = await outbox.bounds(conn)
@@ -219,6 +248,39 @@ class Deliverer:
             if lane is not None:
                 await self._stop_lane(sub.id)
             self._start_lane(sub)
+
+    async def sync_declared(self) -> int:
+        """Create, change or delete the ``config`` subscriptions to match the declared ones;
+        how many rows changed (none when they match: an idle server writes nothing). A
+        declared name taken by an API subscription is left alone, and logged."""
+        wanted: dict[str, dict[str, Any]] = {}
+        for one in self.settings.declared:
+            try:
+                wanted[one.name] = one.fields()
+            except OSError as exc:
+                log.error("declared subscription %s: its secret file is unreadable (%s)",
+                          one.name, type(exc).__name__)
+        changed = 0
+        async with self.db.transaction() as conn:
+            current = {s.name: s for s in await subs.listed(conn)}
+            for name, fields in wanted.items():
+                row = current.get(name)
+                if row is None:
+                    await subs.create(conn, fields)
+                elif row.managed_by != "config":
+                    log.error("declared subscription %s: the name is taken by one made "
+                              "through the API; not managed", name)
+                    continue
+                elif _differs(row, fields):
+                    await subs.update(conn, row.id, fields)
+                else:
+                    continue
+                changed += 1
+            for name, row in current.items():
+                if row.managed_by == "config" and name not in wanted:
+                    await subs.delete(conn, row.id)
+                    changed += 1
+        return changed
 
     def _start_lane(self, sub: Subscription) -> None:
         s = self.settings
@@ -371,6 +433,11 @@ class Deliverer:
                 "dead_letters": sub.dead_letters,
                 "behind_retention": sub.cursor < self.dropped_before,
                 "running": sub.id in self._lanes}
+
+
+def _differs(row: Subscription, fields: dict[str, Any]) -> bool:
+    return any(getattr(row, k) != (tuple(v) if isinstance(v, list) else v)
+               for k, v in fields.items())
 
 
 def _iso(moment: datetime | None) -> str | None:
