@@ -21,7 +21,7 @@ import yaml
 
 from attested_cortex.builders import certificates, hookfiles, keyrings, names, rules
 from attested_cortex.builders import settings as sections
-from attested_cortex.builders.inputs import Cortex, Identity, Rule
+from attested_cortex.builders.inputs import Cortex, Identity, Rule, Subscription
 from attested_cortex.builders.services import SERVER_PORT
 from attested_cortex.crd.hookchain import Hook
 from attested_cortex.crd.memorycortex import EncryptionSpec, TranscriptsSpec
@@ -34,6 +34,8 @@ HOOKS_FILE: Final = "hooks.yaml"
 KEYS_DIR: Final = "/var/run/cortex/keys"
 TOKENS_DIR: Final = "/etc/cortex-tokens"
 APPROVAL_DIR: Final = "/var/run/cortex/approval"
+#: Where each CortexSubscription's signing secret is mounted, as a file named after it.
+SUBSCRIPTIONS_DIR: Final = "/var/run/cortex/subscriptions"
 MODES: Final = {"Advisory": "advisory", "Enforce": "enforce", "Off": "off"}
 WRITE_DEFAULTS: Final = {"Allow": "allow", "Deny": "deny", "AskUser": "ask_user"}
 
@@ -45,6 +47,8 @@ class Satellites:
     identities: Sequence[Identity] = ()
     hooks: Sequence[Hook] = ()
     rules: Sequence[Rule] = ()
+    #: The cortex's CortexSubscriptions (issue 41, ADR 0108), by name.
+    subscriptions: Sequence[Subscription] = ()
 
 
 def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
@@ -114,6 +118,9 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         if spec.audit.witnesses:
             settings["audit"]["witnesses"] = [{"name": w.name, "url": w.url}
                                               for w in spec.audit.witnesses]
+    if satellites.subscriptions:
+        settings["subscriptions"] = {"declared": [
+            declared_subscription(s) for s in satellites.subscriptions]}
     spoke = sections.spoke_memory_settings(cortex)
     if spoke is not None:
         settings["spoke_memory"] = spoke
@@ -121,6 +128,16 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
     if tls is not None:
         settings["tls"] = tls
     return settings
+
+
+def declared_subscription(subscription: Subscription) -> Object:
+    """A CortexSubscription as the server's ``subscriptions.declared`` entry; its secret is
+    the file :func:`~.deployments` mounts under :data:`SUBSCRIPTIONS_DIR`."""
+    spec = subscription.spec
+    return {"name": subscription.meta.name, "url": spec.url, "events": list(spec.events),
+            "namespaces": list(spec.namespaces), "max_in_flight": spec.max_in_flight,
+            "enabled": spec.enabled, "allow_private_targets": spec.allow_private_targets,
+            "secret_file": f"{SUBSCRIPTIONS_DIR}/{subscription.meta.name}"}
 
 
 def _dump(document: Mapping[str, Any]) -> str:

@@ -22,6 +22,10 @@ from attested_cortex.crd import (
     MemoryCortexSpec,
     PermissionRuleSpec,
 )
+from attested_cortex.crd.cortexsubscription import (
+    CortexSubscriptionSpec,
+    CortexSubscriptionStatus,
+)
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 StatusT = TypeVar("StatusT", bound=BaseModel)
@@ -76,6 +80,7 @@ Cortex = Resource[MemoryCortexSpec, NoStatus]
 Identity = Resource[AgentIdentitySpec, AgentIdentityStatus]
 Chain = Resource[HookChainSpec, HookChainStatus]
 Rule = Resource[PermissionRuleSpec, NoStatus]
+Subscription = Resource[CortexSubscriptionSpec, CortexSubscriptionStatus]
 
 
 def parse_meta(body: Mapping[str, Any]) -> Meta:
@@ -129,3 +134,8 @@ def parse_chain(body: Mapping[str, Any]) -> Chain:
 def parse_rule(body: Mapping[str, Any]) -> Rule:
     """A PermissionRule."""
     return parse_resource(body, PermissionRuleSpec, NoStatus)
+
+
+def parse_subscription(body: Mapping[str, Any]) -> Subscription:
+    """A CortexSubscription with its status."""
+    return parse_resource(body, CortexSubscriptionSpec, CortexSubscriptionStatus)
