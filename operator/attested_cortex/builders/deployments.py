@@ -101,7 +101,9 @@ def _subscription_volume(satellites: Satellites, volumes: list[Object],
     sources = []
     for subscription in satellites.subscriptions:
         name, key = subscription_secret(subscription)
-        sources.append({"secret": {"name": name, "items": [
+        # optional: a missing Secret (a typo in secretRef) costs its subscription only
+        # (the server logs the unreadable file), never the pods' start
+        sources.append({"secret": {"name": name, "optional": True, "items": [
             {"key": key, "path": subscription.meta.name}]}})
     volumes.append({"name": "subscriptions", "projected": {"defaultMode": 0o440,
                                                            "sources": sources}})
