@@ -65,6 +65,10 @@ class DeliverySettings:
     refused: tuple[Network, ...] = ()
     limits: Limits = field(default_factory=Limits)
     poll_s: float = 1.0
+    #: How long a woken lane waits for the commits right behind the one that woke it.
+    linger_s: float = 0.005
+    #: How often the outbox's bounds (head, retention) are read for the gauges.
+    bounds_s: float = 1.0
     sync_s: float = 1.0
     first_delay_s: float = 0.5
     sweep_s: float = 300.0
@@ -172,6 +176,7 @@ class Deliverer:
         self._metrics = _Metrics(registry)
         self.dropped_before = 0  # the outbox's oldest sequence minus one
         self.head = 0
+        self._bounds_at = -1e9
 
     # -- life cycle --------------------------------------------------------------------
     def start(self, dsn: str) -> None:
@@ -324,7 +329,10 @@ class Deliverer:
                 async with asyncio.timeout(self.settings.poll_s):
                     await wake.wait()
             except TimeoutError:
-                pass
+                continue
+            # Woken by a commit: let the commits right behind it land, so a burst of writes
+            # is one batch (a few queries for many events) rather than one per event.
+            await asyncio.sleep(self.settings.linger_s)
 
     async def _batch(self, lane: _Lane) -> bool:
         """Deliver the next batch; False when there was none."""
@@ -333,7 +341,12 @@ class Deliverer:
             if state is None:
                 return False
             events = await outbox.after(conn, state.cursor, self.settings.batch)
-            self.dropped_before, self.head = await outbox.bounds(conn)
+            now = asyncio.get_running_loop().time()
+            if now - self._bounds_at >= self.settings.bounds_s:  # for the gauges: at most 1/s
+                self.dropped_before, self.head = await outbox.bounds(conn)
+                self._bounds_at = now
+        if events:
+            self.head = max(self.head, events[-1].seq)
         self._gauge(state)
         if not events:
             return False
