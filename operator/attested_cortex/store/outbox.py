@@ -4,8 +4,8 @@ read past a consumer's cursor, drop by retention. No delivery logic here.
 Written by :mod:`attested_cortex.service.pipeline.write_records` (the record step every
 memory, link and transcript write already runs as its last statement before COMMIT) and by
 the store's one-statement memory insert; read by the delivery worker
-(:mod:`attested_cortex.service.workers.delivering`). An append takes the audit chain's lock
-first (re-entrant: the write's own record took it already), so sequence order is commit order.
+(:mod:`attested_cortex.service.workers.delivering`). An append comes after the write's record,
+under the audit chain's lock (held until COMMIT), so sequence order is commit order.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import orjson
 import psycopg
 
 from attested_cortex.store.errors import translating
-from attested_cortex.store.events import CHAIN_LOCK_KEY
 
 #: The columns of an event as every read returns them.
 _COLUMNS: Final = "seq, event, key, namespace, payload, created_at"
@@ -58,12 +57,13 @@ def _stored(row: Sequence[Any]) -> Stored:
 
 
 async def append(conn: psycopg.AsyncConnection[Any], events: Sequence[OutboxEvent]) -> None:
-    """Append ``events`` in order inside the caller's transaction, under the chain lock."""
+    """Append ``events`` in order inside the caller's transaction, which must hold the chain
+    lock (:data:`.events.CHAIN_LOCK_KEY`: its write record was appended first, as every caller's
+    is): that is what makes sequence order commit order."""
     if not events:
         return
     columns = [list(c) for c in zip(*(e.params() for e in events), strict=True)]
     with translating():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK_KEY,))
         await conn.execute(
             INSERT_SQL + "SELECT e, k, n, p::jsonb FROM unnest(%s::text[], %s::text[], "
             "%s::text[], %s::text[]) WITH ORDINALITY AS x(e, k, n, p, o) ORDER BY o", columns)

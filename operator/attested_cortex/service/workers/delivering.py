@@ -219,8 +219,8 @@ class Deliverer:
 
     async def _supervise(self) -> None:
         await asyncio.sleep(self.settings.first_delay_s)
-        swept_at = 0.0
         loop = asyncio.get_running_loop()
+        swept_at = loop.time()  # the first sweep a sweep interval after start, not in it
         while True:
             try:
                 await self.sync()
