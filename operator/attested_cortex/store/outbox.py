@@ -10,6 +10,7 @@ under the audit chain's lock (held until COMMIT), so sequence order is commit or
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,7 +38,16 @@ class OutboxEvent:
     payload: dict[str, Any]
 
     def params(self) -> tuple[str, str, str | None, str]:
-        return self.event, self.key, self.namespace, orjson.dumps(self.payload).decode()
+        return self.event, self.key, self.namespace, json_text(self.payload)
+
+
+def json_text(value: object) -> str:
+    """Compact JSON: orjson's, or the standard library's for what orjson refuses (an
+    integer past 64 bits in a memory's metadata, which the API stores and answers)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)

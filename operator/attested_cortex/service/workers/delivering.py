@@ -32,7 +32,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from attested_cortex import tasks
@@ -44,7 +43,7 @@ from attested_cortex.store import outbox
 from attested_cortex.store import subscriptions as subs
 from attested_cortex.store.database import Database
 from attested_cortex.store.notifications import listening
-from attested_cortex.store.outbox import Stored
+from attested_cortex.store.outbox import Stored, json_text
 from attested_cortex.store.subscriptions import Subscription
 
 log = logging.getLogger(__name__)
@@ -121,9 +120,9 @@ def wanted(sub: Subscription, event: Stored) -> bool:
 def body(event: Stored) -> str:
     """The delivered JSON (the Standard Webhooks envelope: type, timestamp, data), the same
     bytes at every attempt."""
-    return orjson.dumps({
+    return json_text({
         "type": event.event, "timestamp": event.created_at.isoformat(),
-        "sequence": event.seq, "key": event.key, "data": event.payload}).decode()
+        "sequence": event.seq, "key": event.key, "data": event.payload})
 
 
 def message_id(seq: int) -> str:
