@@ -141,7 +141,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         transfer_expiry=TransferExpiry(db),
         checkpointer=_checkpointer(settings, db, keys, registry),
         outbox=present,
-        deliverer=deliverer_from(settings, db, registry) if present else None,
+        deliverer=deliverer_from(settings, db, registry, sealer) if present else None,
     )
     signer = _signer_key(settings, keys)
     adopted = await spoke_audit.adopt_records(db, signer() if signer is not None else None)

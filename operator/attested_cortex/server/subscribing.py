@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from attested_cortex.attest.sealing import Sealer
 from attested_cortex.policy.targets import networks
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.service.workers.delivering import Declared, Deliverer, DeliverySettings
@@ -30,9 +31,10 @@ def delivery_settings(settings: ServerSettings) -> DeliverySettings:
             allow_private_targets=d.allow_private_targets) for d in s.declared))
 
 
-def deliverer_from(settings: ServerSettings, db: Database,
-                   registry: CollectorRegistry) -> Deliverer | None:
-    """The deliverer, or None when delivery is off (the outbox is still written)."""
+def deliverer_from(settings: ServerSettings, db: Database, registry: CollectorRegistry,
+                   sealer: Sealer | None = None) -> Deliverer | None:
+    """The deliverer, or None when delivery is off (the outbox is still written); with the
+    sealer that opens payloads sealed at rest."""
     if not settings.subscriptions.enabled:
         return None
-    return Deliverer(db, delivery_settings(settings), registry=registry)
+    return Deliverer(db, delivery_settings(settings), registry=registry, sealer=sealer)

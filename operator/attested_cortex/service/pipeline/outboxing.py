@@ -9,8 +9,13 @@ is the one a synchronous ``post_*`` hook receives (:mod:`attested_cortex.hooks.p
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import json
+import uuid
 from typing import Any, Final
 
+from attested_cortex.attest.masterkeys import Domain
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.service.pipeline.context import Services
 from attested_cortex.service.pipeline.wire_views import link_view, memory_view
@@ -18,7 +23,7 @@ from attested_cortex.store import outbox
 from attested_cortex.store.database import Conn
 from attested_cortex.store.links import Link
 from attested_cortex.store.memories import Memory
-from attested_cortex.store.outbox import OutboxEvent
+from attested_cortex.store.outbox import OutboxEvent, json_text
 from attested_cortex.store.transcripts import Recorded
 
 #: The record event of a write and the hook event its outbox event is named after.
@@ -64,7 +69,38 @@ def transcript_event(row: Recorded, content: str | None) -> OutboxEvent:
                        payload("post_transcript_store", **fields))
 
 
+def seals(svc: Services) -> bool:
+    """Whether rows are sealed at rest (``encryption.at_rest``): the outbox's payloads too."""
+    return svc.sealer is not None and svc.sealer.seals
+
+
+def sealed(svc: Services, event: OutboxEvent) -> OutboxEvent:
+    """``event`` with its payload sealed under the master key when rows are sealed at rest
+    (ADR 0106): the payload becomes ``{sealed, v, id}`` (the AEAD bound to a fresh id);
+    the deliverer and the dead-letter API open it. Key, name and namespace stay plain."""
+    sealer = svc.sealer
+    if sealer is None or not sealer.seals:
+        return event
+    row_id = uuid.uuid4()
+    domain: Domain = "transcripts" if event.key.startswith("transcript:") else "memory"
+    version, value = sealer.seal(domain, row_id, json_text(event.payload).encode())
+    return dataclasses.replace(event, payload={
+        "sealed": base64.b64encode(value).decode(), "v": version, "id": str(row_id),
+        "domain": domain})
+
+
+def opened(sealer: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """A payload as written (:func:`sealed` undone; a plain one as it is). Raises the
+    sealer's ``UnsealError`` for one that does not open."""
+    if set(payload) != {"sealed", "v", "id", "domain"} or sealer is None:
+        return payload
+    plain = sealer.open(payload["domain"], uuid.UUID(payload["id"]), int(payload["v"]),
+                        base64.b64decode(payload["sealed"]))
+    found: dict[str, Any] = json.loads(plain)
+    return found
+
+
 async def append(svc: Services, conn: Conn, events: list[OutboxEvent | None]) -> None:
     """Append the events (in the caller's transaction) when the server writes the outbox."""
     if enabled(svc):
-        await outbox.append(conn, [e for e in events if e is not None])
+        await outbox.append(conn, [sealed(svc, e) for e in events if e is not None])

@@ -138,7 +138,8 @@ class StoreCall(Call[Memory]):
             signed_at=cmd.signed_at)
         cap = self.settlement.cap
         if (mirror is None and signed is None and not cmd.citations and cap is not None
-                and self.settlement.approval is None and self.settlement.claim is None):
+                and self.settlement.approval is None and self.settlement.claim is None
+                and not (outboxing.enabled(svc) and outboxing.seals(svc))):
             memory = await self._one_statement(svc, caller, cap)
             await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
             return memory

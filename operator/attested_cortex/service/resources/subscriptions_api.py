@@ -14,9 +14,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from attested_cortex.attest.sealing import UnsealError
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
 from attested_cortex.policy.targets import check_addresses, networks, parse_target
 from attested_cortex.service.pipeline import operations as ops
+from attested_cortex.service.pipeline import outboxing
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deciding import require_bare
 from attested_cortex.service.pipeline.operations import OperationSpec
@@ -229,7 +231,12 @@ class DeadGetCall(_Managed):
         if dead is None:
             raise NotFoundError(f"subscription {sub.name} has no dead letter "
                                 f"{self.sequence}", code="dead_letter_not_found")
-        return dead_letter_view(dead, payload=True)
+        view = dead_letter_view(dead, payload=True)
+        try:
+            view["payload"] = outboxing.opened(svc.sealer, dead.payload)
+        except UnsealError:
+            view["payload"], view["sealed"] = None, True  # does not open: kept as it is
+        return view
 
 
 @dataclass

@@ -27,7 +27,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from attested_cortex import tasks
+from attested_cortex.attest.sealing import Sealer, UnsealError
 from attested_cortex.errors import CortexError, NotFoundError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.targets import Network
+from attested_cortex.service.pipeline.outboxing import opened
 from attested_cortex.service.workers.webhooks import Limits, Sender
 from attested_cortex.store import outbox
 from attested_cortex.store import subscriptions as subs
@@ -165,8 +167,11 @@ class Deliverer:
     """Every lane of one server, their supervisor and the outbox's retention sweep."""
 
     def __init__(self, db: Database, settings: DeliverySettings | None = None, *,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, sealer: Sealer | None = None
+                 ) -> None:
         self.db, self.settings = db, settings or DeliverySettings()
+        #: Opens payloads sealed at rest (``encryption.at_rest``, ADR 0106).
+        self.sealer = sealer
         self._delays = delays(self.settings)
         self._lanes: dict[uuid.UUID, _Lane] = {}
         self._wake = asyncio.Event()
@@ -377,8 +382,18 @@ class Deliverer:
         for event in chain:
             await self._event(lane, event, tally)
 
+    def text(self, event: Stored) -> str:
+        """The delivered body of ``event``, its payload opened when it was sealed at rest."""
+        return body(replace(event, payload=opened(self.sealer, event.payload)))
+
     async def _event(self, lane: _Lane, event: Stored, tally: _Tally) -> None:
-        text, name = body(event), lane.sub.name
+        name = lane.sub.name
+        try:
+            text = self.text(event)
+        except UnsealError as exc:  # not sent: kept, sealed, for an operator to look at
+            tally.dead.append((event, 0, f"the payload does not open: {exc}"))
+            self._metrics.deliveries.labels(name, "dead").inc()
+            return
         for attempt, wait in enumerate([*self._delays, None], start=1):
             async with lane.slots:
                 why = await lane.sender.send(lane.sub.url, secret=lane.sub.secret,
@@ -417,7 +432,7 @@ class Deliverer:
         sender = lane.sender if lane is not None else self._sender(sub)
         try:
             why = await sender.send(sub.url, secret=sub.secret, msg_id=message_id(seq),
-                                    body=body(event))
+                                    body=self.text(event))
         finally:
             if lane is None:
                 await sender.close()
