@@ -103,7 +103,7 @@ def _model(model: type[SpecT], data: object, where: str) -> SpecT:
 
 def parse_resource(body: Mapping[str, Any], spec: type[SpecT],
                    status: type[StatusT]) -> Resource[SpecT, StatusT]:
-    """Any of the four kinds from its body."""
+    """Any of our kinds from its body."""
     return Resource(meta=parse_meta(body), spec=_model(spec, body.get("spec"), "spec"),
                     status=_model(status, body.get("status"), "status"))
 
