@@ -25,7 +25,8 @@ NamespacePattern = Annotated[str, Field(min_length=1, max_length=MAX_SUBSCRIBED_
                                         json_schema_extra=namespace_pattern_extra())]
 #: The events a subscription may receive (what the outbox carries, ADR 0106).
 SubscribedEvent = Literal["post_store", "post_update", "post_delete", "post_link",
-                          "post_invalidate", "post_transcript_store", "*"]
+                          "post_invalidate", "post_transcript_store", "pre_approval",
+                          "post_approval", "*"]
 
 
 class WebhookSecretReference(SecretKeyReference):

@@ -41,7 +41,7 @@ from attested_cortex.server.configuring import (
 )
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.server.subscribing import deliverer_from
-from attested_cortex.service.pipeline import recording
+from attested_cortex.service.pipeline import outboxing, recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
 from attested_cortex.service.resources import (
     auditing,
@@ -143,6 +143,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         outbox=present,
         deliverer=deliverer_from(settings, db, registry, sealer) if present else None,
     )
+    if approvals is not None and present:  # approval events through subscriptions (K4)
+        approvals.outbox = outboxing.approvals(services)
     signer = _signer_key(settings, keys)
     adopted = await spoke_audit.adopt_records(db, signer() if signer is not None else None)
     if adopted:  # once, after the upgrade to migration 0032 (ADR 0087)

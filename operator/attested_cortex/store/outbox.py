@@ -20,6 +20,7 @@ import orjson
 import psycopg
 
 from attested_cortex.store.errors import translating
+from attested_cortex.store.events import CHAIN_LOCK_KEY
 
 #: The columns of an event as every read returns them.
 _COLUMNS: Final = "seq, event, key, namespace, payload, created_at"
@@ -77,6 +78,13 @@ async def append(conn: psycopg.AsyncConnection[Any], events: Sequence[OutboxEven
         await conn.execute(
             INSERT_SQL + "SELECT e, k, n, p::jsonb FROM unnest(%s::text[], %s::text[], "
             "%s::text[], %s::text[]) WITH ORDINALITY AS x(e, k, n, p, o) ORDER BY o", columns)
+
+
+async def lock(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Take the chain lock until the caller's transaction ends: for an append in a
+    transaction that appends no audit record first (an approval's)."""
+    with translating():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK_KEY,))
 
 
 async def after(conn: psycopg.AsyncConnection[Any], cursor: int, limit: int) -> list[Stored]:

@@ -13,6 +13,7 @@ import base64
 import dataclasses
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from attested_cortex.attest.masterkeys import Domain
@@ -32,6 +33,7 @@ POST_EVENTS: Final = {
     "memory.deleted": "post_delete", "link.recorded": "post_link",
     "link.invalidated": "post_invalidate", "transcript.stored": "post_transcript_store",
 }
+#: Approvals (seed 000 K4): held ones as ``pre_approval``, decided ones as ``post_approval``.
 
 
 def enabled(svc: Services) -> bool:
@@ -98,6 +100,36 @@ def opened(sealer: Any, payload: dict[str, Any]) -> dict[str, Any]:
                         base64.b64decode(payload["sealed"]))
     found: dict[str, Any] = json.loads(plain)
     return found
+
+
+def approval_event(kind: str, action: Any) -> OutboxEvent | None:
+    """A held approval as ``pre_approval`` (the operation waits for a human: what a notifier
+    needs), a decided or expired one as ``post_approval``, keyed by the approval."""
+    fields = {"approval_id": str(action.id), "operation": action.operation,
+              "agent_id": action.agent_id, "reason": action.reason or ""}
+    key = f"approval:{action.id}"
+    if kind == "created":
+        return OutboxEvent("pre_approval", key, action.namespace,
+                           payload("pre_approval", **fields))
+    if kind in ("decided", "expired"):
+        return OutboxEvent("post_approval", key, action.namespace, payload(
+            "post_approval", **fields, decision=action.status,
+            decided_by=action.decided_by or ""))
+    return None
+
+
+def approvals(svc: Services) -> Callable[[Any, str, Any], Awaitable[None]]:
+    """The approval service's outbox hook: its event appended in the transaction that holds,
+    decides or expires the approval, under the chain lock taken first (that transaction
+    appends no record of its own), so sequence order stays commit order."""
+
+    async def append_one(conn: Any, kind: str, action: Any) -> None:
+        event = approval_event(kind, action)
+        if event is not None and enabled(svc):
+            await outbox.lock(conn)
+            await outbox.append(conn, [sealed(svc, event)])
+
+    return append_one
 
 
 async def append(svc: Services, conn: Conn, events: list[OutboxEvent | None]) -> None:
