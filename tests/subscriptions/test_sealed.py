@@ -1,6 +1,7 @@
 """The outbox under ``encryption.at_rest`` (ADR 0106): event payloads are sealed under the
-master key like the rows they describe (no plaintext in the table), delivered opened, and a
-dead letter's payload opens for inspection. About 2 s."""
+master key like the rows they describe (no plaintext in the table), and so is each
+subscription's signing secret; events are delivered opened (signed with the opened secret)
+and a dead letter's payload opens for inspection. About 2 s."""
 
 from __future__ import annotations
 
@@ -28,7 +29,10 @@ async def test_sealed_payloads_are_delivered_opened(
         stored = await cortex.store("t", marker)
         with psycopg.connect(migrated_pg15_dsn) as conn:
             text = conn.execute("SELECT payload::text FROM outbox_events").fetchall()
+            kept = conn.execute("SELECT secret FROM subscriptions").fetchone()
         assert text and not any(marker in row[0] for row in text)  # sealed at rest
+        assert kept is not None and kept[0].startswith("sealed:")  # and so is the secret
+        assert receiver.secret not in kept[0]
 
         async def buried() -> list[dict[str, object]]:
             page = await cortex.call("GET", "/v1/subscriptions/hook/dead-letters")

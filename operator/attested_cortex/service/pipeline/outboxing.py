@@ -136,3 +136,36 @@ async def append(svc: Services, conn: Conn, events: list[OutboxEvent | None]) ->
     """Append the events (in the caller's transaction) when the server writes the outbox."""
     if enabled(svc):
         await outbox.append(conn, [sealed(svc, e) for e in events if e is not None])
+
+
+#: The prefix of a subscription secret sealed at rest: ``sealed:<version>:<base64>``.
+SEALED_PREFIX: Final = "sealed:"
+
+
+def _secret_row(name: str) -> uuid.UUID:
+    """The id a subscription's sealed secret is bound to (its name: a sealed secret copied
+    to another subscription does not open)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"attested-cortex:subscription:{name}")
+
+
+def seal_secret(sealer: Any, name: str, secret: str) -> str:
+    """A subscription's signing secret as stored: sealed under the master key (domain
+    ``secrets``) when rows are sealed at rest, else as it is."""
+    if sealer is None or not sealer.seals:
+        return secret
+    version, value = sealer.seal("secrets", _secret_row(name), secret.encode())
+    return f"{SEALED_PREFIX}{version}:{base64.b64encode(value).decode()}"
+
+
+def open_secret(sealer: Any, name: str, stored: str) -> str:
+    """The signing secret of a stored value (:func:`seal_secret` undone). Raises the
+    sealer's ``UnsealError`` for one that does not open (or no key to open it)."""
+    if not stored.startswith(SEALED_PREFIX):
+        return stored
+    if sealer is None:
+        from attested_cortex.attest.sealing import UnsealError
+
+        raise UnsealError("the subscription's secret is sealed and no master key is loaded")
+    version, _, value = stored[len(SEALED_PREFIX):].partition(":")
+    return str(sealer.open("secrets", _secret_row(name), int(version),
+                           base64.b64decode(value)).decode())

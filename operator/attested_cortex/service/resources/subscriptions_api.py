@@ -113,7 +113,8 @@ class CreateCall(_Managed):
         cmd = self.cmd
         await check_target(svc, cmd.url, allow_private=cmd.allow_private_targets)
         secret = check_secret(cmd.secret) if cmd.secret is not None else new_secret()
-        fields = {**cmd.model_dump(), "secret": secret, "managed_by": "api"}
+        fields = {**cmd.model_dump(), "managed_by": "api",
+                  "secret": outboxing.seal_secret(svc.sealer, cmd.name, secret)}
         async with svc.db.transaction() as conn:
             sub = await rows.create(conn, fields)
         _changed(svc)
@@ -152,7 +153,8 @@ class UpdateCall(_Managed):
         sub = await find(svc, self.name)
         changes = self.cmd.model_dump(exclude_unset=True)
         if "secret" in changes:
-            check_secret(changes["secret"])
+            changes["secret"] = outboxing.seal_secret(svc.sealer, sub.name,
+                                                      check_secret(changes["secret"]))
         if "url" in changes or "allow_private_targets" in changes:
             await check_target(svc, changes.get("url", sub.url), allow_private=changes.get(
                 "allow_private_targets", sub.allow_private_targets))

@@ -39,7 +39,7 @@ from attested_cortex.attest.sealing import Sealer, UnsealError
 from attested_cortex.errors import CortexError, NotFoundError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.targets import Network
-from attested_cortex.service.pipeline.outboxing import opened
+from attested_cortex.service.pipeline.outboxing import open_secret, opened, seal_secret
 from attested_cortex.service.workers.webhooks import Limits, Sender
 from attested_cortex.store import outbox
 from attested_cortex.store import subscriptions as subs
@@ -144,6 +144,7 @@ class _Lane:
     sub: Subscription
     sender: Sender
     slots: asyncio.Semaphore
+    secret: str = ""  # opened once when the lane starts (sealed at rest: ADR 0106)
     task: asyncio.Task[None] | None = None
 
 
@@ -275,13 +276,15 @@ class Deliverer:
             for name, fields in wanted.items():
                 row = current.get(name)
                 if row is None:
-                    await subs.create(conn, fields)
+                    await subs.create(conn, {
+                        **fields, "secret": seal_secret(self.sealer, name, fields["secret"])})
                 elif row.managed_by != "config":
                     log.error("declared subscription %s: the name is taken by one made "
                               "through the API; not managed", name)
                     continue
-                elif _differs(row, fields):
-                    await subs.update(conn, row.id, fields)
+                elif _differs(row, fields, self.sealer):
+                    await subs.update(conn, row.id, {
+                        **fields, "secret": seal_secret(self.sealer, name, fields["secret"])})
                 else:
                     continue
                 changed += 1
@@ -296,7 +299,13 @@ class Deliverer:
         sender = Sender(max_in_flight=sub.max_in_flight,
                         allow_private=sub.allow_private_targets or s.allow_private,
                         refused=s.refused, limits=s.limits)
-        lane = _Lane(sub, sender, asyncio.Semaphore(sub.max_in_flight))
+        try:
+            secret = open_secret(self.sealer, sub.name, sub.secret)
+        except UnsealError as exc:  # its events wait; the next sync tries again
+            log.error("subscription %s: its secret does not open (%s)", sub.name, exc)
+            asyncio.get_running_loop().create_task(sender.close())
+            return
+        lane = _Lane(sub, sender, asyncio.Semaphore(sub.max_in_flight), secret)
         lane.task = asyncio.create_task(self._run(lane), name=f"webhook-{sub.name}")
         self._lanes[sub.id] = lane
 
@@ -396,7 +405,7 @@ class Deliverer:
             return
         for attempt, wait in enumerate([*self._delays, None], start=1):
             async with lane.slots:
-                why = await lane.sender.send(lane.sub.url, secret=lane.sub.secret,
+                why = await lane.sender.send(lane.sub.url, secret=lane.secret,
                                              msg_id=message_id(event.seq), body=text)
             if why is None:
                 tally.delivered += 1
@@ -431,7 +440,9 @@ class Deliverer:
         lane = self._lanes.get(sub.id)
         sender = lane.sender if lane is not None else self._sender(sub)
         try:
-            why = await sender.send(sub.url, secret=sub.secret, msg_id=message_id(seq),
+            why = await sender.send(sub.url, secret=open_secret(self.sealer, sub.name,
+                                                                sub.secret),
+                                    msg_id=message_id(seq),
                                     body=self.text(event))
         finally:
             if lane is None:
@@ -462,8 +473,13 @@ class Deliverer:
                 "running": sub.id in self._lanes}
 
 
-def _differs(row: Subscription, fields: dict[str, Any]) -> bool:
-    return any(getattr(row, k) != (tuple(v) if isinstance(v, list) else v)
+def _differs(row: Subscription, fields: dict[str, Any], sealer: Sealer | None) -> bool:
+    try:
+        secret = open_secret(sealer, row.name, row.secret)
+    except UnsealError:
+        return True  # rewritten under the key this server holds
+    current = {**{k: getattr(row, k) for k in fields}, "secret": secret}
+    return any(current[k] != (tuple(v) if isinstance(v, list) else v)
                for k, v in fields.items())
 
 
