@@ -735,6 +735,27 @@ def tiers_rows(d: dict[str, Any]) -> list[Row]:
              "< 60 s on the 2-core machine")]
 
 
+def subscriptions_rows(d: dict[str, Any]) -> list[Row]:
+    t = d.get("throughput") or {}
+    lat, up = d.get("delivery_latency") or {}, d.get("catch_up") or {}
+    return [
+        ("sequential stores (HTTP, --embedder none) with 0 / 1 / 10 webhook subscriptions "
+         "delivering to a loopback receiver on the same 2 cores: stores/s (best of runs); "
+         "cost at 1 and 10; load average (1 min)",
+         f"{_fmt(_get(t, '0', 'per_second'))} / {_fmt(_get(t, '1', 'per_second'))} / "
+         f"{_fmt(_get(t, '10', 'per_second'), ' /s')}; {_fmt(d.get('cost_at_1'))}, "
+         f"{_fmt(d.get('cost_at_10'))}; {_load(t.get('10') or {})}", "<= 10 % at 10"),
+        ("delivery latency, store request start -> receipt (an upper bound of commit -> "
+         "receipt), 50 stores/s, 1 subscription: p50 / p95",
+         f"{_fmt(_get(lat, 'latency_ms', 'p50'))} / {_fmt(_get(lat, 'latency_ms', 'p95'), ' ms')}"
+         f"; {_load(lat)}", "p95 <= 50 ms"),
+        ("catch-up after an outage: events delivered per second once the subscription is "
+         "enabled again",
+         f"{_fmt(up.get('events_per_second'), ' /s')} ({_fmt(up.get('backlog'))} events); "
+         f"{_load(up)}", "recorded"),
+    ]
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "embedders": embedders_rows, "quality": quality_rows,
     "policy": policy_rows, "kg": kg_rows,
@@ -743,7 +764,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "backup": backup_rows, "ha": ha_rows, "writes": writes_rows,
     "encryption": encryption_rows, "audit": audit_rows, "spoke_memory": spoke_memory_rows,
     "peer": peer_rows, "longmemeval": longmemeval_rows, "audit_tree": audit_tree_rows,
-    "tiers": tiers_rows,
+    "tiers": tiers_rows, "subscriptions": subscriptions_rows,
 }
 
 

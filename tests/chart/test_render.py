@@ -60,7 +60,7 @@ def test_default_render_is_namespaced_and_single_replica() -> None:
             "ValidatingAdmissionPolicyBinding",
             "Deployment",
             "Service",
-            *["CustomResourceDefinition"] * 4,
+            *["CustomResourceDefinition"] * 5,
         ]
     )
     deployment = by_kind(objects, "Deployment")[0]

@@ -86,6 +86,7 @@ def test_kinds_have_names_columns_and_status() -> None:
         "HookChain": "hc",
         "PermissionRule": "prule",
         "AgentIdentity": "aid",
+        "CortexSubscription": "csub",
     }
     for kind in KINDS:
         crd = build_crd(kind)

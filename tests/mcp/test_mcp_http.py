@@ -40,6 +40,9 @@ EXPECTED_TOOLS = {
     "approval_decide", "transcript_store", "memory_replay", "memory_store_batch",
     "spoke_memory", "audit_checkpoint", "audit_proof", "audit_consistency",
     "federation_quarantine",
+    "subscription_create", "subscription_list", "subscription_get", "subscription_update",
+    "subscription_delete", "subscription_replay", "dead_letters_list", "dead_letter_get",
+    "dead_letters_replay", "dead_letters_purge",
 }
 
 

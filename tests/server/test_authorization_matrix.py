@@ -58,6 +58,14 @@ CLASSIFIED: dict[tuple[str, str], str] = {
     # a federation peer's changes: its TLS client certificate, never an agent's token
     # (tests/server/test_federation.py: no certificate 401, another peer's 403)
     ("POST", "/v1/federation/changes"): "peer",
+    # webhook subscriptions (issue 41) belong to the cortex, no agent: managed with
+    # subscriptions.manage held bare, refused to a token without it (below)
+    ("POST", "/v1/subscriptions"): "cortex",
+    ("PATCH", "/v1/subscriptions/{name}"): "cortex",
+    ("DELETE", "/v1/subscriptions/{name}"): "cortex",
+    ("POST", "/v1/subscriptions/{name}/replay"): "cortex",
+    ("POST", "/v1/subscriptions/{name}/dead-letters/replay"): "cortex",
+    ("DELETE", "/v1/subscriptions/{name}/dead-letters"): "cortex",
 }
 
 #: The scopes of a token that may read everything but write nothing.
@@ -333,7 +341,7 @@ async def test_every_mutating_operation_is_classified(
     unclassified = sorted(live - set(CLASSIFIED))
     assert not unclassified, f"classify these mutating operations here: {unclassified}"
     assert not set(CLASSIFIED) - live, "a classified operation left the OpenAPI document"
-    assert {k for k, v in CLASSIFIED.items() if v != "read"} == set(ATTACKS)
+    assert {k for k, v in CLASSIFIED.items() if v not in ("read", "cortex")} == set(ATTACKS)
 
 
 async def test_another_agent_changes_nothing_of_the_owners(
@@ -342,7 +350,7 @@ async def test_another_agent_changes_nothing_of_the_owners(
     w = await world(make_cortex, migrated_pg15_dsn, tmp_path)
     before = await snapshot(w)
     for route in sorted(await mutating_operations(w)):
-        if CLASSIFIED[route] == "read":
+        if CLASSIFIED[route] in ("read", "cortex"):
             continue
         check(await ATTACKS[route](w, "bob"), route)
         assert await snapshot(w) == before, f"{route}: bob changed alice's objects"
@@ -391,6 +399,17 @@ async def test_a_token_without_write_scopes_mutates_nothing(
         ("POST", "/v1/approvals/{id}"): (
             f"/v1/approvals/{w.approval}", None,
             signed("POST", f"/v1/approvals/{w.approval}", body)),
+        ("POST", "/v1/subscriptions"): ("/v1/subscriptions", {
+            "name": "leak", "url": "http://127.0.0.1:9/h", "events": ["*"],
+            "allow_private_targets": True}, {}),
+        ("PATCH", "/v1/subscriptions/{name}"): ("/v1/subscriptions/x", {"enabled": False}, {}),
+        ("DELETE", "/v1/subscriptions/{name}"): ("/v1/subscriptions/x", None, {}),
+        ("POST", "/v1/subscriptions/{name}/replay"): (
+            "/v1/subscriptions/x/replay", {"from_sequence": 1}, {}),
+        ("POST", "/v1/subscriptions/{name}/dead-letters/replay"): (
+            "/v1/subscriptions/x/dead-letters/replay", {}, {}),
+        ("DELETE", "/v1/subscriptions/{name}/dead-letters"): (
+            "/v1/subscriptions/x/dead-letters", None, {}),
     }
     live = {r for r in await mutating_operations(w) if CLASSIFIED[r] not in ("read", "peer")}
     assert set(attempts) | {("POST", "/mcp"), ("DELETE", "/mcp")} == live, \
@@ -408,6 +427,13 @@ async def test_a_token_without_write_scopes_mutates_nothing(
         ("transcript_store", {"namespace": "proj", "content": "r"}),
         ("spoke_memory", {"op": "memory.records.delete", "request": {
             "space_id": "proj", "record_id": m, "expected_revision": 1}}),
+        ("subscription_create", {"name": "leak", "url": "http://127.0.0.1:9/h",
+                                 "events": ["*"], "allow_private_targets": True}),
+        ("subscription_update", {"name": "x", "enabled": False}),
+        ("subscription_delete", {"name": "x"}),
+        ("subscription_replay", {"name": "x", "from_sequence": 1}),
+        ("dead_letters_replay", {"name": "x"}),
+        ("dead_letters_purge", {"name": "x"}),
         ("approval_decide", {"id": w.approval, "decision": "approve",
                              "timestamp": stamp["X-Cortex-Timestamp"],
                              "signature": stamp["X-Cortex-Signature"]}),

@@ -27,6 +27,7 @@ from attested_cortex.service.pipeline.running import STEPS
 from attested_cortex.types import AgentId
 from tests.server.test_hooks_api import RECORDER, recorded
 from tests.support.cortex import CortexClient, MakeCortex, Reply
+from tests.support.waiting import await_until
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 HELD = {"source": "t/held", "namespace": "held/**", "agents": ["*"], "operations": ["store"],
@@ -43,7 +44,9 @@ def approval_settings(tmp_path: Path) -> dict[str, Any]:
     (tmp_path / "secret").write_bytes(SECRET)
     return {"permissions": {"mode": "enforce", "rules": [HELD]},
             "approval": {"hmac_secret_file": tmp_path / "secret"},
-            "transcripts": {"enabled": True}}
+            "transcripts": {"enabled": True},
+            # one attempt: the subscription routes' event is dead-lettered at once
+            "subscriptions": {"max_attempts": 1, "connect_timeout_ms": 200}}
 
 
 def signer_settings(tmp_path: Path) -> dict[str, Any]:
@@ -146,7 +149,42 @@ async def exercise(client: CortexClient) -> dict[tuple[str, str], Any]:
     assert done.status == 201, done.text
     assert (await first_event_line(client)).startswith(": subscribed")
     answers[("GET", "/v1/approvals/stream")] = done
+    answers.update(await exercise_subscriptions(client))
     answers.update(await exercise_mcp(client))
+    return answers
+
+
+async def exercise_subscriptions(client: CortexClient) -> dict[tuple[str, str], Any]:
+    """/v1/subscriptions (issue 41): a subscription to a closed loopback port (allowed), so
+    its one event is dead-lettered and every dead-letter route has one to act on."""
+    base = "/v1/subscriptions/{name}"
+    answers: dict[tuple[str, str], Any] = {}
+    answers[("POST", "/v1/subscriptions")] = made = await client.call(
+        "POST", "/v1/subscriptions", {"name": "hook", "url": "http://127.0.0.1:9/h",
+                                      "events": ["post_store"], "allow_private_targets": True})
+    answers[("GET", "/v1/subscriptions")] = await client.call("GET", "/v1/subscriptions")
+    answers[("GET", base)] = await client.call("GET", "/v1/subscriptions/hook")
+    answers[("PATCH", base)] = await client.call("PATCH", "/v1/subscriptions/hook",
+                                                 {"max_in_flight": 2})
+    await client.store("proj", "for the hook")
+
+    async def buried() -> Any:
+        found = await client.call("GET", "/v1/subscriptions/hook/dead-letters")
+        return found.body["dead_letters"] and found
+
+    listed = await await_until(buried, seconds=20, what="a dead letter")
+    answers[("GET", base + "/dead-letters")] = listed
+    seq = listed.body["dead_letters"][0]["sequence"]
+    answers[("GET", base + "/dead-letters/{seq}")] = await client.call(
+        "GET", f"/v1/subscriptions/hook/dead-letters/{seq}")
+    answers[("POST", base + "/dead-letters/replay")] = await client.call(
+        "POST", "/v1/subscriptions/hook/dead-letters/replay", {"sequence": seq})
+    answers[("DELETE", base + "/dead-letters")] = await client.call(
+        "DELETE", "/v1/subscriptions/hook/dead-letters")
+    answers[("POST", base + "/replay")] = await client.call(
+        "POST", "/v1/subscriptions/hook/replay", {"from_sequence": seq})
+    answers[("DELETE", base)] = await client.call("DELETE", "/v1/subscriptions/hook")
+    assert made.status == 201, made.text
     return answers
 
 

@@ -61,7 +61,7 @@ MARKS = {("SemiTrusted", "memory.forget"): "qualified", ("SemiTrusted", "graph.r
 #: Effective scopes the capabilities show for each tiered token.
 EFFECTIVE = {
     "t": ["approvals.decide", "audit.read", "graph.read", "graph.write", "memory.forget",
-          "memory.read", "memory.write"],
+          "memory.read", "memory.write", "subscriptions.manage"],
     "s": ["memory.read", "memory.write"],
     "sq": ["audit.read:proj/**", "memory.forget:proj/**", "memory.read", "memory.write"],
     "u": [], "uq": ["audit.read:public/**", "memory.read:public/**"], "uw": [],

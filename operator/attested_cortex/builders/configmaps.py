@@ -21,7 +21,7 @@ import yaml
 
 from attested_cortex.builders import hookfiles, keyrings, names, witnesses
 from attested_cortex.builders import settings as sections
-from attested_cortex.builders.inputs import Cortex, Identity, Rule
+from attested_cortex.builders.inputs import Cortex, Identity, Rule, Subscription
 from attested_cortex.builders.services import SERVER_PORT
 from attested_cortex.crd.hookchain import Hook
 
@@ -31,6 +31,8 @@ CONFIG_DIR: Final = "/etc/cortex"
 CONFIG_FILE: Final = "config.yaml"
 HOOKS_FILE: Final = "hooks.yaml"
 KEYS_DIR: Final = "/var/run/cortex/keys"
+#: Where each CortexSubscription's signing secret is mounted, as a file named after it.
+SUBSCRIPTIONS_DIR: Final = "/var/run/cortex/subscriptions"
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class Satellites:
     identities: Sequence[Identity] = ()
     hooks: Sequence[Hook] = ()
     rules: Sequence[Rule] = ()
+    #: The cortex's CortexSubscriptions (issue 41, ADR 0108), by name.
+    subscriptions: Sequence[Subscription] = ()
 
 
 def agent_mapping(identities: Iterable[Identity]) -> list[Object]:
@@ -77,7 +81,25 @@ def server_settings(cortex: Cortex, satellites: Satellites) -> Object:
         **sections.spoke_memory_settings(cortex),
         **sections.tls_settings(cortex),
         **sections.federation_settings(cortex),
+        **subscriptions_settings(satellites.subscriptions),
     }
+
+
+def subscriptions_settings(subscriptions: Sequence[Subscription]) -> Object:
+    """The cortex's CortexSubscriptions as ``subscriptions.declared``; nothing without any."""
+    if not subscriptions:
+        return {}
+    return {"subscriptions": {"declared": [declared_subscription(s) for s in subscriptions]}}
+
+
+def declared_subscription(subscription: Subscription) -> Object:
+    """A CortexSubscription as the server's ``subscriptions.declared`` entry; its secret is
+    the file :func:`~.deployments` mounts under :data:`SUBSCRIPTIONS_DIR`."""
+    spec = subscription.spec
+    return {"name": subscription.meta.name, "url": spec.url, "events": list(spec.events),
+            "namespaces": list(spec.namespaces), "max_in_flight": spec.max_in_flight,
+            "enabled": spec.enabled, "allow_private_targets": spec.allow_private_targets,
+            "secret_file": f"{SUBSCRIPTIONS_DIR}/{subscription.meta.name}"}
 
 
 def _dump(document: Mapping[str, Any]) -> str:

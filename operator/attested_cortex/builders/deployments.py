@@ -22,12 +22,13 @@ from attested_cortex.builders import (
     hookfiles,
     names,
     podparts,
+    secrets,
     security,
     settings,
     sidecars,
 )
 from attested_cortex.builders.configmaps import Satellites
-from attested_cortex.builders.inputs import Cortex, Defaults, Identity
+from attested_cortex.builders.inputs import Cortex, Defaults, Identity, Subscription
 from attested_cortex.builders.jobs import CORTEX_UID, cortex_image
 from attested_cortex.builders.services import SERVER_PORT, port_name
 
@@ -74,6 +75,7 @@ def _volumes(cortex: Cortex, satellites: Satellites,
         mounts.append({"name": volume, "readOnly": True,
                        "mountPath": f"{configmaps.KEYS_DIR}/{identity.meta.name}"})
     _auth_volumes(cortex, volumes, mounts)
+    _subscription_volume(satellites, volumes, mounts)
     _settings_volumes(cortex, volumes, mounts)
     tls_volumes, tls_mounts, _ = certificates.volumes(cortex)
     volumes.extend(tls_volumes)
@@ -82,6 +84,35 @@ def _volumes(cortex: Cortex, satellites: Satellites,
     volumes.extend(federated_volumes)
     mounts.extend(federated_mounts)
     return volumes, mounts
+
+
+def subscription_secret(subscription: Subscription) -> tuple[str, str]:
+    """The Secret and key a CortexSubscription signs with: its ``secretRef``, else the
+    one the operator generates."""
+    ref = subscription.spec.secret_ref
+    if ref is not None:
+        return ref.name, ref.key
+    return names.webhook_secret_name(subscription.meta.name), secrets.WEBHOOK_KEY
+
+
+def _subscription_volume(satellites: Satellites, volumes: list[Object],
+                         mounts: list[Object]) -> None:
+    """Every subscription's signing secret, one file per subscription (a projected volume:
+    a rotated Secret's new value appears in the running pods, and the server's next sync
+    reads it)."""
+    if not satellites.subscriptions:
+        return
+    sources = []
+    for subscription in satellites.subscriptions:
+        name, key = subscription_secret(subscription)
+        # optional: a missing Secret (a typo in secretRef) costs its subscription only
+        # (the server logs the unreadable file), never the pods' start
+        sources.append({"secret": {"name": name, "optional": True, "items": [
+            {"key": key, "path": subscription.meta.name}]}})
+    volumes.append({"name": "subscriptions", "projected": {"defaultMode": 0o440,
+                                                           "sources": sources}})
+    mounts.append({"name": "subscriptions", "readOnly": True,
+                   "mountPath": configmaps.SUBSCRIPTIONS_DIR})
 
 
 def _settings_volumes(cortex: Cortex, volumes: list[Object], mounts: list[Object]) -> None:

@@ -22,6 +22,10 @@ from attested_cortex.crd import (
     MemoryCortexSpec,
     PermissionRuleSpec,
 )
+from attested_cortex.crd.cortexsubscription import (
+    CortexSubscriptionSpec,
+    CortexSubscriptionStatus,
+)
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 StatusT = TypeVar("StatusT", bound=BaseModel)
@@ -76,6 +80,7 @@ Cortex = Resource[MemoryCortexSpec, NoStatus]
 Identity = Resource[AgentIdentitySpec, AgentIdentityStatus]
 Chain = Resource[HookChainSpec, HookChainStatus]
 Rule = Resource[PermissionRuleSpec, NoStatus]
+Subscription = Resource[CortexSubscriptionSpec, CortexSubscriptionStatus]
 
 
 def parse_meta(body: Mapping[str, Any]) -> Meta:
@@ -98,7 +103,7 @@ def _model(model: type[SpecT], data: object, where: str) -> SpecT:
 
 def parse_resource(body: Mapping[str, Any], spec: type[SpecT],
                    status: type[StatusT]) -> Resource[SpecT, StatusT]:
-    """Any of the four kinds from its body."""
+    """Any of our kinds from its body."""
     return Resource(meta=parse_meta(body), spec=_model(spec, body.get("spec"), "spec"),
                     status=_model(status, body.get("status"), "status"))
 
@@ -129,3 +134,8 @@ def parse_chain(body: Mapping[str, Any]) -> Chain:
 def parse_rule(body: Mapping[str, Any]) -> Rule:
     """A PermissionRule."""
     return parse_resource(body, PermissionRuleSpec, NoStatus)
+
+
+def parse_subscription(body: Mapping[str, Any]) -> Subscription:
+    """A CortexSubscription with its status."""
+    return parse_resource(body, CortexSubscriptionSpec, CortexSubscriptionStatus)

@@ -154,6 +154,11 @@ def key_secret_name(identity: str) -> str:
     return f"{identity}-agent-key"
 
 
+def webhook_secret_name(subscription: str) -> str:
+    """The generated signing secret of a CortexSubscription without ``secretRef``."""
+    return f"{subscription}-webhook"
+
+
 def staged_key_secret_name(identity: str) -> str:
     """A rotation's next key, staged before it is swapped in."""
     return f"{identity}-agent-key-next"

@@ -11,7 +11,7 @@ import base64
 from typing import Any, Final
 
 from attested_cortex.builders import names
-from attested_cortex.builders.inputs import Cortex, Identity, Meta
+from attested_cortex.builders.inputs import Cortex, Identity, Meta, Subscription
 
 Object = dict[str, Any]
 
@@ -22,6 +22,8 @@ DB_PORT: Final = 5432
 PASSWORD_KEY: Final = "password"
 URI_KEY: Final = "uri"
 HMAC_KEY: Final = "hmac"
+#: The key of a generated webhook signing Secret.
+WEBHOOK_KEY: Final = "secret"
 
 
 def _secret(meta: Object, data: dict[str, str]) -> Object:
@@ -98,3 +100,12 @@ def build_master_key_secret(cortex: Cortex, files: dict[str, str], *,
                           component="server")
     meta["ownerReferences"].append(names.namespace_owner(cortex.meta.namespace, namespace_uid))
     return _secret(meta, files)
+
+
+def build_webhook_secret(subscription: Subscription, secret: str) -> Object:
+    """A CortexSubscription's Standard Webhooks secret (``whsec_...``, from the caller),
+    owned by the subscription and labelled with its cortex."""
+    meta = names.metadata(names.webhook_secret_name(subscription.meta.name), subscription.meta,
+                          kind="CortexSubscription", component="server",
+                          cortex=subscription.spec.cortex_ref.name)
+    return _secret(meta, {WEBHOOK_KEY: secret})

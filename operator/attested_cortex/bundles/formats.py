@@ -146,6 +146,12 @@ NOT_CARRIED: Final[dict[str, str]] = {
                           "applied last; the target federates with its own peers (ADR 0121)",
     "federation_quarantine": "unverified changes held by the source for its administrator; "
                              "never part of the memory (migration 0046)",
+    "outbox_events": "events already delivered (or due) to this server's subscribers; the "
+                     "target's subscribers follow its own writes (ADR 0106)",
+    "subscriptions": "delivery targets and their secrets belong to the target's "
+                     "configuration (ADR 0106)",
+    "subscription_states": "this server's delivery progress (ADR 0106)",
+    "subscription_dead_letters": "this server's failed deliveries (ADR 0106)",
 }
 
 #: Columns of carried tables a bundle leaves out, and why: the target derives them.

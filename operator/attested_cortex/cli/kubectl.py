@@ -1,7 +1,7 @@
 """``kubectl cortex``: the kubectl plugin (console script ``kubectl-cortex``), ADR 0045.
 
 kubectl runs ``kubectl-cortex`` from PATH for ``kubectl cortex ...`` and passes the words on
-as they were typed. Five commands, each a read of what the operator and the server already
+as they were typed. Six commands, each a read of what the operator and the server already
 expose; the plugin decides nothing itself:
 
 * ``status <cortex>``: the MemoryCortex's conditions, endpoint, schema and graph backend,
@@ -12,6 +12,8 @@ expose; the plugin decides nothing itself:
   ``serviceAccountRef``, what an agent authenticates with (``--auth kubernetes``);
 * ``approvals <cortex>``: pending approvals; ``--approve ID`` / ``--reject ID`` decide one,
   signed with the HMAC key read from the cortex's ``<cortex>-approval-hmac`` Secret;
+* ``dead-letters <cortex> <subscription>``: a webhook subscription's dead letters;
+  ``--replay SEQ|all`` delivers again, ``--purge`` drops them (issue 41);
 * ``logs <cortex>``: the server pods' logs.
 
 Kubernetes is reached with the package's one client (:mod:`attested_cortex.kubeclient`) from
@@ -72,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("--reject", metavar="ID")
     approvals.add_argument("--remember", action="store_true",
                            help="with --approve: remember the decision as a rule")
+    dead = sub.add_parser("dead-letters", help="a webhook subscription's dead letters: "
+                          "list, replay, purge")
+    dead.add_argument("cortex")
+    dead.add_argument("subscription")
+    _http_options(dead)
+    act = dead.add_mutually_exclusive_group()
+    act.add_argument("--replay", metavar="SEQ|all", help="deliver one (or each) again, now")
+    act.add_argument("--purge", action="store_true", help="drop every dead letter")
     logs = sub.add_parser("logs", help="the server pods' logs")
     logs.add_argument("cortex")
     logs.add_argument("--tail", type=int, default=100, help="lines per pod (default 100)")

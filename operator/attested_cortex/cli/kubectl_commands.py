@@ -1,4 +1,4 @@
-"""The five ``kubectl cortex`` commands over the Kubernetes API and the cortex's HTTP API.
+"""The ``kubectl cortex`` commands over the Kubernetes API and the cortex's HTTP API.
 
 Called by :mod:`.kubectl` (which parses the words and finds the API server). Kubernetes
 reads and the one write (a TokenRequest) go through :class:`~attested_cortex.kubeclient.KubeApi`;
@@ -55,8 +55,11 @@ async def run(args: argparse.Namespace, info: Connection, namespace: str) -> int
     """Run the parsed command against the API server ``info`` names."""
     api = KubeApi(info)
     try:
+        from attested_cortex.cli.kubectl_deadletters import dead_letters  # its own module
+
         command = {"status": status, "verify": verify, "token": token,
-                   "approvals": approvals, "logs": logs}[args.command]
+                   "approvals": approvals, "logs": logs,
+                   "dead-letters": dead_letters}[args.command]
         return await command(api, namespace, args)
     finally:
         await api.close()

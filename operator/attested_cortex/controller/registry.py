@@ -24,7 +24,13 @@ from attested_cortex import tasks
 from attested_cortex.builders import names as n
 from attested_cortex.builders.conditions import Observation
 from attested_cortex.builders.inputs import Defaults, parse_meta
-from attested_cortex.controller import agentidentity, hookchain, memorycortex, permissionrule
+from attested_cortex.controller import (
+    agentidentity,
+    cortexsubscription,
+    hookchain,
+    memorycortex,
+    permissionrule,
+)
 from attested_cortex.controller.applying import ApiWriter, CollisionError
 from attested_cortex.controller.login import connection_info, login
 from attested_cortex.controller.memorycortex.cloudnativepg import clusters_served
@@ -54,7 +60,7 @@ class Controller(Protocol):
 
 #: One line per kind of ours: the rest is derived from crd/kinds.KINDS.
 CONTROLLERS: Final[tuple[Controller, ...]] = (memorycortex, agentidentity, hookchain,
-                                              permissionrule)
+                                              permissionrule, cortexsubscription)
 #: Kinds whose validity is decided across the satellites of a cortex (hook names, agent
 #: ids): a change of one brings its siblings back too.
 ACROSS_SIBLINGS: Final = frozenset({hookchain.KIND, agentidentity.KIND})

@@ -1,6 +1,6 @@
 """The custom resources of attested-cortex: pydantic models and their rendered CRDs.
 
-Public surface: the spec/status models of the four kinds, ``KINDS`` and ``build_crd`` (one
+Public surface: the spec/status models of the kinds, ``KINDS`` and ``build_crd`` (one
 CRD dict per kind) and the YAML rendering used by ``cortexctl crds``. The operator's
 builders and controllers import the models from here.
 """

@@ -1,4 +1,4 @@
-"""Building blocks shared by the four custom resources: the base model, references,
+"""Building blocks shared by the custom resources: the base model, references,
 Kubernetes quantities, resource requirements and the metav1.Condition status shape.
 
 The per-kind modules (``memorycortex``, ``hookchain``, ``permissionrule``,

@@ -1,4 +1,4 @@
-"""The four kinds as data (names, scope, printer columns, models) and their CRD objects.
+"""The kinds as data (names, scope, printer columns, models) and their CRD objects.
 
 ``KINDS`` is the one list of custom resources; ``build_crd(kind)`` turns an entry into an
 ``apiextensions.k8s.io/v1`` CustomResourceDefinition dict. Pure; called by ``rendering``
@@ -18,6 +18,10 @@ from pydantic import BaseModel
 
 from attested_cortex.crd.agentidentity import AgentIdentitySpec, AgentIdentityStatus
 from attested_cortex.crd.common import GROUP, VERSION
+from attested_cortex.crd.cortexsubscription import (
+    CortexSubscriptionSpec,
+    CortexSubscriptionStatus,
+)
 from attested_cortex.crd.hookchain import HookChainSpec, HookChainStatus
 from attested_cortex.crd.memorycortex import MemoryCortexSpec, MemoryCortexStatus
 from attested_cortex.crd.permissionrule import PermissionRuleSpec, PermissionRuleStatus
@@ -137,6 +141,19 @@ KINDS: Final[tuple[Kind, ...]] = (
             Column("Custody", ".spec.keyCustody"),
             Column("Revision", ".status.keyRevision", type="integer"),
             Column("Fingerprint", ".status.fingerprint", priority=1),
+        ),
+    ),
+    Kind(
+        kind="CortexSubscription",
+        plural="cortexsubscriptions",
+        short_name="csub",
+        description="A webhook target receiving a MemoryCortex's events, signed.",
+        spec=CortexSubscriptionSpec,
+        status=CortexSubscriptionStatus,
+        columns=_common_columns(
+            Column("Cortex", ".spec.cortexRef.name"),
+            Column("URL", ".spec.url", priority=1),
+            Column("Enabled", ".spec.enabled", type="boolean"),
         ),
     ),
 )

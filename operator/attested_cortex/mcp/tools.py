@@ -39,6 +39,7 @@ from attested_cortex.service.resources import (
     recall,
     receipts,
     spoke_dispatch,
+    subscriptions_api,
     transcripts,
 )
 from attested_cortex.service.resources.approvals_api import ListApprovals, SignedDecision
@@ -62,6 +63,15 @@ from attested_cortex.service.resources.queries import (
     ProofQuery,
     TimelineQuery,
     UpdateMemoryById,
+)
+from attested_cortex.service.resources.subscription_commands import (
+    CreateSubscription,
+    DeadLetterRef,
+    DeadLettersByName,
+    ReplayDeadByName,
+    ReplayFromByName,
+    SubscriptionRef,
+    UpdateSubscriptionByName,
 )
 from attested_cortex.service.resources.transcript_commands import ReplayMemory, StoreTranscript
 from attested_cortex.service.resources.views import memory_view
@@ -217,6 +227,72 @@ async def _spoke_memory(svc: Services, caller: Caller, a: DispatchTool) -> Answe
         negotiated=negotiate(a.capabilities, field="capabilities"))
 
 
+async def _sub_create(svc: Services, caller: Caller, a: CreateSubscription) -> Answer:
+    return await subscriptions_api.create(svc, caller, a)
+
+
+async def _sub_list(svc: Services, caller: Caller, a: NoArguments) -> Answer:
+    return await subscriptions_api.listed(svc, caller)
+
+
+async def _sub_get(svc: Services, caller: Caller, a: SubscriptionRef) -> Answer:
+    return await subscriptions_api.get(svc, caller, a.name)
+
+
+async def _sub_update(svc: Services, caller: Caller, a: UpdateSubscriptionByName) -> Answer:
+    return await subscriptions_api.update(svc, caller, a.name, a.changes())
+
+
+async def _sub_delete(svc: Services, caller: Caller, a: SubscriptionRef) -> Answer:
+    return await subscriptions_api.delete(svc, caller, a.name)
+
+
+async def _sub_replay(svc: Services, caller: Caller, a: ReplayFromByName) -> Answer:
+    return await subscriptions_api.replay(svc, caller, a.name, a)
+
+
+async def _dead_list(svc: Services, caller: Caller, a: DeadLettersByName) -> Answer:
+    return await subscriptions_api.dead_letters(svc, caller, a.name, after=a.after,
+                                                limit=a.limit)
+
+
+async def _dead_get(svc: Services, caller: Caller, a: DeadLetterRef) -> Answer:
+    return await subscriptions_api.dead_letter(svc, caller, a.name, a.sequence)
+
+
+async def _dead_replay(svc: Services, caller: Caller, a: ReplayDeadByName) -> Answer:
+    return await subscriptions_api.replay_dead(svc, caller, a.name, a)
+
+
+async def _dead_purge(svc: Services, caller: Caller, a: SubscriptionRef) -> Answer:
+    return await subscriptions_api.purge_dead(svc, caller, a.name)
+
+
+#: The webhook subscription tools (issue 41): each needs subscriptions.manage held bare.
+_SUBSCRIPTION_TOOLS: tuple[Tool[Any], ...] = (
+    Tool("subscription_create", "Create a webhook subscription: a target URL, the post_* "
+         "events and namespace patterns it receives; the generated secret is in this answer "
+         "only (needs subscriptions.manage).", CreateSubscription, _sub_create),
+    Tool("subscription_list", "Every webhook subscription with its lag, last success and "
+         "failure and dead letters.", NoArguments, _sub_list, read_only=True),
+    Tool("subscription_get", "One webhook subscription and its delivery state.",
+         SubscriptionRef, _sub_get, read_only=True),
+    Tool("subscription_update", "Change a webhook subscription (omitted fields stay).",
+         UpdateSubscriptionByName, _sub_update),
+    Tool("subscription_delete", "Delete a webhook subscription and its dead letters.",
+         SubscriptionRef, _sub_delete),
+    Tool("subscription_replay", "Deliver every event again from `from_sequence` on (a "
+         "receiver that lost its state).", ReplayFromByName, _sub_replay),
+    Tool("dead_letters_list", "A subscription's dead letters (events that exhausted their "
+         "retries), oldest first, one page.", DeadLettersByName, _dead_list, read_only=True),
+    Tool("dead_letter_get", "One dead letter with its payload.", DeadLetterRef, _dead_get,
+         read_only=True),
+    Tool("dead_letters_replay", "Deliver one dead letter (`sequence`) or each, once, now; "
+         "the delivered ones leave the queue.", ReplayDeadByName, _dead_replay),
+    Tool("dead_letters_purge", "Drop every dead letter of a subscription.", SubscriptionRef,
+         _dead_purge),
+)
+
 #: Every tool, in the order tools/list shows them.
 TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_store", "Store a memory: text in a `/`-separated namespace, with an "
@@ -294,6 +370,7 @@ TOOLS: tuple[Tool[Any], ...] = (
     Tool("federation_quarantine", "Changes federation peers sent that were unsigned or did "
          "not verify, held apart and never recalled, oldest first (`next`: pass as `after`; "
          "needs audit.read).", QuarantineQuery, _federation_quarantine, read_only=True),
+    *_SUBSCRIPTION_TOOLS,
 )
 
 #: The tools by name.

@@ -28,7 +28,7 @@ from attested_cortex.policy.patterns import covers, parse_pattern, whole
 
 ScopeBase = Literal[
     "memory.read", "memory.write", "memory.forget", "memory.override", "graph.read",
-    "graph.write", "audit.read", "approvals.decide",
+    "graph.write", "audit.read", "approvals.decide", "subscriptions.manage",
 ]
 BASES: Final[frozenset[str]] = frozenset(get_args(ScopeBase))
 

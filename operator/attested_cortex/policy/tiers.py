@@ -75,20 +75,21 @@ QUALIFIED: Final = Mark("qualified")
 DENIED: Final = Mark("denied")
 PUBLIC: Final = Mark("qualified", ("public", "**"))
 
-#: Seed 003's table for memory.* and audit.read; Trusted only for graph.*, approvals.decide
-#: and memory.override. Kernel: everything (never a caller's).
+#: Seed 003's table for memory.* and audit.read; Trusted only for graph.*, approvals.decide,
+#: memory.override and subscriptions.manage (a subscription reads every namespace it
+#: names). Kernel: everything (never a caller's).
 DEFAULTS: Final[Mapping[str, Mapping[str, Mark]]] = {
     "Kernel": dict.fromkeys(BASES, GRANTED),
     "Trusted": dict.fromkeys(BASES, GRANTED),
     "SemiTrusted": {
         "memory.read": GRANTED, "memory.write": GRANTED, "memory.forget": QUALIFIED,
         "memory.override": DENIED, "graph.read": DENIED, "graph.write": DENIED,
-        "audit.read": QUALIFIED, "approvals.decide": DENIED,
+        "audit.read": QUALIFIED, "approvals.decide": DENIED, "subscriptions.manage": DENIED,
     },
     "Untrusted": {
         "memory.read": PUBLIC, "memory.write": DENIED, "memory.forget": DENIED,
         "memory.override": DENIED, "graph.read": DENIED, "graph.write": DENIED,
-        "audit.read": PUBLIC, "approvals.decide": DENIED,
+        "audit.read": PUBLIC, "approvals.decide": DENIED, "subscriptions.manage": DENIED,
     },
 }
 

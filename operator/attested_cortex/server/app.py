@@ -23,6 +23,7 @@ from attested_cortex.server.routes import (
     memories,
     recall,
     spoke,
+    subscriptions,
     system,
     transcripts,
 )
@@ -30,7 +31,8 @@ from attested_cortex.server.state import STATE_KEY, AppState
 from attested_cortex.service.pipeline.context import Services
 
 ROUTE_MODULES: tuple[ModuleType, ...] = (system, memories, recall, graph, audit, approvals,
-                                         transcripts, exporting, spoke, federation)
+                                         transcripts, exporting, spoke, federation,
+                                         subscriptions)
 OPENAPI_KEY = web.AppKey("cortex_openapi", dict)
 
 

@@ -40,7 +40,8 @@ from attested_cortex.server.configuring import (
     sealer_from,
 )
 from attested_cortex.server.settings import ServerSettings
-from attested_cortex.service.pipeline import recording
+from attested_cortex.server.subscribing import deliverer_from
+from attested_cortex.service.pipeline import outboxing, recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
 from attested_cortex.service.resources import (
     auditing,
@@ -63,7 +64,7 @@ from attested_cortex.service.workers.resealing import Resealer
 from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.service.workers.transcript_sweeping import Transcripts
 from attested_cortex.service.workers.transfer_expiry import TransferExpiry
-from attested_cortex.store import decisions, key_checks
+from attested_cortex.store import decisions, key_checks, outbox
 from attested_cortex.store.database import AnyConn, Conn, Database, single_connection
 from attested_cortex.store.embeddings import session_settings
 from attested_cortex.store.graph.age_setup import age_available, configure_age_connection
@@ -117,6 +118,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
                     registry=registry)
     approvals = approvals_from(settings, db, policy, record=record, pending_gauge=pending,
                                sealer=sealer)
+    present = await _outbox_present(db)
     vectors = await _open_vectors(settings, db, registry)  # last: it may load a model
     stack.push_async_callback(close_vectors, vectors)
     services = Services(
@@ -138,7 +140,11 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         pending=_pending(settings, db),
         transfer_expiry=TransferExpiry(db),
         checkpointer=_checkpointer(settings, db, keys, registry),
+        outbox=present,
+        deliverer=deliverer_from(settings, db, registry, sealer) if present else None,
     )
+    if approvals is not None and present:  # approval events through subscriptions (K4)
+        approvals.outbox = outboxing.approvals(services)
     signer = _signer_key(settings, keys)
     adopted = await spoke_audit.adopt_records(db, signer() if signer is not None else None)
     if adopted:  # once, after the upgrade to migration 0032 (ADR 0087)
@@ -293,6 +299,15 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
     if approvals is not None:
         await approvals.start(settings.database_url)
         stack.push_async_callback(approvals.aclose)
+    if services.deliverer is not None:
+        services.deliverer.start(settings.database_url)
+        stack.push_async_callback(services.deliverer.aclose)
+
+
+async def _outbox_present(db: Database) -> bool:
+    """Whether writes append to the outbox: not on a schema older than 0041 (ADR 0106)."""
+    async with db.connection() as conn:
+        return await outbox.present(conn)
 
 
 async def _open_vectors(

@@ -424,3 +424,55 @@ class ReplayOut(BaseModel):
     full: bool
     citations: list[CitationOut]
     transcripts: list[ReplayTranscriptOut]
+
+
+class SubscriptionOut(BaseModel):
+    """A webhook subscription and its delivery state (never its secret, but once)."""
+
+    id: str
+    name: str
+    url: str
+    events: list[str]
+    namespaces: list[str]
+    max_in_flight: int
+    enabled: bool
+    allow_private_targets: bool
+    managed_by: str
+    created_at: str
+    updated_at: str
+    status: dict[str, Any] = Field(description="lag, cursor, head, last_success_at, "
+                                   "last_failure_at, last_error, dead_letters, "
+                                   "behind_retention, running")
+    secret: str | None = Field(None, description="Only in the answer to a create that "
+                               "generated it")
+
+
+class SubscriptionListOut(BaseModel):
+    """Every subscription, by name."""
+
+    subscriptions: list[SubscriptionOut]
+
+
+class DeadLetterOut(BaseModel):
+    """An event that exhausted its retries."""
+
+    sequence: int
+    event: str
+    key: str
+    attempts: int
+    last_error: str
+    dead_at: str
+    payload: dict[str, Any] | None = None
+
+
+class DeadLetterListOut(BaseModel):
+    """One page of dead letters, oldest first."""
+
+    dead_letters: list[DeadLetterOut]
+    next: int | None
+
+
+class SubscriptionActionOut(BaseModel):
+    """What a delete, replay, dead-letter replay or purge did."""
+
+    model_config = ConfigDict(extra="allow")

@@ -402,6 +402,52 @@ class FederationSettings(BaseModel):
         return self
 
 
+class DeclaredSubscription(BaseModel):
+    """A subscription declared in configuration (synced into the table at start-up)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=253)
+    url: str = Field(min_length=1, max_length=2048)
+    events: list[str] = Field(min_length=1, max_length=32)
+    namespaces: list[str] = Field(default_factory=lambda: ["**"], max_length=64)
+    secret_file: Path
+    max_in_flight: int = Field(4, ge=1, le=64)
+    enabled: bool = True
+    allow_private_targets: bool = False
+
+
+class SubscriptionsSettings(BaseModel):
+    """Webhook delivery from the event outbox (issue 41, ADR 0106/0107)."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: Deliver at all (the outbox is written whatever this says, once migrated).
+    enabled: bool = True
+    #: The first retries' delays (seed 000 K6: 1 s, 5 s, 25 s); after them each delay is
+    #: the last times ``retry_factor``, up to ``retry_cap_seconds``.
+    retry_schedule_seconds: list[float] = Field(
+        default_factory=lambda: [1.0, 5.0, 25.0], min_length=1, max_length=16)
+    retry_factor: float = Field(5.0, ge=1.0, le=10.0)
+    retry_cap_seconds: float = Field(600.0, ge=0.01, le=86400)
+    #: Attempts per event before it goes to the dead-letter queue (1 + retries).
+    max_attempts: int = Field(10, ge=1, le=100)
+    connect_timeout_ms: int = Field(2000, ge=10, le=60_000)
+    total_timeout_ms: int = Field(10_000, ge=10, le=300_000)
+    #: How much of a receiver's answer is read (the rest is dropped).
+    max_response_bytes: int = Field(4096, ge=0, le=1024 * 1024)
+    #: Outbox events read per batch of one subscription.
+    batch: int = Field(256, ge=1, le=10_000)
+    #: How long the outbox keeps an event; a subscription whose cursor falls behind it
+    #: loses the dropped events (status and metrics say so).
+    retention_seconds: int = Field(7 * 86400, ge=1, le=366 * 86400)
+    #: The cortex-wide SSRF exception (a subscription may also allow itself).
+    allow_private_targets: bool = False
+    #: Extra ranges refused like private ones (the cluster's pod and service CIDRs).
+    refused_cidrs: list[str] = Field(default_factory=list, max_length=64)
+    #: Subscriptions kept in the table from configuration (the operator renders the
+    #: CortexSubscription resources here; ADR 0108).
+    declared: list[DeclaredSubscription] = Field(default_factory=list, max_length=1000)
+
+
 class ServerSettings(BaseModel):
     """The server's configuration."""
 
@@ -440,6 +486,7 @@ class ServerSettings(BaseModel):
     spoke_memory: SpokeMemorySettings = Field(default_factory=SpokeMemorySettings)
     #: None: no federation (issue 42).
     federation: FederationSettings | None = None
+    subscriptions: SubscriptionsSettings = Field(default_factory=SubscriptionsSettings)
     log_level: str = "INFO"
     pool_max_size: int = Field(10, ge=1, le=200)
     # Every wait in the database is bounded: on a lock (409), on a statement (503) and on a

@@ -39,6 +39,7 @@ from attested_cortex.store.memory_ciphers import (
     sealing,
     vectors,
 )
+from attested_cortex.store.outbox import OutboxEvent
 from attested_cortex.store.written import WrittenBy
 
 _COLUMNS = (
@@ -172,11 +173,14 @@ async def insert_recorded(
     conn: Conn, *, namespace: str, title: str, content: str, tags: Sequence[str],
     metadata: dict[str, Any], author: str, memory_id: uuid.UUID,
     event: PendingEvent | EventFn, adds: int, cap: int, by: WrittenBy | None = None,
+    outbox_event: OutboxEvent | None = None,
 ) -> Memory:
     """Insert a new memory and append its audit ``event`` in one statement (one round trip,
     atomic without an explicit transaction), in the lock order of every write: the author's
     usage row first (locked, and the cap checked, by ``cortex_reserve_bytes``), the chain
     lock last (the append, fed by the inserted row). Past ``cap``: :class:`CapReachedError`.
+    With ``outbox_event`` its outbox row is inserted too, fed by the record (so after the
+    chain lock: migration 0041), its times replaced by the row's.
 
     On a sealed connection (the keyed chain, migration 0014) the MAC must be inserted before
     the chain lock is released, so the statement runs in a transaction, pipelined: BEGIN and
@@ -191,13 +195,14 @@ async def insert_recorded(
         f"SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s FROM u "
         f"RETURNING {_COLUMNS}), "
         "e AS (INSERT INTO signed_events (agent_id, event_type, payload, signature, "
-        "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m"
-        + (" RETURNING sequence, hash, prev_mac) SELECT m.*, e.sequence AS chain_sequence, "
+        "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m RETURNING sequence, hash, "
+        "prev_mac)" + (_OUTBOX_CTE if outbox_event is not None else "")
+        + (" SELECT m.*, e.sequence AS chain_sequence, "
            "e.hash AS chain_hash, e.prev_mac AS chain_prev_mac FROM m, e" if keyed
-           else ") SELECT * FROM m"))
+           else " SELECT * FROM m"))
     params = (author, adds, cap, memory_id, namespace, v.title, v.content, list(tags),
               v.metadata, author, v.key_version, v.sealed, v.search, *written.params(by),
-              *event.params())
+              *event.params(), *(outbox_event.params() if outbox_event is not None else ()))
     try:
         with translating_events(event):
             if not keyed:
@@ -210,6 +215,13 @@ async def insert_recorded(
         raise
     assert row is not None
     return _from_row(conn, row)
+
+
+#: The outbox row of a one-statement store: after the record (``FROM e``), so its sequence
+#: is taken under the chain lock; the times are the row's.
+_OUTBOX_CTE = (", o AS (INSERT INTO outbox_events (event, key, namespace, payload) "
+               "SELECT %s, %s, %s, jsonb_set(jsonb_set(%s::jsonb, '{created_at}', "
+               "to_jsonb(m.created_at)), '{updated_at}', to_jsonb(m.updated_at)) FROM m, e)")
 
 
 async def _sealed_in_two_round_trips(conn: Conn, query: str, params: tuple[Any, ...]

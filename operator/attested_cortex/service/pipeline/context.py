@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from attested_cortex.service.workers.approving import Approvals
     from attested_cortex.service.workers.checkpointing import Checkpointer
+    from attested_cortex.service.workers.delivering import Deliverer
     from attested_cortex.service.workers.embedding import Vectors
     from attested_cortex.service.workers.pending_receipts import PendingReceipts
     from attested_cortex.service.workers.read_recording import ReadRecorder
@@ -180,6 +181,11 @@ class Services:
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.
     mcp: Describer | None = None
     observe: StepObserver | None = None
+    #: Whether writes append their ``post_*`` events to the outbox (migration 0041 applied;
+    #: ADR 0106); the subscription deliverer reads it.
+    outbox: bool = False
+    #: The webhook deliverer (ADR 0106); None: not started here.
+    deliverer: Deliverer | None = None
 
     @property
     def key_ring(self) -> KeyRing | None:

@@ -90,6 +90,13 @@ APPROVALS_STREAM: Final = _op("approvals.stream", None, (), (), "approvals.decid
 APPROVAL_DECIDE: Final = _op("approvals.decide", "approval", ("pre_approval",),
                              ("post_approval",), "approvals.decide", None)
 
+# Webhook subscriptions (issue 41, ADR 0106): managed with subscriptions.manage held bare.
+SUBSCRIPTIONS: Final = {name: _op(f"subscriptions.{name}", None, (), (),
+                                  "subscriptions.manage", None)
+                        for name in ("create", "list", "get", "update", "delete", "replay",
+                                     "dead_letters.list", "dead_letters.get",
+                                     "dead_letters.replay", "dead_letters.purge")}
+
 
 #: The native read events the family's listing reads fire (ADR 0067).
 _SPOKE_READS: Final[dict[str, tuple[EventName, EventName]]] = {
@@ -137,5 +144,6 @@ OPERATIONS: Final[dict[str, OperationSpec]] = {
         KG_TIMELINE, TRANSCRIPT_STORE, MEMORY_REPLAY, AUDIT_VERIFY, AUDIT_CHECKPOINT, AUDIT_PROOF,
         AUDIT_CONSISTENCY, EXPORT, CAPABILITIES, FEDERATION_QUARANTINE, MEMORY_PROVENANCE,
         APPROVALS_LIST, APPROVALS_STREAM, APPROVAL_DECIDE, *SPOKE_MEMORY.values(),
+        *SUBSCRIPTIONS.values(),
     )
 }

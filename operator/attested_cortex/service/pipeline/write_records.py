@@ -40,6 +40,7 @@ from attested_cortex.attest.records import (
 )
 from attested_cortex.attest.signing import sign
 from attested_cortex.errors import ConflictError
+from attested_cortex.service.pipeline import outboxing
 from attested_cortex.service.pipeline.attesting import SignedMemoryPlan, snapshot
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.store import events, signatures
@@ -86,6 +87,7 @@ async def record_memory(svc: Services, conn: Conn, caller: Caller, event: Memory
     """Append the record of a memory write (update, delete) inside its transaction."""
     await record_event(conn, agent_id=caller.agent_id, event_type=event,
                        payload=memory_record(memory, signature), signer=signer(svc, caller))
+    await outboxing.append(svc, conn, [outboxing.memory_event(event, memory)])
 
 
 async def record_signed_memory(conn: Conn, caller: Caller, memory: Memory,
@@ -120,6 +122,8 @@ async def record_stored(svc: Services, conn: Conn, caller: Caller,
             pending.append(PendingEvent(caller.agent_id, "memory.signed", plan.payload.encode(),
                                         plan.signature, plan.key.fingerprint))
     await events.append_rows(conn, pending)
+    await outboxing.append(svc, conn, [outboxing.memory_event("memory.stored", memory)
+                                       for memory, _ in written])
 
 
 async def record_link(svc: Services, conn: Conn, caller: Caller, event: LinkEvent,
@@ -127,13 +131,17 @@ async def record_link(svc: Services, conn: Conn, caller: Caller, event: LinkEven
     """Append the record of a link write (creation, invalidation) inside its transaction."""
     await record_event(conn, agent_id=caller.agent_id, event_type=event,
                        payload=link_record(link), signer=signer(svc, caller))
+    await outboxing.append(svc, conn, [outboxing.link_event(event, link)])
 
 
 async def record_transcript(svc: Services, conn: Conn, caller: Caller, event: TranscriptEvent,
-                            row: Recorded) -> None:
-    """Append the record of a transcript store inside its transaction."""
+                            row: Recorded, content: str | None = None) -> None:
+    """Append the record of a transcript store inside its transaction, and its outbox
+    event (with ``content``, the text as stored)."""
     await record_event(conn, agent_id=caller.agent_id, event_type=event,
                        payload=transcript_record(row), signer=signer(svc, caller))
+    if event == "transcript.stored":
+        await outboxing.append(svc, conn, [outboxing.transcript_event(row, content)])
 
 
 async def record_sweep(conn: Conn, event: TranscriptEvent, swept: list[Recorded],

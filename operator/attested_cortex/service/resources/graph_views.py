@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import base64
 import uuid
 from typing import Any
 
 import orjson
 
+from attested_cortex.service.pipeline.wire_views import link_view
 from attested_cortex.store.graph.base import PathSet, Subgraph, Timeline
-from attested_cortex.store.links import Link
 
-
-def link_view(link: Link) -> dict[str, Any]:
-    """A link as API JSON."""
-    return {
-        "id": str(link.id),
-        "src_id": str(link.src_id),
-        "dst_id": str(link.dst_id),
-        "relation": link.relation,
-        "valid_from": link.valid_from.isoformat(),
-        "valid_until": link.valid_until.isoformat() if link.valid_until else None,
-        "observed_by": link.observed_by,
-        "attest_level": link.attest_level,
-        "signed_by": link.signed_by,
-        "signature": base64.b64encode(link.signature).decode() if link.signature else None,
-        "signed_at": link.signed_at.isoformat() if link.signed_at else None,
-        "created_at": link.created_at.isoformat(),
-    }
+__all__ = ["link_view", "paths_view", "subgraph_view", "timeline_view"]
 
 
 def subgraph_view(graph: Subgraph) -> dict[str, Any]:

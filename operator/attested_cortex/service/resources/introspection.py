@@ -19,6 +19,7 @@ from attested_cortex.service.pipeline.attesting import snapshot
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.running import Call, run
 from attested_cortex.store import memory_resealing
+from attested_cortex.store import subscriptions as subscription_rows
 from attested_cortex.store import transcripts as transcript_rows
 from attested_cortex.store.migrating import current_version
 from attested_cortex.store.schema import MAX_SUPPORTED_SCHEMA
@@ -280,7 +281,25 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
                          else None,
                          "transfer_expiry": svc.transfer_expiry.as_json()
                          if svc.transfer_expiry is not None else None},
+        "subscriptions": await subscriptions(svc),
     }
+
+
+async def subscriptions(svc: Services) -> dict[str, Any]:
+    """The outbox and each subscription's delivery state: lag, last success and failure,
+    dead letters, whether it fell behind the retention bound (ADR 0106). Never a secret."""
+    if not svc.outbox:
+        return {"enabled": False, "reason": "the database is older than migration 0041"}
+    deliverer = svc.deliverer
+    async with svc.db.connection() as conn:
+        found = await subscription_rows.listed(conn)
+    if deliverer is None:
+        return {"enabled": True, "delivering": False, "subscriptions": [
+            {"name": s.name, "enabled": s.enabled} for s in found]}
+    return {"enabled": True, "delivering": deliverer.running,
+            "retention_seconds": deliverer.settings.retention_s,
+            "subscriptions": [{"name": s.name, "enabled": s.enabled, **deliverer.status(s)}
+                              for s in found]}
 
 
 def mcp(svc: Services) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload, payload_with
 from attested_cortex.namespaces import parse_namespace
-from attested_cortex.service.pipeline import attesting, settling, write_records
+from attested_cortex.service.pipeline import attesting, outboxing, settling, write_records
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.hooking import revalidate
@@ -138,7 +138,8 @@ class StoreCall(Call[Memory]):
             signed_at=cmd.signed_at)
         cap = self.settlement.cap
         if (mirror is None and signed is None and not cmd.citations and cap is not None
-                and self.settlement.approval is None and self.settlement.claim is None):
+                and self.settlement.approval is None and self.settlement.claim is None
+                and not (outboxing.enabled(svc) and outboxing.seals(svc))):
             memory = await self._one_statement(svc, caller, cap)
             await embedding.after_write(svc.vectors, svc.db, memory, self.vector)
             return memory
@@ -181,7 +182,9 @@ class StoreCall(Call[Memory]):
                     conn, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                     tags=cmd.tags, metadata=cmd.metadata, author=caller.agent_id,
                     memory_id=memory_id, event=record, adds=adds, cap=cap.limit,
-                    by=write_records.written_by(caller))
+                    by=write_records.written_by(caller),
+                    outbox_event=outboxing.memory_event("memory.stored", _as_written(
+                        memory_id, cmd, caller)) if outboxing.enabled(svc) else None)
         except rows.CapReachedError as exc:
             raise settling.over_cap(cap, used=exc.used, adds=adds) from exc
 
@@ -190,14 +193,20 @@ class StoreCall(Call[Memory]):
 
 
 def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller,
-               stored: rows.Stored) -> Memory:
-    """The row a store will write (what its record covers), before it is written."""
+               stored: rows.Stored | None) -> Memory:
+    """The row a store will write (what its record covers), before it is written; without
+    ``stored`` as it reads plain (the outbox event's view, its times the row's)."""
     now, by = datetime.now(UTC), write_records.written_by(caller)
     return Memory(id=memory_id, namespace=cmd.namespace, title=cmd.title, content=cmd.content,
                   tags=tuple(cmd.tags), metadata=cmd.metadata, author=caller.agent_id,
                   revision=1, created_at=now, updated_at=now, deleted_at=None,
-                  key_version=stored.key_version, sealed_sha256=stored.sealed_sha256,
+                  key_version=None if stored is None else stored.key_version,
+                  sealed_sha256=None if stored is None else stored.sealed_sha256,
                   written_tier=by.tier, written_scopes=by.scopes)
+
+
+def _as_written(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller) -> Memory:
+    return _as_stored(memory_id, cmd, caller, None)
 
 
 def _post_write(event: EventName, memory: Memory, reason: str) -> dict[str, Any]:

@@ -178,7 +178,7 @@ class StoreCall(Call[Transcript]):
             await settling.check_cap(conn, self.settlement, adds=self._adds(frame, svc))
             # The record covers the row the database returned (its normalised metadata).
             await write_records.record_transcript(svc, conn, caller, "transcript.stored",
-                                                  stored)
+                                                  stored, self.cmd.content)
         return stored.transcript
 
     def post_payload(self, event: EventName, result: Transcript) -> dict[str, Any]:

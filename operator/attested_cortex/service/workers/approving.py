@@ -147,6 +147,10 @@ class Approvals:
     #: Seals held requests at rest with ``encryption.at_rest`` on, opens them for the
     #: approver (ADR 0056); None: no master key.
     sealer: Sealer | None = None
+    #: Appends an approval's outbox event in the transaction that holds, decides or expires
+    #: it (issue 41, seed 000 K4: approval events through subscriptions); set at start-up
+    #: when the outbox exists (:func:`attested_cortex.service.pipeline.outboxing.approvals`).
+    outbox: Callable[[Any, str, Action], Awaitable[None]] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -382,6 +386,8 @@ class Approvals:
         return len(self._subscribers)
 
     async def _notify(self, conn: Any, kind: str, action: Action) -> None:
+        if self.outbox is not None:
+            await self.outbox(conn, kind, action)
         event: dict[str, Any] = {"event": kind, "approval": action_view(action)}
         text = json.dumps(event, default=str)
         if action.key_version is not None:  # a NOTIFY rests in pg_notify's files: not there

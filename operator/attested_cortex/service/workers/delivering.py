@@ -1,0 +1,487 @@
+"""The webhook deliverer: the outbox's first consumer (issue 41, ADR 0106/0107).
+
+Built at start-up (:func:`attested_cortex.server.assembling.open_services`) and kept in
+``Services.deliverer``. One lane per enabled subscription, each a task reading the outbox past
+the subscription's cursor in batches: a batch's events for the subscription (its event names
+and namespace patterns; an event without a namespace, a link's, goes to every subscription of
+its name) are grouped by key, each key's events delivered in order by one chain, the chains
+of different keys at once (at most ``max_in_flight`` attempts in flight, the lane's HTTP
+client holds no more connections). A failed attempt is retried after the schedule's delays
+(1 s, 5 s, 25 s, then times the factor up to the cap); one that exhausts its attempts goes to
+the dead-letter queue and the key's chain moves on. When every chain of the batch is done the
+cursor moves past the batch in one transaction with the batch's dead letters: a crash before
+that re-delivers the batch (at least once; every delivery of an event carries the same
+``webhook-id``, ``evt_<seq>``). The cursor moves by compare-and-set, so a replay that moved it
+back meanwhile wins.
+
+Lanes wake on the outbox's NOTIFY (sent at COMMIT) and poll as a fallback. Nothing commits
+during start-up: the supervisor's first pass waits ``first_delay_s``. The outbox keeps events
+``retention_s``; a lane whose cursor falls behind what was dropped says so (status, metric).
+Replicas each run lanes; two may deliver the same event (same id): receivers deduplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from attested_cortex import tasks
+from attested_cortex.attest.sealing import Sealer, UnsealError
+from attested_cortex.errors import CortexError, NotFoundError
+from attested_cortex.policy.patterns import matches, parse_pattern
+from attested_cortex.policy.targets import Network
+from attested_cortex.service.pipeline.outboxing import open_secret, opened, seal_secret
+from attested_cortex.service.workers.webhooks import Limits, Sender
+from attested_cortex.store import outbox
+from attested_cortex.store import subscriptions as subs
+from attested_cortex.store.database import Database
+from attested_cortex.store.notifications import listening
+from attested_cortex.store.outbox import Stored, json_text
+from attested_cortex.store.subscriptions import Subscription
+
+log = logging.getLogger(__name__)
+CHANNEL = "cortex_outbox"
+
+
+@dataclass(frozen=True)
+class DeliverySettings:
+    """How the deliverer retries, bounds and keeps (``subscriptions`` in the settings)."""
+
+    retry_schedule_s: tuple[float, ...] = (1.0, 5.0, 25.0)
+    retry_factor: float = 5.0
+    retry_cap_s: float = 600.0
+    max_attempts: int = 10
+    batch: int = 256
+    retention_s: float = 7 * 86400.0
+    allow_private: bool = False
+    refused: tuple[Network, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    poll_s: float = 1.0
+    #: How long a woken lane waits for the commits right behind the one that woke it.
+    linger_s: float = 0.005
+    #: How often the outbox's bounds (head, retention) are read for the gauges.
+    bounds_s: float = 1.0
+    sync_s: float = 1.0
+    first_delay_s: float = 0.5
+    sweep_s: float = 300.0
+    #: Subscriptions declared in the configuration (the operator's CortexSubscriptions,
+    #: ADR 0108), kept in the table as ``managed_by = 'config'``.
+    declared: tuple[Declared, ...] = ()
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A subscription the configuration declares; its secret is read from a file (a
+    mounted Secret) at each sync, so a rotated Secret takes effect without a restart."""
+
+    name: str
+    url: str
+    events: tuple[str, ...]
+    namespaces: tuple[str, ...]
+    secret_file: Path
+    max_in_flight: int = 4
+    enabled: bool = True
+    allow_private_targets: bool = False
+
+    def fields(self) -> dict[str, Any]:
+        """The row's fields (the secret read now)."""
+        return {"name": self.name, "url": self.url, "events": list(self.events),
+                "namespaces": list(self.namespaces),
+                "secret": self.secret_file.read_text(encoding="utf-8").strip(),
+                "max_in_flight": self.max_in_flight, "enabled": self.enabled,
+                "allow_private_targets": self.allow_private_targets, "managed_by": "config"}
+
+
+def delays(s: DeliverySettings) -> list[float]:
+    """The wait after each failed attempt but the last: the schedule, then each the one
+    before times the factor, all at most the cap."""
+    out: list[float] = []
+    for i in range(s.max_attempts - 1):
+        wait = s.retry_schedule_s[i] if i < len(s.retry_schedule_s) else out[-1] * s.retry_factor
+        out.append(min(wait, s.retry_cap_s))
+    return out
+
+
+def wanted(sub: Subscription, event: Stored) -> bool:
+    """Whether ``event`` is for ``sub`` (its names, its namespace patterns)."""
+    if event.event not in sub.events and "*" not in sub.events:
+        return False
+    return event.namespace is None or any(
+        matches(parse_pattern(p), event.namespace) for p in sub.namespaces)
+
+
+def body(event: Stored) -> str:
+    """The delivered JSON (the Standard Webhooks envelope: type, timestamp, data), the same
+    bytes at every attempt."""
+    return json_text({
+        "type": event.event, "timestamp": event.created_at.isoformat(),
+        "sequence": event.seq, "key": event.key, "data": event.payload})
+
+
+def message_id(seq: int) -> str:
+    """The stable delivery id of an event (``webhook-id``)."""
+    return f"evt_{seq}"
+
+
+@dataclass
+class _Tally:
+    delivered: int = 0
+    dead: list[tuple[Stored, int, str]] = field(default_factory=list)
+    success_at: datetime | None = None
+
+
+@dataclass
+class _Lane:
+    sub: Subscription
+    sender: Sender
+    slots: asyncio.Semaphore
+    secret: str = ""  # opened once when the lane starts (sealed at rest: ADR 0106)
+    task: asyncio.Task[None] | None = None
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.deliveries = Counter(
+            "cortex_subscription_deliveries_total", "Webhook delivery attempts by outcome",
+            ["subscription", "outcome"], registry=registry)
+        self.lag = Gauge("cortex_subscription_lag_events",
+                         "Outbox sequence numbers past a subscription's cursor",
+                         ["subscription"], registry=registry)
+        self.dead = Gauge("cortex_subscription_dead_letters",
+                          "Events in a subscription's dead-letter queue", ["subscription"],
+                          registry=registry)
+        self.behind = Gauge("cortex_subscription_behind_retention",
+                            "1 when the outbox dropped events a subscription had not had",
+                            ["subscription"], registry=registry)
+
+
+class Deliverer:
+    """Every lane of one server, their supervisor and the outbox's retention sweep."""
+
+    def __init__(self, db: Database, settings: DeliverySettings | None = None, *,
+                 registry: CollectorRegistry | None = None, sealer: Sealer | None = None
+                 ) -> None:
+        self.db, self.settings = db, settings or DeliverySettings()
+        #: Opens payloads sealed at rest (``encryption.at_rest``, ADR 0106).
+        self.sealer = sealer
+        self._delays = delays(self.settings)
+        self._lanes: dict[uuid.UUID, _Lane] = {}
+        self._wake = asyncio.Event()
+        self._resync = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._metrics = _Metrics(registry)
+        self.dropped_before = 0  # the outbox's oldest sequence minus one
+        self.head = 0
+        self._bounds_at = -1e9
+
+    # -- life cycle --------------------------------------------------------------------
+    def start(self, dsn: str) -> None:
+        if not self._tasks:
+            self._tasks = [asyncio.create_task(self._supervise(), name="webhook-supervisor"),
+                           asyncio.create_task(self._listen(dsn), name="webhook-listener")]
+
+    @property
+    def running(self) -> bool:
+        return any(not t.done() for t in self._tasks)
+
+    async def aclose(self) -> None:
+        await tasks.stop([*self._tasks, *(lane.task for lane in self._lanes.values())])
+        for lane in self._lanes.values():
+            await lane.sender.close()
+        self._lanes.clear()
+        self._tasks = []
+
+    def changed(self) -> None:
+        """A subscription was created, changed or deleted here: resync now."""
+        self._resync.set()
+        self.kick()
+
+    def kick(self) -> None:
+        """Wake every lane (new events, a rewound cursor)."""
+        woken, self._wake = self._wake, asyncio.Event()
+        woken.set()
+
+    # -- supervision -------------------------------------------------------------------
+    async def _listen(self, dsn: str) -> None:
+        while True:
+            try:
+                async with listening(dsn, CHANNEL) as notes:
+                    async for _ in notes:
+                        self.kick()
+            except (CortexError, OSError) as exc:
+                log.warning("outbox listener lost (%s); lanes poll until it is back",
+                            type(exc).__name__)
+            await asyncio.sleep(self.settings.poll_s)
+
+    async def _supervise(self) -> None:
+        await asyncio.sleep(self.settings.first_delay_s)
+        loop = asyncio.get_running_loop()
+        swept_at = loop.time()  # the first sweep a sweep interval after start, not in it
+        while True:
+            try:
+                await self.sync()
+                if loop.time() - swept_at >= self.settings.sweep_s:
+                    await self.sweep()
+                    swept_at = loop.time()
+            except (CortexError, OSError) as exc:
+                log.warning("subscription sync failed: %s", type(exc).__name__)
+            self._resync.clear()
+            try:
+                async with asyncio.timeout(self.settings.sync_s):
+                    await self._resync.wait()
+            except TimeoutError:
+                pass
+
+    async def sync(self) -> None:
+        """Start a lane per enabled subscription, restart those whose target changed, stop
+        the rest."""
+        if self.settings.declared:
+            await self.sync_declared()
+        async with self.db.connection() as conn:
+            found = {s.id: s for s in await subs.listed(conn) if s.enabled}
+            self.dropped_before, self.head = await outbox.bounds(conn)
+        for sub_id in [i for i in self._lanes if i not in found]:
+            await self._stop_lane(sub_id)
+        for sub in found.values():
+            lane = self._lanes.get(sub.id)
+            if lane is not None and lane.sub.updated_at == sub.updated_at:
+                continue
+            if lane is not None:
+                await self._stop_lane(sub.id)
+            self._start_lane(sub)
+
+    async def sync_declared(self) -> int:
+        """Create, change or delete the ``config`` subscriptions to match the declared ones;
+        how many rows changed (none when they match: an idle server writes nothing). A
+        declared name taken by an API subscription is left alone, and logged."""
+        wanted: dict[str, dict[str, Any]] = {}
+        for one in self.settings.declared:
+            try:
+                wanted[one.name] = one.fields()
+            except OSError as exc:
+                log.error("declared subscription %s: its secret file is unreadable (%s)",
+                          one.name, type(exc).__name__)
+        changed = 0
+        async with self.db.transaction() as conn:
+            current = {s.name: s for s in await subs.listed(conn)}
+            for name, fields in wanted.items():
+                row = current.get(name)
+                if row is None:
+                    await subs.create(conn, {
+                        **fields, "secret": seal_secret(self.sealer, name, fields["secret"])})
+                elif row.managed_by != "config":
+                    log.error("declared subscription %s: the name is taken by one made "
+                              "through the API; not managed", name)
+                    continue
+                elif _differs(row, fields, self.sealer):
+                    await subs.update(conn, row.id, {
+                        **fields, "secret": seal_secret(self.sealer, name, fields["secret"])})
+                else:
+                    continue
+                changed += 1
+            for name, row in current.items():
+                if row.managed_by == "config" and name not in wanted:
+                    await subs.delete(conn, row.id)
+                    changed += 1
+        return changed
+
+    def _start_lane(self, sub: Subscription) -> None:
+        s = self.settings
+        sender = Sender(max_in_flight=sub.max_in_flight,
+                        allow_private=sub.allow_private_targets or s.allow_private,
+                        refused=s.refused, limits=s.limits)
+        try:
+            secret = open_secret(self.sealer, sub.name, sub.secret)
+        except UnsealError as exc:  # its events wait; the next sync tries again
+            log.error("subscription %s: its secret does not open (%s)", sub.name, exc)
+            asyncio.get_running_loop().create_task(sender.close())
+            return
+        lane = _Lane(sub, sender, asyncio.Semaphore(sub.max_in_flight), secret)
+        lane.task = asyncio.create_task(self._run(lane), name=f"webhook-{sub.name}")
+        self._lanes[sub.id] = lane
+
+    async def _stop_lane(self, sub_id: uuid.UUID) -> None:
+        lane = self._lanes.pop(sub_id)
+        await tasks.stop([lane.task])
+        await lane.sender.close()
+        for gauge in (self._metrics.lag, self._metrics.dead, self._metrics.behind):
+            with contextlib.suppress(KeyError):
+                gauge.remove(lane.sub.name)
+
+    async def sweep(self) -> int:
+        """Drop the events older than the retention bound; how many."""
+        before = datetime.now(UTC) - timedelta(seconds=self.settings.retention_s)
+        async with self.db.transaction() as conn:
+            dropped = await outbox.drop_before(conn, before)
+        if dropped:
+            log.info("outbox events dropped by retention", extra={"events": dropped})
+        return dropped
+
+    # -- a lane ------------------------------------------------------------------------
+    async def _run(self, lane: _Lane) -> None:
+        while True:
+            wake = self._wake
+            try:
+                moved = await self._batch(lane)
+            except (CortexError, OSError) as exc:
+                log.warning("delivery batch of %s failed: %s", lane.sub.name,
+                            type(exc).__name__)
+                moved = False
+            if moved:
+                continue
+            try:
+                async with asyncio.timeout(self.settings.poll_s):
+                    await wake.wait()
+            except TimeoutError:
+                continue
+            # Woken by a commit: let the commits right behind it land, so a burst of writes
+            # is one batch (a few queries for many events) rather than one per event.
+            await asyncio.sleep(self.settings.linger_s)
+
+    async def _batch(self, lane: _Lane) -> bool:
+        """Deliver the next batch; False when there was none."""
+        async with self.db.connection() as conn:
+            state = await subs.get(conn, lane.sub.id)
+            if state is None:
+                return False
+            events = await outbox.after(conn, state.cursor, self.settings.batch)
+            now = asyncio.get_running_loop().time()
+            if now - self._bounds_at >= self.settings.bounds_s:  # for the gauges: at most 1/s
+                self.dropped_before, self.head = await outbox.bounds(conn)
+                self._bounds_at = now
+        if events:
+            self.head = max(self.head, events[-1].seq)
+        self._gauge(state)
+        if not events:
+            return False
+        tally = _Tally()
+        chains: dict[str, list[Stored]] = {}
+        for event in events:
+            if wanted(lane.sub, event):
+                chains.setdefault(event.key, []).append(event)
+        await asyncio.gather(*(self._chain(lane, chain, tally) for chain in chains.values()))
+        async with self.db.transaction() as conn:
+            for event, attempts, why in tally.dead:
+                await subs.bury(conn, lane.sub.id, seq=event.seq, event=event.event,
+                                key=event.key, payload=event.payload, attempts=attempts,
+                                error=why)
+            await subs.advance(conn, lane.sub.id, read=state.cursor, cursor=events[-1].seq,
+                               delivered=tally.delivered, success_at=tally.success_at)
+        if tally.dead:
+            log.warning("events dead-lettered", extra={"subscription": lane.sub.name,
+                                                        "events": len(tally.dead)})
+        return True
+
+    def _gauge(self, state: Subscription) -> None:
+        name = state.name
+        self._metrics.lag.labels(name).set(max(0, self.head - state.cursor))
+        self._metrics.dead.labels(name).set(state.dead_letters)
+        self._metrics.behind.labels(name).set(int(state.cursor < self.dropped_before))
+
+    async def _chain(self, lane: _Lane, chain: Sequence[Stored], tally: _Tally) -> None:
+        for event in chain:
+            await self._event(lane, event, tally)
+
+    def text(self, event: Stored) -> str:
+        """The delivered body of ``event``, its payload opened when it was sealed at rest."""
+        return body(replace(event, payload=opened(self.sealer, event.payload)))
+
+    async def _event(self, lane: _Lane, event: Stored, tally: _Tally) -> None:
+        name = lane.sub.name
+        try:
+            text = self.text(event)
+        except UnsealError as exc:  # not sent: kept, sealed, for an operator to look at
+            tally.dead.append((event, 0, f"the payload does not open: {exc}"))
+            self._metrics.deliveries.labels(name, "dead").inc()
+            return
+        for attempt, wait in enumerate([*self._delays, None], start=1):
+            async with lane.slots:
+                why = await lane.sender.send(lane.sub.url, secret=lane.secret,
+                                             msg_id=message_id(event.seq), body=text)
+            if why is None:
+                tally.delivered += 1
+                tally.success_at = datetime.now(UTC)
+                self._metrics.deliveries.labels(name, "delivered").inc()
+                return
+            self._metrics.deliveries.labels(name, "failed").inc()
+            await self._note_failure(lane, why)
+            if wait is None:
+                tally.dead.append((event, attempt, why))
+                self._metrics.deliveries.labels(name, "dead").inc()
+                return
+            await asyncio.sleep(wait)
+
+    async def _note_failure(self, lane: _Lane, why: str) -> None:
+        try:
+            async with self.db.transaction() as conn:
+                await subs.note_failure(conn, lane.sub.id, at=datetime.now(UTC), error=why)
+        except CortexError as exc:  # the state is a report; the retries go on
+            log.warning("could not record a failed delivery: %s", type(exc).__name__)
+
+    # -- the dead-letter queue ---------------------------------------------------------
+    async def replay_dead(self, sub: Subscription, seq: int) -> str | None:
+        """One attempt at a dead letter now: None when delivered (it leaves the queue),
+        else why not (it stays, its attempts counted)."""
+        async with self.db.connection() as conn:
+            dead = await subs.dead_letter(conn, sub.id, seq)
+        if dead is None:
+            raise NotFoundError(f"subscription {sub.name} has no dead letter {seq}",
+                                code="dead_letter_not_found")
+        event = Stored(dead.seq, dead.event, dead.key, None, dead.payload, dead.dead_at)
+        lane = self._lanes.get(sub.id)
+        sender = lane.sender if lane is not None else self._sender(sub)
+        try:
+            why = await sender.send(sub.url, secret=open_secret(self.sealer, sub.name,
+                                                                sub.secret),
+                                    msg_id=message_id(seq),
+                                    body=self.text(event))
+        finally:
+            if lane is None:
+                await sender.close()
+        async with self.db.transaction() as conn:
+            if why is None:
+                await subs.forget_dead(conn, sub.id, seq)
+            else:
+                await subs.bury(conn, sub.id, seq=seq, event=dead.event, key=dead.key,
+                                payload=dead.payload, attempts=1, error=why)
+        return why
+
+    def _sender(self, sub: Subscription) -> Sender:
+        s = self.settings
+        return Sender(max_in_flight=sub.max_in_flight,
+                      allow_private=sub.allow_private_targets or s.allow_private,
+                      refused=s.refused, limits=s.limits)
+
+    def status(self, sub: Subscription) -> dict[str, Any]:
+        """A subscription's delivery state for the API and capabilities (no secret)."""
+        return {"lag": max(0, self.head - sub.cursor), "cursor": sub.cursor,
+                "head": self.head, "delivered": sub.delivered,
+                "failed_attempts": sub.failed_attempts,
+                "last_success_at": _iso(sub.last_success_at),
+                "last_failure_at": _iso(sub.last_failure_at), "last_error": sub.last_error,
+                "dead_letters": sub.dead_letters,
+                "behind_retention": sub.cursor < self.dropped_before,
+                "running": sub.id in self._lanes}
+
+
+def _differs(row: Subscription, fields: dict[str, Any], sealer: Sealer | None) -> bool:
+    try:
+        secret = open_secret(sealer, row.name, row.secret)
+    except UnsealError:
+        return True  # rewritten under the key this server holds
+    current = {**{k: getattr(row, k) for k in fields}, "secret": secret}
+    return any(current[k] != (tuple(v) if isinstance(v, list) else v)
+               for k, v in fields.items())
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()

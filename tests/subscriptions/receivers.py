@@ -1,0 +1,81 @@
+"""A real webhook receiver for the subscription tests: an aiohttp server on 127.0.0.1 that
+verifies every delivery with the Standard Webhooks reference library (``standardwebhooks``,
+not the cortex's code) and records it. ``mode`` decides the answer: ``ok`` (204), ``down``
+(503), ``hang`` (never answers) or ``redirect`` (307 to another receiver)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from aiohttp import web
+from standardwebhooks import Webhook
+
+Mode = Literal["ok", "down", "hang", "redirect"]
+
+
+@dataclass
+class Receiver:
+    url: str = ""
+    mode: Mode = "ok"
+    secret: str | None = None
+    redirect_to: str = ""
+    accepted: list[dict[str, Any]] = field(default_factory=list)  # verified and 2xx
+    attempts: int = 0
+    in_flight: int = 0
+    most_in_flight: int = 0
+    refused_signatures: int = 0
+
+    def ids(self) -> list[str]:
+        return [d["id"] for d in self.accepted]
+
+    def by_key(self) -> dict[str, list[dict[str, Any]]]:
+        found: dict[str, list[dict[str, Any]]] = {}
+        for delivery in self.accepted:
+            found.setdefault(delivery["body"]["key"], []).append(delivery)
+        return found
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.attempts += 1
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            raw = await request.read()
+            if self.mode == "hang":
+                await asyncio.Event().wait()  # held until the client gives up
+            if self.mode == "down":
+                return web.Response(status=503)
+            if self.mode == "redirect":
+                raise web.HTTPTemporaryRedirect(self.redirect_to)
+            assert self.secret is not None
+            try:
+                Webhook(self.secret).verify(raw, dict(request.headers))
+            except Exception:
+                self.refused_signatures += 1
+                return web.Response(status=401)
+            self.accepted.append({"id": request.headers["webhook-id"],
+                                  "body": json.loads(raw)})
+            return web.Response(status=204)
+        finally:
+            self.in_flight -= 1
+
+
+@asynccontextmanager
+async def receiving(mode: Mode = "ok") -> AsyncIterator[Receiver]:
+    receiver = Receiver(mode=mode)
+    app = web.Application()
+    app.router.add_post("/hook", receiver.handle)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    receiver.url = f"http://127.0.0.1:{port}/hook"
+    try:
+        yield receiver
+    finally:
+        await runner.cleanup()
