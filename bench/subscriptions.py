@@ -27,7 +27,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from tests.support.served import serve
+from hack.support.served import serve
 
 from attested_cortex.store.migrating import migrate
 from bench.common import age_server, create_database, percentiles, write_result

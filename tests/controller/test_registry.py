@@ -16,7 +16,8 @@ def test_every_kind_has_a_pass_and_a_path() -> None:
 
 
 def test_satellites_are_the_kinds_that_name_a_cortex() -> None:
-    assert set(registry.SATELLITES) == {"AgentIdentity", "HookChain", "PermissionRule"}
+    assert set(registry.SATELLITES) == {"AgentIdentity", "CortexSubscription", "HookChain",
+                                        "PermissionRule"}
     assert {kind.kind for kind in KINDS if not kind.satellite} == {"MemoryCortex"}
 
 

@@ -33,7 +33,7 @@ from tests.operator.conftest import Operated, OperatorProcess, cortex, satellite
 pytestmark = pytest.mark.tools
 
 HEALTH_LUA = CHART / "files" / "argocd-health.lua"
-KINDS = ("MemoryCortex", "PermissionRule", "HookChain", "AgentIdentity")
+KINDS = ("MemoryCortex", "PermissionRule", "HookChain", "AgentIdentity", "CortexSubscription")
 #: kstatus -> what Argo CD must say for the same object.
 ARGO = {"InProgress": "Progressing", "Current": "Healthy", "Failed": "Degraded"}
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema_rs
 import yaml
+from hack.support.waiting import await_until
 
 from attested_cortex.attest.keyfiles import write_identity
 from attested_cortex.attest.keys import generate_key
@@ -27,7 +28,6 @@ from attested_cortex.service.pipeline.running import STEPS
 from attested_cortex.types import AgentId
 from tests.server.test_hooks_api import RECORDER, recorded
 from tests.support.cortex import CortexClient, MakeCortex, Reply
-from tests.support.waiting import await_until
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 HELD = {"source": "t/held", "namespace": "held/**", "agents": ["*"], "operations": ["store"],

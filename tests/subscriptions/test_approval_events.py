@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hack.support.waiting import await_until
+
 from tests.server.test_pipeline import approval_settings, signed
 from tests.subscriptions.receivers import receiving
 from tests.subscriptions.test_delivery import FAST, subscribe
 from tests.support.cortex import MakeCortex
-from tests.support.waiting import await_until
 
 
 async def test_held_and_decided_approvals_are_delivered_in_order(

@@ -18,10 +18,10 @@ from typing import Any
 import aiohttp
 import psycopg
 import yaml
+from hack.support.served import serve
+from hack.support.waiting import await_until
 
 from tests.subscriptions.receivers import Receiver, receiving
-from tests.support.served import serve
-from tests.support.waiting import await_until
 
 KILLS = 3
 WRITERS = 4

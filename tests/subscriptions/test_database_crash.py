@@ -12,6 +12,9 @@ from collections import Counter
 from pathlib import Path
 
 import psycopg
+from hack.support.pgservers import PgServer, resume
+from hack.support.replication import crash
+from hack.support.waiting import await_until
 
 from tests.server.test_failover import (  # noqa: F401 (fixtures)
     fresh,
@@ -23,9 +26,6 @@ from tests.server.test_failover import (  # noqa: F401 (fixtures)
 from tests.subscriptions.receivers import receiving
 from tests.subscriptions.test_delivery import FAST, subscribe
 from tests.support.cortex import MakeCortex
-from tests.support.pgservers import PgServer, resume
-from tests.support.replication import crash
-from tests.support.waiting import await_until
 from tests.support.writers import TRANSCRIPTS, Writer
 
 

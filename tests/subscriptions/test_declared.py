@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hack.support.waiting import await_until
+
 from attested_cortex.service.workers.webhooks import new_secret
 from tests.subscriptions.receivers import receiving
 from tests.subscriptions.test_delivery import FAST
 from tests.support.cortex import MakeCortex
-from tests.support.waiting import await_until
 
 
 async def test_declared_subscriptions_are_synced_and_follow_their_secret(

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hack.support.waiting import await_until
+
 from tests.subscriptions.receivers import Receiver, receiving
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.waiting import await_until
 
 FAST = {"retry_schedule_seconds": [0.05, 0.1, 0.2], "retry_cap_seconds": 0.2,
         "max_attempts": 4, "total_timeout_ms": 400, "connect_timeout_ms": 400}

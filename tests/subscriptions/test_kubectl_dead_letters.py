@@ -11,12 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hack.support.waiting import await_until
+
 from attested_cortex.server.auth import TokenAuth
 from attested_cortex.server.tokens import generate
 from tests.subscriptions.receivers import receiving
 from tests.subscriptions.test_delivery import FAST
 from tests.support.cortex import MakeCortex
-from tests.support.waiting import await_until
 
 KUBECONFIG = """apiVersion: v1
 kind: Config

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hack.support.waiting import await_until
+
 from tests.subscriptions.receivers import receiving
 from tests.subscriptions.test_delivery import cortex_with
 from tests.support.cortex import CortexClient, MakeCortex
-from tests.support.waiting import await_until
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 

@@ -9,12 +9,12 @@ import uuid
 from pathlib import Path
 
 import psycopg
+from hack.support.waiting import await_until
 
 from attested_cortex.attest import masterkeys as mk
 from tests.subscriptions.receivers import receiving
 from tests.subscriptions.test_delivery import FAST, subscribe
 from tests.support.cortex import MakeCortex
-from tests.support.waiting import await_until
 
 
 async def test_sealed_payloads_are_delivered_opened(
