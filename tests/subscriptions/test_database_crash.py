@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import psycopg
+import pytest
 from hack.support.pgservers import PgServer, resume
 from hack.support.replication import crash
 from hack.support.waiting import await_until
@@ -28,6 +29,7 @@ from tests.subscriptions.test_delivery import FAST, subscribe
 from tests.support.cortex import MakeCortex
 from tests.support.writers import TRANSCRIPTS, Writer
 
+pytestmark = pytest.mark.pg  # runs a PostgreSQL of its own (hack.support.pgservers)
 
 async def test_events_equal_committed_rows_across_a_database_crash(
         make_cortex: MakeCortex, workdir: Path, servers: list[PgServer],  # noqa: F811
