@@ -54,7 +54,9 @@ REASONS: Final[Mapping[str, Meaning]] = {
         "ClusterHealthy", "Compiled", "CortexFound", "CortexReady", "DatabaseRunning",
         "ExternalDatabase", "HooksInForce", "KeyInSecret", "KeyReady", "Loaded", "Migrated",
         "Paused", "RuleInForce", "Running", "ScaledToZero", "ServerAvailable", "Valid",
-        "Verified", "Witnessed"], _READY),
+        "Verified", "Witnessed",
+        # a CortexSubscription: its signing Secret, and delivered by its cortex
+        "InForce", "SecretFound", "SecretGenerated"], _READY),
     # -- progress ------------------------------------------------------------------------
     **dict.fromkeys([
         "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
