@@ -51,9 +51,20 @@ PEER_BULK = 1000
 AGENT = "bench"
 
 
+#: Where ``make peers`` (hack/peers/ensure-ai-memory.sh) builds the pinned peer.
+CACHED_PEER = (Path(os.environ.get("ATTESTED_CORTEX_CACHE",
+                                   Path.home() / ".cache" / "attested-cortex"))
+               / "peers" / "ai-memory-0.10.0" / "bin" / "ai-memory")
+
+
 def peer_binary() -> str | None:
-    """The ai-memory binary to measure, if one is given."""
-    given = os.environ.get("BENCH_PEER_AI_MEMORY") or shutil.which("ai-memory")
+    """The ai-memory binary to measure: ``BENCH_PEER_AI_MEMORY`` when set, else the one
+    ``make peers`` built (its version stamp beside it), else one on PATH."""
+    given = os.environ.get("BENCH_PEER_AI_MEMORY")
+    if not given:
+        stamp = CACHED_PEER.parent.parent / ".version"
+        built = stamp.is_file() and stamp.read_text().strip() == "ai-memory-0.10.0"
+        given = str(CACHED_PEER) if built and CACHED_PEER.is_file() else shutil.which("ai-memory")
     return given if given and Path(given).is_file() else None
 
 
@@ -229,8 +240,8 @@ def run() -> dict[str, Any]:
                            "command": "BENCH_PEER_AI_MEMORY=<binary> python -m bench.peer"}
     if binary is None:
         # the figures of a run that had the binary stay in docs/benchmarks/peer.json
-        out["skipped"] = ("no ai-memory binary: set BENCH_PEER_AI_MEMORY (ai-memory 0.10.0 "
-                          "declares Rust 1.96; see docs/adr/0042)")
+        out["skipped"] = ("no ai-memory binary: `make peers` builds it, or set "
+                          "BENCH_PEER_AI_MEMORY (see docs/adr/0042)")
         return out
     version = subprocess.run([binary, "--version"], capture_output=True, text=True,
                              check=False).stdout.strip()
