@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,12 @@ COMMON_QUERIES = 600
 RARE_TARGETS = 300
 WARMUP = 30
 PEER_BULK = 1000
+#: Our hybrid side's embedder (``BENCH_PEER_EMBEDDER``): the static model, not the default
+#: MiniLM, whose backfill of 100,000 memories takes hours of this machine's time (13 windows
+#: a second a core); ``none`` measures full text alone beside the peer.
+EMBEDDER = os.environ.get("BENCH_PEER_EMBEDDER", "static")
+#: Which corpora (``BENCH_PEER_SHAPES``, comma-separated): ``generated``, ``short``.
+SHAPES = os.environ.get("BENCH_PEER_SHAPES", "generated,short").split(",")
 #: One agent writes and reads on both sides (the peer keeps an unscoped memory private to
 #: the agent that wrote it).
 AGENT = "bench"
@@ -220,16 +226,20 @@ def measure(binary: str, server: Any, work: Path, bodies: list[dict[str, Any]], 
     common: list[tuple[str, str | None]] = [(gen.query(), None)
                                             for _ in range(WARMUP + COMMON_QUERIES)]
     config = str(unthrottled_config(work))
-    with serve_peer(binary, work) as peer:
+    out["ours_hybrid_embedder"] = EMBEDDER
+    with serve_peer(binary, work) as peer, ExitStack() as stack:
         out["peer_load_seconds"] = round(asyncio.run(load_peer(peer, bodies)), 1)
-        with serve(dsn, work, "--config", config) as backfilling:
-            out["ours_backfill"] = asyncio.run(wait_backfill(backfilling.base))
-        with serve(dsn, work, "--config", config) as hybrid, \
-                serve(dsn, work, "--config", config, "--embedder", "none") as fulltext:
-            bases = {"peer": peer, "ours_hybrid": hybrid.base, "ours_fulltext": fulltext.base}
-            out["rare_word"] = asyncio.run(side_by_side(bases, rare_queries))
-            if common_words:
-                out["common_word"] = asyncio.run(side_by_side(bases, common))
+        bases = {"peer": peer}
+        if EMBEDDER != "none":
+            with serve(dsn, work, "--config", config, "--embedder", EMBEDDER) as backfilling:
+                out["ours_backfill"] = asyncio.run(wait_backfill(backfilling.base))
+            bases["ours_hybrid"] = stack.enter_context(
+                serve(dsn, work, "--config", config, "--embedder", EMBEDDER)).base
+        bases["ours_fulltext"] = stack.enter_context(
+            serve(dsn, work, "--config", config, "--embedder", "none")).base
+        out["rare_word"] = asyncio.run(side_by_side(bases, rare_queries))
+        if common_words:
+            out["common_word"] = asyncio.run(side_by_side(bases, common))
     return out
 
 
@@ -247,8 +257,12 @@ def run() -> dict[str, Any]:
                              check=False).stdout.strip()
     out["peer_version"] = version
     with age_server() as server, tempfile.TemporaryDirectory() as tmp:
-        out.update(measure(binary, server, Path(tmp) / "generated", corpus(SIZE),
-                           common_words=True))
+        if "generated" in SHAPES:
+            out.update(measure(binary, server, Path(tmp) / "generated", corpus(SIZE),
+                               common_words=True))
+        if "short" not in SHAPES:
+            write_result("peer", out)
+            return out
         out["short_shape"] = {
             "memories": SHORT_SIZE, "shape": "22 words: 18 common (Zipf over 500) + 4 rare, "
             "one namespace; queries: a target's three rarest words",
