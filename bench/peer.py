@@ -57,20 +57,26 @@ SHAPES = os.environ.get("BENCH_PEER_SHAPES", "generated,short").split(",")
 AGENT = "bench"
 
 
-#: Where ``make peers`` (hack/peers/ensure-ai-memory.sh) builds the pinned peer.
-CACHED_PEER = (Path(os.environ.get("ATTESTED_CORTEX_CACHE",
-                                   Path.home() / ".cache" / "attested-cortex"))
-               / "peers" / "ai-memory-0.10.0" / "bin" / "ai-memory")
+#: The peer's version ``make peers`` (hack/peers/ensure-ai-memory.sh) builds.
+PEER_VERSION = "ai-memory-0.10.0"
+
+
+def cached_peer() -> Path | None:
+    """The binary ``make peers`` built, when its stamp names :data:`PEER_VERSION`."""
+    root = Path(os.environ.get("ATTESTED_CORTEX_CACHE",
+                               Path.home() / ".cache" / "attested-cortex")) / "peers" / PEER_VERSION
+    stamp, binary = root / ".version", root / "bin" / "ai-memory"
+    built = stamp.is_file() and stamp.read_text().strip() == PEER_VERSION
+    return binary if built and binary.is_file() else None
 
 
 def peer_binary() -> str | None:
     """The ai-memory binary to measure: ``BENCH_PEER_AI_MEMORY`` when set, else the one
-    ``make peers`` built (its version stamp beside it), else one on PATH."""
+    ``make peers`` built, else one on PATH."""
     given = os.environ.get("BENCH_PEER_AI_MEMORY")
     if not given:
-        stamp = CACHED_PEER.parent.parent / ".version"
-        built = stamp.is_file() and stamp.read_text().strip() == "ai-memory-0.10.0"
-        given = str(CACHED_PEER) if built and CACHED_PEER.is_file() else shutil.which("ai-memory")
+        cached = cached_peer()
+        given = str(cached) if cached is not None else shutil.which("ai-memory")
     return given if given and Path(given).is_file() else None
 
 
