@@ -90,7 +90,8 @@ def corpus(count: int) -> list[dict[str, Any]]:
 def short_corpus(count: int, *, seed: int = 13) -> list[dict[str, Any]]:
     """Issue 39's synthetic shape: each memory 22 words in one namespace, 18 drawn (Zipf)
     from the 500 commonest words of the generator's vocabulary and 4 from the rest of it
-    uniformly (rare: each in about 20 memories at 100k), shuffled; no title or tags.
+    uniformly (rare: each in about 20 memories at 100k), shuffled; an opaque title (the peer refuses
+    an empty one), no tags.
     A target's three rarest words then match it and almost nothing else, so a recall is
     likely all fixed cost: the shape where the peer measured 9.6 ms p95 against our 24.0,
     while the generator's own memories (1-6 sentences of Zipf words in 43 namespaces,
@@ -101,11 +102,13 @@ def short_corpus(count: int, *, seed: int = 13) -> list[dict[str, Any]]:
     common, rare = gen.words[:500], gen.words[500:]
     weights = [1.0 / (rank + 1) ** 1.07 for rank in range(len(common))]
     out = []
-    for _ in range(count):
+    for i in range(count):
         words = rng.choices(common, weights=weights, k=18) + rng.choices(rare, k=4)
         rng.shuffle(words)
-        out.append({"namespace": "synthetic", "title": "", "content": " ".join(words),
-                    "tags": []})
+        # the peer refuses an empty title ("validation failed"): an opaque one no query
+        # word matches, on both sides
+        out.append({"namespace": "synthetic", "title": f"xshortx{i}",
+                    "content": " ".join(words), "tags": []})
     return out
 
 
