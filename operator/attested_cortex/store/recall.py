@@ -336,7 +336,8 @@ _EMBEDDED = (
 MIN_IDF = 0.01
 #: A query lexeme's rarity weight, ln(1 / its frequency among the rows' search vectors), from
 #: the planner's statistics ``st`` (elements and their frequencies; a lexeme not among them
-#: counts half the least frequent one's): the one expression plain and keyed recall share.
+#: counts half the least frequent one's), as the probe of :data:`_LEXEMES` reads it; the
+#: candidate statements count unlisted lexemes instead (:data:`_IDF_COUNTED`, ADR 0114).
 _IDF = """greatest(ln(1.0 / greatest(coalesce(
                st.freqs[array_position(st.elems, q.lexeme)],
                st.freqs[cardinality(st.elems) + 1] / 2,
