@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
 export CORTEX ?= managed
 
-.PHONY: help venv deps node-deps tools images node-up node-down test test-fast test-local run run-plan serve lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps node-deps tools images node-up node-down peers test test-fast test-local run run-plan serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
@@ -49,6 +49,12 @@ deps: venv
 tools:
 	hack/k8s/ensure-binaries.sh tools
 	hack/witness/ensure-witness.sh
+
+# Opt-in: the peer the recall benchmarks measure side by side (bench/peer.py,
+# bench/longmemeval.py), ai-memory 0.10.0 from crates.io, built with the local cargo on one
+# job (tens of minutes cold; cached by version under $ATTESTED_CORTEX_CACHE/peers).
+peers:
+	hack/peers/ensure-ai-memory.sh
 
 # The real one-node cluster (opt-in, not part of `deps`): its Debian packages, kubelet, kube-proxy,
 # CoreDNS and CloudNativePG's manager (with its release manifest), and the images built offline;

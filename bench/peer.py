@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +46,39 @@ COMMON_QUERIES = 600
 RARE_TARGETS = 300
 WARMUP = 30
 PEER_BULK = 1000
+#: Text per bulk request to the peer (its body limit refused LongMemEval's 14 MB chunks).
+PEER_BULK_BYTES = 1_000_000
+#: Our hybrid side's embedder (``BENCH_PEER_EMBEDDER``): the static model, not the default
+#: MiniLM, whose backfill of 100,000 memories takes hours of this machine's time (13 windows
+#: a second a core); ``none`` measures full text alone beside the peer.
+EMBEDDER = os.environ.get("BENCH_PEER_EMBEDDER", "static")
+#: Which corpora (``BENCH_PEER_SHAPES``, comma-separated): ``generated``, ``short``.
+SHAPES = os.environ.get("BENCH_PEER_SHAPES", "generated,short").split(",")
 #: One agent writes and reads on both sides (the peer keeps an unscoped memory private to
 #: the agent that wrote it).
 AGENT = "bench"
 
 
+#: The peer's version ``make peers`` (hack/peers/ensure-ai-memory.sh) builds.
+PEER_VERSION = "ai-memory-0.10.0"
+
+
+def cached_peer() -> Path | None:
+    """The binary ``make peers`` built, when its stamp names :data:`PEER_VERSION`."""
+    root = Path(os.environ.get("ATTESTED_CORTEX_CACHE",
+                               Path.home() / ".cache" / "attested-cortex")) / "peers" / PEER_VERSION
+    stamp, binary = root / ".version", root / "bin" / "ai-memory"
+    built = stamp.is_file() and stamp.read_text().strip() == PEER_VERSION
+    return binary if built and binary.is_file() else None
+
+
 def peer_binary() -> str | None:
-    """The ai-memory binary to measure, if one is given."""
-    given = os.environ.get("BENCH_PEER_AI_MEMORY") or shutil.which("ai-memory")
+    """The ai-memory binary to measure: ``BENCH_PEER_AI_MEMORY`` when set, else the one
+    ``make peers`` built, else one on PATH."""
+    given = os.environ.get("BENCH_PEER_AI_MEMORY")
+    if not given:
+        cached = cached_peer()
+        given = str(cached) if cached is not None else shutil.which("ai-memory")
     return given if given and Path(given).is_file() else None
 
 
@@ -65,7 +90,8 @@ def corpus(count: int) -> list[dict[str, Any]]:
 def short_corpus(count: int, *, seed: int = 13) -> list[dict[str, Any]]:
     """Issue 39's synthetic shape: each memory 22 words in one namespace, 18 drawn (Zipf)
     from the 500 commonest words of the generator's vocabulary and 4 from the rest of it
-    uniformly (rare: each in about 20 memories at 100k), shuffled; no title or tags.
+    uniformly (rare: each in about 20 memories at 100k), shuffled; an opaque title (the peer refuses
+    an empty one), no tags.
     A target's three rarest words then match it and almost nothing else, so a recall is
     likely all fixed cost: the shape where the peer measured 9.6 ms p95 against our 24.0,
     while the generator's own memories (1-6 sentences of Zipf words in 43 namespaces,
@@ -76,11 +102,13 @@ def short_corpus(count: int, *, seed: int = 13) -> list[dict[str, Any]]:
     common, rare = gen.words[:500], gen.words[500:]
     weights = [1.0 / (rank + 1) ** 1.07 for rank in range(len(common))]
     out = []
-    for _ in range(count):
+    for i in range(count):
         words = rng.choices(common, weights=weights, k=18) + rng.choices(rare, k=4)
         rng.shuffle(words)
-        out.append({"namespace": "synthetic", "title": "", "content": " ".join(words),
-                    "tags": []})
+        # the peer refuses an empty title ("validation failed"): an opaque one no query
+        # word matches, on both sides
+        out.append({"namespace": "synthetic", "title": f"xshortx{i}",
+                    "content": " ".join(words), "tags": []})
     return out
 
 
@@ -112,21 +140,40 @@ def serve_peer(binary: str, workdir: Path) -> Iterator[str]:
         stop(process)
 
 
+def bulk_chunks(bodies: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """``bodies`` in chunks of at most :data:`PEER_BULK` memories and :data:`PEER_BULK_BYTES`
+    of text: the peer refuses a larger body (413; LongMemEval's 1,000 sessions are 14 MB)."""
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    for body in bodies:
+        length = len(body["content"]) + len(body["title"])
+        if chunk and (len(chunk) == PEER_BULK or size + length > PEER_BULK_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(body)
+        size += length
+    if chunk:
+        yield chunk
+
+
 async def load_peer(base: str, bodies: list[dict[str, Any]]) -> float:
     """The corpus through the peer's bulk route; seconds taken."""
     started = time.perf_counter()
     created = 0
     async with aiohttp.ClientSession() as session:
-        for i in range(0, len(bodies), PEER_BULK):
+        for part in bulk_chunks(bodies):
             chunk = [{"namespace": b["namespace"], "title": b["title"], "content": b["content"],
                       "tags": b["tags"], "tier": "long", "agent_id": AGENT,
                       "on_conflict": "version"}
-                     for b in bodies[i:i + PEER_BULK]]
+                     for b in part]
             async with session.post(f"{base}/api/v1/memories/bulk", json=chunk,
                                     headers={"X-Agent-Id": AGENT}) as response:
+                if response.status >= 300:
+                    raise RuntimeError(f"peer bulk load: {response.status} "
+                                       f"{(await response.text())[:500]}")
                 answer = await response.json()
-                if response.status >= 300 or answer.get("errors"):
-                    raise RuntimeError(f"peer bulk load: {response.status} {str(answer)[:500]}")
+                if answer.get("errors"):
+                    raise RuntimeError(f"peer bulk load: {str(answer)[:500]}")
                 created += int(answer["created"])
     if created != len(bodies):
         raise RuntimeError(f"the peer kept {created} of {len(bodies)} memories")
@@ -209,16 +256,20 @@ def measure(binary: str, server: Any, work: Path, bodies: list[dict[str, Any]], 
     common: list[tuple[str, str | None]] = [(gen.query(), None)
                                             for _ in range(WARMUP + COMMON_QUERIES)]
     config = str(unthrottled_config(work))
-    with serve_peer(binary, work) as peer:
+    out["ours_hybrid_embedder"] = EMBEDDER
+    with serve_peer(binary, work) as peer, ExitStack() as stack:
         out["peer_load_seconds"] = round(asyncio.run(load_peer(peer, bodies)), 1)
-        with serve(dsn, work, "--config", config) as backfilling:
-            out["ours_backfill"] = asyncio.run(wait_backfill(backfilling.base))
-        with serve(dsn, work, "--config", config) as hybrid, \
-                serve(dsn, work, "--config", config, "--embedder", "none") as fulltext:
-            bases = {"peer": peer, "ours_hybrid": hybrid.base, "ours_fulltext": fulltext.base}
-            out["rare_word"] = asyncio.run(side_by_side(bases, rare_queries))
-            if common_words:
-                out["common_word"] = asyncio.run(side_by_side(bases, common))
+        bases = {"peer": peer}
+        if EMBEDDER != "none":
+            with serve(dsn, work, "--config", config, "--embedder", EMBEDDER) as backfilling:
+                out["ours_backfill"] = asyncio.run(wait_backfill(backfilling.base))
+            bases["ours_hybrid"] = stack.enter_context(
+                serve(dsn, work, "--config", config, "--embedder", EMBEDDER)).base
+        bases["ours_fulltext"] = stack.enter_context(
+            serve(dsn, work, "--config", config, "--embedder", "none")).base
+        out["rare_word"] = asyncio.run(side_by_side(bases, rare_queries))
+        if common_words:
+            out["common_word"] = asyncio.run(side_by_side(bases, common))
     return out
 
 
@@ -229,15 +280,19 @@ def run() -> dict[str, Any]:
                            "command": "BENCH_PEER_AI_MEMORY=<binary> python -m bench.peer"}
     if binary is None:
         # the figures of a run that had the binary stay in docs/benchmarks/peer.json
-        out["skipped"] = ("no ai-memory binary: set BENCH_PEER_AI_MEMORY (ai-memory 0.10.0 "
-                          "declares Rust 1.96; see docs/adr/0042)")
+        out["skipped"] = ("no ai-memory binary: `make peers` builds it, or set "
+                          "BENCH_PEER_AI_MEMORY (see docs/adr/0042)")
         return out
     version = subprocess.run([binary, "--version"], capture_output=True, text=True,
                              check=False).stdout.strip()
     out["peer_version"] = version
     with age_server() as server, tempfile.TemporaryDirectory() as tmp:
-        out.update(measure(binary, server, Path(tmp) / "generated", corpus(SIZE),
-                           common_words=True))
+        if "generated" in SHAPES:
+            out.update(measure(binary, server, Path(tmp) / "generated", corpus(SIZE),
+                               common_words=True))
+        if "short" not in SHAPES:
+            write_result("peer", out)
+            return out
         out["short_shape"] = {
             "memories": SHORT_SIZE, "shape": "22 words: 18 common (Zipf over 500) + 4 rare, "
             "one namespace; queries: a target's three rarest words",

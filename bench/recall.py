@@ -210,8 +210,9 @@ def run_hook_overhead() -> dict[str, Any]:
     return row
 
 
-async def wait_backfill(base: str) -> dict[str, Any]:
-    """Wait (bounded) until the server's backfill has embedded everything; its rate."""
+async def wait_backfill(base: str, *, seconds: float = BACKFILL_WAIT_S) -> dict[str, Any]:
+    """Wait (bounded by ``seconds``) until the server's backfill has embedded everything;
+    its rate."""
     started = time.perf_counter()
     async with aiohttp.ClientSession(headers={"X-Agent-Id": "bench"}) as session:
         while True:
@@ -222,13 +223,13 @@ async def wait_backfill(base: str) -> dict[str, Any]:
             backfill = caps["backfill"] or {}
             if backfill.get("pending") == 0 and backfill.get("state") != "starting":
                 break
-            if time.perf_counter() - started > BACKFILL_WAIT_S:
-                raise TimeoutError(f"backfill not done after {BACKFILL_WAIT_S}s: {backfill}")
+            if time.perf_counter() - started > seconds:
+                raise TimeoutError(f"backfill not done after {seconds}s: {backfill}")
             await asyncio.sleep(0.5)  # polling interval of a bounded wait
-    seconds = time.perf_counter() - started
+    took = time.perf_counter() - started
     embedded = int(backfill.get("embedded", 0))
-    return {"embedded": embedded, "seconds": round(seconds, 1),
-            "per_second": round(embedded / seconds, 1) if seconds else None}
+    return {"embedded": embedded, "seconds": round(took, 1),
+            "per_second": round(embedded / took, 1) if took else None}
 
 
 def rarest_word_queries(dsn: str, count: int, seed: int) -> list[tuple[str, str]]:

@@ -671,23 +671,25 @@ def spoke_memory_rows(d: dict[str, Any]) -> list[Row]:
 
 def peer_rows(d: dict[str, Any]) -> list[Row]:
     """ai-memory beside this server on one corpus (bench/peer.py): p95 and R@5 per side."""
-    if "rare_word" not in d:
+    if "rare_word" not in d and "short_shape" not in d:
         return [("ai-memory side by side", str(d.get("skipped", "not measured")), "")]
 
     size = _fmt(d.get("memories"))
-    return [
-        (f"rare-word queries (a target's three rarest words) at {size}, p95: ours hybrid / "
-         f"ours full-text / {d.get('peer')}; load {_load(d['rare_word'])}",
-         sides_of(d, "rare_word"),
-         "ours hybrid <= the peer (issue 25)"),
-        (f"common-word queries (Zipf, 1-3 words) at {size}, p95: same three; load "
-         f"{_load(d['common_word'])}", sides_of(d, "common_word"), "recorded"),
-        *([(f"short memories (22 words: 18 common + 4 rare) at "
+    rows: list[Row] = []
+    if "rare_word" in d:
+        rows += [
+            (f"rare-word queries (a target's three rarest words) at {size}, p95: ours hybrid "
+             f"/ ours full-text / {d.get('peer')}; load {_load(d['rare_word'])}",
+             sides_of(d, "rare_word"), "ours hybrid <= the peer (issue 25)"),
+            (f"common-word queries (Zipf, 1-3 words) at {size}, p95: same three; load "
+             f"{_load(d['common_word'])}", sides_of(d, "common_word"), "recorded")]
+    if "short_shape" in d:
+        rows.append((
+            f"short memories (22 words: 18 common + 4 rare) at "
             f"{_fmt(d['short_shape'].get('memories'))}, a target's three rarest words, p95: "
             f"same three; load {_load(d['short_shape']['rare_word'])}",
-            sides_of(d["short_shape"], "rare_word"), "ours hybrid <= the peer (issue 39)")]
-          if "short_shape" in d else []),
-    ]
+            sides_of(d["short_shape"], "rare_word"), "ours hybrid <= the peer (issue 39)"))
+    return rows
 
 
 def sides_of(d: dict[str, Any], q: str) -> str:
@@ -704,7 +706,7 @@ def longmemeval_rows(d: dict[str, Any]) -> list[Row]:
     """LongMemEval oracle-pooled (bench/longmemeval.py): each side's scores and latency."""
     results = d.get("results", {})
     rows: list[Row] = []
-    for side in ("ours_hybrid", "ours_fulltext", "peer"):
+    for side in ("ours_hybrid", "ours_static", "ours_fulltext", "peer"):
         r = results.get(side)
         if r is None:
             continue

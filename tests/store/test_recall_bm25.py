@@ -82,3 +82,21 @@ async def test_recency_only_orders_equal_scores(pg15_dsn: str) -> None:
     answer = await ranked(pg15_dsn, rows, "pelican migration", "heron nesting")
     # the better match first however old; equal scores: the newer first
     assert answer == ["old_strong", "new_weak", "|", "twin_new", "twin_old"], answer
+
+
+async def test_words_the_statistics_do_not_list_weigh_by_their_own_rarity(
+        pg15_dsn: str) -> None:
+    # ANALYZE lists the most common lexemes only (10 at statistics target 1; about 1,000 by
+    # default, fewer than a large store's words). "osprey" is in 2 memories, "heron" in 8:
+    # both unlisted, they weighed the same, and the newer heron memory came first. Counted
+    # from the index, the rarer word outweighs the commoner one (docs/adr/0114).
+    filler = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima"
+    rows: Rows = [(f"filler{i}", "", f"{filler} {i}", 5) for i in range(30)]
+    rows += [(f"heron{i}", "", f"{filler} heron", 1) for i in range(7)]
+    rows += [("osprey_only", "", f"{filler} osprey", 3), ("osprey2", "", "osprey", 4),
+             ("heron_only", "", f"{filler} heron", 0)]
+    async with await psycopg.AsyncConnection.connect(pg15_dsn, autocommit=True) as conn:
+        await migrate(pg15_dsn)
+        await conn.execute("ALTER TABLE memories ALTER COLUMN search SET STATISTICS 1")
+    answer = await ranked(pg15_dsn, rows, "osprey heron", limit=3)
+    assert set(answer[:2]) == {"osprey_only", "osprey2"}, answer

@@ -38,7 +38,7 @@ works on candidate lists chosen by relevance:
 
 The full-text score is BM25F (docs/adr/0093): per query lexeme its rarity (``ln(1 /
 frequency)``, frequencies from the planner's statistics of the search column, the words it
-does not track counting as rarer than those it does), times its saturated occurrences
+does not list counted exactly from the index: docs/adr/0114), times its saturated occurrences
 ``tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))``, an occurrence in the title
 counting ``TITLE_WEIGHT`` times; divided by the query's total rarity weight (1: every query
 word once at the average length).
@@ -336,18 +336,12 @@ _EMBEDDED = (
 MIN_IDF = 0.01
 #: A query lexeme's rarity weight, ln(1 / its frequency among the rows' search vectors), from
 #: the planner's statistics ``st`` (elements and their frequencies; a lexeme not among them
-#: counts half the least frequent one's): the one expression plain and keyed recall share.
+#: counts half the least frequent one's), as the probe of :data:`_LEXEMES` reads it; the
+#: candidate statements count unlisted lexemes instead (:data:`_IDF_COUNTED`, ADR 0114).
 _IDF = """greatest(ln(1.0 / greatest(coalesce(
                st.freqs[array_position(st.elems, q.lexeme)],
                st.freqs[cardinality(st.elems) + 1] / 2,
                0.01), 1e-9)), """ + str(MIN_IDF) + """)::float8 AS idf"""
-#: A lexeme's estimated number of matching rows (its frequency as :data:`_IDF` reads it, times
-#: the table's rows as ANALYZE counted them); NULL before the table was ever analysed (the
-#: lexeme then reads no rows of its own: docs/adr/0093).
-_DF = """(CASE WHEN st.nrows > 0 THEN st.nrows * coalesce(
-               st.freqs[array_position(st.elems, q.lexeme)],
-               st.freqs[cardinality(st.elems) + 1] / 2, 0.01) END)::float8 AS df"""
-
 #: The query's lexemes and their rarity weights, from the planner's statistics of the search
 #: column: a statement of its own, prepared once per connection (inside the recall statement
 #: the ``pg_stats`` view was planned anew with every recall, docs/adr/0014; the candidate
@@ -382,6 +376,28 @@ _LEXEME_QUERY = (r"""('''' || replace(replace(q.lexeme, '\', '\\'), '''', ''''''
 _TITLE_QUERY = _LEXEME_QUERY.replace("'''')::tsquery", "''':A')::tsquery")
 _AND_QUERY = "websearch_to_tsquery('english', %(query)s)"
 
+#: A lexeme the statistics do not list (rarer than the least common one they do: the
+#: statistics list about 1,000 lexemes, and every word of a LongMemEval question rarer than
+#: 1 session in 10 weighed the same) is counted exactly, from the GIN index (``x.n``): it
+#: matches few rows by definition, and the rare step reads those same rows next. The count
+#: stops at the least listed lexeme's estimated rows (or the pool): statistics older than a
+#: burst of writes cannot make it read more. docs/adr/0114.
+_COUNTED = """CROSS JOIN LATERAL (SELECT """ + _LEXEME_QUERY + """ AS tq) t
+    CROSS JOIN LATERAL (SELECT CASE WHEN st.nrows > 0
+            AND array_position(st.elems, q.lexeme) IS NULL THEN (
+        SELECT count(*) FROM (
+            SELECT 1 FROM memories m WHERE m.search @@ t.tq AND m.deleted_at IS NULL
+            LIMIT greatest(ceil(st.nrows * coalesce(st.freqs[cardinality(st.elems) + 1], 0)),
+                           %(pool)s)::bigint) c) END::float8 AS n) x"""
+#: The lexeme's frequency: listed, as ANALYZE estimated it; unlisted, counted (``x.n``); a
+#: lexeme no row holds (or any before the first ANALYZE), half the least listed one's.
+_FREQ_COUNTED = """coalesce(st.freqs[array_position(st.elems, q.lexeme)],
+               nullif(x.n, 0) / st.nrows, st.freqs[cardinality(st.elems) + 1] / 2, 0.01)"""
+_IDF_COUNTED = ("greatest(ln(1.0 / greatest(" + _FREQ_COUNTED + ", 1e-9)), " + str(MIN_IDF)
+                + ")::float8 AS idf")
+_DF_COUNTED = ("(CASE WHEN st.nrows > 0 THEN st.nrows * " + _FREQ_COUNTED
+               + " END)::float8 AS df")
+
 #: The query's forms as text (keyed recall keys them): AND, the OR relaxation, lexemes.
 _FORMS = """
 SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
@@ -394,10 +410,10 @@ SELECT websearch_to_tsquery('english', %(query)s)::text AS and_q,
 #: candidate statement as keyed recall's are (:data:`_LEX_KEYED`): the round trip of
 #: :data:`_LEXEMES` before it cost 1.0 / 1.4 ms p50 / p95 of a rare-word recall at 100k.
 _LEX_PLAIN = """
-    SELECT q.lexeme,
-           """ + _IDF + """, """ + _DF + """,
-           0 AS space, """ + _LEXEME_QUERY + """ AS tq, """ + _TITLE_QUERY + """ AS ta
+    SELECT q.lexeme, """ + _IDF_COUNTED + """, """ + _DF_COUNTED + """,
+           0 AS space, t.tq, """ + _TITLE_QUERY + """ AS ta
     FROM unnest(to_tsvector('english', %(query)s)) q LEFT JOIN st ON true
+    """ + _COUNTED + """
 """
 
 #: Keyed recall: the keyed lexemes (each with its token space) and their rarity weights,
@@ -407,11 +423,11 @@ _LEX_PLAIN = """
 #: sealed recall's extra cost at 10k; the candidate statement takes about the same time over
 #: tokens as over lexemes.
 _LEX_KEYED = """
-    SELECT q.lexeme,
-           """ + _IDF + """, """ + _DF + """,
-           q.space, """ + _LEXEME_QUERY + """ AS tq, """ + _TITLE_QUERY + """ AS ta
+    SELECT q.lexeme, """ + _IDF_COUNTED + """, """ + _DF_COUNTED + """,
+           q.space, t.tq, """ + _TITLE_QUERY + """ AS ta
     FROM unnest(%(lexemes)s::text[], %(spaces)s::int[]) AS q(lexeme, space)
     LEFT JOIN st ON true
+    """ + _COUNTED + """
 """
 #: The statistics, read once (a function scan joined directly ran again for every lexeme).
 _ST = "st AS MATERIALIZED (SELECT * FROM cortex_search_stats()),"
