@@ -197,7 +197,8 @@ def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller,
                   tags=tuple(cmd.tags), metadata=cmd.metadata, author=caller.agent_id,
                   revision=1, created_at=now, updated_at=now, deleted_at=None,
                   key_version=stored.key_version, sealed_sha256=stored.sealed_sha256,
-                  written_tier=by.tier, written_scopes=by.scopes)
+                  written_tier=by.tier, written_scopes=by.scopes,
+                  written_allowed=by.allowed)
 
 
 def _post_write(event: EventName, memory: Memory, reason: str) -> dict[str, Any]:
