@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import uuid
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -26,6 +27,9 @@ from attested_cortex.attest.decoding import decode
 from attested_cortex.attest.records import memory_record
 from attested_cortex.store.memories import memory_from_row
 from attested_cortex.store.migrating import migrate
+from tests.server.test_approvals_api import BODY, decide, hold
+from tests.server.test_permissions_api import deny_rule
+from tests.server.test_pipeline import HELD, approval_settings
 from tests.support.cortex import MakeCortex
 
 RULE = {"source": "team/kb-writers", "namespace": "kb/**", "agents": ["dev:tester"],
@@ -121,3 +125,29 @@ async def test_rows_written_before_0048_verify_and_take_a_summary_when_written_a
     assert latest_records(pg15_dsn)[("memory.updated", old)]["allowed"] == BY_RULE
     verified = await deep_cli(pg15_dsn)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+async def test_an_advisory_would_be_denial_is_named_in_the_writes_record(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str) -> None:
+    """In advisory mode a rule's Deny lets the write through: its record says which rule
+    would have refused it, not that the default allowed it."""
+    client = await make_cortex(migrated_pg15_dsn, migrated=False, graph_backend="CTE",
+                               permissions={"mode": "advisory", "rules": [deny_rule()]})
+    stored = await client.store("secret/k", "kept despite the rule")
+    record = latest_records(migrated_pg15_dsn)[("memory.stored", stored["id"])]
+    assert record["allowed"] == ["deny:rule:prod/no-secrets"], record
+
+
+async def test_an_approved_write_names_the_rule_that_held_it(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    """An AskUser hold, approved and completed: the write's record names the rule whose
+    hold a human lifted (the approval itself is a ``policy.*`` statement)."""
+    client = await make_cortex(migrated_pg15_dsn, migrated=False,
+                               **approval_settings(tmp_path))
+    approval = await hold(client)
+    assert (await decide(client, approval)).status == 200
+    done = await client.call("POST", "/v1/memories", BODY,
+                             headers={"X-Cortex-Approval": approval})
+    assert done.status == 201, done.text
+    record = latest_records(migrated_pg15_dsn)[("memory.stored", done.body["id"])]
+    assert record["allowed"] == [f"ask_user:rule:{HELD['source']}"], record
