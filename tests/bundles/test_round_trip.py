@@ -62,6 +62,15 @@ async def test_the_imported_cortex_answers_as_its_source(
     assert links.status == 200
     assert _table(source.dsn, "agent_usage") == _table(target, "agent_usage")
     assert _table(source.dsn, "signed_events") == _table(target, "signed_events")
+    for table in ("memories", "links"):  # each write's Allow summary (ADR 0124) is carried
+        summaries = _summaries(source.dsn, table)
+        assert summaries and all(allowed for _, allowed in summaries)
+        assert _summaries(target, table) == summaries
+
+
+def _summaries(dsn: str, table: str) -> list[Any]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(f"SELECT id, written_allowed FROM {table} ORDER BY id").fetchall()
 
 
 def _table(dsn: str, table: str) -> list[Any]:

@@ -14,7 +14,7 @@ database returns it (:func:`json_sha256`: written from the row the INSERT return
 sides hash the same normalised value) and its frame by digest, NULL once pruned. Since
 migration 0021 a record also names the trust ``tier`` and the effective ``scopes`` of the
 request that wrote the row (:func:`written_by`), kept in the row too so the deep audit checks
-them like every other field.
+them like every other field; since migration 0048 also its ``allowed`` summary (ADR 0124).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def memory_record(memory: Memory, signature: bytes | None = None) -> dict[str, c
         "deleted": memory.deleted,
         "tags_sha256": sha256(cbor.encode(list(memory.tags))),
         "signature_sha256": None if signature is None else sha256(signature),
-        **written_by(memory.written_tier, memory.written_scopes),
+        **written_by(memory.written_tier, memory.written_scopes, memory.written_allowed),
     }
     if memory.key_version is not None and memory.sealed_sha256 is not None:
         # sealed: the digests of its text are never computed (they would be dropped)
@@ -92,7 +92,7 @@ def link_record(link: Link) -> dict[str, cbor.CborValue]:
         "attest_level": link.attest_level,
         "signed_by": link.signed_by,
         "signature_sha256": None if link.signature is None else sha256(link.signature),
-        **written_by(link.written_tier, link.written_scopes),
+        **written_by(link.written_tier, link.written_scopes, link.written_allowed),
     }
 
 
@@ -112,18 +112,22 @@ def transcript_record(row: Recorded) -> dict[str, cbor.CborValue]:
         "pruned_at": None if t.pruned_at is None else unix_ms(t.pruned_at),
         "metadata_sha256": json_sha256(t.metadata),
         "frame_sha256": row.frame_sha256,
-        **written_by(t.written_tier, t.written_scopes),
+        **written_by(t.written_tier, t.written_scopes, t.written_allowed),
     }
 
 
-def written_by(tier: str | None,
-               scopes: tuple[str, ...] | None) -> dict[str, cbor.CborValue]:
+def written_by(tier: str | None, scopes: tuple[str, ...] | None,
+               allowed: tuple[str, ...] | None = None) -> dict[str, cbor.CborValue]:
     """``tier`` and ``scopes``: the trust tier and effective scopes (held ∩ the tier's
     ceiling, sorted) of the request that wrote the row (ADR 0066, migration 0021). Absent
-    from rows written before (NULL), so their records, made without them, still match."""
-    if tier is None:
-        return {}
-    return {"tier": tier, "scopes": list(scopes or ())}
+    from rows written before (NULL), so their records, made without them, still match.
+    ``allowed``: the request's Allow summary (ADR 0124, migration 0048), absent likewise
+    from rows written before it."""
+    record: dict[str, cbor.CborValue] = (
+        {} if tier is None else {"tier": tier, "scopes": list(scopes or ())})
+    if allowed is not None:
+        record["allowed"] = list(allowed)
+    return record
 
 
 def json_sha256(value: object) -> bytes:

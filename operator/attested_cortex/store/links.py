@@ -39,7 +39,7 @@ CUSTOM_RELATION_PATTERN: Final = re.compile(r"x-[a-z0-9_]{1,60}")
 COLUMNS: Final = (
     "id, src_id, dst_id, relation, valid_from, valid_until, observed_by, signature,"
     " attest_level, signed_by, signed_at, created_at, asserted_until, written_tier,"
-    " written_scopes"
+    " written_scopes, written_allowed"
 )
 
 
@@ -64,6 +64,8 @@ class Link:
     #: The tier and effective scopes of the request that last wrote it (migration 0021).
     written_tier: str | None = None
     written_scopes: tuple[str, ...] | None = None
+    #: Its Allow summary (migration 0048, ADR 0124); None: written before, or not by a request.
+    written_allowed: tuple[str, ...] | None = None
 
 
 
@@ -91,7 +93,8 @@ def link_from_row(row: dict[str, Any]) -> Link:
     """Build a Link from a ``SELECT COLUMNS`` row (dict_row)."""
     signature = row["signature"]
     return Link(**{**row, "signature": bytes(signature) if signature is not None else None,
-                   "written_scopes": scopes_of(row.get("written_scopes"))})
+                   "written_scopes": scopes_of(row.get("written_scopes")),
+                   "written_allowed": scopes_of(row.get("written_allowed"))})
 
 
 async def fetch_tuples(
@@ -150,7 +153,8 @@ async def create_link(
                          observed_by=observed_by, valid_from=valid_from, valid_until=valid_until,
                          signature=signature, attest_level=attest_level, signed_by=signed_by,
                          signed_at=signed_at, written_tier=params(by)[0],
-                         written_scopes=params(by)[1])
+                         written_scopes=params(by)[1],
+                         written_allowed=params(by)[2])
     await graph.on_link_created(conn, link)
     return link
 
@@ -159,11 +163,11 @@ async def _insert(conn: psycopg.AsyncConnection[Any], **values: Any) -> Link:
     sql = (
         "INSERT INTO links (id, src_id, dst_id, relation, observed_by, valid_from, valid_until,"
         " asserted_until, signature, attest_level, signed_by, signed_at, written_tier,"
-        " written_scopes)"
+        " written_scopes, written_allowed)"
         " VALUES (coalesce(%(id)s, gen_random_uuid()), %(src_id)s, %(dst_id)s, %(relation)s,"
         " %(observed_by)s, coalesce(%(valid_from)s, now()), %(valid_until)s, %(valid_until)s,"
         " %(signature)s, %(attest_level)s, %(signed_by)s, %(signed_at)s, %(written_tier)s,"
-        " %(written_scopes)s)"
+        " %(written_scopes)s, %(written_allowed)s)"
         f" RETURNING {COLUMNS}"
     )
     try:
@@ -267,7 +271,8 @@ async def invalidate_link(
         async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(
                 "UPDATE links SET valid_until = coalesce(%s, now()), written_tier = %s,"
-                f" written_scopes = %s WHERE id = %s AND valid_until IS NULL RETURNING {COLUMNS}",
+                " written_scopes = %s, written_allowed = %s"
+                f" WHERE id = %s AND valid_until IS NULL RETURNING {COLUMNS}",
                 (valid_until, *params(by), link_id),
             )
             row = await cur.fetchone()

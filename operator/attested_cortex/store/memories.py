@@ -76,6 +76,8 @@ class Memory:
     #: None: written before.
     written_tier: str | None = None
     written_scopes: tuple[str, ...] | None = None
+    #: Its Allow summary (migration 0048, ADR 0124); None: written before, or not by a request.
+    written_allowed: tuple[str, ...] | None = None
 
     @property
     def deleted(self) -> bool:
@@ -155,7 +157,7 @@ async def insert(
     (v,) = await stored_values(conn, [(row_id, title, content, tags, metadata)])
     cur = await conn.execute(
         f"INSERT INTO memories ({_INSERTED}) "
-        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s) "
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s, %s) "
         f"RETURNING {_COLUMNS}",
         (row_id, namespace, v.title, v.content, list(tags), v.metadata, author,
          v.key_version, v.sealed, v.search, *written.params(by)))
@@ -192,7 +194,7 @@ async def insert_recorded(
     query = (
         "WITH u AS (SELECT cortex_reserve_bytes(%s, %s, %s) AS used), "
         f"m AS (INSERT INTO memories ({_INSERTED}) "
-        f"SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s FROM u "
+        f"SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s, %s FROM u "
         f"RETURNING {_COLUMNS}), "
         "e AS (INSERT INTO signed_events (agent_id, event_type, payload, signature, "
         "key_fingerprint) SELECT %s, %s, %s, %s, %s FROM m RETURNING sequence, hash, "
@@ -272,14 +274,15 @@ async def insert_many(conn: Conn, memories: Sequence[NewMemory], *, author: str,
         return await _insert_sealed(conn, cipher, memories, author=author, by=by)
     values = await stored_values(
         conn, [(m.id, m.title, m.content, m.tags, m.metadata) for m in memories])
-    tier, scopes = written.params(by)
+    tier, scopes, allowed = written.params(by)
     scopes_literal = None if scopes is None else array_literal(scopes)  # the same each row
+    allowed_literal = None if allowed is None else array_literal(allowed)
     copying = f"COPY memories ({_INSERTED}) FROM STDIN"
     async with conn.cursor() as cur, cur.copy(copying) as copy:
         for m, v in zip(memories, values, strict=True):
             await copy.write_row((m.id, m.namespace, v.title, v.content, array_literal(m.tags),
                                   v.metadata, author, v.key_version, v.sealed, v.search,
-                                  tier, scopes_literal))
+                                  tier, scopes_literal, allowed_literal))
     stored = {m.id: m for m in await get_many(conn, [m.id for m in memories])}
     return [stored[m.id] for m in memories]
 
@@ -302,13 +305,14 @@ async def _insert_sealed(conn: Conn, cipher: MemoryCipher, memories: Sequence[Ne
     opened, nor the namespace, tags, author and writer this function wrote."""
     found = await vectors(conn, [(m.title, m.content, m.tags) for m in memories])
     version = cipher.version
-    tier, scopes = written.params(by)
+    tier, scopes, allowed = written.params(by)
     # the fields of _INSERTED; those every row shares: empty title and content; metadata
     # {}, author, version; the writer's tier and scopes
     blank = bc.text("") * 2
     shared = bc.jsonb("{}") + bc.text(author) + bc.int4(version)
     writer = ((bc.NULL if tier is None else bc.text(tier))
-              + (bc.NULL if scopes is None else bc.text_array(scopes)))
+              + (bc.NULL if scopes is None else bc.text_array(scopes))
+              + (bc.NULL if allowed is None else bc.text_array(allowed)))
     sealed = [cipher.seal(m.id, plaintext(m.title, m.content, m.metadata)) for m in memories]
     rows = [bc.row(_INSERTED_COUNT, (
         bc.uuid_(m.id), bc.text(m.namespace), blank, bc.text_array(m.tags), shared,
@@ -326,7 +330,7 @@ async def _insert_sealed(conn: Conn, cipher: MemoryCipher, memories: Sequence[Ne
         metadata=m.metadata, author=author, revision=r["revision"],
         created_at=r["created_at"], updated_at=r["updated_at"], deleted_at=r["deleted_at"],
         key_version=version, sealed_sha256=hashlib.sha256(value).digest(), written_tier=tier,
-        written_scopes=written_scopes)
+        written_scopes=written_scopes, written_allowed=written.scopes_of(allowed))
         for m, value in zip(memories, sealed, strict=True) for r in (set_by[m.id],)]
 
 
@@ -391,16 +395,17 @@ async def update(
         current.id, changes.get("title", current.title),
         changes.get("content", current.content), tags,
         changes.get("metadata", current.metadata))])
-    tier, scopes = written.params(by)
+    tier, scopes, allowed = written.params(by)
     cur = await conn.execute(
         "UPDATE memories SET title = %(title)s, content = %(content)s, tags = %(tags)s, "
         "metadata = %(metadata)s, key_version = %(key_version)s, sealed = %(sealed)s, "
         "search = %(search)s::tsvector, revision = revision + 1, "
-        "updated_at = clock_timestamp(), written_tier = %(tier)s, written_scopes = %(scopes)s "
+        "updated_at = clock_timestamp(), written_tier = %(tier)s, written_scopes = %(scopes)s, "
+        "written_allowed = %(allowed)s "
         f"WHERE id = %(id)s RETURNING {_COLUMNS}",
         {"title": v.title, "content": v.content, "tags": tags, "metadata": v.metadata,
          "key_version": v.key_version, "sealed": v.sealed, "search": v.search,
-         "id": current.id, "tier": tier, "scopes": scopes},
+         "id": current.id, "tier": tier, "scopes": scopes, "allowed": allowed},
     )
     row = await cur.fetchone()
     assert row is not None
@@ -415,7 +420,8 @@ async def tombstone(conn: Conn, current: Memory, *, by: WrittenBy | None = None)
         "UPDATE memories SET content = '', title = '', tags = '{}', metadata = '{}'::jsonb, "
         "key_version = NULL, sealed = NULL, revision = revision + 1, "
         "deleted_at = clock_timestamp(), updated_at = clock_timestamp(), "
-        f"written_tier = %s, written_scopes = %s WHERE id = %s RETURNING {_COLUMNS}",
+        "written_tier = %s, written_scopes = %s, written_allowed = %s "
+        f"WHERE id = %s RETURNING {_COLUMNS}",
         (*written.params(by), current.id),
     )
     row = await cur.fetchone()

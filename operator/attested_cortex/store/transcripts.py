@@ -53,6 +53,8 @@ class Transcript:
     #: sweeper's archive, prune and re-seal keep them).
     written_tier: str | None = None
     written_scopes: tuple[str, ...] | None = None
+    #: Its Allow summary (migration 0048, ADR 0124); None: stored before, or not by a request.
+    written_allowed: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,9 @@ class Recorded:
 
 def _transcript(row: dict[str, Any]) -> Transcript:
     return Transcript(**{k: row[k] for k in Transcript.__dataclass_fields__
-                         if k != "written_scopes"},
-                      written_scopes=written.scopes_of(row["written_scopes"]))
+                         if k not in ("written_scopes", "written_allowed")},
+                      written_scopes=written.scopes_of(row["written_scopes"]),
+                      written_allowed=written.scopes_of(row["written_allowed"]))
 
 
 def recorded(row: dict[str, Any]) -> Recorded:
@@ -95,7 +98,7 @@ async def insert(conn: Conn, *, transcript_id: uuid.UUID, namespace: str, owner:
     cur = await conn.execute(
         "INSERT INTO transcripts (id, namespace, owner, metadata, frame, raw_bytes, raw_chars, "
         f"stored_bytes, key_version, {written.COLUMNS}) "
-        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {RECORD_COLUMNS}",
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {RECORD_COLUMNS}",
         (transcript_id, namespace, owner, Jsonb(metadata), frame, raw_bytes, raw_chars,
          len(frame), key_version, *written.params(by)))
     row = await cur.fetchone()

@@ -51,12 +51,9 @@ def access_record(spec: OperationSpec, outcome: Outcome, call: Any, result: Any,
         "namespaces": sorted(set(namespaces) | answered)[:_MAX_NAMESPACES],
         "results": len(ids), "results_sha256": digest,
         "request_sha256": _request_digest(call)}
-    decided = sorted({f"{d.verdict}:{d.source}" for d in (*outcome.allowed,
-                                                          *outcome.decisions)})
-    if len(decided) > 1:  # the default Allow says nothing beside a rule that decided
-        decided = [d for d in decided if d != "allow:default"]
+    decided = outcome.summary()
     if decided:
-        record["decisions"] = decided[:16]
+        record["decisions"] = list(decided)
     return record
 
 

@@ -50,11 +50,22 @@ class Outcome:
     approved: Any = None  # the approval (checked, not yet spent) this request completes
     consumed: Any = None  # the approval spent before a call that does not settle its own
     modified: bool = False  # a pre- hook changed the request
-    #: The Allow decisions (rule and invariant), summarized in a read's record.
+    #: The Allow decisions (rule and invariant), summarized in a read's record and a
+    #: write's (:meth:`summary`).
     allowed: list[Decision] = field(default_factory=list)
     #: What a successful read answered and whom it asked, for its ``memory.access`` record.
     target: Target | None = None
     result: Any = None
+
+    def summary(self) -> tuple[str, ...]:
+        """The request's decisions as ``verdict:source`` (``allow:rule:<source>``...,
+        sorted, at most 16), the default Allow only when nothing else decided (ADR 0105,
+        0124): what a read's ``decisions`` and a write's ``allowed`` record."""
+        decided = sorted({f"{d.verdict}:{d.source}" for d in (*self.allowed,
+                                                              *self.decisions)})
+        if len(decided) > 1:  # the default Allow says nothing beside a rule that decided
+            decided = [d for d in decided if d != "allow:default"]
+        return tuple(decided[:16])
 
 
 class Call(Generic[R]):

@@ -71,6 +71,10 @@ class Caller:
     tier: TrustTier = "Kernel"
     held: ScopeSet | None = None
     ceiling: Ceiling | None = None
+    #: The request's Allow summary (``allow:rule:<source>``..., ``allow:default``), set by
+    #: the pipeline once its rules and gate decided, just before the operation runs, so a
+    #: write keeps it in its row and record (ADR 0124). None outside the pipeline.
+    allowed: tuple[str, ...] | None = None
 
 
 class ChainOutcome(Protocol):

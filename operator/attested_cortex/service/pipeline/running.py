@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Final
 
 from attested_cortex.errors import CortexError, QuotaExceededError
@@ -67,11 +68,12 @@ async def run(svc: Services, caller: Caller, call: Call[R]) -> R:
         cap = await _storage(svc, caller, call, target, outcome)
         await gate(svc, spec, caller, call, target, outcome)
         _step(svc, spec, "operation")
+        acting = replace(caller, allowed=outcome.summary())  # a write records it (ADR 0124)
         if spec.event_class in WRITE_CLASSES:  # a commit must not wait without a bound
             async with write_deadline(svc.limits.write_timeout_ms):
-                result = await _execute(svc, caller, call, outcome, cap)
+                result = await _execute(svc, acting, call, outcome, cap)
         else:
-            result = await _execute(svc, caller, call, outcome, cap)
+            result = await _execute(svc, acting, call, outcome, cap)
         _step(svc, spec, "post_hooks")
         result = outcome.result = await post_hooks(svc, spec, caller, call, target, result,
                                                    outcome)

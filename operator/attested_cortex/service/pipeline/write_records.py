@@ -62,8 +62,9 @@ SWEEPER_AGENT = "cortex:transcript-sweeper"
 def written_by(caller: Caller) -> WrittenBy:
     """The tier and effective scopes of ``caller``'s request, as its write's row and record
     keep them (ADR 0066): the scopes the request ran with (held ∩ the tier's ceiling,
-    computed once at authentication), sorted."""
-    return WrittenBy(caller.tier, tuple(sorted(str(s) for s in caller.scopes.scopes)))
+    computed once at authentication), sorted; and its Allow summary (ADR 0124)."""
+    return WrittenBy(caller.tier, tuple(sorted(str(s) for s in caller.scopes.scopes)),
+                     caller.allowed)
 
 
 def signer(svc: Services, caller: Caller) -> AgentKey | None:

@@ -202,7 +202,8 @@ def _as_stored(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller,
                   revision=1, created_at=now, updated_at=now, deleted_at=None,
                   key_version=None if stored is None else stored.key_version,
                   sealed_sha256=None if stored is None else stored.sealed_sha256,
-                  written_tier=by.tier, written_scopes=by.scopes)
+                  written_tier=by.tier, written_scopes=by.scopes,
+                  written_allowed=by.allowed)
 
 
 def _as_written(memory_id: uuid.UUID, cmd: StoreMemory, caller: Caller) -> Memory:
