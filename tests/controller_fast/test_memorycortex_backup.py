@@ -13,6 +13,7 @@ from typing import Any
 
 from attested_cortex.builders import names as n
 from attested_cortex.controller.versions import newest_schema_version
+from attested_cortex.crd.backups import BackupStatus
 from attested_cortex.kubeclient import ApiNotFoundError
 from tests.controller_fast.conftest import Operated, cortex, job_finished, server_rolled
 
@@ -360,6 +361,7 @@ async def test_the_archives_reach_is_read_from_the_primary(op: Operated) -> None
         "lastArchivedWAL": "000000010000000000000004", "lastArchivedLSN": "0/5000000",
         "unarchivedBytes": 0x148, "latestRestorePoint": "2026-12-05T01:20:07.123456Z"}
     assert wait is not None and wait <= 60  # the archive's end moves: looked at again
+    BackupStatus.model_validate(shown)  # the CRD's field names (its schema prunes others)
 
     changes = op.cluster.changes
     await op.reconcile(KIND, "src")
