@@ -220,6 +220,12 @@ def keep_logs(kube: Kube, logs: Path | None, round_number: int) -> None:
         done = kube.kubectl("logs", "-n", NAMESPACE, pod, "-c", "postgres")
         (logs / f"round-{round_number}-{pod}.log").write_text(done.stdout + done.stderr,
                                                                encoding="utf-8")
+        # what each instance's processes are doing now (a replica's startup process and
+        # its walreceiver, or a restore_command it waits on)
+        ps = kube.kubectl("exec", "-n", NAMESPACE, pod, "-c", "postgres", "--", "ps", "-eo",
+                          "pid,etime,args")
+        (logs / f"round-{round_number}-{pod}.ps").write_text(ps.stdout + ps.stderr,
+                                                              encoding="utf-8")
 
 
 def failovers(kube: Kube, base: str, token: str, rounds: int,
