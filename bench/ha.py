@@ -106,8 +106,9 @@ def managed(name: str) -> dict[str, Any]:
                      "permissions": {"mode": "Off"}}}
 
 
-def install(kube: Kube) -> dict[str, float]:
-    """Chart, CloudNativePG, both cortexes Ready; seconds per step."""
+def install(kube: Kube, parameters: dict[str, str] | None = None) -> dict[str, float]:
+    """Chart, CloudNativePG, both cortexes Ready; seconds per step. ``parameters``: extra
+    PostgreSQL parameters of the HA cortex (``--parameter``, for experiments)."""
     took: dict[str, float] = {}
     began = time.monotonic()
     kube.ok("create", "namespace", NAMESPACE)
@@ -128,6 +129,8 @@ def install(kube: Kube) -> dict[str, float]:
     began = time.monotonic()
     kube.ok("create", "serviceaccount", "bench-writer", "-n", NAMESPACE)
     cortexes = [managed(SINGLE), hacluster.memorycortex(HA, NAMESPACE, instances=3)]
+    if parameters:
+        cortexes[1]["spec"]["database"]["cloudNativePG"]["parameters"] = parameters
     for cortex in cortexes:  # the fill's 8 clients are one agent: no per-agent rate limit
         cortex["spec"]["quotas"] = {"requestsPerSecond": 100000, "storagePerAgent": "10Gi"}
     kube.ok("apply", "-f", "-", input=json.dumps(
@@ -207,7 +210,26 @@ def speed(base: str, token: str, *, stores: int = 300, recalls: int = 200) -> di
             "recall_ms": percentiles(recall_ms)}
 
 
-def failovers(kube: Kube, base: str, token: str, rounds: int) -> dict[str, Any]:
+def keep_logs(kube: Kube, logs: Path | None, round_number: int) -> None:
+    """The instances' logs after a round (``--logs``): the surviving replica's PostgreSQL
+    and instance manager lines say when it followed the new primary."""
+    if logs is None:
+        return
+    logs.mkdir(parents=True, exist_ok=True)
+    for pod in hacluster.instance_pods(kube.kubectl, NAMESPACE, HA):
+        done = kube.kubectl("logs", "-n", NAMESPACE, pod, "-c", "postgres")
+        (logs / f"round-{round_number}-{pod}.log").write_text(done.stdout + done.stderr,
+                                                               encoding="utf-8")
+        # what each instance's processes are doing now (a replica's startup process and
+        # its walreceiver, or a restore_command it waits on)
+        ps = kube.kubectl("exec", "-n", NAMESPACE, pod, "-c", "postgres", "--", "ps", "-eo",
+                          "pid,etime,args")
+        (logs / f"round-{round_number}-{pod}.ps").write_text(ps.stdout + ps.stderr,
+                                                              encoding="utf-8")
+
+
+def failovers(kube: Kube, base: str, token: str, rounds: int,
+              logs: Path | None = None) -> dict[str, Any]:
     """Delete the primary ``rounds`` times under a steady writer."""
     writer = SteadyWriter(http_post(lambda: base, token), namespace="bench/failover",
                           prefix=f"failover-{int(time.time())}", rate=WRITE_RATE).start()
@@ -241,7 +263,9 @@ def failovers(kube: Kube, base: str, token: str, rounds: int) -> dict[str, Any]:
                             "primary_moved_after_s": round(promoted, 2),
                             "beyond_promotion_s": round(gap - promoted, 2)})
             print(f"  failover {round_number + 1}: gap {gap:.1f}s (CNPG moved the primary "
-                  f"after {promoted:.1f}s; {gap - promoted:.1f}s beyond)", flush=True)
+                  f"after {promoted:.1f}s; {gap - promoted:.1f}s beyond; deleted at "
+                  f"{time.time() - (time.monotonic() - moment):.2f} epoch)", flush=True)
+            keep_logs(kube, logs, round_number + 1)
     finally:
         ledger = writer.stop()
     held = list_namespace(lambda path: call(base, token, "GET", path), "bench/failover")
@@ -266,7 +290,12 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ha")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE",
+                        help="a PostgreSQL parameter of the HA cortex (experiments)")
+    parser.add_argument("--logs", type=Path, default=None,
+                        help="keep the instances' logs after each failover here")
     args = parser.parse_args(argv)
+    parameters = dict(p.split("=", 1) for p in args.parameter)
     for command in ([str(binaries.SCRIPT), "node"], [str(IMAGES_SCRIPT)]):
         subprocess.run(command, check=False, capture_output=True)
     if reasons := missing_pieces():
@@ -280,7 +309,7 @@ def main(argv: list[str]) -> int:
     try:
         node.start()
         kube = Kube(node.kubeconfig, bin_dir, home)
-        took = install(kube)
+        took = install(kube, parameters)
         print(f"bench ha: installed {took}", flush=True)
         token = kube.ok("create", "token", "bench-writer", "-n", NAMESPACE, "--duration",
                         "4h").strip()
@@ -288,7 +317,7 @@ def main(argv: list[str]) -> int:
         for name in (SINGLE, HA):
             forwards.append(forward(kube, name, home / f"{name}.log"))
             bases[name] = forwards[-1].url
-        failover = failovers(kube, bases[HA], token, args.rounds)
+        failover = failovers(kube, bases[HA], token, args.rounds, args.logs)
         print(f"bench ha: failovers {failover['gap_s']}, lost {failover['acknowledged_lost']} "
               f"of {failover['acknowledged_writes']}", flush=True)
         sizes: dict[str, Any] = {}
@@ -302,6 +331,7 @@ def main(argv: list[str]) -> int:
                       "acknowledged_lost": 0},
             "setup_s": took, "cnpg_version": cnpg.version(), "instances": 3,
             "synchronous": {"method": "any", "number": 1, "dataDurability": "required"},
+            "parameters": parameters,
             "failover": failover, "size": args.size,
             "single": sizes[SINGLE], "ha": sizes[HA],
             "store_throughput_ratio_ha_over_single": ratio,

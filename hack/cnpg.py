@@ -11,7 +11,8 @@ would default every Cluster to its own PostgreSQL image. :func:`rewrite` (pure) 
 that: the operator image and the image its pods' bootstrap init container copies the instance
 manager from, the pull policy (the image is imported into the node, never pulled), and
 ``POSTGRES_IMAGE_NAME``, CNPG's default operand, set to our postgres-age image (its tag's first
-component is the major version CNPG reads). Everything else is applied as released.
+component is the major version CNPG reads), and ``STANDBY_TCP_USER_TIMEOUT`` (ADR 0111).
+Everything else is applied as released.
 """
 
 from __future__ import annotations
@@ -56,6 +57,16 @@ class ManifestShapeError(ValueError):
     """The release manifest is not shaped as the version we rewrite (a version bump changed it)."""
 
 
+#: CloudNativePG's operator setting for its standbys' replication connections (``tcp_user_timeout``
+#: in their ``primary_conninfo``, which has no ``connect_timeout``): a replica whose primary's pod
+#: went away reconnects through the ``-rw`` Service, and a connect that reaches the gone pod's IP
+#: hangs until TCP gives up (minutes). Measured (issue 38, ADR 0111): the surviving replica of
+#: a failover never re-attached, so the new primary's first commit waited for the old primary's
+#: pod to come back as a replica. With 1 s the connect fails and the replica tries again.
+STANDBY_TCP_USER_TIMEOUT_ENV = "STANDBY_TCP_USER_TIMEOUT"
+STANDBY_TCP_USER_TIMEOUT_MS = "1000"
+
+
 def rewrite(documents: list[dict[str, Any]], *, operator: str,
             postgres: str = POSTGRES_IMAGE) -> list[dict[str, Any]]:
     """The release's documents with the operator Deployment pointed at our images.
@@ -83,6 +94,8 @@ def rewrite(documents: list[dict[str, Any]], *, operator: str,
     for variable in env:
         if variable["name"] == "OPERATOR_IMAGE_NAME":
             variable["value"] = operator
+    if STANDBY_TCP_USER_TIMEOUT_ENV not in names:
+        env.append({"name": STANDBY_TCP_USER_TIMEOUT_ENV, "value": STANDBY_TCP_USER_TIMEOUT_MS})
     env.append({"name": "POSTGRES_IMAGE_NAME", "value": postgres})
     manager["env"] = env
     return [deployment if d is deployments[0] else d for d in out]

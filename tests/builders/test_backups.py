@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from attested_cortex.builders.backups import build_scheduled_backup, postgres_time
+from attested_cortex.builders.backups import build_scheduled_backup, destination, postgres_time
 from attested_cortex.builders.clusters import build_cluster
 from attested_cortex.builders.inputs import InvalidSpecError
 from tests.builders.specs import CORTEX, DEFAULTS, assert_child_metadata, cortex
@@ -19,7 +19,7 @@ from tests.support.cnpgcrd import all_crds, cluster_schema
 Object = dict[str, Any]
 STORE = {"endpoint": "http://minio.backups:9000", "bucket": "cortex-backups",
          "path": "team-a/prod", "credentialsSecretRef": {"name": "s3-creds"}}
-BARMAN = {"destinationPath": "s3://cortex-backups/team-a/prod/",
+BARMAN = {"destinationPath": "s3://cortex-backups/team-a/prod",
           "endpointURL": "http://minio.backups:9000",
           "s3Credentials": {"accessKeyId": {"name": "s3-creds", "key": "ACCESS_KEY_ID"},
                             "secretAccessKey": {"name": "s3-creds",
@@ -108,3 +108,15 @@ def test_restore_from_a_backup_by_name_to_its_end() -> None:
 def test_fields_refuse_what_cloudnativepg_would_not_take(fields: Object, where: str) -> None:
     with pytest.raises(InvalidSpecError, match=where.replace(".", r"\.")):
         cnpg(fields)
+
+
+def test_the_destination_has_no_slash_after_the_path() -> None:
+    """barman-cloud keeps a slash after the path in its prefix, and its retention run lists
+    ``<prefix>/<server>/base/``: ``path//server`` that MinIO refuses, CloudNativePG's
+    RetentionPolicyFailed after every backup (issue 38 item 9)."""
+    store = cortex({"database": {"cloudNativePG": {"instances": 1, "backup": {
+        "objectStore": STORE}}}}).spec.database.cloud_native_pg
+    assert store is not None and store.backup is not None
+    assert destination(store.backup.object_store) == "s3://cortex-backups/team-a/prod"
+    bare = store.backup.object_store.model_copy(update={"path": None})
+    assert destination(bare) == "s3://cortex-backups/"

@@ -76,7 +76,7 @@ def test_defaults_three_instances_our_image_and_age_preloaded() -> None:
     assert (spec["postgresUID"], spec["postgresGID"]) == (999, 999)
     assert spec["postgresql"]["shared_preload_libraries"] == ["age"]
     # replicas retry streaming every second: a promotion's survivor follows at once
-    assert spec["postgresql"]["parameters"] == {"wal_retrieve_retry_interval": "1s"}
+    assert spec["postgresql"]["parameters"] == {"wal_retrieve_retry_interval": "200ms"}
     assert "synchronous" not in spec["postgresql"]
     assert spec["storage"] == {"size": "10Gi"}
     assert "resources" not in spec
@@ -104,7 +104,7 @@ def test_user_choices_pass_through() -> None:
     assert spec["postgresql"]["synchronous"] == {"method": "first", "number": 1,
                                                  "dataDurability": "preferred"}
     assert spec["postgresql"]["parameters"] == {"max_connections": "200",
-                                                "wal_retrieve_retry_interval": "1s",
+                                                "wal_retrieve_retry_interval": "200ms",
                                                 "work_mem": "16MB"}
     assert spec["postgresql"]["shared_preload_libraries"] == ["age"]
     assert spec["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"},

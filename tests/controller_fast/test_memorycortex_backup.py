@@ -13,6 +13,8 @@ from typing import Any
 
 from attested_cortex.builders import names as n
 from attested_cortex.controller.versions import newest_schema_version
+from attested_cortex.crd.backups import BackupStatus
+from attested_cortex.kubeclient import ApiNotFoundError
 from tests.controller_fast.conftest import Operated, cortex, job_finished, server_rolled
 
 KIND = "MemoryCortex"
@@ -330,3 +332,49 @@ async def test_a_verifier_that_could_not_run_is_retried_and_never_serves_meanwhi
     assert op.reasons(KIND, "dst")["DataVerified"] == ("True", "Verified")
     assert op.status(KIND, "dst")["restore"]["verified"] is True
     assert op.get("Deployment", "dst-server", "apps/v1") is not None
+
+
+async def test_the_archives_reach_is_read_from_the_primary(op: Operated) -> None:
+    """Issue 38 item 4: ``status.backup`` says how far the archive reaches, from the
+    primary's instance manager (``/pg/status`` through the API server's proxy, ADR 0110),
+    looked at again every archiveTimeoutSeconds; a pass that finds it unchanged writes
+    nothing, and an answer it cannot get leaves the fields out."""
+    answers = [{"isPrimary": True, "currentLsn": "0/5000148",
+                "lastArchivedWAL": "000000010000000000000004",
+                "lastArchivedWALTime": "2026-12-05T01:20:07.123456Z"}]
+    asked: list[tuple[str, str, int, str]] = []
+
+    async def proxy_get(namespace: str, pod: str, scheme: str, port: int, path: str) -> str:
+        asked.append((pod, scheme, port, path))
+        return json.dumps(answers[-1])
+    op.writer.proxy_get = proxy_get  # type: ignore[method-assign]
+    await serving_with_a_backup(op)
+    cluster_healthy(op, "src", conditions=[{
+        "type": "ContinuousArchiving", "status": "True", "reason": "ContinuousArchivingSuccess",
+        "message": "Continuous archiving is working", "lastTransitionTime":
+        "2026-12-02T10:01:00Z"}])
+    wait = await op.reconcile(KIND, "src")
+    assert asked[-1] == ("src-db-1", "https", 8000, "/pg/status")
+    shown = op.status(KIND, "src")["backup"]
+    assert {k: shown[k] for k in ("lastArchivedWAL", "lastArchivedLSN", "unarchivedBytes",
+                                  "latestRestorePoint")} == {
+        "lastArchivedWAL": "000000010000000000000004", "lastArchivedLSN": "0/5000000",
+        "unarchivedBytes": 0x148, "latestRestorePoint": "2026-12-05T01:20:07.123456Z"}
+    assert wait is not None and wait <= 60  # the archive's end moves: looked at again
+    BackupStatus.model_validate(shown)  # the CRD's field names (its schema prunes others)
+
+    changes = op.cluster.changes
+    await op.reconcile(KIND, "src")
+    assert op.cluster.changes == changes  # the same reach: nothing written
+
+    answers.append({**answers[0], "currentLsn": "0/6000000",
+                    "lastArchivedWAL": "000000010000000000000005",
+                    "lastArchivedWALTime": "2026-12-05T01:21:07Z"})
+    await op.reconcile(KIND, "src")
+    assert op.status(KIND, "src")["backup"]["unarchivedBytes"] == 0
+
+    async def gone(namespace: str, pod: str, scheme: str, port: int, path: str) -> str:
+        raise ApiNotFoundError(404, "pods src-db-1 not found")
+    op.writer.proxy_get = gone  # type: ignore[method-assign]
+    await op.reconcile(KIND, "src")
+    assert "lastArchivedWAL" not in op.status(KIND, "src")["backup"]

@@ -47,6 +47,8 @@ def test_the_operator_and_its_pods_run_our_images_without_pulling() -> None:
     # A Cluster without imageName runs our database image, whose tag CNPG reads as major 17.
     assert env["POSTGRES_IMAGE_NAME"] == "docker.io/attested-cortex/postgres-age:17"
     assert env["MONITORING_QUERIES_CONFIGMAP"] == "cnpg-default-monitoring"
+    # A standby's reconnect to a gone primary's IP fails after 1 s, not minutes (ADR 0111).
+    assert env["STANDBY_TCP_USER_TIMEOUT"] == "1000"
 
 
 def test_the_release_itself_is_left_as_it_was() -> None:

@@ -113,7 +113,7 @@ def test_the_cluster_is_owned_labelled_and_built_from_the_spec(
                                                  "dataDurability": "required"}
     assert spec["postgresql"]["shared_preload_libraries"] == ["age"]
     assert spec["postgresql"]["parameters"] == {"max_connections": "150",
-                                                "wal_retrieve_retry_interval": "1s"}
+                                                "wal_retrieve_retry_interval": "200ms"}
     assert spec["storage"]["size"] == "2Gi" and "storageClass" not in spec["storage"]
     assert spec["bootstrap"]["initdb"]["owner"] == "cortex"
     assert (spec["postgresUID"], spec["postgresGID"]) == (999, 999)
@@ -135,7 +135,7 @@ def test_spec_changes_pass_through_to_the_cluster(operated: Operated,
         spec = cluster["spec"]
         return (spec["instances"] == 5
                 and spec["postgresql"].get("parameters") == {
-                    "wal_retrieve_retry_interval": "1s", "work_mem": "32MB"}
+                    "wal_retrieve_retry_interval": "200ms", "work_mem": "32MB"}
                 and spec.get("resources", {}).get("requests") == {"cpu": "250m",
                                                                   "memory": "512Mi"})
     wait_until(lambda: passed(operated.get(CLUSTER, "ha-db") or {"spec": {}}),

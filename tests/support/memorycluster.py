@@ -285,6 +285,11 @@ class MemoryWriter:
             return False
         return True
 
+    async def proxy_get(self, namespace: str, pod: str, scheme: str, port: int,
+                        path: str) -> str:
+        """No pod runs here: each proxied read answers 404, as for a pod that is gone."""
+        raise ApiNotFoundError(404, f"pods {pod} not found ({scheme}:{port}{path})")
+
 
 @dataclass(frozen=True)
 class Index(Mapping[tuple[str, str], Iterable[Object]]):

@@ -45,9 +45,16 @@ CLUSTER_LABEL: Final = "cnpg.io/cluster"
 
 
 def destination(store: ObjectStore) -> str:
-    """``s3://<bucket>/<path>/``: barman's destinationPath (the Cluster's folder goes below)."""
-    path = f"{store.path}/" if store.path else ""
-    return f"s3://{store.bucket}/{path}"
+    """``s3://<bucket>/<path>``: barman's destinationPath (the Cluster's folder goes below).
+
+    No slash after the path: barman-cloud keeps it in its prefix, and its retention run
+    (``barman-cloud-backup-delete``, after every backup) lists the keep annotations under
+    ``<prefix>/<server>/base/``, so ``path/`` became ``path//<server>/base/``, which MinIO
+    refuses (XMinioInvalidObjectName): CloudNativePG's ``RetentionPolicyFailed`` event after
+    every backup (issue 38 item 9). WAL and base backups land on the same keys either way
+    (barman joins those with ``os.path.join``)."""
+    return f"s3://{store.bucket}/{store.path.strip('/')}" if store.path else \
+        f"s3://{store.bucket}/"
 
 
 def _credentials(store: ObjectStore) -> Object:

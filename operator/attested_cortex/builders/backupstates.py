@@ -77,7 +77,8 @@ def _failure(backup: Object) -> dict[str, Any]:
 
 
 def _fields(cluster_status: Object, backups: Sequence[Object],
-            archive_timeout_s: int | None = None) -> dict[str, Any]:
+            archive_timeout_s: int | None = None,
+            reach: Mapping[str, Any] | None = None) -> dict[str, Any]:
     completed = [b for b in backups if _phase(b) == "completed"]
     failed = [b for b in backups if _phase(b) == "failed"]
     last = max(completed, key=lambda b: str((b.get("status") or {}).get("stoppedAt") or ""),
@@ -94,7 +95,8 @@ def _fields(cluster_status: Object, backups: Sequence[Object],
         "completed": len(completed),
         "lastFailure": _failure(max(failed, key=_created)) if failed else None,
         "archiveTimeoutSeconds": archive_timeout_s,
-        "walArchivingSince": _archiving_since(cluster_status)}
+        "walArchivingSince": _archiving_since(cluster_status),
+        **(reach or {})}
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -159,11 +161,13 @@ def _verdict(cluster_status: Object, backups: Sequence[Object], fields: Mapping[
 
 def observe(cluster: Object | None, backups: Sequence[Object], *, destination: str,
             before: Mapping[str, Any] | None, now: datetime,
-            archive_timeout_s: int | None = None) -> BackupState:
+            archive_timeout_s: int | None = None,
+            reach: Mapping[str, Any] | None = None) -> BackupState:
     """What the Cluster and its Backups say; ``before``: the cortex's ``status.backup``;
-    ``archive_timeout_s``: the spec's recovery point objective of the archive."""
+    ``archive_timeout_s``: the spec's recovery point objective of the archive; ``reach``:
+    how far the archive reaches now (``builders/archivereach.py``; None: unknown)."""
     cluster_status = (cluster or {}).get("status") or {}
-    fields = _fields(cluster_status, backups, archive_timeout_s)
+    fields = _fields(cluster_status, backups, archive_timeout_s, reach)
     condition = _verdict(cluster_status, backups, fields, destination, now)
     failure = fields.get("lastFailure")
     known = ((before or {}).get("lastFailure") or {}).get("backup")

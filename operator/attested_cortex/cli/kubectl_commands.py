@@ -125,6 +125,16 @@ def reach_lines(st: Object) -> list[str]:
                   f"{backup.get('lastSuccessfulBackup') or '-'} ({backup.get('completed', 0)} "
                   f"kept); restorable from {backup.get('firstRecoverabilityPoint') or '-'}",
                   f"             {archive}"]
+        if backup.get("lastArchivedWAL"):
+            pending = backup.get("unarchivedBytes")
+            lines.append(f"             archive ends at {backup.get('lastArchivedLSN') or '-'} "
+                         f"({backup['lastArchivedWAL']}, archived "
+                         f"{backup.get('latestRestorePoint') or '-'}): " + (
+                             "a restore to the latest point holds every write so far"
+                             if pending == 0 else
+                             f"{pending if pending is not None else '?'} bytes of WAL not yet "
+                             f"archived; writes acknowledged after "
+                             f"{backup.get('latestRestorePoint') or '-'} are not in it"))
     restore = st.get("restore") or {}
     if restore.get("reachedAt") or restore.get("lastEvent"):
         lines.append(f"  restored:  up to {restore.get('reachedAt') or '-'} (event "

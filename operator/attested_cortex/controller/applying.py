@@ -155,6 +155,9 @@ class Writer(Protocol):
     async def delete(self, api_version: str, kind: str, namespace: str | None,
                      name: str) -> bool: ...
 
+    async def proxy_get(self, namespace: str, pod: str, scheme: str, port: int,
+                        path: str) -> str: ...
+
 
 class ApiWriter:
     """The operator's reads and writes on the API server (one instance, shared by all
@@ -219,3 +222,10 @@ class ApiWriter:
         except ApiNotFoundError:
             return False
         return True
+
+    async def proxy_get(self, namespace: str, pod: str, scheme: str, port: int,
+                        path: str) -> str:
+        """A GET on a pod's port through the API server's proxy (RBAC ``pods/proxy`` get),
+        the answer's text: a read, never counted as a write."""
+        return await self.api.request_text(
+            "GET", f"/api/v1/namespaces/{namespace}/pods/{scheme}:{pod}:{port}/proxy{path}")

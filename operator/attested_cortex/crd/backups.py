@@ -51,6 +51,22 @@ class BackupStatus(CrdModel):
         default=None, description="Since when WAL archiving has worked without a pause "
         "(CloudNativePG's ContinuousArchiving condition); absent while it is refused.",
         max_length=40, json_schema_extra=_time())
+    last_archived_wal: str | None = Field(
+        default=None, alias="lastArchivedWAL", description="The last WAL file the primary "
+        "archived (pg_stat_archiver, read from CloudNativePG's instance manager; ADR 0110).",
+        max_length=64)
+    last_archived_lsn: str | None = Field(
+        default=None, alias="lastArchivedLSN", description="The end of the last archived WAL "
+        "segment: a restore to the latest point replays every write before this position.",
+        max_length=20)
+    unarchived_bytes: int | None = Field(
+        default=None, ge=0, description="WAL the primary has written past lastArchivedLSN: "
+        "0 means a restore to the latest point holds every write acknowledged so far.")
+    latest_restore_point: str | None = Field(
+        default=None, description="When the last WAL file was archived: while "
+        "unarchivedBytes is above 0, writes acknowledged after this instant are not in the "
+        "archive (refreshed every archiveTimeoutSeconds).", max_length=40,
+        json_schema_extra=_time())
 
 
 class RestoreStatus(CrdModel):
