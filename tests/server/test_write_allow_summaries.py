@@ -1,5 +1,5 @@
 """A write's Allow summary in its own record (issue 40, "Allow decisions of rules summarized
-per request in the request's event"; ADR 0124, migration 0048) on a real server and
+per request in the request's event"; ADR 0124, migration 0040) on a real server and
 PostgreSQL.
 
 A store, an update, a delete and a link allowed by a named PermissionRule name that rule in their
@@ -98,12 +98,12 @@ async def test_writes_name_the_rule_or_the_default_that_allowed_them(
     assert refused.returncode == 1 and other["id"] in refused.stdout, refused.stdout
 
 
-async def test_rows_written_before_0048_verify_and_take_a_summary_when_written_again(
+async def test_rows_written_before_0040_verify_and_take_a_summary_when_written_again(
         make_cortex: MakeCortex, pg15_dsn: str) -> None:
-    """A memory an older build wrote (schema 0046: its row and record have no Allow
+    """A memory an older build wrote (schema 0039: its row and record have no Allow
     summary) verifies after the upgrade; updating it matches its old record and records the
     update's summary."""
-    await migrate(pg15_dsn, target=46, graph=False)
+    await migrate(pg15_dsn, target=39, graph=False)
     with psycopg.connect(pg15_dsn, autocommit=True, row_factory=dict_row) as conn:
         row = conn.execute(
             "INSERT INTO memories (id, namespace, content, author, written_tier, "

@@ -14,7 +14,7 @@ database returns it (:func:`json_sha256`: written from the row the INSERT return
 sides hash the same normalised value) and its frame by digest, NULL once pruned. Since
 migration 0021 a record also names the trust ``tier`` and the effective ``scopes`` of the
 request that wrote the row (:func:`written_by`), kept in the row too so the deep audit checks
-them like every other field; since migration 0048 also its ``allowed`` summary (ADR 0124).
+them like every other field; since migration 0040 also its ``allowed`` summary (ADR 0124).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def written_by(tier: str | None, scopes: tuple[str, ...] | None,
     """``tier`` and ``scopes``: the trust tier and effective scopes (held ∩ the tier's
     ceiling, sorted) of the request that wrote the row (ADR 0066, migration 0021). Absent
     from rows written before (NULL), so their records, made without them, still match.
-    ``allowed``: the request's Allow summary (ADR 0124, migration 0048), absent likewise
+    ``allowed``: the request's Allow summary (ADR 0124, migration 0040), absent likewise
     from rows written before it."""
     record: dict[str, cbor.CborValue] = (
         {} if tier is None else {"tier": tier, "scopes": list(scopes or ())})

@@ -144,11 +144,11 @@ NOT_CARRIED: Final[dict[str, str]] = {
                          "witnesses; the target signs its own over the carried chain",
     "audit_cosignatures": "witnesses' cosignatures of the source's checkpoints",
     "federation_peers": "per-peer transport state (high-water marks) of the source's own "
-                        "federation links; the target keeps its own (migration 0046)",
+                        "federation links; the target keeps its own (migration 0039)",
     "federation_objects": "the source's map of its peers' objects to its rows and the change "
                           "applied last; the target federates with its own peers (ADR 0121)",
     "federation_quarantine": "unverified changes held by the source for its administrator; "
-                             "never part of the memory (migration 0046)",
+                             "never part of the memory (migration 0039)",
     "outbox_events": "events already delivered (or due) to this server's subscribers; the "
                      "target's subscribers follow its own writes (ADR 0106)",
     "subscriptions": "delivery targets and their secrets belong to the target's "

@@ -305,7 +305,7 @@ async def _start_sweepers(services: Services, settings: ServerSettings,
 
 
 async def _outbox_present(db: Database) -> bool:
-    """Whether writes append to the outbox: not on a schema older than 0041 (ADR 0106)."""
+    """Whether writes append to the outbox: not on a schema older than 0038 (ADR 0106)."""
     async with db.connection() as conn:
         return await outbox.present(conn)
 

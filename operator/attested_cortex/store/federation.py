@@ -1,4 +1,4 @@
-"""The federation tables (migration 0046): per-peer high-water marks, the federated objects
+"""The federation tables (migration 0039): per-peer high-water marks, the federated objects
 and the quarantine. Called by :mod:`attested_cortex.service.resources.federation` only.
 
 The high-water mark only moves forward (one conditional statement), so two servers of one

@@ -69,7 +69,7 @@ _TABLE_GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT", "audit_tree_nodes"),
     ("SELECT, INSERT", "audit_checkpoints"),
     ("SELECT, INSERT", "audit_cosignatures"),  # migration 0036
-    # migration 0041 (ADR 0106): the outbox is appended by writes and dropped by retention;
+    # migration 0038 (ADR 0106): the outbox is appended by writes and dropped by retention;
     # its sequence is read for the head; subscriptions are managed through the API
     ("SELECT, INSERT, DELETE", "outbox_events"),
     ("SELECT, USAGE", "outbox_events_seq_seq"),

@@ -64,7 +64,7 @@ class Link:
     #: The tier and effective scopes of the request that last wrote it (migration 0021).
     written_tier: str | None = None
     written_scopes: tuple[str, ...] | None = None
-    #: Its Allow summary (migration 0048, ADR 0124); None: written before, or not by a request.
+    #: Its Allow summary (migration 0040, ADR 0124); None: written before, or not by a request.
     written_allowed: tuple[str, ...] | None = None
 
 

@@ -76,7 +76,7 @@ class Memory:
     #: None: written before.
     written_tier: str | None = None
     written_scopes: tuple[str, ...] | None = None
-    #: Its Allow summary (migration 0048, ADR 0124); None: written before, or not by a request.
+    #: Its Allow summary (migration 0040, ADR 0124); None: written before, or not by a request.
     written_allowed: tuple[str, ...] | None = None
 
     @property
@@ -182,7 +182,7 @@ async def insert_recorded(
     usage row first (locked, and the cap checked, by ``cortex_reserve_bytes``), the chain
     lock last (the append, fed by the inserted row). Past ``cap``: :class:`CapReachedError`.
     With ``outbox_event`` its outbox row is inserted too, fed by the record (so after the
-    chain lock: migration 0041), its times replaced by the row's.
+    chain lock: migration 0038), its times replaced by the row's.
 
     On a sealed connection (the keyed chain, migration 0014) the MAC must be inserted before
     the chain lock is released, so the statement runs in a transaction, pipelined: BEGIN and

@@ -1,4 +1,4 @@
-"""SQL for the event outbox (migration 0041, ADR 0106): append in the write's transaction,
+"""SQL for the event outbox (migration 0038, ADR 0106): append in the write's transaction,
 read past a consumer's cursor, drop by retention. No delivery logic here.
 
 Written by :mod:`attested_cortex.service.pipeline.write_records` (the record step every
@@ -125,7 +125,7 @@ async def drop_before(conn: psycopg.AsyncConnection[Any], before: datetime) -> i
 
 
 async def present(conn: psycopg.AsyncConnection[Any]) -> bool:
-    """Whether the schema has the outbox (migration 0041): older schemas write none."""
+    """Whether the schema has the outbox (migration 0038): older schemas write none."""
     with translating():
         cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
             "SELECT to_regclass('outbox_events') IS NOT NULL")

@@ -1,5 +1,5 @@
 """SQL for webhook subscriptions, their delivery state and their dead letters (migration
-0041, ADR 0106). Called by the subscription resources (the API, MCP, the operator's sync) and
+0038, ADR 0106). Called by the subscription resources (the API, MCP, the operator's sync) and
 by the delivery worker; psycopg errors are translated here (a duplicate name is a 409).
 """
 

@@ -53,7 +53,7 @@ class Transcript:
     #: sweeper's archive, prune and re-seal keep them).
     written_tier: str | None = None
     written_scopes: tuple[str, ...] | None = None
-    #: Its Allow summary (migration 0048, ADR 0124); None: stored before, or not by a request.
+    #: Its Allow summary (migration 0040, ADR 0124); None: stored before, or not by a request.
     written_allowed: tuple[str, ...] | None = None
 
 

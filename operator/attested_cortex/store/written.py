@@ -1,5 +1,5 @@
 """Who wrote a row: the trust tier and effective scopes of the request (migration 0021),
-and the Allow decisions that let it through (migration 0048, ADR 0124).
+and the Allow decisions that let it through (migration 0040, ADR 0124).
 
 Passed by the service layer to every memory, link and transcript write
 (``service/pipeline/write_records.written_by``), kept in the row's ``written_tier``,

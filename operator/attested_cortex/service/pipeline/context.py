@@ -185,7 +185,7 @@ class Services:
     #: The mounted MCP endpoint's self-description; ``None`` when this process serves none.
     mcp: Describer | None = None
     observe: StepObserver | None = None
-    #: Whether writes append their ``post_*`` events to the outbox (migration 0041 applied;
+    #: Whether writes append their ``post_*`` events to the outbox (migration 0038 applied;
     #: ADR 0106); the subscription deliverer reads it.
     outbox: bool = False
     #: The webhook deliverer (ADR 0106); None: not started here.

@@ -37,7 +37,7 @@ POST_EVENTS: Final = {
 
 
 def enabled(svc: Services) -> bool:
-    """Whether this server writes the outbox (its schema has it: migration 0041)."""
+    """Whether this server writes the outbox (its schema has it: migration 0038)."""
     return svc.outbox
 
 

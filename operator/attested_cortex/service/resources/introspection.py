@@ -289,7 +289,7 @@ async def subscriptions(svc: Services) -> dict[str, Any]:
     """The outbox and each subscription's delivery state: lag, last success and failure,
     dead letters, whether it fell behind the retention bound (ADR 0106). Never a secret."""
     if not svc.outbox:
-        return {"enabled": False, "reason": "the database is older than migration 0041"}
+        return {"enabled": False, "reason": "the database is older than migration 0038"}
     deliverer = svc.deliverer
     async with svc.db.connection() as conn:
         found = await subscription_rows.listed(conn)

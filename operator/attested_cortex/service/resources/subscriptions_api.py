@@ -43,7 +43,7 @@ RESOLVE_TIMEOUT_S = 2.0
 
 def _enabled(svc: Services) -> None:
     if not svc.outbox:
-        raise NotFoundError("subscriptions need the event outbox (migration 0041): migrate "
+        raise NotFoundError("subscriptions need the event outbox (migration 0038): migrate "
                             "the database", code="subscriptions_unavailable")
 
 

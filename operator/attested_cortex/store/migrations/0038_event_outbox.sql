@@ -1,4 +1,4 @@
--- 0041: the event outbox and webhook subscriptions (issue 41, ADR 0106).
+-- 0038: the event outbox and webhook subscriptions (issue 41, ADR 0106).
 --
 -- outbox_events is an ordered log of what the cortex committed, one row per event, written
 -- in the transaction of the change it describes (a rolled-back write leaves none). Its

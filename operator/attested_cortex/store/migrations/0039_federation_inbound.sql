@@ -1,4 +1,4 @@
--- 0046: the inbound side of federation (issue 42, docs/adr/0121..0123).
+-- 0039: the inbound side of federation (issue 42, docs/adr/0121..0123).
 -- federation_peers: per sending peer, the highest batch sequence number handled, so a
 -- replayed message is refused after a restart too (the replay cache lives in memory).
 -- federation_objects: which local memory holds each federated object (its id at its home
