@@ -3,7 +3,8 @@ and ``memory.recall`` asked with ``receipts: true`` (over HTTP and the ``spoke_m
 tool) carry, for each returned record, the inclusion proof of the op record that last wrote
 it (migration 0037's index), checked here as a client would: the op record names the record
 as returned, and pymerkle (an independent RFC 9162 implementation) verifies the path to the
-root of the checkpoint the answer carries, whose signature the log's key verifies. One
+root of the checkpoint the answer carries, whose signature the log's key verifies; a row
+changed behind the server gets ``null``. One
 cortex, five records, one witness-free checkpoint cut: a few seconds."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tests.mcp.test_mcp_http import ok as tool_ok
 from tests.server.test_audit_checkpoints import SIGNER
 from tests.server.test_permissions_api import Agents, agents
 from tests.spoke.test_dispatch_api import OWNER, ok, op, refused
+from tests.spoke.test_placement_audit import moved_to_shared
 from tests.support.cortex import MakeCortex
 
 SUBJECT = {"space_id": "kb", "subject_id": "u1"}
@@ -113,6 +115,11 @@ async def test_spoke_reads_carry_receipts_a_client_verifies(
     assert "receipts" not in plain
     assert "receipts" not in await ok(team, "owner", "memory.records.list",
                                       {"space_id": "kb"})
+    # a placement changed behind the server matches no op record: null, the read stands
+    moved_to_shared(migrated_pg15_dsn, made[1])
+    behind = await ok(team, "owner", "memory.records.get",
+                      {"space_id": "kb", "record_id": made[1], "receipts": True})
+    assert behind["receipts"]["memories"] == {made[1]: None}
 
 
 async def test_without_an_audit_signer_spoke_receipts_are_404(
