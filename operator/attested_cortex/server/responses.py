@@ -8,6 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# declared below the server, where the spoke-memory answers can carry them too
+from attested_cortex.attest.receipt_models import ReceiptOut as ReceiptOut
+from attested_cortex.attest.receipt_models import ReceiptsOut as ReceiptsOut
+
 
 class ErrorBody(BaseModel):
     """The error: a stable code, a message saying what to do, structured details."""
@@ -43,32 +47,6 @@ class MemoryOut(BaseModel):
         "under this cortex's master key ring (a restore without the source's key, a version "
         "removed from the ring, or bytes altered behind the server): title, content and "
         "metadata then read empty. Absent otherwise")
-
-
-class ReceiptOut(BaseModel):
-    """The proof that the audit event which last wrote a memory is in a signed tree."""
-
-    seq: int = Field(description="The event's sequence number")
-    leaf_index: int = Field(description="Its leaf in the tree (`seq - 1`)")
-    event_type: str = Field(description="`memory.stored`, `memory.updated`, ...")
-    event_hash: str = Field(description="The event's chain hash (base64); the leaf hash is "
-                            "SHA-256(0x00 || it)")
-    record: str = Field(description="The event's payload, the write record (deterministic "
-                        "CBOR, base64: docs/attestation.md, \"Write records\")")
-    leaf_hash: str = Field(description="RFC 9162 leaf hash (base64)")
-    proof: list[str] = Field(description="RFC 9162 inclusion proof to `root_hash` (base64)")
-
-
-class ReceiptsOut(BaseModel):
-    """With `receipts: true`: every returned memory's receipt, all against one checkpoint."""
-
-    tree_size: int = Field(description="The checkpoint's tree size")
-    root_hash: str = Field(description="The checkpoint's root hash (base64)")
-    checkpoint: str = Field(description="The C2SP signed note, with the cosignatures its "
-                            "witnesses sent")
-    log_key: str | None = Field(description="The log's note verifier key")
-    memories: dict[str, ReceiptOut | None] = Field(
-        description="By memory id; null for a row that matches no record of the chain")
 
 
 class MemoryReadOut(MemoryOut):

@@ -17,7 +17,6 @@ from attested_cortex.spoke.models import (
     MemoryCandidate,
     MemoryExportChunk,
     MemoryReceipt,
-    RetainedRecord,
     Subject,
     Wire,
 )
@@ -70,7 +69,7 @@ _TABLE: Final = (
     _write("memory.candidates.dismiss", rq.CandidateRef),
     _write("memory.candidates.review", rq.Review),
     _write("memory.records.create", rq.RecordCreate),
-    _read("memory.records.get", rq.RecordRef, RetainedRecord),
+    _read("memory.records.get", rq.RecordRead, rq.RecordAnswer),
     _write("memory.records.update", rq.RecordUpdate),
     _write("memory.records.delete", rq.RecordDelete),
     _read("memory.records.list", rq.RecordsList, rq.RecordPage),

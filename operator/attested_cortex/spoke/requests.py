@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from attested_cortex.attest.receipt_models import ReceiptsOut
 from attested_cortex.spoke.models import (
     Capability,
     Content,
@@ -31,6 +32,11 @@ from attested_cortex.spoke.models import (
 
 _SPACE = Field(min_length=1, max_length=512)
 _LIMIT = Field(default=50, ge=1, le=500)
+_RECEIPTS = Field(default=False, description=(
+    "Also answer `receipts`: the inclusion proof of the op record that last wrote each "
+    "returned record (issue 40, ADR 0104; 404 `no_checkpoints` without an audit signer)"))
+_RECEIPTS_OUT = Field(default=None, description=(
+    "With `receipts: true`: by record id in `memories`, against one signed checkpoint"))
 
 
 class Empty(Wire):
@@ -146,6 +152,18 @@ class RecordRef(InSpace):
     record_id: uuid.UUID
 
 
+class RecordRead(RecordRef):
+    """``memory.records.get``: a record, with its receipt on request."""
+
+    receipts: bool = _RECEIPTS
+
+
+class RecordAnswer(RetainedRecord):
+    """The record ``memory.records.get`` answers; ``receipts`` only when asked."""
+
+    receipts: ReceiptsOut | None = _RECEIPTS_OUT
+
+
 class RecordUpdate(RecordRef):
     expected_revision: int = Field(ge=1)
     content: Content | None = None
@@ -166,12 +184,14 @@ class RecordsList(Paged):
     selection: ReadSelection = Field(default_factory=ReadSelection)
     provenance: ProvenanceFilter | None = None
     cognition_filter: dict[str, Any] | None = None
+    receipts: bool = _RECEIPTS
 
 
 class RecordPage(Wire):
     records: list[RetainedRecord]
     total_authorized: int
     next: str | None = None
+    receipts: ReceiptsOut | None = _RECEIPTS_OUT
 
 
 class Recall(InSpace):
@@ -182,6 +202,7 @@ class Recall(InSpace):
     cognition_filter: dict[str, Any] | None = None
     limit: int = Field(default=10, ge=1, le=100)
     budget_tokens: int | None = Field(default=None, ge=1, le=100_000)
+    receipts: bool = _RECEIPTS
 
 
 class RecallHit(Wire):
@@ -192,6 +213,7 @@ class RecallHit(Wire):
 class RecallAnswer(Wire):
     results: list[RecallHit]
     truncated: bool
+    receipts: ReceiptsOut | None = _RECEIPTS_OUT
 
 
 # --- profiles, receipts, reflections, transfer -----------------------------------------------

@@ -422,3 +422,18 @@ async def held_records(
         return {bytes(row["payload_hash"]): HeldRecord(
             int(row["sequence"]), str(row["event_type"]), bytes(row["hash"]),
             bytes(row["payload"])) for row in await cur.fetchall()}
+
+
+async def held_at(conn: psycopg.AsyncConnection[Any], sequences: Sequence[int]
+                  ) -> dict[int, HeldRecord]:
+    """The events at ``sequences`` (one statement), as :func:`held_records` gives them: the
+    receipts of spoke records (ADR 0104), whose latest op record migration 0037 indexes."""
+    if not sequences:
+        return {}
+    with translating():
+        cur = await conn.execute(
+            "SELECT sequence, event_type, hash, payload FROM signed_events "
+            "WHERE sequence = ANY(%s)", (sorted(set(sequences)),))
+        return {int(row["sequence"]): HeldRecord(
+            int(row["sequence"]), str(row["event_type"]), bytes(row["hash"]),
+            bytes(row["payload"])) for row in await cur.fetchall()}

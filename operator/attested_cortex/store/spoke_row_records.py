@@ -1,8 +1,9 @@
 """The latest op record of each spoke-memory row (migration 0037, ADR 0087 section 9).
 
-Called by :mod:`attested_cortex.service.resources.spoke_audit` only: it notes the rows each
+Called by :mod:`attested_cortex.service.resources.spoke_audit`: it notes the rows each
 op record names in the transaction that appends it, and looks a row's latest record up
-before an op re-records the row (one primary-key read instead of a scan of the chain).
+before an op re-records the row (one primary-key read instead of a scan of the chain);
+and by the read receipts of spoke records (:mod:`.service.resources.receipts`, ADR 0104).
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ async def latest(conn: Conn, kind: str, key: str) -> int | None:
             "SELECT sequence FROM spoke_row_records WHERE kind = %s AND key = %s", (kind, key))
         row = await cur.fetchone()
     return None if row is None else int(row["sequence"])
+
+
+async def latest_many(conn: Conn, kind: str, keys: Iterable[str]) -> dict[str, int]:
+    """:func:`latest` of many rows in one statement (a row none names is left out)."""
+    with translating():
+        cur = await conn.execute(
+            "SELECT key, sequence FROM spoke_row_records WHERE kind = %s AND key = ANY(%s)",
+            (kind, sorted(set(keys))))
+        return {str(r["key"]): int(r["sequence"]) for r in await cur.fetchall()}
 
 
 async def present(conn: Conn) -> bool:

@@ -97,7 +97,7 @@ async def require_recorded(conn: Conn, kind: SpokeKind, row: Row) -> None:
             return
         fields: list[str] | None = None
     else:
-        fields = _differing_from(kind, key, expected,
+        fields = differing_from(kind, key, expected,
                                  await events.vouched_payload(conn, sequence))
         if fields == []:
             return
@@ -108,7 +108,7 @@ async def require_recorded(conn: Conn, kind: SpokeKind, row: Row) -> None:
         "nothing was written", code="row_unrecorded", kind=kind, id=key, fields=fields or [])
 
 
-def _differing_from(kind: SpokeKind, key: str, expected: dict[str, CborValue],
+def differing_from(kind: SpokeKind, key: str, expected: dict[str, CborValue],
                     payload: bytes | None) -> list[str] | None:
     """The fields in which ``expected`` differs from the record of the row in the op record
     ``payload``; None when there is no such record (or the key does not vouch for it)."""

@@ -20,8 +20,8 @@ from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundErr
 from attested_cortex.service.pipeline import settling, write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deciding import require_scope
+from attested_cortex.service.resources import receipts, spoke_audit
 from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources import spoke_audit
 from attested_cortex.service.resources.spoke_receipts import Effect, EffectFn, mutate
 from attested_cortex.service.resources.spoke_views import (
     grant_view,
@@ -304,15 +304,18 @@ def _authorized(standing: gate.Access, req: rq.RecordRef, row: dict[str, Any] | 
     return row
 
 
-async def records_get(svc: Services, caller: Caller, req: rq.RecordRef,
+async def records_get(svc: Services, caller: Caller, req: rq.RecordRead,
                       key: str | None) -> Wire:
-    """One record: the row and the caller's grants in one statement, then the grant check."""
+    """One record: the row and the caller's grants in one statement, then the grant check;
+    its receipt when asked (ADR 0104)."""
     async with svc.db.connection() as conn:
         row = await rows.record_and_grants(conn, req.space_id, req.record_id,
                                            caller.agent_id)
     standing = gate.held(caller, req.space_id, [] if row is None else row.pop("grants"))
-    return rendered_one(_authorized(standing, req, row, "records_read"), record_view,
-                        key="memory_id")
+    found = _authorized(standing, req, row, "records_read")
+    view = rendered_one(found, record_view, key="memory_id")
+    proofs = await receipts.record_receipts(svc, [found]) if req.receipts else None
+    return rq.RecordAnswer.model_validate({**dict(view), "receipts": proofs})
 
 
 async def records_update(svc: Services, caller: Caller, req: rq.RecordUpdate,

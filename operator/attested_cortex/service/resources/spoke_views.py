@@ -120,6 +120,8 @@ def wire(model: Any) -> dict[str, Any]:
     if isinstance(model, RetainedRecord):
         found: dict[str, Any] = model.model_dump(mode="json")
         found["content"] = model.content.wire()
-        return found
-    dumped: dict[str, Any] = model.model_dump(mode="json")
-    return dumped
+    else:
+        found = model.model_dump(mode="json")
+    if found.get("receipts", False) is None:  # receipts (ADR 0104) appear only when asked
+        del found["receipts"]
+    return found
