@@ -43,12 +43,10 @@ from attested_cortex.server.settings import ServerSettings
 from attested_cortex.server.subscribing import deliverer_from
 from attested_cortex.service.pipeline import outboxing, recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
-from attested_cortex.service.resources import (
-    auditing,
-    spoke_audit,
-    spoke_reflections,
-    spoke_transfer,
-)
+from attested_cortex.service.resources import auditing
+from attested_cortex.service.resources.spoke import audit as spoke_audit
+from attested_cortex.service.resources.spoke import reflections as spoke_reflections
+from attested_cortex.service.resources.spoke import transfer as spoke_transfer
 from attested_cortex.service.workers.checkpointing import Checkpointer
 from attested_cortex.service.workers.embedding import (
     SealedNamespaces,

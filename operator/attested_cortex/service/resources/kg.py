@@ -21,7 +21,7 @@ from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.operations import OperationSpec
 from attested_cortex.service.pipeline.running import Call, Target, run, visible
-from attested_cortex.service.resources import answers, cursors, spoke_native
+from attested_cortex.service.resources import answers, cursors
 from attested_cortex.service.resources.graph_commands import KgPaths, KgQuery
 from attested_cortex.service.resources.graph_views import (
     link_view,
@@ -29,6 +29,7 @@ from attested_cortex.service.resources.graph_views import (
     subgraph_view,
     timeline_view,
 )
+from attested_cortex.service.resources.spoke import native as spoke_native
 from attested_cortex.store import links as link_rows
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store.graph.base import GraphBackend

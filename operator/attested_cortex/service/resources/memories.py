@@ -34,11 +34,11 @@ from attested_cortex.service.pipeline.running import Call, Target, run, visible
 from attested_cortex.service.resources import (
     answers,
     cursors,
-    spoke_access,
-    spoke_native,
     transcripts,
 )
 from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory, check_sizes
+from attested_cortex.service.resources.spoke import access as spoke_access
+from attested_cortex.service.resources.spoke import native as spoke_native
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.store import memories as rows

@@ -26,8 +26,9 @@ from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, ChainOutcome, Services
 from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.running import Call, Target, run, visible
-from attested_cortex.service.resources import answers, spoke_native
+from attested_cortex.service.resources import answers
 from attested_cortex.service.resources.commands import RecallQuery
+from attested_cortex.service.resources.spoke import native as spoke_native
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.store import recall as store_recall

@@ -32,12 +32,12 @@ from attested_cortex.attest.records import MEMORY_EVENTS, memory_record, sha256
 from attested_cortex.attest.spoke_records import record_record
 from attested_cortex.service.pipeline.context import Services
 from attested_cortex.service.resources.audit_proofs import latest_checkpoint, log_key
-from attested_cortex.service.resources.spoke_audit import differing_from
+from attested_cortex.service.resources.spoke.audit import differing_from
 from attested_cortex.store import checkpoints, events, signatures
 from attested_cortex.store import memories as stored
-from attested_cortex.store import spoke_row_records as row_records
 from attested_cortex.store.events import HeldRecord
 from attested_cortex.store.memories import Memory
+from attested_cortex.store.spoke import row_records as row_records
 
 
 def _b64(digest: bytes) -> str:

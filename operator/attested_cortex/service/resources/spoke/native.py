@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 from attested_cortex.errors import NotFoundError
 from attested_cortex.service.pipeline.context import Caller
-from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import memory as rows
 
 
 async def hidden(conn: Conn, caller: Caller,

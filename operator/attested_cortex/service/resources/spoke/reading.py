@@ -1,7 +1,7 @@
 """Reading many records: ``memory.records.list`` and ``memory.recall``, and the placement
-change ``memory.records.promote``. Called by :mod:`.spoke_dispatch`.
+change ``memory.records.promote``. Called by :mod:`.dispatch`.
 
-Both reads work on the **authorized set** in SQL (:mod:`attested_cortex.store.spoke_reading`,
+Both reads work on the **authorized set** in SQL (:mod:`attested_cortex.store.spoke.reading`,
 migration 0023): the space's live records (of the subject when named) that the caller's live
 grants reach for ``records_read`` (and ``recall`` too for a recall: ADR 0082), narrowed by the
 :class:`ReadSelection` (contexts, shared, both, or everything authorized) and the
@@ -35,10 +35,10 @@ from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources import answers, receipts
 from attested_cortex.service.resources import recall as native
-from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources.spoke_ops import mutate_in, writable_record
-from attested_cortex.service.resources.spoke_receipts import Effect
-from attested_cortex.service.resources.spoke_views import record_view, rendered, wire
+from attested_cortex.service.resources.spoke import access as gate
+from attested_cortex.service.resources.spoke.ops import mutate_in, writable_record
+from attested_cortex.service.resources.spoke.receipts import Effect
+from attested_cortex.service.resources.spoke.views import record_view, rendered, wire
 from attested_cortex.service.workers import embedding
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want, live
@@ -51,11 +51,11 @@ from attested_cortex.spoke.models import (
 )
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store import recall as store_recall
-from attested_cortex.store import spoke_candidates as listing
-from attested_cortex.store import spoke_memory as rows
-from attested_cortex.store import spoke_reading as reads
 from attested_cortex.store.database import Conn
-from attested_cortex.store.spoke_reading import Box, Reach
+from attested_cortex.store.spoke import candidates as listing
+from attested_cortex.store.spoke import memory as rows
+from attested_cortex.store.spoke import reading as reads
+from attested_cortex.store.spoke.reading import Box, Reach
 
 Row = dict[str, Any]
 
