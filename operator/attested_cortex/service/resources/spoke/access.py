@@ -3,7 +3,8 @@ and rules steps, against the grants as they are now (so a revoked or expired gra
 very next op). Also the space and subject gates: a frozen space refuses writes
 (``space_frozen``), a fenced or archived subject and a fenced context refuse writes
 (``subject_fenced``, ``context_fenced``); reads go on. Called by :mod:`.ops` and
-its siblings, and by :mod:`.memories` for a native write of a record (:func:`native_write`).
+its siblings, and through :mod:`.native` by the core for a native write of a record
+(:func:`native_write`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Spoke-memory ops: describe, spaces, subjects, grants, records and receipts (issue 28),
-and the helpers the other ``spoke_*`` modules write records and receipts with.
+and the helpers the family's other modules write records and receipts with.
 
 Each handler takes the decoded request and answers a wire model: a read its payload, a
 write the :class:`MemoryReceipt` of :func:`.receipts.mutate`, inside whose transaction
@@ -20,9 +20,9 @@ from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundErr
 from attested_cortex.service.pipeline import settling, write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deciding import require_scope
-from attested_cortex.service.resources import receipts
 from attested_cortex.service.resources.spoke import access as gate
 from attested_cortex.service.resources.spoke import audit as spoke_audit
+from attested_cortex.service.resources.spoke import proofs as record_proofs
 from attested_cortex.service.resources.spoke.receipts import Effect, EffectFn, mutate
 from attested_cortex.service.resources.spoke.views import (
     grant_view,
@@ -315,7 +315,7 @@ async def records_get(svc: Services, caller: Caller, req: rq.RecordRead,
     standing = gate.held(caller, req.space_id, [] if row is None else row.pop("grants"))
     found = _authorized(standing, req, row, "records_read")
     view = rendered_one(found, record_view, key="memory_id")
-    proofs = await receipts.record_receipts(svc, [found]) if req.receipts else None
+    proofs = await record_proofs.record_receipts(svc, [found]) if req.receipts else None
     return rq.RecordAnswer.model_validate({**dict(view), "receipts": proofs})
 
 
