@@ -5,9 +5,9 @@ namespace used to read them whatever the family's grants said. Now a record is r
 through the native API (``GET /v1/memories/{id}`` and its verify, the listing, recall and
 the graph's nodes, over HTTP and MCP) only by its space's authority (``memory.override``
 on the namespace); everyone else reads it through the family, under its grants. A plain
-memory in the same namespace is untouched. The core's :mod:`.memories`, :mod:`.recall` and
-:mod:`.kg` ask it through :data:`GATE`, which the assembly puts in ``Services.records``
-(ADR 0125): the family depends on the core, not the other way.
+memory in the same namespace is untouched. The core's memories, recall and graph operations
+ask it through :data:`GATE`, which the assembly puts in ``Services.records`` (ADR 0125): the
+family depends on the core, not the other way.
 """
 
 from __future__ import annotations
