@@ -21,7 +21,7 @@ from hack.support.served import CORTEXCTL
 from attested_cortex.bundles import DirectorySink, export_bundle, import_bundle
 from attested_cortex.bundles.errors import BundleError
 from attested_cortex.bundles.formats import NOT_CARRIED, TABLES, omissions
-from attested_cortex.service.resources import spoke_audit
+from attested_cortex.service.resources.spoke import audit as spoke_audit
 from attested_cortex.store.dumping import owner_connection, stored_columns
 from attested_cortex.store.migrating import migrate
 from tests.server.test_permissions_api import Agents, agents

@@ -23,7 +23,7 @@ from attested_cortex.bundles import manifests
 from attested_cortex.bundles.errors import BundleError
 from attested_cortex.service.pipeline.calls import STEPS
 from attested_cortex.service.pipeline.operations import SPOKE_MEMORY
-from attested_cortex.service.resources.spoke_dispatch import HANDLERS
+from attested_cortex.service.resources.spoke.dispatch import HANDLERS
 from attested_cortex.spoke.operations import MEMORY_OPS
 from tests.server.test_permissions_api import Agents, agents
 from tests.server.test_pipeline import runs, tracing

@@ -26,7 +26,7 @@ from hack.support.waiting import await_until
 
 from attested_cortex.embedding.chat import ChatClient
 from attested_cortex.server.tokens import generate
-from attested_cortex.service.resources.spoke_reflections import reflection_job
+from attested_cortex.service.resources.spoke.reflections import reflection_job
 from attested_cortex.service.workers.pending_receipts import PendingReceipts, Reflector
 from attested_cortex.store.migrating import migrate
 from tests.server.test_permissions_api import Agents, agents

@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 
 from attested_cortex.attest import cbor
 from attested_cortex.attest.spoke_records import record_record
-from attested_cortex.service.resources import spoke_audit
+from attested_cortex.service.resources.spoke import audit as spoke_audit
 from tests.server.test_keyed_chain import key_file
 from tests.server.test_permissions_api import Agents, agents
 from tests.spoke.test_dispatch_api import OWNER, ok, op, refused

@@ -1,5 +1,5 @@
-"""The SQL reach of a read (:func:`...spoke_reading.reach` and the listing statement of
-:mod:`attested_cortex.store.spoke_reading`) answers what the Python filter answered before
+"""The SQL reach of a read (:func:`...spoke.reading.reach` and the listing statement of
+:mod:`attested_cortex.store.spoke.reading`) answers what the Python filter answered before
 it: for random grants (revoked, expired, any capabilities, subjects, contexts and shared
 access), any subject, selection and provenance filter, the listed records and their count
 are those :func:`attested_cortex.spoke.coverage.covers` and the placement rules of
@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg.rows import dict_row
 
-from attested_cortex.service.resources.spoke_access import Access
-from attested_cortex.service.resources.spoke_reading import reach
+from attested_cortex.service.resources.spoke.access import Access
+from attested_cortex.service.resources.spoke.reading import reach
 from attested_cortex.spoke.coverage import Want, covers
 from attested_cortex.spoke.models import MemoryGrant, Placement, ProvenanceFilter, ReadSelection
-from attested_cortex.store.spoke_reading import page_statement
+from attested_cortex.store.spoke.reading import page_statement
 
 SUBJECTS, CONTEXTS, SOURCES = ["u1", "u2", "u3"], ["c1", "c2", "c3"], ["s1", "s2"]
 NOW = datetime.now(UTC)

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from attested_cortex.store.spoke_reading import Box, Reach, page_statement
+from attested_cortex.store.spoke.reading import Box, Reach, page_statement
 from tests.server.test_permissions_api import Agents, agents
 from tests.spoke.test_dispatch_api import OWNER, ok, op, refused
 from tests.support.cortex import MakeCortex

@@ -1,10 +1,10 @@
 """Rebuild migration 0037's index of the latest op record of each spoke-memory row from the
 chain (ADR 0087 section 9).
 
-Called by :func:`attested_cortex.service.resources.spoke_audit.index_rows` at a start that
+Called by :func:`attested_cortex.service.resources.spoke.audit.index_rows` at a start that
 finds the index empty (the upgrade), and by :mod:`attested_cortex.bundles.importing` in the
 import's transaction (a bundle does not carry the derived table). The op path keeps the
-index itself (:func:`~attested_cortex.service.resources.spoke_audit.record_op`).
+index itself (:func:`~attested_cortex.service.resources.spoke.audit.record_op`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from attested_cortex.attest.decoding import decode
 from attested_cortex.attest.spoke_records import EVENT_PREFIX, key_of, recorded_rows
 from attested_cortex.errors import InvalidInputError
 from attested_cortex.store import scanning
-from attested_cortex.store import spoke_row_records as row_records
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import row_records as row_records
 
 
 async def rebuild(conn: Conn) -> int:

@@ -2,7 +2,7 @@
 mutating ``memory.*`` op, and what the deep audit rebuilds from the rows. Pure.
 
 Every mutating op appends one ``spoke.<op>`` event (``spoke.memory.grants.grant``) in its own
-transaction, after its receipt is settled (:mod:`attested_cortex.service.resources.spoke_audit`):
+transaction, after its receipt is settled (:mod:`attested_cortex.service.resources.spoke.audit`):
 a deterministic CBOR map naming the op, the acting principal, the space, the receipt (id,
 status, refs, revision, request digest) and the ``rows`` it left, each as the record this
 module builds from the row. Content never enters a record (receipts are content-free; a

@@ -38,7 +38,6 @@ from attested_cortex.service.resources import (
     memories,
     recall,
     receipts,
-    spoke_dispatch,
     subscriptions_api,
     transcripts,
 )
@@ -64,6 +63,7 @@ from attested_cortex.service.resources.queries import (
     TimelineQuery,
     UpdateMemoryById,
 )
+from attested_cortex.service.resources.spoke import dispatch as spoke_dispatch
 from attested_cortex.service.resources.subscription_commands import (
     CreateSubscription,
     DeadLetterRef,

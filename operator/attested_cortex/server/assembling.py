@@ -43,12 +43,11 @@ from attested_cortex.server.settings import ServerSettings
 from attested_cortex.server.subscribing import deliverer_from
 from attested_cortex.service.pipeline import outboxing, recording
 from attested_cortex.service.pipeline.context import AuditSink, Services
-from attested_cortex.service.resources import (
-    auditing,
-    spoke_audit,
-    spoke_reflections,
-    spoke_transfer,
-)
+from attested_cortex.service.resources import auditing
+from attested_cortex.service.resources.spoke import audit as spoke_audit
+from attested_cortex.service.resources.spoke import native as spoke_native
+from attested_cortex.service.resources.spoke import reflections as spoke_reflections
+from attested_cortex.service.resources.spoke import transfer as spoke_transfer
 from attested_cortex.service.workers.checkpointing import Checkpointer
 from attested_cortex.service.workers.embedding import (
     SealedNamespaces,
@@ -142,6 +141,7 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         checkpointer=_checkpointer(settings, db, keys, registry),
         outbox=present,
         deliverer=deliverer_from(settings, db, registry, sealer) if present else None,
+        records=spoke_native.GATE,  # the family gates its records' native API (ADR 0125)
     )
     if approvals is not None and present:  # approval events through subscriptions (K4)
         approvals.outbox = outboxing.approvals(services)

@@ -1,6 +1,6 @@
 """The spoke-memory wire family (seed 001; docs/spoke-memory.md, ADRs 0060 and 0061).
 
-Pure: no I/O, no database, no HTTP. The service (``service/resources/spoke_*``) runs the
+Pure: no I/O, no database, no HTTP. The service (``service/resources/spoke/``) runs the
 operations; the server's ``/v1/spoke/memory`` route decodes them through this package.
 
 - :mod:`.models`: the thirteen wire models of the seed and the values they share.

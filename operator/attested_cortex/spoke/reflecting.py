@@ -1,5 +1,5 @@
 """The default reflection engine: deterministic and free of I/O (seed 001: algorithm policy
-is separable). Called by the service's ``spoke_reflections``.
+is separable). Called by the service's ``spoke.reflections``.
 
 The **basis** of a reflection pins what it was generated over: the authorized record ids
 and revisions, the profile revisions by kind, the engine policy identity and the pinned

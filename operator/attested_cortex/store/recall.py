@@ -533,7 +533,7 @@ def scope_of(namespace: str | None,
              restrict: tuple[str, dict[str, Any]] | None = None) -> Scope:
     """A recall's :class:`Scope`. ``restrict``: a further ``AND ...`` condition on the memory
     ``m`` and its parameters, applied to every candidate list before it is cut to its pool
-    (the spoke-memory recall: the records a caller's grants reach, :mod:`.spoke_reading`)."""
+    (the spoke-memory recall: the records a caller's grants reach, :mod:`.spoke.reading`)."""
     params: dict[str, Any] = {"qdepth": 0}
     ns_filter = ""
     if namespace is not None:

@@ -14,7 +14,7 @@ from aiohttp import web
 from attested_cortex.server.body import read_model
 from attested_cortex.server.openapi import COMMON_ERRORS, Operation, Param
 from attested_cortex.server.state import caller, state
-from attested_cortex.service.resources import spoke_dispatch
+from attested_cortex.service.resources.spoke import dispatch as spoke_dispatch
 from attested_cortex.spoke.models import Flag
 from attested_cortex.spoke.operations import negotiate
 from attested_cortex.spoke.requests import Dispatch

@@ -11,6 +11,7 @@ their values travel down through this record (ADR 0026).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -27,7 +28,7 @@ from attested_cortex.policy.scopes import DEFAULT, ScopeSet
 from attested_cortex.policy.tiers import Ceiling, TrustTier, ceilings
 from attested_cortex.service.pipeline.limits import Limits
 from attested_cortex.service.pipeline.operations import OperationSpec
-from attested_cortex.store.database import Database
+from attested_cortex.store.database import Conn, Database
 from attested_cortex.store.idempotency import Claim
 from attested_cortex.types import AgentId
 
@@ -138,6 +139,27 @@ AuditSink = Callable[[Caller, OperationSpec | None, dict[str, Any]], Awaitable[N
 Describer = Callable[[], dict[str, Any]]
 
 
+class NativeRecords(Protocol):
+    """What the spoke-memory family says about native reads and writes of its records
+    (ADR 0083, ADR 0084). Given at assembly (ADR 0125) so the core memory, recall and graph
+    operations ask it without importing the family, which depends on them."""
+
+    async def hidden(self, conn: Conn, caller: Caller,
+                     namespaces: Mapping[uuid.UUID, str]) -> set[uuid.UUID]:
+        """Of the memories ``namespaces`` names, the records ``caller`` may not read natively."""
+        ...
+
+    def hides(self, caller: Caller, memory_id: uuid.UUID, namespace: str,
+              records: frozenset[uuid.UUID]) -> bool:
+        """:meth:`hidden` for one memory of a read that already knows its ``records``."""
+        ...
+
+    async def native_write(self, conn: Conn, memory_id: uuid.UUID) -> None:
+        """Raise as the family's own writes would when ``memory_id`` is a record that is
+        frozen or fenced; nothing for any other memory."""
+        ...
+
+
 @dataclass(frozen=True)
 class Services:
     """Everything an operation needs, frozen at start-up; ``None`` is a part not configured.
@@ -190,6 +212,9 @@ class Services:
     outbox: bool = False
     #: The webhook deliverer (ADR 0106); None: not started here.
     deliverer: Deliverer | None = None
+    #: The spoke-memory family's gate on native reads and writes of its records (ADR 0125);
+    #: None: no family assembled, so no memory is one of its records.
+    records: NativeRecords | None = None
 
     @property
     def key_ring(self) -> KeyRing | None:

@@ -21,7 +21,7 @@ from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.operations import OperationSpec
 from attested_cortex.service.pipeline.running import Call, Target, run, visible
-from attested_cortex.service.resources import answers, cursors, spoke_native
+from attested_cortex.service.resources import answers, cursors, native_records
 from attested_cortex.service.resources.graph_commands import KgPaths, KgQuery
 from attested_cortex.service.resources.graph_views import (
     link_view,
@@ -63,7 +63,7 @@ async def hidden_ids(svc: Services, caller: Caller, spec: OperationSpec,
         return set()
     async with svc.db.connection() as conn:
         found = await memory_rows.namespaces_of(conn, [uuid.UUID(i) for i in ids])
-        records = await spoke_native.hidden(conn, caller, found)
+        records = await native_records.hidden(svc, conn, caller, found)
     isolated = _isolated(svc, caller)
     return {str(i) for i, ns in found.items()
             if i in records or (isolated and not visible(svc, caller, spec, ns))}

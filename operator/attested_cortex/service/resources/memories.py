@@ -34,8 +34,7 @@ from attested_cortex.service.pipeline.running import Call, Target, run, visible
 from attested_cortex.service.resources import (
     answers,
     cursors,
-    spoke_access,
-    spoke_native,
+    native_records,
     transcripts,
 )
 from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory, check_sizes
@@ -232,8 +231,8 @@ class GetCall(Call[Memory]):
     async def execute(self, svc: Services, caller: Caller) -> Memory:
         assert self.found is not None
         async with svc.db.connection() as conn:
-            await spoke_native.require_readable(conn, caller, self.found.id,
-                                                self.found.namespace)
+            await native_records.require_readable(svc, conn, caller, self.found.id,
+                                                  self.found.namespace)
         return self.found
 
 
@@ -295,7 +294,7 @@ class UpdateCall(Call[Memory]):
         async with svc.db.transaction() as conn:
             await settling.spend(conn, self.settlement)
             locked = await rows.get(conn, self.memory_id, for_update=True)
-            await spoke_access.native_write(conn, self.memory_id)  # ADR 0084
+            await native_records.native_write(svc, conn, self.memory_id)  # ADR 0084
             await write_records.require_recorded_memory(conn, locked)  # ADR 0018
             memory = await rows.update(
                 conn, locked, changes=changes, expected_revision=cmd.expected_revision,
@@ -340,7 +339,7 @@ class DeleteCall(Call[Memory]):
             await settling.spend(conn, self.settlement)
             locked = await rows.get(conn, self.memory_id, for_update=True)
             if not locked.deleted:
-                await spoke_access.native_write(conn, self.memory_id)  # ADR 0084
+                await native_records.native_write(svc, conn, self.memory_id)  # ADR 0084
                 await write_records.require_recorded_memory(conn, locked)  # ADR 0018
             memory = await rows.tombstone(conn, locked, by=write_records.written_by(caller))
             if svc.graph is not None and not locked.deleted:
@@ -370,8 +369,8 @@ class VerifyCall(Call[dict[str, Any]]):
     async def execute(self, svc: Services, caller: Caller) -> dict[str, Any]:
         assert self.found is not None
         async with svc.db.connection() as conn:
-            await spoke_native.require_readable(conn, caller, self.found.id,
-                                                self.found.namespace)
+            await native_records.require_readable(svc, conn, caller, self.found.id,
+                                                  self.found.namespace)
             signature = await signatures.for_revision(conn, self.found.id, self.found.revision)
         return attesting.memory_verification(self.found, signature,
                                              attesting.snapshot(svc.keys))
@@ -425,7 +424,7 @@ class ListCall(Call[MemoryPage]):
                                                limit=self.limit, before=before,
                                                max_bytes=budget)
         shown = [m for m in listed.memories
-                 if not spoke_native.hides(caller, m.id, m.namespace, listed.records)
+                 if not native_records.hides(svc, caller, m.id, m.namespace, listed.records)
                  and visible(svc, caller, self.spec, m.namespace)]
         kept = len(answers.fitting(shown, memory_view, max_bytes=budget))
         if kept < len(shown):  # cut by the answer's bytes: go on after the last one shown

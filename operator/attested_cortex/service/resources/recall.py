@@ -26,7 +26,7 @@ from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, ChainOutcome, Services
 from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.running import Call, Target, run, visible
-from attested_cortex.service.resources import answers, spoke_native
+from attested_cortex.service.resources import answers, native_records
 from attested_cortex.service.resources.commands import RecallQuery
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
@@ -183,7 +183,7 @@ class RecallCall(Call[RecallResult]):
         scope = store_recall.scope_of(query.namespace)
         async with searching(svc, planning, scope) as halves, svc.db.connection() as conn:
             hits = await halves.hits(conn, query.query, query.limit)
-            records = await spoke_native.hidden(conn, caller, {
+            records = await native_records.hidden(svc, conn, caller, {
                 h.memory.id: h.memory.namespace for h in hits})
         plan = planning.result()  # awaited by hits()
         hits = [h for h in hits if h.memory.id not in records

@@ -15,10 +15,8 @@ its receipts shows as a revision the client did not get. A memory whose row matc
 record (written behind the server, or before records existed) gets ``null``: the deep
 audit names it.
 
-A spoke-memory record (``memory.records.get``/``list``, ``memory.recall`` with
-``receipts: true``) is proved by the op record that last wrote it, which migration 0037's
-``spoke_row_records`` indexes (:func:`record_receipts`): the record of the row as read,
-rebuilt, must be the one that op record carries, else ``null`` (the deep audit names it).
+A spoke-memory record is proved the same way (:func:`proved`) by the family itself
+(:mod:`attested_cortex.service.resources.spoke.proofs`, ADR 0125): the core does not know it.
 """
 
 from __future__ import annotations
@@ -29,13 +27,10 @@ from typing import Any
 
 from attested_cortex.attest import cbor, checkpointing
 from attested_cortex.attest.records import MEMORY_EVENTS, memory_record, sha256
-from attested_cortex.attest.spoke_records import record_record
 from attested_cortex.service.pipeline.context import Services
 from attested_cortex.service.resources.audit_proofs import latest_checkpoint, log_key
-from attested_cortex.service.resources.spoke_audit import differing_from
 from attested_cortex.store import checkpoints, events, signatures
 from attested_cortex.store import memories as stored
-from attested_cortex.store import spoke_row_records as row_records
 from attested_cortex.store.events import HeldRecord
 from attested_cortex.store.memories import Memory
 
@@ -55,27 +50,10 @@ async def receipts(svc: Services, memories: Sequence[Memory]) -> dict[str, Any]:
                    for m in memories}
         found = await events.held_records(conn, event_types=MEMORY_EVENTS,
                                           payload_hashes=sorted(set(digests.values())))
-    return await _proved(svc, {m: found.get(d) for m, d in digests.items()})
+    return await proved(svc, {m: found.get(d) for m, d in digests.items()})
 
 
-async def record_receipts(svc: Services, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The ``receipts`` of a spoke answer returning the record rows ``rows`` (keyed by
-    record id in ``memories``; 404 ``no_checkpoints`` as :func:`receipts`)."""
-    expected = {str(r["memory_id"]): record_record(r) for r in rows}
-    async with svc.db.connection() as conn:
-        latest = await row_records.latest_many(conn, "record", expected)
-        held = await events.held_at(conn, list(latest.values()))
-        vouched = {s: await events.vouched_payload(conn, s) for s in held}
-    by_record: dict[str, HeldRecord | None] = {}
-    for record_id, record in expected.items():
-        event = held.get(latest.get(record_id, 0))
-        same = event is not None and differing_from(
-            "record", record_id, record, vouched.get(event.sequence)) == []
-        by_record[record_id] = event if same else None
-    return await _proved(svc, by_record)
-
-
-async def _proved(svc: Services, found: dict[str, HeldRecord | None]) -> dict[str, Any]:
+async def proved(svc: Services, found: dict[str, HeldRecord | None]) -> dict[str, Any]:
     """The answer's ``receipts``: each found event's inclusion proof, all against one
     checkpoint (the latest, cut now when it does not hold them all)."""
     held_events = [h for h in found.values() if h is not None]

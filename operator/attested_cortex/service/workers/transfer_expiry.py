@@ -6,7 +6,7 @@ One bounded background task: every ``interval_s`` it discards imports still stag
 verified :data:`STAGED_RETENTION` after they were begun (their chunks dropped, as
 ``memory.imports.discard`` does) and drops exports with their chunks
 :data:`EXPORT_RETENTION` after they were made, in one transaction
-(:func:`attested_cortex.store.spoke_transfer.expire`). Their bytes counted against their
+(:func:`attested_cortex.store.spoke.transfer.expire`). Their bytes counted against their
 creator's storage quota until then (migration 0032), so an abandoned transfer costs its
 creator a day at most. Replicas may sweep at once: the statements are idempotent. The
 first sweep waits ``first_delay_s`` after start, so it never races a starting server's
@@ -23,8 +23,8 @@ from typing import Any, Final
 
 from attested_cortex import tasks
 from attested_cortex.errors import CortexError
-from attested_cortex.store import spoke_transfer as transfer
 from attested_cortex.store.database import Database
+from attested_cortex.store.spoke import transfer as transfer
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The latest op record of each spoke-memory row (migration 0037, ADR 0087 section 9).
 
-Called by :mod:`attested_cortex.service.resources.spoke_audit`: it notes the rows each
+Called by :mod:`attested_cortex.service.resources.spoke.audit`: it notes the rows each
 op record names in the transaction that appends it, and looks a row's latest record up
 before an op re-records the row (one primary-key read instead of a scan of the chain);
 and by the read receipts of spoke records (:mod:`.service.resources.receipts`, ADR 0104).

@@ -3,7 +3,7 @@
 Every mutating op runs :func:`mutate`: one transaction whose first statement inserts the
 receipt (keyed on (space, principal, op, idempotency key) when the request has a key), then
 the op's effect, then the receipt's outcome, then the op's signed record in the audit chain
-(:mod:`.spoke_audit`, ADR 0067). A refusal rolls everything back, the receipt
+(:mod:`.audit`, ADR 0067). A refusal rolls everything back, the receipt
 too, so a refused request leaves its key free. A request whose key a committed request took
 is answered that request's receipt when its payload (the canonical SHA-256 of op and
 request) is the same, and refused ``idempotency_key_reused`` otherwise; one whose key a
@@ -22,15 +22,15 @@ from typing import Any
 from attested_cortex.errors import ConflictError
 from attested_cortex.service.pipeline import settling
 from attested_cortex.service.pipeline.context import Caller, Services
-from attested_cortex.service.resources import spoke_audit
 from attested_cortex.service.resources.idempotency import digest
-from attested_cortex.service.resources.spoke_views import receipt_view
+from attested_cortex.service.resources.spoke import audit as spoke_audit
+from attested_cortex.service.resources.spoke.views import receipt_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.spoke.models import MemoryReceipt
-from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store import usage
 from attested_cortex.store.database import Conn
 from attested_cortex.store.memories import Memory
+from attested_cortex.store.spoke import memory as rows
 
 
 @dataclass(frozen=True)

@@ -159,8 +159,8 @@ async def revoke(conn: Conn, grant_id: uuid.UUID) -> list[uuid.UUID]:
 
 
 #: A record's columns: its side row and, from its memory row, text, author, revision, times
-#: and tombstone (what :func:`~attested_cortex.service.resources.spoke_views.record_view`
-#: reads). Shared with :mod:`.spoke_reading`.
+#: and tombstone (what :func:`~attested_cortex.service.resources.spoke.views.record_view`
+#: reads). Shared with :mod:`.reading`.
 RECORD = ("r.memory_id, r.space_id, r.subject_id, r.kind, r.context_id, r.source_context_id,"
           " r.captured_by, r.candidate_id, r.structured, r.cognition, r.schema_version,"
           " r.extensions, m.content AS text, m.author, m.revision, m.created_at,"

@@ -5,8 +5,9 @@ namespace used to read them whatever the family's grants said. Now a record is r
 through the native API (``GET /v1/memories/{id}`` and its verify, the listing, recall and
 the graph's nodes, over HTTP and MCP) only by its space's authority (``memory.override``
 on the namespace); everyone else reads it through the family, under its grants. A plain
-memory in the same namespace is untouched. Called by :mod:`.memories`, :mod:`.recall` and
-:mod:`.kg`.
+memory in the same namespace is untouched. The core's memories, recall and graph operations
+ask it through :data:`GATE`, which the assembly puts in ``Services.records`` (ADR 0125): the
+family depends on the core, not the other way.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from attested_cortex.errors import NotFoundError
-from attested_cortex.service.pipeline.context import Caller
-from attested_cortex.store import spoke_memory as rows
+from attested_cortex.service.pipeline.context import Caller, NativeRecords
+from attested_cortex.service.resources.spoke import access
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import memory as rows
 
 
 async def hidden(conn: Conn, caller: Caller,
@@ -36,9 +37,20 @@ def hides(caller: Caller, memory_id: uuid.UUID, namespace: str,
     return memory_id in records and not caller.scopes.allows("memory.override", namespace)
 
 
-async def require_readable(conn: Conn, caller: Caller, memory_id: uuid.UUID,
-                           namespace: str) -> None:
-    """404, as for a memory that does not exist, when it is a record the caller may not
-    read natively (ids leak nothing)."""
-    if await hidden(conn, caller, {memory_id: namespace}):
-        raise NotFoundError(f"memory {memory_id} does not exist", id=str(memory_id))
+class _Gate:
+    """The family's answers to the core (:class:`NativeRecords`)."""
+
+    async def hidden(self, conn: Conn, caller: Caller,
+                     namespaces: Mapping[uuid.UUID, str]) -> set[uuid.UUID]:
+        return await hidden(conn, caller, namespaces)
+
+    def hides(self, caller: Caller, memory_id: uuid.UUID, namespace: str,
+              records: frozenset[uuid.UUID]) -> bool:
+        return hides(caller, memory_id, namespace, records)
+
+    async def native_write(self, conn: Conn, memory_id: uuid.UUID) -> None:
+        await access.native_write(conn, memory_id)
+
+
+#: Given to ``Services.records`` by :func:`attested_cortex.server.assembling.open_services`.
+GATE: NativeRecords = _Gate()

@@ -1,6 +1,6 @@
 """Capture and candidate review of the spoke-memory family: ``memory.capture``,
 ``memory.candidates.list``/``.get``/``.dismiss`` and ``memory.candidates.review`` (the only
-candidate → record path). Called by :mod:`.spoke_dispatch`.
+candidate → record path). Called by :mod:`.dispatch`.
 
 A candidate's ``capture_scope`` is fixed at capture. Reading candidates needs ``capture`` or
 ``review`` covering it; review needs both ``review`` and ``records_write`` covering it, and
@@ -18,11 +18,11 @@ from typing import Any, Final
 from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundError
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deciding import require_scope
-from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources import spoke_audit
-from attested_cortex.service.resources.spoke_ops import NewRecord, insert_record, mutate_in
-from attested_cortex.service.resources.spoke_receipts import Effect
-from attested_cortex.service.resources.spoke_views import rendered, rendered_one
+from attested_cortex.service.resources.spoke import access as gate
+from attested_cortex.service.resources.spoke import audit as spoke_audit
+from attested_cortex.service.resources.spoke.ops import NewRecord, insert_record, mutate_in
+from attested_cortex.service.resources.spoke.receipts import Effect
+from attested_cortex.service.resources.spoke.views import rendered, rendered_one
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want
 from attested_cortex.spoke.models import (
@@ -32,8 +32,8 @@ from attested_cortex.spoke.models import (
     Placement,
     Wire,
 )
-from attested_cortex.store import spoke_candidates as rows
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import candidates as rows
 
 _PREFERENCE: Final = ("prefer", "like", "love", "hate", "dislike", "favourite", "favorite")
 _PROCEDURE: Final = ("how to", "step ", "first,", "then ")

@@ -1,7 +1,7 @@
 """The signed audit record of every mutating spoke-memory op (ADR 0067).
 
 :func:`record_op` appends one ``spoke.<op>`` event to the chain, in the op's transaction,
-after its receipt is settled (:func:`.spoke_receipts.mutate`; nothing follows it there, so
+after its receipt is settled (:func:`.receipts.mutate`; nothing follows it there, so
 it holds the chain lock only until the commit): the op, the principal, the space, the
 receipt and the records of the rows the op left (:mod:`attested_cortex.attest.spoke_records`),
 read in the same transaction, which holds their locks. Signed with the principal's key when
@@ -43,10 +43,10 @@ from attested_cortex.errors import ConflictError, InvalidInputError
 from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.store import events, scanning
-from attested_cortex.store import spoke_candidates as candidates
-from attested_cortex.store import spoke_memory as rows
-from attested_cortex.store import spoke_row_records as row_records
 from attested_cortex.store.database import Conn, Database
+from attested_cortex.store.spoke import candidates as candidates
+from attested_cortex.store.spoke import memory as rows
+from attested_cortex.store.spoke import row_records as row_records
 
 Row = dict[str, Any]
 #: The acting agent of adoption records when the server has no ``audit_signer``.

@@ -1,7 +1,7 @@
 """Reading many records: ``memory.records.list`` and ``memory.recall``, and the placement
-change ``memory.records.promote``. Called by :mod:`.spoke_dispatch`.
+change ``memory.records.promote``. Called by :mod:`.dispatch`.
 
-Both reads work on the **authorized set** in SQL (:mod:`attested_cortex.store.spoke_reading`,
+Both reads work on the **authorized set** in SQL (:mod:`attested_cortex.store.spoke.reading`,
 migration 0023): the space's live records (of the subject when named) that the caller's live
 grants reach for ``records_read`` (and ``recall`` too for a recall: ADR 0082), narrowed by the
 :class:`ReadSelection` (contexts, shared, both, or everything authorized) and the
@@ -33,12 +33,13 @@ from typing import Any
 from attested_cortex.errors import ConflictError, InvalidInputError
 from attested_cortex.service.pipeline import write_records
 from attested_cortex.service.pipeline.context import Caller, Services
-from attested_cortex.service.resources import answers, receipts
+from attested_cortex.service.resources import answers
 from attested_cortex.service.resources import recall as native
-from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources.spoke_ops import mutate_in, writable_record
-from attested_cortex.service.resources.spoke_receipts import Effect
-from attested_cortex.service.resources.spoke_views import record_view, rendered, wire
+from attested_cortex.service.resources.spoke import access as gate
+from attested_cortex.service.resources.spoke import proofs as record_proofs
+from attested_cortex.service.resources.spoke.ops import mutate_in, writable_record
+from attested_cortex.service.resources.spoke.receipts import Effect
+from attested_cortex.service.resources.spoke.views import record_view, rendered, wire
 from attested_cortex.service.workers import embedding
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want, live
@@ -51,11 +52,11 @@ from attested_cortex.spoke.models import (
 )
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store import recall as store_recall
-from attested_cortex.store import spoke_candidates as listing
-from attested_cortex.store import spoke_memory as rows
-from attested_cortex.store import spoke_reading as reads
 from attested_cortex.store.database import Conn
-from attested_cortex.store.spoke_reading import Box, Reach
+from attested_cortex.store.spoke import candidates as listing
+from attested_cortex.store.spoke import memory as rows
+from attested_cortex.store.spoke import reading as reads
+from attested_cortex.store.spoke.reading import Box, Reach
 
 Row = dict[str, Any]
 
@@ -183,7 +184,7 @@ async def records_list(svc: Services, caller: Caller, req: rq.RecordsList,
     last = shown[kept - 1][0] if kept < len(shown) else (
         found.records[-1] if found.records else None)
     more = found.more or kept < len(shown)
-    proofs = await receipts.record_receipts(svc, [r for r, _ in shown[:kept]]) \
+    proofs = await record_proofs.record_receipts(svc, [r for r, _ in shown[:kept]]) \
         if req.receipts else None
     return rq.RecordPage(records=[v for _, v in shown[:kept]], total_authorized=found.total,
                          next=_cursor(last, digest) if more and last is not None else None,
@@ -209,7 +210,7 @@ async def recall(svc: Services, caller: Caller, req: rq.Recall, key: str | None)
     results = [rq.RecallHit(record=view, score=round(h.score, 6)) for h in kept.hits
                for view in rendered([full[h.memory.id]], record_view, key="memory_id")]
     shown = answers.fitting(results, wire, max_bytes=svc.limits.max_answer_bytes)
-    proofs = await receipts.record_receipts(svc, [
+    proofs = await record_proofs.record_receipts(svc, [
         full[r.record.record_id] for r in results[:len(shown)]]) if req.receipts else None
     return rq.RecallAnswer(results=results[:len(shown)],
                            truncated=kept.truncated or len(shown) < len(results),

@@ -5,8 +5,8 @@
 (ADR 0061), before its request is even parsed; then the request is validated against the
 op's declared type (:mod:`attested_cortex.spoke.operations`) and run through the pipeline
 (:func:`..pipeline.running.run`: scope on the space's namespace, rules, hooks (ADR 0067,
-:mod:`.spoke_hooks`), quotas, audit) as
-the op's :class:`SpokeCall`, whose execute is the family handler (:mod:`.spoke_ops`), which
+:mod:`.hooks`), quotas, audit) as
+the op's :class:`SpokeCall`, whose execute is the family handler (:mod:`.ops`), which
 adds the family's grant check. A declared op with no handler yet is 501 ``not_served``.
 """
 
@@ -25,15 +25,15 @@ from attested_cortex.namespaces import parse_namespace
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.operations import SPOKE_MEMORY, OperationSpec
 from attested_cortex.service.pipeline.running import Call, Target, run
-from attested_cortex.service.resources import spoke_capture as capture
-from attested_cortex.service.resources import spoke_hooks as hooks
-from attested_cortex.service.resources import spoke_ops as ops
-from attested_cortex.service.resources import spoke_profiles as profiles
-from attested_cortex.service.resources import spoke_reading as reading
-from attested_cortex.service.resources import spoke_reflections as reflections
-from attested_cortex.service.resources import spoke_transfer as transfer
-from attested_cortex.service.resources.spoke_ops import Handler
-from attested_cortex.service.resources.spoke_views import wire
+from attested_cortex.service.resources.spoke import capture as capture
+from attested_cortex.service.resources.spoke import hooks as hooks
+from attested_cortex.service.resources.spoke import ops as ops
+from attested_cortex.service.resources.spoke import profiles as profiles
+from attested_cortex.service.resources.spoke import reading as reading
+from attested_cortex.service.resources.spoke import reflections as reflections
+from attested_cortex.service.resources.spoke import transfer as transfer
+from attested_cortex.service.resources.spoke.ops import Handler
+from attested_cortex.service.resources.spoke.views import wire
 from attested_cortex.spoke.models import Flag, Wire
 from attested_cortex.spoke.operations import MEMORY_OPS, MemoryOp
 from attested_cortex.spoke.requests import InSpace

@@ -1,6 +1,6 @@
 """Transfer of the spoke-memory family (flag ``spoke-memory-transfer``):
 ``memory.exports.create``/``.get`` and ``memory.imports.stage``/``.activate``/``.discard``.
-Called by :mod:`.spoke_dispatch`; the format is the logical bundle's with the ``space``
+Called by :mod:`.dispatch`; the format is the logical bundle's with the ``space``
 content kind (ADR 0070, :mod:`attested_cortex.bundles.spaces`).
 
 Everything needs ``transfer``. An export holds what the exporter's ``transfer`` grants cover
@@ -37,10 +37,10 @@ from attested_cortex.errors import (
     TooLargeError,
 )
 from attested_cortex.service.pipeline.context import Caller, Services
-from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources.spoke_ops import NewRecord, insert_record, mutate_in
-from attested_cortex.service.resources.spoke_reading import placement_of
-from attested_cortex.service.resources.spoke_receipts import Effect
+from attested_cortex.service.resources.spoke import access as gate
+from attested_cortex.service.resources.spoke.ops import NewRecord, insert_record, mutate_in
+from attested_cortex.service.resources.spoke.reading import placement_of
+from attested_cortex.service.resources.spoke.receipts import Effect
 from attested_cortex.service.workers.pending_receipts import Outcome
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want
@@ -51,11 +51,11 @@ from attested_cortex.spoke.models import (
     Placement,
     Wire,
 )
-from attested_cortex.store import spoke_candidates as listing
-from attested_cortex.store import spoke_memory as rows
-from attested_cortex.store import spoke_pending as pending
-from attested_cortex.store import spoke_transfer as transfer
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import candidates as listing
+from attested_cortex.store.spoke import memory as rows
+from attested_cortex.store.spoke import pending as pending
+from attested_cortex.store.spoke import transfer as transfer
 
 
 async def _covered(conn: Conn, standing: gate.Access, space_id: str) -> list[Any]:

@@ -20,7 +20,7 @@ from attested_cortex.hooks.events import EventName
 from attested_cortex.hooks.payloads import payload
 from attested_cortex.namespaces import parse_namespace
 from attested_cortex.service.pipeline.hooking import revalidate
-from attested_cortex.service.resources.spoke_views import wire
+from attested_cortex.service.resources.spoke.views import wire
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.models import RetainedRecord, Wire
 from attested_cortex.spoke.operations import MemoryOp

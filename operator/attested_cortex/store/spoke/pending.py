@@ -1,6 +1,6 @@
 """Pending work of the spoke-memory family (migration 0024, ADR 0069): the rows an op that
 answered ``pending`` leaves for the background worker, and the receipt's final outcome.
-Called by the service's ``spoke_reflections`` (enqueue) and ``workers.pending_receipts``
+Called by the service's ``spoke.reflections`` (enqueue) and ``workers.pending_receipts``
 (claim, finish) only.
 """
 

@@ -2,8 +2,9 @@
 and rules steps, against the grants as they are now (so a revoked or expired grant stops the
 very next op). Also the space and subject gates: a frozen space refuses writes
 (``space_frozen``), a fenced or archived subject and a fenced context refuse writes
-(``subject_fenced``, ``context_fenced``); reads go on. Called by :mod:`.spoke_ops` and
-its siblings, and by :mod:`.memories` for a native write of a record (:func:`native_write`).
+(``subject_fenced``, ``context_fenced``); reads go on. Called by :mod:`.ops` and
+its siblings, and through :mod:`.native` by the core for a native write of a record
+(:func:`native_write`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from datetime import UTC, datetime
 
 from attested_cortex.errors import ConflictError, DeniedError, NotFoundError
 from attested_cortex.service.pipeline.context import Caller
-from attested_cortex.service.resources.spoke_views import Row, grant_view
+from attested_cortex.service.resources.spoke.views import Row, grant_view
 from attested_cortex.spoke.coverage import Want, covers
 from attested_cortex.spoke.models import Capability, MemoryGrant, Placement
-from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import memory as rows
 
 
 @dataclass(frozen=True)

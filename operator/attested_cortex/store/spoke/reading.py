@@ -21,7 +21,7 @@ from typing import Any
 from psycopg import sql
 
 from attested_cortex.store.database import Conn
-from attested_cortex.store.spoke_memory import SEALED_RECORD, opened
+from attested_cortex.store.spoke.memory import SEALED_RECORD, opened
 
 Row = dict[str, Any]
 

@@ -1,5 +1,5 @@
 """Reflections of the spoke-memory family (flag ``spoke-memory-reflection``):
-``memory.reflections.state``, ``.list`` and ``.generate``. Called by :mod:`.spoke_dispatch`.
+``memory.reflections.state``, ``.list`` and ``.generate``. Called by :mod:`.dispatch`.
 
 Every request needs ``reflections`` for the subject. The basis is computed from what the
 caller is authorized for *now* (the subject's live records its ``reflections`` and
@@ -27,19 +27,19 @@ from typing import Any
 from attested_cortex.embedding.chat import ChatError
 from attested_cortex.errors import ConflictError
 from attested_cortex.service.pipeline.context import Caller, Services
-from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources.spoke_ops import mutate_in
-from attested_cortex.service.resources.spoke_reading import placement_of
-from attested_cortex.service.resources.spoke_receipts import Effect
+from attested_cortex.service.resources.spoke import access as gate
+from attested_cortex.service.resources.spoke.ops import mutate_in
+from attested_cortex.service.resources.spoke.reading import placement_of
+from attested_cortex.service.resources.spoke.receipts import Effect
 from attested_cortex.service.workers.pending_receipts import Handler, Outcome, Reflector
 from attested_cortex.spoke import reflecting
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want
 from attested_cortex.spoke.models import Reflection, ReflectionBasis, Wire
-from attested_cortex.store import spoke_candidates as listing
-from attested_cortex.store import spoke_memory as rows
-from attested_cortex.store import spoke_pending as pending
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import candidates as listing
+from attested_cortex.store.spoke import memory as rows
+from attested_cortex.store.spoke import pending as pending
 
 
 def _reflector(svc: Services) -> Reflector | None:

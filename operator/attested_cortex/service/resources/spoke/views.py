@@ -1,6 +1,6 @@
 """Rows of the spoke-memory tables as wire models (:mod:`attested_cortex.spoke.models`).
-Pure but for a log line; called by :mod:`.spoke_ops`, :mod:`.spoke_reading`,
-:mod:`.spoke_profiles` and :mod:`.spoke_receipts`.
+Pure but for a log line; called by :mod:`.ops`, :mod:`.reading`,
+:mod:`.profiles` and :mod:`.receipts`.
 
 A stored row the wire model refuses (written before imports were validated, or changed
 behind the server) never makes a read answer 500 (ADR 0084): a listing or recall leaves it

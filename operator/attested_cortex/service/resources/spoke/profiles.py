@@ -1,6 +1,6 @@
 """Authored profile documents: ``memory.profile.get`` and ``memory.profile.update``.
 Profiles are trusted author material and grant nothing by themselves; an absent kind reads
-honest-empty (revision 0, no text, no time). Called by :mod:`.spoke_dispatch`.
+honest-empty (revision 0, no text, no time). Called by :mod:`.dispatch`.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from typing import Any
 
 from attested_cortex.errors import ConflictError
 from attested_cortex.service.pipeline.context import Caller, Services
-from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources.spoke_ops import mutate_in
-from attested_cortex.service.resources.spoke_receipts import Effect
-from attested_cortex.service.resources.spoke_views import rendered
+from attested_cortex.service.resources.spoke import access as gate
+from attested_cortex.service.resources.spoke.ops import mutate_in
+from attested_cortex.service.resources.spoke.receipts import Effect
+from attested_cortex.service.resources.spoke.views import rendered
 from attested_cortex.spoke import requests as rq
 from attested_cortex.spoke.coverage import Want
 from attested_cortex.spoke.models import ProfileDocument, Wire
-from attested_cortex.store import spoke_candidates as rows
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import candidates as rows
 
 
 def profile_view(row: dict[str, Any]) -> ProfileDocument:

@@ -1,11 +1,11 @@
 """Spoke-memory ops: describe, spaces, subjects, grants, records and receipts (issue 28),
-and the helpers the other ``spoke_*`` modules write records and receipts with.
+and the helpers the family's other modules write records and receipts with.
 
 Each handler takes the decoded request and answers a wire model: a read its payload, a
-write the :class:`MemoryReceipt` of :func:`.spoke_receipts.mutate`, inside whose transaction
-it re-authorizes (:mod:`.spoke_access`), checks freeze and fences and writes. A record is a
+write the :class:`MemoryReceipt` of :func:`.receipts.mutate`, inside whose transaction
+it re-authorizes (:mod:`.access`), checks freeze and fences and writes. A record is a
 memory row in the space's namespace plus its side row (ADR 0060), written with the memory's
-chain record in the same transaction. Called by :mod:`.spoke_dispatch` only.
+chain record in the same transaction. Called by :mod:`.dispatch` only.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from attested_cortex.errors import ConflictError, InvalidInputError, NotFoundErr
 from attested_cortex.service.pipeline import settling, write_records
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deciding import require_scope
-from attested_cortex.service.resources import receipts, spoke_audit
-from attested_cortex.service.resources import spoke_access as gate
-from attested_cortex.service.resources.spoke_receipts import Effect, EffectFn, mutate
-from attested_cortex.service.resources.spoke_views import (
+from attested_cortex.service.resources.spoke import access as gate
+from attested_cortex.service.resources.spoke import audit as spoke_audit
+from attested_cortex.service.resources.spoke import proofs as record_proofs
+from attested_cortex.service.resources.spoke.receipts import Effect, EffectFn, mutate
+from attested_cortex.service.resources.spoke.views import (
     grant_view,
     receipt_view,
     record_view,
@@ -44,8 +45,8 @@ from attested_cortex.spoke.models import (
 )
 from attested_cortex.spoke.operations import CORE, REFLECTION, TRANSFER
 from attested_cortex.store import memories as memory_rows
-from attested_cortex.store import spoke_memory as rows
 from attested_cortex.store.database import Conn
+from attested_cortex.store.spoke import memory as rows
 
 Handler = Callable[[Services, Caller, Any, str | None], Awaitable[Wire]]
 
@@ -255,7 +256,7 @@ async def insert_record(svc: Services, conn: Conn, caller: Caller,
                         new: NewRecord) -> memory_rows.Memory:
     """A record's memory row, side row and chain record, in the caller's transaction
     (authorization and freeze checked by the caller). Every path that writes a record comes
-    here, so the subject's fences are checked here (:func:`.spoke_access.open_subject`)."""
+    here, so the subject's fences are checked here (:func:`.access.open_subject`)."""
     await gate.open_subject(conn, new.space_id, new.subject_id, new.placement)
     memory = await memory_rows.insert(
         conn, namespace=new.space_id, title="", content=new.content.text, tags=[],
@@ -314,7 +315,7 @@ async def records_get(svc: Services, caller: Caller, req: rq.RecordRead,
     standing = gate.held(caller, req.space_id, [] if row is None else row.pop("grants"))
     found = _authorized(standing, req, row, "records_read")
     view = rendered_one(found, record_view, key="memory_id")
-    proofs = await receipts.record_receipts(svc, [found]) if req.receipts else None
+    proofs = await record_proofs.record_receipts(svc, [found]) if req.receipts else None
     return rq.RecordAnswer.model_validate({**dict(view), "receipts": proofs})
 
 
