@@ -44,7 +44,8 @@ UPGRADE_RELEASE = "ac-previous"
 CORTEX = "up-memory"
 PLANNER, RESEARCHER = "up-planner", "up-researcher"
 CRDS = tuple(f"{p}.cortex.attested.dev" for p in
-             ("memorycortexes", "hookchains", "permissionrules", "agentidentities"))
+             ("memorycortexes", "hookchains", "permissionrules", "agentidentities",
+              "cortexsubscriptions"))
 WAIT = "240s"
 NEWEST_SCHEMA = newest_schema_version()
 

@@ -40,6 +40,15 @@ def namespace(real_node: RealCluster) -> Iterator[str]:
     ns = f"w-{uuid.uuid4().hex[:8]}"
     real_node.kubectl("apply", "-f", "-", input=manifests.as_input([manifests.namespace(ns)]))
     chart = repository_root() / "charts" / "attested-cortex"
+    # Our CRDs may be left by an earlier release on this node (another test's): this release
+    # adopts them, as a second install of the chart must (Helm's ownership annotations).
+    for crd in (chart / "crds-templates").glob("*.yaml"):
+        name = crd.stem.split("_", 1)[1] + "." + crd.stem.split("_", 1)[0]
+        real_node.kubectl("annotate", "--overwrite", "crd", name,
+                          "meta.helm.sh/release-name=ac", f"meta.helm.sh/release-namespace={ns}",
+                          check=False)
+        real_node.kubectl("label", "--overwrite", "crd", name,
+                          "app.kubernetes.io/managed-by=Helm", check=False)
     try:
         real_node.helm("install", "ac", str(chart), "-n", ns, "--set",
                        "image.pullPolicy=IfNotPresent", "--wait", "--timeout=110s")

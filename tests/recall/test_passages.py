@@ -4,6 +4,7 @@ tight deadline on long memories. PostgreSQL 17 + pgvector, the server over HTTP.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import psycopg
@@ -116,10 +117,13 @@ async def test_an_existing_cortex_keeps_its_vectors_across_the_migration(
     before = max(m.version for m in MIGRATIONS if m.version < next(
         m.version for m in MIGRATIONS if m.name == "embedding_passages"))
     await migrate(age_database.dsn, target=before)
-    cortex = await make_cortex(age_database.dsn, migrated=False, embedder="none")
-    target = await cortex.store("kb", FREEZE)
+    # The memory and its vector as the server before this change wrote them: by SQL, since
+    # this build's writes need the columns of later migrations (written_allowed, 0040).
+    target = {"id": str(uuid.uuid4())}
     (vector,) = minilm.MiniLMEmbedder().embed_now([FREEZE])
-    with psycopg.connect(age_database.dsn) as conn:  # as the server before this change did
+    with psycopg.connect(age_database.dsn) as conn:
+        conn.execute("INSERT INTO memories (id, namespace, content, author) "
+                     "VALUES (%s, 'kb', %s, 'dev:tester')", (target["id"], FREEZE))
         conn.execute("INSERT INTO memory_embeddings (memory_id, model, dim, revision, embedding) "
                      "VALUES (%s, %s, %s, 1, %s::vector)",
                      (target["id"], minilm.MODEL, minilm.DIMENSION, vector_literal(vector)))

@@ -8,6 +8,6 @@
 -- `cortexctl audit verify --deep` rebuilds the record from the row and names a changed list
 -- (`changed`, field `allowed`). NULL: written before 0040 (its record has no such field) or
 -- by a path with no request (an import keeps the source's).
-ALTER TABLE memories ADD COLUMN IF NOT EXISTS written_allowed text[];
-ALTER TABLE links ADD COLUMN IF NOT EXISTS written_allowed text[];
-ALTER TABLE transcripts ADD COLUMN IF NOT EXISTS written_allowed text[];
+ALTER TABLE memories ADD COLUMN written_allowed text[];
+ALTER TABLE links ADD COLUMN written_allowed text[];
+ALTER TABLE transcripts ADD COLUMN written_allowed text[];
