@@ -23,10 +23,10 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_public_key
 from hack.support.kube import POLL_INTERVAL_S
 from hack.support.waiting import wait_until
-from psycopg import sql
 
 from attested_cortex.attest import notes
 from tests.realnode import manifests
+from tests.server.test_audit_witness import cut_back
 from tests.support.realnode import RealCluster, repository_root
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
@@ -95,32 +95,6 @@ def _witnessed(cluster: RealCluster, ns: str) -> tuple[int | None, str, str]:
     cond: dict[str, Any] = next((c for c in status.get("conditions") or []
                                  if c["type"] == "AuditWitnessed"), {})
     return items[0].get("cosignedSize"), cond.get("status", ""), cond.get("reason", "")
-
-
-#: Every table of the chain and its tree, whose triggers refuse a deletion.
-CHAIN_TABLES = ["signed_events", "signed_event_macs", "audit_cosignatures",
-                "audit_checkpoints", "audit_tree_nodes"]
-
-
-def _cut_back(dsn: str, keep: int) -> None:
-    """With the cortex's own database role (the tables' owner): every event past ``keep``
-    deleted, with its MAC, and the checkpoints and tree nodes over them (the head too)."""
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-        triggers = conn.execute(
-            "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-            "WHERE NOT t.tgisinternal AND c.relname = ANY(%s)", (CHAIN_TABLES,)).fetchall()
-        for table, trigger in triggers:
-            conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(
-                sql.Identifier(table), sql.Identifier(trigger)))
-        conn.execute("DELETE FROM signed_event_macs WHERE sequence > %s", (keep,))
-        conn.execute("DELETE FROM signed_events WHERE sequence > %s", (keep,))
-        conn.execute("DELETE FROM audit_cosignatures WHERE tree_size > %s", (keep,))
-        conn.execute("DELETE FROM audit_checkpoints WHERE tree_size > %s", (keep,))
-        conn.execute("DELETE FROM audit_tree_nodes WHERE (idx + 1) * (1::bigint << level) > %s",
-                     (keep,))
-        for table, trigger in triggers:
-            conn.execute(sql.SQL("ALTER TABLE {} ENABLE ALWAYS TRIGGER {}").format(
-                sql.Identifier(table), sql.Identifier(trigger)))
 
 
 def _described(cluster: RealCluster, ns: str) -> str:
@@ -215,7 +189,7 @@ def test_an_operator_run_witness_cosigns_resumes_and_refuses(
 
     # The newest events and the head deleted with the database's own role: refused.
     held = seen[-1]
-    _cut_back(dsn, max(held - 4, 1))
+    cut_back(dsn, max(held - 4, 1))
     wait_until(lambda: _witnessed(real_node, ns)[1:] == ("False", "WitnessRefused"),
                what="AuditWitnessed False (WitnessRefused)", seconds=120,
                interval_s=POLL_INTERVAL_S)

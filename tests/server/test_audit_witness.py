@@ -46,14 +46,20 @@ async def grow(cortex: CortexClient, n: int, tag: str) -> None:
     await cortex.services.checkpointer.cut_now()
 
 
+#: Every table of the chain and its tree, whose triggers refuse a deletion.
+CHAIN_TABLES = ["signed_events", "signed_event_macs", "audit_cosignatures",
+                "audit_checkpoints", "audit_tree_nodes"]
+
+
 def cut_back(dsn: str, keep: int) -> None:
     """As the database's owner: delete every event past ``keep`` with its MAC, and the
-    checkpoints and tree nodes over them (the head with the tail)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    checkpoints and tree nodes over them (the head with the tail). Also the real-node
+    witness test's cut (tests/realnode/test_witness.py), where the MACs' and cosignatures'
+    own triggers refuse the deletion too."""
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
         triggers = conn.execute(
             "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-            "WHERE NOT t.tgisinternal AND c.relname = ANY(%s)",
-            (["signed_events", "audit_checkpoints", "audit_tree_nodes"],)).fetchall()
+            "WHERE NOT t.tgisinternal AND c.relname = ANY(%s)", (CHAIN_TABLES,)).fetchall()
         for table, trigger in triggers:
             conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(
                 sql.Identifier(table), sql.Identifier(trigger)))
