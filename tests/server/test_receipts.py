@@ -38,13 +38,19 @@ def check_receipt(receipts: dict[str, Any], memory: dict[str, Any], held: notes.
     record = cbor.decode(_b(receipt["record"]))
     assert (record["memory_id"], record["revision"]) == (memory["id"], memory["revision"])
     assert receipt["event_type"].startswith("memory.")
+    return verify_inclusion(receipt, held.size, held.root)
+
+
+def verify_inclusion(receipt: dict[str, Any], size: int, root: bytes) -> int:
+    """The receipt's leaf is its event's hash and its path leads to ``root`` in a tree of
+    ``size`` (pymerkle's verifier, not ours). Returns the event's sequence."""
     leaf = hashlib.sha256(b"\x00" + _b(receipt["event_hash"])).digest()
     assert leaf == _b(receipt["leaf_hash"])
-    index, size = receipt["leaf_index"] + 1, held.size  # pymerkle counts from 1
+    index = receipt["leaf_index"] + 1  # pymerkle counts from 1
     rule, _ = _inclusion_path_layout(index, size)
     proof = InclusionProof("sha256", True, size, index, rule,
                            [leaf, *(_b(h) for h in receipt["proof"])])
-    proof.verify(leaf, held.root, index=index, size=size)
+    proof.verify(leaf, root, index=index, size=size)
     return int(receipt["seq"])
 
 

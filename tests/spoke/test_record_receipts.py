@@ -10,12 +10,8 @@ cortex, five records, one witness-free checkpoint cut: a few seconds."""
 from __future__ import annotations
 
 import base64
-import hashlib
 from pathlib import Path
 from typing import Any
-
-from pymerkle import InclusionProof
-from pymerkle.core import _inclusion_path_layout
 
 from attested_cortex.attest import decoding as cbor
 from attested_cortex.attest import notes
@@ -26,6 +22,7 @@ from tests.mcp.conftest import mcp_client
 from tests.mcp.test_mcp_http import ok as tool_ok
 from tests.server.test_audit_checkpoints import SIGNER
 from tests.server.test_permissions_api import Agents, agents
+from tests.server.test_receipts import verify_inclusion
 from tests.spoke.test_dispatch_api import OWNER, ok, op, refused
 from tests.spoke.test_placement_audit import moved_to_shared
 from tests.support.cortex import MakeCortex
@@ -49,14 +46,7 @@ def check(receipts: dict[str, Any], record: dict[str, Any], log: notes.Verifier)
     [row] = [r for r in written["rows"]["record"] if r["record_id"] == record["record_id"]]
     assert (row["space_id"], row["subject_id"], row["context_id"]) == (
         record["space_id"], record["subject_id"], record["placement"].get("context_id"))
-    leaf = hashlib.sha256(b"\x00" + _b(receipt["event_hash"])).digest()
-    assert leaf == _b(receipt["leaf_hash"])
-    index, size = receipt["leaf_index"] + 1, held.size  # pymerkle counts from 1
-    rule, _ = _inclusion_path_layout(index, size)
-    proof = InclusionProof("sha256", True, size, index, rule,
-                           [leaf, *(_b(h) for h in receipt["proof"])])
-    proof.verify(leaf, held.root, index=index, size=size)
-    return int(receipt["seq"])
+    return verify_inclusion(receipt, held.size, held.root)
 
 
 async def _team(make_cortex: MakeCortex, dsn: str, tmp_path: Path) -> Agents:
