@@ -11,8 +11,11 @@ from typing import Any
 
 import psycopg
 
+from attested_cortex.service.resources.idempotency import ANSWER_KINDS
 from tests.support.cortex import CortexClient, MakeCortex, Reply
 
+#: The answer kinds the writes below replay: a kind declared and not replayed here fails.
+REPLAYED = {"memory", "memories", "link", "transcript"}
 TRANSCRIPTS = {"enabled": True, "namespaces": [{"namespace": "chat/**", "retention_days": 1}]}
 
 
@@ -38,6 +41,7 @@ async def test_each_answer_kind_replays_the_first_body(
     make_cortex: MakeCortex, migrated_pg15_dsn: str,
 ) -> None:
     client = await make_cortex(migrated_pg15_dsn, migrated=False, transcripts=TRANSCRIPTS)
+    assert set(ANSWER_KINDS) == REPLAYED
     a = (await _replays(client, "POST", "/v1/memories",
                         {"namespace": "kb", "content": "a", "tags": ["t"],
                          "metadata": {"zz": 1, "a": {"y": 2, "b": None}}}, "memory")).body
