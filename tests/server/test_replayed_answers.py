@@ -3,7 +3,8 @@ rebuilt from what the write wrote when it was never kept (the connection dropped
 COMMIT) is, byte for byte, the HTTP body the first request got; the kept answer is the same
 JSON (PostgreSQL's jsonb keeps an object's keys in its own order, not the encoder's). One
 server, one database, a write of each kind (memory store, update and delete; a batch; a link
-and its invalidation; a transcript): about a second."""
+and its invalidation; a transcript): about a second; the walk of a keyed store, traced: half
+a second."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 
 import psycopg
 
+from attested_cortex.server.routes import memories as memory_routes
 from attested_cortex.service.resources.idempotency import ANSWER_KINDS
 from tests.support.cortex import CortexClient, MakeCortex, Reply
+from tests.support.walks import traced
 
 #: The answer kinds the writes below replay: a kind declared and not replayed here fails.
 REPLAYED = {"memory", "memories", "link", "transcript"}
@@ -55,3 +58,21 @@ async def test_each_answer_kind_replays_the_first_body(
     await _replays(client, "POST", "/v1/transcripts",
                    {"namespace": "chat/1", "content": "user: hi\nagent: hello\n"}, "transcript")
     await _replays(client, "DELETE", f"/v1/memories/{b['id']}", None, "delete")
+
+
+async def test_a_keyed_store_never_calls_back_into_the_server(cortex: CortexClient) -> None:
+    """Issue 43 item 10: the idempotency module called the route's ``write`` closure for the
+    first answer (a climb from the service back into the server); a route now hands it the
+    service write and the answer kind, so neither a first, a kept nor a rebuilt answer calls
+    up into ``server/`` (tests/support/walks.py counts the walk; docs/ARCHITECTURE.md)."""
+    body, headers = {"namespace": "kb", "content": "walked"}, {"Idempotency-Key": "walk"}
+    for lose in (False, False, True):
+        if lose:
+            with psycopg.connect(cortex.dsn, autocommit=True) as conn:
+                conn.execute("UPDATE idempotency_keys SET answer = NULL, status = NULL")
+        with traced(memory_routes.store_memory) as walk:
+            reply = await cortex.call("POST", "/v1/memories", body, headers=headers)
+        assert reply.status == 201, reply.text
+        assert "attested_cortex.service.resources.idempotency" in walk.modules
+        into_server = [c for c in walk.climbs if c[1].startswith("attested_cortex.server.")]
+        assert not into_server, walk.summary()
