@@ -40,7 +40,7 @@ from attested_cortex.service.pipeline.deadlines import write_deadline
 from attested_cortex.store import idempotency
 from attested_cortex.store.idempotency import IN_USE, Claim, Kept
 
-__all__ = ["ANSWER_KINDS", "IN_USE", "AnswerKind", "Claim", "Kept", "WriteFn", "Written",
+__all__ = ["IN_USE", "AnswerKind", "Claim", "Kept", "WriteFn", "Written",
            "digest", "keep", "once", "prior"]
 
 log = logging.getLogger(__name__)
@@ -55,25 +55,19 @@ class AnswerKind(Generic[T]):
     """What a keyed write writes and how it is answered, declared once by the resource module
     whose write makes it: ``encode`` is the answer's JSON of the object written (the same for
     a first answer and a rebuilt one), ``read`` reads that object back by the id the key chose
-    (:attr:`Claim.resource_id`) when the write committed but its answer was lost. Declaring
-    one registers it in :data:`ANSWER_KINDS` under ``name``."""
+    (:attr:`Claim.resource_id`) when the write committed but its answer was lost. Callers
+    hand the kind itself to :func:`once`: nothing looks one up by ``name`` (which tests and
+    logs read), so there is no registry to fill in import order (ADR 0135)."""
 
     name: str
     encode: Callable[[Services, T], dict[str, Any]]
     read: Callable[[Services, uuid.UUID], Awaitable[T]]
-
-    def __post_init__(self) -> None:
-        if ANSWER_KINDS.setdefault(self.name, self) is not self:
-            raise ValueError(f"answer kind {self.name!r} is declared twice")
 
     async def rebuilt(self, svc: Services, resource_id: uuid.UUID) -> dict[str, Any]:
         """The answer of a committed write whose answer was never kept, from what it wrote as
         it is now (a later update of the object shows in it)."""
         return self.encode(svc, await self.read(svc, resource_id))
 
-
-#: Every declared answer kind by name (tests/server/test_replayed_answers.py replays each).
-ANSWER_KINDS: dict[str, AnswerKind[Any]] = {}
 
 
 @dataclass(frozen=True)
