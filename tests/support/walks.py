@@ -7,9 +7,10 @@ own client running meanwhile is left out. Each call from a function of one modul
 function of another is a *crossing*; a crossing whose callee sits in a higher layer than its
 caller (the import-linter layers of pyproject.toml, and inside the service resources >
 workers > pipeline) is a *climb*: control going back up through a callback, as the
-idempotency module calling a route's ``write`` closure or rebuilding an answer with a
-resource's view. Crossings and climbs are counted once per (caller module, callee module,
-callee function), so a loop or a coroutine resumed twice counts once.
+idempotency module calling a route's ``write`` closure did. Crossings and climbs are counted
+once per (caller module, callee module, callee function), so a loop or a coroutine resumed
+twice counts once. :func:`sections` is the builders' counterpart: which function made each
+top-level key of a built document, and whether the builder changed it afterwards.
 """
 
 from __future__ import annotations
