@@ -82,6 +82,11 @@ def _common_columns(*key_columns: Column) -> tuple[Column, ...]:
     )
 
 
+def _satellite_columns(*key_columns: Column) -> tuple[Column, ...]:
+    """A satellite's columns: the cortex it belongs to (``spec.cortexRef``) first."""
+    return _common_columns(Column("Cortex", ".spec.cortexRef.name"), *key_columns)
+
+
 KINDS: Final[tuple[Kind, ...]] = (
     Kind(
         kind="MemoryCortex",
@@ -108,8 +113,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         description="Hooks that see, modify, deny or hold the operations of a MemoryCortex.",
         spec=HookChainSpec,
         status=HookChainStatus,
-        columns=_common_columns(
-            Column("Cortex", ".spec.cortexRef.name"),
+        columns=_satellite_columns(
             Column("Hooks", ".status.hookCount", type="integer",
                    description="Hooks accepted and in force (names in status.acceptedHooks)."),
         ),
@@ -121,8 +125,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         description="Who may do what in which memory namespaces of a MemoryCortex.",
         spec=PermissionRuleSpec,
         status=PermissionRuleStatus,
-        columns=_common_columns(
-            Column("Cortex", ".spec.cortexRef.name"),
+        columns=_satellite_columns(
             Column("Namespace", ".spec.namespace"),
             Column("Decision", ".spec.decision"),
             Column("Priority", ".spec.priority", type="integer"),
@@ -135,8 +138,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         description="The Ed25519 signing identity of an agent writing to a MemoryCortex.",
         spec=AgentIdentitySpec,
         status=AgentIdentityStatus,
-        columns=_common_columns(
-            Column("Cortex", ".spec.cortexRef.name"),
+        columns=_satellite_columns(
             Column("Agent", ".status.agentId"),
             Column("Custody", ".spec.keyCustody"),
             Column("Revision", ".status.keyRevision", type="integer"),
@@ -150,8 +152,7 @@ KINDS: Final[tuple[Kind, ...]] = (
         description="A webhook target receiving a MemoryCortex's events, signed.",
         spec=CortexSubscriptionSpec,
         status=CortexSubscriptionStatus,
-        columns=_common_columns(
-            Column("Cortex", ".spec.cortexRef.name"),
+        columns=_satellite_columns(
             Column("URL", ".spec.url", priority=1),
             Column("Enabled", ".spec.enabled", type="boolean"),
         ),

@@ -51,15 +51,15 @@ async def call(svc: Services, caller: Caller, name: str,
                                                       max_bytes=svc.limits.max_body_bytes))
         if tool.keyed is None:
             return answer(await tool.run(svc, caller, args))
-        kind, resource = tool.keyed
+        keyed = tool.keyed
 
-        async def write(who: Caller) -> Answer:
-            return await tool.run(svc, who, args)
+        async def write(who: Caller) -> Any:
+            return await keyed.write(svc, who, args)
 
         # with the POST's Idempotency-Key header, at most once per key (ADR 0030)
         written = await idempotency.once(
             svc, caller, write, operation=f"mcp {name}", request=args.model_dump(mode="json"),
-            kind=kind, status=200, resource_id=resource(args))
+            answer=keyed.answer, status=200, resource_id=keyed.resource(args))
         return answer(written.answer)
     except CortexError as exc:
         if exc.http_status >= 500 and exc.http_status != 503:

@@ -50,8 +50,7 @@ from attested_cortex.service.resources.graph_commands import (
     KgPaths,
     KgQuery,
 )
-from attested_cortex.service.resources.graph_views import link_view
-from attested_cortex.service.resources.idempotency import Kind
+from attested_cortex.service.resources.idempotency import AnswerKind
 from attested_cortex.service.resources.queries import (
     AuditQuery,
     ConsistencyQuery,
@@ -79,6 +78,7 @@ from attested_cortex.spoke.operations import negotiate
 from attested_cortex.spoke.requests import DispatchTool
 
 A = TypeVar("A", bound=BaseModel)
+T = TypeVar("T")
 #: A tool's answer: a JSON object (MCP structured content must be an object).
 Answer = dict[str, Any]
 
@@ -87,6 +87,25 @@ class NoArguments(BaseModel):
     """A tool without arguments."""
 
     model_config = {"extra": "forbid", "strict": True, "frozen": True}
+
+
+def _created(_arguments: BaseModel) -> uuid.UUID | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Keyed(Generic[A, T]):
+    """A write an Idempotency-Key makes happen once (ADR 0030): the service write, the kind
+    of answer it makes (declared by its resource module: its encoder, and how a lost answer is
+    read back) and the id of the object an update changes (None: a create)."""
+
+    write: Callable[[Services, Caller, A], Awaitable[T]]
+    answer: AnswerKind[T]
+    resource: Callable[[A], uuid.UUID | None] = _created
+
+    async def run(self, svc: Services, caller: Caller, a: A) -> Answer:
+        """The write answered as its answer kind encodes it (the tool's ``run``)."""
+        return self.answer.encode(svc, await self.write(svc, caller, a))
 
 
 @dataclass(frozen=True)
@@ -98,9 +117,8 @@ class Tool(Generic[A]):
     arguments: type[A]
     run: Callable[[Services, Caller, A], Awaitable[Answer]]
     read_only: bool = False
-    #: A write an Idempotency-Key makes happen once (ADR 0030): what it writes, and the id
-    #: of the object an update changes (None: a create).
-    keyed: tuple[Kind, Callable[[A], uuid.UUID | None]] | None = None
+    #: A write an Idempotency-Key makes happen once (ADR 0030); its ``run`` is ``run``.
+    keyed: Keyed[A, Any] | None = None
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
@@ -110,16 +128,9 @@ class Tool(Generic[A]):
         return schema
 
 
-async def _store(svc: Services, caller: Caller, a: StoreMemory) -> Answer:
-    return memory_view(await memories.store(svc, caller, a))
-
-
-async def _store_batch(svc: Services, caller: Caller, a: StoreMemories) -> Answer:
-    return {"memories": [memory_view(m) for m in await batches.store_batch(svc, caller, a)]}
-
-
-async def _transcript_store(svc: Services, caller: Caller, a: StoreTranscript) -> Answer:
-    return transcripts.transcript_view(await transcripts.store_transcript(svc, caller, a), svc)
+_store = Keyed(memories.store, memories.MEMORY)
+_store_batch = Keyed(batches.store_batch, batches.MEMORIES)
+_transcript_store = Keyed(transcripts.store_transcript, transcripts.TRANSCRIPT)
 
 
 async def _replay(svc: Services, caller: Caller, a: ReplayMemory) -> Answer:
@@ -134,12 +145,17 @@ async def _get(svc: Services, caller: Caller, a: MemoryRead) -> Answer:
     return view
 
 
-async def _update(svc: Services, caller: Caller, a: UpdateMemoryById) -> Answer:
-    return memory_view(await memories.update(svc, caller, a.id, a.fields()))
+# (a Memory: the MCP layer names no store type)
+async def _updated(svc: Services, caller: Caller, a: UpdateMemoryById) -> Any:
+    return await memories.update(svc, caller, a.id, a.fields())
 
 
-async def _forget(svc: Services, caller: Caller, a: MemoryRef) -> Answer:
-    return memory_view(await memories.delete(svc, caller, a.id))
+async def _deleted(svc: Services, caller: Caller, a: MemoryRef) -> Any:
+    return await memories.delete(svc, caller, a.id)
+
+
+_update = Keyed(_updated, memories.MEMORY, lambda a: a.id)
+_forget = Keyed(_deleted, memories.MEMORY, lambda a: a.id)
 
 
 async def _list(svc: Services, caller: Caller, a: ListMemories) -> Answer:
@@ -160,12 +176,8 @@ async def _recall(svc: Services, caller: Caller, a: RecallQuery) -> Answer:
     return view
 
 
-async def _link(svc: Services, caller: Caller, a: CreateLink) -> Answer:
-    return link_view(await links.create(svc, caller, a))
-
-
-async def _invalidate(svc: Services, caller: Caller, a: InvalidateLink) -> Answer:
-    return link_view(await links.invalidate(svc, caller, a))
+_link = Keyed(links.create, links.LINK, lambda a: a.id)
+_invalidate = Keyed(links.invalidate, links.LINK, lambda a: a.link_id)
 
 
 async def _kg_query(svc: Services, caller: Caller, a: KgQuery) -> Answer:
@@ -297,10 +309,10 @@ _SUBSCRIPTION_TOOLS: tuple[Tool[Any], ...] = (
 TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_store", "Store a memory: text in a `/`-separated namespace, with an "
          "optional title, tags and metadata. Answers the stored memory (its id).",
-         StoreMemory, _store, keyed=("memory", lambda a: None)),
+         StoreMemory, _store.run, keyed=_store),
     Tool("memory_store_batch", "Store up to 1,000 memories at once, all or nothing (each as "
          "memory_store would; a refusal names the memory's `index`). Answers them in order.",
-         StoreMemories, _store_batch, keyed=("memories", lambda a: None)),
+         StoreMemories, _store_batch.run, keyed=_store_batch),
     Tool("memory_recall", "Recall the memories that best match a natural-language query, "
          "best first; `budget_tokens` fills results greedily up to that many tokens "
          "(about 4 characters each), `namespace` searches it and its ancestors.",
@@ -308,9 +320,9 @@ TOOLS: tuple[Tool[Any], ...] = (
     Tool("memory_get", "Read one memory by id.", MemoryRead, _get, read_only=True),
     Tool("memory_update", "Change a memory's content, title, tags or metadata (only its "
          "author may); omitted fields stay. `expected_revision` refuses a concurrent change.",
-         UpdateMemoryById, _update, keyed=("memory", lambda a: a.id)),
+         UpdateMemoryById, _update.run, keyed=_update),
     Tool("memory_forget", "Delete a memory (a tombstone stays; only its author may).",
-         MemoryRef, _forget, keyed=("memory", lambda a: a.id)),
+         MemoryRef, _forget.run, keyed=_forget),
     Tool("memory_list", "List the live memories of a namespace and its children, newest "
          "first by creation, one page at a time: pass the answer's `next` as `cursor`.",
          ListMemories, _list, read_only=True),
@@ -318,10 +330,10 @@ TOOLS: tuple[Tool[Any], ...] = (
          MemoryRef, _memory_verify, read_only=True),
     Tool("link_create", "Link two memories with a relation (related_to, supersedes, "
          "contradicts, derived_from or x-<name>), optionally valid from/until an instant and "
-         "signed by the agent's Ed25519 key.", CreateLink, _link,
-         keyed=("link", lambda a: a.id)),
+         "signed by the agent's Ed25519 key.", CreateLink, _link.run,
+         keyed=_link),
     Tool("link_invalidate", "Close a link's validity window (only the agent that observed "
-         "it may).", InvalidateLink, _invalidate, keyed=("link", lambda a: a.link_id)),
+         "it may).", InvalidateLink, _invalidate.run, keyed=_invalidate),
     Tool("link_verify", "Re-verify a stored link's signature from its row.", LinkRef,
          _link_verify, read_only=True),
     Tool("kg_query", "Memories reachable from a start memory within `depth` (1..5) links, "
@@ -350,7 +362,7 @@ TOOLS: tuple[Tool[Any], ...] = (
          "namespace where transcripts are enabled; cite its spans from memory_store's "
          "`citations` ({transcript_id, start, end}: Unicode code points, not UTF-16 "
          "units; end exclusive).",
-         StoreTranscript, _transcript_store, keyed=("transcript", lambda a: None)),
+         StoreTranscript, _transcript_store.run, keyed=_transcript_store),
     Tool("memory_replay", "The transcript spans a memory cites (full: each cited transcript "
          "whole); only its author may, and pruned transcripts say so.", ReplayMemory,
          _replay, read_only=True),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 from aiohttp import web
 
@@ -20,7 +20,6 @@ from attested_cortex.server.responses import (
 )
 from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.state import caller, state
-from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.service.resources import kg, links
 from attested_cortex.service.resources.graph_commands import (
     CreateLink,
@@ -28,7 +27,6 @@ from attested_cortex.service.resources.graph_commands import (
     KgPaths,
     KgQuery,
 )
-from attested_cortex.service.resources.graph_views import link_view
 from attested_cortex.service.resources.queries import LinkRef, LinksPage, MemoryRef, TimelineQuery
 
 routes = web.RouteTableDef()
@@ -40,11 +38,8 @@ async def create_link(request: web.Request) -> web.Response:
     svc = state(request).services
     cmd = await read_model(request, CreateLink, max_bytes=svc.limits.max_body_bytes)
 
-    async def write(who: Caller) -> dict[str, Any]:
-        return link_view(await links.create(svc, who, cmd))
-
-    return await replaying.once(request, cmd, write, kind="link", status=201,
-                                resource_id=cmd.id)
+    return await replaying.once(request, cmd, partial(links.create, svc, cmd=cmd),
+                                answer=links.LINK, status=201, resource_id=cmd.id)
 
 
 @routes.get("/v1/links/{id}/verify")
@@ -93,10 +88,8 @@ async def kg_invalidate(request: web.Request) -> web.Response:
     svc = state(request).services
     cmd = await read_model(request, InvalidateLink, max_bytes=svc.limits.max_body_bytes)
 
-    async def write(who: Caller) -> dict[str, Any]:
-        return link_view(await links.invalidate(svc, who, cmd))
-
-    return await replaying.once(request, cmd, write, kind="link", resource_id=cmd.link_id)
+    return await replaying.once(request, cmd, partial(links.invalidate, svc, cmd=cmd),
+                                answer=links.LINK, resource_id=cmd.link_id)
 
 
 _MISSING = (*COMMON_ERRORS, 404)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from functools import partial
 
 from aiohttp import web
 
@@ -20,7 +20,6 @@ from attested_cortex.server.responses import (
     MemoryVerifyOut,
 )
 from attested_cortex.server.state import caller, state
-from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.service.resources import batches, memories, receipts
 from attested_cortex.service.resources.commands import StoreMemories, StoreMemory, UpdateMemory
 from attested_cortex.service.resources.queries import ListMemories, MemoryRef, ReadOptions
@@ -43,10 +42,8 @@ async def store_memory(request: web.Request) -> web.Response:
     svc = state(request).services
     cmd = await read_model(request, StoreMemory, max_bytes=svc.limits.max_body_bytes)
 
-    async def write(who: Caller) -> dict[str, Any]:
-        return memory_view(await memories.store(svc, who, cmd))
-
-    return await replaying.once(request, cmd, write, kind="memory", status=201)
+    return await replaying.once(request, cmd, partial(memories.store, svc, cmd=cmd),
+                                answer=memories.MEMORY, status=201)
 
 
 @routes.post("/v1/memories:batch")
@@ -55,10 +52,8 @@ async def store_memories(request: web.Request) -> web.Response:
     svc = state(request).services
     cmd = await read_model(request, StoreMemories, max_bytes=svc.limits.max_batch_body_bytes)
 
-    async def write(who: Caller) -> dict[str, Any]:
-        return {"memories": [memory_view(m) for m in await batches.store_batch(svc, who, cmd)]}
-
-    return await replaying.once(request, cmd, write, kind="memories", status=201)
+    return await replaying.once(request, cmd, partial(batches.store_batch, svc, cmd=cmd),
+                                answer=batches.MEMORIES, status=201)
 
 
 @routes.get("/v1/memories")
@@ -95,10 +90,9 @@ async def update_memory(request: web.Request) -> web.Response:
     memory_id = path_uuid(request)
     cmd = await read_model(request, UpdateMemory, max_bytes=svc.limits.max_body_bytes)
 
-    async def write(who: Caller) -> dict[str, Any]:
-        return memory_view(await memories.update(svc, who, memory_id, cmd))
-
-    return await replaying.once(request, cmd, write, kind="memory", resource_id=memory_id)
+    write = partial(memories.update, svc, memory_id=memory_id, cmd=cmd)
+    return await replaying.once(request, cmd, write, answer=memories.MEMORY,
+                                resource_id=memory_id)
 
 
 @routes.delete("/v1/memories/{id}")
@@ -106,11 +100,9 @@ async def delete_memory(request: web.Request) -> web.Response:
     """Tombstone a memory; answers the tombstone."""
     svc, memory_id = state(request).services, path_uuid(request)
 
-    async def write(who: Caller) -> dict[str, Any]:
-        return memory_view(await memories.delete(svc, who, memory_id))
-
-    return await replaying.once(request, MemoryRef(id=memory_id), write, kind="memory",
-                                resource_id=memory_id)
+    return await replaying.once(request, MemoryRef(id=memory_id),
+                                partial(memories.delete, svc, memory_id=memory_id),
+                                answer=memories.MEMORY, resource_id=memory_id)
 
 
 @routes.get("/v1/memories/{id}/verify")

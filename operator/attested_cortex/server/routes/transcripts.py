@@ -3,7 +3,7 @@ function of :mod:`attested_cortex.service.resources.transcripts`, answer."""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 from aiohttp import web
 
@@ -14,7 +14,6 @@ from attested_cortex.server.openapi import COMMON_ERRORS, IDEMPOTENCY_KEY, Opera
 from attested_cortex.server.responses import ReplayOut, TranscriptOut
 from attested_cortex.server.routes.memories import path_uuid
 from attested_cortex.server.state import caller, state
-from attested_cortex.service.pipeline.context import Caller
 from attested_cortex.service.resources import transcripts
 from attested_cortex.service.resources.transcript_commands import ReplayMemory, StoreTranscript
 
@@ -28,10 +27,8 @@ async def store_transcript(request: web.Request) -> web.Response:
     svc = state(request).services
     cmd = await read_model(request, StoreTranscript, max_bytes=svc.limits.max_body_bytes)
 
-    async def write(who: Caller) -> dict[str, Any]:
-        return transcripts.transcript_view(await transcripts.store_transcript(svc, who, cmd), svc)
-
-    return await replaying.once(request, cmd, write, kind="transcript", status=201)
+    return await replaying.once(request, cmd, partial(transcripts.store_transcript, svc, cmd=cmd),
+                                answer=transcripts.TRANSCRIPT, status=201)
 
 
 @routes.get("/v1/memories/{id}/replay")

@@ -14,7 +14,7 @@ failure at any memory writes none. Design and figures: docs/adr/0044-batch-write
 
 Ids: a keyed batch (ADR 0030) writes its first memory under the key's chosen id and each
 later one under an id derived from it (:func:`batch_ids`), so a retry whose answer was lost
-reads the batch back (:func:`..idempotency.rebuilt`).
+reads the batch back (:data:`MEMORIES`, the answer kind of a keyed batch).
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ from attested_cortex.service.pipeline.calls import Call, Target
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.running import run
 from attested_cortex.service.resources import transcripts
-from attested_cortex.service.resources.commands import StoreMemories
+from attested_cortex.service.resources.commands import MAX_BATCH, StoreMemories
+from attested_cortex.service.resources.idempotency import AnswerKind
 from attested_cortex.service.resources.memories import StoreCall
+from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.store import memories as rows
 from attested_cortex.store.memories import Memory, NewMemory
@@ -139,3 +141,17 @@ class BatchStoreCall(Call[list[Memory]]):
 async def store_batch(svc: Services, caller: Caller, cmd: StoreMemories) -> list[Memory]:
     """Store up to :data:`~.commands.MAX_BATCH` memories, all or nothing."""
     return await run(svc, caller, BatchStoreCall(cmd))
+
+
+async def _written(svc: Services, first: uuid.UUID) -> list[Memory]:
+    """A keyed batch's memories, by the ids that follow from its first (:func:`batch_ids`)."""
+    async with svc.db.connection() as conn:
+        return await rows.get_many(conn, batch_ids(first, MAX_BATCH))
+
+
+def _encoded(_svc: Services, batch: list[Memory]) -> dict[str, Any]:
+    return {"memories": [memory_view(m) for m in batch]}
+
+
+#: The answer of a keyed batch (ADR 0030): its memories, in order.
+MEMORIES = AnswerKind[list[Memory]]("memories", _encoded, _written)

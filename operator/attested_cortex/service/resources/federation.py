@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from functools import partial
 from typing import Any
 
 from attested_cortex.attest.payloads import from_unix_ms
@@ -39,7 +40,7 @@ from attested_cortex.service.pipeline import attesting
 from attested_cortex.service.pipeline import operations as ops
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.running import Call, Target, run
-from attested_cortex.service.resources import idempotency
+from attested_cortex.service.resources import idempotency, links, memories
 from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory
 from attested_cortex.service.resources.federation_calls import (
     FederatedDelete,
@@ -57,8 +58,6 @@ from attested_cortex.service.resources.federation_wire import (
     Status,
 )
 from attested_cortex.service.resources.graph_commands import CreateLink, InvalidateLink
-from attested_cortex.service.resources.graph_views import link_view
-from attested_cortex.service.resources.views import memory_view
 from attested_cortex.store import federation as rows
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store.federation import FederatedObject
@@ -240,11 +239,9 @@ async def _write_link(svc: Services, caller: Caller, change: FederatedChange,
 
 async def _once_link(svc: Services, caller: Caller, call: Call[Any], operation: str,
                      request: dict[str, Any], resource_id: uuid.UUID | None) -> dict[str, Any]:
-    async def write(who: Caller) -> dict[str, Any]:
-        return link_view(await run(svc, who, call))
-
-    written = await idempotency.once(svc, caller, write, operation=operation, request=request,
-                                     kind="link", status=201, resource_id=resource_id)
+    written = await idempotency.once(svc, caller, partial(run, svc, call=call),
+                                     operation=operation, request=request, answer=links.LINK,
+                                     status=201, resource_id=resource_id)
     return written.answer
 
 
@@ -276,11 +273,10 @@ async def _write(svc: Services, peer: Peer, caller: Caller, change: FederatedCha
 
 async def _once(svc: Services, caller: Caller, call: Call[Any], operation: str,
                 request: dict[str, Any], resource_id: uuid.UUID | None) -> dict[str, Any]:
-    async def write(who: Caller) -> dict[str, Any]:
-        return memory_view(await run(svc, who, call))
-
-    written = await idempotency.once(svc, caller, write, operation=operation, request=request,
-                                     kind="memory", status=201, resource_id=resource_id)
+    written = await idempotency.once(svc, caller, partial(run, svc, call=call),
+                                     operation=operation, request=request,
+                                     answer=memories.MEMORY, status=201,
+                                     resource_id=resource_id)
     return written.answer
 
 

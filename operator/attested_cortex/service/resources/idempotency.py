@@ -11,8 +11,16 @@ authenticated agent. Only a committed write takes a key: a refusal or a 503 leav
 The key itself is taken in the write's transaction (:func:`.settling.spend`); this module
 holds what happens around it: the request's digest (:func:`digest`, pure), the key's row if a
 committed write took it (:func:`prior`), keeping the answer once given (:func:`keep`), and the
-answer of a write whose answer was never kept (:func:`rebuilt`: the connection dropped after
-its COMMIT, so the server knew nothing of the commit; the object it wrote is read back).
+answer of a write whose answer was never kept (:meth:`AnswerKind.rebuilt`: the connection
+dropped after its COMMIT, so the server knew nothing of the commit; the object it wrote is
+read back).
+
+Each kind of answer is an :class:`AnswerKind` declared by the resource module whose write
+makes it (``memories.MEMORY``, ``batches.MEMORIES``, ``links.LINK``,
+``transcripts.TRANSCRIPT``): its encoder and how its object is read back sit next to the
+write, so a first answer and a rebuilt one are encoded by the same function, and this module
+names no resource (issue 43 item 10: it rebuilt answers through a ``kind ==`` switch over the
+resources' views, and called back into each route's closure for the first answer).
 """
 
 from __future__ import annotations
@@ -24,27 +32,42 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Generic, TypeVar
 
-from attested_cortex.errors import ConflictError, CortexError, NotFoundError
+from attested_cortex.errors import ConflictError, CortexError
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.deadlines import write_deadline
-from attested_cortex.service.resources.batches import batch_ids
-from attested_cortex.service.resources.commands import MAX_BATCH
-from attested_cortex.service.resources.graph_views import link_view
-from attested_cortex.service.resources.transcripts import transcript_view
-from attested_cortex.service.resources.views import memory_view
-from attested_cortex.store import idempotency, links, memories, transcripts
+from attested_cortex.store import idempotency
 from attested_cortex.store.idempotency import IN_USE, Claim, Kept
 
-__all__ = ["IN_USE", "Claim", "Kept", "Kind", "Written", "digest", "keep", "once", "prior",
-           "rebuilt"]
+__all__ = ["IN_USE", "AnswerKind", "Claim", "Kept", "WriteFn", "Written",
+           "digest", "keep", "once", "prior"]
 
 log = logging.getLogger(__name__)
 
-#: What a keyed write writes, so that a lost answer can be rebuilt from it.
-Kind = Literal["memory", "memories", "link", "transcript"]
-WriteFn = Callable[[Caller], Awaitable[dict[str, Any]]]
+T = TypeVar("T")
+#: A keyed write run for a caller (the caller carrying the key's claim): the object it wrote.
+WriteFn = Callable[[Caller], Awaitable[T]]
+
+
+@dataclass(frozen=True)
+class AnswerKind(Generic[T]):
+    """What a keyed write writes and how it is answered, declared once by the resource module
+    whose write makes it: ``encode`` is the answer's JSON of the object written (the same for
+    a first answer and a rebuilt one), ``read`` reads that object back by the id the key chose
+    (:attr:`Claim.resource_id`) when the write committed but its answer was lost. Callers
+    hand the kind itself to :func:`once`: nothing looks one up by ``name`` (which tests and
+    logs read), so there is no registry to fill in import order (ADR 0135)."""
+
+    name: str
+    encode: Callable[[Services, T], dict[str, Any]]
+    read: Callable[[Services, uuid.UUID], Awaitable[T]]
+
+    async def rebuilt(self, svc: Services, resource_id: uuid.UUID) -> dict[str, Any]:
+        """The answer of a committed write whose answer was never kept, from what it wrote as
+        it is now (a later update of the object shows in it)."""
+        return self.encode(svc, await self.read(svc, resource_id))
+
 
 
 @dataclass(frozen=True)
@@ -56,36 +79,38 @@ class Written:
     replayed: bool = False
 
 
-async def once(svc: Services, caller: Caller, write: WriteFn, *, operation: str,
-               request: Mapping[str, Any], kind: Kind, status: int,
+async def once(svc: Services, caller: Caller, write: WriteFn[T], *, operation: str,
+               request: Mapping[str, Any], answer: AnswerKind[T], status: int,
                resource_id: uuid.UUID | None = None) -> Written:
-    """``write`` run for ``caller`` and answered ``status``; with the caller's
-    Idempotency-Key, at most once per key (``resource_id``: the object an update changes; a
-    create's id is chosen here, so that a lost answer can be read back)."""
+    """``write`` run for ``caller`` and answered ``status`` with ``answer``'s encoding of
+    what it wrote; with the caller's Idempotency-Key, at most once per key (``resource_id``:
+    the object an update changes; a create's id is chosen here, so that a lost answer can be
+    read back)."""
     key = caller.idempotency_key
     if key is None:
-        return Written(await write(caller), status)
+        return Written(answer.encode(svc, await write(caller)), status)
     sha = digest(operation, request)
     for _ in range(2):  # a concurrent request with the key committed first: answer as it
         kept = await prior(svc, caller, key)
         if kept is not None:
-            return await _replayed(svc, caller, key, kept, sha, kind=kind, status=status)
+            return await _replayed(svc, caller, key, kept, sha, answer=answer, status=status)
         taking = dataclasses.replace(caller, claim=Claim(
             caller.agent_id, key, sha, resource_id or uuid.uuid4()))
         try:
-            answer = await write(taking)
+            written = await write(taking)
         except ConflictError as exc:
             if exc.code != IN_USE:
                 raise
             continue
-        await keep(svc, caller, key, status=status, body=answer)
-        return Written(answer, status)
+        body = answer.encode(svc, written)
+        await keep(svc, caller, key, status=status, body=body)
+        return Written(body, status)
     raise ConflictError("a request with this Idempotency-Key is still in flight; retry",
                         code=IN_USE)
 
 
 async def _replayed(svc: Services, caller: Caller, key: str, kept: Kept, sha: bytes, *,
-                    kind: Kind, status: int) -> Written:
+                    answer: AnswerKind[Any], status: int) -> Written:
     if kept.request_sha256 != sha:
         raise ConflictError(
             "this Idempotency-Key was used for a different request (another operation or "
@@ -94,14 +119,14 @@ async def _replayed(svc: Services, caller: Caller, key: str, kept: Kept, sha: by
         return Written(kept.answer, kept.status, replayed=True)
     # committed, but its answer was lost on the way, or was sealed under a key version the
     # ring no longer holds (kept again, under the current one)
-    answer = await rebuilt(svc, kind, kept.resource_id)
+    body = await answer.rebuilt(svc, kept.resource_id)
     # Kept before it is answered, within the write deadline: the write may stand on the
     # primary alone (cancelled at its deadline while a synchronous replica was away), and the
     # commit of its answer, later in the WAL, is confirmed only once a replica has both
     # (ADR 0090). Until then this retry is a 503 too, never an acknowledgement.
-    await keep(svc, caller, key, status=status, body=answer, replace=kept.unreadable,
+    await keep(svc, caller, key, status=status, body=body, replace=kept.unreadable,
                strict=True)
-    return Written(answer, status, replayed=True)
+    return Written(body, status, replayed=True)
 
 
 def digest(operation: str, body: Mapping[str, Any]) -> bytes:
@@ -123,7 +148,7 @@ async def keep(svc: Services, caller: Caller, key: str, *, status: int,
     """Keep the answer of the write that took ``key``, within the write deadline. Best
     effort after the write's own confirmed commit: its answer is given whatever happens here;
     if the database went away meanwhile, a retry rebuilds the answer from the object written
-    (:func:`rebuilt`). ``strict`` (a retry answering a write whose answer was lost): a
+    (:meth:`AnswerKind.rebuilt`). ``strict`` (a retry answering a write whose answer was lost): a
     failure is the retry's answer."""
     try:
         async with write_deadline(svc.limits.write_timeout_ms), svc.db.connection() as conn:
@@ -134,20 +159,3 @@ async def keep(svc: Services, caller: Caller, key: str, *, status: int,
             raise
         log.warning("the answer of a keyed write was not kept; a retry rebuilds it",
                     extra={"agent_id": caller.agent_id, "code": exc.code})
-
-
-async def rebuilt(svc: Services, kind: Kind, resource_id: uuid.UUID) -> dict[str, Any]:
-    """The answer of a committed write whose answer was never kept, from what it wrote as it
-    is now (a later update of the object shows in it)."""
-    async with svc.db.connection() as conn:
-        if kind == "memory":
-            return memory_view(await memories.get(conn, resource_id))
-        if kind == "memories":  # a batch: its ids follow from the key's (batches.batch_ids)
-            batch = await memories.get_many(conn, batch_ids(resource_id, MAX_BATCH))
-            return {"memories": [memory_view(m) for m in batch]}
-        if kind == "link":
-            return link_view(await links.get_link(conn, link_id=resource_id))
-        found = await transcripts.get_many(conn, [resource_id])
-    if resource_id not in found:
-        raise NotFoundError(f"transcript {resource_id} does not exist", id=str(resource_id))
-    return transcript_view(found[resource_id], svc)

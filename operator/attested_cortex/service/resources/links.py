@@ -30,6 +30,7 @@ from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.running import Call, Target, run
 from attested_cortex.service.resources.graph_commands import CreateLink, InvalidateLink
 from attested_cortex.service.resources.graph_views import link_view
+from attested_cortex.service.resources.idempotency import AnswerKind
 from attested_cortex.service.resources.kg import backend
 from attested_cortex.store import links as link_rows
 from attested_cortex.store import memories as memory_rows
@@ -196,3 +197,12 @@ async def verify(svc: Services, caller: Caller, link_id: uuid.UUID) -> dict[str,
 async def invalidate(svc: Services, caller: Caller, cmd: InvalidateLink) -> Link:
     """Close a link's validity window (never deletes it)."""
     return await run(svc, caller, InvalidateCall(cmd))
+
+
+async def _written(svc: Services, link_id: uuid.UUID) -> Link:
+    async with svc.db.connection() as conn:
+        return await link_rows.get_link(conn, link_id=link_id)
+
+
+#: The answer of a keyed link creation or invalidation (ADR 0030): the link as written.
+LINK = AnswerKind[Link]("link", lambda _svc, link: link_view(link), _written)

@@ -38,6 +38,7 @@ from attested_cortex.service.resources import (
     transcripts,
 )
 from attested_cortex.service.resources.commands import StoreMemory, UpdateMemory, check_sizes
+from attested_cortex.service.resources.idempotency import AnswerKind
 from attested_cortex.service.resources.views import memory_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.store import memories as rows
@@ -470,3 +471,12 @@ async def search(
 ) -> MemoryPage:
     """One page of the live memories of a namespace subtree, newest first by creation."""
     return await run(svc, caller, ListCall(namespace, limit, cursor))
+
+
+async def _written(svc: Services, memory_id: uuid.UUID) -> Memory:
+    async with svc.db.connection() as conn:
+        return await rows.get(conn, memory_id)
+
+
+#: The answer of a keyed store, update or delete (ADR 0030): the memory as written.
+MEMORY = AnswerKind[Memory]("memory", lambda _svc, memory: memory_view(memory), _written)

@@ -41,6 +41,7 @@ from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.hooking import revalidate
 from attested_cortex.service.pipeline.running import Call, Target, run
 from attested_cortex.service.resources.commands import Cite, check_sizes
+from attested_cortex.service.resources.idempotency import AnswerKind
 from attested_cortex.service.resources.transcript_commands import ReplayMemory, StoreTranscript
 from attested_cortex.store import memories as memory_rows
 from attested_cortex.store import transcripts as rows
@@ -365,3 +366,17 @@ async def replay(svc: Services, caller: Caller, cmd: ReplayMemory) -> dict[str, 
     """The spans a memory cites (``full``: the whole transcripts); the MCP tool
     ``memory_replay`` wraps this."""
     return await run(svc, caller, ReplayCall(cmd))
+
+
+async def _written(svc: Services, transcript_id: uuid.UUID) -> Transcript:
+    async with svc.db.connection() as conn:
+        found = await rows.get_many(conn, [transcript_id])
+    if transcript_id not in found:
+        raise NotFoundError(f"transcript {transcript_id} does not exist",
+                            id=str(transcript_id))
+    return found[transcript_id]
+
+
+#: The answer of a keyed transcript store (ADR 0030): its row (sizes, state, retention).
+TRANSCRIPT = AnswerKind[Transcript]("transcript", lambda svc, t: transcript_view(t, svc),
+                                    _written)
