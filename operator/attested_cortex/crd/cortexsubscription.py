@@ -26,7 +26,7 @@ NamespacePattern = Annotated[str, Field(min_length=1, max_length=MAX_SUBSCRIBED_
 #: The events a subscription may receive (what the outbox carries, ADR 0106).
 SubscribedEvent = Literal["post_store", "post_update", "post_delete", "post_link",
                           "post_invalidate", "post_transcript_store", "pre_approval",
-                          "post_approval", "*"]
+                          "post_approval", "post_spoke_write", "*"]
 
 
 class WebhookSecretReference(SecretKeyReference):
