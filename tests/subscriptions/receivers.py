@@ -29,6 +29,7 @@ class Receiver:
     in_flight: int = 0
     most_in_flight: int = 0
     refused_signatures: int = 0
+    delay_s: float = 0.0  # a slow receiver's pace (test_replicas: the stream still flows)
 
     def ids(self) -> list[str]:
         return [d["id"] for d in self.accepted]
@@ -45,6 +46,8 @@ class Receiver:
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
             raw = await request.read()
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
             if self.mode == "hang":
                 await asyncio.Event().wait()  # held until the client gives up
             if self.mode == "down":

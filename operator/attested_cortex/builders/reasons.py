@@ -56,7 +56,9 @@ REASONS: Final[Mapping[str, Meaning]] = {
         "Paused", "RuleInForce", "Running", "ScaledToZero", "ServerAvailable", "Valid",
         "Verified", "Witnessed",
         # a CortexSubscription: its signing Secret, and delivered by its cortex
-        "InForce", "SecretFound", "SecretGenerated"], _READY),
+        "InForce", "SecretFound", "SecretGenerated",
+        # and its delivery as the cortex reports it (ADR 0130)
+        "Delivering"], _READY),
     # -- progress ------------------------------------------------------------------------
     **dict.fromkeys([
         "DatabaseStarting", "WaitingForDatabase", "Migrating", "WaitingForSchema",
@@ -68,13 +70,17 @@ REASONS: Final[Mapping[str, Meaning]] = {
         # a satellite applied (a folder, a GitOps sync) before its cortex
         "CortexNotFound",
         # an operator-run witness starting, or its cortex rolling (ADR 0102)
-        "WitnessPending"], _PROGRESS),
+        "WitnessPending",
+        # a CortexSubscription the cortex has not synced yet, or one switched off
+        "DeliveryPending", "DeliveryDisabled"], _PROGRESS),
     # -- waiting, with a Warning ---------------------------------------------------------
     **dict.fromkeys([
         # a Secret Git applies beside the cortex (a sealed or external secret) comes later
         "ConnectionSecretMissing", "SecretMissing",
         # a restore's verifier that could not run: retried with backoff (ADR 0054)
-        "VerificationError"], _WAITING_WARNS),
+        "VerificationError",
+        # a subscription's receiver failing: retried on the schedule, may come back
+        "DeliveryFailing"], _WAITING_WARNS),
     # A satellite is NotRunning until its cortex's serving pods load it, which a rollout
     # always passes through (a Normal event, issue 38); kstatus reads it Failed meanwhile.
     "NotRunning": Meaning(Health.STALLED, warns=False),
@@ -88,7 +94,9 @@ REASONS: Final[Mapping[str, Meaning]] = {
         "PrimaryNotReady", "ReconcileError", "ResizeRefused", "RestoreNotVerified",
         "RolloutStuck", "ServerPodsFailing", "ShrinkRefused", "StorageClassImmutable",
         "TargetVersionUnsupported", "UnreadableKey", "UnreadableSize",
-        "WitnessRefused", "WitnessUnsupported"], _FAULT),
+        "WitnessRefused", "WitnessUnsupported",
+        # a subscription's events given up on or dropped: someone must replay or purge
+        "BehindRetention", "DeadLetters"], _FAULT),
 }
 
 #: Reasons kstatus must read as InProgress (Reconciling=True) rather than Failed.

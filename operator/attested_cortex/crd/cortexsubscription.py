@@ -26,7 +26,7 @@ NamespacePattern = Annotated[str, Field(min_length=1, max_length=MAX_SUBSCRIBED_
 #: The events a subscription may receive (what the outbox carries, ADR 0106).
 SubscribedEvent = Literal["post_store", "post_update", "post_delete", "post_link",
                           "post_invalidate", "post_transcript_store", "pre_approval",
-                          "post_approval", "*"]
+                          "post_approval", "post_spoke_write", "*"]
 
 
 class WebhookSecretReference(SecretKeyReference):
@@ -64,8 +64,30 @@ class CortexSubscriptionSpec(CrdModel):
         "cluster address (the SSRF guard's exception).")
 
 
+class SubscriptionDelivery(CrdModel):
+    """The cortex's delivery state of the subscription, as its server reports it (never a
+    secret, URL or payload; ADR 0130)."""
+
+    lag: int | None = Field(default=None, ge=0,
+                            description="Outbox events past the subscription's cursor.")
+    last_success_time: str | None = Field(default=None, max_length=64,
+                                          description="Last delivered event (RFC 3339).")
+    last_failure_time: str | None = Field(default=None, max_length=64,
+                                          description="Last failed attempt (RFC 3339).")
+    last_error: str | None = Field(default=None, max_length=128,
+                                   description="The last failure's class (HTTP 503, "
+                                   "timed out, ...).")
+    dead_letters: int | None = Field(default=None, ge=0,
+                                     description="Events in the dead-letter queue.")
+    behind_retention: bool | None = Field(default=None,
+                                          description="The outbox dropped events it had "
+                                          "not delivered.")
+
+
 class CortexSubscriptionStatus(CommonStatus):
     """Observed state of a CortexSubscription."""
 
     secret_name: str | None = Field(default=None, max_length=253,
                                     description="The Secret the signing secret is read from.")
+    delivery: SubscriptionDelivery | None = Field(
+        default=None, description="Delivery state read from the cortex's servers.")

@@ -31,7 +31,7 @@ log = logging.getLogger("attested_cortex.access")
 #: Completing an approved request: the approval id it spends.
 APPROVAL_HEADER = "X-Cortex-Approval"
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/v1/openapi.json",
-                          "/v1/federation/keyring"})
+                          "/v1/federation/keyring", "/v1/delivery-report"})
 #: Authenticated by the route itself (a federation peer's TLS client certificate).
 PEER_PATHS = frozenset({"/v1/federation/changes"})
 _GOOD_ID = re.compile(r"[A-Za-z0-9._\-]{1,64}")

@@ -5,9 +5,11 @@ mounted (ADR 0108); the server keeps it in its table and delivers. Called by the
 
 Conditions: ``Accepted`` (parsed; a named Secret exists), ``CortexFound`` and ``InForce``
 (the cortex's serving pods are ready for its current generation: the config carrying the
-subscription is loaded; delivery state is the server's, in ``GET /v1/subscriptions/{name}``
-and its metrics, never written here: an idle operator writes nothing). The secret value
-never reaches status, events or logs: status names the Secret only.
+subscription is loaded), and ``Delivering`` with ``status.delivery`` (lag, last success and
+failure, the failure's class, dead letters: ADR 0130), read from the cortex's public
+delivery report every :data:`DELIVERY_POLL_S` and written only when it changed (an idle
+subscription costs a read, never a write). The secret value never reaches status, events
+or logs: status names the Secret only.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import base64
 import secrets as random
 from typing import Any, Final
 
+from attested_cortex.builders import deliverystates
 from attested_cortex.builders.conditions import Observation, find, ready
 from attested_cortex.builders.deployments import subscription_secret
 from attested_cortex.builders.inputs import Subscription, parse_subscription
 from attested_cortex.builders.secrets import build_webhook_secret
+from attested_cortex.controller.cortexsubscription import deliveryreading
 from attested_cortex.controller.opening import open_satellite
 from attested_cortex.controller.queueing import Key
 from attested_cortex.controller.runtime import Runtime
@@ -28,6 +32,9 @@ from attested_cortex.controller.statuses import write_status
 KIND = "CortexSubscription"
 #: How soon a subscription whose named Secret is missing is looked at again.
 SECRET_RETRY_S: Final = 10.0
+#: How often an in-force subscription's delivery state is read from its cortex (a status
+#: write only when it changed: an idle subscription costs a read, never a write).
+DELIVERY_POLL_S: Final = 30.0
 
 
 def generated_secret() -> str:
@@ -74,11 +81,23 @@ async def reconcile(rt: Runtime, key: Key) -> float | None:
     parts = [accepted, opened.located]
     if accepted.status == "True" and opened.cortex is not None:
         parts.append(in_force(opened.cortex))
+    fields: dict[str, Any] = {"secretName": secret_name}
+    delivering: list[Observation] = []
+    loaded = parts[-1].type == "InForce" and parts[-1].status == "True"
+    if loaded:
+        report = await deliveryreading.report(rt, opened.cortex or {})
+        if report is not None:  # unread: the status keeps what it showed
+            shown, observed = deliverystates.delivery(report, subscription.meta.name)
+            fields["delivery"] = shown
+            delivering.append(observed)
     await write_status(rt.writer, kind=KIND, meta=subscription.meta, current=opened.status,
-                       observed=[*parts, ready(parts, ready_reason="InForce",
-                                               ready_message="delivered by the cortex")],
-                       fields={"secretName": secret_name})
-    return None if accepted.status == "True" else SECRET_RETRY_S
+                       observed=[*parts, *delivering,
+                                 ready(parts, ready_reason="InForce",
+                                       ready_message="delivered by the cortex")],
+                       fields=fields)
+    if accepted.status != "True":
+        return SECRET_RETRY_S
+    return DELIVERY_POLL_S if loaded else None  # else the cortex's rollout wakes it
 
 
 

@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from attested_cortex.server.openapi import Operation
 from attested_cortex.server.responses import CapabilitiesOut, HealthOut
 from attested_cortex.server.state import caller, state
-from attested_cortex.service.resources import introspection
+from attested_cortex.service.resources import delivery_report, introspection
 
 routes = web.RouteTableDef()
 
@@ -42,10 +42,18 @@ async def capabilities(request: web.Request) -> web.Response:
                                                           caller(request)))
 
 
+@routes.get("/v1/delivery-report")
+async def delivery(request: web.Request) -> web.Response:
+    """Each subscription's delivery state, secret-free (the operator's status source)."""
+    return web.json_response(await delivery_report.report(state(request).services))
+
+
 operations = [
     Operation("GET", "/healthz", "Liveness", 200, HealthOut, public=True, errors=()),
     Operation("GET", "/readyz", "Readiness: database reachable and schema current", 200,
               HealthOut, public=True, errors=(), extra_responses={503: "Not ready"}),
     Operation("GET", "/metrics", "Prometheus metrics (text)", 200, None, public=True, errors=()),
     Operation("GET", "/v1/capabilities", "Live capabilities", 200, CapabilitiesOut),
+    Operation("GET", "/v1/delivery-report", "Subscriptions' delivery state, secret-free", 200,
+              None, public=True, errors=()),
 ]

@@ -15,7 +15,7 @@ from attested_cortex.store.subscriptions import DeadLetter, Subscription
 #: The events a subscription may name: what the outbox carries (ADR 0106).
 SubscribableEvent = Literal["post_store", "post_update", "post_delete", "post_link",
                             "post_invalidate", "post_transcript_store", "pre_approval",
-                            "post_approval", "*"]
+                            "post_approval", "post_spoke_write", "*"]
 NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 

@@ -17,7 +17,9 @@ back meanwhile wins.
 Lanes wake on the outbox's NOTIFY (sent at COMMIT) and poll as a fallback. Nothing commits
 during start-up: the supervisor's first pass waits ``first_delay_s``. The outbox keeps events
 ``retention_s``; a lane whose cursor falls behind what was dropped says so (status, metric).
-Replicas each run lanes; two may deliver the same event (same id): receivers deduplicate.
+Replicas each run lanes, but a lane delivers only while its process holds the
+subscription's lease (:mod:`.leasing`, ADR 0131): one replica delivers each subscription, and
+another takes over when it dies (the batch it had not finished is delivered again, same id).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from attested_cortex.errors import CortexError, NotFoundError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.targets import Network
 from attested_cortex.service.pipeline.outboxing import open_secret, opened, seal_secret
+from attested_cortex.service.workers.leasing import Leases
 from attested_cortex.service.workers.webhooks import Limits, Sender
 from attested_cortex.store import outbox
 from attested_cortex.store import subscriptions as subs
@@ -182,10 +185,13 @@ class Deliverer:
         self.dropped_before = 0  # the outbox's oldest sequence minus one
         self.head = 0
         self._bounds_at = -1e9
+        #: One replica delivers each subscription (ADR 0131).
+        self.leases = Leases(check_s=self.settings.poll_s)
 
     # -- life cycle --------------------------------------------------------------------
     def start(self, dsn: str) -> None:
         if not self._tasks:
+            self.leases.bind(dsn)
             self._tasks = [asyncio.create_task(self._supervise(), name="webhook-supervisor"),
                            asyncio.create_task(self._listen(dsn), name="webhook-listener")]
 
@@ -199,6 +205,7 @@ class Deliverer:
             await lane.sender.close()
         self._lanes.clear()
         self._tasks = []
+        await self.leases.aclose()
 
     def changed(self) -> None:
         """A subscription was created, changed or deleted here: resync now."""
@@ -313,6 +320,7 @@ class Deliverer:
         lane = self._lanes.pop(sub_id)
         await tasks.stop([lane.task])
         await lane.sender.close()
+        await self.leases.release(sub_id)
         for gauge in (self._metrics.lag, self._metrics.dead, self._metrics.behind):
             with contextlib.suppress(KeyError):
                 gauge.remove(lane.sub.name)
@@ -348,7 +356,10 @@ class Deliverer:
             await asyncio.sleep(self.settings.linger_s)
 
     async def _batch(self, lane: _Lane) -> bool:
-        """Deliver the next batch; False when there was none."""
+        """Deliver the next batch; False when there was none (or another replica
+        delivers this subscription)."""
+        if not await self.leases.holds(lane.sub.id):
+            return False
         async with self.db.connection() as conn:
             state = await subs.get(conn, lane.sub.id)
             if state is None:

@@ -3,7 +3,8 @@
 Every mutating op runs :func:`mutate`: one transaction whose first statement inserts the
 receipt (keyed on (space, principal, op, idempotency key) when the request has a key), then
 the op's effect, then the receipt's outcome, then the op's signed record in the audit chain
-(:mod:`.audit`, ADR 0067). A refusal rolls everything back, the receipt
+(:mod:`.audit`, ADR 0067) and its ``post_spoke_write`` outbox event (:mod:`.events`).
+A refusal rolls everything back, the receipt
 too, so a refused request leaves its key free. A request whose key a committed request took
 is answered that request's receipt when its payload (the canonical SHA-256 of op and
 request) is the same, and refused ``idempotency_key_reused`` otherwise; one whose key a
@@ -24,6 +25,7 @@ from attested_cortex.service.pipeline import settling
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources.idempotency import digest
 from attested_cortex.service.resources.spoke import audit as spoke_audit
+from attested_cortex.service.resources.spoke import events as spoke_events
 from attested_cortex.service.resources.spoke.views import receipt_view
 from attested_cortex.service.workers import embedding
 from attested_cortex.spoke.models import MemoryReceipt
@@ -60,7 +62,7 @@ async def mutate(svc: Services, caller: Caller, *, op: str, space_id: str,
                 return kept
         try:
             return await _once(svc, caller, op=op, space_id=space_id, key=key, sha=sha,
-                               effect=effect)
+                               effect=effect, request=request)
         except ConflictError as exc:
             if exc.code != rows.RECEIPT_TAKEN:
                 raise
@@ -84,7 +86,7 @@ async def _kept(svc: Services, caller: Caller, *, op: str, space_id: str, key: s
 
 
 async def _once(svc: Services, caller: Caller, *, op: str, space_id: str, key: str | None,
-                sha: bytes, effect: EffectFn) -> MemoryReceipt:
+                sha: bytes, effect: EffectFn, request: dict[str, Any]) -> MemoryReceipt:
     receipt_id = uuid.uuid4()
     async with svc.db.transaction() as conn:
         await rows.take_receipt(conn, {
@@ -95,10 +97,14 @@ async def _once(svc: Services, caller: Caller, *, op: str, space_id: str, key: s
         await _within_cap(svc, conn, caller, before)
         row = await rows.settle_receipt(conn, receipt_id, status=done.status,
                                         refs=done.refs, revision=done.revision)
-        await spoke_audit.record_op(svc, conn, caller, row)  # last: it takes the chain lock
+        await spoke_audit.record_op(svc, conn, caller, row)  # it takes the chain lock
+        receipt = receipt_view(row)
+        await spoke_events.append_write(svc, conn, op=op, space_id=space_id,  # ADR 0130
+                                        principal=caller.agent_id, request=request,
+                                        receipt=receipt)
     for memory in done.written:
         await embedding.after_write(svc.vectors, svc.db, memory, None)
-    return receipt_view(row)
+    return receipt
 
 
 async def _within_cap(svc: Services, conn: Conn, caller: Caller, before: int) -> None:

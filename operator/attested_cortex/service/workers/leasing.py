@@ -1,0 +1,103 @@
+"""Which subscriptions this server process delivers, when several replicas share a database
+(ADR 0131). Called by :mod:`.delivering`: a lane delivers a batch only while this process
+holds its subscription's lease (:mod:`attested_cortex.store.leases`); the others' lanes for
+it stay idle, trying again at each wake-up, and take over within a poll interval when the
+holder stops or dies.
+
+The leases live on one dedicated autocommit connection outside the pool (a pooled
+connection would hand its session locks to whoever borrows it next). A held lease costs no
+round trip per batch; the session is checked at most once per ``check_s``, and when it is
+found gone every lease is forgotten (PostgreSQL released them with the session) and taken
+again on a new connection. Without a DSN (a deliverer not started: in-process unit use) every
+lease is held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+from attested_cortex.errors import CortexError
+from attested_cortex.store import leases
+from attested_cortex.store.database import AnyConn
+
+log = logging.getLogger(__name__)
+
+
+class Leases:
+    """The delivery leases of this process, on one session."""
+
+    def __init__(self, check_s: float = 1.0) -> None:
+        self.check_s = check_s
+        self._dsn: str | None = None
+        self._conn: AnyConn | None = None
+        self._held: set[uuid.UUID] = set()
+        self._checked_at = -1e9
+        self._lock = asyncio.Lock()  # one session, even when lanes ask at once
+
+    def bind(self, dsn: str) -> None:
+        """Hold leases on ``dsn`` from now on (the deliverer's start)."""
+        self._dsn = dsn
+
+    @property
+    def held(self) -> frozenset[uuid.UUID]:
+        return frozenset(self._held)
+
+    async def holds(self, subscription: uuid.UUID) -> bool:
+        """Whether this process delivers ``subscription`` now (its lease taken if free)."""
+        if self._dsn is None:
+            return True
+        async with self._lock:
+            return await self._holds(subscription)
+
+    async def _holds(self, subscription: uuid.UUID) -> bool:
+        try:
+            conn = await self._session()
+            if subscription in self._held:
+                return True
+            if await leases.try_take(conn, subscription):
+                self._held.add(subscription)
+                log.info("delivery lease taken", extra={"subscription": str(subscription)})
+                return True
+            return False
+        except (CortexError, OSError) as exc:
+            log.warning("delivery leases lost (%s); taken again when the database answers",
+                        type(exc).__name__)
+            await self._forget()
+            return False
+
+    async def release(self, subscription: uuid.UUID) -> None:
+        """Give ``subscription``'s lease back (its lane stopped here)."""
+        async with self._lock:
+            if subscription not in self._held or self._conn is None:
+                return
+            self._held.discard(subscription)
+            try:
+                await leases.release(self._conn, subscription)
+            except (CortexError, OSError):
+                await self._forget()
+
+    async def aclose(self) -> None:
+        """Close the session: PostgreSQL frees every lease with it."""
+        async with self._lock:
+            await self._forget()
+
+    async def _session(self) -> AnyConn:
+        loop = asyncio.get_running_loop()
+        if self._conn is not None and not leases.closed(self._conn):
+            if loop.time() - self._checked_at >= self.check_s:
+                await leases.alive(self._conn)
+                self._checked_at = loop.time()
+            return self._conn
+        await self._forget()
+        assert self._dsn is not None
+        self._conn = await leases.connect(self._dsn)
+        self._checked_at = loop.time()
+        return self._conn
+
+    async def _forget(self) -> None:
+        conn, self._conn = self._conn, None
+        self._held.clear()
+        if conn is not None:
+            await leases.close(conn)
