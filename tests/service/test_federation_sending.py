@@ -1,0 +1,72 @@
+"""The outbound sender's schedule and its reading of a batch's answers (ADR 0132): pure, no
+service. The whole path (real servers, mTLS, a partition) is
+tests/server/test_federation_outbound.py."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from attested_cortex.service.resources.federation_outbound import link_change, memory_change
+from attested_cortex.service.resources.federation_wire import FederatedChange
+from attested_cortex.service.workers.federation_sending import (
+    Ack,
+    FederationSender,
+    Outgoing,
+    SendSettings,
+    _PeerState,
+    delay,
+)
+from attested_cortex.store.federation_sending import LinkRow
+from attested_cortex.store.signatures import MemorySignature
+
+AT = datetime(2026, 5, 5, 12, 0, tzinfo=UTC)
+
+
+def test_retries_wait_1_5_25_then_double_to_the_cap() -> None:
+    settings = SendSettings()
+    assert [delay(n, settings) for n in range(1, 8)] == [1, 5, 25, 50, 60, 60, 60]
+
+
+def test_batch_cut_at_the_first_change_not_accepted() -> None:
+    outgoing = [Outgoing(seq, {}) for seq in (3, 7, 9)]
+    state = _PeerState(ids={3: uuid.uuid4(), 7: uuid.uuid4(), 9: uuid.uuid4()})
+    acks = [Ack(3, True, "stored"), Ack(7, False, "retry"), Ack(9, False, "retry")]
+    assert FederationSender._walk(outgoing, acks, state, 12) == (6, 1, "retry")
+    assert 7 in state.ids  # the same correlation id on the retry
+    assert FederationSender._walk(outgoing, [Ack(3, True, "stored"), Ack(7, False, "expired")],
+                                  state, 12) == (6, 1, "expired")
+    assert 7 not in state.ids  # an expired change is sent as a fresh copy
+    done = [Ack(s, True, "duplicate") for s in (3, 7, 9)]
+    assert FederationSender._walk(outgoing, done, state, 12) == (12, 3, None)
+    assert FederationSender._walk(outgoing, [Ack(7, True, "stored")], state, 12) == (
+        2, 0, "answer_out_of_order")
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_memory_change_is_a_valid_wire_change(signed: bool) -> None:
+    memory_id = uuid.uuid4()
+    signature = MemorySignature(memory_id, 2, b"\x01" * 64, "ab" * 32, "dev:writer", AT,
+                                "peer_attested") if signed else None
+    payload = {"id": str(memory_id), "revision": 2, "author": "dev:owner",
+               "namespace": "team/notes", "title": "t", "content": "c", "tags": ["x"],
+               "metadata": {"k": 1}}
+    fields = memory_change("cortex-a", "memory.update", payload, signature, AT)
+    change = FederatedChange.model_validate({
+        **fields, "seq": 5, "expires_at": 1, "correlation_id": str(uuid.uuid4())})
+    assert (change.origin, change.home, change.revision) == ("cortex-a", "cortex-a", 2)
+    assert change.author == ("dev:writer" if signed else "dev:owner")
+    assert change.signed_at == 1_777_982_400_000
+    assert (change.signature is not None) is signed
+
+
+def test_link_change_names_its_ends_at_home() -> None:
+    link = LinkRow(uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), "related_to", AT, None, None,
+                   "dev:writer", b"\x02" * 64, AT, "team/a", "team/b")
+    fields = link_change("cortex-a", "link.create", link, AT)
+    change = FederatedChange.model_validate({
+        **fields, "seq": 1, "expires_at": 1, "correlation_id": str(uuid.uuid4())})
+    assert change.link is not None and change.link.src_home == "cortex-a"
+    assert change.signature is not None
