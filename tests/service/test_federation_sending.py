@@ -70,3 +70,29 @@ def test_link_change_names_its_ends_at_home() -> None:
         **fields, "seq": 1, "expires_at": 1, "correlation_id": str(uuid.uuid4())})
     assert change.link is not None and change.link.src_home == "cortex-a"
     assert change.signature is not None
+
+
+class _Loop:
+    def __init__(self) -> None:
+        self.woken = 0
+
+    def wake(self) -> None:
+        self.woken += 1
+
+
+async def _never(*_: object) -> list[Ack]:
+    raise AssertionError("not called")
+
+
+def test_new_events_wake_idle_senders_and_a_peers_batch_one_backing_off() -> None:
+    sender = FederationSender(None, ["b", "c"], _never, _never, SendSettings())  # type: ignore[arg-type]
+    idle, backing_off = _Loop(), _Loop()
+    sender._peers["b"].loop = idle  # type: ignore[assignment]
+    sender._peers["c"].loop = backing_off  # type: ignore[assignment]
+    sender._peers["c"].attempts = 3
+    sender.kick()
+    assert (idle.woken, backing_off.woken) == (1, 0)  # the backoff is kept
+    sender.heard_from("c")
+    sender.heard_from("b")
+    sender.heard_from("unknown")
+    assert (idle.woken, backing_off.woken) == (1, 1)  # c is up again: retry now

@@ -4,7 +4,8 @@
 deliverer (:mod:`.delivering`) reads the same outbox beside it and neither affects the other.
 
 One :class:`~attested_cortex.tasks.Loop` per peer, each with its own cursor
-(``federation_cursors``): a pass reads the outbox past the cursor, lets the injected
+(``federation_cursors``, read once, then kept in memory as it moves it): a pass reads the
+outbox past the cursor, lets the injected
 :data:`Encode` turn the events meant for the peer into wire changes (its ``send`` patterns,
 changes made here, signed fields looked up), numbers each with its outbox ``seq`` (strictly
 increasing, the same after a restart, so the receiver's high-water mark refuses a resend),
@@ -93,6 +94,8 @@ def delay(attempts: int, settings: SendSettings) -> float:
 @dataclass
 class _PeerState:
     attempts: int = 0
+    #: the cursor as this process last read or moved it (None: read it from the table)
+    cursor: int | None = None
     #: correlation ids of changes not yet acknowledged, by seq (kept across retries)
     ids: dict[int, uuid.UUID] = field(default_factory=dict)
     loop: tasks.Loop | None = None
@@ -161,10 +164,11 @@ class FederationSender:
         """One pass for ``peer``: read, send, move the cursor; the seconds to wait."""
         state, settings = self._peers[peer], self.settings
         async with self._db.connection() as conn:
-            if not await rows.present(conn):
-                return settings.poll_s * 12
-            cursor = await rows.cursor(conn, peer)
-            events = await outbox.after(conn, cursor, settings.batch)
+            if state.cursor is None:
+                if not await rows.present(conn):
+                    return settings.poll_s * 12
+                state.cursor = await rows.cursor(conn, peer)
+            events = await outbox.after(conn, state.cursor, settings.batch)
             outgoing = await self._encode(conn, peer, events) if events else []
         if not events:
             return settings.poll_s
@@ -172,6 +176,7 @@ class FederationSender:
         if not outgoing:
             async with self._db.transaction() as conn:
                 await rows.advance(conn, peer, last, 0)
+            state.cursor = last
             return 0.0
         expires = int((time.time() + settings.change_ttl_s) * 1000)
         wire = [{**o.change, "seq": o.seq, "expires_at": expires,
@@ -184,6 +189,7 @@ class FederationSender:
         to, sent, why = self._walk(outgoing, acks, state, last)
         async with self._db.transaction() as conn:
             await rows.advance(conn, peer, to, sent)
+        state.cursor = max(state.cursor or 0, to)
         for seq in [s for s in state.ids if s <= to]:
             del state.ids[seq]
         if why is not None:
