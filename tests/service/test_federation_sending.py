@@ -4,14 +4,18 @@ tests/server/test_federation_outbound.py."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
 
+from attested_cortex.errors import NotReadyError
 from attested_cortex.service.resources.federation_outbound import link_change, memory_change
 from attested_cortex.service.resources.federation_wire import FederatedChange
 from attested_cortex.service.workers.federation_sending import (
+    BATCH_REFUSED,
     Ack,
     FederationSender,
     Outgoing,
@@ -20,6 +24,7 @@ from attested_cortex.service.workers.federation_sending import (
     delay,
 )
 from attested_cortex.store.federation_sending import LinkRow
+from attested_cortex.store.outbox import Stored
 from attested_cortex.store.signatures import MemorySignature
 
 AT = datetime(2026, 5, 5, 12, 0, tzinfo=UTC)
@@ -96,3 +101,59 @@ def test_new_events_wake_idle_senders_and_a_peers_batch_one_backing_off() -> Non
     sender.heard_from("b")
     sender.heard_from("unknown")
     assert (idle.woken, backing_off.woken) == (1, 1)  # c is up again: retry now
+
+
+class _Db:
+    """Connections that are never used: the store calls are replaced."""
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[None]:
+        yield None
+
+    transaction = connection
+
+
+async def test_a_batch_refused_as_too_large_is_halved(monkeypatch: pytest.MonkeyPatch) -> None:
+    from attested_cortex.service.workers import federation_sending as module
+
+    held = [Stored(seq, "post_store", f"memory:{seq}", "team/a", {}, AT) for seq in range(1, 9)]
+    moved: list[int] = []
+
+    async def after(_: object, cursor: int, limit: int) -> list[Stored]:
+        return [e for e in held if e.seq > cursor][:limit]
+
+    async def advance(_: object, __: str, to: int, ___: int) -> None:
+        moved.append(to)
+
+    async def nothing(*_: object) -> None:
+        return None
+
+    async def present(_: object) -> bool:
+        return True
+
+    async def cursor(*_: object) -> int:
+        return 0
+
+    monkeypatch.setattr(module.outbox, "after", after)
+    monkeypatch.setattr(module.rows, "advance", advance)
+    monkeypatch.setattr(module.rows, "failed", nothing)
+    monkeypatch.setattr(module.rows, "present", present)
+    monkeypatch.setattr(module.rows, "cursor", cursor)
+
+    async def encode(_: object, __: str, events: list[Stored]) -> list[Outgoing]:
+        return [Outgoing(e.seq, {}) for e in events]
+
+    sizes: list[int] = []
+
+    async def transport(_: str, changes: list[dict[str, object]]) -> list[Ack]:
+        sizes.append(len(changes))
+        if len(changes) > 2:  # the peer takes at most 2 a batch
+            raise NotReadyError("too many", code=BATCH_REFUSED)
+        return [Ack(int(str(c["seq"])), True, "stored") for c in changes]
+
+    sender = FederationSender(_Db(), ["b"], encode, transport,  # type: ignore[arg-type]
+                              SendSettings(batch=8))
+    for _ in range(6):
+        await sender.send_once("b")
+    assert sizes[:3] == [8, 4, 2]  # refused, refused, then sent
+    assert moved[0] == 2 and 8 in moved  # nothing lost: the backlog drains

@@ -25,6 +25,7 @@ from attested_cortex.service.pipeline.context import Services
 from attested_cortex.service.resources.federation_outbound import encoder
 from attested_cortex.service.resources.federation_wire import BatchResult, ChangeBatch
 from attested_cortex.service.workers.federation_sending import (
+    BATCH_REFUSED,
     Ack,
     FederationSender,
     SendSettings,
@@ -63,6 +64,9 @@ class PeerClient:
         except aiohttp.ClientError as exc:
             raise NotReadyError(f"peer {peer} unreachable: {type(exc).__name__}",
                                 code="peer_unreachable") from exc
+        if status in (400, 413):
+            raise NotReadyError(f"peer {peer} refused a batch of {len(changes)}: {status}",
+                                code=BATCH_REFUSED)
         if status != 200:
             raise NotReadyError(f"peer {peer} answered {status}", code="peer_refused")
         result = BatchResult.model_validate_json(text)

@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 
 #: The outbox's NOTIFY channel (migration 0038).
 CHANNEL = "cortex_outbox"
+#: The error code a :data:`Transport` raises when the peer refused the batch as a whole
+#: (400, 413: more changes or bytes than it takes): the next attempt sends half as many.
+BATCH_REFUSED = "peer_refused_batch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,9 @@ class _PeerState:
     attempts: int = 0
     #: the cursor as this process last read or moved it (None: read it from the table)
     cursor: int | None = None
+    #: changes per batch now: halved when the peer refuses a batch as too large (its
+    #: ``max_changes_per_batch`` or body limit below ours), kept while the process runs
+    limit: int | None = None
     #: correlation ids of changes not yet acknowledged, by seq (kept across retries)
     ids: dict[int, uuid.UUID] = field(default_factory=dict)
     loop: tasks.Loop | None = None
@@ -168,7 +174,7 @@ class FederationSender:
                 if not await rows.present(conn):
                     return settings.poll_s * 12
                 state.cursor = await rows.cursor(conn, peer)
-            events = await outbox.after(conn, state.cursor, settings.batch)
+            events = await outbox.after(conn, state.cursor, state.limit or settings.batch)
             outgoing = await self._encode(conn, peer, events) if events else []
         if not events:
             return settings.poll_s
@@ -185,6 +191,8 @@ class FederationSender:
         try:
             acks = await self._transport(peer, wire)
         except (CortexError, OSError, TimeoutError, ValueError) as exc:
+            if isinstance(exc, CortexError) and exc.code == BATCH_REFUSED:
+                state.limit = max(1, len(events) // 2)
             return await self._failed(peer, state, f"no answer: {type(exc).__name__}")
         to, sent, why = self._walk(outgoing, acks, state, last)
         async with self._db.transaction() as conn:
