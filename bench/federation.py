@@ -17,8 +17,8 @@ published keyring and stored through its pipeline.
   schedule): cortex c is cut off for ``PARTITION_S`` (120 s) while all three write, each a
   signed store a second and every fifth second an update of one memory of its own, then
   healed: seconds until all converge, lost and duplicated changes (an update applied out of
-  order counts as one), and the catch-up throughput: changes committed per second at c while
-  it drains the backlogs of a and b (first to last commit after the heal).
+  order counts as one), and the catch-up throughput: per sender (a, b), objects committed per
+  second at c while it drains that backlog (its first to last commit after the heal).
 
 Run alone: ``python -m bench.federation`` (``BENCH_FEDERATION_SIZES=3,5``,
 ``BENCH_FEDERATION_PARTITION_S=20`` for a short run). ADR 0132 and docs/federation.md read it.
@@ -241,15 +241,17 @@ async def partition_run(nodes: dict[str, Node],
             proxy.heal()
         converged_s = await converge(nodes)
     final = gaps(nodes)
-    caught = _rows(nodes["c"].dsn, "SELECT count(*), min(updated_at), max(updated_at) FROM "
-                   "federation_objects WHERE updated_at > %s", healed_at)[0]
-    count, first, last = int(caught[0]), caught[1], caught[2]
-    span = (last - first).total_seconds() if count > 1 else 0.0
+    drains = {}
+    for home, count, first, last in _rows(
+            nodes["c"].dsn, "SELECT home, count(*), min(updated_at), max(updated_at) FROM "
+            "federation_objects WHERE updated_at > %s GROUP BY home", healed_at):
+        span = (last - first).total_seconds()
+        drains[home] = {"objects": int(count), "seconds": round(span, 2),
+                        "per_second": round(int(count) / span, 1) if span > 0 else None}
     return {"cortexes": 3, "partition_s": PARTITION_S, "changes_made": sum(changes),
             "behind_at_heal": behind, "converged_after_heal_s": round(converged_s, 2),
             "lost_or_duplicated": sum(final.values()),
-            "catch_up": {"objects_at_c": count, "seconds": round(span, 2),
-                         "changes_per_second": round(count / span, 1) if span else None},
+            "catch_up_at_c": drains,
             "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 

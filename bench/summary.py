@@ -774,10 +774,11 @@ def federation_rows(d: dict[str, Any]) -> list[Row]:
     if part:
         rows.append((
             f"3 cortexes, c cut off {part.get('partition_s')} s while all write, healed: "
-            "converged after (s); lost or duplicated; catch-up at c (objects/s)",
+            "converged after (s); lost or duplicated; catch-up at c from a / b (objects/s)",
             f"{_fmt(part.get('converged_after_heal_s'), ' s')}; "
             f"{_fmt(part.get('lost_or_duplicated'))} of {_fmt(part.get('changes_made'))}; "
-            f"{_fmt(_get(part, 'catch_up', 'changes_per_second'), ' /s')}; {_load(part)}",
+            f"{_fmt(_get(part, 'catch_up_at_c', 'a', 'per_second'))} / "
+            f"{_fmt(_get(part, 'catch_up_at_c', 'b', 'per_second'), ' /s')}; {_load(part)}",
             "0 lost or duplicated"))
     return rows
 

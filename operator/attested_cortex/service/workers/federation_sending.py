@@ -102,6 +102,10 @@ class _PeerState:
     #: changes per batch now: halved when the peer refuses a batch as too large (its
     #: ``max_changes_per_batch`` or body limit below ours), kept while the process runs
     limit: int | None = None
+    #: when the cursor was last written after skipping events not for the peer
+    #: (monotonic s), and whether a skip since is only in memory
+    saved_at: float = 0.0
+    dirty: bool = False
     #: correlation ids of changes not yet acknowledged, by seq (kept across retries)
     ids: dict[int, uuid.UUID] = field(default_factory=dict)
     loop: tasks.Loop | None = None
@@ -177,12 +181,18 @@ class FederationSender:
             events = await outbox.after(conn, state.cursor, state.limit or settings.batch)
             outgoing = await self._encode(conn, peer, events) if events else []
         if not events:
+            if state.dirty:  # idle: write the cursor the skips left in memory
+                await self._save(peer, state)
             return settings.poll_s
         last = events[-1].seq
         if not outgoing:
-            async with self._db.transaction() as conn:
-                await rows.advance(conn, peer, last, 0)
+            # Nothing for this peer (most often: a change another peer sent us). The cursor
+            # moves in memory and is written at most every poll_s: after a restart the
+            # events are read and skipped again, at no cost to the peer.
             state.cursor = last
+            state.dirty = True
+            if time.monotonic() - state.saved_at >= settings.poll_s:
+                await self._save(peer, state)
             return 0.0
         expires = int((time.time() + settings.change_ttl_s) * 1000)
         wire = [{**o.change, "seq": o.seq, "expires_at": expires,
@@ -197,7 +207,7 @@ class FederationSender:
         to, sent, why = self._walk(outgoing, acks, state, last)
         async with self._db.transaction() as conn:
             await rows.advance(conn, peer, to, sent)
-        state.cursor = max(state.cursor or 0, to)
+        state.cursor, state.dirty = max(state.cursor or 0, to), False
         for seq in [s for s in state.ids if s <= to]:
             del state.ids[seq]
         if why is not None:
@@ -219,6 +229,11 @@ class FederationSender:
                     state.ids.pop(change.seq, None)  # a fresh copy next time
                 return change.seq - 1, index, ack.status
         return last, len(outgoing), None
+
+    async def _save(self, peer: str, state: _PeerState) -> None:
+        async with self._db.transaction() as conn:
+            await rows.advance(conn, peer, state.cursor or 0, 0)
+        state.saved_at, state.dirty = time.monotonic(), False
 
     async def _failed(self, peer: str, state: _PeerState, why: str) -> float:
         state.attempts += 1
