@@ -21,6 +21,7 @@ from attested_cortex.service.workers.federation_sending import (
     Outgoing,
     SendSettings,
     _PeerState,
+    correlation_id,
     delay,
 )
 from attested_cortex.store.federation_sending import LinkRow
@@ -43,7 +44,7 @@ def test_batch_cut_at_the_first_change_not_accepted() -> None:
     assert 7 in state.ids  # the same correlation id on the retry
     assert FederationSender._walk(outgoing, [Ack(3, True, "stored"), Ack(7, False, "expired")],
                                   state, 12) == (6, 1, "expired")
-    assert 7 not in state.ids  # an expired change is sent as a fresh copy
+    assert 7 not in state.ids and state.copies[7] == 1  # sent again as a fresh copy
     done = [Ack(s, True, "duplicate") for s in (3, 7, 9)]
     assert FederationSender._walk(outgoing, done, state, 12) == (12, 3, None)
     assert FederationSender._walk(outgoing, [Ack(7, True, "stored")], state, 12) == (
@@ -157,3 +158,15 @@ async def test_a_batch_refused_as_too_large_is_halved(monkeypatch: pytest.Monkey
         await sender.send_once("b")
     assert sizes[:3] == [8, 4, 2]  # refused, refused, then sent
     assert moved[0] == 2 and 8 in moved  # nothing lost: the backlog drains
+
+
+def test_correlation_ids_are_v4_and_the_same_in_every_replica() -> None:
+    first = correlation_id("a", "b", 41, 0)
+    assert first.version == 4 and first == correlation_id("a", "b", 41, 0)
+    others = {correlation_id("a", "b", 41, 1), correlation_id("a", "c", 41, 0),
+              correlation_id("a", "b", 42, 0), correlation_id("x", "b", 41, 0)}
+    assert first not in others and len(others) == 4
+    FederatedChange.model_validate({  # the receiver's validator takes it
+        "correlation_id": str(first), "seq": 41, "origin": "a", "revision": 1,
+        "kind": "memory.delete", "home": "a", "object_id": str(uuid.uuid4()),
+        "author": "dev:w", "signed_at": 0, "expires_at": 0})

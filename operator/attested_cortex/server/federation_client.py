@@ -98,5 +98,5 @@ def sender_from(settings: FederationSettings, cortex_id: str, services: Services
     client = PeerClient(settings, cortex_id)
     encode = encoder(cortex_id, {p.name: p.send for p in peers}, services.sealer)
     sender = FederationSender(services.db, [p.name for p in peers], encode, client.post,
-                              send_settings(settings))
+                              send_settings(settings), origin=cortex_id)
     return sender, client

@@ -9,8 +9,9 @@ outbox past the cursor, lets the injected
 :data:`Encode` turn the events meant for the peer into wire changes (its ``send`` patterns,
 changes made here, signed fields looked up), numbers each with its outbox ``seq`` (strictly
 increasing, the same after a restart, so the receiver's high-water mark refuses a resend),
-gives it a correlation id (a UUIDv4 kept across the retries of this process) and an
-``expires_at``, and POSTs the batch through the injected :data:`Transport` (mTLS, bounded).
+gives it a correlation id (:func:`correlation_id`, the same for every retry, replica and
+restart) and an ``expires_at``, and POSTs the batch through the injected
+:data:`Transport` (mTLS, bounded).
 
 The receiver answers per change after its commit. The cursor moves past every change
 answered ``accepted`` up to the first one that is not (``retry``, ``expired``: re-sent as
@@ -24,6 +25,7 @@ New events wake an idle peer's loop through the outbox's NOTIFY, never one backi
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 import uuid
@@ -94,6 +96,16 @@ def delay(attempts: int, settings: SendSettings) -> float:
     return min(grown, settings.backoff_max_s)
 
 
+def correlation_id(origin: str, peer: str, seq: int, copy: int) -> uuid.UUID:
+    """The correlation id of a change: a UUID of version 4 whose 122 free bits come from
+    SHA-256 of (origin, peer, seq, copy) rather than from a random source, so every replica
+    of this cortex and every restart sends a change with the same id, and the receiver's
+    idempotency key (``federation:<id>``) collapses the copies two replicas send at once
+    (ADR 0132). ``copy`` counts the ``expired`` answers: a fresh copy gets a fresh id."""
+    digest = hashlib.sha256(f"{origin}\n{peer}\n{seq}\n{copy}".encode()).digest()
+    return uuid.UUID(bytes=digest[:16], version=4)
+
+
 @dataclass
 class _PeerState:
     attempts: int = 0
@@ -108,6 +120,8 @@ class _PeerState:
     dirty: bool = False
     #: correlation ids of changes not yet acknowledged, by seq (kept across retries)
     ids: dict[int, uuid.UUID] = field(default_factory=dict)
+    #: how many times a change was answered ``expired`` (its next copy's id differs)
+    copies: dict[int, int] = field(default_factory=dict)
     loop: tasks.Loop | None = None
 
 
@@ -115,8 +129,9 @@ class FederationSender:
     """The per-peer send loops and the outbox listener."""
 
     def __init__(self, db: Database, peers: Sequence[str], encode: Encode,
-                 transport: Transport, settings: SendSettings) -> None:
+                 transport: Transport, settings: SendSettings, *, origin: str = "") -> None:
         self._db = db
+        self._origin = origin
         self._encode = encode
         self._transport = transport
         self.settings = settings
@@ -196,7 +211,8 @@ class FederationSender:
             return 0.0
         expires = int((time.time() + settings.change_ttl_s) * 1000)
         wire = [{**o.change, "seq": o.seq, "expires_at": expires,
-                 "correlation_id": str(state.ids.setdefault(o.seq, uuid.uuid4()))}
+                 "correlation_id": str(state.ids.setdefault(o.seq, correlation_id(
+                     self._origin, peer, o.seq, state.copies.get(o.seq, 0))))}
                 for o in outgoing]
         try:
             acks = await self._transport(peer, wire)
@@ -210,6 +226,7 @@ class FederationSender:
         state.cursor, state.dirty = max(state.cursor or 0, to), False
         for seq in [s for s in state.ids if s <= to]:
             del state.ids[seq]
+            state.copies.pop(seq, None)
         if why is not None:
             return await self._failed(peer, state, why)
         state.attempts = 0
@@ -227,6 +244,7 @@ class FederationSender:
             if not ack.accepted:
                 if ack.status == "expired":
                     state.ids.pop(change.seq, None)  # a fresh copy next time
+                    state.copies[change.seq] = state.copies.get(change.seq, 0) + 1
                 return change.seq - 1, index, ack.status
         return last, len(outgoing), None
 
