@@ -14,7 +14,8 @@ from bench.summary import write_performance
 
 AREAS = ("hooks", "attest", "recall", "embedders", "policy", "kg", "operator", "recovery",
          "quality", "transcripts", "mcp", "backup", "ha", "writes", "encryption", "audit",
-         "spoke_memory", "peer", "longmemeval", "audit_tree", "tiers", "subscriptions")
+         "spoke_memory", "peer", "longmemeval", "audit_tree", "tiers", "subscriptions",
+         "federation")
 
 
 def main(argv: list[str]) -> int:

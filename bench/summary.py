@@ -758,6 +758,31 @@ def subscriptions_rows(d: dict[str, Any]) -> list[Row]:
     ]
 
 
+def federation_rows(d: dict[str, Any]) -> list[Row]:
+    """bench/federation.py: ACK latency per mesh size, the partition's outcome."""
+    rows: list[Row] = []
+    for size, run in sorted((d.get("latency") or {}).items(), key=lambda x: int(x[0])):
+        rows.append((
+            f"ACK latency, {size} cortexes in a full mesh (mTLS, signed stores, "
+            f"{run.get('rate_per_s')}/s round-robin): origin write -> receiver commit "
+            "(the ACK leaves with it), p50 / p95; load average",
+            f"{_fmt(_get(run, 'ack_latency_ms', 'p50'))} / "
+            f"{_fmt(_get(run, 'ack_latency_ms', 'p95'), ' ms')} "
+            f"({_fmt(run.get('receiver_commits'))} commits); {_load(run)}",
+            f"p95 <= {run.get('target_p95_ms')} ms"))
+    part = d.get("partition") or {}
+    if part:
+        rows.append((
+            f"3 cortexes, c cut off {part.get('partition_s')} s while all write, healed: "
+            "converged after (s); lost or duplicated; catch-up at c from a / b (objects/s)",
+            f"{_fmt(part.get('converged_after_heal_s'), ' s')}; "
+            f"{_fmt(part.get('lost_or_duplicated'))} of {_fmt(part.get('changes_made'))}; "
+            f"{_fmt(_get(part, 'catch_up_at_c', 'a', 'per_second'))} / "
+            f"{_fmt(_get(part, 'catch_up_at_c', 'b', 'per_second'), ' /s')}; {_load(part)}",
+            "0 lost or duplicated"))
+    return rows
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "recall": recall_rows, "embedders": embedders_rows, "quality": quality_rows,
     "policy": policy_rows, "kg": kg_rows,
@@ -767,6 +792,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "encryption": encryption_rows, "audit": audit_rows, "spoke_memory": spoke_memory_rows,
     "peer": peer_rows, "longmemeval": longmemeval_rows, "audit_tree": audit_tree_rows,
     "tiers": tiers_rows, "subscriptions": subscriptions_rows,
+    "federation": federation_rows,
 }
 
 

@@ -62,11 +62,12 @@ class Served:
 
 
 @contextmanager
-def serve(dsn: str, workdir: Path, *extra: str,
-          tls: ssl.SSLContext | None = None) -> Iterator[Served]:
-    """Run ``cortexctl serve`` on a free loopback port until the block ends; ``tls``: it
-    serves HTTPS (its settings in ``extra``), verified with this client context."""
-    port = free_port()
+def serve(dsn: str, workdir: Path, *extra: str, tls: ssl.SSLContext | None = None,
+          port: int | None = None) -> Iterator[Served]:
+    """Run ``cortexctl serve`` on a free loopback port (or ``port``, chosen beforehand so
+    peers can be configured with it) until the block ends; ``tls``: it serves HTTPS (its
+    settings in ``extra``), verified with this client context."""
+    port = port or free_port()
     base = f"{'https' if tls is not None else 'http'}://127.0.0.1:{port}"
     log = workdir / f"serve-{port}.log"
     with log.open("wb") as sink:

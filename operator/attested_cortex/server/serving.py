@@ -23,6 +23,7 @@ from attested_cortex.server.assembling import open_services
 from attested_cortex.server.configuring import build_auth
 from attested_cortex.server.connections import CortexRunner
 from attested_cortex.server.federating import bundles_of, federation_from
+from attested_cortex.server.federation_client import sender_from
 from attested_cortex.server.routes import federation
 from attested_cortex.server.settings import ServerSettings, split_listen
 from attested_cortex.server.tls import ReloadingTls
@@ -57,8 +58,13 @@ async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = 
            if settings.tls is not None else None)
     async with AsyncExitStack() as stack:
         services = await open_services(settings, stack)
-        federated = None if settings.federation is None else federation.Served(
-            federation_from(settings.federation, services), bundles_of(settings.federation))
+        federated, sending = None, None
+        if settings.federation is not None:
+            fed = federation_from(settings.federation, services)
+            sending = sender_from(settings.federation, fed.cortex_id, services)
+            federated = federation.Served(
+                fed, bundles_of(settings.federation),
+                heard_from=sending[0].heard_from if sending is not None else None)
         app = build_app(services, auth=auth, federated=federated)
         runner = CortexRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
@@ -71,6 +77,11 @@ async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = 
             log.info("listening", extra={"address": f"{scheme}://{address}", "auth": auth.mode})
         if tls is not None:
             stack.push_async_callback(_cancel, asyncio.create_task(tls.watch()))
+        if sending is not None:  # after listening: nothing of it commits during start-up
+            sender, client = sending
+            stack.push_async_callback(client.aclose)
+            sender.start(settings.database_url)
+            stack.push_async_callback(sender.aclose)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

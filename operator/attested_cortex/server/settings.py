@@ -393,6 +393,16 @@ class FederationSettings(BaseModel):
     #: How long a fetched peer keyring is trusted before it is fetched again.
     keyring_ttl_seconds: float = Field(60.0, ge=1, le=86_400)
     max_changes_per_batch: int = Field(500, ge=1, le=10_000)
+    #: Outbound (ADR 0132): changes per batch sent to a peer, the retry schedule (1, 5,
+    #: 25 s, then doubling up to the cap), the bound on one request, how long a sent change
+    #: stays valid (``expires_at``) and how often an idle sender looks without a NOTIFY.
+    send_batch: int = Field(100, ge=1, le=10_000)
+    retry_seconds: list[float] = Field(default_factory=lambda: [1.0, 5.0, 25.0],
+                                       min_length=1, max_length=10)
+    backoff_max_seconds: float = Field(60.0, gt=0, le=3600)
+    request_timeout_seconds: float = Field(30.0, gt=0, le=600)
+    change_ttl_seconds: float = Field(60.0, ge=1, le=86_400)
+    poll_seconds: float = Field(5.0, gt=0, le=600)
 
     @model_validator(mode="after")
     def _unique_peers(self) -> FederationSettings:

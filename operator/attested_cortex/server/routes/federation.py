@@ -14,6 +14,7 @@ Without ``federation`` configured the first two answer 404.
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,8 @@ class Served:
 
     federation: Federation
     bundles: dict[str, str]
+    #: Told when a peer's batch arrives (the outbound sender retries that peer at once).
+    heard_from: Callable[[str], None] | None = None
 
 
 FEDERATION_KEY = web.AppKey("cortex_federation", Served)
@@ -74,6 +77,8 @@ async def receive_changes(request: web.Request) -> web.Response:
     served, svc = _served(request), state(request).services
     peer = authenticate_peer(served.federation, served.bundles,
                              request.headers.get(PEER_HEADER), _client_certificate(request))
+    if served.heard_from is not None:
+        served.heard_from(peer.name)
     batch = await read_model(request, ChangeBatch, max_bytes=svc.limits.max_import_bytes)
     answer = await federation.receive(svc, served.federation, peer, batch)
     return web.json_response(answer.model_dump(mode="json"))

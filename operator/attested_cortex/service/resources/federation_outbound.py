@@ -1,0 +1,135 @@
+"""What this cortex sends a peer: its outbox events as federation wire changes (issue 42,
+docs/federation.md, docs/adr/0132). The encoder the sender
+(:mod:`attested_cortex.service.workers.federation_sending`) is built with; every change is
+checked by the one wire model (:class:`.federation_wire.FederatedChange`) before it leaves.
+
+Sent to a peer: the memory stores, updates and deletes whose namespace matches the peer's
+``send`` patterns, and the links (create, invalidate) whose two ends do, made here:
+``origin`` and ``home`` are this cortex, ``revision`` the memory's (a link: 1, its
+invalidation 2). An object this cortex received from a peer is not sent on (ADR 0132: no
+relaying; a change never travels back to its origin). A store or update carries the
+signature its agent sent with the write (``memory_signatures`` of that revision, its key
+fingerprint, its ``signed_at``); a link the one it was created with. A write that was not
+signed (and a delete or an invalidation, which the local API does not take signed yet) goes
+unsigned: the receiver quarantines it, which tells its administrator (ADR 0122).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from attested_cortex.attest.payloads import to_unix_ms
+from attested_cortex.policy.patterns import matches, parse_pattern
+from attested_cortex.service.pipeline.outboxing import opened
+from attested_cortex.service.resources.federation_wire import ChangeKind, FederatedChange
+from attested_cortex.service.workers.federation_sending import Encode, Outgoing
+from attested_cortex.store import federation_sending as rows
+from attested_cortex.store.database import Conn
+from attested_cortex.store.outbox import Stored
+from attested_cortex.store.signatures import MemorySignature
+
+log = logging.getLogger(__name__)
+
+#: The outbox events federation sends, as wire kinds.
+KINDS: Final[dict[str, ChangeKind]] = {
+    "post_store": "memory.store", "post_update": "memory.update",
+    "post_delete": "memory.delete", "post_link": "link.create",
+    "post_invalidate": "link.invalidate"}
+#: Placeholders the sender replaces per attempt (checked with the model, then dropped).
+_PER_ATTEMPT: Final = {"correlation_id": "00000000-0000-4000-8000-000000000000", "seq": 1,
+                       "expires_at": 0}
+
+
+def _ms(value: datetime) -> int:
+    return to_unix_ms(value)
+
+
+def _b64(value: bytes | None) -> str | None:
+    return None if value is None else base64.b64encode(value).decode("ascii")
+
+
+def memory_change(cortex: str, kind: ChangeKind, payload: Mapping[str, Any],
+                  signature: MemorySignature | None, created_at: datetime) -> dict[str, Any]:
+    """The wire fields of a memory change made here (pure)."""
+    fields: dict[str, Any] = {
+        "origin": cortex, "home": cortex, "kind": kind, "object_id": payload["id"],
+        "revision": int(payload["revision"]),
+        "author": signature.signed_by if signature else payload["author"],
+        "signed_at": _ms(signature.signed_at if signature else created_at),
+        "signature": _b64(signature.signature) if signature else None,
+        "key_fingerprint": signature.key_fingerprint if signature else None}
+    if kind != "memory.delete":
+        fields["memory"] = {k: payload[k] for k in ("namespace", "title", "content", "tags",
+                                                    "metadata")}
+    return fields
+
+
+def link_change(cortex: str, kind: ChangeKind, link: rows.LinkRow,
+                created_at: datetime) -> dict[str, Any]:
+    """The wire fields of a link change made here (pure); only a creation is signed."""
+    create = kind == "link.create"
+    until = link.asserted_until if create else link.valid_until
+    return {
+        "origin": cortex, "home": cortex, "kind": kind, "object_id": str(link.id),
+        "revision": 1 if create else 2, "author": link.observed_by,
+        "signed_at": _ms(link.signed_at if create and link.signed_at else created_at),
+        "signature": _b64(link.signature) if create else None, "key_fingerprint": None,
+        "link": {"src_home": cortex, "src_id": str(link.src_id), "dst_home": cortex,
+                 "dst_id": str(link.dst_id), "relation": link.relation,
+                 "valid_from": _ms(link.valid_from),
+                 "valid_until": None if until is None else _ms(until)}}
+
+
+def encoder(cortex: str, send: Mapping[str, Sequence[str]], sealer: Any) -> Encode:
+    """The :data:`Encode` of this cortex: ``send`` maps each peer to its patterns."""
+    patterns = {peer: tuple(parse_pattern(p) for p in ps) for peer, ps in send.items()}
+
+    def wanted(peer: str, namespace: str | None) -> bool:
+        return namespace is not None and any(matches(p, namespace) for p in patterns[peer])
+
+    async def encode(conn: Conn, peer: str, events: Sequence[Stored]) -> list[Outgoing]:
+        chosen = [(e, KINDS[e.event]) for e in events if e.event in KINDS
+                  and (e.event in ("post_link", "post_invalidate") or wanted(peer, e.namespace))]
+        if not chosen:
+            return []
+        payloads = {e.seq: opened(sealer, e.payload) for e, _ in chosen}
+        ids = [uuid.UUID(p["id"]) for p in payloads.values()]
+        link_rows = await rows.links(conn, [uuid.UUID(payloads[e.seq]["id"]) for e, k in chosen
+                                            if k.startswith("link.")])
+        ends = {i for link in link_rows.values() for i in (link.src_id, link.dst_id)}
+        held = await rows.imported(conn, [*ids, *ends])
+        signed = await rows.signatures(conn, [
+            (uuid.UUID(payloads[e.seq]["id"]), int(payloads[e.seq]["revision"]))
+            for e, k in chosen if k in ("memory.store", "memory.update")])
+        out: list[Outgoing] = []
+        for event, kind in chosen:
+            payload, object_id = payloads[event.seq], uuid.UUID(payloads[event.seq]["id"])
+            if object_id in held:
+                continue
+            if kind.startswith("link."):
+                link = link_rows.get(object_id)
+                if link is None or link.src_id in held or link.dst_id in held or not (
+                        wanted(peer, link.src_namespace)
+                        and wanted(peer, link.dst_namespace)):
+                    continue
+                fields = link_change(cortex, kind, link, event.created_at)
+            else:
+                fields = memory_change(cortex, kind, payload, signed.get(
+                    (object_id, int(payload["revision"]))), event.created_at)
+            try:
+                FederatedChange.model_validate({**fields, **_PER_ATTEMPT})
+            except ValidationError as exc:  # never expected: the API checked the same fields
+                log.warning("federation: event %d cannot be sent (%d errors); skipped",
+                            event.seq, exc.error_count())
+                continue
+            out.append(Outgoing(event.seq, fields))
+        return out
+
+    return encode

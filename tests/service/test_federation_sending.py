@@ -1,0 +1,172 @@
+"""The outbound sender's schedule and its reading of a batch's answers (ADR 0132): pure, no
+service. The whole path (real servers, mTLS, a partition) is
+tests/server/test_federation_outbound.py."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+
+from attested_cortex.errors import NotReadyError
+from attested_cortex.service.resources.federation_outbound import link_change, memory_change
+from attested_cortex.service.resources.federation_wire import FederatedChange
+from attested_cortex.service.workers.federation_sending import (
+    BATCH_REFUSED,
+    Ack,
+    FederationSender,
+    Outgoing,
+    SendSettings,
+    _PeerState,
+    correlation_id,
+    delay,
+)
+from attested_cortex.store.federation_sending import LinkRow
+from attested_cortex.store.outbox import Stored
+from attested_cortex.store.signatures import MemorySignature
+
+AT = datetime(2026, 5, 5, 12, 0, tzinfo=UTC)
+
+
+def test_retries_wait_1_5_25_then_double_to_the_cap() -> None:
+    settings = SendSettings()
+    assert [delay(n, settings) for n in range(1, 8)] == [1, 5, 25, 50, 60, 60, 60]
+
+
+def test_batch_cut_at_the_first_change_not_accepted() -> None:
+    outgoing = [Outgoing(seq, {}) for seq in (3, 7, 9)]
+    state = _PeerState(ids={3: uuid.uuid4(), 7: uuid.uuid4(), 9: uuid.uuid4()})
+    acks = [Ack(3, True, "stored"), Ack(7, False, "retry"), Ack(9, False, "retry")]
+    assert FederationSender._walk(outgoing, acks, state, 12) == (6, 1, "retry")
+    assert 7 in state.ids  # the same correlation id on the retry
+    assert FederationSender._walk(outgoing, [Ack(3, True, "stored"), Ack(7, False, "expired")],
+                                  state, 12) == (6, 1, "expired")
+    assert 7 not in state.ids and state.copies[7] == 1  # sent again as a fresh copy
+    done = [Ack(s, True, "duplicate") for s in (3, 7, 9)]
+    assert FederationSender._walk(outgoing, done, state, 12) == (12, 3, None)
+    assert FederationSender._walk(outgoing, [Ack(7, True, "stored")], state, 12) == (
+        2, 0, "answer_out_of_order")
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_memory_change_is_a_valid_wire_change(signed: bool) -> None:
+    memory_id = uuid.uuid4()
+    signature = MemorySignature(memory_id, 2, b"\x01" * 64, "ab" * 32, "dev:writer", AT,
+                                "peer_attested") if signed else None
+    payload = {"id": str(memory_id), "revision": 2, "author": "dev:owner",
+               "namespace": "team/notes", "title": "t", "content": "c", "tags": ["x"],
+               "metadata": {"k": 1}}
+    fields = memory_change("cortex-a", "memory.update", payload, signature, AT)
+    change = FederatedChange.model_validate({
+        **fields, "seq": 5, "expires_at": 1, "correlation_id": str(uuid.uuid4())})
+    assert (change.origin, change.home, change.revision) == ("cortex-a", "cortex-a", 2)
+    assert change.author == ("dev:writer" if signed else "dev:owner")
+    assert change.signed_at == 1_777_982_400_000
+    assert (change.signature is not None) is signed
+
+
+def test_link_change_names_its_ends_at_home() -> None:
+    link = LinkRow(uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), "related_to", AT, None, None,
+                   "dev:writer", b"\x02" * 64, AT, "team/a", "team/b")
+    fields = link_change("cortex-a", "link.create", link, AT)
+    change = FederatedChange.model_validate({
+        **fields, "seq": 1, "expires_at": 1, "correlation_id": str(uuid.uuid4())})
+    assert change.link is not None and change.link.src_home == "cortex-a"
+    assert change.signature is not None
+
+
+class _Loop:
+    def __init__(self) -> None:
+        self.woken = 0
+
+    def wake(self) -> None:
+        self.woken += 1
+
+
+async def _never(*_: object) -> list[Ack]:
+    raise AssertionError("not called")
+
+
+def test_new_events_wake_idle_senders_and_a_peers_batch_one_backing_off() -> None:
+    sender = FederationSender(None, ["b", "c"], _never, _never, SendSettings())  # type: ignore[arg-type]
+    idle, backing_off = _Loop(), _Loop()
+    sender._peers["b"].loop = idle  # type: ignore[assignment]
+    sender._peers["c"].loop = backing_off  # type: ignore[assignment]
+    sender._peers["c"].attempts = 3
+    sender.kick()
+    assert (idle.woken, backing_off.woken) == (1, 0)  # the backoff is kept
+    sender.heard_from("c")
+    sender.heard_from("b")
+    sender.heard_from("unknown")
+    assert (idle.woken, backing_off.woken) == (1, 1)  # c is up again: retry now
+
+
+class _Db:
+    """Connections that are never used: the store calls are replaced."""
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[None]:
+        yield None
+
+    transaction = connection
+
+
+async def test_a_batch_refused_as_too_large_is_halved(monkeypatch: pytest.MonkeyPatch) -> None:
+    from attested_cortex.service.workers import federation_sending as module
+
+    held = [Stored(seq, "post_store", f"memory:{seq}", "team/a", {}, AT) for seq in range(1, 9)]
+    moved: list[int] = []
+
+    async def after(_: object, cursor: int, limit: int) -> list[Stored]:
+        return [e for e in held if e.seq > cursor][:limit]
+
+    async def advance(_: object, __: str, to: int, ___: int) -> None:
+        moved.append(to)
+
+    async def nothing(*_: object) -> None:
+        return None
+
+    async def present(_: object) -> bool:
+        return True
+
+    async def cursor(*_: object) -> int:
+        return 0
+
+    monkeypatch.setattr(module.outbox, "after", after)
+    monkeypatch.setattr(module.rows, "advance", advance)
+    monkeypatch.setattr(module.rows, "failed", nothing)
+    monkeypatch.setattr(module.rows, "present", present)
+    monkeypatch.setattr(module.rows, "cursor", cursor)
+
+    async def encode(_: object, __: str, events: list[Stored]) -> list[Outgoing]:
+        return [Outgoing(e.seq, {}) for e in events]
+
+    sizes: list[int] = []
+
+    async def transport(_: str, changes: list[dict[str, object]]) -> list[Ack]:
+        sizes.append(len(changes))
+        if len(changes) > 2:  # the peer takes at most 2 a batch
+            raise NotReadyError("too many", code=BATCH_REFUSED)
+        return [Ack(int(str(c["seq"])), True, "stored") for c in changes]
+
+    sender = FederationSender(_Db(), ["b"], encode, transport,  # type: ignore[arg-type]
+                              SendSettings(batch=8))
+    for _ in range(6):
+        await sender.send_once("b")
+    assert sizes[:3] == [8, 4, 2]  # refused, refused, then sent
+    assert moved[0] == 2 and 8 in moved  # nothing lost: the backlog drains
+
+
+def test_correlation_ids_are_v4_and_the_same_in_every_replica() -> None:
+    first = correlation_id("a", "b", 41, 0)
+    assert first.version == 4 and first == correlation_id("a", "b", 41, 0)
+    others = {correlation_id("a", "b", 41, 1), correlation_id("a", "c", 41, 0),
+              correlation_id("a", "b", 42, 0), correlation_id("x", "b", 41, 0)}
+    assert first not in others and len(others) == 4
+    FederatedChange.model_validate({  # the receiver's validator takes it
+        "correlation_id": str(first), "seq": 41, "origin": "a", "revision": 1,
+        "kind": "memory.delete", "home": "a", "object_id": str(uuid.uuid4()),
+        "author": "dev:w", "signed_at": 0, "expires_at": 0})
