@@ -71,6 +71,28 @@ async def test_a_long_memory_is_found_by_a_passage_past_the_window(
     assert again["results"][0]["id"] == target["id"]
 
 
+async def test_the_static_model_finds_a_long_memory_by_its_best_passage(
+        age_database: Database, make_cortex: MakeCortex) -> None:
+    # docs/adr/0136: the static model's vector of the whole memory is the mean of 60
+    # gardening sentences (similarity 0.08, below the cafeteria's 0.084); its last window
+    # holds the freeze (0.125)
+    cortex = await make_cortex(age_database.dsn, embedder="default")
+    target = await cortex.store("kb", f"{GARDEN} {FREEZE}")
+    for text in OTHERS:
+        await cortex.store("kb", text)
+    await cortex.embedded_behind()
+    body = await recall(cortex, "when do we stop shipping releases?", explain=True)
+    first = body["results"][0]
+    assert first["id"] == target["id"], body["results"]
+    assert first["explain"]["fulltext"] is None  # no word in common: its meaning only
+    assert first["explain"]["vector"]["similarity"] > 0.11
+    # the whole text's mean first (the vector it had before), then each window
+    assert passages_of(age_database.dsn, target["id"]) > 10
+    short = await cortex.store("kb", FREEZE)
+    await cortex.embedded_behind()
+    assert passages_of(age_database.dsn, short["id"]) == 1
+
+
 async def test_long_memories_are_embedded_behind_within_a_tight_deadline(
         age_database: Database, make_cortex: MakeCortex) -> None:
     # 60 memories of 14 KB in one batch: one call of the static model took 0.7 s idle and

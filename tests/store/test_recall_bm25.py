@@ -100,3 +100,18 @@ async def test_words_the_statistics_do_not_list_weigh_by_their_own_rarity(
         await conn.execute("ALTER TABLE memories ALTER COLUMN search SET STATISTICS 1")
     answer = await ranked(pg15_dsn, rows, "osprey heron", limit=3)
     assert set(answer[:2]) == {"osprey_only", "osprey2"}, answer
+
+
+async def test_words_most_memories_hold_do_not_outweigh_a_telling_one(pg15_dsn: str) -> None:
+    # Five query words are in 20 of 36 memories, "mango" in 6. Weighed ln(1 / frequency),
+    # the five common words together (0.59 each) outscored the one telling word (1.79) and
+    # the 20 office notes came before every mango memory. Weighed by the odds against a
+    # memory holding it, ln((1 - f) / f), a word in half the memories or more tells them
+    # apart by nothing (docs/adr/0137).
+    rows: Rows = [(f"note{i}", "", f"please note the office kettle memo {i}", 1)
+                  for i in range(20)]
+    rows += [(f"garden{i}", "", f"garden rota {i} weekly", 1) for i in range(10)]
+    rows += [(f"mango{i}", "", f"mango delivery {i} arrives", 2) for i in range(6)]
+    answer = await ranked(pg15_dsn, rows, "please note the office kettle memo about mango",
+                          limit=6)
+    assert all(name.startswith("mango") for name in answer), answer

@@ -36,9 +36,10 @@ works on candidate lists chosen by relevance:
    proximity never bury a better match (``recency``, ``1 / (1 + age / 30 days)``, is still
    reported by ``explain``).
 
-The full-text score is BM25F (docs/adr/0093): per query lexeme its rarity (``ln(1 /
-frequency)``, frequencies from the planner's statistics of the search column, the words it
-does not list counted exactly from the index: docs/adr/0114), times its saturated occurrences
+The full-text score is BM25F (docs/adr/0093): per query lexeme its rarity (``ln((1 - f) /
+f)``, ``f`` the share of memories holding it, docs/adr/0137; frequencies from the planner's
+statistics of the search column, the words it does not list counted exactly from the index:
+docs/adr/0114), times its saturated occurrences
 ``tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))``, an occurrence in the title
 counting ``TITLE_WEIGHT`` times; divided by the query's total rarity weight (1: every query
 word once at the average length).
@@ -393,8 +394,12 @@ _COUNTED = """CROSS JOIN LATERAL (SELECT """ + _LEXEME_QUERY + """ AS tq) t
 #: lexeme no row holds (or any before the first ANALYZE), half the least listed one's.
 _FREQ_COUNTED = """coalesce(st.freqs[array_position(st.elems, q.lexeme)],
                nullif(x.n, 0) / st.nrows, st.freqs[cardinality(st.elems) + 1] / 2, 0.01)"""
-_IDF_COUNTED = ("greatest(ln(1.0 / greatest(" + _FREQ_COUNTED + ", 1e-9)), " + str(MIN_IDF)
-                + ")::float8 AS idf")
+#: The rarity weight (docs/adr/0137): the odds against a memory holding the lexeme,
+#: ``ln((1 - f) / f)`` (Robertson and Sparck Jones' weight without its small-sample 0.5),
+#: ``f`` its frequency: for a rare word what ``ln(1 / f)`` was, while a word in half the
+#: memories or more tells them apart by nothing and weighs :data:`MIN_IDF`.
+_IDF_COUNTED = ("greatest(ln(greatest(1 - " + _FREQ_COUNTED + ", 1e-9) / greatest("
+                + _FREQ_COUNTED + ", 1e-9)), " + str(MIN_IDF) + ")::float8 AS idf")
 _DF_COUNTED = ("(CASE WHEN st.nrows > 0 THEN st.nrows * " + _FREQ_COUNTED
                + " END)::float8 AS df")
 
