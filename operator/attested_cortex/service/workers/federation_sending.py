@@ -21,6 +21,11 @@ outbox holds the backlog, which drains in order when the peer answers again. Ret
 1, 5 and 25 s, then double up to ``backoff_max_s``; hearing from the peer (its own batch
 arrived here) cuts the wait short, so both sides of a healed partition catch up at once.
 New events wake an idle peer's loop through the outbox's NOTIFY, never one backing off.
+
+Replicas of one cortex share its database; a loop sends only while this process holds the
+peer's lease (a session advisory lock, :mod:`.leasing`, ADR 0139), so one replica sends to
+each peer and the others' loops wait, taking over within ``poll_s`` when the holder stops
+or dies. A loop that takes a lease reads the cursor again: the previous holder moved it.
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ from typing import Any
 
 from attested_cortex import tasks
 from attested_cortex.errors import CortexError
+from attested_cortex.service.workers.leasing import Leases
 from attested_cortex.store import federation_sending as rows
 from attested_cortex.store import outbox
 from attested_cortex.store.database import Conn, Database
+from attested_cortex.store.leases import FEDERATION_CLASS
 from attested_cortex.store.notifications import listening
 from attested_cortex.store.outbox import Stored
 
@@ -123,14 +130,20 @@ class _PeerState:
     #: how many times a change was answered ``expired`` (its next copy's id differs)
     copies: dict[int, int] = field(default_factory=dict)
     loop: tasks.Loop | None = None
+    #: whether this process held the peer's lease at its last pass
+    leased: bool = False
 
 
 class FederationSender:
     """The per-peer send loops and the outbox listener."""
 
     def __init__(self, db: Database, peers: Sequence[str], encode: Encode,
-                 transport: Transport, settings: SendSettings, *, origin: str = "") -> None:
+                 transport: Transport, settings: SendSettings, *, origin: str = "",
+                 leases: Leases[str] | None = None) -> None:
         self._db = db
+        #: One sender per peer among the replicas (unbound until :meth:`start`: held).
+        self.leases = leases or Leases[str](check_s=settings.poll_s,
+                                            lease_class=FEDERATION_CLASS)
         self._origin = origin
         self._encode = encode
         self._transport = transport
@@ -143,6 +156,7 @@ class FederationSender:
         """Start a loop per peer and the listener (first passes after ``first_delay_s``:
         nothing commits during the server's start-up)."""
         self._dsn = dsn
+        self.leases.bind(dsn)
         expected = (CortexError, OSError, TimeoutError)
         for name, state in self._peers.items():
             state.loop = tasks.Loop(f"federation-send-{name}", self._step(name),
@@ -161,6 +175,7 @@ class FederationSender:
             loops.append(self._listener)
         for loop in loops:
             await loop.stop()
+        await self.leases.aclose()
 
     def kick(self) -> None:
         """New events: wake the peers' loops that are not backing off."""
@@ -188,6 +203,11 @@ class FederationSender:
     async def send_once(self, peer: str) -> float:
         """One pass for ``peer``: read, send, move the cursor; the seconds to wait."""
         state, settings = self._peers[peer], self.settings
+        if not await self.leases.holds(peer):  # another replica sends to this peer
+            state.leased, state.cursor, state.dirty = False, None, False
+            return settings.poll_s
+        if not state.leased:  # just taken: the cursor may have moved meanwhile
+            state.leased, state.cursor = True, None
         async with self._db.connection() as conn:
             if state.cursor is None:
                 if not await rows.present(conn):
