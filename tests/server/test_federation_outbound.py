@@ -234,6 +234,32 @@ async def test_writes_on_each_reach_the_others(mesh: Mesh) -> None:
         assert scalar(node, "SELECT count(*) FROM memories WHERE deleted_at IS NULL") == 6
     await await_until(lambda: each_sent_once(mesh), what="every change acknowledged once",
                       seconds=30)
+    a = mesh.nodes["a"]
+
+    async def caught_up() -> Any:
+        lags = {p: await metric(a, "cortex_federation_lag_events", p) for p in ("b", "c")}
+        return all(v == 0 for v in lags.values()) or Pending(lags)
+
+    await await_until(caught_up, what="a's senders report no lag", seconds=30)
+    assert await metric(a, "cortex_federation_changes_acked_total", "b") == 3
+    assert await metric(a, "cortex_federation_sending", "b") == 1
+    assert await metric(a, "cortex_federation_last_ack_timestamp_seconds", "c") > 0
+    status = (await _call(a, "GET", "/v1/capabilities", None))["federation"]
+    assert status["enabled"] and [p["peer"] for p in status["peers"]] == ["b", "c"]
+    assert all(p["lag"] == 0 and p["sent"] == 3 and p["last_ack_at"] and
+               p["failed_attempts"] == 0 for p in status["peers"])
+    assert "://" not in json.dumps(status)  # peer names only, never a URL
+
+
+async def metric(node: Node, name: str, peer: str) -> float:
+    """One of ``node``'s federation metrics for ``peer``, from ``GET /metrics``."""
+    async with aiohttp.ClientSession() as session, session.get(
+            f"{node.url}/metrics", ssl=pki.client_context(node.cortex.ca_file)) as answer:
+        text = await answer.text()
+    for line in text.splitlines():
+        if line.startswith(f'{name}{{peer="{peer}"}} '):
+            return float(line.split()[-1])
+    return float("nan")
 
 
 async def test_partitioned_cortex_catches_up_in_order(mesh: Mesh) -> None:
@@ -254,6 +280,12 @@ async def test_partitioned_cortex_catches_up_in_order(mesh: Mesh) -> None:
             return all(f >= 5 for f in fails.values()) or Pending(fails)
 
         await await_until(stuck, what="senders to and from c failing", seconds=60)
+        assert await metric(a, "cortex_federation_failed_attempts", "c") >= 1
+        assert await metric(a, "cortex_federation_lag_events", "c") > 0
+        [towards_c] = [p for p in (await _call(a, "GET", "/v1/capabilities", None))[
+            "federation"]["peers"] if p["peer"] == "c"]
+        assert towards_c["failed_attempts"] >= 5 and towards_c["lag"] > 0
+        assert towards_c["last_failure_at"] and towards_c["last_error"].startswith("no answer")
         # a and b still replicate with each other meanwhile
         await await_until(lambda: (set(more["a"]) <= set(held(b, "a"))
                                    and set(more["b"]) <= set(held(a, "b"))) or Pending("a<->b"),

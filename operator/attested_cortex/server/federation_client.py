@@ -102,5 +102,6 @@ def sender_from(settings: FederationSettings, cortex_id: str, services: Services
     encode = encoder(cortex_id, {p.name: p.send for p in peers}, services.sealer,
                      identity)
     sender = FederationSender(services.db, [p.name for p in peers], encode, client.post,
-                              send_settings(settings), origin=cortex_id)
+                              send_settings(settings), origin=cortex_id,
+                              registry=services.metrics_registry)
     return sender, client

@@ -26,6 +26,10 @@ Replicas of one cortex share its database; a loop sends only while this process 
 peer's lease (a session advisory lock, :mod:`.leasing`, ADR 0139), so one replica sends to
 each peer and the others' loops wait, taking over within ``poll_s`` when the holder stops
 or dies. A loop that takes a lease reads the cursor again: the previous holder moved it.
+
+Metrics (``GET /metrics``, per peer, on the replica that holds its lease): the lag (outbox
+head minus cursor), changes acknowledged, failed attempts in a row, the times of the last
+ACK and the last failure, and whether this replica is the one sending.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from attested_cortex import tasks
 from attested_cortex.errors import CortexError
@@ -113,6 +119,28 @@ def correlation_id(origin: str, peer: str, seq: int, copy: int) -> uuid.UUID:
     return uuid.UUID(bytes=digest[:16], version=4)
 
 
+class _Metrics:
+    """The senders' Prometheus metrics, labelled by peer name (never its URL)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.lag = Gauge("cortex_federation_lag_events",
+                         "Outbox sequence numbers past a peer's cursor", ["peer"],
+                         registry=registry)
+        self.acked = Counter("cortex_federation_changes_acked_total",
+                             "Changes a peer acknowledged", ["peer"], registry=registry)
+        self.failing = Gauge("cortex_federation_failed_attempts",
+                             "Failed sends to a peer in a row", ["peer"], registry=registry)
+        self.last_ack = Gauge("cortex_federation_last_ack_timestamp_seconds",
+                              "When a peer last acknowledged changes (Unix s)", ["peer"],
+                              registry=registry)
+        self.last_failure = Gauge("cortex_federation_last_failure_timestamp_seconds",
+                                  "When a send to a peer last failed (Unix s)", ["peer"],
+                                  registry=registry)
+        self.sending = Gauge("cortex_federation_sending",
+                             "1 when this replica holds the peer's send lease", ["peer"],
+                             registry=registry)
+
+
 @dataclass
 class _PeerState:
     attempts: int = 0
@@ -139,8 +167,10 @@ class FederationSender:
 
     def __init__(self, db: Database, peers: Sequence[str], encode: Encode,
                  transport: Transport, settings: SendSettings, *, origin: str = "",
-                 leases: Leases[str] | None = None) -> None:
+                 leases: Leases[str] | None = None,
+                 registry: CollectorRegistry | None = None) -> None:
         self._db = db
+        self._metrics = _Metrics(registry)
         #: One sender per peer among the replicas (unbound until :meth:`start`: held).
         self.leases = leases or Leases[str](check_s=settings.poll_s,
                                             lease_class=FEDERATION_CLASS)
@@ -203,9 +233,12 @@ class FederationSender:
     async def send_once(self, peer: str) -> float:
         """One pass for ``peer``: read, send, move the cursor; the seconds to wait."""
         state, settings = self._peers[peer], self.settings
+        metrics = self._metrics
         if not await self.leases.holds(peer):  # another replica sends to this peer
             state.leased, state.cursor, state.dirty = False, None, False
+            metrics.sending.labels(peer).set(0)
             return settings.poll_s
+        metrics.sending.labels(peer).set(1)
         if not state.leased:  # just taken: the cursor may have moved meanwhile
             state.leased, state.cursor = True, None
         async with self._db.connection() as conn:
@@ -215,6 +248,8 @@ class FederationSender:
                 state.cursor = await rows.cursor(conn, peer)
             events = await outbox.after(conn, state.cursor, state.limit or settings.batch)
             outgoing = await self._encode(conn, peer, events) if events else []
+            head = (await outbox.bounds(conn))[1]
+        metrics.lag.labels(peer).set(max(0, head - state.cursor))
         if not events:
             if state.dirty:  # idle: write the cursor the skips left in memory
                 await self._save(peer, state)
@@ -244,12 +279,18 @@ class FederationSender:
         async with self._db.transaction() as conn:
             await rows.advance(conn, peer, to, sent)
         state.cursor, state.dirty = max(state.cursor or 0, to), False
+        if sent:
+            metrics.acked.labels(peer).inc(sent)
+            metrics.last_ack.labels(peer).set(time.time())
+        if why is None:
+            metrics.lag.labels(peer).set(max(0, head - state.cursor))
         for seq in [s for s in state.ids if s <= to]:
             del state.ids[seq]
             state.copies.pop(seq, None)
         if why is not None:
             return await self._failed(peer, state, why)
         state.attempts = 0
+        metrics.failing.labels(peer).set(0)
         return 0.0
 
     @staticmethod
@@ -275,6 +316,8 @@ class FederationSender:
 
     async def _failed(self, peer: str, state: _PeerState, why: str) -> float:
         state.attempts += 1
+        self._metrics.failing.labels(peer).set(state.attempts)
+        self._metrics.last_failure.labels(peer).set(time.time())
         wait = delay(state.attempts, self.settings)
         log.warning("federation: peer %s: %s; attempt %d, next in %.0f s", peer, why,
                     state.attempts, wait)
