@@ -176,6 +176,11 @@ async def test_a_batch_refused_as_too_large_is_halved(monkeypatch: pytest.Monkey
         return 0
 
     monkeypatch.setattr(module.outbox, "after", after)
+
+    async def bounds(_: object) -> tuple[int, int]:
+        return 0, held[-1].seq
+
+    monkeypatch.setattr(module.outbox, "bounds", bounds)
     monkeypatch.setattr(module.rows, "advance", advance)
     monkeypatch.setattr(module.rows, "failed", nothing)
     monkeypatch.setattr(module.rows, "present", present)
