@@ -9,8 +9,11 @@ sent back: A -> B -> A ends at B); a partition of one cortex (both of its direct
 while all three keep writing, then healed: every cortex converges on every change, none
 lost, none twice, each object's updates applied in order (the local revision of an imported
 memory counts the changes applied to it; one out of order would have been ``superseded``).
-Replay, forgery and another peer's certificate are refused by the receiver: those are
-``tests/server/test_federation.py`` (the sender adds nothing to them).
+A memory delete and a link invalidation made on one cortex reach the others signed by the
+origin cortex's identity key (ADR 0138): applied there (recall no longer finds the memory),
+while a delete another peer forges for an object it did not originate, or sends unsigned,
+is quarantined. Other replays and forgeries, and another peer's certificate, are refused by
+the receiver: ``tests/server/test_federation.py``.
 
 The partition lasts until every sender towards or from the cut cortex has failed at least
 five times in a row (past the top of its shortened retry schedule), not the issue's two
@@ -25,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,7 +47,8 @@ from hack.support.waiting import Pending, await_until
 from attested_cortex import pki
 from attested_cortex.attest.keyring import KeyRevision, render_keyring_file
 from attested_cortex.attest.keys import AgentKey, generate_key
-from attested_cortex.attest.payloads import memory_payload
+from attested_cortex.attest.payloads import link_payload, memory_payload
+from attested_cortex.attest.peer_changes import SignedChange, sign_origin
 from attested_cortex.attest.signing import sign
 from attested_cortex.store.migrating import migrate
 from tests.server.test_federation import Cortex, config, make_cortex, peer_entry
@@ -100,7 +106,10 @@ def mesh(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
                 asyncio.run(migrate(db.dsn))
             nodes = {n: Node(cortexes[n], agents[n], dbs[n].dsn) for n in NAMES}
             configs = {n: config(cortexes[n], [
-                peer_entry(cortexes[p], proxies[(n, p)].url, send=["team/**"])
+                peer_entry(cortexes[p], proxies[(n, p)].url, send=["team/**"],
+                           trust_tier="Trusted", scopes=[
+                               f"memory.read:fed/{p}/**", f"memory.write:fed/{p}/**",
+                               f"memory.forget:fed/{p}/**", "graph.write", "graph.read"])
                 for p in NAMES if p != n]) for n in NAMES}
             for path in configs.values():  # the shortened schedule
                 settings = yaml.safe_load(path.read_text())
@@ -225,6 +234,32 @@ async def test_writes_on_each_reach_the_others(mesh: Mesh) -> None:
         assert scalar(node, "SELECT count(*) FROM memories WHERE deleted_at IS NULL") == 6
     await await_until(lambda: each_sent_once(mesh), what="every change acknowledged once",
                       seconds=30)
+    a = mesh.nodes["a"]
+
+    async def caught_up() -> Any:
+        lags = {p: await metric(a, "cortex_federation_lag_events", p) for p in ("b", "c")}
+        return all(v == 0 for v in lags.values()) or Pending(lags)
+
+    await await_until(caught_up, what="a's senders report no lag", seconds=30)
+    assert await metric(a, "cortex_federation_changes_acked_total", "b") == 3
+    assert await metric(a, "cortex_federation_sending", "b") == 1
+    assert await metric(a, "cortex_federation_last_ack_timestamp_seconds", "c") > 0
+    status = (await _call(a, "GET", "/v1/capabilities", None))["federation"]
+    assert status["enabled"] and [p["peer"] for p in status["peers"]] == ["b", "c"]
+    assert all(p["lag"] == 0 and p["sent"] == 3 and p["last_ack_at"] and
+               p["failed_attempts"] == 0 for p in status["peers"])
+    assert "://" not in json.dumps(status)  # peer names only, never a URL
+
+
+async def metric(node: Node, name: str, peer: str) -> float:
+    """One of ``node``'s federation metrics for ``peer``, from ``GET /metrics``."""
+    async with aiohttp.ClientSession() as session, session.get(
+            f"{node.url}/metrics", ssl=pki.client_context(node.cortex.ca_file)) as answer:
+        text = await answer.text()
+    for line in text.splitlines():
+        if line.startswith(f'{name}{{peer="{peer}"}} '):
+            return float(line.split()[-1])
+    return float("nan")
 
 
 async def test_partitioned_cortex_catches_up_in_order(mesh: Mesh) -> None:
@@ -245,6 +280,12 @@ async def test_partitioned_cortex_catches_up_in_order(mesh: Mesh) -> None:
             return all(f >= 5 for f in fails.values()) or Pending(fails)
 
         await await_until(stuck, what="senders to and from c failing", seconds=60)
+        assert await metric(a, "cortex_federation_failed_attempts", "c") >= 1
+        assert await metric(a, "cortex_federation_lag_events", "c") > 0
+        [towards_c] = [p for p in (await _call(a, "GET", "/v1/capabilities", None))[
+            "federation"]["peers"] if p["peer"] == "c"]
+        assert towards_c["failed_attempts"] >= 5 and towards_c["lag"] > 0
+        assert towards_c["last_failure_at"] and towards_c["last_error"].startswith("no answer")
         # a and b still replicate with each other meanwhile
         await await_until(lambda: (set(more["a"]) <= set(held(b, "a"))
                                    and set(more["b"]) <= set(held(a, "b"))) or Pending("a<->b"),
@@ -263,3 +304,94 @@ async def test_partitioned_cortex_catches_up_in_order(mesh: Mesh) -> None:
         for receiver in (node for name, node in mesh.nodes.items() if name != n):
             revision, local_revision, content = held(receiver, n)[ids[n]]
             assert (revision, local_revision, content) == (5, 5, f"{n}: partition update 3")
+
+
+async def link(node: Node, src: str, dst: str) -> str:
+    """A link ``src`` -> ``dst`` signed by ``node``'s agent."""
+    start = datetime.now(UTC).replace(microsecond=0)
+    payload = link_payload(src_id=src, dst_id=dst, relation="related_to",
+                           observed_by=node.agent.agent_id, valid_from=start, valid_until=None)
+    body = {"src_id": src, "dst_id": dst, "relation": "related_to",
+            "valid_from": start.isoformat(),
+            "signature": base64.b64encode(sign(node.agent, payload.encode())).decode()}
+    return str((await _call(node, "POST", "/v1/links", body))["id"])
+
+
+def imported(receiver: Node, origin: str, object_id: str, table: str) -> Any:
+    """``receiver``'s copy of ``origin``'s object: (deleted in federation_objects, the local
+    row's deleted_at or valid_until), None while it has not arrived."""
+    column = "deleted_at" if table == "memories" else "valid_until"
+    with psycopg.connect(receiver.dsn) as conn:
+        return conn.execute(
+            f"SELECT o.deleted, t.{column} FROM federation_objects o "
+            f"JOIN {table} t ON t.id = o.local_id WHERE o.home = %s AND o.object_id = %s",
+            (origin, object_id)).fetchone()
+
+
+async def recalled(node: Node, query: str) -> list[str]:
+    async with aiohttp.ClientSession(headers={"X-Agent-Id": "dev:admin"}) as session, \
+            session.post(f"{node.url}/v1/recall", json={"query": query, "limit": 50},
+                         ssl=pki.client_context(node.cortex.ca_file)) as answer:
+        assert answer.status == 200, await answer.text()
+        return [r["content"] for r in (await answer.json())["results"]]
+
+
+def forged_delete(signer: Cortex, *, origin: str, object_id: str,
+                  signed: bool = True) -> dict[str, Any]:
+    """A delete of a memory homed at ``a``, claimed as ``origin``'s and signed with
+    ``signer``'s identity key (or not at all)."""
+    at = int(time.time() * 1000)
+    change = SignedChange(kind="memory.delete", home="a", object_id=object_id,
+                          author="dev:writer-a", signed_at=at, origin=origin, revision=9)
+    return {"correlation_id": "", "origin": origin, "revision": 9, "kind": "memory.delete",
+            "home": "a", "object_id": object_id, "author": "dev:writer-a", "signed_at": at,
+            "signer": "origin",
+            "signature": sign_origin(signer.identity, change) if signed else None,
+            "expires_at": at + 30_000}
+
+
+async def test_deletes_and_invalidations_replicate_signed_by_their_origin(mesh: Mesh) -> None:
+    a, b, c = (mesh.nodes[n] for n in NAMES)
+    doomed = await store(a, "a: the quokka runbook is obsolete")
+    kept = await store(a, "a: the quokka runbook v2")
+    edge = await link(a, doomed, kept)
+
+    def arrived() -> Any:
+        return all(imported(n, "a", doomed, "memories") and imported(n, "a", edge, "links")
+                   for n in (b, c)) or Pending("store and link on b and c")
+
+    await await_until(arrived, what="memories and link replicated", seconds=60)
+    assert any("quokka runbook is obsolete" in r for r in await recalled(b, "quokka"))
+    await _call(a, "POST", "/v1/kg/invalidate", {"link_id": edge})
+    await _call(a, "DELETE", f"/v1/memories/{doomed}", None)
+
+    def applied() -> Any:
+        got = {n: (imported(node, "a", doomed, "memories"), imported(node, "a", edge, "links"))
+               for n, node in (("b", b), ("c", c))}
+        done = all(m[0] and m[1] is not None and e[0] and e[1] is not None
+                   for m, e in got.values())
+        return done or Pending(got)
+
+    await await_until(applied, what="delete and invalidation applied on b and c", seconds=60)
+    for node in (b, c):
+        assert not any("obsolete" in r for r in await recalled(node, "quokka"))
+        assert any("runbook v2" in r for r in await recalled(node, "quokka"))
+        assert scalar(node, "SELECT count(*) FROM federation_quarantine") == 0
+    # b forges deletes of a's memory on c: as its own (not b's object), as a's (b's key
+    # does not verify under a's identity), unsigned. The seqs are far above b's sender's,
+    # so this runs last.
+    changes = [forged_delete(b.cortex, origin="b", object_id=kept),
+               forged_delete(b.cortex, origin="a", object_id=kept),
+               forged_delete(b.cortex, origin="a", object_id=kept, signed=False)]
+    for seq, change in enumerate(changes, start=10**9):
+        change.update(seq=seq, correlation_id=str(uuid.uuid4()))
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{c.url}/v1/federation/changes", json={"changes": changes},
+            headers={"X-Cortex-Peer": "b"}, ssl=b.cortex.client_context(c.cortex)) as answer:
+        assert answer.status == 200, await answer.text()
+        results = (await answer.json())["results"]
+    assert [(r["status"], r["reason"]) for r in results] == [
+        ("quarantined", "not_origin_object"), ("quarantined", "bad_signature"),
+        ("quarantined", "unsigned")]
+    assert imported(c, "a", kept, "memories") == (False, None)
+    assert any("runbook v2" in r for r in await recalled(c, "quokka"))

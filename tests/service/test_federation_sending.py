@@ -5,14 +5,21 @@ tests/server/test_federation_outbound.py."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
 
+from attested_cortex.attest.keys import generate_key
+from attested_cortex.attest.peer_changes import SignedChange, check_origin
 from attested_cortex.errors import NotReadyError
-from attested_cortex.service.resources.federation_outbound import link_change, memory_change
+from attested_cortex.service.resources.federation_outbound import (
+    link_change,
+    memory_change,
+    origin_signed,
+)
 from attested_cortex.service.resources.federation_wire import FederatedChange
 from attested_cortex.service.workers.federation_sending import (
     BATCH_REFUSED,
@@ -66,6 +73,39 @@ def test_memory_change_is_a_valid_wire_change(signed: bool) -> None:
     assert change.author == ("dev:writer" if signed else "dev:owner")
     assert change.signed_at == 1_777_982_400_000
     assert (change.signature is not None) is signed
+
+
+def test_deletes_and_invalidations_signed_by_the_origin_cortex() -> None:
+    """ADR 0138: the sender signs a delete with the cortex identity; the statement verifies
+    under that key only for the exact change, an object homed at the origin, a delete or
+    an invalidation."""
+    identity, other = generate_key("cortex-a"), generate_key("cortex-b")  # type: ignore[arg-type]
+    memory_id = uuid.uuid4()
+    payload = {"id": str(memory_id), "revision": 3, "author": "dev:owner"}
+    fields = origin_signed(identity, memory_change("cortex-a", "memory.delete", payload,
+                                                   None, AT))
+    change = FederatedChange.model_validate({
+        **fields, "seq": 5, "expires_at": 1, "correlation_id": str(uuid.uuid4())})
+    assert change.signer == "origin"
+    assert change.key_fingerprint == identity.public.fingerprint
+    keys = {"cortex-a": identity.public.public_key, "cortex-b": other.public.public_key}
+    signed = SignedChange(kind="memory.delete", home="cortex-a", object_id=str(memory_id),
+                          author="dev:owner", signed_at=change.signed_at, origin="cortex-a",
+                          revision=3)
+    verified = check_origin(signed, change.signature, keys)
+    assert not isinstance(verified, str) and verified.key.agent_id == "cortex-a"
+    assert check_origin(dataclasses.replace(signed, revision=4), change.signature,
+                        keys) == "bad_signature"
+    assert check_origin(dataclasses.replace(signed, origin="cortex-b"), change.signature,
+                        keys) == "not_origin_object"
+    assert check_origin(dataclasses.replace(signed, kind="memory.store"), change.signature,
+                        keys) == "origin_signature_not_allowed"
+    assert check_origin(signed, change.signature, {}) == "unknown_origin"
+    assert check_origin(signed, None, keys) == "unsigned"
+    store = memory_change("cortex-a", "memory.store", {**payload, "namespace": "n",
+                                                       "title": "", "content": "c",
+                                                       "tags": [], "metadata": {}}, None, AT)
+    assert origin_signed(identity, store) == store  # a write keeps its agent's signature
 
 
 def test_link_change_names_its_ends_at_home() -> None:
@@ -136,6 +176,11 @@ async def test_a_batch_refused_as_too_large_is_halved(monkeypatch: pytest.Monkey
         return 0
 
     monkeypatch.setattr(module.outbox, "after", after)
+
+    async def bounds(_: object) -> tuple[int, int]:
+        return 0, held[-1].seq
+
+    monkeypatch.setattr(module.outbox, "bounds", bounds)
     monkeypatch.setattr(module.rows, "advance", advance)
     monkeypatch.setattr(module.rows, "failed", nothing)
     monkeypatch.setattr(module.rows, "present", present)

@@ -13,6 +13,10 @@ keyring route (``GET /v1/federation/keyring``). Two things are signed here:
   title, content digest, author, ``signed_at``); a delete signs :class:`DeletePayload`.
   A change verifies when a key of its author whose window covers ``signed_at`` verifies it:
   a key rotated away still verifies what it signed inside its window, never after.
+* An **origin statement** (ADR 0138): the local API takes no agent signature for a memory
+  delete or a link invalidation, so the cortex where the object was made signs
+  :class:`OriginStatement` with its federation identity key; a receiver checks it with the
+  identity key it holds for that peer, and only for objects homed at the signing cortex.
 """
 
 from __future__ import annotations
@@ -35,9 +39,13 @@ from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.payloads import link_payload, memory_payload
 from attested_cortex.attest.signing import SIGNATURE_BYTES, sign, verify
 from attested_cortex.errors import InvalidInputError
+from attested_cortex.types import AgentId
 
 #: Why a change was not verified (the quarantine's ``reason``).
-Unverified = Literal["unsigned", "unknown_key", "bad_signature"]
+Unverified = Literal["unsigned", "unknown_key", "bad_signature", "unknown_origin",
+                     "not_origin_object", "origin_signature_not_allowed"]
+#: The changes an origin cortex may sign with its identity key (ADR 0138).
+ORIGIN_SIGNED_KINDS = frozenset({"memory.delete", "link.invalidate"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +82,31 @@ class InvalidatePayload:
 
 
 @dataclass(frozen=True, slots=True)
+class OriginStatement:
+    """What an origin cortex signs with its identity key for a delete or an invalidation
+    it made: "``author`` did ``op`` on ``object_id`` (homed at ``home``) as ``origin``'s
+    ``revision``, at ``signed_at``". The ``statement`` entry keeps its bytes apart from every
+    agent payload, so no agent signature can pass for it, nor it for one."""
+
+    op: str
+    origin: str
+    home: str
+    object_id: str
+    revision: int
+    author: str
+    signed_at: int
+    valid_until: int | None
+
+    def encode(self) -> bytes:
+        """The canonical CBOR bytes that are signed and verified."""
+        return cbor.encode({"statement": "cortex-origin", "op": self.op,
+                            "origin": self.origin, "home": self.home,
+                            "object_id": self.object_id, "revision": self.revision,
+                            "author": self.author, "signed_at": self.signed_at,
+                            "valid_until": self.valid_until})
+
+
+@dataclass(frozen=True, slots=True)
 class SignedChange:
     """The fields of one change a signature covers, whichever its kind. A link's ends are
     the memories' ids at their home cortexes; its signature is the ordinary
@@ -92,6 +125,14 @@ class SignedChange:
     relation: str = ""
     valid_from: int = 0
     valid_until: int | None = None
+    origin: str = ""
+    revision: int = 0
+
+    def statement(self) -> OriginStatement:
+        """The origin's statement of this change (deletes and invalidations)."""
+        return OriginStatement(self.kind, self.origin, self.home, self.object_id,
+                               self.revision, self.author, self.signed_at,
+                               self.valid_until if self.kind == "link.invalidate" else None)
 
     def message(self) -> bytes:
         """The bytes the author signed for this change."""
@@ -140,6 +181,34 @@ def check_change(change: SignedChange, signature: str | None,
         if verify(revision.public_key, message, raw):
             return Verified(revision)
     return "bad_signature"
+
+
+def sign_origin(identity: AgentKey, change: SignedChange) -> str:
+    """Base64 of the origin cortex's identity signature over ``change``'s statement."""
+    return base64.b64encode(sign(identity, change.statement().encode())).decode("ascii")
+
+
+def check_origin(change: SignedChange, signature: str | None,
+                 identities: Mapping[str, bytes]) -> Verified | Unverified:
+    """Whether ``change`` is a delete or an invalidation its origin cortex signed with the
+    identity key ``identities`` holds for it, of an object homed there (ADR 0138). The
+    verifying key is named after the origin cortex."""
+    if signature is None:
+        return "unsigned"
+    if change.kind not in ORIGIN_SIGNED_KINDS:
+        return "origin_signature_not_allowed"
+    if change.home != change.origin:
+        return "not_origin_object"
+    public_key = identities.get(change.origin)
+    if public_key is None:
+        return "unknown_origin"
+    try:
+        raw = base64.b64decode(signature, validate=True)
+    except (binascii.Error, ValueError):
+        return "bad_signature"
+    if len(raw) != SIGNATURE_BYTES or not verify(public_key, change.statement().encode(), raw):
+        return "bad_signature"
+    return Verified(KeyRevision(AgentId(change.origin), public_key))
 
 
 def _signed_part(cortex: str, issued_at: int, agents: list[Any]) -> bytes:

@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 
+from attested_cortex.attest.keys import AgentKey
 from attested_cortex.errors import NotReadyError
 from attested_cortex.server.federating import PEER_HEADER, client_tls
 from attested_cortex.server.settings import FederationSettings
@@ -90,13 +91,17 @@ def send_settings(settings: FederationSettings) -> SendSettings:
 
 
 def sender_from(settings: FederationSettings, cortex_id: str, services: Services,
+                identity: AgentKey | None = None,
                 ) -> tuple[FederationSender, PeerClient] | None:
-    """The sender and its client; None when no peer has ``send`` patterns."""
+    """The sender and its client; None when no peer has ``send`` patterns. ``identity``
+    (the cortex's federation key) signs its deletes and invalidations (ADR 0138)."""
     peers = [p for p in settings.peers if p.send]
     if not peers:
         return None
     client = PeerClient(settings, cortex_id)
-    encode = encoder(cortex_id, {p.name: p.send for p in peers}, services.sealer)
+    encode = encoder(cortex_id, {p.name: p.send for p in peers}, services.sealer,
+                     identity)
     sender = FederationSender(services.db, [p.name for p in peers], encode, client.post,
-                              send_settings(settings), origin=cortex_id)
+                              send_settings(settings), origin=cortex_id,
+                              registry=services.metrics_registry)
     return sender, client

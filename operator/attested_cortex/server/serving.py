@@ -61,7 +61,8 @@ async def run_server(settings: ServerSettings, *, ready: asyncio.Event | None = 
         federated, sending = None, None
         if settings.federation is not None:
             fed = federation_from(settings.federation, services)
-            sending = sender_from(settings.federation, fed.cortex_id, services)
+            sending = sender_from(settings.federation, fed.cortex_id, services,
+                                  fed.identity)
             federated = federation.Served(
                 fed, bundles_of(settings.federation),
                 heard_from=sending[0].heard_from if sending is not None else None)

@@ -69,12 +69,15 @@ class CursorState:
     sent: int
     failed_attempts: int
     last_error: str | None
+    last_success_at: datetime | None = None
+    last_failure_at: datetime | None = None
 
 
 async def states(conn: Conn) -> list[CursorState]:
     """Every peer's progress, by name."""
     with translating():
-        cur = await conn.execute("SELECT peer, cursor, sent, failed_attempts, last_error "
+        cur = await conn.execute("SELECT peer, cursor, sent, failed_attempts, last_error, "
+                                 "last_success_at, last_failure_at "
                                  "FROM federation_cursors ORDER BY peer")
         return [CursorState(**row) for row in await cur.fetchall()]
 

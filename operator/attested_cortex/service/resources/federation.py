@@ -33,6 +33,7 @@ from attested_cortex.attest.peer_changes import (
     SignedChange,
     Verified,
     check_change,
+    check_origin,
     keyring_document,
 )
 from attested_cortex.errors import ConflictError, CortexError, InvalidInputError, NotFoundError
@@ -134,7 +135,8 @@ def _signed(change: FederatedChange) -> SignedChange:
                         dst_id=str(link.dst_id) if link else "",
                         relation=link.relation if link else "",
                         valid_from=link.valid_from if link else 0,
-                        valid_until=link.valid_until if link else None)
+                        valid_until=link.valid_until if link else None,
+                        origin=change.origin, revision=change.revision)
 
 
 async def _verify(fed: Federation, peer: Peer, change: FederatedChange) -> Verified | str:
@@ -144,6 +146,9 @@ async def _verify(fed: Federation, peer: Peer, change: FederatedChange) -> Verif
     keyring again once. Unsigned needs no keyring (so a peer's outage cannot hold it)."""
     if change.signature is None:
         return "unsigned"
+    if change.signer == "origin":
+        return check_origin(_signed(change), change.signature,
+                            {name: p.public_key for name, p in fed.peers.items()})
     publisher = fed.peers.get(change.origin, peer)
     outcome = check_change(_signed(change), change.signature,
                            await fed.keyrings.get(publisher))
@@ -184,14 +189,15 @@ async def _handle(svc: Services, fed: Federation, peer: Peer,
                           applied_revision=change.revision, applied_origin=change.origin,
                           deleted=change.kind in ("memory.delete", "link.invalidate"),
                           peer=peer.name,
-                          signed_by=change.author,
+                          signed_by=verified.key.agent_id,
                           key_fingerprint=verified.key.fingerprint)
     async with svc.db.transaction() as conn:
         await rows.applied(conn, obj, signature=change.signature or "",
                            correlation_id=change.correlation_id)
         await rows.advance(conn, peer.name, change.seq)
     return _result(change, status, **_local(change, local_id), provenance={
-        "attest_level": "peer_attested", "origin": change.origin, "signed_by": change.author,
+        "attest_level": "peer_attested", "origin": change.origin,
+        "signed_by": verified.key.agent_id,
         "key_fingerprint": verified.key.fingerprint, "peer": peer.name})
 
 

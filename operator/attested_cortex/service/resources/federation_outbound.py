@@ -9,9 +9,11 @@ Sent to a peer: the memory stores, updates and deletes whose namespace matches t
 invalidation 2). An object this cortex received from a peer is not sent on (ADR 0132: no
 relaying; a change never travels back to its origin). A store or update carries the
 signature its agent sent with the write (``memory_signatures`` of that revision, its key
-fingerprint, its ``signed_at``); a link the one it was created with. A write that was not
-signed (and a delete or an invalidation, which the local API does not take signed yet) goes
-unsigned: the receiver quarantines it, which tells its administrator (ADR 0122).
+fingerprint, its ``signed_at``); a link the one it was created with. A delete or an
+invalidation, which the local API takes unsigned, is signed by this cortex's identity key
+(``signer: origin``, ADR 0138): the receiver checks it with the identity key it holds for
+us. A store, update or link made unsigned goes unsigned: the receiver quarantines it, which
+tells its administrator (ADR 0122).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from attested_cortex.attest.keys import AgentKey
 from attested_cortex.attest.payloads import to_unix_ms
+from attested_cortex.attest.peer_changes import ORIGIN_SIGNED_KINDS, SignedChange, sign_origin
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.service.pipeline.outboxing import opened
 from attested_cortex.service.resources.federation_wire import ChangeKind, FederatedChange
@@ -87,8 +91,24 @@ def link_change(cortex: str, kind: ChangeKind, link: rows.LinkRow,
                  "valid_until": None if until is None else _ms(until)}}
 
 
-def encoder(cortex: str, send: Mapping[str, Sequence[str]], sealer: Any) -> Encode:
-    """The :data:`Encode` of this cortex: ``send`` maps each peer to its patterns."""
+def origin_signed(identity: AgentKey, fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` of a delete or an invalidation made here, signed by this cortex's
+    identity key (ADR 0138); any other change unchanged (pure)."""
+    if fields["kind"] not in ORIGIN_SIGNED_KINDS:
+        return fields
+    link = fields.get("link") or {}
+    change = SignedChange(kind=fields["kind"], home=fields["home"],
+                          object_id=str(fields["object_id"]), author=fields["author"],
+                          signed_at=fields["signed_at"], valid_until=link.get("valid_until"),
+                          origin=fields["origin"], revision=fields["revision"])
+    return {**fields, "signer": "origin", "signature": sign_origin(identity, change),
+            "key_fingerprint": identity.public.fingerprint}
+
+
+def encoder(cortex: str, send: Mapping[str, Sequence[str]], sealer: Any,
+            identity: AgentKey | None = None) -> Encode:
+    """The :data:`Encode` of this cortex: ``send`` maps each peer to its patterns;
+    ``identity`` signs its deletes and invalidations (None: they go unsigned)."""
     patterns = {peer: tuple(parse_pattern(p) for p in ps) for peer, ps in send.items()}
 
     def wanted(peer: str, namespace: str | None) -> bool:
@@ -123,6 +143,8 @@ def encoder(cortex: str, send: Mapping[str, Sequence[str]], sealer: Any) -> Enco
             else:
                 fields = memory_change(cortex, kind, payload, signed.get(
                     (object_id, int(payload["revision"]))), event.created_at)
+            if identity is not None:
+                fields = origin_signed(identity, fields)
             try:
                 FederatedChange.model_validate({**fields, **_PER_ATTEMPT})
             except ValidationError as exc:  # never expected: the API checked the same fields

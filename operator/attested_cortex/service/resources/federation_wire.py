@@ -68,6 +68,10 @@ class FederatedChange(BaseModel):
     signed_at: int = Field(ge=0)
     signature: str | None = Field(None, max_length=200)
     key_fingerprint: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    #: Who signed: ``agent`` (the author, with a key of the origin's keyring) or
+    #: ``origin`` (the origin cortex's identity key: deletes and invalidations of objects
+    #: homed there, which the local API takes unsigned; ADR 0138).
+    signer: Literal["agent", "origin"] = "agent"
     #: Unix ms after which the receiver drops the change (the sender's clock; seed 000 K6).
     expires_at: int = Field(ge=0)
     memory: FederatedMemory | None = None

@@ -18,6 +18,7 @@ from attested_cortex.service.pipeline import usage
 from attested_cortex.service.pipeline.attesting import snapshot
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.running import Call, run
+from attested_cortex.service.resources import federation_status
 from attested_cortex.store import memory_resealing
 from attested_cortex.store import subscriptions as subscription_rows
 from attested_cortex.store import transcripts as transcript_rows
@@ -282,6 +283,7 @@ async def capabilities(svc: Services, caller: Caller | None = None) -> dict[str,
                          "transfer_expiry": svc.transfer_expiry.as_json()
                          if svc.transfer_expiry is not None else None},
         "subscriptions": await subscriptions(svc),
+        "federation": await federation_status.senders(svc),
     }
 
 

@@ -186,7 +186,7 @@ class Deliverer:
         self.head = 0
         self._bounds_at = -1e9
         #: One replica delivers each subscription (ADR 0131).
-        self.leases = Leases(check_s=self.settings.poll_s)
+        self.leases = Leases[uuid.UUID](check_s=self.settings.poll_s)
 
     # -- life cycle --------------------------------------------------------------------
     def start(self, dsn: str) -> None:

@@ -21,6 +21,15 @@ outbox holds the backlog, which drains in order when the peer answers again. Ret
 1, 5 and 25 s, then double up to ``backoff_max_s``; hearing from the peer (its own batch
 arrived here) cuts the wait short, so both sides of a healed partition catch up at once.
 New events wake an idle peer's loop through the outbox's NOTIFY, never one backing off.
+
+Replicas of one cortex share its database; a loop sends only while this process holds the
+peer's lease (a session advisory lock, :mod:`.leasing`, ADR 0139), so one replica sends to
+each peer and the others' loops wait, taking over within ``poll_s`` when the holder stops
+or dies. A loop that takes a lease reads the cursor again: the previous holder moved it.
+
+Metrics (``GET /metrics``, per peer, on the replica that holds its lease): the lag (outbox
+head minus cursor), changes acknowledged, failed attempts in a row, the times of the last
+ACK and the last failure, and whether this replica is the one sending.
 """
 
 from __future__ import annotations
@@ -33,11 +42,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
 from attested_cortex import tasks
 from attested_cortex.errors import CortexError
+from attested_cortex.service.workers.leasing import Leases
 from attested_cortex.store import federation_sending as rows
 from attested_cortex.store import outbox
 from attested_cortex.store.database import Conn, Database
+from attested_cortex.store.leases import FEDERATION_CLASS
 from attested_cortex.store.notifications import listening
 from attested_cortex.store.outbox import Stored
 
@@ -106,6 +119,28 @@ def correlation_id(origin: str, peer: str, seq: int, copy: int) -> uuid.UUID:
     return uuid.UUID(bytes=digest[:16], version=4)
 
 
+class _Metrics:
+    """The senders' Prometheus metrics, labelled by peer name (never its URL)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.lag = Gauge("cortex_federation_lag_events",
+                         "Outbox sequence numbers past a peer's cursor", ["peer"],
+                         registry=registry)
+        self.acked = Counter("cortex_federation_changes_acked_total",
+                             "Changes a peer acknowledged", ["peer"], registry=registry)
+        self.failing = Gauge("cortex_federation_failed_attempts",
+                             "Failed sends to a peer in a row", ["peer"], registry=registry)
+        self.last_ack = Gauge("cortex_federation_last_ack_timestamp_seconds",
+                              "When a peer last acknowledged changes (Unix s)", ["peer"],
+                              registry=registry)
+        self.last_failure = Gauge("cortex_federation_last_failure_timestamp_seconds",
+                                  "When a send to a peer last failed (Unix s)", ["peer"],
+                                  registry=registry)
+        self.sending = Gauge("cortex_federation_sending",
+                             "1 when this replica holds the peer's send lease", ["peer"],
+                             registry=registry)
+
+
 @dataclass
 class _PeerState:
     attempts: int = 0
@@ -123,14 +158,22 @@ class _PeerState:
     #: how many times a change was answered ``expired`` (its next copy's id differs)
     copies: dict[int, int] = field(default_factory=dict)
     loop: tasks.Loop | None = None
+    #: whether this process held the peer's lease at its last pass
+    leased: bool = False
 
 
 class FederationSender:
     """The per-peer send loops and the outbox listener."""
 
     def __init__(self, db: Database, peers: Sequence[str], encode: Encode,
-                 transport: Transport, settings: SendSettings, *, origin: str = "") -> None:
+                 transport: Transport, settings: SendSettings, *, origin: str = "",
+                 leases: Leases[str] | None = None,
+                 registry: CollectorRegistry | None = None) -> None:
         self._db = db
+        self._metrics = _Metrics(registry)
+        #: One sender per peer among the replicas (unbound until :meth:`start`: held).
+        self.leases = leases or Leases[str](check_s=settings.poll_s,
+                                            lease_class=FEDERATION_CLASS)
         self._origin = origin
         self._encode = encode
         self._transport = transport
@@ -143,6 +186,7 @@ class FederationSender:
         """Start a loop per peer and the listener (first passes after ``first_delay_s``:
         nothing commits during the server's start-up)."""
         self._dsn = dsn
+        self.leases.bind(dsn)
         expected = (CortexError, OSError, TimeoutError)
         for name, state in self._peers.items():
             state.loop = tasks.Loop(f"federation-send-{name}", self._step(name),
@@ -161,6 +205,7 @@ class FederationSender:
             loops.append(self._listener)
         for loop in loops:
             await loop.stop()
+        await self.leases.aclose()
 
     def kick(self) -> None:
         """New events: wake the peers' loops that are not backing off."""
@@ -188,6 +233,14 @@ class FederationSender:
     async def send_once(self, peer: str) -> float:
         """One pass for ``peer``: read, send, move the cursor; the seconds to wait."""
         state, settings = self._peers[peer], self.settings
+        metrics = self._metrics
+        if not await self.leases.holds(peer):  # another replica sends to this peer
+            state.leased, state.cursor, state.dirty = False, None, False
+            metrics.sending.labels(peer).set(0)
+            return settings.poll_s
+        metrics.sending.labels(peer).set(1)
+        if not state.leased:  # just taken: the cursor may have moved meanwhile
+            state.leased, state.cursor = True, None
         async with self._db.connection() as conn:
             if state.cursor is None:
                 if not await rows.present(conn):
@@ -195,6 +248,8 @@ class FederationSender:
                 state.cursor = await rows.cursor(conn, peer)
             events = await outbox.after(conn, state.cursor, state.limit or settings.batch)
             outgoing = await self._encode(conn, peer, events) if events else []
+            head = (await outbox.bounds(conn))[1]
+        metrics.lag.labels(peer).set(max(0, head - state.cursor))
         if not events:
             if state.dirty:  # idle: write the cursor the skips left in memory
                 await self._save(peer, state)
@@ -224,12 +279,18 @@ class FederationSender:
         async with self._db.transaction() as conn:
             await rows.advance(conn, peer, to, sent)
         state.cursor, state.dirty = max(state.cursor or 0, to), False
+        if sent:
+            metrics.acked.labels(peer).inc(sent)
+            metrics.last_ack.labels(peer).set(time.time())
+        if why is None:
+            metrics.lag.labels(peer).set(max(0, head - state.cursor))
         for seq in [s for s in state.ids if s <= to]:
             del state.ids[seq]
             state.copies.pop(seq, None)
         if why is not None:
             return await self._failed(peer, state, why)
         state.attempts = 0
+        metrics.failing.labels(peer).set(0)
         return 0.0
 
     @staticmethod
@@ -255,6 +316,8 @@ class FederationSender:
 
     async def _failed(self, peer: str, state: _PeerState, why: str) -> float:
         state.attempts += 1
+        self._metrics.failing.labels(peer).set(state.attempts)
+        self._metrics.last_failure.labels(peer).set(time.time())
         wait = delay(state.attempts, self.settings)
         log.warning("federation: peer %s: %s; attempt %d, next in %.0f s", peer, why,
                     state.attempts, wait)

@@ -9,30 +9,35 @@ connection would hand its session locks to whoever borrows it next). A held leas
 round trip per batch; the session is checked at most once per ``check_s``, and when it is
 found gone every lease is forgotten (PostgreSQL released them with the session) and taken
 again on a new connection. Without a DSN (a deliverer not started: in-process unit use) every
-lease is held.
+lease is held. The federation sender (:mod:`.federation_sending`, ADR 0139) holds its
+per-peer leases the same way, in its own lock class, keyed by the peer's name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
+from typing import Generic, TypeVar
 
 from attested_cortex.errors import CortexError
 from attested_cortex.store import leases
 from attested_cortex.store.database import AnyConn
 
+K = TypeVar("K", bound=leases.Key)
+
 log = logging.getLogger(__name__)
 
 
-class Leases:
-    """The delivery leases of this process, on one session."""
+class Leases(Generic[K]):
+    """The leases of this process in one lock class (delivery: subscriptions), on one
+    session."""
 
-    def __init__(self, check_s: float = 1.0) -> None:
+    def __init__(self, check_s: float = 1.0, lease_class: int = leases.LEASE_CLASS) -> None:
         self.check_s = check_s
+        self.lease_class = lease_class
         self._dsn: str | None = None
         self._conn: AnyConn | None = None
-        self._held: set[uuid.UUID] = set()
+        self._held: set[K] = set()
         self._checked_at = -1e9
         self._lock = asyncio.Lock()  # one session, even when lanes ask at once
 
@@ -41,40 +46,41 @@ class Leases:
         self._dsn = dsn
 
     @property
-    def held(self) -> frozenset[uuid.UUID]:
+    def held(self) -> frozenset[K]:
         return frozenset(self._held)
 
-    async def holds(self, subscription: uuid.UUID) -> bool:
+    async def holds(self, subscription: K) -> bool:
         """Whether this process delivers ``subscription`` now (its lease taken if free)."""
         if self._dsn is None:
             return True
         async with self._lock:
             return await self._holds(subscription)
 
-    async def _holds(self, subscription: uuid.UUID) -> bool:
+    async def _holds(self, subscription: K) -> bool:
         try:
             conn = await self._session()
             if subscription in self._held:
                 return True
-            if await leases.try_take(conn, subscription):
+            if await leases.try_take(conn, subscription, self.lease_class):
                 self._held.add(subscription)
-                log.info("delivery lease taken", extra={"subscription": str(subscription)})
+                log.info("lease taken", extra={"lease": str(subscription),
+                                               "lease_class": self.lease_class})
                 return True
             return False
         except (CortexError, OSError) as exc:
-            log.warning("delivery leases lost (%s); taken again when the database answers",
-                        type(exc).__name__)
+            log.warning("leases of class %#x lost (%s); taken again when the database "
+                        "answers", self.lease_class, type(exc).__name__)
             await self._forget()
             return False
 
-    async def release(self, subscription: uuid.UUID) -> None:
+    async def release(self, subscription: K) -> None:
         """Give ``subscription``'s lease back (its lane stopped here)."""
         async with self._lock:
             if subscription not in self._held or self._conn is None:
                 return
             self._held.discard(subscription)
             try:
-                await leases.release(self._conn, subscription)
+                await leases.release(self._conn, subscription, self.lease_class)
             except (CortexError, OSError):
                 await self._forget()
 
