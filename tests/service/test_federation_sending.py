@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -15,12 +16,13 @@ import pytest
 from attested_cortex.attest.keys import generate_key
 from attested_cortex.attest.peer_changes import SignedChange, check_origin
 from attested_cortex.errors import NotReadyError
+from attested_cortex.server.federation_client import wire_body
 from attested_cortex.service.resources.federation_outbound import (
     link_change,
     memory_change,
     origin_signed,
 )
-from attested_cortex.service.resources.federation_wire import FederatedChange
+from attested_cortex.service.resources.federation_wire import ChangeBatch, FederatedChange
 from attested_cortex.service.workers.federation_sending import (
     BATCH_REFUSED,
     Ack,
@@ -106,6 +108,23 @@ def test_deletes_and_invalidations_signed_by_the_origin_cortex() -> None:
                                                        "title": "", "content": "c",
                                                        "tags": [], "metadata": {}}, None, AT)
     assert origin_signed(identity, store) == store  # a write keeps its agent's signature
+
+
+def test_signer_is_on_the_wire_only_for_origin_signed_changes() -> None:
+    """A receiver older than ADR 0138 forbids unknown fields: an agent-signed batch must not
+    carry ``signer`` (the default), so only an origin-signed delete needs the newer peer."""
+    identity = generate_key("cortex-a")  # type: ignore[arg-type]
+    memory_id = uuid.uuid4()
+    payload = {"id": str(memory_id), "revision": 1, "author": "dev:owner", "namespace": "n",
+               "title": "", "content": "c", "tags": [], "metadata": {}}
+    wire = {"expires_at": 1, "correlation_id": str(uuid.uuid4())}
+    stored = {**memory_change("cortex-a", "memory.store", payload, None, AT), "seq": 1, **wire}
+    deleted = {**origin_signed(identity, memory_change(
+        "cortex-a", "memory.delete", {**payload, "revision": 2}, None, AT)), "seq": 2, **wire}
+    body = json.loads(wire_body([stored, deleted]))
+    assert "signer" not in body["changes"][0]
+    assert body["changes"][1]["signer"] == "origin"
+    assert [c.signer for c in ChangeBatch.model_validate(body).changes] == ["agent", "origin"]
 
 
 def test_link_change_names_its_ends_at_home() -> None:

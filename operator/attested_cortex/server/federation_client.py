@@ -33,6 +33,15 @@ from attested_cortex.service.workers.federation_sending import (
 )
 
 
+def wire_body(changes: list[dict[str, Any]]) -> str:
+    """The JSON body of a batch: ``signer`` is written only when it is not the default
+    ``agent``, so a receiver older than ADR 0138 still reads every agent-signed batch and
+    refuses (400) only one that holds an origin-signed delete or invalidation."""
+    batch = ChangeBatch.model_validate({"changes": changes})
+    return batch.model_dump_json(exclude={"changes": {
+        i: {"signer"} for i, change in enumerate(batch.changes) if change.signer == "agent"}})
+
+
 class PeerClient:
     """One HTTP session per peer, made on first use (in the running loop)."""
 
@@ -54,7 +63,7 @@ class PeerClient:
 
     async def post(self, peer: str, changes: list[dict[str, Any]]) -> list[Ack]:
         """POST ``changes`` to ``peer``; its per-change answers, in order."""
-        body = ChangeBatch.model_validate({"changes": changes}).model_dump_json()
+        body = wire_body(changes)
         url = f"{self._peers[peer].url.rstrip('/')}/v1/federation/changes"
         try:
             async with self._session(peer).post(
