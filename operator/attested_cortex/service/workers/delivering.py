@@ -46,7 +46,7 @@ from attested_cortex.errors import CortexError, NotFoundError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.targets import Network
 from attested_cortex.service.pipeline.outboxing import open_secret, opened, seal_secret
-from attested_cortex.service.workers.fanout import Cursors, Move, Reads, Ready, Rows
+from attested_cortex.service.workers.fanout import Cursors, Gate, Move, Reads, Ready, Rows
 from attested_cortex.service.workers.webhooks import Limits, Sender
 from attested_cortex.store import outbox
 from attested_cortex.store import subscriptions as subs
@@ -80,6 +80,10 @@ class DeliverySettings:
     sync_s: float = 1.0
     first_delay_s: float = 0.5
     sweep_s: float = 300.0
+    #: Attempts running at once across every subscription, each counted for its first
+    #: ``gate_slow_s`` only (:class:`.fanout.Gate`: the requests' event loop stays responsive).
+    gate_size: int = 16
+    gate_slow_s: float = 0.1
     #: Subscriptions declared in the configuration (the operator's CortexSubscriptions,
     #: ADR 0108), kept in the table as ``managed_by = 'config'``.
     declared: tuple[Declared, ...] = ()
@@ -193,6 +197,7 @@ class Deliverer:
         self._replays = 0  # kicks from here (a replay moved a cursor back)
         self._cursors = Cursors(db)
         self._rows = Rows(db)
+        self._gate = Gate(self.settings.gate_size, self.settings.gate_slow_s)
         s = self.settings
         self._supervisor = tasks.Loop("webhook-supervisor", self._supervise, retry_s=s.sync_s,
                                       expected=(CortexError, OSError),
@@ -457,7 +462,7 @@ class Deliverer:
             self._metrics.deliveries.labels(name, "dead").inc()
             return
         for attempt, wait in enumerate([*self._delays, None], start=1):
-            async with lane.slots:
+            async with lane.slots, self._gate.slot():
                 why = await lane.sender.send(lane.sub.url, secret=lane.secret,
                                              msg_id=message_id(event.seq), body=text)
             if why is None:

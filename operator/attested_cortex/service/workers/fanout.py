@@ -17,6 +17,9 @@ subscriptions, ten of each per write. Here:
 * :class:`Rows`: lanes that re-read their state rows (after a replay, when idle) share one
   read of every row, so a hundred lanes going idle together take one pooled connection,
   not a hundred (the writes wait for the pool too).
+* :class:`Gate`: at most a few attempts run at once across every lane (each counted for its
+  first 100 ms only), so a turn of the event loop stays short and a write waits for a few
+  deliveries, not for every one a hundred subscriptions have started.
 * :class:`Cursors`: the cursor moves of lanes that finish a batch together go in one
   statement (group commit), committed without waiting for the disk: a cursor lost in a
   crash only re-delivers what the receivers deduplicate by ``webhook-id`` (at least once).
@@ -26,9 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -245,3 +249,33 @@ class Rows:
         if self._reading is not None:
             await tasks.stop([self._reading[1]])
         self._reading = None
+
+
+class Gate:
+    """At most ``size`` delivery attempts running at once across every lane, each counted
+    only its first ``slow_s``: the event loop serving requests stays responsive however many
+    subscriptions deliver (a hundred lanes, eight attempts each, made every turn of the loop
+    run 800 callbacks and a write wait seconds), while a receiver that hangs holds its own
+    lane's slots only (past ``slow_s`` its attempt waits on the network and uses no CPU)."""
+
+    def __init__(self, size: int, slow_s: float) -> None:
+        self._slots = asyncio.Semaphore(size)
+        self._slow_s = slow_s
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        await self._slots.acquire()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._slots.release()
+
+        timer = asyncio.get_running_loop().call_later(self._slow_s, release)
+        try:
+            yield
+        finally:
+            timer.cancel()
+            release()
