@@ -16,7 +16,8 @@ back meanwhile wins.
 
 Lanes wake on the outbox's NOTIFY (sent at COMMIT) and poll as a fallback. They share what
 does not depend on the subscription (:mod:`.fanout`): one outbox read for the lanes at the same
-cursor, each body built once, the cursor moves of a turn in one statement; a lane keeps its
+cursor, each body built once, the cursor moves of a turn in one statement, a gate of 16
+attempts at once across all lanes (the requests' loop stays responsive); a lane keeps its
 cursor in memory and re-reads its row when a pass finds nothing (a replay may have moved it)
 or its compare-and-set fails. Every task is a :class:`attested_cortex.tasks.Loop` (bounded
 stops, no lost cancellation). Nothing commits during start-up: the supervisor's first pass
@@ -288,7 +289,7 @@ class Deliverer:
                 continue
             if lane is not None:
                 await self._stop_lane(sub.id)
-            self._start_lane(sub)
+            await self._start_lane(sub)
 
     async def sync_declared(self) -> int:
         """Create, change or delete the ``config`` subscriptions to match the declared ones;
@@ -325,7 +326,7 @@ class Deliverer:
                     changed += 1
         return changed
 
-    def _start_lane(self, sub: Subscription) -> None:
+    async def _start_lane(self, sub: Subscription) -> None:
         s = self.settings
         sender = Sender(max_in_flight=sub.max_in_flight,
                         allow_private=sub.allow_private_targets or s.allow_private,
@@ -334,7 +335,7 @@ class Deliverer:
             secret = open_secret(self.sealer, sub.name, sub.secret)
         except UnsealError as exc:  # its events wait; the next sync tries again
             log.error("subscription %s: its secret does not open (%s)", sub.name, exc)
-            asyncio.get_running_loop().create_task(sender.close())
+            await sender.close()
             return
         lane = _Lane(sub, sender, asyncio.Semaphore(sub.max_in_flight), secret)
         lane.loop = tasks.Loop(f"webhook-{sub.name}", functools.partial(self._pass, lane),
