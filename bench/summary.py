@@ -740,13 +740,22 @@ def tiers_rows(d: dict[str, Any]) -> list[Row]:
 def subscriptions_rows(d: dict[str, Any]) -> list[Row]:
     t = d.get("throughput") or {}
     lat, up = d.get("delivery_latency") or {}, d.get("catch_up") or {}
+    fan = d.get("fanout") or {}
+    big = fan.get("100") or {}
+
+    def cpu(count: str) -> str:
+        return (f"{_fmt(_get(t, count, 'server_cpu_ms_per_store'))}+"
+                f"{_fmt(_get(t, count, 'receiver_cpu_ms_per_store'))}")
+
     return [
         ("sequential stores (HTTP, --embedder none) with 0 / 1 / 10 webhook subscriptions "
-         "delivering to a loopback receiver on the same 2 cores: stores/s (best of runs); "
-         "cost at 1 and 10; load average (1 min)",
+         "delivering to a loopback receiver process on the same 2 cores: stores/s (best of "
+         "runs); cost at 1 and 10; server+receiver CPU ms per store at 0 / 1 / 10; load "
+         "average (1 min)",
          f"{_fmt(_get(t, '0', 'per_second'))} / {_fmt(_get(t, '1', 'per_second'))} / "
          f"{_fmt(_get(t, '10', 'per_second'), ' /s')}; {_fmt(d.get('cost_at_1'))}, "
-         f"{_fmt(d.get('cost_at_10'))}; {_load(t.get('10') or {})}", "<= 10 % at 10"),
+         f"{_fmt(d.get('cost_at_10'))}; {cpu('0')} / {cpu('1')} / {cpu('10')} ms; "
+         f"{_load(t.get('10') or {})}", "<= 10 % at 10"),
         ("delivery latency, store request start -> receipt (an upper bound of commit -> "
          "receipt), 50 stores/s, 1 subscription: p50 / p95",
          f"{_fmt(_get(lat, 'latency_ms', 'p50'))} / {_fmt(_get(lat, 'latency_ms', 'p95'), ' ms')}"
@@ -755,6 +764,15 @@ def subscriptions_rows(d: dict[str, Any]) -> list[Row]:
          "enabled again",
          f"{_fmt(up.get('events_per_second'), ' /s')} ({_fmt(up.get('backlog'))} events); "
          f"{_load(up)}", "recorded"),
+        ("fan-out: events written in batches of 100 with 0 / 100 subscriptions (writes/s, "
+         "cost), then every event to every subscription: deliveries/s, duplicates, "
+         "out of order, server CPU ms per delivery",
+         f"{_fmt(_get(fan, '0', 'writes_per_second'))} / "
+         f"{_fmt(big.get('writes_per_second'), ' /s')}, {_fmt(fan.get('write_cost'))}; "
+         f"{_fmt(big.get('deliveries_per_second'), ' /s')} ({_fmt(big.get('events'))} "
+         f"events x {_fmt(big.get('subscriptions'))}), {_fmt(big.get('duplicates'))}, "
+         f"{_fmt(big.get('out_of_order'))}, {_fmt(big.get('server_cpu_ms_per_delivery'))} ms;"
+         f" {_load(big)}", "once each, in order"),
     ]
 
 

@@ -23,8 +23,9 @@ OPERATOR = Path(__file__).resolve().parents[2] / "operator" / "attested_cortex"
 #: Modules of service/workers/ that still start tasks of their own, and why.
 OWN_TASKS = {
     "embedding.py": "backfill and write-behind share one Vectors state and wake each other",
-    "delivering.py": "one lane task per subscription key, an outbox listener and a sync "
-                     "(issue 41); moving them onto tasks.Loop is a follow-up",
+    "fanout.py": "one-shot reads and writes that the delivery lanes (each a tasks.Loop) "
+                 "share and await shielded, so a lane stopped while it waits does not "
+                 "cancel its neighbours' (ADR 0128); none loops",
 }
 
 

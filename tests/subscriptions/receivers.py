@@ -1,7 +1,8 @@
 """A real webhook receiver for the subscription tests: an aiohttp server on 127.0.0.1 that
 verifies every delivery with the Standard Webhooks reference library (``standardwebhooks``,
 not the cortex's code) and records it. ``mode`` decides the answer: ``ok`` (204), ``down``
-(503), ``hang`` (never answers) or ``redirect`` (307 to another receiver)."""
+(503), ``hang`` (never answers) or ``redirect`` (307 to another receiver). :func:`fleet` serves
+many subscriptions' receivers at once and counts duplicate deliveries."""
 
 from __future__ import annotations
 
@@ -80,5 +81,58 @@ async def receiving(mode: Mode = "ok") -> AsyncIterator[Receiver]:
     receiver.url = f"http://127.0.0.1:{port}/hook"
     try:
         yield receiver
+    finally:
+        await runner.cleanup()
+
+
+@dataclass
+class Fleet:
+    """Many subscriptions' receivers behind one server (``/hook/<name>``), each verifying
+    with its own secret and deduplicating by ``webhook-id`` as the Standard Webhooks spec
+    asks: ``first`` keeps each event's first delivery per subscription, in arrival order,
+    ``duplicates`` counts the deliveries of an id it already had."""
+
+    base: str = ""
+    secrets: dict[str, str] = field(default_factory=dict)
+    first: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    duplicates: dict[str, int] = field(default_factory=dict)
+    refused_signatures: int = 0
+
+    def url(self, name: str) -> str:
+        return f"{self.base}/hook/{name}"
+
+    def received(self) -> int:
+        return sum(len(seen) for seen in self.first.values())
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        raw = await request.read()
+        try:
+            Webhook(self.secrets[name]).verify(raw, dict(request.headers))
+        except Exception:
+            self.refused_signatures += 1
+            return web.Response(status=401)
+        seen = self.first.setdefault(name, {})
+        msg_id = request.headers["webhook-id"]
+        if msg_id in seen:
+            self.duplicates[name] = self.duplicates.get(name, 0) + 1
+        else:
+            seen[msg_id] = json.loads(raw)
+        return web.Response(status=204)
+
+
+@asynccontextmanager
+async def fleet() -> AsyncIterator[Fleet]:
+    receivers = Fleet()
+    app = web.Application()
+    app.router.add_post("/hook/{name}", receivers.handle)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    receivers.base = f"http://127.0.0.1:{port}"
+    try:
+        yield receivers
     finally:
         await runner.cleanup()

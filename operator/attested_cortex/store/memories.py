@@ -219,11 +219,23 @@ async def insert_recorded(
     return _from_row(conn, row)
 
 
+def _iso(column: str) -> str:
+    """SQL rendering the instant ``column`` as the API does (Python's ``isoformat`` of a UTC
+    datetime: six fraction digits, none when the fraction is zero, ``+00:00``), so an
+    outbox event and the answer to its write print the same time. ``to_jsonb`` would print
+    PostgreSQL's own form (``.15227``: trailing zeros cut)."""
+    utc = f"({column} AT TIME ZONE 'UTC')"
+    return (f"to_jsonb(to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN "
+            f"date_trunc('second', {utc}) = {utc} THEN '' ELSE to_char({utc}, '.US') END "
+            "|| '+00:00')")
+
+
 #: The outbox row of a one-statement store: after the record (``FROM e``), so its sequence
-#: is taken under the chain lock; the times are the row's.
+#: is taken under the chain lock; the times are the row's, printed as the API prints them.
 _OUTBOX_CTE = (", o AS (INSERT INTO outbox_events (event, key, namespace, payload) "
                "SELECT %s, %s, %s, jsonb_set(jsonb_set(%s::jsonb, '{created_at}', "
-               "to_jsonb(m.created_at)), '{updated_at}', to_jsonb(m.updated_at)) FROM m, e)")
+               f"{_iso('m.created_at')}), '{{updated_at}}', {_iso('m.updated_at')}) "
+               "FROM m, e)")
 
 
 async def _sealed_in_two_round_trips(conn: Conn, query: str, params: tuple[Any, ...]

@@ -147,6 +147,29 @@ async def advance(conn: psycopg.AsyncConnection[Any], sub_id: uuid.UUID, *, read
             (read, cursor, delivered, success_at, sub_id))
 
 
+async def advance_many(conn: psycopg.AsyncConnection[Any],
+                       moves: Sequence[tuple[uuid.UUID, int, int, int, datetime | None]]
+                       ) -> set[uuid.UUID]:
+    """:func:`advance` for several subscriptions in one statement (``moves``: id, read,
+    cursor, delivered, success_at); the ids whose cursor is now the one asked for (the
+    others were moved by a replay meanwhile). The caller's transaction may commit without
+    waiting for the disk (``synchronous_commit = off``): a cursor lost in a crash only
+    re-delivers (at least once), and this runs once per batch per subscription."""
+    if not moves:
+        return set()
+    columns = [list(c) for c in zip(*moves, strict=True)]
+    with translating():
+        cur = await conn.cursor(row_factory=psycopg.rows.tuple_row).execute(
+            "UPDATE subscription_states s SET cursor = CASE WHEN s.cursor = v.read "
+            "THEN v.cursor ELSE s.cursor END, delivered = s.delivered + v.delivered, "
+            "last_success_at = coalesce(v.success_at, s.last_success_at) "
+            "FROM unnest(%s::uuid[], %s::bigint[], %s::bigint[], %s::bigint[], "
+            "%s::timestamptz[]) AS v(id, read, cursor, delivered, success_at) "
+            "WHERE s.subscription_id = v.id RETURNING s.subscription_id, s.cursor = v.cursor",
+            columns)
+        return {row[0] for row in await cur.fetchall() if row[1]}
+
+
 async def note_failure(conn: psycopg.AsyncConnection[Any], sub_id: uuid.UUID, *,
                        at: datetime, error: str) -> None:
     """Record a failed attempt as it happens (a batch in retries shows it before it ends)."""

@@ -14,8 +14,14 @@ that re-delivers the batch (at least once; every delivery of an event carries th
 ``webhook-id``, ``evt_<seq>``). The cursor moves by compare-and-set, so a replay that moved it
 back meanwhile wins.
 
-Lanes wake on the outbox's NOTIFY (sent at COMMIT) and poll as a fallback. Nothing commits
-during start-up: the supervisor's first pass waits ``first_delay_s``. The outbox keeps events
+Lanes wake on the outbox's NOTIFY (sent at COMMIT) and poll as a fallback. They share what
+does not depend on the subscription (:mod:`.fanout`): one outbox read for the lanes at the same
+cursor, each body built once, the cursor moves of a turn in one statement, a gate of 16
+attempts at once across all lanes (the requests' loop stays responsive); a lane keeps its
+cursor in memory and re-reads its row when a pass finds nothing (a replay may have moved it)
+or its compare-and-set fails. Every task is a :class:`attested_cortex.tasks.Loop` (bounded
+stops, no lost cancellation). Nothing commits during start-up: the supervisor's first pass
+waits ``first_delay_s``. The outbox keeps events
 ``retention_s``; a lane whose cursor falls behind what was dropped says so (status, metric).
 Replicas each run lanes, but a lane delivers only while its process holds the
 subscription's lease (:mod:`.leasing`, ADR 0131): one replica delivers each subscription, and
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Sequence
@@ -42,6 +49,7 @@ from attested_cortex.errors import CortexError, NotFoundError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.policy.targets import Network
 from attested_cortex.service.pipeline.outboxing import open_secret, opened, seal_secret
+from attested_cortex.service.workers.fanout import Cursors, Gate, Move, Reads, Ready, Rows
 from attested_cortex.service.workers.leasing import Leases
 from attested_cortex.service.workers.webhooks import Limits, Sender
 from attested_cortex.store import outbox
@@ -76,6 +84,10 @@ class DeliverySettings:
     sync_s: float = 1.0
     first_delay_s: float = 0.5
     sweep_s: float = 300.0
+    #: Attempts running at once across every subscription, each counted for its first
+    #: ``gate_slow_s`` only (:class:`.fanout.Gate`: the requests' event loop stays responsive).
+    gate_size: int = 16
+    gate_slow_s: float = 0.1
     #: Subscriptions declared in the configuration (the operator's CortexSubscriptions,
     #: ADR 0108), kept in the table as ``managed_by = 'config'``.
     declared: tuple[Declared, ...] = ()
@@ -148,7 +160,14 @@ class _Lane:
     sender: Sender
     slots: asyncio.Semaphore
     secret: str = ""  # opened once when the lane starts (sealed at rest: ADR 0106)
-    task: asyncio.Task[None] | None = None
+    loop: tasks.Loop | None = None
+    #: Every event at or below it is done (None: not read yet); the row's, kept in memory.
+    cursor: int | None = None
+    #: The last pass found the lane caught up: the next one lingers for a burst's commits.
+    idle: bool = True
+    #: When its row was last read, and the deliverer's replay count then.
+    refreshed_at: float = -1e9
+    replays: int = 0
 
 
 class _Metrics:
@@ -178,9 +197,17 @@ class Deliverer:
         self.sealer = sealer
         self._delays = delays(self.settings)
         self._lanes: dict[uuid.UUID, _Lane] = {}
-        self._wake = asyncio.Event()
-        self._resync = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._reads = Reads(db, self.settings.batch, self.text, fresh_s=self.settings.poll_s)
+        self._replays = 0  # kicks from here (a replay moved a cursor back)
+        self._cursors = Cursors(db)
+        self._rows = Rows(db)
+        self._gate = Gate(self.settings.gate_size, self.settings.gate_slow_s)
+        s = self.settings
+        self._supervisor = tasks.Loop("webhook-supervisor", self._supervise, retry_s=s.sync_s,
+                                      expected=(CortexError, OSError),
+                                      first_delay_s=s.first_delay_s)
+        self._listener: tasks.Loop | None = None
+        self._swept_at = 0.0
         self._metrics = _Metrics(registry)
         self.dropped_before = 0  # the outbox's oldest sequence minus one
         self.head = 0
@@ -190,63 +217,68 @@ class Deliverer:
 
     # -- life cycle --------------------------------------------------------------------
     def start(self, dsn: str) -> None:
-        if not self._tasks:
+        if self._listener is None:
             self.leases.bind(dsn)
-            self._tasks = [asyncio.create_task(self._supervise(), name="webhook-supervisor"),
-                           asyncio.create_task(self._listen(dsn), name="webhook-listener")]
+            self._swept_at = asyncio.get_running_loop().time()  # first sweep an interval on
+            self._listener = tasks.Loop("webhook-listener", functools.partial(self._listen, dsn),
+                                        retry_s=self.settings.poll_s,
+                                        expected=(CortexError, OSError))
+            self._listener.start()
+            self._supervisor.start()
 
     @property
     def running(self) -> bool:
-        return any(not t.done() for t in self._tasks)
+        return self._supervisor.running
 
     async def aclose(self) -> None:
-        await tasks.stop([*self._tasks, *(lane.task for lane in self._lanes.values())])
+        loops = [self._supervisor, *([self._listener] if self._listener else []),
+                 *(lane.loop for lane in self._lanes.values() if lane.loop is not None)]
+        await asyncio.gather(*(loop.stop() for loop in loops))
+        await self._reads.aclose()
+        await self._cursors.aclose()
+        await self._rows.aclose()
         for lane in self._lanes.values():
             await lane.sender.close()
         self._lanes.clear()
-        self._tasks = []
+        self._listener = None
         await self.leases.aclose()
 
     def changed(self) -> None:
         """A subscription was created, changed or deleted here: resync now."""
-        self._resync.set()
+        self._supervisor.wake()
         self.kick()
 
     def kick(self) -> None:
-        """Wake every lane (new events, a rewound cursor)."""
-        woken, self._wake = self._wake, asyncio.Event()
-        woken.set()
+        """Wake every lane to re-read its row (a replay moved its cursor back)."""
+        self._replays += 1
+        self._wake_lanes()
+
+    def _announced(self) -> None:
+        """A commit appended events (its NOTIFY): wake every lane."""
+        self._reads.announce()
+        self._wake_lanes()
+
+    def _wake_lanes(self) -> None:
+        for lane in self._lanes.values():
+            if lane.loop is not None:
+                lane.loop.wake()
 
     # -- supervision -------------------------------------------------------------------
-    async def _listen(self, dsn: str) -> None:
-        while True:
-            try:
-                async with listening(dsn, CHANNEL) as notes:
-                    async for _ in notes:
-                        self.kick()
-            except (CortexError, OSError) as exc:
-                log.warning("outbox listener lost (%s); lanes poll until it is back",
-                            type(exc).__name__)
-            await asyncio.sleep(self.settings.poll_s)
+    async def _listen(self, dsn: str) -> float:
+        """Hold the LISTEN connection until it is lost (the loop logs why; lanes poll until
+        it is back)."""
+        async with listening(dsn, CHANNEL) as notes:
+            async for _ in notes:
+                self._announced()
+        return self.settings.poll_s
 
-    async def _supervise(self) -> None:
-        await asyncio.sleep(self.settings.first_delay_s)
-        loop = asyncio.get_running_loop()
-        swept_at = loop.time()  # the first sweep a sweep interval after start, not in it
-        while True:
-            try:
-                await self.sync()
-                if loop.time() - swept_at >= self.settings.sweep_s:
-                    await self.sweep()
-                    swept_at = loop.time()
-            except (CortexError, OSError) as exc:
-                log.warning("subscription sync failed: %s", type(exc).__name__)
-            self._resync.clear()
-            try:
-                async with asyncio.timeout(self.settings.sync_s):
-                    await self._resync.wait()
-            except TimeoutError:
-                pass
+    async def _supervise(self) -> float:
+        await self.sync()
+        now = asyncio.get_running_loop().time()
+        if now - self._swept_at >= self.settings.sweep_s:
+            await self.sweep()
+            self._swept_at = now
+        return self.settings.sync_s
 
     async def sync(self) -> None:
         """Start a lane per enabled subscription, restart those whose target changed, stop
@@ -264,7 +296,7 @@ class Deliverer:
                 continue
             if lane is not None:
                 await self._stop_lane(sub.id)
-            self._start_lane(sub)
+            await self._start_lane(sub)
 
     async def sync_declared(self) -> int:
         """Create, change or delete the ``config`` subscriptions to match the declared ones;
@@ -301,7 +333,7 @@ class Deliverer:
                     changed += 1
         return changed
 
-    def _start_lane(self, sub: Subscription) -> None:
+    async def _start_lane(self, sub: Subscription) -> None:
         s = self.settings
         sender = Sender(max_in_flight=sub.max_in_flight,
                         allow_private=sub.allow_private_targets or s.allow_private,
@@ -310,15 +342,18 @@ class Deliverer:
             secret = open_secret(self.sealer, sub.name, sub.secret)
         except UnsealError as exc:  # its events wait; the next sync tries again
             log.error("subscription %s: its secret does not open (%s)", sub.name, exc)
-            asyncio.get_running_loop().create_task(sender.close())
+            await sender.close()
             return
         lane = _Lane(sub, sender, asyncio.Semaphore(sub.max_in_flight), secret)
-        lane.task = asyncio.create_task(self._run(lane), name=f"webhook-{sub.name}")
+        lane.loop = tasks.Loop(f"webhook-{sub.name}", functools.partial(self._pass, lane),
+                               retry_s=s.poll_s, expected=(CortexError, OSError))
+        lane.loop.start()
         self._lanes[sub.id] = lane
 
     async def _stop_lane(self, sub_id: uuid.UUID) -> None:
         lane = self._lanes.pop(sub_id)
-        await tasks.stop([lane.task])
+        if lane.loop is not None:
+            await lane.loop.stop()
         await lane.sender.close()
         await self.leases.release(sub_id)
         for gauge in (self._metrics.lag, self._metrics.dead, self._metrics.behind):
@@ -335,62 +370,90 @@ class Deliverer:
         return dropped
 
     # -- a lane ------------------------------------------------------------------------
-    async def _run(self, lane: _Lane) -> None:
-        while True:
-            wake = self._wake
-            try:
-                moved = await self._batch(lane)
-            except (CortexError, OSError) as exc:
-                log.warning("delivery batch of %s failed: %s", lane.sub.name,
-                            type(exc).__name__)
-                moved = False
-            if moved:
-                continue
-            try:
-                async with asyncio.timeout(self.settings.poll_s):
-                    await wake.wait()
-            except TimeoutError:
-                continue
-            # Woken by a commit: let the commits right behind it land, so a burst of writes
-            # is one batch (a few queries for many events) rather than one per event.
+    async def _pass(self, lane: _Lane) -> float:
+        """Deliver the next batch; how long to wait for a wake before the next pass."""
+        loop = asyncio.get_running_loop()
+        since = loop.time()
+        if lane.idle:  # woken by a commit: let the commits right behind it land, so a
+            # burst of writes is one batch (a few queries for many events), not one each
             await asyncio.sleep(self.settings.linger_s)
-
-    async def _batch(self, lane: _Lane) -> bool:
-        """Deliver the next batch; False when there was none (or another replica
-        delivers this subscription)."""
         if not await self.leases.holds(lane.sub.id):
-            return False
-        async with self.db.connection() as conn:
-            state = await subs.get(conn, lane.sub.id)
-            if state is None:
-                return False
-            events = await outbox.after(conn, state.cursor, self.settings.batch)
-            now = asyncio.get_running_loop().time()
-            if now - self._bounds_at >= self.settings.bounds_s:  # for the gauges: at most 1/s
-                self.dropped_before, self.head = await outbox.bounds(conn)
-                self._bounds_at = now
-        if events:
-            self.head = max(self.head, events[-1].seq)
-        self._gauge(state)
-        if not events:
-            return False
+            # another replica delivers this subscription (ADR 0131) and moves its cursor:
+            # read it afresh when this one takes the lease over
+            lane.cursor = None
+            return self.settings.poll_s
+        if lane.cursor is None and not await self._refresh(lane):
+            return self.settings.poll_s
+        assert lane.cursor is not None
+        read = lane.cursor
+        ready = await self._reads.after(read, since)
+        await self._bounds()
+        if not ready:
+            lane.idle = True
+            # nothing new: a replay may have moved the cursor back (here: a kick; on a
+            # replica: seen within the poll interval)
+            stale = (lane.replays != self._replays
+                     or loop.time() - lane.refreshed_at >= self.settings.poll_s)
+            return 0.0 if stale and await self._refresh(lane) and lane.cursor != read \
+                else self.settings.poll_s
+        lane.idle = False
+        last = ready[-1].event.seq
+        self.head = max(self.head, last)
         tally = _Tally()
-        chains: dict[str, list[Stored]] = {}
-        for event in events:
-            if wanted(lane.sub, event):
-                chains.setdefault(event.key, []).append(event)
+        chains: dict[str, list[Ready]] = {}
+        for one in ready:
+            if wanted(lane.sub, one.event):
+                chains.setdefault(one.event.key, []).append(one)
         await asyncio.gather(*(self._chain(lane, chain, tally) for chain in chains.values()))
+        move = Move(lane.sub.id, read, last, tally.delivered, tally.success_at)
+        if tally.dead:
+            moved = await self._bury(lane, move, tally)
+        else:
+            moved = await self._cursors.advance(move)
+        if not moved:  # a replay moved the cursor meanwhile: deliver from there
+            await self._refresh(lane)
+            return 0.0
+        lane.cursor = last
+        if tally.dead:
+            await self._refresh(lane)  # the gauges count the new dead letters
+        self._metrics.lag.labels(lane.sub.name).set(max(0, self.head - last))
+        # caught up with the tail as read after the last announced commit: the next commit
+        # wakes the lane
+        return 0.0 if self._reads.behind(last) else self.settings.poll_s
+
+    async def _refresh(self, lane: _Lane) -> bool:
+        """Re-read the lane's row (its cursor; the gauges); False when it is gone."""
+        replays, at = self._replays, asyncio.get_running_loop().time()
+        state = (await self._rows.read(at)).get(lane.sub.id)
+        if state is None:
+            return False
+        lane.cursor = state.cursor
+        lane.refreshed_at, lane.replays = at, replays
+        self._gauge(state)
+        return True
+
+    async def _bounds(self) -> None:
+        """The outbox's bounds for the gauges and the status: at most once a second."""
+        now = asyncio.get_running_loop().time()
+        if now - self._bounds_at < self.settings.bounds_s:
+            return
+        self._bounds_at = now
+        async with self.db.connection() as conn:
+            dropped, head = await outbox.bounds(conn)
+        self.dropped_before, self.head = dropped, max(self.head, head)
+
+    async def _bury(self, lane: _Lane, move: Move, tally: _Tally) -> bool:
+        """The batch's dead letters and its cursor move in one transaction."""
         async with self.db.transaction() as conn:
             for event, attempts, why in tally.dead:
                 await subs.bury(conn, lane.sub.id, seq=event.seq, event=event.event,
                                 key=event.key, payload=event.payload, attempts=attempts,
                                 error=why)
-            await subs.advance(conn, lane.sub.id, read=state.cursor, cursor=events[-1].seq,
-                               delivered=tally.delivered, success_at=tally.success_at)
-        if tally.dead:
-            log.warning("events dead-lettered", extra={"subscription": lane.sub.name,
-                                                        "events": len(tally.dead)})
-        return True
+            moved = await subs.advance_many(conn, [
+                (move.sub_id, move.read, move.cursor, move.delivered, move.success_at)])
+        log.warning("events dead-lettered", extra={"subscription": lane.sub.name,
+                                                    "events": len(tally.dead)})
+        return lane.sub.id in moved
 
     def _gauge(self, state: Subscription) -> None:
         name = state.name
@@ -398,24 +461,22 @@ class Deliverer:
         self._metrics.dead.labels(name).set(state.dead_letters)
         self._metrics.behind.labels(name).set(int(state.cursor < self.dropped_before))
 
-    async def _chain(self, lane: _Lane, chain: Sequence[Stored], tally: _Tally) -> None:
-        for event in chain:
-            await self._event(lane, event, tally)
+    async def _chain(self, lane: _Lane, chain: Sequence[Ready], tally: _Tally) -> None:
+        for one in chain:
+            await self._event(lane, one, tally)
 
     def text(self, event: Stored) -> str:
         """The delivered body of ``event``, its payload opened when it was sealed at rest."""
         return body(replace(event, payload=opened(self.sealer, event.payload)))
 
-    async def _event(self, lane: _Lane, event: Stored, tally: _Tally) -> None:
-        name = lane.sub.name
-        try:
-            text = self.text(event)
-        except UnsealError as exc:  # not sent: kept, sealed, for an operator to look at
-            tally.dead.append((event, 0, f"the payload does not open: {exc}"))
+    async def _event(self, lane: _Lane, one: Ready, tally: _Tally) -> None:
+        name, event, text = lane.sub.name, one.event, one.text
+        if text is None:  # not sent: kept, sealed, for an operator to look at
+            tally.dead.append((event, 0, one.why))
             self._metrics.deliveries.labels(name, "dead").inc()
             return
         for attempt, wait in enumerate([*self._delays, None], start=1):
-            async with lane.slots:
+            async with lane.slots, self._gate.slot():
                 why = await lane.sender.send(lane.sub.url, secret=lane.secret,
                                              msg_id=message_id(event.seq), body=text)
             if why is None:
