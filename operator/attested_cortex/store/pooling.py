@@ -157,8 +157,8 @@ class Pool:
 
     async def _new(self, until: float = 0.0) -> Conn:
         """A new connection; while the database is away, attempts after each retry window
-        until ``until`` (monotonic), then NotReadyError. Each attempt is bounded by what is
-        left of the wait (by ``connect_timeout_s`` alone when nothing is left)."""
+        until ``until`` (monotonic), then NotReadyError. While it is away each attempt is
+        bounded by what is left of the wait too, not only by ``connect_timeout_s``."""
         while True:
             if self._closed:
                 raise NotReadyError("the server is shutting down")
@@ -171,12 +171,23 @@ class Pool:
             left = until - now
             if 0 < left < self._settings.retry_initial_s and self._delay_s:
                 raise self._unreachable()  # too little left for an attempt to mean anything
-            bound = min(self._settings.connect_timeout_s, left) if left > 0 else (
-                self._settings.connect_timeout_s)
+            # while the database is known away, an attempt is bounded by what is left of the
+            # wait; otherwise (the first attempt, or nothing left) by the connect timeout
+            bound = min(self._settings.connect_timeout_s, left) if left > 0 and self._delay_s \
+                else self._settings.connect_timeout_s
             try:
                 async with asyncio.timeout(bound):
                     conn = await self._connect()
-            except (OSError, psycopg.Error, TimeoutError) as exc:
+            except TimeoutError as exc:
+                if bound < self._settings.connect_timeout_s:
+                    # this request's wait ran out, not the database's connect timeout: no
+                    # retry window for the others, no outage logged
+                    raise self._unreachable() from exc
+                self._failed(exc)
+                if time.monotonic() >= until:
+                    raise self._unreachable() from exc
+                continue
+            except (OSError, psycopg.Error) as exc:
                 self._failed(exc)
                 if time.monotonic() >= until:
                     raise self._unreachable() from exc
