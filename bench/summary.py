@@ -790,9 +790,10 @@ def ha_lines() -> list[str]:
              "the status). The rest of the gap is the surviving replica following the new "
              "primary (commits wait for its confirmation: ADR 0090) and the server's pool "
              "reconnecting; a write sent meanwhile waits for the new primary in the server "
-             "(ADR 0126). The slowest write acknowledged at its first attempt (a hang would "
-             f"show here): {_get(d, 'failover', 'slowest_unretried_write_s')} s; the answers "
-             f"the writer got: {_get(d, 'failover', 'answers')}.", "",
+             "(ADR 0126). The slowest write acknowledged at its first attempt (one that "
+             "waited in the server for the new primary; a hang past the write deadline, 10 s, "
+             f"would show here): {_get(d, 'failover', 'slowest_unretried_write_s')} s; the "
+             f"answers the writer got: {_get(d, 'failover', 'answers')}.", "",
              "| failover | gap (s) | CNPG moved the primary after (s) | -rw endpoint moved "
              "after (s) | beyond the promotion (s) | old -> new primary |",
              "|---|---|---|---|---|---|"]
