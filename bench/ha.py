@@ -12,11 +12,13 @@ same 2 cores:
   (hack/support/writing.py, one write at a time at 5 writes/s, each retried with its
   Idempotency-Key after the answer's Retry-After until acknowledged) runs while the primary
   pod is deleted; the gap is the last acknowledgement before to the first after. Beside it,
-  when CNPG moved the primary (its Cluster's ``currentPrimary``), so the gap splits into
-  CNPG's failover and what follows it (the surviving replica following the new primary, our
-  reconnect, the client's Retry-After): ``beyond_promotion_s``, whose goal is at most 2 s
-  (issue 38, ADR 0090), and the slowest write acknowledged at its first attempt (issue 38:
-  the first write after a promotion hung 7-9 s).
+  when CNPG moved the primary (its Cluster's ``currentPrimary``) and when the read-write
+  Service's endpoint reached it, so the gap splits into CNPG's failover and what follows it
+  (the Service's endpoint moving, the surviving replica following the new primary, the
+  server's reconnect; a write that arrives meanwhile waits for it in the server, ADR 0126):
+  ``beyond_promotion_s``, whose goal is at most 2 s (issue 38, ADR 0090), and the slowest
+  write acknowledged at its first attempt (issue 38: the first write after a promotion hung
+  7-9 s).
 - **acknowledged writes lost** across all rounds: acknowledged ids the cortex does not hold,
   and contents held twice; with the counts of acknowledged writes and failovers.
 - **store throughput and recall p95 at ``--size``** (default 10k) on both cortexes in the same
@@ -226,6 +228,23 @@ def keep_logs(kube: Kube, logs: Path | None, round_number: int) -> None:
                           "pid,etime,args")
         (logs / f"round-{round_number}-{pod}.ps").write_text(ps.stdout + ps.stderr,
                                                               encoding="utf-8")
+    # the cortex server's side: when its pool lost the database and when it answered again
+    # (store/pooling.py logs both ends of an outage, ADR 0126)
+    done = kube.kubectl("logs", "-n", NAMESPACE, f"deployment/{HA}-server", "--timestamps")
+    (logs / f"round-{round_number}-server.log").write_text(done.stdout + done.stderr,
+                                                           encoding="utf-8")
+
+
+def rw_endpoint_at(kube: Kube, pod: str) -> bool:
+    """Whether the read-write Service's endpoints hold ``pod`` (ready): where a client's and a
+    replica's connection to the primary goes. CloudNativePG names the new primary in its
+    status first; the Service follows once it labels the pod and Kubernetes moves the
+    endpoint (EndpointSlice, then the node's service proxy)."""
+    ip = kube.ok("get", "pod", pod, "-n", NAMESPACE, "-o", "jsonpath={.status.podIP}").strip()
+    slices = hacluster.get_json(kube.kubectl, "get", "endpointslices", "-n", NAMESPACE, "-l",
+                                f"kubernetes.io/service-name={hacluster.cluster_name(HA)}-rw")
+    return any(ip in e.get("addresses", []) and e.get("conditions", {}).get("ready")
+               for item in slices["items"] for e in item.get("endpoints") or [])
 
 
 def failovers(kube: Kube, base: str, token: str, rounds: int,
@@ -247,6 +266,11 @@ def failovers(kube: Kube, base: str, token: str, rounds: int,
             moved = wait_until(
                 lambda o=old: hacluster.primary(kube.kubectl, NAMESPACE, HA) != o
                 and time.monotonic(), seconds=SETTLE_S, interval_s=0.2, what="a new primary")
+            new_primary = hacluster.primary(kube.kubectl, NAMESPACE, HA)
+            # an upper bound: the endpoint may have moved before the status named the primary
+            routed = wait_until(lambda p=new_primary: rw_endpoint_at(kube, p)
+                                and time.monotonic(), seconds=SETTLE_S, interval_s=0.1,
+                                what="the read-write Service at the new primary")
             wait_until(lambda m=float(moved): writer.acked_since(m) >= 10, seconds=SETTLE_S,
                        interval_s=0.2, what="writes after the new primary")
             # The outage can come after the deletion (the old primary stops first): the
@@ -257,14 +281,19 @@ def failovers(kube: Kube, base: str, token: str, rounds: int,
             # what the writer was answered meanwhile, seconds after the deletion
             refused = [[round(at - moment, 2), what] for at, what in list(writer.ledger.failures)
                        if at > moment]
+            endpoint = float(routed) - moment
             results.append({"round": round_number + 1, "refused": refused, "old_primary": old,
-                            "new_primary": hacluster.primary(kube.kubectl, NAMESPACE, HA),
+                            "new_primary": new_primary,
                             "gap_s": round(gap, 2), "gap_at_deletion_s": round(around, 2),
                             "primary_moved_after_s": round(promoted, 2),
-                            "beyond_promotion_s": round(gap - promoted, 2)})
+                            "endpoint_moved_after_s": round(endpoint, 2),
+                            "beyond_promotion_s": round(gap - promoted, 2),
+                            "beyond_endpoint_s": round(gap - endpoint, 2)})
             print(f"  failover {round_number + 1}: gap {gap:.1f}s (CNPG moved the primary "
-                  f"after {promoted:.1f}s; {gap - promoted:.1f}s beyond; deleted at "
-                  f"{time.time() - (time.monotonic() - moment):.2f} epoch)", flush=True)
+                  f"after {promoted:.1f}s, the -rw Service after {endpoint:.1f}s; "
+                  f"{gap - promoted:.1f}s beyond the primary; deleted at "
+                  f"{time.time() - (time.monotonic() - moment):.2f} epoch; answered "
+                  f"{refused})", flush=True)
             keep_logs(kube, logs, round_number + 1)
     finally:
         ledger = writer.stop()

@@ -124,6 +124,8 @@ SERVER_ONLY: dict[str, str] = {
                                     "(ADR 0069)",
     "pool_max_size": "replicas x pool must stay under the database's max_connections, "
                      "which the operator sizes for its default",
+    "db_reconnect_wait_ms": "the wait for a failover's new primary (ADR 0126), kept under "
+                            "spec.database.timeouts.writeMs's default; not a policy",
 }
 
 

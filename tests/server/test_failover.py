@@ -64,8 +64,14 @@ def servers() -> Iterator[list[PgServer]]:
         server.stop()
 
 
-async def serve(make_cortex: MakeCortex, dsn: str) -> CortexClient:
-    return await make_cortex(dsn, migrated=False, graph_backend="CTE", transcripts=TRANSCRIPTS)
+#: The wait for an unreachable database (ADR 0126) in the tests that count the 503s a
+#: database refusing writes causes (the default, 5 s, would make each of them that long).
+SHORT_WAIT_MS = 200
+
+
+async def serve(make_cortex: MakeCortex, dsn: str, **settings: Any) -> CortexClient:
+    return await make_cortex(dsn, migrated=False, graph_backend="CTE", transcripts=TRANSCRIPTS,
+                             **settings)
 
 
 async def fresh(servers: list[PgServer], workdir: Path) -> PgServer:
@@ -107,8 +113,10 @@ async def write_across(writer: Writer, tasks: list[asyncio.Task[None]],
 async def nothing_lost(writer: Writer, dsn: str, client: CortexClient) -> None:
     """Every acknowledged write stored exactly once, nothing else, no 500, a clean chain and
     every memory and link row matching its record (the deep audit)."""
+    # No check that the writer saw the change: the server waits for a database that answers
+    # again within db_reconnect_wait_ms (ADR 0126), so a short outage may show the writer
+    # nothing but a slower answer. Each disturb step checks that it happened.
     assert set(writer.statuses) <= {201, 503}, writer.statuses
-    assert writer.statuses[503] + writer.dropped > 0, "the database change was never seen"
     with psycopg.connect(dsn) as conn:
         memories = conn.execute("SELECT content, id FROM memories").fetchall()
         links = {row[0] for row in conn.execute("SELECT id FROM links").fetchall()}
@@ -169,7 +177,8 @@ async def test_a_promoted_standby_takes_over_behind_the_same_address(
     service = await Forwarder(primary.port).start()
     try:
         client = await serve(make_cortex,
-                             f"postgresql://postgres@127.0.0.1:{service.port}/cortex")
+                             f"postgresql://postgres@127.0.0.1:{service.port}/cortex",
+                             db_reconnect_wait_ms=SHORT_WAIT_MS)
         writer = Writer(client)
 
         async def fail_over() -> None:
@@ -225,7 +234,7 @@ async def test_a_primary_turned_read_only_is_a_503_and_its_connections_are_dropp
     make_cortex: MakeCortex, workdir: Path, servers: list[PgServer],
 ) -> None:
     server = await fresh(servers, workdir)
-    client = await serve(make_cortex, server.dsn("cortex"))
+    client = await serve(make_cortex, server.dsn("cortex"), db_reconnect_wait_ms=SHORT_WAIT_MS)
     await asyncio.gather(*(client.store("kb", f"warm {i}") for i in range(6)))  # idle conns
 
     def read_only(value: str) -> None:

@@ -223,9 +223,17 @@ async def _open_pool(settings: ServerSettings, graph: GraphBackend,
                              configure=configure,
                              lock_timeout_s=settings.db_lock_timeout_ms / 1000,
                              statement_timeout_s=settings.db_statement_timeout_ms / 1000,
+                             reconnect_wait_s=reconnect_wait_s(settings),
                              seal=seal, memory_cipher=memories)
     stack.push_async_callback(db.close)
     return db
+
+
+def reconnect_wait_s(settings: ServerSettings) -> float:
+    """How long a request waits for an unreachable database (ADR 0126): the setting, but at
+    most 80 % of the write deadline, so that a write that waited keeps time for its commit (a
+    write past its deadline is a 503 commit_unconfirmed, which names a commit it never sent)."""
+    return min(settings.db_reconnect_wait_ms, settings.db_write_timeout_ms * 4 // 5) / 1000
 
 
 def _audit_sink(settings: ServerSettings, db: Database,

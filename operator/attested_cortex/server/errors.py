@@ -16,8 +16,10 @@ from attested_cortex.errors import CortexError, HeldForApprovalError, QuotaExcee
 
 log = logging.getLogger(__name__)
 
-#: Seconds a 503 asks the client to wait: the pool reconnects within half a second of the
-#: database answering again (store/pooling.py), so one second is never early by much.
+#: Seconds a 503 asks the client to wait: the pool reconnects within 0.2 s of the database
+#: answering again (store/pooling.py), so one second is never early by much. The shortest
+#: Retry-After there is: a shorter wait is the server's own, for a request that arrives
+#: while the database is away (it waits for it up to db_reconnect_wait_ms, ADR 0126).
 RETRY_AFTER_S = 1
 
 

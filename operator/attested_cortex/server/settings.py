@@ -504,6 +504,9 @@ class ServerSettings(BaseModel):
     db_lock_timeout_ms: int = Field(5000, ge=10, le=600_000)
     db_statement_timeout_ms: int = Field(30_000, ge=100, le=3_600_000)
     db_write_timeout_ms: int = Field(10_000, ge=100, le=3_600_000)
+    # How long a request waits for an unreachable database (a failover, a restart) before
+    # its 503 with Retry-After (ADR 0126); 0: at once. At most 80 % of the write deadline.
+    db_reconnect_wait_ms: int = Field(8000, ge=0, le=600_000)
 
 
 def load_settings(path: Path | None, overrides: dict[str, Any]) -> ServerSettings:

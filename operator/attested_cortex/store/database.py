@@ -61,12 +61,14 @@ class Database:
         configure: ConfigureFn | None = None, wait_seconds: float = 10.0,
         settings: PoolSettings | None = None, lock_timeout_s: float | None = None,
         statement_timeout_s: float | None = None, seal: ChainSeal | None = None,
-        memory_cipher: MemoryCipher | None = None,
+        memory_cipher: MemoryCipher | None = None, reconnect_wait_s: float | None = None,
     ) -> Database:
         """Open the pool and wait until ``min_size`` connections work (or raise
         NotReadyError after ``wait_seconds``). With ``seal`` every event a connection
         appends is sealed in the keyed chain (:func:`.events.bind_seal`, ADR 0051); with
-        ``memory_cipher`` memory rows are sealed and opened (:mod:`.memory_ciphers`)."""
+        ``memory_cipher`` memory rows are sealed and opened (:mod:`.memory_ciphers`).
+        ``reconnect_wait_s``: how long a request waits for an unreachable database (a
+        failover) before its 503 (:class:`.pooling.PoolSettings`, ADR 0126)."""
 
         async def connect() -> Conn:
             # autocommit: a read is one round trip (no implicit transaction to roll back
@@ -100,6 +102,8 @@ class Database:
             return conn
 
         chosen = settings or PoolSettings(max_size=max_size)
+        if reconnect_wait_s is not None:
+            chosen = dataclasses.replace(chosen, reconnect_wait_s=reconnect_wait_s)
         if lock_timeout_s is not None or statement_timeout_s is not None:
             chosen = dataclasses.replace(
                 chosen, lock_timeout_s=lock_timeout_s or chosen.lock_timeout_s,
@@ -120,10 +124,11 @@ class Database:
                 yield conn
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Conn]:
-        """A connection for reads: autocommit, each statement is its own snapshot."""
+    async def connection(self, *, wait: bool = True) -> AsyncIterator[Conn]:
+        """A connection for reads: autocommit, each statement is its own snapshot.
+        ``wait=False``: no wait for an unreachable database (readiness says so at once)."""
         with translating():
-            async with self._pool.connection() as conn:
+            async with self._pool.connection(wait=wait) as conn:
                 yield conn
 
     @asynccontextmanager

@@ -3,12 +3,15 @@
 Used by :class:`attested_cortex.store.database.Database` only. Three rules, each for one
 figure of issue 13 (docs/PERFORMANCE.md has the measurements):
 
-- **Bounded connect.** A new connection gets :attr:`PoolSettings.connect_timeout_s`;
-  a failure opens a *retry window* (capped exponential backoff, 50 ms doubling to at most
-  500 ms) during which a checkout that would need a new connection fails at once with
-  :class:`NotReadyError` (503) instead of waiting out a checkout timeout. The first
-  checkout after the window tries again, so a database that came back serves within one
-  window.
+- **Bounded connect, and a bounded wait for the database.** A new connection gets
+  :attr:`PoolSettings.connect_timeout_s`; a failure opens a *retry window* (capped
+  exponential backoff, 50 ms doubling to at most 200 ms) before the next attempt. A
+  checkout that needs a new connection while the database is away (a failover, a restart)
+  waits for it, trying again after each window, for at most
+  :attr:`PoolSettings.reconnect_wait_s` from the checkout's start, then fails with
+  :class:`NotReadyError` (503 with Retry-After): a request that arrives just before a
+  promotion completes right after it instead of being sent back for a whole Retry-After
+  second (ADR 0126). ``wait=False`` (readiness) never waits: it says "unreachable" at once.
 - **Check on checkout.** An idle connection is handed out only if its socket has nothing
   to read: a healthy idle session never receives data, while a restarted or terminated
   backend leaves an EOF or a FATAL message there. The check is a zero-timeout ``select``,
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import select
 import time
 from collections import deque
@@ -45,6 +49,7 @@ from psycopg.rows import DictRow
 from attested_cortex.errors import NotReadyError
 from attested_cortex.store.errors import connection_reason, ends_session
 
+log = logging.getLogger(__name__)
 Conn = psycopg.AsyncConnection[DictRow]
 ConnectFn = Callable[[], Awaitable[Conn]]
 
@@ -57,7 +62,9 @@ class PoolSettings:
     connect_timeout_s: float = 2.0
     checkout_timeout_s: float = 5.0
     retry_initial_s: float = 0.05
-    retry_max_s: float = 0.5
+    retry_max_s: float = 0.2
+    #: How long a checkout waits for an unreachable database to answer (0: fail at once).
+    reconnect_wait_s: float = 8.0
     lock_timeout_s: float = 5.0  # the write class deadline: a held lock is a 409, not a hang
     statement_timeout_s: float = 30.0
 
@@ -73,6 +80,7 @@ class Pool:
         self._retry_at = 0.0
         self._delay_s = 0.0
         self._last_error = ""
+        self._away_since = 0.0  # monotonic: the first failed connect of this outage (0: none)
         self._closed = False
 
     async def fill(self, count: int) -> None:
@@ -81,15 +89,17 @@ class Pool:
             self._idle.append(await self._new())
 
     @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[Conn]:
-        """A checked, idle-state connection for the block; returned or closed after it."""
+    async def connection(self, *, wait: bool = True) -> AsyncIterator[Conn]:
+        """A checked, idle-state connection for the block; returned or closed after it.
+        Waits for an unreachable database up to ``reconnect_wait_s`` from now (``wait``)."""
+        until = time.monotonic() + (self._settings.reconnect_wait_s if wait else 0.0)
         try:
             async with asyncio.timeout(self._settings.checkout_timeout_s):
                 await self._slots.acquire()
         except TimeoutError as exc:
             raise NotReadyError("every database connection is busy; retry shortly") from exc
         try:
-            async with self._lent(await self._take()) as conn:
+            async with self._lent(await self._take(until)) as conn:
                 yield conn
         finally:
             self._slots.release()
@@ -133,9 +143,9 @@ class Pool:
         while self._idle:
             await _close(self._idle.pop())
 
-    async def _take(self) -> Conn:
+    async def _take(self, until: float = 0.0) -> Conn:
         conn = await self._take_idle()
-        return conn if conn is not None else await self._new()
+        return conn if conn is not None else await self._new(until)
 
     async def _take_idle(self) -> Conn | None:
         while self._idle:
@@ -145,21 +155,55 @@ class Pool:
             await _close(conn)
         return None
 
-    async def _new(self) -> Conn:
-        if self._closed:
-            raise NotReadyError("the server is shutting down")
-        if time.monotonic() < self._retry_at:
-            raise NotReadyError(f"the database is unreachable ({self._last_error}); "
-                                "retry shortly")
-        try:
-            async with asyncio.timeout(self._settings.connect_timeout_s):
-                conn = await self._connect()
-        except (OSError, psycopg.Error, TimeoutError) as exc:
-            self._failed(exc)
-            raise NotReadyError(f"the database is unreachable ({self._last_error}); "
-                                "retry shortly") from exc
-        self._delay_s = 0.0
-        return conn
+    async def _new(self, until: float = 0.0) -> Conn:
+        """A new connection; while the database is away, attempts after each retry window
+        until ``until`` (monotonic), then NotReadyError. While it is away each attempt is
+        bounded by what is left of the wait too, not only by ``connect_timeout_s``."""
+        while True:
+            if self._closed:
+                raise NotReadyError("the server is shutting down")
+            now = time.monotonic()
+            if now < self._retry_at:
+                if self._retry_at >= until:
+                    raise self._unreachable()
+                await asyncio.sleep(self._retry_at - now)  # the next attempt's turn
+                continue
+            left = until - now
+            if 0 < left < self._settings.retry_initial_s and self._delay_s:
+                raise self._unreachable()  # too little left for an attempt to mean anything
+            # while the database is known away, an attempt is bounded by what is left of the
+            # wait; otherwise (the first attempt, or nothing left) by the connect timeout
+            bound = min(self._settings.connect_timeout_s, left) if left > 0 and self._delay_s \
+                else self._settings.connect_timeout_s
+            try:
+                async with asyncio.timeout(bound):
+                    conn = await self._connect()
+            except TimeoutError as exc:
+                if bound < self._settings.connect_timeout_s:
+                    # this request's wait ran out, not the database's connect timeout: no
+                    # retry window for the others, no outage logged
+                    raise self._unreachable() from exc
+                self._failed(exc)
+                if time.monotonic() >= until:
+                    raise self._unreachable() from exc
+                continue
+            except (OSError, psycopg.Error) as exc:
+                self._failed(exc)
+                if time.monotonic() >= until:
+                    raise self._unreachable() from exc
+                continue
+            if self._away_since:
+                # one line per outage, both ends: when a failover's new primary answered
+                log.info("the database answers again after %.2f s unreachable",
+                         time.monotonic() - self._away_since)
+                self._away_since = 0.0
+            self._delay_s = 0.0
+            self._retry_at = 0.0
+            return conn
+
+    def _unreachable(self) -> NotReadyError:
+        return NotReadyError(f"the database is unreachable ({self._last_error}); "
+                             "retry shortly")
 
     def _failed(self, exc: BaseException) -> None:
         """Open the retry window: capped exponential backoff from the first failure."""
@@ -167,6 +211,10 @@ class Pool:
         self._delay_s = min(step, self._settings.retry_max_s)
         self._retry_at = time.monotonic() + self._delay_s
         self._last_error = connection_reason(exc)
+        if not self._away_since:
+            self._away_since = time.monotonic()
+            log.warning("the database is unreachable (%s); requests wait up to %.1f s for it",
+                        self._last_error, self._settings.reconnect_wait_s)
 
     async def _give_back(self, conn: Conn, *, ended: bool = False) -> None:
         if self._closed or ended or not reusable(conn):

@@ -31,8 +31,9 @@ READY_TIMEOUT_S = 0.8
 
 
 async def schema_version(svc: Services) -> int:
-    """The database's validated schema version."""
-    async with svc.db.connection() as conn:
+    """The database's validated schema version (no wait for an unreachable database: a
+    probe says so at once, ADR 0126)."""
+    async with svc.db.connection(wait=False) as conn:
         return await current_version(conn)
 
 
