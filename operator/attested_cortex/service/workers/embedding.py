@@ -12,7 +12,9 @@ vector until the backfill embeds it. Client vectors carry no embedding cost and 
 by the write itself. ``write_queue: 0`` embeds inline after each write instead. The backfill also
 re-embeds every vector made by another model, of another dimension or from an older revision
 (a model change), in batches with a pause between them, so it never starves requests and
-never blocks start-up.
+never blocks start-up; and, for an embedder that cuts windows, gives a long memory written
+before its windows existed its windows (docs/adr/0140), from :data:`UPGRADE_AFTER_S` after
+start-up on, so that work never commits while the server starts.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from attested_cortex.embedding.base import (
     Embedder,
     EmbeddingError,
     EmbeddingRefusedError,
+    PassageEmbedder,
     passages,
 )
 from attested_cortex.embedding.vectors import check_vectors
@@ -56,6 +59,10 @@ GATHER_S = 0.025
 #: The write-behind embedder lags once a memory has waited this long (capabilities say
 #: ``lagging``; the lag is a metric).
 LAGGING_S = 10.0
+#: How long after the backfill starts it begins giving old long memories their windows
+#: (docs/adr/0140): a whole store to re-embed after an upgrade waits out the start-up (a
+#: failover test counts the commits lost then).
+UPGRADE_AFTER_S = 1.0
 #: How many refused memory ids capabilities name (the count is always whole).
 REFUSED_SHOWN = 20
 
@@ -526,12 +533,16 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
     """Embed what lacks a current vector, batch by batch, for as long as the server runs."""
     s, progress = vectors.settings, vectors.progress
     backoff = 1.0
+    windowing = isinstance(vectors.embedder, PassageEmbedder)
+    upgrade_at = time.monotonic() + UPGRADE_AFTER_S
     while True:
         try:
             await _ensure_ready(db, vectors)
-            await _drain(db, vectors)
+            # docs/adr/0140: old long memories get their windows, once start-up is over
+            early = upgrade_at - time.monotonic()
+            await _drain(db, vectors, windows=windowing and early <= 0)
             progress.state, progress.last_error, backoff = "idle", None, 1.0
-            wait = s.idle_s
+            wait = s.idle_s if not windowing or early <= 0 else min(s.idle_s, early)
         except EmbeddingError as exc:
             progress.state, progress.last_error = "failing", str(exc)
             vectors.metrics.failures.labels("backfill").inc()
@@ -570,7 +581,9 @@ async def _ensure_ready(db: Database, vectors: Vectors) -> None:
                         extra={"dimension": info.dimension, "error": str(exc.__cause__ or exc)})
 
 
-async def _drain(db: Database, vectors: Vectors) -> None:
+async def _drain(db: Database, vectors: Vectors, *, windows: bool = False) -> None:
+    """One pass over what is stale (``windows``: a memory written before its model's windows
+    is too, docs/adr/0140)."""
     assert vectors.embedder is not None
     embedder, s, progress = vectors.embedder, vectors.settings, vectors.progress
     info = embedder.info
@@ -581,7 +594,7 @@ async def _drain(db: Database, vectors: Vectors) -> None:
         if sealed is not None:  # written meanwhile by a server without the pattern
             await rows.drop_covered(conn, sealed)
         progress.pending = await rows.count_stale(conn, model=info.model, dim=info.dimension,
-                                                  skip=sealed)
+                                                  skip=sealed, windows=windows)
     vectors.metrics.pending.set(progress.pending)
     if not progress.pending:
         # Nothing stale: no pass. A pass walks every live memory in windows (1,563 round
@@ -593,7 +606,8 @@ async def _drain(db: Database, vectors: Vectors) -> None:
     while True:
         async with db.connection() as conn:
             window = await rows.stale(conn, model=info.model, dim=info.dimension,
-                                      window=s.batch, after=after, skip=sealed)
+                                      window=s.batch, after=after, skip=sealed,
+                                      windows=windows)
         behind = vectors.behind
         batch = [p for p in window.stale if progress.refused.get(p.id) != p.revision
                  and not (behind is not None and behind.holds(p.id))]
@@ -606,7 +620,8 @@ async def _drain(db: Database, vectors: Vectors) -> None:
             # end of a pass: what was written meanwhile needs another
             async with db.connection() as conn:
                 progress.pending = await rows.count_stale(conn, model=info.model,
-                                                          dim=info.dimension, skip=sealed)
+                                                          dim=info.dimension, skip=sealed,
+                                                          windows=windows)
             vectors.metrics.pending.set(progress.pending)
             if progress.pending <= skipped:
                 return
