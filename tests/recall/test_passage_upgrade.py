@@ -90,3 +90,20 @@ async def test_the_backfill_gives_old_long_memories_their_windows_once(
             dsn, row_factory=psycopg.rows.dict_row) as conn:
         assert await rows.count_stale(conn, model=default.MODEL, dim=default.DIMENSION,
                                       windows=True) == 0
+
+
+async def test_a_server_on_a_schema_before_the_scheme_still_embeds(
+        age_database: Database, make_cortex: MakeCortex) -> None:
+    # a server may run before its migration (a rolling upgrade): its rows go without the
+    # scheme (0 once migrated, so the next server looks at them once) and it asks for none
+    dsn = age_database.dsn
+    scheme = next(m.version for m in MIGRATIONS if m.name == "embedding_passage_scheme")
+    await migrate(dsn, target=max(m.version for m in MIGRATIONS if m.version < scheme))
+    cortex = await make_cortex(dsn, migrated=False, embedder="default")
+    target = await cortex.store("kb", f"{GARDEN} {FREEZE}")
+    await cortex.embedded_behind()
+    assert passages_of(dsn, target["id"]) > 10
+    body = await recall(cortex, "when do we stop shipping releases?")
+    assert body["results"][0]["id"] == target["id"]
+    backfill = (await cortex.call("GET", "/v1/capabilities")).body["recall"]["backfill"]
+    assert backfill["last_error"] is None, backfill

@@ -120,8 +120,8 @@ WITH trimmed AS (
     WHERE memory_id = %(id)s AND passage >= cardinality(%(vectors)s::text[])
       AND (model <> %(model)s OR dim <> %(dim)s OR revision <= %(revision)s)
 )
-INSERT INTO memory_embeddings (memory_id, passage, model, dim, revision, embedding, scheme)
-SELECT %(id)s, p.n - 1, %(model)s, %(dim)s, %(revision)s, p.v::vector, %(scheme)s
+INSERT INTO memory_embeddings (memory_id, passage, model, dim, revision, embedding{col})
+SELECT %(id)s, p.n - 1, %(model)s, %(dim)s, %(revision)s, p.v::vector{val}
 FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS p(v, n)
 WHERE EXISTS (SELECT 1 FROM memories WHERE id = %(id)s AND deleted_at IS NULL)
   AND NOT EXISTS (SELECT 1 FROM memory_embeddings x
@@ -129,11 +129,26 @@ WHERE EXISTS (SELECT 1 FROM memories WHERE id = %(id)s AND deleted_at IS NULL)
                     AND x.dim = %(dim)s AND x.revision > %(revision)s)
 ON CONFLICT (memory_id, passage) DO UPDATE
 SET model = EXCLUDED.model, dim = EXCLUDED.dim, revision = EXCLUDED.revision,
-    embedding = EXCLUDED.embedding, embedded_at = clock_timestamp(),
-    scheme = EXCLUDED.scheme
+    embedding = EXCLUDED.embedding, embedded_at = clock_timestamp(){set}
 WHERE memory_embeddings.model <> EXCLUDED.model OR memory_embeddings.dim <> EXCLUDED.dim
    OR memory_embeddings.revision <= EXCLUDED.revision
 """
+
+#: The upsert of a schema with ``scheme`` (migration 0046), and of an older one (a server
+#: may run on a schema not migrated yet: its rows are of scheme 0, as the default makes them).
+_UPSERTS = {True: _UPSERT.format(col=", scheme", val=", %(scheme)s",
+                                 set=",\n    scheme = EXCLUDED.scheme"),
+            False: _UPSERT.format(col="", val="", set="")}
+
+
+async def has_scheme(conn: Conn) -> bool:
+    """Whether vector rows record their passage scheme (migration 0046)."""
+    cur = await conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'memory_embeddings'::regclass"
+        " AND attname = 'scheme' AND NOT attisdropped) AS ok")
+    row = await cur.fetchone()
+    return bool(row and row["ok"])
+
 
 #: A memory's vectors: one per passage, the first from its beginning.
 Passages = Sequence[Sequence[float]]
@@ -142,15 +157,18 @@ Passages = Sequence[Sequence[float]]
 async def put(
     conn: Conn, *, memory_id: uuid.UUID, revision: int, model: str,
     vector: Sequence[float] | None = None, passages: Passages | None = None,
+    scheme: bool = True,
 ) -> None:
     """Record ``vector`` (or each of ``passages``) for ``memory_id`` at ``revision``; never
     replaces a newer revision's rows of the same model, never writes for a tombstone."""
     given = passages if passages is not None else [vector or []]
-    await conn.execute(_UPSERT, _upsert_params(model, [(memory_id, revision, given)])[0])
+    await conn.execute(_UPSERTS[scheme],
+                       _upsert_params(model, [(memory_id, revision, given)])[0])
 
 
 async def put_many(
     conn: Conn, *, model: str, rows: Sequence[tuple[uuid.UUID, int, Passages]],
+    scheme: bool = True,
 ) -> None:
     """:func:`put` for a batch of memories' passages (one round trip). The vectors' text
     forms are made in a worker thread: about 0.1 ms of Python per vector, so 7 ms or more per
@@ -158,7 +176,7 @@ async def put_many(
     meanwhile, while a backfill ran (found by the kg bench, docs/adr/0076)."""
     params = await asyncio.to_thread(_upsert_params, model, rows)
     async with conn.cursor() as cur:
-        await cur.executemany(_UPSERT, params)
+        await cur.executemany(_UPSERTS[scheme], params)
 
 
 def _upsert_params(model: str, rows: Sequence[tuple[uuid.UUID, int, Passages]],
@@ -177,7 +195,7 @@ async def forget(conn: Conn, memory_id: uuid.UUID) -> None:
 #: and longer than one window may be (the bytes of a sealed row's ciphertext count, which
 #: are more than its text's). Asked only for an embedder that windows.
 _UNWINDOWED = """
-  OR (%(windows)s AND e.scheme < %(scheme)s
+  OR (e.scheme < %(scheme)s
       AND octet_length(coalesce(m.title, '')) + octet_length(m.content)
           + coalesce(octet_length(m.sealed), 0) > %(one_window)s)
 """
@@ -186,7 +204,8 @@ _STALE = """
 FROM memories m LEFT JOIN memory_embeddings e ON e.memory_id = m.id AND e.passage = 0
 WHERE m.deleted_at IS NULL
   AND (e.memory_id IS NULL OR e.model <> %(model)s OR e.dim <> %(dim)s
-       OR e.revision <> m.revision""" + _UNWINDOWED + ")"
+       OR e.revision <> m.revision{unwindowed})
+"""
 
 
 _WINDOW = """
@@ -198,7 +217,7 @@ WITH w AS (
     ORDER BY m.updated_at DESC, m.id DESC LIMIT %(window)s
 )
 SELECT w.*, (e.memory_id IS NULL OR e.model <> %(model)s OR e.dim <> %(dim)s
-             OR e.revision <> w.revision""" + _UNWINDOWED.replace("m.", "w.") + """) AS stale
+             OR e.revision <> w.revision{unwindowed}) AS stale
 FROM w LEFT JOIN memory_embeddings e ON e.memory_id = w.id AND e.passage = 0
 ORDER BY w.updated_at DESC, w.id DESC
 """
@@ -219,9 +238,14 @@ class Window:
 Skip = Callable[[str], bool]
 
 
-def _params(model: str, dim: int, windows: bool) -> dict[str, object]:
-    return {"model": model, "dim": dim, "windows": windows, "scheme": SCHEME,
-            "one_window": ONE_WINDOW_BYTES}
+def _params(model: str, dim: int) -> dict[str, object]:
+    return {"model": model, "dim": dim, "scheme": SCHEME, "one_window": ONE_WINDOW_BYTES}
+
+
+def _unwindowed(windows: bool, alias: str) -> str:
+    """The clause of :data:`_UNWINDOWED` where asked (none: a schema without ``scheme``
+    is never asked, docs/adr/0140)."""
+    return _UNWINDOWED.replace("m.", f"{alias}.") if windows else ""
 
 
 async def stale(
@@ -237,12 +261,13 @@ async def stale(
     from the top stepped over every row embedded so far: 37 rows/s after 37k of 100k).
     ``windows``: the embedder cuts windows, so a memory written before them is stale too.
     """
-    params = _params(model, dim, windows) | {"window": window}
+    params = _params(model, dim) | {"window": window}
     clause = ""
     if after is not None:
         clause = "AND (m.updated_at, m.id) < (%(at)s, %(id)s)"
         params.update(at=after[0], id=after[1])
-    cur = await conn.execute(_WINDOW.format(after=clause), params)
+    cur = await conn.execute(
+        _WINDOW.format(after=clause, unwindowed=_unwindowed(windows, "w")), params)
     rows = await cur.fetchall()
     found = [Pending(r["id"], r["revision"], embedding_text(*text), r["updated_at"])
              for r in rows if r["stale"] and not (skip is not None and skip(r["namespace"]))
@@ -263,12 +288,13 @@ def _text_of(conn: Conn, row: dict[str, Any]) -> tuple[str, str] | None:
 async def count_stale(conn: Conn, *, model: str, dim: int, skip: Skip | None = None,
                       windows: bool = False) -> int:
     """How many live memories lack a current vector (none of a namespace ``skip`` names)."""
-    params = _params(model, dim, windows)
+    params = _params(model, dim)
+    where = _STALE.format(unwindowed=_unwindowed(windows, "m"))
     if skip is None:
-        cur = await conn.execute("SELECT count(*) AS n " + _STALE, params)
+        cur = await conn.execute("SELECT count(*) AS n " + where, params)
         row = await cur.fetchone()
         return int(row["n"]) if row else 0
-    cur = await conn.execute("SELECT m.namespace, count(*) AS n " + _STALE
+    cur = await conn.execute("SELECT m.namespace, count(*) AS n " + where
                              + " GROUP BY m.namespace", params)
     return sum(int(r["n"]) for r in await cur.fetchall() if not skip(r["namespace"]))
 

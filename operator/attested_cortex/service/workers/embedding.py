@@ -244,6 +244,9 @@ class Vectors:
     metrics: VectorMetrics
     progress: Progress = field(default_factory=Progress)
     behind: WriteBehind | None = None
+    #: Whether vector rows record their passage scheme (migration 0046, docs/adr/0140); a
+    #: server on an older schema writes rows without it and gives old memories no windows.
+    scheme: bool = True
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
     _behind_task: asyncio.Task[None] | None = None
@@ -303,11 +306,13 @@ async def open_vectors(
     """The embedding state of this database; starts the backfill when there is work to do."""
     async with db.connection() as conn:
         table = await rows.available(conn)
+        scheme = table and await rows.has_scheme(conn)
     if not table:
         return _no_vectors(settings, registry, embedder,
                            "pgvector is not installed, or the migrating role could not "
                            "create it: run `cortexctl migrate` as a role that can")
-    vectors = Vectors(embedder, True, None, settings, VectorMetrics.create(registry))
+    vectors = Vectors(embedder, True, None, settings, VectorMetrics.create(registry),
+                      scheme=scheme)
     if settings.sealed:  # a pattern added since: its memories' vectors go before serving
         async with db.connection() as conn:
             dropped = await rows.drop_covered(conn, settings.sealed.covers)
@@ -431,7 +436,7 @@ async def after_write(
     try:
         async with db.connection() as conn:
             await rows.put(conn, memory_id=memory.id, revision=memory.revision,
-                           model=embedder.info.model, passages=made)
+                           model=embedder.info.model, passages=made, scheme=vectors.scheme)
     except CortexError as exc:  # the write committed: it is not a failure; backfill retries
         vectors.metrics.failures.labels("write").inc()
         log.warning("embedding deferred to the backfill", extra={"error": type(exc).__name__})
@@ -512,7 +517,8 @@ async def _write_behind(db: Database, vectors: Vectors) -> None:
             metrics.seconds.labels("write").observe(time.perf_counter() - started)
             async with db.connection() as conn:
                 await rows.put_many(conn, model=embedder.info.model, rows=[
-                    (p.id, p.revision, v) for p, v in zip(batch, made, strict=True)])
+                    (p.id, p.revision, v) for p, v in zip(batch, made, strict=True)],
+                    scheme=vectors.scheme)
             behind.embedded += len(batch)
         except (EmbeddingError, OSError, CortexError) as exc:
             behind.failed += len(batch)
@@ -533,7 +539,7 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
     """Embed what lacks a current vector, batch by batch, for as long as the server runs."""
     s, progress = vectors.settings, vectors.progress
     backoff = 1.0
-    windowing = isinstance(vectors.embedder, PassageEmbedder)
+    windowing = vectors.scheme and isinstance(vectors.embedder, PassageEmbedder)
     upgrade_at = time.monotonic() + UPGRADE_AFTER_S
     while True:
         try:
@@ -655,7 +661,8 @@ async def _backfill_batch(db: Database, vectors: Vectors, batch: list[rows.Pendi
     if made:
         async with db.connection() as conn:
             await rows.put_many(conn, model=embedder.info.model,
-                                rows=[(p.id, p.revision, v) for p, v in made])
+                                rows=[(p.id, p.revision, v) for p, v in made],
+                                scheme=vectors.scheme)
     progress.embedded += len(made)
     progress.pending = max(0, (progress.pending or 0) - len(made))
     vectors.metrics.backfilled.inc(len(made))
