@@ -548,7 +548,9 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
             early = upgrade_at - time.monotonic()
             await _drain(db, vectors, windows=windowing and early <= 0)
             progress.state, progress.last_error, backoff = "idle", None, 1.0
-            wait = s.idle_s if not windowing or early <= 0 else min(s.idle_s, early)
+            wait = s.idle_s
+            if windowing and early > 0 and await _unwindowed(db, vectors):
+                wait = min(wait, early)  # old memories wait: the next pass, after start-up
         except EmbeddingError as exc:
             progress.state, progress.last_error = "failing", str(exc)
             vectors.metrics.failures.labels("backfill").inc()
@@ -562,6 +564,20 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(wait):  # not wait_for: it can lose a cancel (tasks.py)
                 await vectors._wake.wait()
+
+
+async def _unwindowed(db: Database, vectors: Vectors) -> bool:
+    """Whether memories written before their model's windows wait (docs/adr/0140): only then
+    does a pass follow start-up early (another would meet a second server's model change
+    mid-flight as stale, where the idle wait lets it be)."""
+    assert vectors.embedder is not None
+    info = vectors.embedder.info
+    assert info.dimension is not None
+    sealed = vectors.settings.sealed
+    async with db.connection() as conn:
+        return await rows.count_stale(conn, model=info.model, dim=info.dimension,
+                                      skip=sealed.covers if sealed else None,
+                                      windows=True) > 0
 
 
 async def _ensure_ready(db: Database, vectors: Vectors) -> None:
