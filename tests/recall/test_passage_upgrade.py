@@ -8,7 +8,6 @@ import uuid
 from typing import Any
 
 import psycopg
-import pytest
 from hack.support.waiting import await_until
 
 from attested_cortex.embedding import default
@@ -20,8 +19,6 @@ from tests.recall.test_hybrid import recall
 from tests.recall.test_passages import FREEZE, GARDEN, OTHERS, passages_of
 from tests.support.cortex import MakeCortex
 from tests.support.postgres import Database
-
-pytestmark = pytest.mark.pg
 
 #: Past the byte floor and well inside one window: looked at once, stays one passage.
 MEDIUM = "The tomatoes in bed four want staking before the wind picks up this week."
