@@ -8,6 +8,12 @@ it was made from; a memory's rows are written together. A row is *current* for a
 its model and dimension are the embedder's and its revision is the memory's; anything else is
 stale and the backfill replaces it. Vectors travel as pgvector's text form (``[1,2,3]``), so
 the server needs no pgvector client library.
+
+Each row also records the passage ``scheme`` it was written under (migration 0046,
+docs/adr/0140): rows written before windows existed for the model (before ADR 0096 for
+MiniLM, ADR 0136 for the static model) have scheme 0 and only passage 0. For an embedder that
+cuts windows, such a row of a memory that may be longer than one window is stale too, so the
+backfill gives the memory its windows once; a row of this build's scheme never is.
 """
 
 from __future__ import annotations
@@ -33,6 +39,15 @@ class Pending:
     text: str
     updated_at: datetime
 
+
+
+#: The passage scheme this build writes (docs/adr/0140): 1, the whole text's vector as
+#: passage 0 and one per window of a windowing embedder (ADRs 0096, 0136).
+SCHEME = 1
+#: A text of at most this many bytes is one window for every tokenizer we window with (a
+#: token covers at least one byte; the window is 128 tokens): its scheme-0 row stays current
+#: and the scheme upgrade never reads it.
+ONE_WINDOW_BYTES = 64
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -105,8 +120,8 @@ WITH trimmed AS (
     WHERE memory_id = %(id)s AND passage >= cardinality(%(vectors)s::text[])
       AND (model <> %(model)s OR dim <> %(dim)s OR revision <= %(revision)s)
 )
-INSERT INTO memory_embeddings (memory_id, passage, model, dim, revision, embedding)
-SELECT %(id)s, p.n - 1, %(model)s, %(dim)s, %(revision)s, p.v::vector
+INSERT INTO memory_embeddings (memory_id, passage, model, dim, revision, embedding{col})
+SELECT %(id)s, p.n - 1, %(model)s, %(dim)s, %(revision)s, p.v::vector{val}
 FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS p(v, n)
 WHERE EXISTS (SELECT 1 FROM memories WHERE id = %(id)s AND deleted_at IS NULL)
   AND NOT EXISTS (SELECT 1 FROM memory_embeddings x
@@ -114,10 +129,26 @@ WHERE EXISTS (SELECT 1 FROM memories WHERE id = %(id)s AND deleted_at IS NULL)
                     AND x.dim = %(dim)s AND x.revision > %(revision)s)
 ON CONFLICT (memory_id, passage) DO UPDATE
 SET model = EXCLUDED.model, dim = EXCLUDED.dim, revision = EXCLUDED.revision,
-    embedding = EXCLUDED.embedding, embedded_at = clock_timestamp()
+    embedding = EXCLUDED.embedding, embedded_at = clock_timestamp(){set}
 WHERE memory_embeddings.model <> EXCLUDED.model OR memory_embeddings.dim <> EXCLUDED.dim
    OR memory_embeddings.revision <= EXCLUDED.revision
 """
+
+#: The upsert of a schema with ``scheme`` (migration 0046), and of an older one (a server
+#: may run on a schema not migrated yet: its rows are of scheme 0, as the default makes them).
+_UPSERTS = {True: _UPSERT.format(col=", scheme", val=", %(scheme)s",
+                                 set=",\n    scheme = EXCLUDED.scheme"),
+            False: _UPSERT.format(col="", val="", set="")}
+
+
+async def has_scheme(conn: Conn) -> bool:
+    """Whether vector rows record their passage scheme (migration 0046)."""
+    cur = await conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'memory_embeddings'::regclass"
+        " AND attname = 'scheme' AND NOT attisdropped) AS ok")
+    row = await cur.fetchone()
+    return bool(row and row["ok"])
+
 
 #: A memory's vectors: one per passage, the first from its beginning.
 Passages = Sequence[Sequence[float]]
@@ -126,15 +157,18 @@ Passages = Sequence[Sequence[float]]
 async def put(
     conn: Conn, *, memory_id: uuid.UUID, revision: int, model: str,
     vector: Sequence[float] | None = None, passages: Passages | None = None,
+    scheme: bool = True,
 ) -> None:
     """Record ``vector`` (or each of ``passages``) for ``memory_id`` at ``revision``; never
     replaces a newer revision's rows of the same model, never writes for a tombstone."""
     given = passages if passages is not None else [vector or []]
-    await conn.execute(_UPSERT, _upsert_params(model, [(memory_id, revision, given)])[0])
+    await conn.execute(_UPSERTS[scheme],
+                       _upsert_params(model, [(memory_id, revision, given)])[0])
 
 
 async def put_many(
     conn: Conn, *, model: str, rows: Sequence[tuple[uuid.UUID, int, Passages]],
+    scheme: bool = True,
 ) -> None:
     """:func:`put` for a batch of memories' passages (one round trip). The vectors' text
     forms are made in a worker thread: about 0.1 ms of Python per vector, so 7 ms or more per
@@ -142,13 +176,14 @@ async def put_many(
     meanwhile, while a backfill ran (found by the kg bench, docs/adr/0076)."""
     params = await asyncio.to_thread(_upsert_params, model, rows)
     async with conn.cursor() as cur:
-        await cur.executemany(_UPSERT, params)
+        await cur.executemany(_UPSERTS[scheme], params)
 
 
 def _upsert_params(model: str, rows: Sequence[tuple[uuid.UUID, int, Passages]],
                    ) -> list[dict[str, Any]]:
     return [{"id": mid, "model": model, "dim": len(vectors[0]), "revision": rev,
-             "vectors": [vector_literal(v) for v in vectors]} for mid, rev, vectors in rows]
+             "scheme": SCHEME, "vectors": [vector_literal(v) for v in vectors]}
+            for mid, rev, vectors in rows]
 
 
 async def forget(conn: Conn, memory_id: uuid.UUID) -> None:
@@ -156,11 +191,20 @@ async def forget(conn: Conn, memory_id: uuid.UUID) -> None:
     await conn.execute("DELETE FROM memory_embeddings WHERE memory_id = %s", (memory_id,))
 
 
+#: A memory written before its model's windows (docs/adr/0140): only passage 0, of scheme 0,
+#: and longer than one window may be (the bytes of a sealed row's ciphertext count, which
+#: are more than its text's). Asked only for an embedder that windows.
+_UNWINDOWED = """
+  OR (e.scheme < %(scheme)s
+      AND octet_length(coalesce(m.title, '')) + octet_length(m.content)
+          + coalesce(octet_length(m.sealed), 0) > %(one_window)s)
+"""
+
 _STALE = """
 FROM memories m LEFT JOIN memory_embeddings e ON e.memory_id = m.id AND e.passage = 0
 WHERE m.deleted_at IS NULL
   AND (e.memory_id IS NULL OR e.model <> %(model)s OR e.dim <> %(dim)s
-       OR e.revision <> m.revision)
+       OR e.revision <> m.revision{unwindowed})
 """
 
 
@@ -173,7 +217,7 @@ WITH w AS (
     ORDER BY m.updated_at DESC, m.id DESC LIMIT %(window)s
 )
 SELECT w.*, (e.memory_id IS NULL OR e.model <> %(model)s OR e.dim <> %(dim)s
-             OR e.revision <> w.revision) AS stale
+             OR e.revision <> w.revision{unwindowed}) AS stale
 FROM w LEFT JOIN memory_embeddings e ON e.memory_id = w.id AND e.passage = 0
 ORDER BY w.updated_at DESC, w.id DESC
 """
@@ -194,9 +238,20 @@ class Window:
 Skip = Callable[[str], bool]
 
 
+def _params(model: str, dim: int) -> dict[str, object]:
+    return {"model": model, "dim": dim, "scheme": SCHEME, "one_window": ONE_WINDOW_BYTES}
+
+
+def _unwindowed(windows: bool, alias: str) -> str:
+    """The clause of :data:`_UNWINDOWED` where asked (none: a schema without ``scheme``
+    is never asked, docs/adr/0140)."""
+    return _UNWINDOWED.replace("m.", f"{alias}.") if windows else ""
+
+
 async def stale(
     conn: Conn, *, model: str, dim: int, window: int,
     after: tuple[datetime, uuid.UUID] | None = None, skip: Skip | None = None,
+    windows: bool = False,
 ) -> Window:
     """The stale memories among the next ``window`` live ones (most recently updated first)
     after ``after``, none of a namespace ``skip`` names.
@@ -204,13 +259,15 @@ async def stale(
     A pass walks the recency index once, a bounded window per step: an anti-join of all
     memories per batch made PostgreSQL hash-join the whole table each time (and restarting
     from the top stepped over every row embedded so far: 37 rows/s after 37k of 100k).
+    ``windows``: the embedder cuts windows, so a memory written before them is stale too.
     """
-    params: dict[str, object] = {"model": model, "dim": dim, "window": window}
+    params = _params(model, dim) | {"window": window}
     clause = ""
     if after is not None:
         clause = "AND (m.updated_at, m.id) < (%(at)s, %(id)s)"
         params.update(at=after[0], id=after[1])
-    cur = await conn.execute(_WINDOW.format(after=clause), params)
+    cur = await conn.execute(
+        _WINDOW.format(after=clause, unwindowed=_unwindowed(windows, "w")), params)
     rows = await cur.fetchall()
     found = [Pending(r["id"], r["revision"], embedding_text(*text), r["updated_at"])
              for r in rows if r["stale"] and not (skip is not None and skip(r["namespace"]))
@@ -228,14 +285,17 @@ def _text_of(conn: Conn, row: dict[str, Any]) -> tuple[str, str] | None:
     return None if opened.unreadable else (opened.title, opened.content)
 
 
-async def count_stale(conn: Conn, *, model: str, dim: int, skip: Skip | None = None) -> int:
+async def count_stale(conn: Conn, *, model: str, dim: int, skip: Skip | None = None,
+                      windows: bool = False) -> int:
     """How many live memories lack a current vector (none of a namespace ``skip`` names)."""
+    params = _params(model, dim)
+    where = _STALE.format(unwindowed=_unwindowed(windows, "m"))
     if skip is None:
-        cur = await conn.execute("SELECT count(*) AS n " + _STALE, {"model": model, "dim": dim})
+        cur = await conn.execute("SELECT count(*) AS n " + where, params)
         row = await cur.fetchone()
         return int(row["n"]) if row else 0
-    cur = await conn.execute("SELECT m.namespace, count(*) AS n " + _STALE
-                             + " GROUP BY m.namespace", {"model": model, "dim": dim})
+    cur = await conn.execute("SELECT m.namespace, count(*) AS n " + where
+                             + " GROUP BY m.namespace", params)
     return sum(int(r["n"]) for r in await cur.fetchall() if not skip(r["namespace"]))
 
 

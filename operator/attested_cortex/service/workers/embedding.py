@@ -12,7 +12,9 @@ vector until the backfill embeds it. Client vectors carry no embedding cost and 
 by the write itself. ``write_queue: 0`` embeds inline after each write instead. The backfill also
 re-embeds every vector made by another model, of another dimension or from an older revision
 (a model change), in batches with a pause between them, so it never starves requests and
-never blocks start-up.
+never blocks start-up; and, for an embedder that cuts windows, gives a long memory written
+before its windows existed its windows (docs/adr/0140), from :data:`UPGRADE_AFTER_S` after
+start-up on, so that work never commits while the server starts.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from attested_cortex.embedding.base import (
     Embedder,
     EmbeddingError,
     EmbeddingRefusedError,
+    PassageEmbedder,
     passages,
 )
 from attested_cortex.embedding.vectors import check_vectors
@@ -56,6 +59,10 @@ GATHER_S = 0.025
 #: The write-behind embedder lags once a memory has waited this long (capabilities say
 #: ``lagging``; the lag is a metric).
 LAGGING_S = 10.0
+#: How long after the backfill starts it begins giving old long memories their windows
+#: (docs/adr/0140): a whole store to re-embed after an upgrade waits out the start-up (a
+#: failover test counts the commits lost then).
+UPGRADE_AFTER_S = 1.0
 #: How many refused memory ids capabilities name (the count is always whole).
 REFUSED_SHOWN = 20
 
@@ -237,6 +244,9 @@ class Vectors:
     metrics: VectorMetrics
     progress: Progress = field(default_factory=Progress)
     behind: WriteBehind | None = None
+    #: Whether vector rows record their passage scheme (migration 0046, docs/adr/0140); a
+    #: server on an older schema writes rows without it and gives old memories no windows.
+    scheme: bool = True
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
     _behind_task: asyncio.Task[None] | None = None
@@ -296,11 +306,13 @@ async def open_vectors(
     """The embedding state of this database; starts the backfill when there is work to do."""
     async with db.connection() as conn:
         table = await rows.available(conn)
+        scheme = table and await rows.has_scheme(conn)
     if not table:
         return _no_vectors(settings, registry, embedder,
                            "pgvector is not installed, or the migrating role could not "
                            "create it: run `cortexctl migrate` as a role that can")
-    vectors = Vectors(embedder, True, None, settings, VectorMetrics.create(registry))
+    vectors = Vectors(embedder, True, None, settings, VectorMetrics.create(registry),
+                      scheme=scheme)
     if settings.sealed:  # a pattern added since: its memories' vectors go before serving
         async with db.connection() as conn:
             dropped = await rows.drop_covered(conn, settings.sealed.covers)
@@ -424,7 +436,7 @@ async def after_write(
     try:
         async with db.connection() as conn:
             await rows.put(conn, memory_id=memory.id, revision=memory.revision,
-                           model=embedder.info.model, passages=made)
+                           model=embedder.info.model, passages=made, scheme=vectors.scheme)
     except CortexError as exc:  # the write committed: it is not a failure; backfill retries
         vectors.metrics.failures.labels("write").inc()
         log.warning("embedding deferred to the backfill", extra={"error": type(exc).__name__})
@@ -505,7 +517,8 @@ async def _write_behind(db: Database, vectors: Vectors) -> None:
             metrics.seconds.labels("write").observe(time.perf_counter() - started)
             async with db.connection() as conn:
                 await rows.put_many(conn, model=embedder.info.model, rows=[
-                    (p.id, p.revision, v) for p, v in zip(batch, made, strict=True)])
+                    (p.id, p.revision, v) for p, v in zip(batch, made, strict=True)],
+                    scheme=vectors.scheme)
             behind.embedded += len(batch)
         except (EmbeddingError, OSError, CortexError) as exc:
             behind.failed += len(batch)
@@ -526,12 +539,18 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
     """Embed what lacks a current vector, batch by batch, for as long as the server runs."""
     s, progress = vectors.settings, vectors.progress
     backoff = 1.0
+    windowing = vectors.scheme and isinstance(vectors.embedder, PassageEmbedder)
+    upgrade_at = time.monotonic() + UPGRADE_AFTER_S
     while True:
         try:
             await _ensure_ready(db, vectors)
-            await _drain(db, vectors)
+            # docs/adr/0140: old long memories get their windows, once start-up is over
+            early = upgrade_at - time.monotonic()
+            await _drain(db, vectors, windows=windowing and early <= 0)
             progress.state, progress.last_error, backoff = "idle", None, 1.0
             wait = s.idle_s
+            if windowing and early > 0 and await _unwindowed(db, vectors):
+                wait = min(wait, early)  # old memories wait: the next pass, after start-up
         except EmbeddingError as exc:
             progress.state, progress.last_error = "failing", str(exc)
             vectors.metrics.failures.labels("backfill").inc()
@@ -545,6 +564,20 @@ async def _backfill(db: Database, vectors: Vectors) -> None:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(wait):  # not wait_for: it can lose a cancel (tasks.py)
                 await vectors._wake.wait()
+
+
+async def _unwindowed(db: Database, vectors: Vectors) -> bool:
+    """Whether memories written before their model's windows wait (docs/adr/0140): only then
+    does a pass follow start-up early (another would meet a second server's model change
+    mid-flight as stale, where the idle wait lets it be)."""
+    assert vectors.embedder is not None
+    info = vectors.embedder.info
+    assert info.dimension is not None
+    sealed = vectors.settings.sealed
+    async with db.connection() as conn:
+        return await rows.count_stale(conn, model=info.model, dim=info.dimension,
+                                      skip=sealed.covers if sealed else None,
+                                      windows=True) > 0
 
 
 async def _ensure_ready(db: Database, vectors: Vectors) -> None:
@@ -570,7 +603,9 @@ async def _ensure_ready(db: Database, vectors: Vectors) -> None:
                         extra={"dimension": info.dimension, "error": str(exc.__cause__ or exc)})
 
 
-async def _drain(db: Database, vectors: Vectors) -> None:
+async def _drain(db: Database, vectors: Vectors, *, windows: bool = False) -> None:
+    """One pass over what is stale (``windows``: a memory written before its model's windows
+    is too, docs/adr/0140)."""
     assert vectors.embedder is not None
     embedder, s, progress = vectors.embedder, vectors.settings, vectors.progress
     info = embedder.info
@@ -581,7 +616,7 @@ async def _drain(db: Database, vectors: Vectors) -> None:
         if sealed is not None:  # written meanwhile by a server without the pattern
             await rows.drop_covered(conn, sealed)
         progress.pending = await rows.count_stale(conn, model=info.model, dim=info.dimension,
-                                                  skip=sealed)
+                                                  skip=sealed, windows=windows)
     vectors.metrics.pending.set(progress.pending)
     if not progress.pending:
         # Nothing stale: no pass. A pass walks every live memory in windows (1,563 round
@@ -593,7 +628,8 @@ async def _drain(db: Database, vectors: Vectors) -> None:
     while True:
         async with db.connection() as conn:
             window = await rows.stale(conn, model=info.model, dim=info.dimension,
-                                      window=s.batch, after=after, skip=sealed)
+                                      window=s.batch, after=after, skip=sealed,
+                                      windows=windows)
         behind = vectors.behind
         batch = [p for p in window.stale if progress.refused.get(p.id) != p.revision
                  and not (behind is not None and behind.holds(p.id))]
@@ -606,7 +642,8 @@ async def _drain(db: Database, vectors: Vectors) -> None:
             # end of a pass: what was written meanwhile needs another
             async with db.connection() as conn:
                 progress.pending = await rows.count_stale(conn, model=info.model,
-                                                          dim=info.dimension, skip=sealed)
+                                                          dim=info.dimension, skip=sealed,
+                                                          windows=windows)
             vectors.metrics.pending.set(progress.pending)
             if progress.pending <= skipped:
                 return
@@ -640,7 +677,8 @@ async def _backfill_batch(db: Database, vectors: Vectors, batch: list[rows.Pendi
     if made:
         async with db.connection() as conn:
             await rows.put_many(conn, model=embedder.info.model,
-                                rows=[(p.id, p.revision, v) for p, v in made])
+                                rows=[(p.id, p.revision, v) for p, v in made],
+                                scheme=vectors.scheme)
     progress.embedded += len(made)
     progress.pending = max(0, (progress.pending or 0) - len(made))
     vectors.metrics.backfilled.inc(len(made))
