@@ -72,8 +72,9 @@ def chunked(texts: Sequence[str], *, max_texts: int, max_chars: int) -> list[Seq
 @runtime_checkable
 class PassageEmbedder(Protocol):
     """An embedder with a window: a longer text becomes several passages, one vector each
-    (docs/adr/0096). Embedders without one (the static model, an endpoint, client vectors)
-    give each text one vector: :func:`passages` treats them alike."""
+    (docs/adr/0096; the static model too since docs/adr/0136, its whole text first).
+    Embedders without one (an endpoint, client vectors) give each text one vector:
+    :func:`passages` treats them alike."""
 
     async def embed_passages(self, texts: Sequence[str], *, timeout_s: float,
                              background: bool = False) -> list[list[list[float]]]:
