@@ -48,17 +48,25 @@ def passages_of(dsn: str, memory_id: str) -> int:
     return int(row[0])
 
 
-async def test_a_long_memory_is_found_by_a_passage_past_the_window(
-        age_database: Database, make_cortex: MakeCortex) -> None:
-    cortex = await make_cortex(age_database.dsn, embedder="minilm")
+async def long_memory_recalled_first(cortex: CortexClient) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Stores the long gardening memory among :data:`OTHERS`, waits for their vectors and
+    recalls it by a question sharing no word with it: (the memory, its explained result),
+    having checked it came first."""
     target = await cortex.store("kb", f"{GARDEN} {FREEZE}")
     for text in OTHERS:
         await cortex.store("kb", text)
     await cortex.embedded_behind()
-    # no word in common with the memory: only its meaning, at its very end, can find it
     body = await recall(cortex, "when do we stop shipping releases?", explain=True)
     first = body["results"][0]
     assert first["id"] == target["id"], body["results"]
+    return target, first
+
+
+async def test_a_long_memory_is_found_by_a_passage_past_the_window(
+        age_database: Database, make_cortex: MakeCortex) -> None:
+    cortex = await make_cortex(age_database.dsn, embedder="minilm")
+    # no word in common with the memory: only its meaning, at its very end, can find it
+    target, first = await long_memory_recalled_first(cortex)
     assert first["explain"]["vector"]["similarity"] > 0.12  # its own window: 0.01
     assert passages_of(age_database.dsn, target["id"]) > 10
     # a shorter revision leaves no passage of the longer one behind
@@ -77,13 +85,7 @@ async def test_the_static_model_finds_a_long_memory_by_its_best_passage(
     # gardening sentences (similarity 0.08, below the cafeteria's 0.084); its last window
     # holds the freeze (0.125)
     cortex = await make_cortex(age_database.dsn, embedder="default")
-    target = await cortex.store("kb", f"{GARDEN} {FREEZE}")
-    for text in OTHERS:
-        await cortex.store("kb", text)
-    await cortex.embedded_behind()
-    body = await recall(cortex, "when do we stop shipping releases?", explain=True)
-    first = body["results"][0]
-    assert first["id"] == target["id"], body["results"]
+    target, first = await long_memory_recalled_first(cortex)
     assert first["explain"]["fulltext"] is None  # no word in common: its meaning only
     assert first["explain"]["vector"]["similarity"] > 0.11
     # the whole text's mean first (the vector it had before), then each window

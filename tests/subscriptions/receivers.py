@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import aiohttp
 from aiohttp import web
 from standardwebhooks import Webhook
 
@@ -40,6 +41,28 @@ class Receiver:
         for delivery in self.accepted:
             found.setdefault(delivery["body"]["key"], []).append(delivery)
         return found
+
+    def first_revisions(self) -> dict[str, list[int]]:
+        """Each key's revisions in the order their first deliveries arrived: a redelivery
+        (the same webhook-id, after a crash or a takeover) is counted once."""
+        first: dict[str, dict[str, Any]] = {}
+        for delivery in self.accepted:
+            first.setdefault(delivery["id"], delivery)
+        chains: dict[str, list[int]] = {}
+        for delivery in first.values():
+            chains.setdefault(delivery["body"]["key"], []).append(
+                delivery["body"]["data"]["revision"])
+        return chains
+
+    async def subscribe(self, base: str) -> None:
+        """Subscribes this receiver to stores and updates through ``base``'s API (as the
+        admin, loopback allowed), keeping the secret it is given."""
+        body = {"name": "archive", "url": self.url, "events": ["post_store", "post_update"],
+                "allow_private_targets": True}
+        async with aiohttp.ClientSession(base, headers={"X-Agent-Id": "dev:admin"}) as http, \
+                http.post("/v1/subscriptions", json=body) as r:
+            assert r.status == 201, await r.text()
+            self.secret = (await r.json())["secret"]
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.attempts += 1

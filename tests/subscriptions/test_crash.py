@@ -13,7 +13,6 @@ import random
 import signal
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import psycopg
@@ -21,7 +20,7 @@ import yaml
 from hack.support.served import serve
 from hack.support.waiting import await_until
 
-from tests.subscriptions.receivers import Receiver, receiving
+from tests.subscriptions.receivers import receiving
 
 KILLS = 3
 WRITERS = 4
@@ -74,7 +73,7 @@ async def test_events_equal_committed_writes_across_kill_9(
             with serve(dsn, tmp_path, "--config", str(_config(config)), "--embedder", "none",
                        "--graph-backend", "CTE") as served:
                 if kill == 0:
-                    await _subscribe(served.base, receiver)
+                    await receiver.subscribe(served.base)
                 stop, target = asyncio.Event(), len(acked) + random.randint(10, 60)
                 writers = [asyncio.create_task(write(served.base, acked, stop))
                            for _ in range(WRITERS)]
@@ -95,15 +94,9 @@ async def test_events_equal_committed_writes_across_kill_9(
             await await_until(lambda: wanted <= set(receiver.ids()), seconds=30,
                               what="every event delivered after the last kill")
     assert receiver.refused_signatures == 0
-    first: dict[str, dict[str, Any]] = {}
-    for delivery in receiver.accepted:
-        first.setdefault(delivery["id"], delivery)
-    chains: dict[str, list[int]] = {}
-    for delivery in first.values():
-        chains.setdefault(delivery["body"]["key"], []).append(
-            delivery["body"]["data"]["revision"])
+    chains = receiver.first_revisions()
     assert all(revisions == sorted(revisions) for revisions in chains.values())
-    assert set(first) == wanted
+    assert set(receiver.ids()) == wanted
 
 
 def _config(path: Path) -> Path:
@@ -112,11 +105,3 @@ def _config(path: Path) -> Path:
         "max_attempts": 100}}))
     return path
 
-
-async def _subscribe(base: str, receiver: Receiver) -> None:
-    body = {"name": "archive", "url": receiver.url, "events": ["post_store", "post_update"],
-            "allow_private_targets": True}
-    async with aiohttp.ClientSession(base, headers={"X-Agent-Id": "dev:admin"}) as http, \
-            http.post("/v1/subscriptions", json=body) as r:
-        assert r.status == 201, await r.text()
-        receiver.secret = (await r.json())["secret"]

@@ -12,7 +12,6 @@ import asyncio
 import signal
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import psycopg
@@ -22,7 +21,7 @@ from hack.support.served import serve
 from hack.support.waiting import await_until
 
 from attested_cortex.store.leases import LEASE_CLASS
-from tests.subscriptions.receivers import Receiver, receiving
+from tests.subscriptions.receivers import receiving
 
 pytestmark = pytest.mark.spawns
 MEMORIES = 8
@@ -79,7 +78,7 @@ async def test_two_replicas_deliver_each_event_once_and_survive_a_kill(
         receiver.delay_s = 0.003  # still flowing when the holder dies
         with serve(f"{dsn}?application_name=replica-a", tmp_path, *args) as a, \
                 serve(f"{dsn}?application_name=replica-b", tmp_path, *args) as b:
-            await subscribe(a.base, receiver)
+            await receiver.subscribe(a.base)
             await first_event(a.base)
             await await_until(lambda: len(receiver.accepted) >= 1, seconds=15,
                               what="a first delivery (its lane holds the lease)")
@@ -108,21 +107,7 @@ async def test_two_replicas_deliver_each_event_once_and_survive_a_kill(
           f"(all first sent by the killed replica; killed at delivery {cut})")
     assert set(ids) == wanted and receiver.refused_signatures == 0
     assert taken_over
-    first: dict[str, dict[str, Any]] = {}
-    for delivery in receiver.accepted:
-        first.setdefault(delivery["id"], delivery)
-    chains: dict[str, list[int]] = {}
-    for delivery in first.values():
-        chains.setdefault(delivery["body"]["key"], []).append(
-            delivery["body"]["data"]["revision"])
+    chains = receiver.first_revisions()
     assert all(revisions == sorted(revisions) for revisions in chains.values())
     assert sorted(map(len, chains.values())) == [1] + [UPDATES + 1] * MEMORIES
 
-
-async def subscribe(base: str, receiver: Receiver) -> None:
-    body = {"name": "archive", "url": receiver.url, "events": ["post_store", "post_update"],
-            "allow_private_targets": True}
-    async with aiohttp.ClientSession(base, headers={"X-Agent-Id": "dev:admin"}) as http, \
-            http.post("/v1/subscriptions", json=body) as r:
-        assert r.status == 201, await r.text()
-        receiver.secret = (await r.json())["secret"]

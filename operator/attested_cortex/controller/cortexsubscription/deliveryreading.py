@@ -13,18 +13,16 @@ running pod, no CA, or no answer is "unread" (None) and the status keeps what it
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
-import json
 import ssl
-import urllib.request
 from collections.abc import Sequence
 from typing import Any, Final
 
 from attested_cortex.builders import certificates
 from attested_cortex.builders import names as n
 from attested_cortex.builders.inputs import parse_cortex
+from attested_cortex.controller import podreading
 from attested_cortex.controller.runtime import Runtime
 
 Object = dict[str, Any]
@@ -46,14 +44,6 @@ def address(pods: Sequence[Object], scheme: str = "http") -> str | None:
     return None
 
 
-def _fetch(url: str, trust: ssl.SSLContext | None = None) -> bytes | None:
-    try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S,  # noqa: S310
-                                    context=trust) as answer:
-            return bytes(answer.read(MAX_BYTES + 1)) if answer.status == 200 else None
-    except (OSError, ValueError):  # refused, reset, timed out, an HTTP error
-        return None
-
 
 async def report(rt: Runtime, cortex: Object) -> Object | None:
     """The cortex's delivery report, or None when it cannot be read now."""
@@ -68,14 +58,9 @@ async def report(rt: Runtime, cortex: Object) -> Object | None:
     base = address(pods, "https" if trust is not None else "http")
     if base is None:
         return None
-    body = await asyncio.to_thread(_fetch, f"{base}{PATH}", trust)
-    if body is None or len(body) > MAX_BYTES:
-        return None
-    try:
-        found = json.loads(body)
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) and found.get("enabled") is True else None
+    found = await podreading.read_object(f"{base}{PATH}", timeout_s=TIMEOUT_S,
+                                         max_bytes=MAX_BYTES, trust=trust)
+    return found if found is not None and found.get("enabled") is True else None
 
 
 async def _trust(rt: Runtime, cortex: Object) -> ssl.SSLContext | None:

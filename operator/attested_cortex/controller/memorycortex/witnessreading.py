@@ -9,13 +9,11 @@ what it showed. The answer is size-bounded JSON; nothing in it is secret.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import urllib.request
 from collections.abc import Sequence
 from typing import Any, Final
 
 from attested_cortex.builders import witnesses
+from attested_cortex.controller import podreading
 
 Object = dict[str, Any]
 TIMEOUT_S: Final = 3.0
@@ -36,13 +34,6 @@ def address(pods: Sequence[Object], witness: str) -> str | None:
     return None
 
 
-def _fetch(url: str) -> bytes | None:
-    try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as answer:  # noqa: S310
-            return bytes(answer.read(MAX_BYTES + 1)) if answer.status == 200 else None
-    except (OSError, ValueError):  # refused, reset, timed out, an HTTP error
-        return None
-
 
 async def report(pods: Sequence[Object], witness: str) -> Object | None:
     """The witness's report, or None when it cannot be read now (in a thread: the
@@ -50,11 +41,5 @@ async def report(pods: Sequence[Object], witness: str) -> Object | None:
     base = address(pods, witness)
     if base is None:
         return None
-    body = await asyncio.to_thread(_fetch, f"{base}/report")
-    if body is None or len(body) > MAX_BYTES:
-        return None
-    try:
-        found = json.loads(body)
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+    return await podreading.read_object(f"{base}/report", timeout_s=TIMEOUT_S,
+                                        max_bytes=MAX_BYTES)
