@@ -117,9 +117,14 @@ def mesh(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
                                "memory.forget:fed/**", "memory.read:team/**",
                                "memory.write:team/**", "graph.write", "graph.read"])
                 for p in NAMES if p != n]) for n in NAMES}
-            for path in configs.values():  # the shortened schedule
+            for n, path in configs.items():  # the shortened schedule
                 settings = yaml.safe_load(path.read_text())
                 settings["federation"].update(FAST)
+                # memories are their author's: this writer and the peers edit the others'
+                settings["permissions"] = {"rules": [{
+                    "source": "team/editors", "namespace": "**", "operations": ["update"],
+                    "agents": [agents[n].agent_id, *(f"peer:{p}" for p in NAMES if p != n)],
+                    "decision": "allow"}]}
                 path.write_text(yaml.safe_dump(settings))
             with serve(db_a.dsn, cortexes["a"].workdir, "--config", str(configs["a"]),
                        tls=pki.client_context(cortexes["a"].ca_file)) as sa, \
@@ -435,6 +440,13 @@ async def test_concurrent_edits_on_two_cortexes_converge_on_one_winner(mesh: Mes
         await await_until(lambda: (copy_of(c, "a", shared)[1] == "b: the release train "
                                    "leaves at two") or Pending(copy_of(c, "a", shared)),
                           what="b's edit on c", seconds=60)
+        # a's edit leaves first (a sends only what is still its memory's state: had b's
+        # edit landed on a before a's sender read its own, a's would have stayed home)
+        mesh.proxies[("a", "b")].heal()
+        mesh.proxies[("a", "c")].heal()
+        await await_until(lambda: (received(mesh)["b"] > before["b"]
+                                   and received(mesh)["c"] > before["c"] + 1)
+                          or Pending(received(mesh)), what="a's edit at b and c", seconds=60)
     finally:
         mesh.heal("a")
     # (2, "b") outranks (2, "a"): b's edit wins on all three, a's loses on b and c

@@ -180,6 +180,11 @@ async def _handle(svc: Services, fed: Federation, peer: Peer,
         await _advance(svc, peer, change)
         return _result(change, "superseded", reason="superseded",
                        **_local(change, held.local_id))
+    if held is not None and not held.peer:  # homed here, first edited by a peer: its row
+        # goes in before the write, so the sender never reads the write as one made here
+        async with svc.db.transaction() as conn:
+            await rows.applied(conn, dataclasses.replace(held, peer=peer.name),
+                               signature="", correlation_id=change.correlation_id)
     origin = {"cortex": change.origin, "revision": change.revision, "home": change.home,
               "object_id": str(change.object_id), "author": change.author, "peer": peer.name}
     caller = dataclasses.replace(peer.caller,

@@ -35,6 +35,7 @@ from attested_cortex.attest.payloads import to_unix_ms
 from attested_cortex.attest.peer_changes import ORIGIN_SIGNED_KINDS, SignedChange, sign_origin
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.service.pipeline.outboxing import opened
+from attested_cortex.service.resources.federation_state import PEER_AGENT_PREFIX
 from attested_cortex.service.resources.federation_wire import ChangeKind, FederatedChange
 from attested_cortex.service.workers.federation_sending import Encode, Outgoing
 from attested_cortex.store import federation_sending as rows
@@ -164,6 +165,8 @@ def encoder(cortex: str, send: Mapping[str, Sequence[str]], sealer: Any,
                 revision = int(payload["revision"])
                 signature = signed.get((object_id, revision))
                 standing = held.get(object_id)
+                if standing is None and str(payload["author"]).startswith(PEER_AGENT_PREFIX):
+                    continue  # stored from a peer, its row not written yet: the peer's
                 if standing is None or local_edit(cortex, kind, revision, standing,
                                                   signature is not None, now.get(object_id)):
                     fields = memory_change(cortex, kind, payload, signature, event.created_at,
