@@ -8,12 +8,16 @@ outbox senders (stored under ``fed/<origin>``, ``peer_attested``, nothing quaran
 sent back: A -> B -> A ends at B); a partition of one cortex (both of its directions cut)
 while all three keep writing, then healed: every cortex converges on every change, none
 lost, none twice, each object's updates applied in order (the local revision of an imported
-memory counts the changes applied to it; one out of order would have been ``superseded``).
-A memory delete and a link invalidation made on one cortex reach the others signed by the
+memory counts the changes applied to it; one out of order would have been ``superseded``). A
+memory delete and a link invalidation made on one cortex reach the others signed by the
 origin cortex's identity key (ADR 0138): applied there (recall no longer finds the memory),
-while a delete another peer forges for an object it did not originate, or sends unsigned,
-is quarantined. Other replays and forgeries, and another peer's certificate, are refused by
-the receiver: ``tests/server/test_federation.py``.
+while a delete another peer forges for an object it did not originate, or sends unsigned, is
+quarantined. An agent's signed edit on B of a memory B received from A reaches A and C as
+B's change (ADR 0141), and concurrent edits of one memory on A and B (A cut off) end with
+the same winner, (2, "b"), on all three; each edit is acknowledged once by each other
+cortex, and nothing received is sent on or back (the senders' counts). Other replays and
+forgeries, and another peer's certificate, are refused by the receiver:
+``tests/server/test_federation.py``.
 
 The partition lasts until every sender towards or from the cut cortex has failed at least
 five times in a row (past the top of its shortened retry schedule), not the issue's two
@@ -106,14 +110,21 @@ def mesh(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
                 asyncio.run(migrate(db.dsn))
             nodes = {n: Node(cortexes[n], agents[n], dbs[n].dsn) for n in NAMES}
             configs = {n: config(cortexes[n], [
-                peer_entry(cortexes[p], proxies[(n, p)].url, send=["team/**"],
-                           trust_tier="Trusted", scopes=[
-                               f"memory.read:fed/{p}/**", f"memory.write:fed/{p}/**",
-                               f"memory.forget:fed/{p}/**", "graph.write", "graph.read"])
+                # fed/**: the edits made here of memories received from a peer (ADR 0141)
+                peer_entry(cortexes[p], proxies[(n, p)].url, send=["team/**", "fed/**"],
+                           accept=["team/**", "fed/**"], trust_tier="Trusted", scopes=[
+                               "memory.read:fed/**", "memory.write:fed/**",
+                               "memory.forget:fed/**", "memory.read:team/**",
+                               "memory.write:team/**", "graph.write", "graph.read"])
                 for p in NAMES if p != n]) for n in NAMES}
-            for path in configs.values():  # the shortened schedule
+            for n, path in configs.items():  # the shortened schedule
                 settings = yaml.safe_load(path.read_text())
                 settings["federation"].update(FAST)
+                # memories are their author's: this writer and the peers edit the others'
+                settings["permissions"] = {"rules": [{
+                    "source": "team/editors", "namespace": "**", "operations": ["update"],
+                    "agents": [agents[n].agent_id, *(f"peer:{p}" for p in NAMES if p != n)],
+                    "decision": "allow"}]}
                 path.write_text(yaml.safe_dump(settings))
             with serve(db_a.dsn, cortexes["a"].workdir, "--config", str(configs["a"]),
                        tls=pki.client_context(cortexes["a"].ca_file)) as sa, \
@@ -133,9 +144,10 @@ def mesh(pg15_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
             proxy.close()
 
 
-def _signed(node: Node, content: str, at: datetime) -> dict[str, str]:
+def _signed(node: Node, content: str, at: datetime,
+            namespace: str = NAMESPACE) -> dict[str, str]:
     moment = at.replace(microsecond=0)
-    payload = memory_payload(namespace=NAMESPACE, title="", content=content,
+    payload = memory_payload(namespace=namespace, title="", content=content,
                              author=node.agent.agent_id, signed_at=moment)
     return {"content": content, "signed_at": moment.isoformat(),
             "signature": base64.b64encode(sign(node.agent, payload.encode())).decode()}
@@ -154,9 +166,10 @@ async def store(node: Node, content: str) -> str:
     return str((await _call(node, "POST", "/v1/memories", body))["id"])
 
 
-async def update(node: Node, memory_id: str, content: str) -> None:
+async def update(node: Node, memory_id: str, content: str,
+                 namespace: str = NAMESPACE) -> None:
     await _call(node, "PATCH", f"/v1/memories/{memory_id}",
-                _signed(node, content, datetime.now(UTC)))
+                _signed(node, content, datetime.now(UTC), namespace))
 
 
 def held(receiver: Node, origin: str) -> dict[str, tuple[int, int, str]]:
@@ -348,6 +361,104 @@ def forged_delete(signer: Cortex, *, origin: str, object_id: str,
             "signer": "origin",
             "signature": sign_origin(signer.identity, change) if signed else None,
             "expires_at": at + 30_000}
+
+
+def copy_of(node: Node, home: str, object_id: str) -> Any:
+    """``node``'s memory standing for ``home``'s memory ``object_id`` (on ``home``: the
+    memory itself): (local id, content, applied revision, applied origin), None while it has
+    not arrived; a memory no peer edited yet has no applied revision or origin."""
+    with psycopg.connect(node.dsn) as conn:
+        return conn.execute(
+            "SELECT m.id::text, m.content, o.applied_revision, o.applied_origin "
+            "FROM memories m LEFT JOIN federation_objects o ON o.local_id = m.id "
+            "WHERE (o.home = %s AND o.object_id = %s) OR (%s AND m.id = %s::uuid)",
+            (home, object_id, node.cortex.name == home, object_id)).fetchone()
+
+
+def received(mesh: Mesh) -> dict[str, int]:
+    """Changes each cortex was sent and acknowledged, by receiver (the senders' counts)."""
+    return {n: sum(scalar(node, "SELECT coalesce(sum(sent), 0) FROM federation_cursors "
+                                "WHERE peer = %s", n)
+                   for name, node in mesh.nodes.items() if name != n) for n in NAMES}
+
+
+def settled(mesh: Mesh) -> Any:
+    """True once every sender's cursor is at its outbox's head: all sent or skipped."""
+    behind = {}
+    for name, node in mesh.nodes.items():
+        head = scalar(node, "SELECT coalesce(max(seq), 0) FROM outbox_events")
+        for peer in NAMES:
+            if peer != name and (at := scalar(
+                    node, "SELECT coalesce(max(cursor), 0) FROM federation_cursors "
+                          "WHERE peer = %s", peer)) < head:
+                behind[f"{name}->{peer}"] = (at, head)
+    return not behind or Pending(behind)
+
+
+def holding(mesh: Mesh, home: str, object_id: str, content: str) -> Any:
+    """True once all three cortexes hold ``content`` for the memory."""
+    got = {n: copy_of(node, home, object_id) for n, node in mesh.nodes.items()}
+    return all(g is not None and g[1] == content for g in got.values()) or Pending(got)
+
+
+async def test_an_edit_of_a_received_memory_reaches_its_home_and_the_others(
+        mesh: Mesh) -> None:
+    a, b = mesh.nodes["a"], mesh.nodes["b"]
+    shared = await store(a, "a: the build cache lives on disk 3")
+    await await_until(lambda: holding(mesh, "a", shared, "a: the build cache lives on disk 3"),
+                      what="a's memory on b and c", seconds=60)
+    await await_until(lambda: settled(mesh), what="senders idle", seconds=30)
+    before = received(mesh)
+    local = copy_of(b, "a", shared)[0]
+    await update(b, local, "b: the build cache moved to disk 4", namespace=f"fed/a/{NAMESPACE}")
+    await await_until(lambda: holding(mesh, "a", shared, "b: the build cache moved to disk 4"),
+                      what="b's edit on a and c", seconds=60)
+    await await_until(lambda: settled(mesh), what="senders idle", seconds=30)
+    # b's edit went to a and c once; neither sent it on or back
+    after = received(mesh)
+    assert {n: after[n] - before[n] for n in NAMES} == {"a": 1, "b": 0, "c": 1}
+    # a's own memory and c's copy record b's edit as applied; b's copy still the store
+    # it received (its state is b's own edit)
+    assert {n: copy_of(node, "a", shared)[2:] for n, node in mesh.nodes.items()} == {
+        "a": (2, "b"), "b": (1, "a"), "c": (2, "b")}
+    for node in mesh.nodes.values():
+        assert scalar(node, "SELECT count(*) FROM federation_quarantine") == 0
+
+
+async def test_concurrent_edits_on_two_cortexes_converge_on_one_winner(mesh: Mesh) -> None:
+    a, b, c = (mesh.nodes[n] for n in NAMES)
+    shared = await store(a, "a: the release train leaves at noon")
+    await await_until(lambda: holding(mesh, "a", shared, "a: the release train leaves at noon"),
+                      what="a's memory on b and c", seconds=60)
+    await await_until(lambda: settled(mesh), what="senders idle", seconds=30)
+    before = received(mesh)
+    mesh.cut("a")
+    try:  # both edit revision 1 while neither hears of the other: both make revision 2
+        await update(a, shared, "a: the release train leaves at one")
+        await update(b, copy_of(b, "a", shared)[0], "b: the release train leaves at two",
+                     namespace=f"fed/a/{NAMESPACE}")
+        await await_until(lambda: (copy_of(c, "a", shared)[1] == "b: the release train "
+                                   "leaves at two") or Pending(copy_of(c, "a", shared)),
+                          what="b's edit on c", seconds=60)
+        # a's edit leaves first (a sends only what is still its memory's state: had b's
+        # edit landed on a before a's sender read its own, a's would have stayed home)
+        mesh.proxies[("a", "b")].heal()
+        mesh.proxies[("a", "c")].heal()
+        await await_until(lambda: (received(mesh)["b"] > before["b"]
+                                   and received(mesh)["c"] > before["c"] + 1)
+                          or Pending(received(mesh)), what="a's edit at b and c", seconds=60)
+    finally:
+        mesh.heal("a")
+    # (2, "b") outranks (2, "a"): b's edit wins on all three, a's loses on b and c
+    await await_until(lambda: holding(mesh, "a", shared, "b: the release train leaves at two"),
+                      what="one winner on all three", seconds=60)
+    await await_until(lambda: settled(mesh), what="senders idle", seconds=30)
+    assert {n: copy_of(node, "a", shared)[2:] for n, node in mesh.nodes.items()} == {
+        "a": (2, "b"), "b": (1, "a"), "c": (2, "b")}  # b superseded a's (2, "a")
+    for node in (a, b, c):
+        assert scalar(node, "SELECT count(*) FROM federation_quarantine") == 0
+    after = received(mesh)  # each edit sent once to each other cortex, nothing echoed
+    assert {n: after[n] - before[n] for n in NAMES} == {"a": 1, "b": 1, "c": 2}
 
 
 async def test_deletes_and_invalidations_replicate_signed_by_their_origin(mesh: Mesh) -> None:

@@ -19,6 +19,7 @@ from attested_cortex.errors import NotReadyError
 from attested_cortex.server.federation_client import wire_body
 from attested_cortex.service.resources.federation_outbound import (
     link_change,
+    local_edit,
     memory_change,
     origin_signed,
 )
@@ -33,7 +34,7 @@ from attested_cortex.service.workers.federation_sending import (
     correlation_id,
     delay,
 )
-from attested_cortex.store.federation_sending import LinkRow
+from attested_cortex.store.federation_sending import Held, LinkRow, edit_revision
 from attested_cortex.store.outbox import Stored
 from attested_cortex.store.signatures import MemorySignature
 
@@ -75,6 +76,34 @@ def test_memory_change_is_a_valid_wire_change(signed: bool) -> None:
     assert change.author == ("dev:writer" if signed else "dev:owner")
     assert change.signed_at == 1_777_982_400_000
     assert (change.signature is not None) is signed
+
+
+def test_an_edit_of_a_received_memory_goes_as_this_cortexs_change_of_the_home_object(
+        ) -> None:
+    local, home_id = uuid.uuid4(), uuid.uuid4()
+    signature = MemorySignature(local, 3, b"\x01" * 64, "ab" * 32, "dev:writer-b", AT,
+                                "peer_attested")
+    payload = {"id": str(local), "revision": 3, "author": "dev:writer-a",
+               "namespace": "fed/a/team/notes", "title": "", "content": "b's words",
+               "tags": [], "metadata": {}}
+    held = Held("cortex-a", home_id, 4)  # b applied a's revision 4 as its local revision 2
+    fields = memory_change("cortex-b", "memory.update", payload, signature, AT, held)
+    change = FederatedChange.model_validate({
+        **fields, "seq": 5, "expires_at": 1, "correlation_id": str(uuid.uuid4())})
+    assert (change.origin, change.home, change.object_id) == ("cortex-b", "cortex-a", home_id)
+    assert change.revision == 5 and change.author == "dev:writer-b"  # outranks what b held
+    assert edit_revision(7, held) == 7
+
+
+def test_only_edits_made_here_are_sent_of_memories_homed_elsewhere() -> None:
+    held = Held("cortex-a", uuid.uuid4(), 1)
+    assert local_edit("cortex-b", "memory.update", 2, held, True, 2)
+    assert not local_edit("cortex-b", "memory.update", 2, held, False, 2)  # applied from a peer
+    assert not local_edit("cortex-b", "memory.update", 2, held, True, 3)  # superseded here
+    assert not local_edit("cortex-b", "memory.update", 2, held, True, None)  # deleted since
+    assert not local_edit("cortex-b", "memory.store", 1, held, True, 1)
+    assert not local_edit("cortex-b", "memory.delete", 2, held, False, None)  # not b's object
+    assert local_edit("cortex-a", "memory.delete", 2, held, False, None)  # a's own, edited by b
 
 
 def test_deletes_and_invalidations_signed_by_the_origin_cortex() -> None:

@@ -26,6 +26,7 @@ from attested_cortex.server.auth import confine
 from attested_cortex.server.settings import FederationSettings, PeerSettings
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.resources.federation_state import (
+    PEER_AGENT_PREFIX,
     Federation,
     Peer,
     PeerKeyrings,
@@ -82,7 +83,8 @@ def default_scopes(into: str | None) -> list[str]:
 
 def _peer(settings: PeerSettings, svc: Services) -> Peer:
     scopes = settings.scopes if settings.scopes is not None else default_scopes(settings.into)
-    caller = Caller(AgentId(f"peer:{settings.name}"), "federation", ScopeSet.parse(scopes),
+    caller = Caller(AgentId(f"{PEER_AGENT_PREFIX}{settings.name}"), "federation",
+                    ScopeSet.parse(scopes),
                     tier=settings.trust_tier)
     return Peer(name=settings.name, url=settings.url,
                 public_key=public_from_b64(settings.public_key),

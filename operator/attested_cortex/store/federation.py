@@ -121,3 +121,25 @@ async def quarantined(conn: Conn, *, after: int, limit: int) -> list[Quarantined
         "received_at FROM federation_quarantine WHERE id > %s ORDER BY id LIMIT %s",
         (after, limit))
     return [Quarantined(**row) for row in await cur.fetchall()]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A local memory's state as the conflict rule sees it (ADR 0141): its local revision,
+    whether it is deleted, and whether that revision is an edit an agent of this cortex
+    signed (a change applied from a peer never has a signature row)."""
+
+    revision: int
+    deleted: bool
+    edited: bool
+
+
+async def standing(conn: Conn, local_id: uuid.UUID) -> Standing | None:
+    """``local_id``'s :class:`Standing` (None: no such memory here)."""
+    cur = await conn.execute(
+        "SELECT m.revision, m.deleted_at IS NOT NULL AS deleted, EXISTS (SELECT 1 FROM "
+        "memory_signatures s WHERE s.memory_id = m.id AND s.revision = m.revision) AS edited "
+        "FROM memories m WHERE m.id = %s", (local_id,))
+    row = await cur.fetchone()
+    return Standing(int(row["revision"]), bool(row["deleted"]), bool(row["edited"])) \
+        if row is not None else None

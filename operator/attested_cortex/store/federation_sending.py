@@ -99,15 +99,47 @@ async def signatures(conn: Conn, revisions: Sequence[tuple[uuid.UUID, int]],
         **{**r, "signature": bytes(r["signature"])}) for r in rows}
 
 
-async def imported(conn: Conn, local_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-    """Which of ``local_ids`` hold objects received from a peer (not sent on: ADR 0132)."""
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A local memory or link that stands for a federated object (``federation_objects``):
+    the object's home and id there, and the last (revision, origin) applied to it."""
+
+    home: str
+    object_id: uuid.UUID
+    applied_revision: int
+
+
+async def imported(conn: Conn, local_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Held]:
+    """Which of ``local_ids`` stand for federated objects (received from a peer, or homed
+    here and edited by one), and where each is homed (ADR 0132, ADR 0141)."""
     if not local_ids:
-        return set()
+        return {}
     with translating():
         cur = await conn.execute(
-            "SELECT local_id FROM federation_objects WHERE local_id = ANY(%s::uuid[])",
-            (list(local_ids),))
-        return {r["local_id"] for r in await cur.fetchall()}
+            "SELECT local_id, home, object_id, applied_revision FROM federation_objects "
+            "WHERE local_id = ANY(%s::uuid[])", (list(local_ids),))
+        return {r["local_id"]: Held(r["home"], r["object_id"], int(r["applied_revision"]))
+                for r in await cur.fetchall()}
+
+
+async def current(conn: Conn, local_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """The revision each live memory of ``local_ids`` is at now (deleted ones left out): a
+    local edit of an imported memory is sent only while it is the memory's state (ADR 0141)."""
+    if not local_ids:
+        return {}
+    with translating():
+        cur = await conn.execute(
+            "SELECT id, revision FROM memories WHERE id = ANY(%s::uuid[]) "
+            "AND deleted_at IS NULL", (list(local_ids),))
+        return {r["id"]: int(r["revision"]) for r in await cur.fetchall()}
+
+
+def edit_revision(local_revision: int, held: Held) -> int:
+    """The revision a local edit of a federated memory carries on the wire: its local
+    revision, raised above the one applied last when the local counter lags (this cortex
+    lost a race, so it applied one change fewer than its peers): an edit always outranks
+    the state it replaced (ADR 0141). The receiver computes the same for its own edit."""
+    return max(local_revision, held.applied_revision + 1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ Each change, in the sender's order (ADR 0121):
 5. signature checked against the peer's published keyring (ADR 0122): unsigned or failing
    -> ``quarantined`` (kept apart, never recalled);
 6. (revision, origin) not above what the object holds, or the object was deleted:
-   ``superseded`` (ADR 0123);
+   ``superseded`` (ADR 0123); what it holds is also a memory homed here, or an edit an
+   agent made here of an imported one (ADR 0141: peers edit each other's memories);
 7. stored, updated or deleted through the pipeline as agent ``peer:<name>`` (scopes, trust
    tier, rules, hooks with ``origin``, quotas, audit), keyed by the correlation id so a retry
    after a crash writes once; then the object's provenance and the mark, in one transaction.
@@ -60,7 +61,9 @@ from attested_cortex.service.resources.federation_wire import (
 )
 from attested_cortex.service.resources.graph_commands import CreateLink, InvalidateLink
 from attested_cortex.store import federation as rows
+from attested_cortex.store import federation_sending as sending_rows
 from attested_cortex.store import memories as memory_rows
+from attested_cortex.store.database import Conn
 from attested_cortex.store.federation import FederatedObject
 from attested_cortex.store.memories import Memory
 
@@ -171,12 +174,17 @@ async def _handle(svc: Services, fed: Federation, peer: Peer,
     if not isinstance(verified, Verified):
         return await _quarantine(svc, peer, change, verified)
     async with svc.db.connection() as conn:
-        held = await rows.find(conn, change.home, change.object_id)
+        held = await _held(conn, fed, change)
     if held is not None and (held.deleted or (change.revision, change.origin)
                              <= (held.applied_revision, held.applied_origin)):
         await _advance(svc, peer, change)
         return _result(change, "superseded", reason="superseded",
                        **_local(change, held.local_id))
+    if held is not None and not held.peer:  # homed here, first edited by a peer: its row
+        # goes in before the write, so the sender never reads the write as one made here
+        async with svc.db.transaction() as conn:
+            await rows.applied(conn, dataclasses.replace(held, peer=peer.name),
+                               signature="", correlation_id=change.correlation_id)
     origin = {"cortex": change.origin, "revision": change.revision, "home": change.home,
               "object_id": str(change.object_id), "author": change.author, "peer": peer.name}
     caller = dataclasses.replace(peer.caller,
@@ -201,10 +209,43 @@ async def _handle(svc: Services, fed: Federation, peer: Peer,
         "key_fingerprint": verified.key.fingerprint, "peer": peer.name})
 
 
+async def _held(conn: Conn, fed: Federation,
+                change: FederatedChange) -> FederatedObject | None:
+    """What this cortex holds of the changed object, with the (revision, origin) the
+    conflict rule compares (ADR 0123, ADR 0141): a memory homed here that no peer edited
+    yet stands at (its revision, this cortex); a memory whose state is an edit an agent
+    made here stands at that edit's wire revision (:func:`sending_rows.edit_revision`, the
+    same the sender gave it) and this cortex, so a peer's change at or below it loses
+    everywhere and every cortex keeps the same winner."""
+    held = await rows.find(conn, change.home, change.object_id)
+    if change.kind.startswith("link."):
+        return held
+    here = change.home == fed.cortex_id
+    local = held.local_id if held is not None else change.object_id if here else None
+    state = None if local is None else await rows.standing(conn, local)
+    if state is None or local is None:
+        if here:
+            raise NotFoundError("no such memory is homed here", code="unknown_object")
+        return held
+    if held is None:
+        return FederatedObject(home=change.home, object_id=change.object_id, local_id=local,
+                               applied_revision=state.revision,
+                               applied_origin=fed.cortex_id, deleted=state.deleted, peer="",
+                               signed_by="", key_fingerprint="")
+    if state.edited and not held.deleted:
+        revision = sending_rows.edit_revision(state.revision, sending_rows.Held(
+            held.home, held.object_id, held.applied_revision))
+        return dataclasses.replace(held, applied_revision=revision,
+                                   applied_origin=fed.cortex_id, deleted=state.deleted)
+    return held
+
+
 async def _refusal(svc: Services, peer: Peer, change: FederatedChange,
                    ) -> tuple[str | None, tuple[uuid.UUID, uuid.UUID] | None]:
     """Why the change is refused before its signature is even checked (None: it is not),
     and a link's two ends here."""
+    if change.kind == "memory.store" and change.home != change.origin:
+        return "not_origin_object", None  # a peer edits others' memories, never stores them
     if change.kind in ("memory.store", "memory.update"):
         accepted = change.memory is not None and peer.accepts(change.memory.namespace)
         return (None if accepted else "namespace_not_accepted"), None

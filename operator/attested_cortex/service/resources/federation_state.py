@@ -30,6 +30,9 @@ from attested_cortex.errors import InvalidInputError, NotReadyError
 from attested_cortex.policy.patterns import matches, parse_pattern
 from attested_cortex.service.pipeline.context import Caller
 
+#: The agent id a peer's changes are written as here (``peer:<name>``): a memory whose
+#: author has it was stored from a peer, even before its ``federation_objects`` row exists.
+PEER_AGENT_PREFIX = "peer:"
 
 @dataclass(frozen=True)
 class Peer:
