@@ -29,7 +29,7 @@ WINDOWED = f"{GARDEN} The greenhouse door sticks in the cold."
 
 
 def store_as_before(dsn: str, texts: list[str], *, windows: int = 1) -> list[str]:
-    """Memories and their whole-text vector each, as a server before migration 0042 left
+    """Memories and their whole-text vector each, as a server before migration 0041 left
     them (``windows`` rows a memory: 1 before ADR 0136)."""
     embedder = default.DefaultEmbedder()
     ids = [str(uuid.uuid4()) for _ in texts]

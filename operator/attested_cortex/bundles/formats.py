@@ -150,7 +150,7 @@ NOT_CARRIED: Final[dict[str, str]] = {
     "federation_quarantine": "unverified changes held by the source for its administrator; "
                              "never part of the memory (migration 0039)",
     "federation_cursors": "how far the source's outbox was sent to each of its peers; the "
-                          "target sends its own outbox to its own peers (migration 0041)",
+                          "target sends its own outbox to its own peers (migration 0042)",
     "outbox_events": "events already delivered (or due) to this server's subscribers; the "
                      "target's subscribers follow its own writes (ADR 0106)",
     "subscriptions": "delivery targets and their secrets belong to the target's "

@@ -9,7 +9,7 @@ its model and dimension are the embedder's and its revision is the memory's; any
 stale and the backfill replaces it. Vectors travel as pgvector's text form (``[1,2,3]``), so
 the server needs no pgvector client library.
 
-Each row also records the passage ``scheme`` it was written under (migration 0042,
+Each row also records the passage ``scheme`` it was written under (migration 0041,
 docs/adr/0140): rows written before windows existed for the model (before ADR 0096 for
 MiniLM, ADR 0136 for the static model) have scheme 0 and only passage 0. For an embedder that
 cuts windows, such a row of a memory that may be longer than one window is stale too, so the
@@ -134,7 +134,7 @@ WHERE memory_embeddings.model <> EXCLUDED.model OR memory_embeddings.dim <> EXCL
    OR memory_embeddings.revision <= EXCLUDED.revision
 """
 
-#: The upsert of a schema with ``scheme`` (migration 0042), and of an older one (a server
+#: The upsert of a schema with ``scheme`` (migration 0041), and of an older one (a server
 #: may run on a schema not migrated yet: its rows are of scheme 0, as the default makes them).
 _UPSERTS = {True: _UPSERT.format(col=", scheme", val=", %(scheme)s",
                                  set=",\n    scheme = EXCLUDED.scheme"),
@@ -142,7 +142,7 @@ _UPSERTS = {True: _UPSERT.format(col=", scheme", val=", %(scheme)s",
 
 
 async def has_scheme(conn: Conn) -> bool:
-    """Whether vector rows record their passage scheme (migration 0042)."""
+    """Whether vector rows record their passage scheme (migration 0041)."""
     cur = await conn.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'memory_embeddings'::regclass"
         " AND attname = 'scheme' AND NOT attisdropped) AS ok")

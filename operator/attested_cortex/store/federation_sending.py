@@ -1,4 +1,4 @@
-"""The outbound federation tables and reads (migration 0041, docs/adr/0132): each peer's
+"""The outbound federation tables and reads (migration 0042, docs/adr/0132): each peer's
 cursor over the outbox, and what a change needs beside its outbox event (the agent's
 signature of the revision, whether the object came from a peer, a link's signed fields).
 Called by :mod:`attested_cortex.service.workers.federation_sending` and
@@ -23,7 +23,7 @@ from attested_cortex.store.signatures import MemorySignature
 
 
 async def present(conn: Conn) -> bool:
-    """Whether the schema has the cursors (migration 0041): older ones send nothing."""
+    """Whether the schema has the cursors (migration 0042): older ones send nothing."""
     cur = await conn.execute("SELECT to_regclass('federation_cursors') IS NOT NULL AS ok")
     row = await cur.fetchone()
     return bool(row is not None and row["ok"])

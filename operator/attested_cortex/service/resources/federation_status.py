@@ -18,7 +18,7 @@ from attested_cortex.store import outbox
 
 
 async def senders(svc: Services) -> dict[str, Any]:
-    """``{enabled, head, peers: [...]}``; ``enabled`` false before migration 0041 or when
+    """``{enabled, head, peers: [...]}``; ``enabled`` false before migration 0042 or when
     nothing was ever sent (no peer has a cursor yet)."""
     async with svc.db.connection() as conn:
         if not svc.outbox or not await rows.present(conn):

@@ -244,7 +244,7 @@ class Vectors:
     metrics: VectorMetrics
     progress: Progress = field(default_factory=Progress)
     behind: WriteBehind | None = None
-    #: Whether vector rows record their passage scheme (migration 0042, docs/adr/0140); a
+    #: Whether vector rows record their passage scheme (migration 0041, docs/adr/0140); a
     #: server on an older schema writes rows without it and gives old memories no windows.
     scheme: bool = True
     _wake: asyncio.Event = field(default_factory=asyncio.Event)

@@ -1,4 +1,4 @@
--- 0042: the passage scheme of each vector row (docs/adr/0140). Rows written before their
+-- 0041: the passage scheme of each vector row (docs/adr/0140). Rows written before their
 -- model cut windows (MiniLM before ADR 0096, the static model before ADR 0136) hold only the
 -- whole text's vector; the backfill gives such a memory its windows once, and needs to tell
 -- those rows from rows of a short memory written since (one passage either way).

@@ -1,4 +1,4 @@
--- 0041: the outbound side of federation (issue 42, docs/adr/0132).
+-- 0042: the outbound side of federation (issue 42, docs/adr/0132).
 -- federation_cursors: per receiving peer, how far this cortex's outbox (outbox_events,
 -- migration 0038) was handled for it: every event at or below ``cursor`` was acknowledged
 -- by the peer (accepted) or was not for it. Beside subscription_states, never touching it.
