@@ -23,6 +23,7 @@ from attested_cortex.attest.keys import generate_key
 from attested_cortex.hooks.events import EVENTS
 from attested_cortex.hooks.payload_schemas import schema_for
 from attested_cortex.policy.signatures import sign
+from attested_cortex.server.middleware import PEER_PATHS, PUBLIC_PATHS
 from attested_cortex.service.pipeline.operations import OPERATIONS
 from attested_cortex.service.pipeline.running import STEPS
 from attested_cortex.types import AgentId
@@ -32,10 +33,10 @@ from tests.support.cortex import CortexClient, MakeCortex, Reply
 SECRET = b"0123456789abcdef0123456789abcdef"
 HELD = {"source": "t/held", "namespace": "held/**", "agents": ["*"], "operations": ["store"],
         "decision": "ask_user", "reason": "a human looks at held/ first"}
-# The federation keyring is public; a peer's changes need its mTLS client certificate and
-# are exercised (through the pipeline's memory ops) by tests/server/test_federation.py.
-PUBLIC = {"/healthz", "/readyz", "/metrics", "/v1/openapi.json", "/v1/federation/keyring",
-          "/v1/federation/changes"}
+# The server's public paths run no pipeline (health, metrics, the federation keyring, the
+# secret-free delivery report); a peer's changes need its mTLS client certificate and are
+# exercised (through the pipeline's memory ops) by tests/server/test_federation.py.
+PUBLIC = PUBLIC_PATHS | PEER_PATHS
 
 
 def approval_settings(tmp_path: Path) -> dict[str, Any]:
