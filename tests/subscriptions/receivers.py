@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,6 +18,7 @@ from aiohttp import web
 from standardwebhooks import Webhook
 
 Mode = Literal["ok", "down", "hang", "redirect"]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass
@@ -92,20 +93,27 @@ class Receiver:
 
 
 @asynccontextmanager
-async def receiving(mode: Mode = "ok") -> AsyncIterator[Receiver]:
-    receiver = Receiver(mode=mode)
+async def _on_loopback(path: str, handler: Handler) -> AsyncIterator[str]:
+    """Serves ``handler`` for POSTs to ``path`` on a free loopback port: its base URL."""
     app = web.Application()
-    app.router.add_post("/hook", receiver.handle)
+    app.router.add_post(path, handler)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    receiver.url = f"http://127.0.0.1:{port}/hook"
     try:
-        yield receiver
+        yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+@asynccontextmanager
+async def receiving(mode: Mode = "ok") -> AsyncIterator[Receiver]:
+    receiver = Receiver(mode=mode)
+    async with _on_loopback("/hook", receiver.handle) as base:
+        receiver.url = f"{base}/hook"
+        yield receiver
 
 
 @dataclass
@@ -147,15 +155,6 @@ class Fleet:
 @asynccontextmanager
 async def fleet() -> AsyncIterator[Fleet]:
     receivers = Fleet()
-    app = web.Application()
-    app.router.add_post("/hook/{name}", receivers.handle)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    receivers.base = f"http://127.0.0.1:{port}"
-    try:
+    async with _on_loopback("/hook/{name}", receivers.handle) as base:
+        receivers.base = base
         yield receivers
-    finally:
-        await runner.cleanup()
