@@ -38,11 +38,10 @@ class Material:
         return self.workdir / "ca.crt"
 
 
-def make_material(root: Path, name: str) -> Material:
-    """Fresh files for cortex ``name`` under ``root/name``."""
-    now = datetime.now(UTC)
-    workdir = root / name
-    workdir.mkdir(parents=True)
+def write_peer_files(workdir: Path, name: str, now: datetime) -> tuple[pki.Issued, AgentKey]:
+    """A cortex's federation files in ``workdir``: its own CA (``ca.crt``), a loopback
+    server certificate and a client certificate named ``name`` issued by it, its identity
+    key (``identity``) and an empty ``keys/``; (the CA, the identity)."""
     ca = pki.issue_ca(f"{name} CA", now=now)
     (workdir / "ca.crt").write_text(ca.cert_pem)
     server = pki.issue_leaf(ca, dns_names=["localhost"], ip_addresses=["127.0.0.1"], now=now)
@@ -52,8 +51,16 @@ def make_material(root: Path, name: str) -> Material:
         (workdir / f"{stem}.key").write_text(issued.key_pem)
     identity = generate_key(AgentId(name))
     write_identity(workdir / "identity", identity)
-    agent = generate_key(AgentId(f"dev:writer-{name}"))
     (workdir / "keys").mkdir()
+    return ca, identity
+
+
+def make_material(root: Path, name: str) -> Material:
+    """Fresh files for cortex ``name`` under ``root/name``."""
+    workdir = root / name
+    workdir.mkdir(parents=True)
+    _, identity = write_peer_files(workdir, name, datetime.now(UTC))
+    agent = generate_key(AgentId(f"dev:writer-{name}"))
     (workdir / "keys" / "writer.json").write_text(json.dumps(render_keyring_file(
         [KeyRevision(agent.agent_id, agent.public.public_key)])))
     return Material(name, workdir, identity, agent)

@@ -31,11 +31,11 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
+from hack.support.federated import write_peer_files
 from hack.support.pgservers import PgServer
 from hack.support.served import Served, free_port, serve
 
 from attested_cortex import pki
-from attested_cortex.attest.keyfiles import write_identity
 from attested_cortex.attest.keyring import KeyRevision, render_keyring_file
 from attested_cortex.attest.keys import AgentKey, generate_key
 from attested_cortex.attest.peer_changes import SignedChange, sign_change
@@ -73,16 +73,7 @@ class Cortex:
 def make_cortex(root: Path, name: str) -> Cortex:
     workdir = root / name
     workdir.mkdir()
-    ca = pki.issue_ca(f"{name} CA", now=NOW)
-    (workdir / "ca.crt").write_text(ca.cert_pem)
-    server = pki.issue_leaf(ca, dns_names=["localhost"], ip_addresses=["127.0.0.1"], now=NOW)
-    client = pki.issue_leaf(ca, dns_names=[name], now=NOW, client=True)
-    for stem, issued in (("server", server), ("client", client)):
-        (workdir / f"{stem}.crt").write_text(issued.cert_pem)
-        (workdir / f"{stem}.key").write_text(issued.key_pem)
-    identity = generate_key(name)  # type: ignore[arg-type]
-    write_identity(workdir / "identity", identity)
-    (workdir / "keys").mkdir()
+    ca, identity = write_peer_files(workdir, name, NOW)
     return Cortex(name, workdir, ca, identity)
 
 
