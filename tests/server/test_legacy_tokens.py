@@ -36,6 +36,7 @@ from tests.server.test_memory_encryption_at_rest import (
     answers,
     differing,
     every_memory,
+    store_notes,
     written,
 )
 from tests.support.cortex import CortexClient, MakeCortex
@@ -113,14 +114,8 @@ async def test_legacy_rows_recalled_then_rekeyed_under_load(
     assert reply.status == 201, reply.text
     stored = written(reply.body["memories"], batch)
     ids = list(stored)
-    # the notes rewritten during the re-keying, stored now: the answers compared below are
-    # ranked by statistics every row is part of (ADR 0093, 0137), so the rows are the same
-    notes = [{"namespace": "load/a", "content": f"rekeying note {i}", "title": f"note {i}",
-              "metadata": {"step": i}} for i in range(1, NOTES + 1)]
-    reply = await on.call("POST", "/v1/memories:batch", {"memories": notes})
-    assert reply.status == 201, reply.text
-    note_ids = [m["id"] for m in reply.body["memories"]]
-    stored |= written(reply.body["memories"], notes)
+    note_ids, notes = await store_notes(on, "rekeying")  # rewritten during the re-keying
+    stored |= notes
     assert token_lengths(dsn).keys() == {12}
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ANALYZE memories")

@@ -136,6 +136,17 @@ def written(reply: Any, fields: list[dict[str, Any]]) -> Texts:
             for i, f in zip(ids, fields, strict=True)}
 
 
+async def store_notes(client: CortexClient, word: str) -> tuple[list[str], Texts]:
+    """Stores the :data:`NOTES` notes a test rewrites while its keys change, before it takes
+    the answers it compares: recall ranks by statistics every row is part of (ADR 0093,
+    0137), so both answers must be of the same rows. Their ids, and their texts as given."""
+    notes = [{"namespace": "load/a", "content": f"{word} note {i}", "title": f"note {i}",
+              "metadata": {"step": i}} for i in range(1, NOTES + 1)]
+    reply = await client.call("POST", "/v1/memories:batch", {"memories": notes})
+    assert reply.status == 201, reply.text
+    return [m["id"] for m in reply.body["memories"]], written(reply.body["memories"], notes)
+
+
 async def every_memory(client: CortexClient) -> Texts:
     """Title, content and metadata of every live memory, by id: the listing opens them all
     (one page of up to 500; more pages after its cursor)."""
@@ -175,14 +186,8 @@ async def test_recall_and_rotation_answer_as_plain(
     reply = await plain.call("POST", "/v1/memories:batch", {"memories": batch})
     assert reply.status == 201, reply.text
     stored = written(reply.body["memories"], batch)
-    # the notes rewritten during the rotation, stored now: the answers compared below are
-    # ranked by statistics every row is part of (ADR 0093, 0137), so the rows are the same
-    notes = [{"namespace": "load/a", "content": f"rotating note {i}", "title": f"note {i}",
-              "metadata": {"step": i}} for i in range(1, NOTES + 1)]
-    reply = await plain.call("POST", "/v1/memories:batch", {"memories": notes})
-    assert reply.status == 201, reply.text
-    note_ids = [m["id"] for m in reply.body["memories"]]
-    stored |= written(reply.body["memories"], notes)
+    note_ids, notes = await store_notes(plain, "rotating")  # rewritten during the rotation
+    stored |= notes
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ANALYZE memories")
     expected = await answers(plain, queries)
