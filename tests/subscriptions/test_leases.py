@@ -5,10 +5,13 @@ try, and the one that lost it notices and stops delivering. Under a second."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import psycopg
+import pytest
 
+from attested_cortex.service.workers import leasing
 from attested_cortex.service.workers.leasing import Leases
 from attested_cortex.store.leases import LEASE_CLASS
 
@@ -41,3 +44,24 @@ async def test_one_session_holds_a_lease_until_it_gives_it_back_or_dies(
         await one.aclose()
         await other.aclose()
     assert not Leases().held and await Leases().holds(x)  # unbound: in-process use, held
+
+
+async def test_a_database_that_stops_answering_is_given_up_not_waited_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a listener that accepts and never answers: what a failover's dropped route looks like
+    # to a client; every lane waits on the leases' lock, so the question must end
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setattr(leasing, "ROUND_TRIP_S", 0.5)
+    lease = Leases(check_s=0)
+    lease.bind(f"postgresql://cortex@127.0.0.1:{port}/cortex")
+    try:
+        async with asyncio.timeout(10):  # a hang fails here instead of stalling the run
+            assert not await lease.holds(uuid.uuid4())
+        assert lease.held == frozenset()
+    finally:
+        await lease.aclose()
+        server.close()

@@ -52,11 +52,17 @@ async def alive(conn: AnyConn) -> None:
         await conn.execute("SELECT 1")
 
 
+#: How long opening the leases' session may take (libpq ``connect_timeout``): a database
+#: that does not answer (a failover, a dropped route) is a refusal, not a hang.
+CONNECT_TIMEOUT_S: Final = 5
+
+
 async def connect(dsn: str) -> AnyConn:
     """A session of its own for the leases (autocommit, outside the pool: a pooled
     connection would lend its locks). A refused connection is NotReadyError."""
     try:
-        return await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        return await psycopg.AsyncConnection.connect(dsn, autocommit=True,
+                                                     connect_timeout=CONNECT_TIMEOUT_S)
     except psycopg.Error as exc:
         raise NotReadyError(f"cannot connect to the database: {exc}") from exc
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from attested_cortex.errors import CortexError
 from attested_cortex.store import leases
@@ -26,6 +26,8 @@ from attested_cortex.store.database import AnyConn
 K = TypeVar("K", bound=leases.Key)
 
 log = logging.getLogger(__name__)
+#: The longest a lease question (the session's check, a take, a release) may take.
+ROUND_TRIP_S: Final = 5.0
 
 
 class Leases(Generic[K]):
@@ -58,15 +60,19 @@ class Leases(Generic[K]):
 
     async def _holds(self, subscription: K) -> bool:
         try:
-            conn = await self._session()
-            if subscription in self._held:
-                return True
-            if await leases.try_take(conn, subscription, self.lease_class):
-                self._held.add(subscription)
-                log.info("lease taken", extra={"lease": str(subscription),
-                                               "lease_class": self.lease_class})
-                return True
-            return False
+            # bounded: every lane waits on this lock, so a session that stops answering
+            # (a failover's dropped route) is given up, never waited on (TimeoutError is
+            # an OSError: the session is forgotten below, and its locks with it)
+            async with asyncio.timeout(ROUND_TRIP_S):
+                conn = await self._session()
+                if subscription in self._held:
+                    return True
+                if not await leases.try_take(conn, subscription, self.lease_class):
+                    return False
+            self._held.add(subscription)
+            log.info("lease taken", extra={"lease": str(subscription),
+                                           "lease_class": self.lease_class})
+            return True
         except (CortexError, OSError) as exc:
             log.warning("leases of class %#x lost (%s); taken again when the database "
                         "answers", self.lease_class, type(exc).__name__)
@@ -80,7 +86,8 @@ class Leases(Generic[K]):
                 return
             self._held.discard(subscription)
             try:
-                await leases.release(self._conn, subscription, self.lease_class)
+                async with asyncio.timeout(ROUND_TRIP_S):
+                    await leases.release(self._conn, subscription, self.lease_class)
             except (CortexError, OSError):
                 await self._forget()
 
