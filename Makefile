@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
 export CORTEX ?= managed
 
-.PHONY: help venv deps node-deps tools images node-up node-down peers test test-fast test-local run run-plan serve lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps deps-age-root deps-control-plane deps-kstatus node-deps tools images node-up node-down peers test test-fast test-local run run-plan serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
@@ -38,10 +38,19 @@ venv: $(BIN)/.installed
 # System packages and cached services (PostgreSQL 15, PostgreSQL 17 + AGE root, Kubernetes binaries).
 # kstatus (Flux's health, for tests/gitops/test_health.py) is cheap: 140 s cold, 1 s cached.
 # promtool is not (1520 s cold): `make tools` builds it; its test skips without it.
-deps: venv
+# The groups share no file, so they build at once: the Debian root (downloads and unpacking)
+# and the venv overlap the Go builds (CPU), which take two thirds of a cold `make deps`.
+deps:
 	hack/ensure-system-packages.sh
+	$(MAKE) --no-print-directory -j4 -Oline venv deps-age-root deps-control-plane deps-kstatus
+
+deps-age-root:
 	hack/pg/ensure-age-root.sh
+
+deps-control-plane:
 	hack/k8s/ensure-binaries.sh
+
+deps-kstatus:
 	hack/k8s/ensure-binaries.sh kstatus
 
 # Opt-in test tools (promtool and kstatus), built from their Go modules; and a real C2SP

@@ -224,7 +224,7 @@ build() {  # build COMPONENT...: only those not yet built
   if [[ ${#kube[@]} -gt 0 ]]; then
     local start=$SECONDS
     build_kubernetes "${kube[@]}"
-    for c in "${kube[@]}"; do mark_built "$c"; done
+    for c in "${kube[@]}"; do mark_built "$c"; echo $((SECONDS - start)) >"$bin_dir/.$c.seconds"; done
     log "built ${kube[*]} $KUBERNETES_VERSION in $((SECONDS - start))s"
   fi
 }
