@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # make run CORTEX=ha: the cortex's database on CloudNativePG (3 instances) instead of one pod.
 export CORTEX ?= managed
 
-.PHONY: help venv deps deps-age-root deps-control-plane deps-kstatus node-deps tools images node-up node-down peers test test-fast test-local run run-plan serve lint bench e2e e2e-kind crds clean
+.PHONY: help venv deps deps-age-root deps-control-plane deps-kstatus deps-test-modules node-deps tools images node-up node-down peers test test-fast test-local run run-plan serve lint bench e2e e2e-kind crds clean
 
 help:
 	@echo "make run   - the whole system: one-node cluster, chart, examples, API URL (Ctrl-C stops it)"
@@ -42,7 +42,8 @@ venv: $(BIN)/.installed
 # and the venv overlap the Go builds (CPU), which take two thirds of a cold `make deps`.
 deps:
 	hack/ensure-system-packages.sh
-	$(MAKE) --no-print-directory -j4 -Oline venv deps-age-root deps-control-plane deps-kstatus
+	$(MAKE) --no-print-directory -j4 -Oline venv deps-age-root deps-control-plane deps-kstatus \
+	  deps-test-modules
 
 deps-age-root:
 	hack/pg/ensure-age-root.sh
@@ -52,6 +53,10 @@ deps-control-plane:
 
 deps-kstatus:
 	hack/k8s/ensure-binaries.sh kstatus
+
+# The Go modules whose CRDs the builder tests read (CloudNativePG's, cert-manager's): seconds.
+deps-test-modules: venv
+	$(BIN)/python -m tests.support.gomodules
 
 # Opt-in test tools (promtool and kstatus), built from their Go modules; and a real C2SP
 # witness (torchwood's litewitness, 67 s cold) for tests/server/test_real_witness.py.

@@ -3,47 +3,28 @@
 Callers: tests/builders/test_certificates.py (the built Certificate validated against the
 CRD's OpenAPI schema) and tests/operator/test_tls.py (the CRD alone installed on the
 control plane: no cert-manager controller runs there, so the certManager path is tested
-against the CRD's shape, ADR 0047). The module comes from the Go module cache, downloaded
-there once by ``go mod download`` when absent.
+against the CRD's shape, ADR 0047). The module comes from the Go module cache, where
+``make deps`` puts it (tests/support/gomodules.py; a test without it skips, naming that).
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import subprocess
-from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
-from attested_cortex.controller.memorycortex.tls import CERT_MANAGER_RELEASE
-from tests.support.gomodules import cached_module_dir
+from tests.support.gomodules import CERT_MANAGER, module_dir
 
-MODULE: Final = "github.com/cert-manager/cert-manager"
 CRD_NAME: Final = "certificates.cert-manager.io"
 Object = dict[str, Any]
-
-
-def _module_dir() -> Path:
-    found = cached_module_dir(MODULE, f"v{CERT_MANAGER_RELEASE}")
-    if found is not None:
-        return found
-    cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
-                           check=True).stdout.strip()
-    here = Path(cache) / f"{MODULE}@v{CERT_MANAGER_RELEASE}"
-    if here.is_dir():
-        return here
-    listed = subprocess.run(["go", "mod", "download", "-json",
-                             f"{MODULE}@v{CERT_MANAGER_RELEASE}"],
-                            capture_output=True, text=True, check=True).stdout
-    return Path(json.loads(listed)["Dir"])
 
 
 @functools.cache
 def certificate_crd() -> Object:
     """The ``certificates.cert-manager.io`` CustomResourceDefinition of that release."""
-    path = _module_dir() / "deploy" / "crds" / f"{CRD_NAME.split('.', 1)[1]}_certificates.yaml"
+    crds = module_dir(*CERT_MANAGER) / "deploy" / "crds"
+    path = crds / f"{CRD_NAME.split('.', 1)[1]}_certificates.yaml"
     with path.open() as stream:
         crd: Object = next(d for d in yaml.safe_load_all(stream) if d)
     assert crd["metadata"]["name"] == CRD_NAME

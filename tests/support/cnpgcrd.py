@@ -3,15 +3,15 @@
 Callers: tests/builders/test_clusters.py (the builder's output validated against the CRD's
 OpenAPI schema), tests/operator/test_cloudnativepg.py and tests/chart/test_rbac.py (the
 CRDs alone installed on the control plane: no CloudNativePG operator runs there). The
-module comes from the Go module cache, downloaded there once by ``go mod download`` when
-absent (the same module hack/k8s/ensure-binaries.sh builds the operator from).
+module comes from the Go module cache, where ``make deps`` puts it (tests/support/gomodules.py;
+a test without it skips, naming that): the same module hack/k8s/ensure-binaries.sh builds the
+operator from.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import subprocess
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,31 +20,16 @@ from hack.support.kube import Kube
 from hack.support.waiting import wait_until
 
 from attested_cortex.controller.memorycortex.cloudnativepg import RELEASE
-from tests.support.gomodules import cached_module_dir
+from tests.support.gomodules import CNPG, module_dir
 
-MODULE: Final = "github.com/cloudnative-pg/cloudnative-pg"
 CRD_NAME: Final = "clusters.postgresql.cnpg.io"
 Object = dict[str, Any]
-
-
-def _module_dir() -> Path:
-    found = cached_module_dir(MODULE, f"v{RELEASE}")
-    if found is not None:
-        return found
-    cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
-                           check=True).stdout.strip()
-    here = Path(cache) / f"{MODULE}@v{RELEASE}"
-    if here.is_dir():
-        return here
-    listed = subprocess.run(["go", "mod", "download", "-json", f"{MODULE}@v{RELEASE}"],
-                            capture_output=True, text=True, check=True).stdout
-    return Path(json.loads(listed)["Dir"])
 
 
 @functools.cache
 def release_manifest() -> Path:
     """``releases/cnpg-<version>.yaml`` of the tested CloudNativePG version."""
-    return _module_dir() / "releases" / f"cnpg-{RELEASE}.yaml"
+    return module_dir(*CNPG) / "releases" / f"cnpg-{RELEASE}.yaml"
 
 
 @functools.cache

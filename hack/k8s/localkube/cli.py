@@ -28,13 +28,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+def _on_stop(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
 def up(directory: Path | None) -> int:
     plane = ControlPlane(bin_dir=binaries.ensure(), root=directory)
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    # Both set here: a process started as a shell's background job inherits SIGINT ignored,
+    # and Python then leaves it so (a cold CI run's `up` outlived its Ctrl-C that way).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_stop)
     try:
         with plane:
             print(f"kubeconfig: {plane.kubeconfig}\nserver: {plane.server}\n"

@@ -37,13 +37,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+def _on_stop(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
 def up() -> int:
     node = RealNode(bin_dir=binaries.bin_dir(), images_dir=images_dir())
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    # Both set here: a process started as a shell's background job inherits SIGINT ignored,
+    # and Python then leaves it so (a cold CI run's `up` outlived its Ctrl-C that way).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_stop)
     try:
         with node:
             steps = ", ".join(f"{name} {seconds}s" for name, seconds in node.timings.items())
