@@ -1,5 +1,6 @@
-"""The webhook deliverer as the settings configure it (issue 41, ADR 0106/0107). Called by
-:mod:`.assembling` at start-up; the deliverer starts with the other workers, after start-up.
+"""Webhook delivery as the settings configure it (issue 41, ADR 0106/0107/0142). Called by
+:mod:`.assembling` at start-up (delivery starts with the other workers, after start-up) and
+by the delivery process (:mod:`.delivery`), which builds its deliverer from the same settings.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def delivery_settings(settings: ServerSettings) -> DeliverySettings:
 def deliverer_from(settings: ServerSettings, db: Database, registry: CollectorRegistry,
                    sealer: Sealer | None = None) -> Deliverer | None:
     """The deliverer, or None when delivery is off (the outbox is still written); with the
-    sealer that opens payloads sealed at rest."""
+    sealer that opens payloads sealed at rest. In this event loop: the server's when
+    ``subscriptions.delivery`` is ``in_process``, the delivery process's otherwise (ADR 0142,
+    :mod:`.assembling` chooses)."""
     if not settings.subscriptions.enabled:
         return None
     return Deliverer(db, delivery_settings(settings), registry=registry, sealer=sealer)

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -145,6 +145,87 @@ def body(event: Stored) -> str:
 def message_id(seq: int) -> str:
     """The stable delivery id of an event (``webhook-id``)."""
     return f"evt_{seq}"
+
+
+class Delivery(Protocol):
+    """What the server asks of webhook delivery, wherever it runs: this event loop
+    (:class:`Deliverer`, ``subscriptions.delivery: in_process``) or a child process
+    (:class:`attested_cortex.server.delivery_process.DeliveryProcess`, ADR 0142)."""
+
+    settings: DeliverySettings
+
+    def start(self, dsn: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    @property
+    def running(self) -> bool:
+        """Whether delivery runs for this replica (its lanes, or its process, are up)."""
+        ...
+
+    @property
+    def held(self) -> frozenset[uuid.UUID]:
+        """The subscriptions this replica delivers now (their leases are held here)."""
+        ...
+
+    def changed(self) -> None:
+        """A subscription was created, changed or deleted here: resync now."""
+
+    def kick(self) -> None:
+        """A replay moved a cursor back: re-read the rows now."""
+
+    async def replay_dead(self, sub: Subscription, seq: int) -> str | None:
+        """One attempt at a dead letter now (None: delivered, it left the queue)."""
+        ...
+
+    async def exposition(self) -> bytes:
+        """Metrics kept outside the server's registry (the process's), as Prometheus text."""
+        ...
+
+
+def status_of(sub: Subscription, *, head: int, dropped_before: int,
+              here: bool) -> dict[str, Any]:
+    """A subscription's delivery state for the API and capabilities (no secret), from its
+    row and the outbox's bounds (the database's, the same on every replica); ``running``
+    says whether *this* replica delivers it (holds its lease, ADR 0131)."""
+    return {"lag": max(0, head - sub.cursor), "cursor": sub.cursor,
+            "head": head, "delivered": sub.delivered,
+            "failed_attempts": sub.failed_attempts,
+            "last_success_at": _iso(sub.last_success_at),
+            "last_failure_at": _iso(sub.last_failure_at), "last_error": sub.last_error,
+            "dead_letters": sub.dead_letters,
+            "behind_retention": sub.cursor < dropped_before,
+            "running": here}
+
+
+def new_sender(settings: DeliverySettings, sub: Subscription) -> Sender:
+    """A sender (HTTP client) for ``sub`` within the settings' bounds."""
+    return Sender(max_in_flight=sub.max_in_flight,
+                  allow_private=sub.allow_private_targets or settings.allow_private,
+                  refused=settings.refused, limits=settings.limits)
+
+
+async def replay_dead(db: Database, sealer: Sealer | None, sub: Subscription, seq: int,
+                      sender: Sender) -> str | None:
+    """One attempt at a dead letter now, with ``sender``: None when delivered (it leaves
+    the queue), else why not (it stays, its attempts counted). The server runs it itself
+    whichever process delivers (an operator's request, answered with its outcome)."""
+    async with db.connection() as conn:
+        dead = await subs.dead_letter(conn, sub.id, seq)
+    if dead is None:
+        raise NotFoundError(f"subscription {sub.name} has no dead letter {seq}",
+                            code="dead_letter_not_found")
+    event = Stored(dead.seq, dead.event, dead.key, None, dead.payload, dead.dead_at)
+    why = await sender.send(sub.url, secret=open_secret(sealer, sub.name, sub.secret),
+                            msg_id=message_id(seq),
+                            body=body(replace(event, payload=opened(sealer, event.payload))))
+    async with db.transaction() as conn:
+        if why is None:
+            await subs.forget_dead(conn, sub.id, seq)
+        else:
+            await subs.bury(conn, sub.id, seq=seq, event=dead.event, key=dead.key,
+                            payload=dead.payload, attempts=1, error=why)
+    return why
 
 
 @dataclass
@@ -335,9 +416,7 @@ class Deliverer:
 
     async def _start_lane(self, sub: Subscription) -> None:
         s = self.settings
-        sender = Sender(max_in_flight=sub.max_in_flight,
-                        allow_private=sub.allow_private_targets or s.allow_private,
-                        refused=s.refused, limits=s.limits)
+        sender = new_sender(s, sub)
         try:
             secret = open_secret(self.sealer, sub.name, sub.secret)
         except UnsealError as exc:  # its events wait; the next sync tries again
@@ -501,48 +580,27 @@ class Deliverer:
 
     # -- the dead-letter queue ---------------------------------------------------------
     async def replay_dead(self, sub: Subscription, seq: int) -> str | None:
-        """One attempt at a dead letter now: None when delivered (it leaves the queue),
-        else why not (it stays, its attempts counted)."""
-        async with self.db.connection() as conn:
-            dead = await subs.dead_letter(conn, sub.id, seq)
-        if dead is None:
-            raise NotFoundError(f"subscription {sub.name} has no dead letter {seq}",
-                                code="dead_letter_not_found")
-        event = Stored(dead.seq, dead.event, dead.key, None, dead.payload, dead.dead_at)
+        """One attempt at a dead letter now (:func:`replay_dead`), with the lane's client
+        when the subscription has a lane here."""
         lane = self._lanes.get(sub.id)
-        sender = lane.sender if lane is not None else self._sender(sub)
+        if lane is not None:
+            return await replay_dead(self.db, self.sealer, sub, seq, lane.sender)
+        sender = new_sender(self.settings, sub)
         try:
-            why = await sender.send(sub.url, secret=open_secret(self.sealer, sub.name,
-                                                                sub.secret),
-                                    msg_id=message_id(seq),
-                                    body=self.text(event))
+            return await replay_dead(self.db, self.sealer, sub, seq, sender)
         finally:
-            if lane is None:
-                await sender.close()
-        async with self.db.transaction() as conn:
-            if why is None:
-                await subs.forget_dead(conn, sub.id, seq)
-            else:
-                await subs.bury(conn, sub.id, seq=seq, event=dead.event, key=dead.key,
-                                payload=dead.payload, attempts=1, error=why)
-        return why
+            await sender.close()
 
-    def _sender(self, sub: Subscription) -> Sender:
-        s = self.settings
-        return Sender(max_in_flight=sub.max_in_flight,
-                      allow_private=sub.allow_private_targets or s.allow_private,
-                      refused=s.refused, limits=s.limits)
+    @property
+    def held(self) -> frozenset[uuid.UUID]:
+        """The subscriptions delivered here: their leases (every lane's when unbound)."""
+        if not self.leases.bound:
+            return frozenset(self._lanes)
+        return self.leases.held
 
-    def status(self, sub: Subscription) -> dict[str, Any]:
-        """A subscription's delivery state for the API and capabilities (no secret)."""
-        return {"lag": max(0, self.head - sub.cursor), "cursor": sub.cursor,
-                "head": self.head, "delivered": sub.delivered,
-                "failed_attempts": sub.failed_attempts,
-                "last_success_at": _iso(sub.last_success_at),
-                "last_failure_at": _iso(sub.last_failure_at), "last_error": sub.last_error,
-                "dead_letters": sub.dead_letters,
-                "behind_retention": sub.cursor < self.dropped_before,
-                "running": sub.id in self._lanes}
+    async def exposition(self) -> bytes:
+        """Nothing: in this process the gauges are in the server's own registry."""
+        return b""
 
 
 def _differs(row: Subscription, fields: dict[str, Any], sealer: Sealer | None) -> bool:
