@@ -123,17 +123,27 @@ async def test_only_the_replica_holding_the_lease_says_it_delivers(
                     bool(report.body["subscriptions"][0]["delivered_here"]))
 
         async def one_says_so() -> list[tuple[bool, bool]] | None:
+            if not all(delivering(c) for c in (a, b)):
+                return None
             both = [await says(a), await says(b)]
             return both if sorted(both) == [(False, False), (True, True)] else None
 
-        # both replicas run a delivery process; one holds the lease (its child says so)
+        # both replicas run delivery; one holds the lease, and only its answers say so
         both = await await_until(one_says_so, seconds=15,
                                  what="exactly one replica delivering the subscription")
-        holder = a if both[0][0] else b
+        holder, other = (a, b) if both[0][0] else (b, a)
+        await other.store("t", "two")  # its NOTIFY wakes both replicas' lanes
+        await await_until(lambda: len(receiver.accepted) >= 2, seconds=20,
+                          what="a second delivery")
+        assert [await says(holder), await says(other)] == [(True, True), (False, False)]
         metrics = await holder.call("GET", "/metrics")
         assert 'cortex_subscription_deliveries_total{outcome="delivered",subscription="hook"}' \
             in metrics.text
-        assert all(child_of(c).running for c in (a, b))
+
+
+def delivering(cortex: CortexClient) -> bool:
+    """Whether the replica's delivery runs (its child said it is ready)."""
+    return child_of(cortex).running
 
 
 async def test_a_server_killed_with_sigkill_leaves_no_delivery_process(
