@@ -4,8 +4,8 @@ again and every event still arrives, first deliveries in order per memory; the s
 it within bounds; a server killed with SIGKILL leaves no delivery process behind (by pid);
 of two replicas only the one holding a subscription's lease says it delivers it (``running``,
 the report's ``delivered_here``), and its ``/metrics`` carries the child's series; writes
-are answered while every attempt hangs. Five children and one ``cortexctl serve``: about
-15 s."""
+are answered while every attempt hangs; ``delivery: in_process`` still delivers from the
+server's loop. Five children and one ``cortexctl serve``: about 15 s."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from hack.support.served import serve
 from hack.support.waiting import await_until
 
 from attested_cortex.server.delivery_process import DeliveryProcess
+from attested_cortex.service.workers.delivering import Deliverer
 from tests.subscriptions.receivers import receiving
 from tests.subscriptions.test_delivery import FAST, subscribe
 from tests.support.cortex import CortexClient, MakeCortex
@@ -90,8 +91,10 @@ async def test_a_killed_delivery_process_is_restarted_and_nothing_is_lost(
         first = process.pid
         assert first is not None and alive(first)
         os.kill(first, signal.SIGKILL)
+        cut = len(receiver.accepted)
         await writer
         wanted = outbox_ids(cortex.dsn)
+        assert cut < len(wanted)  # killed mid-stream: the rest is the new child's
         await await_until(lambda: wanted <= set(receiver.ids()), seconds=30,
                           what="every event delivered by the restarted process")
         assert process.pid not in (None, first)  # the supervisor started another
@@ -175,3 +178,16 @@ async def test_writes_are_answered_while_every_delivery_hangs(
         for i in range(20):  # no write waits for a delivery (attempts time out after 60 s)
             await cortex.store("t", f"m{i}")
         assert stuck.in_flight == 2 and not stuck.accepted
+
+
+async def test_in_process_delivery_is_kept_as_a_setting(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str) -> None:
+    cortex = await make_cortex(migrated_pg15_dsn, migrated=False,
+                               subscriptions={**FAST, "delivery": "in_process"})
+    assert isinstance(cortex.services.deliverer, Deliverer)  # the server's own event loop
+    async with receiving() as receiver:
+        await subscribe(cortex, receiver)
+        await cortex.store("t", "one")
+        await await_until(lambda: len(receiver.accepted) == 1, seconds=10, what="a delivery")
+        got = await cortex.call("GET", "/v1/subscriptions/hook")
+        assert got.body["status"]["running"]  # this replica holds the lease
