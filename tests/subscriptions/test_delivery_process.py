@@ -5,7 +5,8 @@ it within bounds; a server killed with SIGKILL leaves no delivery process behind
 of two replicas only the one holding a subscription's lease says it delivers it (``running``,
 the report's ``delivered_here``), and its ``/metrics`` carries the child's series; writes
 are answered while every attempt hangs; ``delivery: in_process`` still delivers from the
-server's loop. Five children and one ``cortexctl serve``: about 15 s."""
+server's loop; an event sealed under a key rotated while both run is delivered opened (the
+child reloads the ring itself). Six children and one ``cortexctl serve``: about 15 s."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ import yaml
 from hack.support.served import serve
 from hack.support.waiting import await_until
 
+from attested_cortex.attest import masterkeys as mk
 from attested_cortex.server.delivery_process import DeliveryProcess
 from attested_cortex.service.workers.delivering import Deliverer
 from tests.subscriptions.receivers import receiving
-from tests.subscriptions.test_delivery import FAST, subscribe
+from tests.server.test_ring_reload import write_ring
+from tests.subscriptions.test_delivery import FAST, status, subscribe
 from tests.support.cortex import CortexClient, MakeCortex
 
 pytestmark = pytest.mark.spawns
@@ -191,3 +194,29 @@ async def test_in_process_delivery_is_kept_as_a_setting(
         await await_until(lambda: len(receiver.accepted) == 1, seconds=10, what="a delivery")
         got = await cortex.call("GET", "/v1/subscriptions/hook")
         assert got.body["status"]["running"]  # this replica holds the lease
+
+
+async def test_events_sealed_under_a_rotated_key_are_delivered_opened(
+        make_cortex: MakeCortex, migrated_pg15_dsn: str, tmp_path: Path) -> None:
+    v1, v2 = mk.generate_key(), mk.generate_key()
+    ring = tmp_path / "ring"
+    write_ring(ring, {1: v1}, 1)
+    cortex = await make_cortex(migrated_pg15_dsn, migrated=False,
+                               master_key={"dir": ring, "reload_interval_ms": 100},
+                               encryption={"at_rest": True}, subscriptions=FAST)
+    async with receiving() as receiver:
+        await subscribe(cortex, receiver)
+        await cortex.store("t", "one")
+        await await_until(lambda: len(receiver.accepted) == 1, seconds=20, what="a delivery")
+        write_ring(ring, {1: v1, 2: v2}, 2)  # rotated while both processes run
+
+        async def current() -> bool:
+            found = await cortex.call("GET", "/v1/capabilities")
+            return bool(found.body["encryption"]["master_key"]["current"] == 2)
+
+        await await_until(current, seconds=10, what="the server sealing under v2")
+        await cortex.store("t", "two")  # sealed under v2 in the outbox
+        await await_until(lambda: len(receiver.accepted) == 2, seconds=20,
+                          what="the event sealed under v2 delivered")
+        assert receiver.accepted[1]["body"]["data"]["content"] == "two"
+        assert (await status(cortex))["dead_letters"] == 0

@@ -147,10 +147,6 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         if present else None,
         records=spoke_native.GATE,  # the family gates its records' native API (ADR 0125)
     )
-    process = services.deliverer
-    if master_keys is not None and isinstance(process, DeliveryProcess):
-        # the child opens sealed payloads with the ring it read at its start
-        master_keys.listen(lambda _ring: process.restart())
     if approvals is not None and present:  # approval events through subscriptions (K4)
         approvals.outbox = outboxing.approvals(services)
     signer = _signer_key(settings, keys)

@@ -9,6 +9,9 @@ runs in a child at a lower CPU priority (``subscriptions.delivery_nice``): on a 
 the write path gets the CPU first, and delivery takes what is left (its batches grow, so each
 event costs it less).
 
+It watches a master key ring directory itself, as a replica does (the same checks against
+the recorded key versions), so a rotation is adopted here at this process's own poll.
+
 The child is the server's: it dies with it (``PR_SET_PDEATHSIG``: SIGKILL when the server
 dies, even by SIGKILL; and it stops when the control socket reaches its end), and its
 leases (ADR 0131) die with its database session, so a replica's child never outlives it.
@@ -39,11 +42,13 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from attested_cortex.attest.ringwatch import RingSource
 from attested_cortex.server.configuring import key_ring_from, sealer_from
 from attested_cortex.server.logs import setup_logging
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.server.subscribing import delivery_settings
 from attested_cortex.service.workers.delivering import Deliverer
+from attested_cortex.service.workers.ringreloading import RingReloader
 from attested_cortex.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -104,6 +109,10 @@ async def run(fd: int) -> None:
     os.nice(settings.subscriptions.delivery_nice)
     ring = await asyncio.to_thread(key_ring_from, settings)  # Argon2id may run
     sealer = sealer_from(settings, ring, bool(first.get("at_rest_default")))
+    source = RingSource(ring, settings.master_key.dir) \
+        if ring is not None and settings.master_key is not None else None
+    if source is not None and sealer is not None:
+        source.listen(sealer.rekey)  # a rotated ring opens the events sealed under it
     registry = CollectorRegistry()
     channel = Channel(writer)
     stop = asyncio.Event()
@@ -117,6 +126,12 @@ async def run(fd: int) -> None:
             lock_timeout_s=settings.db_lock_timeout_ms / 1000,
             statement_timeout_s=settings.db_statement_timeout_ms / 1000)
         stack.push_async_callback(db.close)
+        if source is not None and source.watching and settings.master_key is not None:
+            # like any replica: the same checks against the recorded key versions
+            reloader = RingReloader(source, db=db,
+                                    interval_s=settings.master_key.reload_interval_ms / 1000)
+            reloader.start()
+            stack.push_async_callback(reloader.aclose)
         deliverer = Deliverer(db, delivery_settings(settings), registry=registry,
                               sealer=sealer)
         deliverer.leases.on_change = lambda held: channel.send(

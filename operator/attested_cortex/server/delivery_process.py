@@ -127,12 +127,6 @@ class DeliveryProcess:
         finally:
             self._answers.pop(ident, None)
 
-    def restart(self) -> None:
-        """Start the child again (the master key ring was reloaded: it reads it at start)."""
-        if self._process is not None and self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._process.send_signal(signal.SIGTERM)
-
     # -- the child ---------------------------------------------------------------------
     async def _step(self) -> float:
         if self._closing:

@@ -18,7 +18,11 @@ from attested_cortex.store.database import Database
 def delivery_settings(settings: ServerSettings) -> DeliverySettings:
     """The deliverer's bounds and schedule from ``subscriptions`` in the settings."""
     s = settings.subscriptions
+    ring = settings.master_key
     return DeliverySettings(
+        # a watched ring is adopted at each process's own poll: wait two polls for it
+        reopen_after_s=2 * ring.reload_interval_ms / 1000
+        if ring is not None and ring.dir is not None else 0.0,
         retry_schedule_s=tuple(s.retry_schedule_seconds), retry_factor=s.retry_factor,
         retry_cap_s=s.retry_cap_seconds, max_attempts=s.max_attempts, batch=s.batch,
         retention_s=float(s.retention_seconds), allow_private=s.allow_private_targets,

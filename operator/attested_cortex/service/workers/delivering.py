@@ -88,6 +88,11 @@ class DeliverySettings:
     #: ``gate_slow_s`` only (:class:`.fanout.Gate`: the requests' event loop stays responsive).
     gate_size: int = 16
     gate_slow_s: float = 0.1
+    #: How long an event whose sealed payload does not open waits for one more try before it
+    #: becomes a dead letter (0: at once). A rotated master key ring is adopted by each
+    #: process at its own poll (the server, its delivery process, other replicas: ADR 0142),
+    #: so an event sealed under the new version may reach one that has not adopted it yet.
+    reopen_after_s: float = 0.0
     #: Subscriptions declared in the configuration (the operator's CortexSubscriptions,
     #: ADR 0108), kept in the table as ``managed_by = 'config'``.
     declared: tuple[Declared, ...] = ()
@@ -550,6 +555,12 @@ class Deliverer:
 
     async def _event(self, lane: _Lane, one: Ready, tally: _Tally) -> None:
         name, event, text = lane.sub.name, one.event, one.text
+        if text is None and self.settings.reopen_after_s > 0:
+            # perhaps sealed under a key version this process adopts at its next poll of
+            # the ring: try once more after it (the key's chain waits meanwhile)
+            await asyncio.sleep(self.settings.reopen_after_s)
+            with contextlib.suppress(UnsealError):
+                text = self.text(event)
         if text is None:  # not sent: kept, sealed, for an operator to look at
             tally.dead.append((event, 0, one.why))
             self._metrics.deliveries.labels(name, "dead").inc()
