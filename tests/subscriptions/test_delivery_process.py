@@ -101,6 +101,8 @@ async def test_a_killed_delivery_process_is_restarted_and_nothing_is_lost(
         await await_until(lambda: wanted <= set(receiver.ids()), seconds=30,
                           what="every event delivered by the restarted process")
         assert process.pid not in (None, first)  # the supervisor started another
+        metrics = await cortex.call("GET", "/metrics")
+        assert "cortex_delivery_process_starts_total 2.0" in metrics.text
         assert not alive(first)
         assert receiver.refused_signatures == 0
         chains = receiver.first_revisions()

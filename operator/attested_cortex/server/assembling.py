@@ -196,7 +196,8 @@ def _delivery(settings: ServerSettings, db: Database, registry: CollectorRegistr
     lower CPU priority (its supervisor here; the child builds its own sealer from the same
     settings and the cortex's default), or the deliverer in this event loop."""
     if settings.subscriptions.enabled and settings.subscriptions.delivery == "process":
-        return DeliveryProcess(settings, db, sealer, at_rest_default=at_rest_default)
+        return DeliveryProcess(settings, db, sealer, at_rest_default=at_rest_default,
+                               registry=registry)
     return deliverer_from(settings, db, registry, sealer)
 
 

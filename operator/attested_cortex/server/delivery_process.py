@@ -30,6 +30,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Final
 
+from prometheus_client import CollectorRegistry, Counter
+
 import attested_cortex
 from attested_cortex import tasks
 from attested_cortex.attest.sealing import Sealer
@@ -60,8 +62,12 @@ class DeliveryProcess:
     protocol of :mod:`attested_cortex.service.workers.delivering`)."""
 
     def __init__(self, settings: ServerSettings, db: Database, sealer: Sealer | None, *,
-                 at_rest_default: bool = False) -> None:
+                 at_rest_default: bool = False,
+                 registry: CollectorRegistry | None = None) -> None:
         self.settings = delivery_settings(settings)
+        self._starts = Counter("cortex_delivery_process_starts_total",
+                               "Delivery processes started (ADR 0142): more than one is a "
+                               "restart", registry=registry)
         self._server_settings = settings
         self._db, self._sealer = db, sealer
         self._at_rest_default = at_rest_default
@@ -140,6 +146,8 @@ class DeliveryProcess:
             code = await self._run_child()
         finally:
             await self._terminate()
+        if self._closing:
+            return STOP_S
         if loop.time() - started >= STABLE_S:
             self._failures = 0
         self._failures += 1
@@ -166,6 +174,7 @@ class DeliveryProcess:
         finally:
             theirs.close()
         self._process, self.pid = process, process.pid
+        self._starts.inc()
         reader, writer = await asyncio.open_unix_connection(sock=ours, limit=LINE_LIMIT)
         self._writer = writer
         try:
