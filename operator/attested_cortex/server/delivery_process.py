@@ -27,12 +27,10 @@ import signal
 import socket
 import sys
 import uuid
-from pathlib import Path
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter
 
-import attested_cortex
 from attested_cortex import tasks
 from attested_cortex.attest.sealing import Sealer
 from attested_cortex.errors import CortexError
@@ -225,9 +223,8 @@ class DeliveryProcess:
 
 
 def _child_env() -> dict[str, str]:
-    """The server's environment, with this very package first on the path: the child runs
-    the server's code even when the server was started from a source tree."""
+    """The server's environment, with the server's own import path: the child runs the
+    server's code, from a source tree as from an installed package, in the same order."""
     env = dict(os.environ)
-    root = str(Path(attested_cortex.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     return env
