@@ -1,7 +1,10 @@
 """The webhook deliverer: the outbox's first consumer (issue 41, ADR 0106/0107).
 
-Built at start-up (:func:`attested_cortex.server.assembling.open_services`) and kept in
-``Services.deliverer``. One lane per enabled subscription, each a task reading the outbox past
+Runs in the server's delivery process (:mod:`attested_cortex.server.delivery`, ADR 0142: a
+child at a lower CPU priority, so deliveries never take the write path's CPU), or, with
+``subscriptions.delivery: in_process``, in the server's own loop (built by
+:func:`attested_cortex.server.assembling.open_services` into ``Services.deliverer``); either
+way the server sees it through :class:`Delivery`. One lane per enabled subscription, each a task reading the outbox past
 the subscription's cursor in batches: a batch's events for the subscription (its event names
 and namespace patterns; an event without a namespace, a link's, goes to every subscription of
 its name) are grouped by key, each key's events delivered in order by one chain, the chains
