@@ -4,8 +4,8 @@ Runs in the server's delivery process (:mod:`attested_cortex.server.delivery`, A
 child at a lower CPU priority, so deliveries never take the write path's CPU), or, with
 ``subscriptions.delivery: in_process``, in the server's own loop (built by
 :func:`attested_cortex.server.assembling.open_services` into ``Services.deliverer``); either
-way the server sees it through :class:`Delivery`. One lane per enabled subscription, each a task reading the outbox past
-the subscription's cursor in batches: a batch's events for the subscription (its event names
+way the server sees it through :class:`Delivery`. One lane per enabled subscription, each a
+task reading the outbox past the subscription's cursor in batches: a batch's events for the subscription (its event names
 and namespace patterns; an event without a namespace, a link's, goes to every subscription of
 its name) are grouped by key, each key's events delivered in order by one chain, the chains
 of different keys at once (at most ``max_in_flight`` attempts in flight, the lane's HTTP
