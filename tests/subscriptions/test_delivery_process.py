@@ -24,8 +24,8 @@ from hack.support.waiting import await_until
 from attested_cortex.attest import masterkeys as mk
 from attested_cortex.server.delivery_process import DeliveryProcess
 from attested_cortex.service.workers.delivering import Deliverer
-from tests.subscriptions.receivers import receiving
 from tests.server.test_ring_reload import write_ring
+from tests.subscriptions.receivers import receiving
 from tests.subscriptions.test_delivery import FAST, status, subscribe
 from tests.support.cortex import CortexClient, MakeCortex
 

@@ -5,17 +5,17 @@ child at a lower CPU priority, so deliveries never take the write path's CPU), o
 ``subscriptions.delivery: in_process``, in the server's own loop (built by
 :func:`attested_cortex.server.assembling.open_services` into ``Services.deliverer``); either
 way the server sees it through :class:`Delivery`. One lane per enabled subscription, each a
-task reading the outbox past the subscription's cursor in batches: a batch's events for the subscription (its event names
-and namespace patterns; an event without a namespace, a link's, goes to every subscription of
-its name) are grouped by key, each key's events delivered in order by one chain, the chains
-of different keys at once (at most ``max_in_flight`` attempts in flight, the lane's HTTP
-client holds no more connections). A failed attempt is retried after the schedule's delays
-(1 s, 5 s, 25 s, then times the factor up to the cap); one that exhausts its attempts goes to
-the dead-letter queue and the key's chain moves on. When every chain of the batch is done the
-cursor moves past the batch in one transaction with the batch's dead letters: a crash before
-that re-delivers the batch (at least once; every delivery of an event carries the same
-``webhook-id``, ``evt_<seq>``). The cursor moves by compare-and-set, so a replay that moved it
-back meanwhile wins.
+task reading the outbox past the subscription's cursor in batches: a batch's events for the
+subscription (its event names and namespace patterns; an event without a namespace, a link's,
+goes to every subscription of its name) are grouped by key, each key's events delivered in
+order by one chain, the chains of different keys at once (at most ``max_in_flight`` attempts
+in flight, the lane's HTTP client holds no more connections). A failed attempt is retried
+after the schedule's delays (1 s, 5 s, 25 s, then times the factor up to the cap); one that
+exhausts its attempts goes to the dead-letter queue and the key's chain moves on. When every
+chain of the batch is done the cursor moves past the batch in one transaction with the
+batch's dead letters: a crash before that re-delivers the batch (at least once; every
+delivery of an event carries the same ``webhook-id``, ``evt_<seq>``). The cursor moves by
+compare-and-set, so a replay that moved it back meanwhile wins.
 
 Lanes wake on the outbox's NOTIFY (sent at COMMIT) and poll as a fallback. They share what
 does not depend on the subscription (:mod:`.fanout`): one outbox read for the lanes at the same
