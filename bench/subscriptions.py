@@ -250,11 +250,13 @@ async def throughput(base: str, server_pid: int, subscriptions: int,
                 "load_average": load}
 
 
-async def latency(base: str, gen: TextGenerator) -> dict[str, Any]:
-    """Store request start to receipt, stores paced at 50/s, one subscription."""
+async def latency(base: str, server_pid: int, gen: TextGenerator) -> dict[str, Any]:
+    """Store request start to receipt, stores paced at 50/s, one subscription, once it
+    delivers (the delivery process's start, about a second, is not a delivery's latency)."""
     with receiver_process() as receiver:
         async with aiohttp.ClientSession(headers=HEADERS) as http:
             await _subscribe(http, base, receiver.url, 1)
+            await _delivering(http, base, server_pid, 1)
             sent: dict[str, float] = {}
             for body in gen.memories(PACED):
                 t0 = time.monotonic()
@@ -369,7 +371,8 @@ def run() -> dict[str, Any]:
         dsn = create_database(server, "bench_subs_latency")
         asyncio.run(migrate(dsn))
         with serve(dsn, Path(tmp), "--config", str(config), "--embedder", "none") as served:
-            out["delivery_latency"] = asyncio.run(latency(served.base, gen))
+            out["delivery_latency"] = asyncio.run(latency(served.base, served.process.pid,
+                                                          gen))
         dsn = create_database(server, "bench_subs_catch_up")
         asyncio.run(migrate(dsn))
         with serve(dsn, Path(tmp), "--config", str(config), "--embedder", "none") as served:
