@@ -741,22 +741,40 @@ def tiers_rows(d: dict[str, Any]) -> list[Row]:
 def subscriptions_rows(d: dict[str, Any]) -> list[Row]:
     t = d.get("throughput") or {}
     lat, up = d.get("delivery_latency") or {}, d.get("catch_up") or {}
+    out = d.get("outage") or {}
     fan = d.get("fanout") or {}
     big = fan.get("100") or {}
 
     def cpu(count: str) -> str:
         return (f"{_fmt(_get(t, count, 'server_cpu_ms_per_store'))}+"
+                f"{_fmt(_get(t, count, 'delivery_process_cpu_ms_per_store'))}+"
                 f"{_fmt(_get(t, count, 'receiver_cpu_ms_per_store'))}")
 
+    def after(count: str) -> str:
+        return _fmt(_get(t, count, 'all_delivered_after_last_store_s'))
+
+    old = d.get("throughput_in_process") or {}
+    in_loop: list[Row] = [(
+        "the same, delivering from the server's own event loop (`subscriptions.delivery: "
+        "in_process`, as before ADR 0142), runs interleaved with the rows above in the same "
+        "run: stores/s at 0 / 1 / 10; cost at 1 and 10; server CPU ms per store at 10",
+        f"{_fmt(_get(old, '0', 'per_second'))} / {_fmt(_get(old, '1', 'per_second'))} / "
+        f"{_fmt(_get(old, '10', 'per_second'), ' /s')}; {_fmt(d.get('cost_at_1_in_process'))}"
+        f", {_fmt(d.get('cost_at_10_in_process'))}; "
+        f"{_fmt(_get(old, '10', 'server_cpu_ms_per_store'), ' ms')}; "
+        f"{_load(old.get('10') or {})}", "recorded")] if old else []
     return [
         ("sequential stores (HTTP, --embedder none) with 0 / 1 / 10 webhook subscriptions "
-         "delivering to a loopback receiver process on the same 2 cores: stores/s (best of "
-         "runs); cost at 1 and 10; server+receiver CPU ms per store at 0 / 1 / 10; load "
-         "average (1 min)",
+         "delivering (from the server's delivery process, ADR 0142) to a loopback receiver "
+         "process (niced: it stands for another machine) on the same 2 cores: stores/s "
+         "(median of 3 interleaved runs); cost at 1 and 10; server+delivery process+receiver "
+         "CPU ms per store at 0 / 1 / 10; last event delivered after the last store at "
+         "1 / 10; load average (1 min)",
          f"{_fmt(_get(t, '0', 'per_second'))} / {_fmt(_get(t, '1', 'per_second'))} / "
          f"{_fmt(_get(t, '10', 'per_second'), ' /s')}; {_fmt(d.get('cost_at_1'))}, "
          f"{_fmt(d.get('cost_at_10'))}; {cpu('0')} / {cpu('1')} / {cpu('10')} ms; "
-         f"{_load(t.get('10') or {})}", "<= 10 % at 10"),
+         f"{after('1')} / {after('10')} s; {_load(t.get('10') or {})}", "<= 10 % at 10"),
+        *in_loop,
         ("delivery latency, store request start -> receipt (an upper bound of commit -> "
          "receipt), 50 stores/s, 1 subscription: p50 / p95",
          f"{_fmt(_get(lat, 'latency_ms', 'p50'))} / {_fmt(_get(lat, 'latency_ms', 'p95'), ' ms')}"
@@ -765,6 +783,16 @@ def subscriptions_rows(d: dict[str, Any]) -> list[Row]:
          "enabled again",
          f"{_fmt(up.get('events_per_second'), ' /s')} ({_fmt(up.get('backlog'))} events); "
          f"{_load(up)}", "recorded"),
+        ("a receiver down (503) for the outage's seconds while memories are stored and "
+         "updated at 5/s, default retry schedule (1, 5, 25 s, then x5): events; delivered, "
+         "duplicates, out of order, dead letters; refused attempts; caught up after the "
+         "receiver's return",
+         f"{_fmt(out.get('down_seconds'), ' s')}: {_fmt(out.get('events'))} events; "
+         f"{_fmt(out.get('delivered'))}, {_fmt(out.get('duplicates'))}, "
+         f"{_fmt(out.get('out_of_order'))}, {_fmt(out.get('dead_letters'))}; "
+         f"{_fmt(out.get('refused_attempts'))}; "
+         f"{_fmt(out.get('caught_up_after_return_s'), ' s')}; {_load(out)}",
+         "every event once, in order"),
         ("fan-out: events written in batches of 100 with 0 / 100 subscriptions (writes/s, "
          "cost), then every event to every subscription: deliveries/s, duplicates, "
          "out of order, server CPU ms per delivery",

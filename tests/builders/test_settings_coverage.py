@@ -94,6 +94,10 @@ SERVER_ONLY: dict[str, str] = {
                                            "for cortexctl serve",
     "subscriptions.refused_cidrs": "the cluster's own ranges are refused by the SSRF guard's "
                                    "defaults; extra ranges are for cortexctl serve",
+    "subscriptions.delivery": "where the server delivers from (ADR 0142), not a policy: "
+                              "the child process unless debugging",
+    "subscriptions.delivery_nice": "a CPU priority of the delivery process (ADR 0142), "
+                                   "tuning measured by the benchmark",
     "audit.checkpoints.every_events": "a checkpoint cadence (ADR 0099), not a policy",
     "audit.checkpoints.every_seconds": "a checkpoint cadence (ADR 0099), not a policy",
     "audit.checkpoints.origin": "the default names the audit signer, which the operator "

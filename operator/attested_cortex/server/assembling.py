@@ -24,6 +24,7 @@ from attested_cortex.attest.loading import KeySource
 from attested_cortex.attest.masterkeys import KeyRing
 from attested_cortex.attest.memory_sealing import MemorySeal
 from attested_cortex.attest.ringwatch import RingSource
+from attested_cortex.attest.sealing import Sealer
 from attested_cortex.embedding.base import EmbeddingError
 from attested_cortex.embedding.chat import ChatClient
 from attested_cortex.embedding.choosing import MODES, build_embedder
@@ -39,6 +40,7 @@ from attested_cortex.server.configuring import (
     retention_from,
     sealer_from,
 )
+from attested_cortex.server.delivery_process import DeliveryProcess
 from attested_cortex.server.settings import ServerSettings
 from attested_cortex.server.subscribing import deliverer_from
 from attested_cortex.service.pipeline import outboxing, recording
@@ -49,6 +51,7 @@ from attested_cortex.service.resources.spoke import native as spoke_native
 from attested_cortex.service.resources.spoke import reflections as spoke_reflections
 from attested_cortex.service.resources.spoke import transfer as spoke_transfer
 from attested_cortex.service.workers.checkpointing import Checkpointer
+from attested_cortex.service.workers.delivering import Delivery
 from attested_cortex.service.workers.embedding import (
     SealedNamespaces,
     Vectors,
@@ -140,7 +143,8 @@ async def open_services(settings: ServerSettings, stack: AsyncExitStack) -> Serv
         transfer_expiry=TransferExpiry(db),
         checkpointer=_checkpointer(settings, db, keys, registry),
         outbox=present,
-        deliverer=deliverer_from(settings, db, registry, sealer) if present else None,
+        deliverer=_delivery(settings, db, registry, sealer, at_rest_default)
+        if present else None,
         records=spoke_native.GATE,  # the family gates its records' native API (ADR 0125)
     )
     if approvals is not None and present:  # approval events through subscriptions (K4)
@@ -184,6 +188,17 @@ async def _at_rest_default(conn: AnyConn, settings: ServerSettings,
              "on" if decided else "off",
              "not migrated to 0028" if decided is None else "decided at its first start")
     return bool(decided)
+
+
+def _delivery(settings: ServerSettings, db: Database, registry: CollectorRegistry,
+              sealer: Sealer | None, at_rest_default: bool) -> Delivery | None:
+    """Webhook delivery as ``subscriptions.delivery`` asks (ADR 0142): a child process at a
+    lower CPU priority (its supervisor here; the child builds its own sealer from the same
+    settings and the cortex's default), or the deliverer in this event loop."""
+    if settings.subscriptions.enabled and settings.subscriptions.delivery == "process":
+        return DeliveryProcess(settings, db, sealer, at_rest_default=at_rest_default,
+                               registry=registry)
+    return deliverer_from(settings, db, registry, sealer)
 
 
 def _pending(settings: ServerSettings, db: Database) -> PendingReceipts:

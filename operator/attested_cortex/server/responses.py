@@ -420,7 +420,7 @@ class SubscriptionOut(BaseModel):
     updated_at: str
     status: dict[str, Any] = Field(description="lag, cursor, head, last_success_at, "
                                    "last_failure_at, last_error, dead_letters, "
-                                   "behind_retention, running")
+                                   "behind_retention, running (this replica delivers it)")
     secret: str | None = Field(None, description="Only in the answer to a create that "
                                "generated it")
 

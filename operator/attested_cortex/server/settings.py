@@ -456,6 +456,12 @@ class SubscriptionsSettings(BaseModel):
     #: Subscriptions kept in the table from configuration (the operator renders the
     #: CortexSubscription resources here; ADR 0108).
     declared: list[DeclaredSubscription] = Field(default_factory=list, max_length=1000)
+    #: Where webhooks are delivered from (ADR 0142): ``process``, a child process of the
+    #: server at a lower CPU priority, so deliveries never take the write path's CPU first;
+    #: ``in_process``, the server's own event loop (ADR 0107, as before).
+    delivery: Literal["process", "in_process"] = "process"
+    #: The delivery process's niceness (added to the server's): 0 shares the CPU equally.
+    delivery_nice: int = Field(10, ge=0, le=19)
 
 
 class ServerSettings(BaseModel):

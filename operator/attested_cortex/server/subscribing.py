@@ -1,5 +1,6 @@
-"""The webhook deliverer as the settings configure it (issue 41, ADR 0106/0107). Called by
-:mod:`.assembling` at start-up; the deliverer starts with the other workers, after start-up.
+"""Webhook delivery as the settings configure it (issue 41, ADR 0106/0107/0142). Called by
+:mod:`.assembling` at start-up (delivery starts with the other workers, after start-up) and
+by the delivery process (:mod:`.delivery`), which builds its deliverer from the same settings.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from attested_cortex.store.database import Database
 def delivery_settings(settings: ServerSettings) -> DeliverySettings:
     """The deliverer's bounds and schedule from ``subscriptions`` in the settings."""
     s = settings.subscriptions
+    ring = settings.master_key
     return DeliverySettings(
+        # a watched ring is adopted at each process's own poll: wait two polls for it
+        reopen_after_s=2 * ring.reload_interval_ms / 1000
+        if ring is not None and ring.dir is not None else 0.0,
         retry_schedule_s=tuple(s.retry_schedule_seconds), retry_factor=s.retry_factor,
         retry_cap_s=s.retry_cap_seconds, max_attempts=s.max_attempts, batch=s.batch,
         retention_s=float(s.retention_seconds), allow_private=s.allow_private_targets,
@@ -34,7 +39,9 @@ def delivery_settings(settings: ServerSettings) -> DeliverySettings:
 def deliverer_from(settings: ServerSettings, db: Database, registry: CollectorRegistry,
                    sealer: Sealer | None = None) -> Deliverer | None:
     """The deliverer, or None when delivery is off (the outbox is still written); with the
-    sealer that opens payloads sealed at rest."""
+    sealer that opens payloads sealed at rest. In this event loop: the server's when
+    ``subscriptions.delivery`` is ``in_process``, the delivery process's otherwise (ADR 0142,
+    :mod:`.assembling` chooses)."""
     if not settings.subscriptions.enabled:
         return None
     return Deliverer(db, delivery_settings(settings), registry=registry, sealer=sealer)

@@ -30,8 +30,12 @@ async def readyz(request: web.Request) -> web.Response:
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
-    """Prometheus text exposition."""
+    """Prometheus text exposition: the server's registry, then the delivery process's
+    (its per-subscription series, ADR 0142; nothing when delivery runs in this process)."""
+    services = state(request).services
     body = generate_latest(state(request).metrics.registry)
+    if services.deliverer is not None:
+        body += await services.deliverer.exposition()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from attested_cortex.service.workers.approving import Approvals
     from attested_cortex.service.workers.checkpointing import Checkpointer
-    from attested_cortex.service.workers.delivering import Deliverer
+    from attested_cortex.service.workers.delivering import Delivery
     from attested_cortex.service.workers.embedding import Vectors
     from attested_cortex.service.workers.pending_receipts import PendingReceipts
     from attested_cortex.service.workers.read_recording import ReadRecorder
@@ -210,8 +210,8 @@ class Services:
     #: Whether writes append their ``post_*`` events to the outbox (migration 0038 applied;
     #: ADR 0106); the subscription deliverer reads it.
     outbox: bool = False
-    #: The webhook deliverer (ADR 0106); None: not started here.
-    deliverer: Deliverer | None = None
+    #: Webhook delivery (ADR 0106), in this loop or a child process (ADR 0142); None: off.
+    deliverer: Delivery | None = None
     #: The spoke-memory family's gate on native reads and writes of its records (ADR 0125);
     #: None: no family assembled, so no memory is one of its records.
     records: NativeRecords | None = None

@@ -47,4 +47,6 @@ async def report(svc: Services) -> dict[str, Any]:
         "last_failure_at": s.get("last_failure_at"),
         "last_error": short_error(s.get("last_error")),
         "dead_letters": s.get("dead_letters"),
-        "behind_retention": s.get("behind_retention")} for s in found["subscriptions"]]}
+        "behind_retention": s.get("behind_retention"),
+        # this replica holds the subscription's lease (ADR 0131): it is the one delivering
+        "delivered_here": bool(s.get("running"))} for s in found["subscriptions"]]}

@@ -4,8 +4,8 @@ cortex`` call the same functions), each a pipeline Call (issue 41, ADR 0106).
 Every operation needs ``subscriptions.manage`` held bare: a subscription may name any
 namespace and receives the content written there, so managing one is a whole-cortex power
 (Trusted tier and above). The secret is never shown but once, in the answer to the create
-that generated it. A change here wakes this server's deliverer at once; other replicas see it
-at their next sync (a second).
+that generated it. A change here wakes this server's deliverer (or its delivery process, ADR
+0142) at once; other replicas see it at their next sync (a second).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from attested_cortex.service.resources.subscription_commands import (
     dead_letter_view,
     subscription_view,
 )
-from attested_cortex.service.workers.delivering import Deliverer
+from attested_cortex.service.workers.delivering import Delivery, status_of
 from attested_cortex.service.workers.webhooks import check_secret, new_secret
 from attested_cortex.store import outbox
 from attested_cortex.store import subscriptions as rows
@@ -47,8 +47,12 @@ def _enabled(svc: Services) -> None:
                             "the database", code="subscriptions_unavailable")
 
 
-def _status(svc: Services, sub: Subscription) -> dict[str, Any] | None:
-    return None if svc.deliverer is None else svc.deliverer.status(sub)
+async def _status(svc: Services, sub: Subscription) -> dict[str, Any] | None:
+    if svc.deliverer is None:
+        return None
+    async with svc.db.connection() as conn:
+        dropped, head = await outbox.bounds(conn)
+    return status_of(sub, head=head, dropped_before=dropped, here=sub.id in svc.deliverer.held)
 
 
 def _changed(svc: Services) -> None:
@@ -118,7 +122,7 @@ class CreateCall(_Managed):
         async with svc.db.transaction() as conn:
             sub = await rows.create(conn, fields)
         _changed(svc)
-        view = subscription_view(sub, _status(svc, sub))
+        view = subscription_view(sub, await _status(svc, sub))
         if cmd.secret is None:
             view["secret"] = secret  # shown once: the only answer that carries it
         return view
@@ -131,7 +135,13 @@ class ListCall(_Managed):
     async def act(self, svc: Services) -> dict[str, Any]:
         async with svc.db.connection() as conn:
             found = await rows.listed(conn)
-        return {"subscriptions": [subscription_view(s, _status(svc, s)) for s in found]}
+            dropped, head = await outbox.bounds(conn)
+        here = svc.deliverer.held if svc.deliverer is not None else frozenset()
+        return {"subscriptions": [subscription_view(s, None if svc.deliverer is None else
+                                                    status_of(s, head=head,
+                                                              dropped_before=dropped,
+                                                              here=s.id in here))
+                                  for s in found]}
 
 
 @dataclass
@@ -140,7 +150,7 @@ class GetCall(_Managed):
 
     async def act(self, svc: Services) -> dict[str, Any]:
         sub = await find(svc, self.name)
-        return subscription_view(sub, _status(svc, sub))
+        return subscription_view(sub, await _status(svc, sub))
 
 
 @dataclass
@@ -164,7 +174,7 @@ class UpdateCall(_Managed):
             raise NotFoundError(f"no subscription named {self.name!r}",
                                 code="subscription_not_found", name=self.name)
         _changed(svc)
-        return subscription_view(updated, _status(svc, updated))
+        return subscription_view(updated, await _status(svc, updated))
 
 
 @dataclass
@@ -280,7 +290,7 @@ class DeadPurgeCall(_Managed):
         return {"purged": count}
 
 
-def _deliverer(svc: Services) -> Deliverer:
+def _deliverer(svc: Services) -> Delivery:
     if svc.deliverer is None:
         raise NotFoundError("webhook delivery is off on this server (subscriptions.enabled)",
                             code="delivery_disabled")

@@ -1,18 +1,21 @@
 """The webhook deliverer: the outbox's first consumer (issue 41, ADR 0106/0107).
 
-Built at start-up (:func:`attested_cortex.server.assembling.open_services`) and kept in
-``Services.deliverer``. One lane per enabled subscription, each a task reading the outbox past
-the subscription's cursor in batches: a batch's events for the subscription (its event names
-and namespace patterns; an event without a namespace, a link's, goes to every subscription of
-its name) are grouped by key, each key's events delivered in order by one chain, the chains
-of different keys at once (at most ``max_in_flight`` attempts in flight, the lane's HTTP
-client holds no more connections). A failed attempt is retried after the schedule's delays
-(1 s, 5 s, 25 s, then times the factor up to the cap); one that exhausts its attempts goes to
-the dead-letter queue and the key's chain moves on. When every chain of the batch is done the
-cursor moves past the batch in one transaction with the batch's dead letters: a crash before
-that re-delivers the batch (at least once; every delivery of an event carries the same
-``webhook-id``, ``evt_<seq>``). The cursor moves by compare-and-set, so a replay that moved it
-back meanwhile wins.
+Runs in the server's delivery process (:mod:`attested_cortex.server.delivery`, ADR 0142: a
+child at a lower CPU priority, so deliveries never take the write path's CPU), or, with
+``subscriptions.delivery: in_process``, in the server's own loop (built by
+:func:`attested_cortex.server.assembling.open_services` into ``Services.deliverer``); either
+way the server sees it through :class:`Delivery`. One lane per enabled subscription, each a
+task reading the outbox past the subscription's cursor in batches: a batch's events for the
+subscription (its event names and namespace patterns; an event without a namespace, a link's,
+goes to every subscription of its name) are grouped by key, each key's events delivered in
+order by one chain, the chains of different keys at once (at most ``max_in_flight`` attempts
+in flight, the lane's HTTP client holds no more connections). A failed attempt is retried
+after the schedule's delays (1 s, 5 s, 25 s, then times the factor up to the cap); one that
+exhausts its attempts goes to the dead-letter queue and the key's chain moves on. When every
+chain of the batch is done the cursor moves past the batch in one transaction with the
+batch's dead letters: a crash before that re-delivers the batch (at least once; every
+delivery of an event carries the same ``webhook-id``, ``evt_<seq>``). The cursor moves by
+compare-and-set, so a replay that moved it back meanwhile wins.
 
 Lanes wake on the outbox's NOTIFY (sent at COMMIT) and poll as a fallback. They share what
 does not depend on the subscription (:mod:`.fanout`): one outbox read for the lanes at the same
@@ -39,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -88,6 +91,11 @@ class DeliverySettings:
     #: ``gate_slow_s`` only (:class:`.fanout.Gate`: the requests' event loop stays responsive).
     gate_size: int = 16
     gate_slow_s: float = 0.1
+    #: How long an event whose sealed payload does not open waits for one more try before it
+    #: becomes a dead letter (0: at once). A rotated master key ring is adopted by each
+    #: process at its own poll (the server, its delivery process, other replicas: ADR 0142),
+    #: so an event sealed under the new version may reach one that has not adopted it yet.
+    reopen_after_s: float = 0.0
     #: Subscriptions declared in the configuration (the operator's CortexSubscriptions,
     #: ADR 0108), kept in the table as ``managed_by = 'config'``.
     declared: tuple[Declared, ...] = ()
@@ -145,6 +153,87 @@ def body(event: Stored) -> str:
 def message_id(seq: int) -> str:
     """The stable delivery id of an event (``webhook-id``)."""
     return f"evt_{seq}"
+
+
+class Delivery(Protocol):
+    """What the server asks of webhook delivery, wherever it runs: this event loop
+    (:class:`Deliverer`, ``subscriptions.delivery: in_process``) or a child process
+    (:class:`attested_cortex.server.delivery_process.DeliveryProcess`, ADR 0142)."""
+
+    settings: DeliverySettings
+
+    def start(self, dsn: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    @property
+    def running(self) -> bool:
+        """Whether delivery runs for this replica (its lanes, or its process, are up)."""
+        ...
+
+    @property
+    def held(self) -> frozenset[uuid.UUID]:
+        """The subscriptions this replica delivers now (their leases are held here)."""
+        ...
+
+    def changed(self) -> None:
+        """A subscription was created, changed or deleted here: resync now."""
+
+    def kick(self) -> None:
+        """A replay moved a cursor back: re-read the rows now."""
+
+    async def replay_dead(self, sub: Subscription, seq: int) -> str | None:
+        """One attempt at a dead letter now (None: delivered, it left the queue)."""
+        ...
+
+    async def exposition(self) -> bytes:
+        """Metrics kept outside the server's registry (the process's), as Prometheus text."""
+        ...
+
+
+def status_of(sub: Subscription, *, head: int, dropped_before: int,
+              here: bool) -> dict[str, Any]:
+    """A subscription's delivery state for the API and capabilities (no secret), from its
+    row and the outbox's bounds (the database's, the same on every replica); ``running``
+    says whether *this* replica delivers it (holds its lease, ADR 0131)."""
+    return {"lag": max(0, head - sub.cursor), "cursor": sub.cursor,
+            "head": head, "delivered": sub.delivered,
+            "failed_attempts": sub.failed_attempts,
+            "last_success_at": _iso(sub.last_success_at),
+            "last_failure_at": _iso(sub.last_failure_at), "last_error": sub.last_error,
+            "dead_letters": sub.dead_letters,
+            "behind_retention": sub.cursor < dropped_before,
+            "running": here}
+
+
+def new_sender(settings: DeliverySettings, sub: Subscription) -> Sender:
+    """A sender (HTTP client) for ``sub`` within the settings' bounds."""
+    return Sender(max_in_flight=sub.max_in_flight,
+                  allow_private=sub.allow_private_targets or settings.allow_private,
+                  refused=settings.refused, limits=settings.limits)
+
+
+async def replay_dead(db: Database, sealer: Sealer | None, sub: Subscription, seq: int,
+                      sender: Sender) -> str | None:
+    """One attempt at a dead letter now, with ``sender``: None when delivered (it leaves
+    the queue), else why not (it stays, its attempts counted). The server runs it itself
+    whichever process delivers (an operator's request, answered with its outcome)."""
+    async with db.connection() as conn:
+        dead = await subs.dead_letter(conn, sub.id, seq)
+    if dead is None:
+        raise NotFoundError(f"subscription {sub.name} has no dead letter {seq}",
+                            code="dead_letter_not_found")
+    event = Stored(dead.seq, dead.event, dead.key, None, dead.payload, dead.dead_at)
+    why = await sender.send(sub.url, secret=open_secret(sealer, sub.name, sub.secret),
+                            msg_id=message_id(seq),
+                            body=body(replace(event, payload=opened(sealer, event.payload))))
+    async with db.transaction() as conn:
+        if why is None:
+            await subs.forget_dead(conn, sub.id, seq)
+        else:
+            await subs.bury(conn, sub.id, seq=seq, event=dead.event, key=dead.key,
+                            payload=dead.payload, attempts=1, error=why)
+    return why
 
 
 @dataclass
@@ -335,9 +424,7 @@ class Deliverer:
 
     async def _start_lane(self, sub: Subscription) -> None:
         s = self.settings
-        sender = Sender(max_in_flight=sub.max_in_flight,
-                        allow_private=sub.allow_private_targets or s.allow_private,
-                        refused=s.refused, limits=s.limits)
+        sender = new_sender(s, sub)
         try:
             secret = open_secret(self.sealer, sub.name, sub.secret)
         except UnsealError as exc:  # its events wait; the next sync tries again
@@ -471,6 +558,12 @@ class Deliverer:
 
     async def _event(self, lane: _Lane, one: Ready, tally: _Tally) -> None:
         name, event, text = lane.sub.name, one.event, one.text
+        if text is None and self.settings.reopen_after_s > 0:
+            # perhaps sealed under a key version this process adopts at its next poll of
+            # the ring: try once more after it (the key's chain waits meanwhile)
+            await asyncio.sleep(self.settings.reopen_after_s)
+            with contextlib.suppress(UnsealError):
+                text = self.text(event)
         if text is None:  # not sent: kept, sealed, for an operator to look at
             tally.dead.append((event, 0, one.why))
             self._metrics.deliveries.labels(name, "dead").inc()
@@ -501,48 +594,27 @@ class Deliverer:
 
     # -- the dead-letter queue ---------------------------------------------------------
     async def replay_dead(self, sub: Subscription, seq: int) -> str | None:
-        """One attempt at a dead letter now: None when delivered (it leaves the queue),
-        else why not (it stays, its attempts counted)."""
-        async with self.db.connection() as conn:
-            dead = await subs.dead_letter(conn, sub.id, seq)
-        if dead is None:
-            raise NotFoundError(f"subscription {sub.name} has no dead letter {seq}",
-                                code="dead_letter_not_found")
-        event = Stored(dead.seq, dead.event, dead.key, None, dead.payload, dead.dead_at)
+        """One attempt at a dead letter now (:func:`replay_dead`), with the lane's client
+        when the subscription has a lane here."""
         lane = self._lanes.get(sub.id)
-        sender = lane.sender if lane is not None else self._sender(sub)
+        if lane is not None:
+            return await replay_dead(self.db, self.sealer, sub, seq, lane.sender)
+        sender = new_sender(self.settings, sub)
         try:
-            why = await sender.send(sub.url, secret=open_secret(self.sealer, sub.name,
-                                                                sub.secret),
-                                    msg_id=message_id(seq),
-                                    body=self.text(event))
+            return await replay_dead(self.db, self.sealer, sub, seq, sender)
         finally:
-            if lane is None:
-                await sender.close()
-        async with self.db.transaction() as conn:
-            if why is None:
-                await subs.forget_dead(conn, sub.id, seq)
-            else:
-                await subs.bury(conn, sub.id, seq=seq, event=dead.event, key=dead.key,
-                                payload=dead.payload, attempts=1, error=why)
-        return why
+            await sender.close()
 
-    def _sender(self, sub: Subscription) -> Sender:
-        s = self.settings
-        return Sender(max_in_flight=sub.max_in_flight,
-                      allow_private=sub.allow_private_targets or s.allow_private,
-                      refused=s.refused, limits=s.limits)
+    @property
+    def held(self) -> frozenset[uuid.UUID]:
+        """The subscriptions delivered here: their leases (every lane's when unbound)."""
+        if not self.leases.bound:
+            return frozenset(self._lanes)
+        return self.leases.held
 
-    def status(self, sub: Subscription) -> dict[str, Any]:
-        """A subscription's delivery state for the API and capabilities (no secret)."""
-        return {"lag": max(0, self.head - sub.cursor), "cursor": sub.cursor,
-                "head": self.head, "delivered": sub.delivered,
-                "failed_attempts": sub.failed_attempts,
-                "last_success_at": _iso(sub.last_success_at),
-                "last_failure_at": _iso(sub.last_failure_at), "last_error": sub.last_error,
-                "dead_letters": sub.dead_letters,
-                "behind_retention": sub.cursor < self.dropped_before,
-                "running": sub.id in self._lanes}
+    async def exposition(self) -> bytes:
+        """Nothing: in this process the gauges are in the server's own registry."""
+        return b""
 
 
 def _differs(row: Subscription, fields: dict[str, Any], sealer: Sealer | None) -> bool:

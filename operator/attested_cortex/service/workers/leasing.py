@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Final, Generic, TypeVar
 
 from attested_cortex.errors import CortexError
@@ -42,10 +43,18 @@ class Leases(Generic[K]):
         self._held: set[K] = set()
         self._checked_at = -1e9
         self._lock = asyncio.Lock()  # one session, even when lanes ask at once
+        #: Told the held set whenever it changes (the delivery process reports it to the
+        #: server, which says which subscriptions this replica delivers: ADR 0142).
+        self.on_change: Callable[[frozenset[K]], None] | None = None
 
     def bind(self, dsn: str) -> None:
         """Hold leases on ``dsn`` from now on (the deliverer's start)."""
         self._dsn = dsn
+
+    @property
+    def bound(self) -> bool:
+        """Whether leases are taken (:meth:`bind` was called)."""
+        return self._dsn is not None
 
     @property
     def held(self) -> frozenset[K]:
@@ -70,6 +79,7 @@ class Leases(Generic[K]):
                 if not await leases.try_take(conn, subscription, self.lease_class):
                     return False
             self._held.add(subscription)
+            self._changed()
             log.info("lease taken", extra={"lease": str(subscription),
                                            "lease_class": self.lease_class})
             return True
@@ -85,6 +95,7 @@ class Leases(Generic[K]):
             if subscription not in self._held or self._conn is None:
                 return
             self._held.discard(subscription)
+            self._changed()
             try:
                 async with asyncio.timeout(ROUND_TRIP_S):
                     await leases.release(self._conn, subscription, self.lease_class)
@@ -109,8 +120,14 @@ class Leases(Generic[K]):
         self._checked_at = loop.time()
         return self._conn
 
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(frozenset(self._held))
+
     async def _forget(self) -> None:
         conn, self._conn = self._conn, None
-        self._held.clear()
+        if self._held:
+            self._held.clear()
+            self._changed()
         if conn is not None:
             await leases.close(conn)
