@@ -19,9 +19,8 @@ from attested_cortex.service.pipeline.attesting import snapshot
 from attested_cortex.service.pipeline.context import Caller, Services
 from attested_cortex.service.pipeline.running import Call, run
 from attested_cortex.service.resources import federation_status
-from attested_cortex.service.workers.delivering import status_of
+from attested_cortex.service.workers.delivering import statuses
 from attested_cortex.store import memory_resealing
-from attested_cortex.store import outbox as outbox_rows
 from attested_cortex.store import subscriptions as subscription_rows
 from attested_cortex.store import transcripts as transcript_rows
 from attested_cortex.store.migrating import current_version
@@ -298,17 +297,14 @@ async def subscriptions(svc: Services) -> dict[str, Any]:
     deliverer = svc.deliverer
     async with svc.db.connection() as conn:
         found = await subscription_rows.listed(conn)
-        dropped, head = await outbox_rows.bounds(conn) if deliverer is not None else (0, 0)
-    if deliverer is None:
-        return {"enabled": True, "delivering": False, "subscriptions": [
-            {"name": s.name, "enabled": s.enabled} for s in found]}
-    here = deliverer.held  # whichever process delivers: the same answer (ADR 0142)
+        if deliverer is None:
+            return {"enabled": True, "delivering": False, "subscriptions": [
+                {"name": s.name, "enabled": s.enabled} for s in found]}
+        states = await statuses(conn, deliverer, found)
     return {"enabled": True, "delivering": deliverer.running,
             "retention_seconds": deliverer.settings.retention_s,
-            "subscriptions": [{"name": s.name, "enabled": s.enabled,
-                               **status_of(s, head=head, dropped_before=dropped,
-                                           here=s.id in here)}
-                              for s in found]}
+            "subscriptions": [{"name": s.name, "enabled": s.enabled, **state}
+                              for s, state in zip(found, states, strict=True)]}
 
 
 def mcp(svc: Services) -> dict[str, Any]:

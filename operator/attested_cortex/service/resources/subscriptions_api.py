@@ -31,7 +31,7 @@ from attested_cortex.service.resources.subscription_commands import (
     dead_letter_view,
     subscription_view,
 )
-from attested_cortex.service.workers.delivering import Delivery, status_of
+from attested_cortex.service.workers.delivering import Delivery, statuses
 from attested_cortex.service.workers.webhooks import check_secret, new_secret
 from attested_cortex.store import outbox
 from attested_cortex.store import subscriptions as rows
@@ -51,8 +51,7 @@ async def _status(svc: Services, sub: Subscription) -> dict[str, Any] | None:
     if svc.deliverer is None:
         return None
     async with svc.db.connection() as conn:
-        dropped, head = await outbox.bounds(conn)
-    return status_of(sub, head=head, dropped_before=dropped, here=sub.id in svc.deliverer.held)
+        return (await statuses(conn, svc.deliverer, [sub]))[0]
 
 
 def _changed(svc: Services) -> None:
@@ -135,13 +134,11 @@ class ListCall(_Managed):
     async def act(self, svc: Services) -> dict[str, Any]:
         async with svc.db.connection() as conn:
             found = await rows.listed(conn)
-            dropped, head = await outbox.bounds(conn)
-        here = svc.deliverer.held if svc.deliverer is not None else frozenset()
-        return {"subscriptions": [subscription_view(s, None if svc.deliverer is None else
-                                                    status_of(s, head=head,
-                                                              dropped_before=dropped,
-                                                              here=s.id in here))
-                                  for s in found]}
+            if svc.deliverer is None:
+                return {"subscriptions": [subscription_view(s, None) for s in found]}
+            states = await statuses(conn, svc.deliverer, found)
+        return {"subscriptions": [subscription_view(s, state)
+                                  for s, state in zip(found, states, strict=True)]}
 
 
 @dataclass

@@ -57,7 +57,7 @@ from attested_cortex.service.workers.leasing import Leases
 from attested_cortex.service.workers.webhooks import Limits, Sender
 from attested_cortex.store import outbox
 from attested_cortex.store import subscriptions as subs
-from attested_cortex.store.database import Database
+from attested_cortex.store.database import AnyConn, Database
 from attested_cortex.store.notifications import listening
 from attested_cortex.store.outbox import Stored, json_text
 from attested_cortex.store.subscriptions import Subscription
@@ -204,6 +204,16 @@ def status_of(sub: Subscription, *, head: int, dropped_before: int,
             "dead_letters": sub.dead_letters,
             "behind_retention": sub.cursor < dropped_before,
             "running": here}
+
+
+async def statuses(conn: AnyConn, delivery: Delivery,
+                   found: Sequence[Subscription]) -> list[dict[str, Any]]:
+    """:func:`status_of` for each of ``found``, with one read of the outbox's bounds; which
+    ones this replica delivers comes from ``delivery``, wherever it runs (ADR 0142)."""
+    dropped, head = await outbox.bounds(conn)
+    here = delivery.held
+    return [status_of(s, head=head, dropped_before=dropped, here=s.id in here)
+            for s in found]
 
 
 def new_sender(settings: DeliverySettings, sub: Subscription) -> Sender:
