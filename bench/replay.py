@@ -6,7 +6,9 @@ bench/quality.py's sets in seconds, without a server, before it is built.
 Not part of ``make bench``: a diagnosis, run by hand, as bench/fusion.py. It reproduces the
 server within a question or two (LongMemEval static hybrid R@5 / R@10 0.811 / 0.877 against
 the server's 0.809 / 0.879; bench/quality.py's four sets exactly, both models) and prints the
-baseline beside RM3 pseudo-relevance feedback and the passage mixes ADR 0144 measured::
+baseline beside RM3 pseudo-relevance feedback and the passage mixes ADR 0144 measured, the
+lexical half's best window (passage-level BM25, ADR 0146) and how often an answer is in the
+top k of either list at all (the ceiling of any fusion of them)::
 
     python -m bench.replay minilm postgresql://.../bench_longmemeval
 
@@ -103,6 +105,87 @@ class Corpus:
         elems, freqs = (stats or (None, None))
         self.f0 = float(freqs[len(elems)]) / 2 if elems and freqs else 0.05
         self.idf0 = max(math.log((1 - self.f0) / self.f0), MIN_IDF)
+
+
+class Windows:
+    """Each memory's windows of ``width`` positions, ``stride`` apart (the last one ending at
+    its last position), as passages for BM25 (ADR 0146): a lexeme's occurrences per window,
+    the windows' lengths (lexemes in them) and, per lexeme, the windows holding it.
+
+    ``rows`` are ``(memory id, lexeme, positions)`` as ``unnest(search)`` gives them, ``ids``
+    the memories in the corpus's order (:func:`windows_of` reads both from a database)."""
+
+    def __init__(self, ids: list[str], rows: list[tuple[str, str, list[int]]],
+                 width: int = 100, stride: int = 50) -> None:
+        last: dict[str, int] = defaultdict(int)
+        for mid, _, positions in rows:
+            last[mid] = max(last[mid], max(positions))
+        first: dict[str, tuple[int, int]] = {}
+        count = 0
+        for mid in ids:
+            k = max(1, math.ceil(max(last[mid] - width, 0) / stride) + 1)
+            first[mid] = (count, k)
+            count += k
+        self.owner = np.zeros(count, dtype=np.int64)
+        for n, mid in enumerate(ids):
+            base, k = first[mid]
+            self.owner[base:base + k] = n
+        postings: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+        self.length = np.zeros(count)
+        for mid, lexeme, positions in rows:
+            base, k = first[mid]
+            for p in positions:
+                # window j holds positions j * stride + 1 .. j * stride + width
+                for j in range(max(0, math.ceil((p - width) / stride)),
+                               min(k - 1, (p - 1) // stride) + 1):
+                    postings[lexeme][base + j] += 1
+                    self.length[base + j] += 1
+        self.postings = {lx: (np.fromiter(d.keys(), dtype=np.int64),
+                              np.fromiter(d.values(), dtype=np.float64))
+                         for lx, d in postings.items()}
+        self.n, self.members = count, len(ids)
+        self.average = float(self.length.mean()) if count else 1.0
+
+    def best(self, words: list[str]) -> Array:
+        """Each memory's best window's BM25 over ``words``, with the windows' own document
+        frequencies and lengths."""
+        score = np.zeros(self.n)
+        for lexeme in set(words):
+            if lexeme not in self.postings:
+                continue
+            idx, tf = self.postings[lexeme]
+            share = len(idx) / self.n
+            idf = max(math.log((1 - share) / share), MIN_IDF) if share < 1 else MIN_IDF
+            norm = K1 * (1 - B + B * self.length[idx] / self.average)
+            score[idx] += idf * tf * (K1 + 1) / (tf + norm)
+        best = np.zeros(self.members)
+        np.maximum.at(best, self.owner, score)
+        return best
+
+
+def windows_of(dsn: str, c: Corpus, width: int = 100, stride: int = 50) -> Windows:
+    """:class:`Windows` of the live memories of ``dsn`` (``c``'s order)."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT m.id::text, u.lexeme, coalesce(u.positions, '{1}') "
+            "FROM memories m, unnest(m.search) u WHERE m.deleted_at IS NULL").fetchall()
+    return Windows(c.ids, [(str(m), str(lx), list(p)) for m, lx, p in rows], width, stride)
+
+
+def scaled(x: Array) -> Array:
+    """``x`` scaled to 0..1 between its least and greatest positive value (0 elsewhere)."""
+    out = np.zeros(len(x))
+    pos = x > 0
+    if pos.any():
+        lo, hi = x[pos].min(), x[pos].max()
+        out[pos] = (x[pos] - lo) / (hi - lo) if hi > lo else 1.0
+    return out
+
+
+def rank_of(score: Array, wanted: set[int]) -> int:
+    """The best rank (0-based) of a wanted memory in ``score``'s order."""
+    order = np.argsort(-score, kind="stable")
+    return int(min(np.where(np.isin(order, list(wanted)))[0]))
 
 
 def query_lexemes(dsn: str, texts: list[str]) -> list[list[str]]:
@@ -264,9 +347,13 @@ def scores(found: list[list[int]], wanted: list[set[int]], kinds: list[str]
 
 
 def run_methods(c: Corpus, model: str, lexemes: list[list[str]], vectors: Array,
-                wanted: list[set[int]], kinds: list[str]) -> dict[str, Any]:
-    """Full text, hybrid, hybrid with RM3 and with each passage mix, over one set."""
+                wanted: list[set[int]], kinds: list[str], windows: Windows | None = None
+                ) -> dict[str, Any]:
+    """Full text, hybrid, hybrid with RM3, with each passage mix and (``windows``) with the
+    lexical half's best window, over one set; and the share of queries whose answer is in
+    the top k of either list."""
     found: dict[str, list[list[int]]] = defaultdict(list)
+    within: dict[str, int] = defaultdict(int)
     for i, words in enumerate(lexemes):
         own = dict.fromkeys(words, 1.0)
         fts, cov = bm25(c, own)
@@ -274,6 +361,19 @@ def run_methods(c: Corpus, model: str, lexemes: list[list[str]], vectors: Array,
         relevance = fuse(fts, cov, sims)
         found["full text"].append(top(fuse(fts, cov, None), fts))
         found["hybrid"].append(top(relevance, fts))
+        ranks = [rank_of(np.where(fts > 0, fts, -1.0), wanted[i]), rank_of(sims, wanted[i])]
+        if windows is not None:
+            best = np.where(fts > 0, windows.best(words), 0.0)
+            ranks.append(rank_of(np.where(fts > 0, best, -1.0), wanted[i]))
+            for share in (0.3, 0.5):
+                lexical = np.where(fts > 0, share * scaled(fts) + (1 - share) * scaled(best),
+                                   0.0)
+                found[f"full text, {share} document + {1 - share} best window"].append(
+                    top(np.where(fts > 0, lexical, -np.inf), fts))
+                found[f"hybrid, lexical {share} document + {1 - share} best window"].append(
+                    top(fuse(lexical, cov, sims), fts))
+        for k in (5, 10, 20):
+            within[f"in the top {k} of a list"] += min(ranks) < k
         weights = fed_back(c, top(relevance, fts, 2), relevance, own)
         again, again_cov = bm25(c, weights, set(own))
         found["hybrid + RM3 (2 memories, 30 words, 0.8)"].append(
@@ -282,7 +382,9 @@ def run_methods(c: Corpus, model: str, lexemes: list[list[str]], vectors: Array,
             mixed = similarity(c, model, vectors[i], mode, alpha)
             found[f"hybrid, best passage + {alpha} {mode}"].append(
                 top(fuse(fts, cov, mixed), fts))
-    return {name: scores(f, wanted, kinds) for name, f in found.items()}
+    out: dict[str, Any] = {name: scores(f, wanted, kinds) for name, f in found.items()}
+    out["ceiling"] = {k: round(v / max(len(lexemes), 1), 3) for k, v in within.items()}
+    return out
 
 
 def longmemeval(dsn: str, embedder: str) -> dict[str, Any]:
@@ -295,7 +397,7 @@ def longmemeval(dsn: str, embedder: str) -> dict[str, Any]:
     model: Any = build_embedder(embedder)
     vectors = np.array(model.embed_now(texts), dtype=np.float32)
     return run_methods(c, MODELS[embedder], query_lexemes(dsn, texts), vectors, wanted,
-                       [str(q["question_type"]) for q in questions])
+                       [str(q["question_type"]) for q in questions], windows_of(dsn, c))
 
 
 def quality(dsn: str, embedder: str) -> dict[str, Any]:
@@ -318,9 +420,9 @@ def quality(dsn: str, embedder: str) -> dict[str, Any]:
               cur.copy("COPY memories (id, namespace, title, content, tags, metadata, "
                        "author, created_at, updated_at) FROM STDIN") as copy):
             for m in mems:
-                at = now - timedelta(seconds=rng.randint(0, 365 * 86400))
+                when = now - timedelta(seconds=rng.randint(0, 365 * 86400))
                 copy.write_row((uuid.uuid5(uuid.NAMESPACE_OID, str(m.key)), "quality",
-                                "", m.content, [], "{}", "bench", at, at))
+                                "", m.content, [], "{}", "bench", when, when))
         with psycopg.connect(target, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE memories")
     c = Corpus(target, [])
@@ -339,7 +441,7 @@ def quality(dsn: str, embedder: str) -> dict[str, Any]:
     vectors = np.array(model.embed_now([q.text for q, _ in kept]), dtype=np.float32)
     kinds = [("heldout_" if q.target >= heldout.KEY_BASE else "") + q.kind for q, _ in kept]
     return run_methods(c, "set", [w for _, w in kept], vectors,
-                       [{row[q.target]} for q, _ in kept], kinds)
+                       [{row[q.target]} for q, _ in kept], kinds, windows_of(target, c))
 
 
 def main(argv: list[str]) -> int:
