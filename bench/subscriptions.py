@@ -414,6 +414,15 @@ async def fanout(base: str, server_pid: int, subscriptions: int,
             "load_average": list(os.getloadavg())}
 
 
+@contextmanager
+def _fresh(server: Any, tmp: Path, name: str, config: Path) -> Iterator[Any]:
+    """A server (full text only, ``config``) over a new migrated database ``name``."""
+    dsn = create_database(server, name)
+    asyncio.run(migrate(dsn))
+    with serve(dsn, tmp, "--config", str(config), "--embedder", "none") as served:
+        yield served
+
+
 def run() -> dict[str, Any]:
     """Run the subscriptions benchmark and write docs/benchmarks/subscriptions.json."""
     out: dict[str, Any] = {"goals": {"write_cost_at_10_subscriptions": "<= 10 %",
@@ -436,48 +445,37 @@ def run() -> dict[str, Any]:
         for index in range(RUNS):
             for side, side_config in sides.items():
                 for count in runs[side]:
-                    dsn = create_database(server, f"bench_subs_{side}_{count}_{index}")
-                    asyncio.run(migrate(dsn))
-                    with serve(dsn, Path(tmp), "--config", str(side_config), "--embedder",
-                               "none") as served:
+                    with _fresh(server, Path(tmp), f"bench_subs_{side}_{count}_{index}",
+                                side_config) as served:
                         pid = served.process.pid
                         child = CHILD and side == "process"
                         asyncio.run(throughput(served.base, pid, 0, gen, child=child))
                         runs[side][count].append(asyncio.run(
                             throughput(served.base, pid, count, gen, child=child)))
         for side, side_runs in runs.items():
-            best = {c: sorted(r, key=lambda x: float(x["per_second"]))[len(r) // 2]
-                    for c, r in side_runs.items()}  # the median run
+            median = {c: sorted(r, key=lambda x: float(x["per_second"]))[len(r) // 2]
+                      for c, r in side_runs.items()}
             suffix = "" if side == "process" else "_in_process"
             out[f"throughput{suffix}"] = {
-                str(c): {**b, "runs_per_second": [x["per_second"] for x in side_runs[c]]}
-                for c, b in best.items()}
+                str(c): {**m, "runs_per_second": [x["per_second"] for x in side_runs[c]]}
+                for c, m in median.items()}
             out[f"cost_at_10{suffix}"] = round(
-                1 - best[10]["per_second"] / best[0]["per_second"], 3)
+                1 - median[10]["per_second"] / median[0]["per_second"], 3)
             out[f"cost_at_1{suffix}"] = round(
-                1 - best[1]["per_second"] / best[0]["per_second"], 3)
+                1 - median[1]["per_second"] / median[0]["per_second"], 3)
         if ONLY == "throughput":
             write_result(os.environ.get("BENCH_SUBSCRIPTIONS_AREA", "subscriptions"), out)
             return out
-        dsn = create_database(server, "bench_subs_latency")
-        asyncio.run(migrate(dsn))
-        with serve(dsn, Path(tmp), "--config", str(config), "--embedder", "none") as served:
+        with _fresh(server, Path(tmp), "bench_subs_latency", config) as served:
             out["delivery_latency"] = asyncio.run(latency(served.base, served.process.pid,
                                                           gen))
-        dsn = create_database(server, "bench_subs_catch_up")
-        asyncio.run(migrate(dsn))
-        with serve(dsn, Path(tmp), "--config", str(config), "--embedder", "none") as served:
+        with _fresh(server, Path(tmp), "bench_subs_catch_up", config) as served:
             out["catch_up"] = asyncio.run(catch_up(served.base, gen))
-        dsn = create_database(server, "bench_subs_outage")
-        asyncio.run(migrate(dsn))
-        with serve(dsn, Path(tmp), "--config", str(config), "--embedder", "none") as served:
+        with _fresh(server, Path(tmp), "bench_subs_outage", config) as served:
             out["outage"] = asyncio.run(outage(served.base, served.process.pid, gen))
         fanned: dict[str, Any] = {}
         for count in (0, FANOUT_SUBSCRIPTIONS):
-            dsn = create_database(server, f"bench_subs_fanout_{count}")
-            asyncio.run(migrate(dsn))
-            with serve(dsn, Path(tmp), "--config", str(config), "--embedder",
-                       "none") as served:
+            with _fresh(server, Path(tmp), f"bench_subs_fanout_{count}", config) as served:
                 fanned[str(count)] = asyncio.run(fanout(served.base, served.process.pid,
                                                         count, gen))
         out["fanout"] = {**fanned, "write_cost": round(
