@@ -172,13 +172,14 @@ def windows_of(dsn: str, c: Corpus, width: int = 100, stride: int = 50) -> Windo
     return Windows(c.ids, [(str(m), str(lx), list(p)) for m, lx, p in rows], width, stride)
 
 
-def scaled(x: Array) -> Array:
-    """``x`` scaled to 0..1 between its least and greatest positive value (0 elsewhere)."""
+def scaled(x: Array, among: Array | None = None) -> Array:
+    """``x`` scaled to 0..1 between its least and greatest value ``among`` those (a mask; by
+    default its positive values), 0 elsewhere: how ADR 0094 scales each list."""
+    among = x > 0 if among is None else among
     out = np.zeros(len(x))
-    pos = x > 0
-    if pos.any():
-        lo, hi = x[pos].min(), x[pos].max()
-        out[pos] = (x[pos] - lo) / (hi - lo) if hi > lo else 1.0
+    if among.any():
+        lo, hi = x[among].min(), x[among].max()
+        out[among] = (x[among] - lo) / (hi - lo) if hi > lo else 1.0
     return out
 
 
@@ -290,17 +291,11 @@ def fuse(fts: Array, cov: Array, sims: Array | None) -> Array:
     if sims is None:
         relevance[matched] = fts[matched]
         return relevance
-    counted = matched & (cov >= floor)
-    f = np.zeros(len(fts))
-    if counted.any():
-        lo, hi = fts[counted].min(), fts[counted].max()
-        f[counted] = (fts[counted] - lo) / (hi - lo) if hi > lo else 1.0
-    near = np.argsort(-sims, kind="stable")[:store_recall.DEFAULT_VECTOR_POOL]
-    v = np.zeros(len(fts))
-    lo, hi = sims[near].min(), sims[near].max()
-    v[near] = (sims[near] - lo) / (hi - lo) if hi > lo else 1.0
-    listed = matched.copy()
-    listed[near] = True
+    f = scaled(fts, matched & (cov >= floor))
+    near = np.zeros(len(fts), dtype=bool)
+    near[np.argsort(-sims, kind="stable")[:store_recall.DEFAULT_VECTOR_POOL]] = True
+    v = scaled(sims, near)
+    listed = matched | near
     relevance[listed] = weight * f[listed] + (1 - weight) * v[listed]
     return relevance
 
